@@ -1,0 +1,278 @@
+/*
+ * gemm.h: the whole public API of libgemmclient, the library that talks to
+ * gemmd. A client opens a connection, allocates shared-memory buffers that
+ * the daemon maps too, writes matrices into them, and asks for
+ * D = alpha * op(A) * op(B) + beta * C. Nothing is copied through the socket
+ * but a small request.
+ *
+ * Conventions (as in nng): every fallible call returns a gemm_error (0 on
+ * success); out-parameters are written only on success; each prototype says
+ * who owns what and which threads may call it.
+ */
+#ifndef GEMM_GEMM_H
+#define GEMM_GEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(GEMM_BUILDING_LIBRARY)
+#define GEMM_API __attribute__((visibility("default")))
+#else
+#define GEMM_API
+#endif
+
+#define GEMM_VERSION_MAJOR 0
+#define GEMM_VERSION_MINOR 1
+#define GEMM_VERSION_PATCH 0
+#define GEMM_VERSION_STRING "0.1.0"
+
+/* Version of the wire protocol (proto/gemm.proto) this library speaks. */
+#define GEMM_PROTOCOL_VERSION 1
+
+/*
+ * Error codes: one table, stable numbers, shared with the wire protocol
+ * (Reply.status). X(name, number, message).
+ */
+#define GEMM_ERROR_MAP(X)                                                     \
+    X(GEMM_OK, 0, "success")                                                  \
+    X(GEMM_ERR_INVALID, 1, "invalid argument")                                \
+    X(GEMM_ERR_NOMEM, 2, "out of memory")                                     \
+    X(GEMM_ERR_CONNECT, 3, "cannot connect to gemmd (is it running?)")        \
+    X(GEMM_ERR_TIMEOUT, 4, "timed out")                                       \
+    X(GEMM_ERR_CLOSED, 5, "connection closed")                                \
+    X(GEMM_ERR_PROTOCOL, 6, "malformed or undecodable message")               \
+    X(GEMM_ERR_VERSION, 7, "protocol version mismatch")                       \
+    X(GEMM_ERR_TOO_LARGE, 8, "message too large")                             \
+    X(GEMM_ERR_BUSY, 9, "server busy: queue full")                            \
+    X(GEMM_ERR_SHUTDOWN, 10, "server shutting down")                          \
+    X(GEMM_ERR_NO_BUFFER, 11, "unknown buffer id")                            \
+    X(GEMM_ERR_PERMISSION, 12, "permission denied")                           \
+    X(GEMM_ERR_BOUNDS, 13, "operand extends beyond its buffer")               \
+    X(GEMM_ERR_DIMS, 14, "invalid dimensions")                                \
+    X(GEMM_ERR_LD, 15, "leading dimension too small")                         \
+    X(GEMM_ERR_ALIGN, 16, "misaligned operand offset")                        \
+    X(GEMM_ERR_DTYPE, 17, "unsupported data type combination")                \
+    X(GEMM_ERR_SHM, 18, "shared memory error")                                \
+    X(GEMM_ERR_BACKEND, 19, "backend failure")                                \
+    X(GEMM_ERR_LIMIT, 20, "resource limit reached")                           \
+    X(GEMM_ERR_IO, 21, "i/o error")                                           \
+    X(GEMM_ERR_UNSUPPORTED, 22, "operation not supported")                    \
+    X(GEMM_ERR_INTERNAL, 23, "internal error")                                \
+    X(GEMM_ERR_DEVICE, 24, "GPU error")                                       \
+    X(GEMM_ERR_DEVICE_MEMORY, 25, "out of GPU memory")                        \
+    X(GEMM_ERR_BUFFER_FAULT, 26, "buffer truncated or unmapped under a request")
+
+typedef enum gemm_error {
+#define GEMM_X_ENUM(name, num, msg) name = num,
+    GEMM_ERROR_MAP(GEMM_X_ENUM)
+#undef GEMM_X_ENUM
+} gemm_error;
+
+/* A static message for any code (unknown codes get "unknown error").
+ * Thread-safe. */
+GEMM_API const char *gemm_strerror(int err);
+
+/* "0.1.0": the library's version. Thread-safe. */
+GEMM_API const char *gemm_version_string(void);
+
+/* Element types. The numbers are the wire protocol's DType. */
+typedef enum gemm_dtype {
+    GEMM_BF16 = 1,
+    GEMM_FP16 = 2,
+    GEMM_FP32 = 3,
+} gemm_dtype;
+
+/* Bytes per element: 2, 2, 4; 0 for an unknown type. Thread-safe. */
+GEMM_API size_t gemm_dtype_size(gemm_dtype t);
+/* "bf16", "fp16", "fp32"; "?" for an unknown type. Thread-safe. */
+GEMM_API const char *gemm_dtype_name(gemm_dtype t);
+/* Parses "bf16", "fp16"/"f16"/"half", "fp32"/"f32"/"float".
+ * Returns GEMM_ERR_DTYPE if unknown. Thread-safe. */
+GEMM_API int gemm_dtype_parse(const char *s, gemm_dtype *out);
+
+/*
+ * Converts n elements from src (type st) to dst (type dt); any pair of types,
+ * round-to-nearest-even when narrowing, NaN kept NaN. src and dst must not
+ * overlap unless they are the same pointer and the types have equal size.
+ * Returns GEMM_ERR_DTYPE for an unknown type. Thread-safe.
+ */
+GEMM_API int gemm_convert(void *dst, gemm_dtype dt, const void *src,
+                          gemm_dtype st, size_t n);
+
+/*
+ * The URL a client connects to when none is given: $GEMM_URL if set, else
+ * ipc://$XDG_RUNTIME_DIR/gemmd.sock if XDG_RUNTIME_DIR is set and that socket
+ * exists, else ipc:///run/gemmd/gemmd.sock. Writes a NUL-terminated string
+ * into buf. Returns GEMM_ERR_INVALID if it does not fit. Thread-safe.
+ */
+GEMM_API int gemm_default_url(char *buf, size_t len);
+
+/* ---- connections ---------------------------------------------------- */
+
+typedef struct gemm_client gemm_client;
+
+/*
+ * Connects to gemmd at url (NULL: gemm_default_url()). On success *out is a
+ * new client the caller must gemm_client_close(); on failure *out is
+ * untouched and nothing is left allocated. GEMM_ERR_CONNECT when no daemon
+ * listens there. Thread-safe.
+ *
+ * A client is thread-safe: any number of threads may issue requests on one
+ * client at once (each request uses its own nng context).
+ */
+GEMM_API int gemm_client_open(gemm_client **out, const char *url);
+
+/*
+ * Closes the connection and frees the client. Buffers still allocated on it
+ * stay mapped in this process (the daemon releases its side when the
+ * connection closes) and must still be freed with gemm_buffer_free().
+ * Requests still pending must be waited for first. NULL is ignored. Not to be
+ * called while another thread uses the client.
+ */
+GEMM_API void gemm_client_close(gemm_client *c);
+
+/*
+ * Per-request timeout in milliseconds for requests started after this call
+ * (default 60000; -1 waits forever). Thread-safe.
+ */
+GEMM_API int gemm_client_set_timeout(gemm_client *c, int ms);
+
+/* The message of the last failed request made by the calling thread on any
+ * client (the server's words when the server refused it), or "" if none.
+ * Valid until the thread's next request. Thread-safe (thread-local). */
+GEMM_API const char *gemm_last_error_message(void);
+
+typedef struct gemm_server_info {
+    uint32_t protocol_version;
+    char server_version[32];
+    char backend[16];
+    char device[128];
+} gemm_server_info;
+
+/* Round trip to the daemon; fills *info if non-NULL. Thread-safe. */
+GEMM_API int gemm_ping(gemm_client *c, gemm_server_info *info);
+
+typedef struct gemm_status {
+    double uptime_s;
+    char backend[16];
+    char device[128];
+    uint64_t requests_served;
+    uint64_t requests_failed;
+    uint32_t queue_depth;
+    uint32_t queue_capacity;
+    uint32_t buffers;      /* registered buffers, all clients */
+    uint64_t buffer_bytes; /* their total size */
+    uint32_t clients;      /* connected clients */
+    uint32_t threads;      /* backend worker threads */
+    double latency_p50_us; /* GEMM latency in the daemon, recent window */
+    double latency_p90_us;
+    double latency_p99_us;
+    double latency_max_us;
+    uint64_t gemm_flops; /* 2*M*N*K over all served GEMMs */
+} gemm_status;
+
+/* Fetches the daemon's counters into *out. Thread-safe. */
+GEMM_API int gemm_get_status(gemm_client *c, gemm_status *out);
+
+/* ---- shared-memory buffers ----------------------------------------- */
+
+typedef struct gemm_buffer gemm_buffer;
+
+/*
+ * Creates a shared-memory buffer of size bytes (rounded up to a page),
+ * registers it with the daemon and maps it here. The shm object gets an
+ * unguessable name, O_EXCL, mode 0600, and its space is reserved up front
+ * (GEMM_ERR_SHM / NOMEM if /dev/shm is full); the name is unlinked once the
+ * daemon has mapped it, so nothing is left behind if anyone crashes.
+ * On success *out is a new buffer the caller must gemm_buffer_free(); its
+ * memory is zero-filled. Thread-safe.
+ */
+GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size,
+                               gemm_buffer **out);
+
+/*
+ * Releases the buffer on the daemon (if its client is still open) and unmaps
+ * it here. NULL is ignored. No request using it may be pending. Thread-safe
+ * with respect to other buffers.
+ */
+GEMM_API void gemm_buffer_free(gemm_buffer *b);
+
+/* The mapped memory (page-aligned) and its usable size. Valid until
+ * gemm_buffer_free(). */
+GEMM_API void *gemm_buffer_data(const gemm_buffer *b);
+GEMM_API size_t gemm_buffer_size(const gemm_buffer *b);
+/* The daemon's id for the buffer (opaque; for diagnostics). */
+GEMM_API uint64_t gemm_buffer_id(const gemm_buffer *b);
+
+/* ---- GEMM ------------------------------------------------------------ */
+
+/* A matrix in a buffer: byte offset and leading dimension in elements
+ * (0 = tight: the stored row length). */
+typedef struct gemm_matrix {
+    gemm_buffer *buf;
+    uint64_t offset;
+    uint64_t ld;
+} gemm_matrix;
+
+/*
+ * D = alpha * op(A) * op(B) + beta * C; row-major; op(A) is m x k, op(B) is
+ * k x n. With trans_a, A is stored k x m; with trans_b, B is stored n x k.
+ * A and B are of ab_type, C and D of cd_type. C is read only when
+ * beta != 0 (c.buf may be NULL otherwise). D may be the same memory as C.
+ */
+typedef struct gemm_op {
+    uint64_t m, n, k;
+    gemm_dtype ab_type;
+    gemm_dtype cd_type;
+    bool trans_a;
+    bool trans_b;
+    float alpha;
+    float beta;
+    gemm_matrix a, b, c, d;
+} gemm_op;
+
+/* Fills *op with m, n, k, types, alpha = 1, beta = 0, no transposes, tight
+ * leading dimensions and no buffers. Thread-safe. */
+GEMM_API void gemm_op_init(gemm_op *op, uint64_t m, uint64_t n, uint64_t k,
+                           gemm_dtype ab_type, gemm_dtype cd_type);
+
+typedef struct gemm_timings {
+    uint64_t queued_us;  /* in the daemon's queue */
+    uint64_t compute_us; /* on the backend */
+    uint64_t total_us;   /* in the daemon, receive to reply */
+    uint64_t round_trip_us; /* measured by the client */
+} gemm_timings;
+
+/*
+ * Runs one GEMM and waits for it. On success D has been written and *t (if
+ * non-NULL) holds the timings. On failure D is unchanged and
+ * gemm_last_error_message() says why. Thread-safe.
+ */
+GEMM_API int gemm_run(gemm_client *c, const gemm_op *op, gemm_timings *t);
+
+typedef struct gemm_request gemm_request;
+
+/*
+ * Sends one GEMM without waiting. On success *out is a pending request that
+ * must be passed to gemm_wait() exactly once (which frees it). The op is
+ * copied; the buffers must stay allocated until then. Thread-safe.
+ */
+GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op,
+                         gemm_request **out);
+
+/*
+ * Waits for a request from gemm_submit() and frees it; returns its status
+ * and fills *t (if non-NULL) on success. Any thread may wait, once.
+ */
+GEMM_API int gemm_wait(gemm_request *r, gemm_timings *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GEMM_GEMM_H */

@@ -1,0 +1,24 @@
+/*
+ * error.c: gemm_strerror() and the version string, generated from the one
+ * error table in gemm.h so codes and messages cannot drift. Shared by the
+ * client library and the daemon.
+ */
+#include <gemm/gemm.h>
+
+GEMM_API const char *gemm_strerror(int err)
+{
+    switch (err) {
+#define GEMM_X_CASE(name, num, msg)                                           \
+    case num:                                                                 \
+        return msg;
+        GEMM_ERROR_MAP(GEMM_X_CASE)
+#undef GEMM_X_CASE
+    default:
+        return "unknown error";
+    }
+}
+
+GEMM_API const char *gemm_version_string(void)
+{
+    return GEMM_VERSION_STRING;
+}

@@ -1,0 +1,57 @@
+/*
+ * backend.h: the compute backends, one ops table each (as Redis' ae picks an
+ * event backend, or nng fills protocol ops): `cpu` (OpenBLAS) and `cuda`
+ * (our Hopper kernels). The loop thread calls init/fini/pin/unpin; gemm runs
+ * on the scheduler's worker threads.
+ */
+#ifndef GEMMD_BACKEND_H
+#define GEMMD_BACKEND_H
+
+#include "config.h"
+#include "job.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct gemmd_backend gemmd_backend;
+
+typedef struct gemmd_backend_ops {
+    const char *name;
+    /* true when this backend can run here (auto selection); no side
+     * effects */
+    bool (*available)(void);
+    /* sets be->device, be->workers; returns a gemm_error and a message */
+    int (*init)(gemmd_backend *be, const gemmd_config *cfg, char *msg,
+                size_t len);
+    void (*fini)(gemmd_backend *be);
+    /* optional: prepare a newly mapped client buffer (e.g. pin it) */
+    int (*pin)(gemmd_backend *be, void *base, size_t size, void **handle,
+               char *msg, size_t len);
+    void (*unpin)(gemmd_backend *be, void *base, void *handle);
+    /* runs job; on failure sets job->msg; returns a gemm_error. Worker
+     * threads; up to be->workers at once. */
+    int (*gemm)(gemmd_backend *be, gemmd_job *job);
+} gemmd_backend_ops;
+
+struct gemmd_backend {
+    const gemmd_backend_ops *ops;
+    char device[128]; /* what Hello and Status report */
+    unsigned workers; /* worker threads the scheduler runs */
+    unsigned threads; /* compute threads (CPU backend) */
+    void *priv;
+};
+
+extern const gemmd_backend_ops gemmd_backend_cpu;
+#ifdef GEMM_HAVE_CUDA
+extern const gemmd_backend_ops gemmd_backend_cuda;
+#endif
+
+/*
+ * Picks the backend named in cfg->backend ("auto": cuda if available, else
+ * cpu) and initialises it into *be. Returns a gemm_error and a message.
+ * Main thread.
+ */
+int gemmd_backend_open(gemmd_backend *be, const gemmd_config *cfg, char *msg,
+                       size_t len);
+
+#endif

@@ -1,0 +1,454 @@
+/*
+ * dispatch.c: what the loop thread does with each event: a request (Hello,
+ * Status, RegisterBuffer, ReleaseBuffer, Gemm), a finished job, a connection
+ * arriving or leaving. Every request ends in exactly one reply; a failure is
+ * a reply with a gemm_error and a message, never a crash.
+ */
+#include "gemmd.h"
+#include "log.h"
+
+#include <gemm/gemm.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- clients (one per nng pipe) ---- */
+
+static gemmd_client **client_link(gemmd *d, uint32_t pipe)
+{
+    gemmd_client **l = &d->clients[pipe % GEMMD_CLIENT_BUCKETS];
+    while (*l != NULL && (*l)->pipe != pipe)
+        l = &(*l)->next;
+    return l;
+}
+
+static gemmd_client *client_find(gemmd *d, uint32_t pipe)
+{
+    return *client_link(d, pipe);
+}
+
+static void client_add(gemmd *d, const gemmd_event *ev)
+{
+    gemmd_client **l = client_link(d, ev->pipe);
+    if (*l != NULL)
+        return;
+    gemmd_client *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        gemmd_log(LOG_ERR, "out of memory for client %u", ev->pipe);
+        return; /* its requests will be refused: unknown connection */
+    }
+    c->pipe = ev->pipe;
+    c->uid = ev->uid;
+    c->has_uid = ev->has_uid;
+    *l = c;
+    d->nclients++;
+    gemmd_log(LOG_DEBUG, "client %u connected (uid %llu)", c->pipe,
+              (unsigned long long)c->uid);
+}
+
+static void client_remove(gemmd *d, uint32_t pipe)
+{
+    gemmd_client **l = client_link(d, pipe);
+    gemmd_client *c = *l;
+    if (c == NULL)
+        return;
+    uint32_t n = reg_release_owner(&d->reg, pipe);
+    gemmd_log(LOG_DEBUG, "client %u disconnected: %u buffers released", pipe,
+              n);
+    *l = c->next;
+    free(c);
+    d->nclients--;
+}
+
+void gemmd_clients_free(gemmd *d)
+{
+    for (int i = 0; i < GEMMD_CLIENT_BUCKETS; i++) {
+        while (d->clients[i] != NULL) {
+            gemmd_client *c = d->clients[i];
+            d->clients[i] = c->next;
+            free(c);
+        }
+    }
+    d->nclients = 0;
+}
+
+/* ---- replies ---- */
+
+static void reply_error(gemmd *d, srv_slot *s, uint64_t id, int status,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void reply_error(gemmd *d, srv_slot *s, uint64_t id, int status,
+                        const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    Gemm__Reply r = GEMM__REPLY__INIT;
+    r.has_version = true;
+    r.version = GEMM_PROTOCOL_VERSION;
+    r.has_id = true;
+    r.id = id;
+    r.has_status = true;
+    r.status = status;
+    r.message = msg;
+    gemmd_log(LOG_DEBUG, "request %llu from client %u: %s: %s",
+              (unsigned long long)id, s->pipe, gemm_strerror(status), msg);
+    srv_reply(d, s, &r);
+}
+
+static void reply_init(Gemm__Reply *r, uint64_t id)
+{
+    gemm__reply__init(r);
+    r->has_version = true;
+    r->version = GEMM_PROTOCOL_VERSION;
+    r->has_id = true;
+    r->id = id;
+    r->has_status = true;
+    r->status = GEMM_OK;
+}
+
+/* ---- requests ---- */
+
+static void do_hello(gemmd *d, srv_slot *s, uint64_t id)
+{
+    Gemm__Reply r;
+    Gemm__HelloReply h = GEMM__HELLO_REPLY__INIT;
+    reply_init(&r, id);
+    h.has_protocol_version = true;
+    h.protocol_version = GEMM_PROTOCOL_VERSION;
+    h.server_version = (char *)GEMM_VERSION_STRING;
+    h.backend = (char *)d->be.ops->name;
+    h.device = d->be.device;
+    r.body_case = GEMM__REPLY__BODY_HELLO;
+    r.hello = &h;
+    srv_reply(d, s, &r);
+}
+
+static void do_status(gemmd *d, srv_slot *s, uint64_t id)
+{
+    Gemm__Reply r;
+    Gemm__StatusReply st = GEMM__STATUS_REPLY__INIT;
+    gemmd_latency lat;
+    stats_latency(&d->stats, &lat);
+    reply_init(&r, id);
+#define SET(f, v)                                                             \
+    do {                                                                      \
+        st.has_##f = true;                                                    \
+        st.f = (v);                                                           \
+    } while (0)
+    SET(uptime_s, (gemmd_now_ns() - d->stats.started_ns) / 1e9);
+    st.backend = (char *)d->be.ops->name;
+    st.device = d->be.device;
+    SET(requests_served, d->stats.served);
+    SET(requests_failed, d->stats.failed);
+    SET(queue_depth, d->inflight);
+    SET(queue_capacity, d->cfg.max_queue);
+    SET(buffers, d->reg.count);
+    SET(buffer_bytes, d->reg.bytes);
+    SET(clients, d->nclients);
+    SET(latency_p50_us, lat.p50_us);
+    SET(latency_p90_us, lat.p90_us);
+    SET(latency_p99_us, lat.p99_us);
+    SET(latency_max_us, lat.max_us);
+    SET(gemm_flops, d->stats.gemm_flops);
+    SET(threads, d->be.threads);
+#undef SET
+    r.body_case = GEMM__REPLY__BODY_STATUS_REPLY;
+    r.status_reply = &st;
+    srv_reply(d, s, &r);
+}
+
+static void do_register(gemmd *d, srv_slot *s, uint64_t id,
+                        const Gemm__RegisterBufferRequest *rq)
+{
+    gemmd_client *c = client_find(d, s->pipe);
+    if (c == NULL) {
+        reply_error(d, s, id, GEMM_ERR_CLOSED, "connection is closing");
+        return;
+    }
+    if (!c->has_uid) {
+        reply_error(d, s, id, GEMM_ERR_PERMISSION,
+                    "the peer's uid is unknown: buffers can only be "
+                    "registered over ipc://");
+        return;
+    }
+    if (rq->name == NULL || !rq->has_size) {
+        reply_error(d, s, id, GEMM_ERR_INVALID,
+                    "RegisterBuffer needs a name and a size");
+        return;
+    }
+    char msg[512];
+    uint64_t bid;
+    int rv = reg_register(&d->reg, s->pipe, c->uid, rq->name, rq->size, &bid,
+                          msg, sizeof(msg));
+    if (rv != GEMM_OK) {
+        reply_error(d, s, id, rv, "%s", msg);
+        return;
+    }
+    c->buffers++;
+    Gemm__Reply r;
+    Gemm__RegisterBufferReply rb = GEMM__REGISTER_BUFFER_REPLY__INIT;
+    reply_init(&r, id);
+    rb.has_buffer_id = true;
+    rb.buffer_id = bid;
+    r.body_case = GEMM__REPLY__BODY_REGISTER_BUFFER;
+    r.register_buffer = &rb;
+    srv_reply(d, s, &r);
+}
+
+static void do_release(gemmd *d, srv_slot *s, uint64_t id,
+                       const Gemm__ReleaseBufferRequest *rq)
+{
+    uint64_t bid = rq->has_buffer_id ? rq->buffer_id : 0;
+    if (reg_release(&d->reg, s->pipe, bid) != GEMM_OK) {
+        reply_error(d, s, id, GEMM_ERR_NO_BUFFER,
+                    "buffer id %#llx is not registered on this connection",
+                    (unsigned long long)bid);
+        return;
+    }
+    gemmd_client *c = client_find(d, s->pipe);
+    if (c != NULL && c->buffers > 0)
+        c->buffers--;
+    Gemm__Reply r;
+    Gemm__ReleaseBufferReply rr = GEMM__RELEASE_BUFFER_REPLY__INIT;
+    reply_init(&r, id);
+    r.body_case = GEMM__REPLY__BODY_RELEASE_BUFFER;
+    r.release_buffer = &rr;
+    srv_reply(d, s, &r);
+}
+
+struct lookup_arg {
+    gemmd *d;
+    uint32_t pipe;
+};
+
+static void *lookup(void *arg, uint64_t id, size_t *size)
+{
+    struct lookup_arg *la = arg;
+    reg_buffer *b = reg_lookup(&la->d->reg, la->pipe, id);
+    if (b == NULL)
+        return NULL;
+    *size = b->size;
+    return b;
+}
+
+static void operand_in(val_operand *o, const Gemm__Operand *p)
+{
+    memset(o, 0, sizeof(*o));
+    if (p == NULL)
+        return;
+    o->present = true;
+    o->buffer_id = p->has_buffer_id ? p->buffer_id : 0;
+    o->offset = p->has_offset ? p->offset : 0;
+    o->ld = p->has_ld ? p->ld : 0;
+}
+
+static void *operand_ptr(const val_matrix *m)
+{
+    const reg_buffer *b = m->handle;
+    return (char *)b->base + m->offset;
+}
+
+static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
+                    const Gemm__GemmRequest *g)
+{
+    gemmd_client *c = client_find(d, s->pipe);
+    if (c == NULL) {
+        reply_error(d, s, id, GEMM_ERR_CLOSED, "connection is closing");
+        return;
+    }
+    if (d->inflight >= d->cfg.max_queue) {
+        reply_error(d, s, id, GEMM_ERR_BUSY,
+                    "queue full: %u GEMMs queued or running", d->inflight);
+        return;
+    }
+    val_gemm v = {
+        .m = g->has_m ? g->m : 0,
+        .n = g->has_n ? g->n : 0,
+        .k = g->has_k ? g->k : 0,
+        .ab_type = g->has_ab_type ? (int)g->ab_type : 0,
+        .cd_type = g->has_cd_type ? (int)g->cd_type : 0,
+        .trans_a = g->has_trans_a && g->trans_a,
+        .trans_b = g->has_trans_b && g->trans_b,
+        .alpha = g->alpha, /* protobuf-c applies the defaults 1 and 0 */
+        .beta = g->beta,
+    };
+    operand_in(&v.a, g->a);
+    operand_in(&v.b, g->b);
+    operand_in(&v.c, g->c);
+    operand_in(&v.d, g->d);
+    val_limits lim = {.max_dim = d->cfg.max_dim};
+    struct lookup_arg la = {d, s->pipe};
+    val_resolved res;
+    char msg[512];
+    int rv = val_gemm_check(&v, &lim, lookup, &la, &res, msg, sizeof(msg));
+    if (rv != GEMM_OK) {
+        reply_error(d, s, id, rv, "%s", msg);
+        return;
+    }
+    gemmd_job *j = calloc(1, sizeof(*j));
+    if (j == NULL) {
+        reply_error(d, s, id, GEMM_ERR_NOMEM, "out of memory for a job");
+        return;
+    }
+    j->m = v.m;
+    j->n = v.n;
+    j->k = v.k;
+    j->ab_type = v.ab_type;
+    j->cd_type = v.cd_type;
+    j->trans_a = v.trans_a;
+    j->trans_b = v.trans_b;
+    j->has_c = res.has_c;
+    j->alpha = v.alpha;
+    j->beta = v.beta;
+    j->shape = res;
+    j->a = operand_ptr(&res.a);
+    j->b = operand_ptr(&res.b);
+    j->d = operand_ptr(&res.d);
+    j->c = res.has_c ? operand_ptr(&res.c) : NULL;
+    j->lda = res.a.ld;
+    j->ldb = res.b.ld;
+    j->ldc = res.has_c ? res.c.ld : 0;
+    j->ldd = res.d.ld;
+    const val_matrix *ms[4] = {&res.a, &res.b, &res.d,
+                               res.has_c ? &res.c : NULL};
+    for (int i = 0; i < 4; i++) {
+        if (ms[i] == NULL)
+            continue;
+        j->bufs[j->nbufs] = ms[i]->handle;
+        reg_hold(j->bufs[j->nbufs++]);
+    }
+    j->t_received = s->t_received;
+    j->slot = s;
+    j->req_id = id;
+    d->inflight++;
+    c->inflight++;
+    sched_submit(&d->sched, j);
+}
+
+static void handle_request(gemmd *d, srv_slot *s)
+{
+    if (s->decode_status != GEMM_OK) {
+        reply_error(d, s, 0, s->decode_status, "%s", s->decode_msg);
+        return;
+    }
+    const Gemm__Request *rq = s->req;
+    uint64_t id = rq->has_id ? rq->id : 0;
+    uint32_t ver = rq->has_version ? rq->version : 0;
+    if (ver != GEMM_PROTOCOL_VERSION) {
+        reply_error(d, s, id, GEMM_ERR_VERSION,
+                    "protocol version %u is not supported; this gemmd "
+                    "speaks version %d",
+                    ver, GEMM_PROTOCOL_VERSION);
+        return;
+    }
+    bool work = rq->body_case == GEMM__REQUEST__BODY_GEMM ||
+                rq->body_case == GEMM__REQUEST__BODY_REGISTER_BUFFER;
+    if (d->draining && work) {
+        reply_error(d, s, id, GEMM_ERR_SHUTDOWN,
+                    "gemmd is shutting down and takes no new work");
+        return;
+    }
+    switch (rq->body_case) {
+    case GEMM__REQUEST__BODY_HELLO:
+        if (rq->hello->client_name != NULL)
+            gemmd_log(LOG_DEBUG, "hello from client %u (%.64s)", s->pipe,
+                      rq->hello->client_name);
+        do_hello(d, s, id);
+        return;
+    case GEMM__REQUEST__BODY_STATUS:
+        do_status(d, s, id);
+        return;
+    case GEMM__REQUEST__BODY_REGISTER_BUFFER:
+        do_register(d, s, id, rq->register_buffer);
+        return;
+    case GEMM__REQUEST__BODY_RELEASE_BUFFER:
+        do_release(d, s, id, rq->release_buffer);
+        return;
+    case GEMM__REQUEST__BODY_GEMM:
+        do_gemm(d, s, id, rq->gemm);
+        return;
+    default:
+        reply_error(d, s, id, GEMM_ERR_PROTOCOL,
+                    "request has no body (or one this gemmd does not "
+                    "know)");
+        return;
+    }
+}
+
+/* Worker thread: hand the finished job back to the loop. */
+void gemmd_job_done(void *arg, gemmd_job *job)
+{
+    gemmd *d = arg;
+    job->ev.kind = EV_DONE;
+    srv_push(d, &job->ev);
+}
+
+static void finish_job(gemmd *d, gemmd_job *j)
+{
+    srv_slot *s = j->slot;
+    for (int i = 0; i < j->nbufs; i++)
+        reg_put(&d->reg, j->bufs[i]);
+    d->inflight--;
+    gemmd_client *c = client_find(d, s->pipe);
+    if (c != NULL && c->inflight > 0)
+        c->inflight--;
+    uint64_t now = gemmd_now_ns();
+    if (j->status != GEMM_OK) {
+        reply_error(d, s, j->req_id, j->status, "%s",
+                    j->msg[0] ? j->msg : gemm_strerror(j->status));
+        free(j);
+        return;
+    }
+    stats_record_latency(&d->stats, now - j->t_received);
+    d->stats.gemm_flops += 2 * j->m * j->n * j->k;
+    Gemm__Reply r;
+    Gemm__GemmReply g = GEMM__GEMM_REPLY__INIT;
+    reply_init(&r, j->req_id);
+    g.has_queued_us = g.has_compute_us = g.has_total_us = true;
+    g.queued_us = (j->t_started - j->t_received) / 1000;
+    g.compute_us = (j->t_finished - j->t_started) / 1000;
+    g.total_us = (now - j->t_received) / 1000;
+    r.body_case = GEMM__REPLY__BODY_GEMM;
+    r.gemm = &g;
+    free(j);
+    srv_reply(d, s, &r);
+}
+
+void gemmd_dispatch(gemmd *d, gemmd_event *ev)
+{
+    switch (ev->kind) {
+    case EV_REQUEST:
+        handle_request(d, srv_slot_of(ev));
+        break;
+    case EV_DONE:
+        finish_job(d, (gemmd_job *)((char *)ev - offsetof(gemmd_job, ev)));
+        break;
+    case EV_PIPE_ADD:
+        client_add(d, ev);
+        free(ev);
+        break;
+    case EV_PIPE_REM:
+        client_remove(d, ev->pipe);
+        free(ev);
+        break;
+    }
+}
+
+void gemmd_status_line(gemmd *d)
+{
+    gemmd_latency lat;
+    stats_latency(&d->stats, &lat);
+    gemmd_log(LOG_INFO,
+              "stats: %u clients, %u buffers (%llu bytes), queue %u/%u, "
+              "served %llu, failed %llu, latency p50 %.0f us p99 %.0f us",
+              d->nclients, d->reg.count, (unsigned long long)d->reg.bytes,
+              d->inflight, d->cfg.max_queue,
+              (unsigned long long)d->stats.served,
+              (unsigned long long)d->stats.failed, lat.p50_us, lat.p99_us);
+}

@@ -1,0 +1,67 @@
+/*
+ * job.h: one GEMM on its way through the daemon. Made by the loop thread
+ * after validation (with references on its buffers), run by a backend
+ * worker, handed back to the loop for the reply. Only one thread touches a
+ * job at a time: the hand-offs go through mutex-protected queues.
+ */
+#ifndef GEMMD_JOB_H
+#define GEMMD_JOB_H
+
+#include "registry.h"
+#include "validate.h"
+
+#include <stdint.h>
+
+/* An item on the loop's inbox: a received request, a finished job, or a
+ * connection coming or going. Embedded in its owner (slot, job) or
+ * allocated alone (pipe events). */
+enum gemmd_event_kind {
+    EV_REQUEST,
+    EV_DONE,
+    EV_PIPE_ADD,
+    EV_PIPE_REM,
+};
+
+typedef struct gemmd_event {
+    int kind;
+    struct gemmd_event *next;
+    uint32_t pipe; /* EV_PIPE_*: the connection */
+    uint64_t uid;  /* EV_PIPE_ADD: its peer's uid, if known */
+    bool has_uid;
+} gemmd_event;
+
+typedef struct gemmd_job {
+    gemmd_event ev; /* EV_DONE, on the way back to the loop */
+
+    /* the problem, as validated */
+    uint64_t m, n, k;
+    int ab_type, cd_type;
+    bool trans_a, trans_b;
+    bool has_c; /* beta != 0 */
+    float alpha, beta;
+    const void *a, *b, *c; /* c == NULL when !has_c */
+    void *d;
+    uint64_t lda, ldb, ldc, ldd; /* elements */
+    val_resolved shape;          /* rows, cols, extents of each operand */
+
+    reg_buffer *bufs[4]; /* references held until the reply */
+    int nbufs;
+
+    /* the outcome, written by the worker */
+    int status;
+    char msg[256];
+    uint64_t t_received; /* ns, CLOCK_MONOTONIC */
+    uint64_t t_started;
+    uint64_t t_finished;
+
+    /* where the reply goes */
+    void *slot;      /* the server slot (nng context) that received it */
+    uint64_t req_id; /* the request's id */
+
+    struct gemmd_job *next; /* queue link */
+} gemmd_job;
+
+/* Monotonic clock in nanoseconds. Thread-safe. */
+uint64_t gemmd_now_ns(void);
+
+#endif

@@ -1,0 +1,150 @@
+/*
+ * validate.c: the rules of a well-formed GEMM request. Every product and
+ * sum of client-supplied numbers goes through the overflow builtins: a
+ * request whose extent does not fit in 64 bits is out of bounds, not a wrap.
+ */
+#include "validate.h"
+
+#include <gemm/gemm.h>
+
+#include <stdio.h>
+
+bool val_dtypes_supported(int ab, int cd)
+{
+    bool ab16 = (ab == GEMM_BF16 || ab == GEMM_FP16);
+    bool cd_any = (cd == GEMM_BF16 || cd == GEMM_FP16 || cd == GEMM_FP32);
+    if (ab16)
+        return cd_any;
+    return ab == GEMM_FP32 && cd == GEMM_FP32;
+}
+
+/* Resolves and checks one operand stored rows x cols. */
+static int check_matrix(const char *what, const val_operand *op,
+                        uint64_t rows, uint64_t cols, size_t esize,
+                        val_lookup_fn lookup, void *arg, val_matrix *out,
+                        char *msg, size_t len)
+{
+    if (!op->present) {
+        snprintf(msg, len, "operand %s is missing", what);
+        return GEMM_ERR_INVALID;
+    }
+    size_t size = 0;
+    void *h = lookup(arg, op->buffer_id, &size);
+    if (h == NULL) {
+        snprintf(msg, len,
+                 "operand %s: buffer id %#llx is not registered on this "
+                 "connection",
+                 what, (unsigned long long)op->buffer_id);
+        return GEMM_ERR_NO_BUFFER;
+    }
+    uint64_t ld = op->ld ? op->ld : cols;
+    if (ld < cols) {
+        snprintf(msg, len,
+                 "operand %s: leading dimension %llu is smaller than its "
+                 "row length %llu",
+                 what, (unsigned long long)ld, (unsigned long long)cols);
+        return GEMM_ERR_LD;
+    }
+    if (op->offset % esize != 0) {
+        snprintf(msg, len,
+                 "operand %s: offset %llu is not a multiple of the element "
+                 "size %zu",
+                 what, (unsigned long long)op->offset, esize);
+        return GEMM_ERR_ALIGN;
+    }
+    /* extent = ((rows - 1) * ld + cols) * esize; end = offset + extent */
+    uint64_t elems, extent, end;
+    if (__builtin_mul_overflow(rows - 1, ld, &elems) ||
+        __builtin_add_overflow(elems, cols, &elems) ||
+        __builtin_mul_overflow(elems, (uint64_t)esize, &extent) ||
+        __builtin_add_overflow(op->offset, extent, &end) || end > size) {
+        snprintf(msg, len,
+                 "operand %s: %llux%llu with ld %llu at offset %llu extends "
+                 "beyond its %zu-byte buffer",
+                 what, (unsigned long long)rows, (unsigned long long)cols,
+                 (unsigned long long)ld, (unsigned long long)op->offset,
+                 size);
+        return GEMM_ERR_BOUNDS;
+    }
+    out->handle = h;
+    out->offset = op->offset;
+    out->ld = ld;
+    out->rows = rows;
+    out->cols = cols;
+    out->extent = extent;
+    out->esize = esize;
+    return GEMM_OK;
+}
+
+static bool overlap(const val_matrix *x, const val_matrix *y)
+{
+    if (x->handle != y->handle)
+        return false;
+    return x->offset < y->offset + y->extent &&
+           y->offset < x->offset + x->extent;
+}
+
+int val_gemm_check(const val_gemm *g, const val_limits *lim,
+                   val_lookup_fn lookup, void *arg, val_resolved *out,
+                   char *msg, size_t len)
+{
+    int rv;
+    if (!val_dtypes_supported(g->ab_type, g->cd_type)) {
+        snprintf(msg, len,
+                 "unsupported types: A/B %s (%d) with C/D %s (%d); A/B may "
+                 "be bf16 or fp16 with any C/D, or fp32 with fp32",
+                 gemm_dtype_name(g->ab_type), g->ab_type,
+                 gemm_dtype_name(g->cd_type), g->cd_type);
+        return GEMM_ERR_DTYPE;
+    }
+    if (g->m == 0 || g->n == 0 || g->k == 0 || g->m > lim->max_dim ||
+        g->n > lim->max_dim || g->k > lim->max_dim) {
+        snprintf(msg, len,
+                 "dimensions m=%llu n=%llu k=%llu: each must be in 1..%llu",
+                 (unsigned long long)g->m, (unsigned long long)g->n,
+                 (unsigned long long)g->k, (unsigned long long)lim->max_dim);
+        return GEMM_ERR_DIMS;
+    }
+    size_t ab = gemm_dtype_size(g->ab_type);
+    size_t cd = gemm_dtype_size(g->cd_type);
+    /* stored shapes: A is m x k (k x m transposed), B is k x n (n x k) */
+    rv = check_matrix("A", &g->a, g->trans_a ? g->k : g->m,
+                      g->trans_a ? g->m : g->k, ab, lookup, arg, &out->a, msg,
+                      len);
+    if (rv != GEMM_OK)
+        return rv;
+    rv = check_matrix("B", &g->b, g->trans_b ? g->n : g->k,
+                      g->trans_b ? g->k : g->n, ab, lookup, arg, &out->b, msg,
+                      len);
+    if (rv != GEMM_OK)
+        return rv;
+    rv = check_matrix("D", &g->d, g->m, g->n, cd, lookup, arg, &out->d, msg,
+                      len);
+    if (rv != GEMM_OK)
+        return rv;
+    out->has_c = (g->beta != 0.0f);
+    if (out->has_c) {
+        if (!g->c.present) {
+            snprintf(msg, len, "beta is %g but operand C is missing",
+                     (double)g->beta);
+            return GEMM_ERR_INVALID;
+        }
+        rv = check_matrix("C", &g->c, g->m, g->n, cd, lookup, arg, &out->c,
+                          msg, len);
+        if (rv != GEMM_OK)
+            return rv;
+    }
+    if (overlap(&out->d, &out->a) || overlap(&out->d, &out->b)) {
+        snprintf(msg, len, "operand D overlaps %s in the same buffer",
+                 overlap(&out->d, &out->a) ? "A" : "B");
+        return GEMM_ERR_INVALID;
+    }
+    if (out->has_c && overlap(&out->c, &out->d) &&
+        !(out->c.offset == out->d.offset && out->c.ld == out->d.ld)) {
+        snprintf(msg, len,
+                 "operand C partly overlaps D: it must be the same matrix "
+                 "(same offset and ld) or separate");
+        return GEMM_ERR_INVALID;
+    }
+    return GEMM_OK;
+}

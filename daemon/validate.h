@@ -1,0 +1,65 @@
+/*
+ * validate.h: checks of a GEMM request before any work is done. Pure
+ * functions over a plain description (no protobuf, no registry), so the unit
+ * tests drive every rule directly; the caller supplies a lookup from buffer
+ * id to (handle, size). All sizes are computed overflow-safe. Thread-safe.
+ */
+#ifndef GEMMD_VALIDATE_H
+#define GEMMD_VALIDATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct val_operand {
+    bool present;
+    uint64_t buffer_id;
+    uint64_t offset; /* bytes */
+    uint64_t ld;     /* elements; 0 = tight */
+} val_operand;
+
+typedef struct val_gemm {
+    uint64_t m, n, k;
+    int ab_type; /* gemm_dtype numbers */
+    int cd_type;
+    bool trans_a, trans_b;
+    float alpha, beta;
+    val_operand a, b, c, d;
+} val_gemm;
+
+typedef struct val_limits {
+    uint64_t max_dim;
+} val_limits;
+
+/* A matrix as stored, resolved: rows x cols with leading dimension ld. */
+typedef struct val_matrix {
+    void *handle;    /* what lookup returned */
+    uint64_t offset; /* bytes into the buffer */
+    uint64_t ld;     /* elements, >= cols */
+    uint64_t rows, cols;
+    uint64_t extent; /* bytes from offset to one past the last element */
+    size_t esize;    /* element size */
+} val_matrix;
+
+typedef struct val_resolved {
+    val_matrix a, b, c, d;
+    bool has_c; /* beta != 0: C is read */
+} val_resolved;
+
+/* Finds buffer id for the requester: its handle and size, or NULL when the
+ * id is unknown or belongs to someone else. */
+typedef void *(*val_lookup_fn)(void *arg, uint64_t id, size_t *size);
+
+/* Whether (ab_type, cd_type) is a combination the service computes. */
+bool val_dtypes_supported(int ab_type, int cd_type);
+
+/*
+ * Checks g against the limits and the caller's buffers. Returns GEMM_OK and
+ * fills *out, or a gemm_error (DTYPE, DIMS, INVALID, NO_BUFFER, LD, ALIGN,
+ * BOUNDS) with a message in msg.
+ */
+int val_gemm_check(const val_gemm *g, const val_limits *lim,
+                   val_lookup_fn lookup, void *arg, val_resolved *out,
+                   char *msg, size_t len);
+
+#endif

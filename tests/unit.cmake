@@ -1,0 +1,1 @@
+# Unit tests of the daemon's modules, linked against gemmd_core.
