@@ -1,0 +1,245 @@
+/*
+ * main.c: gemmctl, the command-line face of gemmd, built only on the public
+ * libgemmclient API. Global options (--url, --help, --version), then one
+ * subcommand: ping, status, mm (in mm.c). Exit codes: 0 ok, 1 runtime
+ * error, 2 usage error.
+ */
+#include "gemmctl.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char usage_text[] =
+    "usage: gemmctl [--url URL] COMMAND [ARGS]\n"
+    "\n"
+    "Talks to gemmd, the shared-memory GEMM daemon.\n"
+    "\n"
+    "Commands:\n"
+    "  ping                      round trip to the daemon; its version,\n"
+    "                            backend and device\n"
+    "  status [--json]           the daemon's counters\n"
+    "  mm --a A.npy --b B.npy [--c C.npy [--beta x]] [--alpha x] [--ta]\n"
+    "     [--tb] [--dtype bf16|fp16|fp32] [--cd-dtype T] [--out D.npy]\n"
+    "     [--out-dtype fp16|fp32] [--check]\n"
+    "                            D = alpha*op(A)*op(B) + beta*C from .npy\n"
+    "                            files\n"
+    "  mm -m M -n N -k K [--dtype T] [--ta] [--tb] [--check] [--repeat R]\n"
+    "                            random inputs; prints time and TFLOP/s\n"
+    "\n"
+    "Options:\n"
+    "  --url URL                 the daemon (default: $GEMM_URL, else\n"
+    "                            ipc://$XDG_RUNTIME_DIR/gemmd.sock if it\n"
+    "                            exists, else ipc:///run/gemmd/gemmd.sock)\n"
+    "  -h, --help                this text ('gemmctl mm --help' for mm)\n"
+    "  -V, --version             gemmctl's version\n"
+    "\n"
+    "Exit status: 0 ok, 1 runtime error (daemon, file, failed --check),\n"
+    "2 usage error.\n";
+
+int ctl_error(int code, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("gemmctl: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+int ctl_fail(int rv, const char *what)
+{
+    const char *msg = gemm_last_error_message();
+    if (msg == NULL || msg[0] == '\0')
+        msg = gemm_strerror(rv);
+    if (what != NULL)
+        return ctl_error(EXIT_RUNTIME, "%s: %s", what, msg);
+    return ctl_error(EXIT_RUNTIME, "%s", msg);
+}
+
+int ctl_open(const char *url, gemm_client **out)
+{
+    int rv = gemm_client_open(out, url);
+    if (rv != GEMM_OK)
+        return ctl_fail(rv, NULL);
+    return EXIT_OK;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+int cmd_ping(const char *url, int argc, char **argv)
+{
+    gemm_server_info info;
+    gemm_client *c;
+    char buf[256];
+    double t0;
+    int rv, code;
+
+    if (argc > 1) {
+        if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+            printf("usage: gemmctl [--url URL] ping\n");
+            return EXIT_OK;
+        }
+        return ctl_error(EXIT_USAGE, "ping: unexpected argument '%s'",
+                         argv[1]);
+    }
+    if ((code = ctl_open(url, &c)) != EXIT_OK)
+        return code;
+    t0 = now_us();
+    rv = gemm_ping(c, &info);
+    double rtt = now_us() - t0;
+    if (rv != GEMM_OK) {
+        code = ctl_fail(rv, "ping");
+        gemm_client_close(c);
+        return code;
+    }
+    if (url == NULL && gemm_default_url(buf, sizeof(buf)) == GEMM_OK)
+        url = buf;
+    printf("gemmd %s at %s: protocol %" PRIu32 ", backend %s, device %s; "
+           "round trip %.0f us\n",
+           info.server_version, url, info.protocol_version, info.backend,
+           info.device[0] ? info.device : "?", rtt);
+    gemm_client_close(c);
+    return EXIT_OK;
+}
+
+/* Prints s as a JSON string. */
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+int cmd_status(const char *url, int argc, char **argv)
+{
+    gemm_status s;
+    gemm_client *c;
+    int json = 0, rv, code;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[i], "-h") == 0 ||
+                 strcmp(argv[i], "--help") == 0) {
+            printf("usage: gemmctl [--url URL] status [--json]\n");
+            return EXIT_OK;
+        } else
+            return ctl_error(EXIT_USAGE, "status: unknown argument '%s'",
+                             argv[i]);
+    }
+    if ((code = ctl_open(url, &c)) != EXIT_OK)
+        return code;
+    rv = gemm_get_status(c, &s);
+    gemm_client_close(c);
+    if (rv != GEMM_OK)
+        return ctl_fail(rv, "status");
+    if (json) {
+        printf("{\"uptime_s\": %.3f, \"backend\": ", s.uptime_s);
+        json_str(s.backend);
+        printf(", \"device\": ");
+        json_str(s.device);
+        printf(", \"requests_served\": %" PRIu64
+               ", \"requests_failed\": %" PRIu64 ", \"queue_depth\": %" PRIu32
+               ", \"queue_capacity\": %" PRIu32 ", \"buffers\": %" PRIu32
+               ", \"buffer_bytes\": %" PRIu64 ", \"clients\": %" PRIu32
+               ", \"threads\": %" PRIu32
+               ", \"latency_p50_us\": %.1f, \"latency_p90_us\": %.1f"
+               ", \"latency_p99_us\": %.1f, \"latency_max_us\": %.1f"
+               ", \"gemm_flops\": %" PRIu64 "}\n",
+               s.requests_served, s.requests_failed, s.queue_depth,
+               s.queue_capacity, s.buffers, s.buffer_bytes, s.clients,
+               s.threads, s.latency_p50_us, s.latency_p90_us,
+               s.latency_p99_us, s.latency_max_us, s.gemm_flops);
+        return EXIT_OK;
+    }
+    printf("uptime          %.1f s\n", s.uptime_s);
+    printf("backend         %s (%s), %" PRIu32 " threads\n", s.backend,
+           s.device[0] ? s.device : "?", s.threads);
+    printf("requests        %" PRIu64 " served, %" PRIu64 " failed\n",
+           s.requests_served, s.requests_failed);
+    printf("queue           %" PRIu32 " of %" PRIu32 "\n", s.queue_depth,
+           s.queue_capacity);
+    printf("clients         %" PRIu32 "\n", s.clients);
+    printf("buffers         %" PRIu32 " (%.1f MiB)\n", s.buffers,
+           (double)s.buffer_bytes / (1024.0 * 1024.0));
+    printf("latency (us)    p50 %.1f  p90 %.1f  p99 %.1f  max %.1f\n",
+           s.latency_p50_us, s.latency_p90_us, s.latency_p99_us,
+           s.latency_max_us);
+    printf("work            %.3g GFLOP\n", (double)s.gemm_flops / 1e9);
+    return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"url", required_argument, NULL, 'u'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *url = NULL;
+    int ch;
+
+    opterr = 0;
+    /* '+': stop at the subcommand; its options are its own. */
+    while ((ch = getopt_long(argc, argv, "+:hV", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'u':
+            url = optarg;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return EXIT_OK;
+        case 'V':
+            printf("gemmctl %s (libgemmclient %s, protocol %d)\n",
+                   GEMM_VERSION_STRING, gemm_version_string(),
+                   GEMM_PROTOCOL_VERSION);
+            return EXIT_OK;
+        case ':':
+            return ctl_error(EXIT_USAGE, "%s needs an argument",
+                             argv[optind - 1]);
+        default:
+            fputs(usage_text, stderr);
+            return ctl_error(EXIT_USAGE, "unknown option '%s'",
+                             argv[optind - 1]);
+        }
+    }
+    if (optind >= argc) {
+        fputs(usage_text, stderr);
+        return ctl_error(EXIT_USAGE, "no command given");
+    }
+    const char *cmd = argv[optind];
+    int sub_argc = argc - optind;
+    char **sub_argv = argv + optind;
+    if (strcmp(cmd, "ping") == 0)
+        return cmd_ping(url, sub_argc, sub_argv);
+    if (strcmp(cmd, "status") == 0)
+        return cmd_status(url, sub_argc, sub_argv);
+    if (strcmp(cmd, "mm") == 0)
+        return cmd_mm(url, sub_argc, sub_argv);
+    if (strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        return EXIT_OK;
+    }
+    fputs(usage_text, stderr);
+    return ctl_error(EXIT_USAGE, "unknown command '%s'", cmd);
+}

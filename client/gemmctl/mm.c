@@ -1,0 +1,638 @@
+/*
+ * mm.c: `gemmctl mm`, one GEMM through gemmd. Either from .npy files
+ * (--a, --b, optional --c) with D printed or written to --out, or from
+ * random inputs (-m -n -k) timed over --repeat runs. --check compares D
+ * with an fp64 reference computed here on the CPU from the inputs exactly
+ * as the daemon saw them (after conversion to the request's dtype).
+ */
+#include "gemmctl.h"
+#include "npy.h"
+
+#include <getopt.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Reference work above which --check samples rows: 2^30 multiply-adds. */
+#define MM_CHECK_FULL_MACS (1ull << 30)
+
+static const char mm_usage[] =
+    "usage: gemmctl [--url URL] mm --a A.npy --b B.npy [options]\n"
+    "       gemmctl [--url URL] mm -m M -n N -k K [options]\n"
+    "\n"
+    "D = alpha * op(A) * op(B) + beta * C, row-major; op(A) is M x K and\n"
+    "op(B) is K x N. With --ta, A is stored K x M (op(A) = A^T); with --tb,\n"
+    "B is stored N x K.\n"
+    "\n"
+    "Inputs:\n"
+    "  --a FILE, --b FILE   .npy matrices (float16, float32 or float64;\n"
+    "                       float64 is narrowed to float32)\n"
+    "  --c FILE             C, M x N (beta defaults to 1 with --c)\n"
+    "  -m M -n N -k K       random inputs, uniform in [-1, 1)\n"
+    "  --seed S             random seed (default 42)\n"
+    "Operation:\n"
+    "  --alpha X            (default 1)\n"
+    "  --beta X             (default 0; needs --c with file inputs; random\n"
+    "                       C with -m -n -k)\n"
+    "  --ta, --tb           transpose A, B\n"
+    "  --dtype T            type of A and B on the daemon: bf16, fp16,\n"
+    "                       fp32 (default: fp16 if both files are float16,\n"
+    "                       else fp32; fp32 for random inputs)\n"
+    "  --cd-dtype T         type of C and D (default: as --dtype)\n"
+    "Output:\n"
+    "  --out FILE           write D as .npy (else D is printed)\n"
+    "  --out-dtype T        fp32 or fp16 for --out (default: fp16 if D is\n"
+    "                       fp16, else fp32)\n"
+    "  --check              compare with an fp64 CPU reference; prints the\n"
+    "                       relative Frobenius error and PASS/FAIL (fp32\n"
+    "                       1e-5, fp16 2e-3, bf16 1e-2)\n"
+    "  --repeat R           run R times, report median and best (random)\n";
+
+struct mm_args {
+    const char *a_path, *b_path, *c_path, *out_path;
+    float alpha, beta;
+    bool have_beta, ta, tb, check;
+    bool have_dtype, have_cd, have_out_dtype;
+    gemm_dtype dtype, cd, out_dtype;
+    uint64_t m, n, k;
+    bool have_m, have_n, have_k;
+    unsigned repeat;
+    uint64_t seed;
+};
+
+/* The matrices of one GEMM, in daemon buffers, plus fp32 copies of the
+ * inputs as the daemon sees them (for --check). */
+struct mm_job {
+    uint64_t m, n, k;
+    size_t a_rows, a_cols, b_rows, b_cols;
+    gemm_buffer *a, *b, *c, *d;
+    float *a32, *b32, *c32; /* converted back from the buffers */
+};
+
+static int parse_u64(const char *opt, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || s[0] == '-')
+        return ctl_error(EXIT_USAGE, "mm: %s wants a positive integer, "
+                                     "not '%s'",
+                         opt, s);
+    *out = v;
+    return EXIT_OK;
+}
+
+static int parse_float(const char *opt, const char *s, float *out)
+{
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !isfinite(v))
+        return ctl_error(EXIT_USAGE, "mm: %s wants a number, not '%s'", opt,
+                         s);
+    *out = v;
+    return EXIT_OK;
+}
+
+static int parse_dtype(const char *opt, const char *s, gemm_dtype *out)
+{
+    if (gemm_dtype_parse(s, out) != GEMM_OK)
+        return ctl_error(EXIT_USAGE,
+                         "mm: %s wants bf16, fp16 or fp32, not '%s'", opt, s);
+    return EXIT_OK;
+}
+
+static int mm_parse(int argc, char **argv, struct mm_args *a)
+{
+    enum {
+        O_A = 256, O_B, O_C, O_ALPHA, O_BETA, O_TA, O_TB, O_DTYPE, O_CD,
+        O_OUT, O_OUT_DTYPE, O_CHECK, O_REPEAT, O_SEED
+    };
+    static const struct option opts[] = {
+        {"a", required_argument, NULL, O_A},
+        {"b", required_argument, NULL, O_B},
+        {"c", required_argument, NULL, O_C},
+        {"alpha", required_argument, NULL, O_ALPHA},
+        {"beta", required_argument, NULL, O_BETA},
+        {"ta", no_argument, NULL, O_TA},
+        {"tb", no_argument, NULL, O_TB},
+        {"dtype", required_argument, NULL, O_DTYPE},
+        {"cd-dtype", required_argument, NULL, O_CD},
+        {"out", required_argument, NULL, O_OUT},
+        {"out-dtype", required_argument, NULL, O_OUT_DTYPE},
+        {"check", no_argument, NULL, O_CHECK},
+        {"repeat", required_argument, NULL, O_REPEAT},
+        {"seed", required_argument, NULL, O_SEED},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    uint64_t u;
+    int ch, rv = EXIT_OK;
+
+    memset(a, 0, sizeof(*a));
+    a->alpha = 1.0f;
+    a->repeat = 1;
+    a->seed = 42;
+    optind = 0; /* GNU: restart scanning on the subcommand's argv */
+    opterr = 0;
+    while (rv == EXIT_OK &&
+           (ch = getopt_long(argc, argv, ":m:n:k:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case O_A:
+            a->a_path = optarg;
+            break;
+        case O_B:
+            a->b_path = optarg;
+            break;
+        case O_C:
+            a->c_path = optarg;
+            break;
+        case O_OUT:
+            a->out_path = optarg;
+            break;
+        case O_ALPHA:
+            rv = parse_float("--alpha", optarg, &a->alpha);
+            break;
+        case O_BETA:
+            rv = parse_float("--beta", optarg, &a->beta);
+            a->have_beta = true;
+            break;
+        case O_TA:
+            a->ta = true;
+            break;
+        case O_TB:
+            a->tb = true;
+            break;
+        case O_CHECK:
+            a->check = true;
+            break;
+        case O_DTYPE:
+            rv = parse_dtype("--dtype", optarg, &a->dtype);
+            a->have_dtype = true;
+            break;
+        case O_CD:
+            rv = parse_dtype("--cd-dtype", optarg, &a->cd);
+            a->have_cd = true;
+            break;
+        case O_OUT_DTYPE:
+            rv = parse_dtype("--out-dtype", optarg, &a->out_dtype);
+            if (rv == EXIT_OK && a->out_dtype == GEMM_BF16)
+                rv = ctl_error(EXIT_USAGE, "mm: --out-dtype: .npy has no "
+                                           "bf16; use fp32 or fp16");
+            a->have_out_dtype = true;
+            break;
+        case O_REPEAT:
+            rv = parse_u64("--repeat", optarg, &u);
+            if (rv == EXIT_OK && (u == 0 || u > 1000000))
+                rv = ctl_error(EXIT_USAGE, "mm: --repeat must be 1..1000000");
+            a->repeat = (unsigned)u;
+            break;
+        case O_SEED:
+            rv = parse_u64("--seed", optarg, &a->seed);
+            break;
+        case 'm':
+            rv = parse_u64("-m", optarg, &a->m);
+            a->have_m = true;
+            break;
+        case 'n':
+            rv = parse_u64("-n", optarg, &a->n);
+            a->have_n = true;
+            break;
+        case 'k':
+            rv = parse_u64("-k", optarg, &a->k);
+            a->have_k = true;
+            break;
+        case 'h':
+            fputs(mm_usage, stdout);
+            return -1;
+        case ':':
+            return ctl_error(EXIT_USAGE, "mm: %s needs an argument",
+                             argv[optind - 1]);
+        default:
+            return ctl_error(EXIT_USAGE,
+                             "mm: unknown option '%s' (see gemmctl mm "
+                             "--help)",
+                             argv[optind - 1]);
+        }
+    }
+    if (rv != EXIT_OK)
+        return rv;
+    if (optind < argc)
+        return ctl_error(EXIT_USAGE, "mm: unexpected argument '%s'",
+                         argv[optind]);
+
+    bool files = a->a_path || a->b_path || a->c_path;
+    bool random = a->have_m || a->have_n || a->have_k;
+    if (files && random)
+        return ctl_error(EXIT_USAGE, "mm: give either --a/--b files or "
+                                     "-m/-n/-k, not both");
+    if (!files && !random)
+        return ctl_error(EXIT_USAGE, "mm: give --a A.npy --b B.npy, or "
+                                     "-m M -n N -k K (see gemmctl mm "
+                                     "--help)");
+    if (files && (!a->a_path || !a->b_path))
+        return ctl_error(EXIT_USAGE, "mm: needs both --a and --b");
+    if (random && !(a->have_m && a->have_n && a->have_k))
+        return ctl_error(EXIT_USAGE, "mm: random inputs need all of -m, -n "
+                                     "and -k");
+    if (random && (a->m == 0 || a->n == 0 || a->k == 0))
+        return ctl_error(EXIT_USAGE, "mm: -m, -n and -k must be positive");
+    if (files && a->have_beta && !a->c_path && a->beta != 0.0f)
+        return ctl_error(EXIT_USAGE, "mm: --beta needs --c C.npy");
+    if (files && a->c_path && !a->have_beta)
+        a->beta = 1.0f;
+    if (files && a->repeat != 1)
+        return ctl_error(EXIT_USAGE, "mm: --repeat is for random inputs "
+                                     "(-m -n -k)");
+    return EXIT_OK;
+}
+
+/* splitmix64: a seeded stream of uniform floats in [-1, 1). */
+static float rnd_uniform(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * 0x1p-23f - 1.0f;
+}
+
+/* Fills n elements of type t at dst with random values. */
+static void fill_random(void *dst, gemm_dtype t, size_t n, uint64_t *state)
+{
+    float tmp[4096];
+    size_t esize = gemm_dtype_size(t);
+    for (size_t off = 0; off < n; off += 4096) {
+        size_t len = n - off < 4096 ? n - off : 4096;
+        for (size_t i = 0; i < len; i++)
+            tmp[i] = rnd_uniform(state);
+        gemm_convert((char *)dst + off * esize, t, tmp, GEMM_FP32, len);
+    }
+}
+
+/* Allocates a buffer for count elements of type t. */
+static int alloc_matrix(gemm_client *c, size_t count, gemm_dtype t,
+                        const char *name, gemm_buffer **out)
+{
+    size_t esize = gemm_dtype_size(t);
+    if (count > SIZE_MAX / esize)
+        return ctl_error(EXIT_RUNTIME, "mm: %s is too large", name);
+    int rv = gemm_buffer_alloc(c, count * esize, out);
+    if (rv != GEMM_OK) {
+        char what[64];
+        snprintf(what, sizeof(what), "mm: buffer for %s", name);
+        return ctl_fail(rv, what);
+    }
+    return EXIT_OK;
+}
+
+/* A copy of a buffer's count elements as fp32 (for --check and output). */
+static float *to_f32(const gemm_buffer *b, gemm_dtype t, size_t count)
+{
+    float *f = malloc(count * sizeof(float));
+    if (f != NULL)
+        gemm_convert(f, GEMM_FP32, gemm_buffer_data(b), t, count);
+    return f;
+}
+
+static double tolerance(gemm_dtype ab, gemm_dtype cd)
+{
+    if (ab == GEMM_BF16 || cd == GEMM_BF16)
+        return 1e-2;
+    if (ab == GEMM_FP16 || cd == GEMM_FP16)
+        return 2e-3;
+    return 1e-5;
+}
+
+/*
+ * ||D - ref|| / ||ref|| (Frobenius) over the checked rows, ref computed in
+ * fp64 from the fp32 copies of the inputs. Rows are sampled evenly when the
+ * full product would be too slow; *rows_checked says how many.
+ */
+static double check_error(const struct mm_job *j, const struct mm_args *a,
+                          const float *d32, uint64_t *rows_checked,
+                          bool *absolute)
+{
+    uint64_t m = j->m, n = j->n, k = j->k;
+    uint64_t rows = m;
+    double num = 0.0, den = 0.0;
+    double *acc = calloc(n, sizeof(double));
+    float *bt = NULL; /* op(B) as k x n, row-major, when B is transposed */
+    const float *bk = j->b32;
+
+    if (acc == NULL)
+        return NAN;
+    if ((double)m * (double)n * (double)k > (double)MM_CHECK_FULL_MACS) {
+        rows = MM_CHECK_FULL_MACS / (n * k);
+        if (rows < 1)
+            rows = 1;
+        if (rows > m)
+            rows = m;
+    }
+    if (a->tb) {
+        if ((bt = malloc(k * n * sizeof(float))) == NULL) {
+            free(acc);
+            return NAN;
+        }
+        for (uint64_t p = 0; p < k; p++)
+            for (uint64_t q = 0; q < n; q++)
+                bt[p * n + q] = j->b32[q * k + p];
+        bk = bt;
+    }
+    for (uint64_t r = 0; r < rows; r++) {
+        uint64_t i = rows == m ? r : r * m / rows;
+        memset(acc, 0, n * sizeof(double));
+        for (uint64_t p = 0; p < k; p++) {
+            double av = a->ta ? j->a32[p * m + i] : j->a32[i * k + p];
+            const float *brow = bk + p * n;
+            for (uint64_t q = 0; q < n; q++)
+                acc[q] += av * brow[q];
+        }
+        for (uint64_t q = 0; q < n; q++) {
+            double ref = (double)a->alpha * acc[q];
+            if (a->beta != 0.0f && j->c32 != NULL)
+                ref += (double)a->beta * j->c32[i * n + q];
+            double e = (double)d32[i * n + q] - ref;
+            num += e * e;
+            den += ref * ref;
+        }
+    }
+    free(acc);
+    free(bt);
+    *rows_checked = rows;
+    *absolute = den == 0.0;
+    return den == 0.0 ? sqrt(num) : sqrt(num / den);
+}
+
+static int do_check(const struct mm_job *j, const struct mm_args *a,
+                    gemm_dtype ab, gemm_dtype cd, const float *d32)
+{
+    uint64_t rows = 0;
+    bool absolute = false;
+    double tol = tolerance(ab, cd);
+    double err = check_error(j, a, d32, &rows, &absolute);
+    bool pass = err <= tol;
+
+    printf("check: %s error %.3g vs fp64 reference",
+           absolute ? "absolute" : "relative", err);
+    if (rows < j->m)
+        printf(" (%" PRIu64 " of %" PRIu64 " rows sampled)", rows, j->m);
+    printf(", tolerance %.0e (%s): %s\n", tol,
+           gemm_dtype_name(tol == 1e-2 ? GEMM_BF16
+                           : tol == 2e-3 ? GEMM_FP16
+                                         : GEMM_FP32),
+           pass ? "PASS" : "FAIL");
+    return pass ? EXIT_OK : EXIT_RUNTIME;
+}
+
+/* Prints D: whole when small, else a summary and its top-left corner. */
+static void print_matrix(const float *d, uint64_t m, uint64_t n)
+{
+    if (m <= 12 && n <= 12) {
+        for (uint64_t i = 0; i < m; i++) {
+            for (uint64_t q = 0; q < n; q++)
+                printf("%s%12.6g", q ? " " : "", d[i * n + q]);
+            putchar('\n');
+        }
+        return;
+    }
+    double lo = INFINITY, hi = -INFINITY, sum = 0.0, sq = 0.0;
+    for (uint64_t i = 0; i < m * n; i++) {
+        double v = d[i];
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        sum += v;
+        sq += v * v;
+    }
+    printf("D is %" PRIu64 "x%" PRIu64 ": min %.6g, max %.6g, mean %.6g, "
+           "Frobenius norm %.6g; top-left corner:\n",
+           m, n, lo, hi, sum / (double)(m * n), sqrt(sq));
+    uint64_t rm = m < 4 ? m : 4, rn = n < 4 ? n : 4;
+    for (uint64_t i = 0; i < rm; i++) {
+        for (uint64_t q = 0; q < rn; q++)
+            printf("%s%12.6g", q ? " " : "", d[i * n + q]);
+        printf("%s\n", rn < n ? " ..." : "");
+    }
+    if (rm < m)
+        printf("         ...\n");
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Shapes from the files; on mismatch a message naming both shapes. */
+static int file_shapes(const struct mm_args *a, const npy_matrix *A,
+                       const npy_matrix *B, const npy_matrix *C,
+                       struct mm_job *j)
+{
+    uint64_t ka = a->ta ? A->rows : A->cols;
+    uint64_t kb = a->tb ? B->cols : B->rows;
+
+    j->m = a->ta ? A->cols : A->rows;
+    j->n = a->tb ? B->rows : B->cols;
+    j->k = ka;
+    if (ka != kb) {
+        char opa[64] = "", opb[64] = "";
+        if (a->ta)
+            snprintf(opa, sizeof(opa), "; with --ta op(A) is %zux%zu",
+                     A->cols, A->rows);
+        if (a->tb)
+            snprintf(opb, sizeof(opb), "; with --tb op(B) is %zux%zu",
+                     B->cols, B->rows);
+        return ctl_error(EXIT_RUNTIME,
+                         "mm: A is %zux%zu but B is %zux%zu: inner "
+                         "dimensions differ (%" PRIu64 " vs %" PRIu64
+                         ")%s%s",
+                         A->rows, A->cols, B->rows, B->cols, ka, kb, opa,
+                         opb);
+    }
+    if (C != NULL && (C->rows != j->m || C->cols != j->n))
+        return ctl_error(EXIT_RUNTIME,
+                         "mm: C is %zux%zu but op(A)*op(B) is %" PRIu64
+                         "x%" PRIu64,
+                         C->rows, C->cols, j->m, j->n);
+    return EXIT_OK;
+}
+
+int cmd_mm(const char *url, int argc, char **argv)
+{
+    struct mm_args a;
+    struct mm_job j;
+    npy_matrix A = {0}, B = {0}, C = {0};
+    bool files;
+    gemm_dtype ab, cd, outt;
+    gemm_client *cl = NULL;
+    gemm_timings t;
+    gemm_op op;
+    uint64_t *rtt = NULL, *comp = NULL;
+    float *d32 = NULL;
+    void *out = NULL;
+    char err[512];
+    int rv, code;
+
+    if ((code = mm_parse(argc, argv, &a)) != EXIT_OK)
+        return code < 0 ? EXIT_OK : code;
+    memset(&j, 0, sizeof(j));
+    files = a.a_path != NULL;
+
+    /* Inputs and shapes, before talking to the daemon. */
+    if (files) {
+        code = EXIT_RUNTIME;
+        if (npy_read(a.a_path, &A, err, sizeof(err)) != 0 ||
+            npy_read(a.b_path, &B, err, sizeof(err)) != 0 ||
+            (a.c_path && npy_read(a.c_path, &C, err, sizeof(err)) != 0)) {
+            ctl_error(EXIT_RUNTIME, "mm: %s", err);
+            goto out;
+        }
+        if ((code = file_shapes(&a, &A, &B, a.c_path ? &C : NULL, &j)) !=
+            EXIT_OK)
+            goto out;
+        j.a_rows = A.rows, j.a_cols = A.cols;
+        j.b_rows = B.rows, j.b_cols = B.cols;
+        ab = a.have_dtype ? a.dtype
+             : (A.dtype == GEMM_FP16 && B.dtype == GEMM_FP16) ? GEMM_FP16
+                                                              : GEMM_FP32;
+    } else {
+        j.m = a.m, j.n = a.n, j.k = a.k;
+        j.a_rows = a.ta ? a.k : a.m, j.a_cols = a.ta ? a.m : a.k;
+        j.b_rows = a.tb ? a.n : a.k, j.b_cols = a.tb ? a.k : a.n;
+        ab = a.have_dtype ? a.dtype : GEMM_FP32;
+    }
+    cd = a.have_cd ? a.cd : ab;
+    outt = a.have_out_dtype ? a.out_dtype
+           : cd == GEMM_FP16 ? GEMM_FP16
+                             : GEMM_FP32;
+    if (j.m > SIZE_MAX / j.n || j.k > SIZE_MAX / j.m ||
+        j.k > SIZE_MAX / j.n) {
+        code = ctl_error(EXIT_USAGE, "mm: dimensions too large");
+        goto out;
+    }
+
+    if ((code = ctl_open(url, &cl)) != EXIT_OK)
+        goto out;
+    if ((code = alloc_matrix(cl, j.m * j.k, ab, "A", &j.a)) != EXIT_OK ||
+        (code = alloc_matrix(cl, j.k * j.n, ab, "B", &j.b)) != EXIT_OK ||
+        (code = alloc_matrix(cl, j.m * j.n, cd, "D", &j.d)) != EXIT_OK)
+        goto out;
+    if (a.beta != 0.0f &&
+        (code = alloc_matrix(cl, j.m * j.n, cd, "C", &j.c)) != EXIT_OK)
+        goto out;
+
+    if (files) {
+        gemm_convert(gemm_buffer_data(j.a), ab, A.data, A.dtype, j.m * j.k);
+        gemm_convert(gemm_buffer_data(j.b), ab, B.data, B.dtype, j.k * j.n);
+        if (j.c != NULL)
+            gemm_convert(gemm_buffer_data(j.c), cd, C.data, C.dtype,
+                         j.m * j.n);
+    } else {
+        uint64_t state = a.seed;
+        fill_random(gemm_buffer_data(j.a), ab, j.m * j.k, &state);
+        fill_random(gemm_buffer_data(j.b), ab, j.k * j.n, &state);
+        if (j.c != NULL)
+            fill_random(gemm_buffer_data(j.c), cd, j.m * j.n, &state);
+    }
+    if (a.check) { /* the inputs exactly as the daemon sees them */
+        j.a32 = to_f32(j.a, ab, j.m * j.k);
+        j.b32 = to_f32(j.b, ab, j.k * j.n);
+        if (j.c != NULL)
+            j.c32 = to_f32(j.c, cd, j.m * j.n);
+        if (!j.a32 || !j.b32 || (j.c != NULL && !j.c32)) {
+            code = ctl_error(EXIT_RUNTIME, "mm: out of memory for --check");
+            goto out;
+        }
+    }
+
+    gemm_op_init(&op, j.m, j.n, j.k, ab, cd);
+    op.trans_a = a.ta;
+    op.trans_b = a.tb;
+    op.alpha = a.alpha;
+    op.beta = a.beta;
+    op.a.buf = j.a;
+    op.b.buf = j.b;
+    op.c.buf = j.c;
+    op.d.buf = j.d;
+    rtt = calloc(a.repeat, sizeof(*rtt));
+    comp = calloc(a.repeat, sizeof(*comp));
+    if (rtt == NULL || comp == NULL) {
+        code = ctl_error(EXIT_RUNTIME, "mm: out of memory");
+        goto out;
+    }
+    for (unsigned r = 0; r < a.repeat; r++) {
+        if ((rv = gemm_run(cl, &op, &t)) != GEMM_OK) {
+            code = ctl_fail(rv, "mm");
+            goto out;
+        }
+        rtt[r] = t.round_trip_us;
+        comp[r] = t.compute_us;
+    }
+
+    double flops = 2.0 * (double)j.m * (double)j.n * (double)j.k;
+    qsort(rtt, a.repeat, sizeof(*rtt), cmp_u64);
+    qsort(comp, a.repeat, sizeof(*comp), cmp_u64);
+    double rt_med = (double)rtt[a.repeat / 2], cp_med = (double)comp[a.repeat / 2];
+    printf("mm %" PRIu64 "x%" PRIu64 "x%" PRIu64 " (m x n x k), %s in, %s "
+           "out%s%s, alpha %g, beta %g\n",
+           j.m, j.n, j.k, gemm_dtype_name(ab), gemm_dtype_name(cd),
+           a.ta ? ", A^T" : "", a.tb ? ", B^T" : "", a.alpha, a.beta);
+    if (a.repeat > 1)
+        printf("time: round trip median %.3f ms (best %.3f), daemon compute "
+               "median %.3f ms (best %.3f), %u runs\n",
+               rt_med / 1e3, (double)rtt[0] / 1e3, cp_med / 1e3,
+               (double)comp[0] / 1e3, a.repeat);
+    else
+        printf("time: round trip %.3f ms, daemon compute %.3f ms (queued "
+               "%.3f, total %.3f)\n",
+               rt_med / 1e3, cp_med / 1e3, (double)t.queued_us / 1e3,
+               (double)t.total_us / 1e3);
+    printf("rate: %.4g TFLOP/s round trip, %.4g TFLOP/s compute\n",
+           rt_med > 0 ? flops / (rt_med * 1e-6) / 1e12 : 0.0,
+           cp_med > 0 ? flops / (cp_med * 1e-6) / 1e12 : 0.0);
+
+    if ((d32 = to_f32(j.d, cd, j.m * j.n)) == NULL) {
+        code = ctl_error(EXIT_RUNTIME, "mm: out of memory");
+        goto out;
+    }
+    code = EXIT_OK;
+    if (a.check)
+        code = do_check(&j, &a, ab, cd, d32);
+    if (a.out_path != NULL) {
+        if ((out = malloc(j.m * j.n * gemm_dtype_size(outt))) == NULL) {
+            code = ctl_error(EXIT_RUNTIME, "mm: out of memory");
+            goto out;
+        }
+        gemm_convert(out, outt, gemm_buffer_data(j.d), cd, j.m * j.n);
+        if (npy_write(a.out_path, out, outt, j.m, j.n, err, sizeof(err))) {
+            code = ctl_error(EXIT_RUNTIME, "mm: %s", err);
+            goto out;
+        }
+        printf("wrote D (%" PRIu64 "x%" PRIu64 ", %s) to %s\n", j.m, j.n,
+               outt == GEMM_FP16 ? "float16" : "float32", a.out_path);
+    } else if (files) {
+        print_matrix(d32, j.m, j.n);
+    }
+
+out:
+    free(out);
+    free(d32);
+    free(rtt);
+    free(comp);
+    free(j.a32);
+    free(j.b32);
+    free(j.c32);
+    gemm_buffer_free(j.a);
+    gemm_buffer_free(j.b);
+    gemm_buffer_free(j.c);
+    gemm_buffer_free(j.d);
+    gemm_client_close(cl);
+    npy_free(&A);
+    npy_free(&B);
+    npy_free(&C);
+    return code;
+}

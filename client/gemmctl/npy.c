@@ -1,0 +1,331 @@
+/*
+ * npy.c: reading and writing NumPy .npy files (format described in
+ * numpy/lib/format.py): a magic string, a version, a little-endian header
+ * length, then a Python dict literal with 'descr', 'fortran_order' and
+ * 'shape', padded with spaces and a newline, then the raw data. Only what
+ * gemmctl needs: 2-D float matrices. Every failure names the file and says
+ * what is wrong with it.
+ */
+#include "npy.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define NPY_MAGIC "\x93NUMPY"
+#define NPY_MAGIC_LEN 6
+#define NPY_HEADER_MAX (1u << 20) /* a sane bound on the dict's length */
+
+static int npy_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int npy_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Finds the value after key ('key' or "key", then ':') in the dict text. */
+static const char *dict_value(const char *hdr, const char *key)
+{
+    size_t klen = strlen(key);
+    for (const char *p = hdr; (p = strstr(p, key)) != NULL; p += klen) {
+        if (p == hdr || (p[-1] != '\'' && p[-1] != '"') ||
+            p[klen] != p[-1])
+            continue;
+        const char *q = p + klen + 1;
+        while (isspace((unsigned char)*q))
+            q++;
+        if (*q != ':')
+            continue;
+        q++;
+        while (isspace((unsigned char)*q))
+            q++;
+        return q;
+    }
+    return NULL;
+}
+
+/* Parses the dict: descr into descr[8], fortran order, and a shape of 1..3
+ * dims. Returns 0 or -1 with err set. */
+static int parse_header(const char *path, const char *hdr, char descr[8],
+                        int *fortran, size_t dims[3], int *ndim, char *err,
+                        size_t errlen)
+{
+    const char *v;
+    size_t n = 0;
+
+    if ((v = dict_value(hdr, "descr")) == NULL || (*v != '\'' && *v != '"'))
+        return npy_fail(err, errlen, "%s: header has no 'descr'", path);
+    {
+        char quote = *v++;
+        const char *end = strchr(v, quote);
+        if (end == NULL || end - v >= 8 || end == v)
+            return npy_fail(err, errlen,
+                            "%s: unsupported dtype in header: %.40s", path,
+                            v - 1);
+        memcpy(descr, v, (size_t)(end - v));
+        descr[end - v] = '\0';
+    }
+    if ((v = dict_value(hdr, "fortran_order")) == NULL)
+        return npy_fail(err, errlen, "%s: header has no 'fortran_order'",
+                        path);
+    if (strncmp(v, "True", 4) == 0)
+        *fortran = 1;
+    else if (strncmp(v, "False", 5) == 0)
+        *fortran = 0;
+    else
+        return npy_fail(err, errlen, "%s: bad 'fortran_order' in header",
+                        path);
+    if ((v = dict_value(hdr, "shape")) == NULL || *v != '(')
+        return npy_fail(err, errlen, "%s: header has no 'shape' tuple", path);
+    v++;
+    for (;;) {
+        while (isspace((unsigned char)*v))
+            v++;
+        if (*v == ')')
+            break;
+        if (!isdigit((unsigned char)*v))
+            return npy_fail(err, errlen, "%s: bad 'shape' in header", path);
+        errno = 0;
+        char *end;
+        unsigned long long d = strtoull(v, &end, 10);
+        if (errno != 0 || d > SIZE_MAX)
+            return npy_fail(err, errlen, "%s: dimension too large", path);
+        if (n == 3)
+            return npy_fail(err, errlen,
+                            "%s: has more than 2 dimensions; gemmctl needs "
+                            "a 2-D matrix",
+                            path);
+        dims[n++] = (size_t)d;
+        v = end;
+        while (isspace((unsigned char)*v))
+            v++;
+        if (*v == ',')
+            v++;
+        else if (*v != ')')
+            return npy_fail(err, errlen, "%s: bad 'shape' in header", path);
+    }
+    *ndim = (int)n;
+    return 0;
+}
+
+int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen)
+{
+    unsigned char pre[12];
+    char *hdr = NULL;
+    void *raw = NULL, *data = NULL;
+    char descr[8];
+    size_t dims[3] = {0, 0, 0}, hlen, pre_len, esize, count, nbytes;
+    int fortran = 0, ndim = 0;
+    gemm_dtype dtype;
+    struct stat st;
+    FILE *f;
+
+    if ((f = fopen(path, "rb")) == NULL)
+        return npy_fail(err, errlen, "%s: %s", path, strerror(errno));
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        npy_fail(err, errlen, "%s: not a regular file", path);
+        goto fail;
+    }
+    if (fread(pre, 1, 10, f) != 10 ||
+        memcmp(pre, NPY_MAGIC, NPY_MAGIC_LEN) != 0) {
+        npy_fail(err, errlen, "%s: not a NumPy .npy file (bad magic)", path);
+        goto fail;
+    }
+    switch (pre[6]) {
+    case 1:
+        hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
+        pre_len = 10;
+        break;
+    case 2:
+    case 3:
+        if (fread(pre + 10, 1, 2, f) != 2) {
+            npy_fail(err, errlen, "%s: truncated header", path);
+            goto fail;
+        }
+        hlen = (size_t)pre[8] | (size_t)pre[9] << 8 |
+               (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
+        pre_len = 12;
+        break;
+    default:
+        npy_fail(err, errlen, "%s: unsupported .npy format version %u.%u",
+                 path, pre[6], pre[7]);
+        goto fail;
+    }
+    if (hlen == 0 || hlen > NPY_HEADER_MAX) {
+        npy_fail(err, errlen, "%s: bad header length %zu", path, hlen);
+        goto fail;
+    }
+    if ((hdr = malloc(hlen + 1)) == NULL) {
+        npy_fail(err, errlen, "%s: out of memory", path);
+        goto fail;
+    }
+    if (fread(hdr, 1, hlen, f) != hlen) {
+        npy_fail(err, errlen, "%s: truncated header", path);
+        goto fail;
+    }
+    hdr[hlen] = '\0';
+    if (parse_header(path, hdr, descr, &fortran, dims, &ndim, err, errlen))
+        goto fail;
+
+    if (descr[0] == '>' && descr[1] != '\0') {
+        npy_fail(err, errlen,
+                 "%s: big-endian data (%s) is not supported; convert it "
+                 "with a.astype('<%s')",
+                 path, descr, descr + 1);
+        goto fail;
+    }
+    if (strcmp(descr, "<f2") == 0) {
+        dtype = GEMM_FP16;
+        esize = 2;
+    } else if (strcmp(descr, "<f4") == 0) {
+        dtype = GEMM_FP32;
+        esize = 4;
+    } else if (strcmp(descr, "<f8") == 0) {
+        dtype = GEMM_FP32;
+        esize = 8;
+    } else {
+        npy_fail(err, errlen,
+                 "%s: dtype '%s' is not supported; use float16, float32 "
+                 "or float64",
+                 path, descr);
+        goto fail;
+    }
+    if (ndim != 2) {
+        if (ndim == 1)
+            npy_fail(err, errlen,
+                     "%s: is 1-D (shape (%zu,)); gemmctl needs a 2-D "
+                     "matrix: reshape it to (1, %zu) or (%zu, 1)",
+                     path, dims[0], dims[0], dims[0]);
+        else
+            npy_fail(err, errlen,
+                     "%s: has %d dimensions; gemmctl needs a 2-D matrix",
+                     path, ndim);
+        goto fail;
+    }
+    if (dims[0] == 0 || dims[1] == 0) {
+        npy_fail(err, errlen, "%s: is empty (shape (%zu, %zu))", path,
+                 dims[0], dims[1]);
+        goto fail;
+    }
+    if (dims[0] > SIZE_MAX / dims[1] ||
+        dims[0] * dims[1] > SIZE_MAX / esize) {
+        npy_fail(err, errlen, "%s: shape (%zu, %zu) too large", path,
+                 dims[0], dims[1]);
+        goto fail;
+    }
+    count = dims[0] * dims[1];
+    nbytes = count * esize;
+    if ((uint64_t)st.st_size < pre_len + hlen + (uint64_t)nbytes) {
+        npy_fail(err, errlen,
+                 "%s: truncated: shape (%zu, %zu) of %s needs %zu bytes of "
+                 "data, the file has %lld",
+                 path, dims[0], dims[1], descr, nbytes,
+                 (long long)st.st_size - (long long)(pre_len + hlen));
+        goto fail;
+    }
+    if ((raw = malloc(nbytes)) == NULL) {
+        npy_fail(err, errlen, "%s: out of memory for %zu bytes", path,
+                 nbytes);
+        goto fail;
+    }
+    if (fread(raw, 1, nbytes, f) != nbytes) {
+        npy_fail(err, errlen, "%s: read error: %s", path,
+                 ferror(f) ? strerror(errno) : "truncated");
+        goto fail;
+    }
+    if (esize == 8) { /* narrow float64 to float32 in place */
+        const double *s = raw;
+        float *d = raw;
+        for (size_t i = 0; i < count; i++)
+            d[i] = (float)s[i];
+        esize = 4;
+    }
+    if (fortran) { /* column-major: element (i, j) at j * rows + i */
+        if ((data = malloc(count * esize)) == NULL) {
+            npy_fail(err, errlen, "%s: out of memory", path);
+            goto fail;
+        }
+        for (size_t i = 0; i < dims[0]; i++)
+            for (size_t j = 0; j < dims[1]; j++)
+                memcpy((char *)data + (i * dims[1] + j) * esize,
+                       (char *)raw + (j * dims[0] + i) * esize, esize);
+        free(raw);
+        raw = data;
+    }
+    fclose(f);
+    free(hdr);
+    out->rows = dims[0];
+    out->cols = dims[1];
+    out->dtype = dtype;
+    memcpy(out->descr, descr, sizeof(out->descr));
+    out->data = raw;
+    return 0;
+
+fail:
+    free(raw);
+    free(hdr);
+    fclose(f);
+    return -1;
+}
+
+int npy_write(const char *path, const void *data, gemm_dtype dtype,
+              size_t rows, size_t cols, char *err, size_t errlen)
+{
+    char hdr[256];
+    size_t esize, nbytes;
+    int n;
+    FILE *f;
+
+    if (dtype == GEMM_FP32)
+        esize = 4;
+    else if (dtype == GEMM_FP16)
+        esize = 2;
+    else
+        return npy_fail(err, errlen, "%s: can only write float16 or float32",
+                        path);
+    /* 10 bytes of preamble + dict + padding + '\n', a multiple of 64. */
+    n = snprintf(hdr + 10, sizeof(hdr) - 10,
+                 "{'descr': '<f%zu', 'fortran_order': False, "
+                 "'shape': (%zu, %zu), }",
+                 esize, rows, cols);
+    size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
+    memcpy(hdr, NPY_MAGIC, NPY_MAGIC_LEN);
+    hdr[6] = 1;
+    hdr[7] = 0;
+    hdr[8] = (char)((total - 10) & 0xff);
+    hdr[9] = (char)((total - 10) >> 8);
+    memset(hdr + 10 + n, ' ', total - 10 - (size_t)n - 1);
+    hdr[total - 1] = '\n';
+
+    nbytes = rows * cols * esize;
+    if ((f = fopen(path, "wb")) == NULL)
+        return npy_fail(err, errlen, "%s: %s", path, strerror(errno));
+    if (fwrite(hdr, 1, total, f) != total ||
+        fwrite(data, 1, nbytes, f) != nbytes) {
+        npy_fail(err, errlen, "%s: write error: %s", path, strerror(errno));
+        fclose(f);
+        return -1;
+    }
+    if (fclose(f) != 0)
+        return npy_fail(err, errlen, "%s: write error: %s", path,
+                        strerror(errno));
+    return 0;
+}
+
+void npy_free(npy_matrix *m)
+{
+    if (m != NULL) {
+        free(m->data);
+        m->data = NULL;
+    }
+}

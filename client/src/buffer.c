@@ -1,0 +1,211 @@
+/*
+ * buffer.c: shared-memory buffers. The client creates a POSIX shm object
+ * with an unguessable name (O_EXCL, mode 0600), reserves its space with
+ * posix_fallocate so that a full /dev/shm fails here rather than with a
+ * SIGBUS later, maps it, and asks gemmd to map it too (RegisterBuffer).
+ * The name is then unlinked whatever happened, so nothing is left in
+ * /dev/shm. Which buffers a request may use is the daemon's business: a
+ * buffer is not checked here against the client a GEMM is sent on.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+/* "/gemm-<pid>-<32 hex digits>": 128 random bits from getrandom(). */
+static int buffer_name(char *name, size_t len)
+{
+    unsigned char rnd[16];
+    size_t got = 0;
+    int n;
+
+    while (got < sizeof(rnd)) {
+        ssize_t r = getrandom(rnd + got, sizeof(rnd) - got, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return cli_error(GEMM_ERR_SHM, "getrandom: %s", strerror(errno));
+        }
+        got += (size_t)r;
+    }
+    n = snprintf(name, len, "/gemm-%ld-", (long)getpid());
+    for (size_t i = 0; i < sizeof(rnd) && (size_t)n + 2 < len; i++)
+        n += snprintf(name + n, len - (size_t)n, "%02x", rnd[i]);
+    return GEMM_OK;
+}
+
+static void buffer_link(gemm_client *c, gemm_buffer *b)
+{
+    pthread_mutex_lock(&c->mtx);
+    b->prev = NULL;
+    b->next = c->buffers;
+    if (c->buffers != NULL)
+        c->buffers->prev = b;
+    c->buffers = b;
+    pthread_mutex_unlock(&c->mtx);
+}
+
+static void buffer_unlink(gemm_client *c, gemm_buffer *b)
+{
+    pthread_mutex_lock(&c->mtx);
+    if (b->prev != NULL)
+        b->prev->next = b->next;
+    else if (c->buffers == b)
+        c->buffers = b->next;
+    if (b->next != NULL)
+        b->next->prev = b->prev;
+    b->prev = b->next = NULL;
+    pthread_mutex_unlock(&c->mtx);
+}
+
+/* Sends RegisterBuffer{name, size}; on success *id is the daemon's id. */
+static int buffer_register(gemm_client *c, const char *name, size_t size,
+                           uint64_t *id)
+{
+    Gemm__Request req = GEMM__REQUEST__INIT;
+    Gemm__RegisterBufferRequest reg = GEMM__REGISTER_BUFFER_REQUEST__INIT;
+    Gemm__Reply *rep;
+    int rv;
+
+    reg.name = (char *)name;
+    reg.has_size = true;
+    reg.size = size;
+    req.body_case = GEMM__REQUEST__BODY_REGISTER_BUFFER;
+    req.register_buffer = &reg;
+    if ((rv = cli_call(c, &req, "register buffer", &rep, NULL)) != GEMM_OK)
+        return rv;
+    if (rep->body_case != GEMM__REPLY__BODY_REGISTER_BUFFER ||
+        !rep->register_buffer->has_buffer_id) {
+        gemm__reply__free_unpacked(rep, NULL);
+        return cli_error(GEMM_ERR_PROTOCOL,
+                         "register buffer: reply has no buffer id");
+    }
+    *id = rep->register_buffer->buffer_id;
+    gemm__reply__free_unpacked(rep, NULL);
+    return GEMM_OK;
+}
+
+GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size,
+                               gemm_buffer **out)
+{
+    gemm_buffer *b = NULL;
+    char name[64];
+    void *data = MAP_FAILED;
+    long page = sysconf(_SC_PAGESIZE);
+    size_t len;
+    int fd = -1;
+    int rv;
+
+    cli_clear_error();
+    if (c == NULL || out == NULL)
+        return cli_error(GEMM_ERR_INVALID, "gemm_buffer_alloc: NULL argument");
+    if (size == 0)
+        return cli_error(GEMM_ERR_INVALID, "gemm_buffer_alloc: size is 0");
+    if (size > SIZE_MAX - (size_t)page || size > (size_t)INT64_MAX)
+        return cli_error(GEMM_ERR_INVALID,
+                         "gemm_buffer_alloc: size %zu too large", size);
+    len = (size + (size_t)page - 1) / (size_t)page * (size_t)page;
+
+    if ((rv = buffer_name(name, sizeof(name))) != GEMM_OK)
+        return rv;
+    if ((b = calloc(1, sizeof(*b))) == NULL)
+        return cli_error(GEMM_ERR_NOMEM, "gemm_buffer_alloc: out of memory");
+    fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+        rv = cli_error(GEMM_ERR_SHM, "shm_open %s: %s", name,
+                       strerror(errno));
+        free(b);
+        return rv;
+    }
+    if ((rv = posix_fallocate(fd, 0, (off_t)len)) != 0) {
+        if (rv == ENOSPC)
+            rv = cli_error(GEMM_ERR_SHM,
+                           "cannot reserve %zu bytes of shared memory: "
+                           "/dev/shm is full (see df /dev/shm)",
+                           len);
+        else
+            rv = cli_error(rv == ENOMEM ? GEMM_ERR_NOMEM : GEMM_ERR_SHM,
+                           "cannot reserve %zu bytes of shared memory %s: "
+                           "%s",
+                           len, name, strerror(rv));
+        goto fail;
+    }
+    data = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (data == MAP_FAILED) {
+        rv = cli_error(errno == ENOMEM ? GEMM_ERR_NOMEM : GEMM_ERR_SHM,
+                       "mmap of %zu bytes of shared memory: %s", len,
+                       strerror(errno));
+        goto fail;
+    }
+    if ((rv = buffer_register(c, name, len, &b->id)) != GEMM_OK)
+        goto fail;
+    shm_unlink(name);
+    close(fd);
+
+    b->client = c;
+    b->data = data;
+    b->size = len;
+    buffer_link(c, b);
+    *out = b;
+    return GEMM_OK;
+
+fail:
+    if (data != MAP_FAILED)
+        munmap(data, len);
+    shm_unlink(name);
+    close(fd);
+    free(b);
+    return rv;
+}
+
+GEMM_API void gemm_buffer_free(gemm_buffer *b)
+{
+    gemm_client *c;
+
+    if (b == NULL)
+        return;
+    if ((c = b->client) != NULL) {
+        Gemm__Request req = GEMM__REQUEST__INIT;
+        Gemm__ReleaseBufferRequest rel = GEMM__RELEASE_BUFFER_REQUEST__INIT;
+        Gemm__Reply *rep;
+        char saved[512];
+
+        /* Keep the caller's last error message: a free is no request. */
+        snprintf(saved, sizeof(saved), "%s", gemm_last_error_message());
+
+        buffer_unlink(c, b);
+        rel.has_buffer_id = true;
+        rel.buffer_id = b->id;
+        req.body_case = GEMM__REQUEST__BODY_RELEASE_BUFFER;
+        req.release_buffer = &rel;
+        /* Errors are ignored: the daemon drops the buffer with the
+         * connection anyway. */
+        if (cli_call(c, &req, "release buffer", &rep, NULL) == GEMM_OK)
+            gemm__reply__free_unpacked(rep, NULL);
+        cli_error(GEMM_OK, "%s", saved);
+    }
+    munmap(b->data, b->size);
+    free(b);
+}
+
+GEMM_API void *gemm_buffer_data(const gemm_buffer *b)
+{
+    return b != NULL ? b->data : NULL;
+}
+
+GEMM_API size_t gemm_buffer_size(const gemm_buffer *b)
+{
+    return b != NULL ? b->size : 0;
+}
+
+GEMM_API uint64_t gemm_buffer_id(const gemm_buffer *b)
+{
+    return b != NULL ? b->id : 0;
+}

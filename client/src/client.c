@@ -1,0 +1,247 @@
+/*
+ * client.c: a connection to gemmd. One nng REQ socket per client, dialed
+ * synchronously so that a missing daemon is reported at open; requests are
+ * never re-sent by REQ (a GEMM must not run twice), and when the daemon's
+ * pipe goes away every request in flight fails at once with
+ * GEMM_ERR_CLOSED instead of waiting for a new daemon that would not know
+ * our buffers. Also: the default URL, ping and status.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CLI_DEFAULT_TIMEOUT_MS 60000
+#define CLI_SYSTEM_URL "ipc:///run/gemmd/gemmd.sock"
+
+GEMM_API int gemm_default_url(char *buf, size_t len)
+{
+    const char *env = getenv("GEMM_URL");
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    char path[CLI_URL_MAX];
+    struct stat st;
+    int n;
+
+    if (buf == NULL || len == 0)
+        return GEMM_ERR_INVALID;
+    if (env != NULL && env[0] != '\0') {
+        n = snprintf(buf, len, "%s", env);
+    } else if (xdg != NULL && xdg[0] != '\0' &&
+               snprintf(path, sizeof(path), "%s/gemmd.sock", xdg) <
+                   (int)sizeof(path) &&
+               stat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+        n = snprintf(buf, len, "ipc://%s", path);
+    } else {
+        n = snprintf(buf, len, "%s", CLI_SYSTEM_URL);
+    }
+    if (n < 0 || (size_t)n >= len) {
+        buf[0] = '\0';
+        return GEMM_ERR_INVALID;
+    }
+    return GEMM_OK;
+}
+
+/*
+ * Pipe-removal callback (an nng thread): the daemon closed the connection or
+ * exited. Marks the client lost and aborts every request in flight.
+ */
+static void client_pipe_removed(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+    gemm_client *c = arg;
+    (void)p;
+
+    if (ev != NNG_PIPE_EV_REM_POST)
+        return;
+    pthread_mutex_lock(&c->mtx);
+    c->lost = true;
+    for (struct gemm_request *r = c->pending; r != NULL; r = r->next)
+        nng_aio_abort(r->aio, NNG_ECLOSED);
+    pthread_mutex_unlock(&c->mtx);
+}
+
+/* Words for a failed dial: ipc reports a missing socket file as ENOENT. */
+static const char *dial_hint(int rv)
+{
+    switch (rv) {
+    case NNG_ENOENT:
+        return "no such socket";
+    case NNG_ECONNREFUSED:
+        return "connection refused";
+    case NNG_EPERM:
+        return "permission denied";
+    default:
+        return nng_strerror(rv);
+    }
+}
+
+GEMM_API int gemm_client_open(gemm_client **out, const char *url)
+{
+    gemm_client *c;
+    int rv;
+
+    cli_clear_error();
+    if (out == NULL)
+        return cli_error(GEMM_ERR_INVALID, "gemm_client_open: out is NULL");
+    if ((c = calloc(1, sizeof(*c))) == NULL)
+        return cli_error(GEMM_ERR_NOMEM, "gemm_client_open: out of memory");
+    if (url != NULL) {
+        if (strlen(url) >= sizeof(c->url)) {
+            free(c);
+            return cli_error(GEMM_ERR_INVALID, "URL too long: %s", url);
+        }
+        strcpy(c->url, url);
+    } else if (gemm_default_url(c->url, sizeof(c->url)) != GEMM_OK) {
+        free(c);
+        return cli_error(GEMM_ERR_INVALID, "default URL too long");
+    }
+    atomic_init(&c->timeout_ms, CLI_DEFAULT_TIMEOUT_MS);
+    atomic_init(&c->next_id, 1);
+    pthread_mutex_init(&c->mtx, NULL);
+
+    if ((rv = nng_req0_open(&c->sock)) != 0) {
+        rv = cli_error(GEMM_ERR_NOMEM, "cannot open an nng req socket: %s",
+                       nng_strerror(rv));
+        goto fail_mtx;
+    }
+    /* Never re-send: a request that lost its daemon fails instead. */
+    if ((rv = nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME,
+                                NNG_DURATION_INFINITE)) != 0 ||
+        (rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST,
+                              client_pipe_removed, c)) != 0) {
+        rv = cli_error(GEMM_ERR_INTERNAL, "cannot set up the nng socket: %s",
+                       nng_strerror(rv));
+        goto fail_sock;
+    }
+    if ((rv = nng_dial(c->sock, c->url, &c->dialer, 0)) != 0) {
+        int err = rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ||
+                          rv == NNG_EINVAL
+                      ? GEMM_ERR_INVALID
+                      : GEMM_ERR_CONNECT;
+        rv = cli_error(err, "cannot connect to gemmd at %s: %s%s", c->url,
+                       dial_hint(rv),
+                       err == GEMM_ERR_CONNECT ? " (is gemmd running?)" : "");
+        goto fail_sock;
+    }
+    *out = c;
+    return GEMM_OK;
+
+fail_sock:
+    nng_close(c->sock);
+fail_mtx:
+    pthread_mutex_destroy(&c->mtx);
+    free(c);
+    return rv;
+}
+
+GEMM_API void gemm_client_close(gemm_client *c)
+{
+    if (c == NULL)
+        return;
+    /* nng_close() returns once every pipe callback has run. */
+    nng_close(c->sock);
+    pthread_mutex_lock(&c->mtx);
+    for (struct gemm_buffer *b = c->buffers; b != NULL; b = b->next)
+        b->client = NULL;
+    c->buffers = NULL;
+    pthread_mutex_unlock(&c->mtx);
+    pthread_mutex_destroy(&c->mtx);
+    free(c);
+}
+
+GEMM_API int gemm_client_set_timeout(gemm_client *c, int ms)
+{
+    if (c == NULL || ms < -1)
+        return cli_error(GEMM_ERR_INVALID,
+                         "gemm_client_set_timeout: %s",
+                         c == NULL ? "client is NULL" : "ms must be >= -1");
+    atomic_store(&c->timeout_ms, ms);
+    return GEMM_OK;
+}
+
+/* Copies a reply string into a fixed field, truncating, always terminated. */
+static void copy_str(char *dst, size_t len, const char *src)
+{
+    snprintf(dst, len, "%s", src != NULL ? src : "");
+}
+
+GEMM_API int gemm_ping(gemm_client *c, gemm_server_info *info)
+{
+    Gemm__Request req = GEMM__REQUEST__INIT;
+    Gemm__HelloRequest hello = GEMM__HELLO_REQUEST__INIT;
+    Gemm__Reply *rep;
+    char name[64];
+    int rv;
+
+    cli_clear_error();
+    if (c == NULL)
+        return cli_error(GEMM_ERR_INVALID, "gemm_ping: client is NULL");
+    snprintf(name, sizeof(name), "libgemmclient %s pid %ld",
+             GEMM_VERSION_STRING, (long)getpid());
+    hello.client_name = name;
+    req.body_case = GEMM__REQUEST__BODY_HELLO;
+    req.hello = &hello;
+    if ((rv = cli_call(c, &req, "ping", &rep, NULL)) != GEMM_OK)
+        return rv;
+    if (rep->body_case != GEMM__REPLY__BODY_HELLO) {
+        gemm__reply__free_unpacked(rep, NULL);
+        return cli_error(GEMM_ERR_PROTOCOL, "ping: reply has no hello body");
+    }
+    if (info != NULL) {
+        Gemm__HelloReply *h = rep->hello;
+        memset(info, 0, sizeof(*info));
+        info->protocol_version = h->has_protocol_version ? h->protocol_version
+                                                         : 0;
+        copy_str(info->server_version, sizeof(info->server_version),
+                 h->server_version);
+        copy_str(info->backend, sizeof(info->backend), h->backend);
+        copy_str(info->device, sizeof(info->device), h->device);
+    }
+    gemm__reply__free_unpacked(rep, NULL);
+    return GEMM_OK;
+}
+
+GEMM_API int gemm_get_status(gemm_client *c, gemm_status *out)
+{
+    Gemm__Request req = GEMM__REQUEST__INIT;
+    Gemm__StatusRequest status = GEMM__STATUS_REQUEST__INIT;
+    Gemm__StatusReply *s;
+    Gemm__Reply *rep;
+    int rv;
+
+    cli_clear_error();
+    if (c == NULL || out == NULL)
+        return cli_error(GEMM_ERR_INVALID, "gemm_get_status: NULL argument");
+    req.body_case = GEMM__REQUEST__BODY_STATUS;
+    req.status = &status;
+    if ((rv = cli_call(c, &req, "status", &rep, NULL)) != GEMM_OK)
+        return rv;
+    if (rep->body_case != GEMM__REPLY__BODY_STATUS_REPLY) {
+        gemm__reply__free_unpacked(rep, NULL);
+        return cli_error(GEMM_ERR_PROTOCOL,
+                         "status: reply has no status body");
+    }
+    s = rep->status_reply;
+    memset(out, 0, sizeof(*out));
+    out->uptime_s = s->uptime_s;
+    copy_str(out->backend, sizeof(out->backend), s->backend);
+    copy_str(out->device, sizeof(out->device), s->device);
+    out->requests_served = s->requests_served;
+    out->requests_failed = s->requests_failed;
+    out->queue_depth = s->queue_depth;
+    out->queue_capacity = s->queue_capacity;
+    out->buffers = s->buffers;
+    out->buffer_bytes = s->buffer_bytes;
+    out->clients = s->clients;
+    out->threads = s->threads;
+    out->latency_p50_us = s->latency_p50_us;
+    out->latency_p90_us = s->latency_p90_us;
+    out->latency_p99_us = s->latency_p99_us;
+    out->latency_max_us = s->latency_max_us;
+    out->gemm_flops = s->gemm_flops;
+    gemm__reply__free_unpacked(rep, NULL);
+    return GEMM_OK;
+}

@@ -1,0 +1,131 @@
+/*
+ * gemm.c: the GEMM request. gemm_op describes D = alpha*op(A)*op(B) +
+ * beta*C over matrices in registered buffers; it goes on the wire as a
+ * GemmRequest of (buffer id, byte offset, ld) operands and comes back as a
+ * status and the daemon's timings. gemm_run() is gemm_submit() followed by
+ * gemm_wait(). All validation of shapes, bounds and ownership is the
+ * daemon's; only what cannot be expressed on the wire is refused here.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+GEMM_API void gemm_op_init(gemm_op *op, uint64_t m, uint64_t n, uint64_t k,
+                           gemm_dtype ab_type, gemm_dtype cd_type)
+{
+    if (op == NULL)
+        return;
+    memset(op, 0, sizeof(*op));
+    op->m = m;
+    op->n = n;
+    op->k = k;
+    op->ab_type = ab_type;
+    op->cd_type = cd_type;
+    op->alpha = 1.0f;
+    op->beta = 0.0f;
+}
+
+static Gemm__DType wire_dtype(gemm_dtype t)
+{
+    switch (t) {
+    case GEMM_BF16:
+        return GEMM__DTYPE__BF16;
+    case GEMM_FP16:
+        return GEMM__DTYPE__FP16;
+    case GEMM_FP32:
+        return GEMM__DTYPE__FP32;
+    }
+    return GEMM__DTYPE__DTYPE_INVALID;
+}
+
+static void wire_operand(Gemm__Operand *w, const gemm_matrix *m)
+{
+    w->has_buffer_id = true;
+    w->buffer_id = m->buf->id;
+    w->has_offset = true;
+    w->offset = m->offset;
+    w->has_ld = true;
+    w->ld = m->ld;
+}
+
+GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op,
+                         gemm_request **out)
+{
+    Gemm__Request req = GEMM__REQUEST__INIT;
+    Gemm__GemmRequest g = GEMM__GEMM_REQUEST__INIT;
+    Gemm__Operand a = GEMM__OPERAND__INIT, b = GEMM__OPERAND__INIT;
+    Gemm__Operand cc = GEMM__OPERAND__INIT, d = GEMM__OPERAND__INIT;
+
+    cli_clear_error();
+    if (c == NULL || op == NULL || out == NULL)
+        return cli_error(GEMM_ERR_INVALID, "gemm: NULL argument");
+    if (op->a.buf == NULL || op->b.buf == NULL || op->d.buf == NULL)
+        return cli_error(GEMM_ERR_INVALID, "gemm: %s has no buffer",
+                         op->a.buf == NULL   ? "A"
+                         : op->b.buf == NULL ? "B"
+                                             : "D");
+
+    g.has_m = g.has_n = g.has_k = true;
+    g.m = op->m;
+    g.n = op->n;
+    g.k = op->k;
+    g.has_ab_type = g.has_cd_type = true;
+    g.ab_type = wire_dtype(op->ab_type);
+    g.cd_type = wire_dtype(op->cd_type);
+    g.has_trans_a = g.has_trans_b = true;
+    g.trans_a = op->trans_a;
+    g.trans_b = op->trans_b;
+    g.has_alpha = g.has_beta = true;
+    g.alpha = op->alpha;
+    g.beta = op->beta;
+    wire_operand(&a, &op->a);
+    wire_operand(&b, &op->b);
+    wire_operand(&d, &op->d);
+    g.a = &a;
+    g.b = &b;
+    g.d = &d;
+    /* C is read only when beta != 0; without a buffer the daemon says so. */
+    if (op->beta != 0.0f && op->c.buf != NULL) {
+        wire_operand(&cc, &op->c);
+        g.c = &cc;
+    }
+    req.body_case = GEMM__REQUEST__BODY_GEMM;
+    req.gemm = &g;
+    return cli_req_start(c, &req, "gemm", out);
+}
+
+GEMM_API int gemm_wait(gemm_request *r, gemm_timings *t)
+{
+    Gemm__Reply *rep;
+    uint64_t rtt = 0;
+    int rv;
+
+    cli_clear_error();
+    if (r == NULL)
+        return cli_error(GEMM_ERR_INVALID, "gemm_wait: request is NULL");
+    if ((rv = cli_req_finish(r, &rep, &rtt)) != GEMM_OK)
+        return rv;
+    if (rep->body_case != GEMM__REPLY__BODY_GEMM) {
+        gemm__reply__free_unpacked(rep, NULL);
+        return cli_error(GEMM_ERR_PROTOCOL, "gemm: reply has no gemm body");
+    }
+    if (t != NULL) {
+        t->queued_us = rep->gemm->queued_us;
+        t->compute_us = rep->gemm->compute_us;
+        t->total_us = rep->gemm->total_us;
+        t->round_trip_us = rtt;
+    }
+    gemm__reply__free_unpacked(rep, NULL);
+    return GEMM_OK;
+}
+
+GEMM_API int gemm_run(gemm_client *c, const gemm_op *op, gemm_timings *t)
+{
+    gemm_request *r;
+    int rv;
+
+    if ((rv = gemm_submit(c, op, &r)) != GEMM_OK)
+        return rv;
+    return gemm_wait(r, t);
+}

@@ -1,0 +1,91 @@
+/*
+ * internal.h: what the files of libgemmclient share and the public header
+ * hides: the client and buffer structs, the request machinery (one nng
+ * context and aio per request, so any number may be in flight) and the
+ * thread-local error message. Nothing here is exported.
+ */
+#ifndef GEMM_CLIENT_INTERNAL_H
+#define GEMM_CLIENT_INTERNAL_H
+
+#include <gemm/gemm.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "gemm.pb-c.h"
+
+#define CLI_URL_MAX 256
+
+struct gemm_client {
+    nng_socket sock;
+    nng_dialer dialer;
+    char url[CLI_URL_MAX];
+    atomic_int timeout_ms;       /* per request; -1 = forever */
+    atomic_uint_fast64_t next_id; /* request ids, from 1 */
+    pthread_mutex_t mtx;         /* guards the fields below */
+    bool lost;                   /* the daemon's pipe went away */
+    struct gemm_request *pending; /* requests in flight (doubly linked) */
+    struct gemm_buffer *buffers;  /* buffers allocated on this client */
+};
+
+struct gemm_buffer {
+    gemm_client *client; /* NULL once the client is closed */
+    void *data;          /* the mapping, page-aligned */
+    size_t size;         /* mapped size (page multiple) */
+    uint64_t id;         /* the daemon's buffer id */
+    struct gemm_buffer *prev, *next; /* on client->buffers */
+};
+
+/*
+ * One request on the wire. Created by cli_req_start(), consumed by
+ * cli_req_finish(). The public gemm_request of gemm_submit() is this.
+ */
+struct gemm_request {
+    gemm_client *client;
+    nng_ctx ctx;
+    nng_aio *aio;
+    uint64_t id;      /* Request.id */
+    uint64_t t0_ns;   /* CLOCK_MONOTONIC when sent */
+    int timeout_ms;   /* as it was when the request started */
+    const char *what; /* "gemm", "ping", ... for messages */
+    struct gemm_request *prev, *next; /* on client->pending */
+};
+
+/*
+ * Packs req (version and id are filled here), sends it on a fresh context and
+ * posts the receive of its reply. On success *out is the pending request;
+ * the caller must pass it to cli_req_finish(). On failure nothing is left
+ * and the error message is set. Thread-safe.
+ */
+int cli_req_start(gemm_client *c, Gemm__Request *req, const char *what,
+                  struct gemm_request **out);
+
+/*
+ * Waits for r's reply, checks the envelope (version, id), frees r and maps
+ * Reply.status to the return value. On GEMM_OK *out is the decoded reply and
+ * the caller frees it with gemm__reply__free_unpacked(*out, NULL); on
+ * failure *out is untouched, and the thread's error message says why.
+ * *rtt_us, if non-NULL, gets the measured round trip. Any thread, once.
+ */
+int cli_req_finish(struct gemm_request *r, Gemm__Reply **out,
+                   uint64_t *rtt_us);
+
+/* cli_req_start() then cli_req_finish(). Thread-safe. */
+int cli_call(gemm_client *c, Gemm__Request *req, const char *what,
+             Gemm__Reply **out, uint64_t *rtt_us);
+
+/* Sets the calling thread's error message (printf format); returns err so
+ * that callers may `return cli_error(GEMM_ERR_X, "...")`. */
+int cli_error(int err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Clears the calling thread's error message (start of a public call). */
+void cli_clear_error(void);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t cli_now_ns(void);
+
+#endif /* GEMM_CLIENT_INTERNAL_H */
