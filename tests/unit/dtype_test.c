@@ -1,0 +1,115 @@
+/*
+ * dtype_test.c: gemm_convert() between bf16, fp16 and fp32: exact values,
+ * round-to-nearest-even, subnormals, overflow to infinity, NaN kept, and a
+ * sweep of every 16-bit pattern through fp32 and back.
+ */
+#include <gemm/gemm.h>
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static uint16_t to16(float f, gemm_dtype t)
+{
+    uint16_t h;
+    cr_assert_eq(gemm_convert(&h, t, &f, GEMM_FP32, 1), GEMM_OK);
+    return h;
+}
+
+static float from16(uint16_t h, gemm_dtype t)
+{
+    float f;
+    cr_assert_eq(gemm_convert(&f, GEMM_FP32, &h, t, 1), GEMM_OK);
+    return f;
+}
+
+Test(dtype, sizes_names_parse)
+{
+    cr_expect_eq(gemm_dtype_size(GEMM_BF16), 2);
+    cr_expect_eq(gemm_dtype_size(GEMM_FP32), 4);
+    cr_expect_eq(gemm_dtype_size((gemm_dtype)9), 0);
+    cr_expect_str_eq(gemm_dtype_name(GEMM_FP16), "fp16");
+    gemm_dtype t;
+    cr_expect_eq(gemm_dtype_parse("half", &t), GEMM_OK);
+    cr_expect_eq(t, GEMM_FP16);
+    cr_expect_eq(gemm_dtype_parse("BF16", &t), GEMM_OK);
+    cr_expect_eq(t, GEMM_BF16);
+    cr_expect_eq(gemm_dtype_parse("int8", &t), GEMM_ERR_DTYPE);
+}
+
+Test(dtype, known_values)
+{
+    cr_expect_eq(to16(1.0f, GEMM_FP16), 0x3c00);
+    cr_expect_eq(to16(-2.0f, GEMM_FP16), 0xc000);
+    cr_expect_eq(to16(65504.0f, GEMM_FP16), 0x7bff);
+    cr_expect_eq(to16(65520.0f, GEMM_FP16), 0x7c00, "rounds to inf");
+    cr_expect_eq(to16(0x1p-24f, GEMM_FP16), 0x0001, "smallest subnormal");
+    cr_expect_eq(to16(0x1p-25f, GEMM_FP16), 0x0000, "ties to even (0)");
+    cr_expect_eq(to16(3 * 0x1p-25f, GEMM_FP16), 0x0002, "ties to even (2)");
+    cr_expect_eq(to16(1.0f + 0x1p-11f, GEMM_FP16), 0x3c00, "tie to even");
+    cr_expect_eq(to16(1.0f + 3 * 0x1p-11f, GEMM_FP16), 0x3c02);
+    cr_expect_eq(to16(1.0f, GEMM_BF16), 0x3f80);
+    cr_expect_eq(to16(1.0f + 0x1p-8f, GEMM_BF16), 0x3f80, "tie to even");
+    cr_expect_eq(to16(1.0f + 3 * 0x1p-8f, GEMM_BF16), 0x3f82);
+    cr_expect(isnan(from16(to16(NAN, GEMM_BF16), GEMM_BF16)));
+    cr_expect(isnan(from16(to16(NAN, GEMM_FP16), GEMM_FP16)));
+    cr_expect(isinf(from16(to16(INFINITY, GEMM_FP16), GEMM_FP16)));
+    cr_expect_eq(from16(0x0001, GEMM_FP16), 0x1p-24f);
+    cr_expect_eq(from16(0x3555, GEMM_FP16), 0.33325195f);
+}
+
+/* Every 16-bit pattern widens and narrows back to itself (NaNs stay NaN). */
+Test(dtype, round_trip_all_patterns)
+{
+    gemm_dtype ts[] = {GEMM_BF16, GEMM_FP16};
+    for (int t = 0; t < 2; t++) {
+        for (uint32_t u = 0; u < 65536; u++) {
+            float f = from16((uint16_t)u, ts[t]);
+            uint16_t back = to16(f, ts[t]);
+            if (isnan(f))
+                cr_assert(isnan(from16(back, ts[t])));
+            else
+                cr_assert_eq(back, (uint16_t)u, "%s 0x%04x -> %a -> 0x%04x",
+                             gemm_dtype_name(ts[t]), u, (double)f, back);
+        }
+    }
+}
+
+/* Narrowing rounds to the nearest representable value. */
+Test(dtype, narrowing_is_nearest)
+{
+    uint32_t seed = 12345;
+    for (int i = 0; i < 100000; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        float f = ((float)(seed >> 8) / (1 << 24) - 0.5f) * 200.0f;
+        gemm_dtype ts[] = {GEMM_BF16, GEMM_FP16};
+        for (int t = 0; t < 2; t++) {
+            uint16_t h = to16(f, ts[t]);
+            float r = from16(h, ts[t]);
+            float up = from16((uint16_t)(h + 1), ts[t]);
+            float dn = from16((uint16_t)(h - 1), ts[t]);
+            cr_assert(fabsf(r - f) <= fabsf(up - f) &&
+                          fabsf(r - f) <= fabsf(dn - f),
+                      "%s: %a -> %a", gemm_dtype_name(ts[t]), (double)f,
+                      (double)r);
+        }
+    }
+}
+
+Test(dtype, bulk_and_errors)
+{
+    float in[5] = {0.5f, -1.25f, 3.0f, 1e-3f, 1024.0f};
+    uint16_t mid[5];
+    float out[5];
+    cr_assert_eq(gemm_convert(mid, GEMM_FP16, in, GEMM_FP32, 5), GEMM_OK);
+    /* fp16 -> bf16 in place (same size) */
+    cr_assert_eq(gemm_convert(mid, GEMM_BF16, mid, GEMM_FP16, 5), GEMM_OK);
+    cr_assert_eq(gemm_convert(out, GEMM_FP32, mid, GEMM_BF16, 5), GEMM_OK);
+    for (int i = 0; i < 5; i++)
+        cr_expect_float_eq(out[i], in[i], fabsf(in[i]) * 0x1p-8f, "%d", i);
+    cr_expect_eq(gemm_convert(out, (gemm_dtype)7, in, GEMM_FP32, 1),
+                 GEMM_ERR_DTYPE);
+    cr_expect_eq(gemm_convert(NULL, GEMM_FP32, in, GEMM_FP32, 1),
+                 GEMM_ERR_INVALID);
+}

@@ -1,0 +1,219 @@
+/*
+ * validate_test.c: every rule of val_gemm_check(), one failing request per
+ * rule, plus the shapes that must pass (transposes, lds, offsets, C == D).
+ */
+#include "validate.h"
+
+#include <gemm/gemm.h>
+
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Two fake buffers: id 1 of 1 MiB, id 2 of 4 KiB; anything else unknown. */
+static char buf1, buf2;
+
+static void *lookup(void *arg, uint64_t id, size_t *size)
+{
+    (void)arg;
+    if (id == 1) {
+        *size = 1 << 20;
+        return &buf1;
+    }
+    if (id == 2) {
+        *size = 4096;
+        return &buf2;
+    }
+    return NULL;
+}
+
+static const val_limits lim = {.max_dim = 1 << 16};
+
+/* A valid fp32 16x16x16 GEMM: A at 0, B at 4 KiB, C at 8 KiB, D at 12 KiB,
+ * all in buffer 1. */
+static val_gemm base(void)
+{
+    val_gemm g = {
+        .m = 16, .n = 16, .k = 16, .ab_type = GEMM_FP32,
+        .cd_type = GEMM_FP32, .alpha = 1, .beta = 0,
+        .a = {true, 1, 0, 0}, .b = {true, 1, 4096, 0},
+        .c = {true, 1, 8192, 0}, .d = {true, 1, 12288, 0},
+    };
+    return g;
+}
+
+static int check(const val_gemm *g, val_resolved *r)
+{
+    char msg[256] = "";
+    int rv = val_gemm_check(g, &lim, lookup, NULL, r, msg, sizeof(msg));
+    if (rv != GEMM_OK)
+        cr_expect(msg[0] != '\0', "an error must come with a message");
+    return rv;
+}
+
+#define EXPECT_RV(g, want)                                                    \
+    do {                                                                      \
+        val_resolved r_;                                                      \
+        int rv_ = check(&(g), &r_);                                           \
+        cr_expect_eq(rv_, (want), "got %s (%d), want %s (%d)",               \
+                     gemm_strerror(rv_), rv_, gemm_strerror(want), (want));   \
+    } while (0)
+
+Test(validate, valid_request_resolves)
+{
+    val_gemm g = base();
+    val_resolved r;
+    cr_assert_eq(check(&g, &r), GEMM_OK);
+    cr_expect_eq(r.a.ld, 16);
+    cr_expect_eq(r.a.extent, 16 * 16 * 4);
+    cr_expect_eq(r.d.offset, 12288);
+    cr_expect_not(r.has_c, "beta == 0: C is not read");
+}
+
+Test(validate, dtype_combinations)
+{
+    int types[] = {GEMM_BF16, GEMM_FP16, GEMM_FP32};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            bool want = types[i] != GEMM_FP32 || types[j] == GEMM_FP32;
+            cr_expect_eq(val_dtypes_supported(types[i], types[j]), want,
+                         "ab %d cd %d", types[i], types[j]);
+        }
+    val_gemm g = base();
+    g.cd_type = GEMM_BF16;
+    EXPECT_RV(g, GEMM_ERR_DTYPE);
+    g = base();
+    g.ab_type = 0;
+    EXPECT_RV(g, GEMM_ERR_DTYPE);
+    g = base();
+    g.cd_type = 99;
+    EXPECT_RV(g, GEMM_ERR_DTYPE);
+}
+
+Test(validate, dims_zero_or_too_large)
+{
+    val_gemm g = base();
+    g.m = 0;
+    EXPECT_RV(g, GEMM_ERR_DIMS);
+    g = base();
+    g.k = 0;
+    EXPECT_RV(g, GEMM_ERR_DIMS);
+    g = base();
+    g.n = lim.max_dim + 1;
+    EXPECT_RV(g, GEMM_ERR_DIMS);
+}
+
+Test(validate, unknown_buffer)
+{
+    val_gemm g = base();
+    g.b.buffer_id = 77;
+    EXPECT_RV(g, GEMM_ERR_NO_BUFFER);
+    g = base();
+    g.d.buffer_id = 0;
+    EXPECT_RV(g, GEMM_ERR_NO_BUFFER);
+}
+
+Test(validate, missing_operand)
+{
+    val_gemm g = base();
+    g.a.present = false;
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g = base();
+    g.beta = 0.5f;
+    g.c.present = false;
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+}
+
+Test(validate, leading_dimension_too_small)
+{
+    val_gemm g = base();
+    g.a.ld = 15;
+    EXPECT_RV(g, GEMM_ERR_LD);
+    /* transposed A is k x m: its rows have m elements */
+    g = base();
+    g.m = 8;
+    g.trans_a = true;
+    g.a.ld = 8;
+    EXPECT_RV(g, GEMM_OK);
+    g.a.ld = 7;
+    EXPECT_RV(g, GEMM_ERR_LD);
+}
+
+Test(validate, misaligned_offset)
+{
+    val_gemm g = base();
+    g.a.offset = 2; /* fp32 needs 4 */
+    EXPECT_RV(g, GEMM_ERR_ALIGN);
+    g = base();
+    g.ab_type = GEMM_BF16;
+    g.a.offset = 2; /* fine for 16-bit */
+    EXPECT_RV(g, GEMM_OK);
+    g.a.offset = 3;
+    EXPECT_RV(g, GEMM_ERR_ALIGN);
+}
+
+Test(validate, bounds)
+{
+    val_gemm g = base();
+    g.d.buffer_id = 2; /* 4 KiB: 16x16 fp32 (1 KiB) fits exactly at 3 KiB */
+    g.d.offset = 3072;
+    EXPECT_RV(g, GEMM_OK);
+    g.d.offset = 3076;
+    EXPECT_RV(g, GEMM_ERR_BOUNDS);
+    g.d.offset = 3072;
+    g.d.ld = 17;
+    EXPECT_RV(g, GEMM_ERR_BOUNDS);
+    /* transposes change the stored shape: B as n x k with n = 64 */
+    g = base();
+    g.n = 64;
+    g.b.buffer_id = 2;
+    g.b.offset = 0;
+    g.d.offset = 65536;
+    g.trans_b = true; /* 64 x 16 fp32 = 4096 bytes: fits */
+    EXPECT_RV(g, GEMM_OK);
+    g.k = 17; /* 64 x 17 does not */
+    g.a.ld = 0;
+    EXPECT_RV(g, GEMM_ERR_BOUNDS);
+}
+
+Test(validate, overflow_is_out_of_bounds)
+{
+    val_gemm g = base();
+    g.a.ld = UINT64_MAX / 2;
+    EXPECT_RV(g, GEMM_ERR_BOUNDS);
+    g = base();
+    g.a.offset = UINT64_MAX - 3;
+    EXPECT_RV(g, GEMM_ERR_BOUNDS);
+    g = base();
+    val_limits big = {.max_dim = UINT64_MAX};
+    g.m = UINT64_MAX / 3;
+    val_resolved r;
+    char msg[128];
+    cr_expect_eq(val_gemm_check(&g, &big, lookup, NULL, &r, msg, sizeof(msg)),
+                 GEMM_ERR_BOUNDS);
+}
+
+Test(validate, overlaps)
+{
+    val_gemm g = base();
+    g.d.offset = 512; /* inside A (bytes 0..1023) */
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g = base();
+    g.d.offset = 4096 + 512; /* inside B */
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g = base();
+    g.beta = 1;
+    g.c = g.d; /* in place: allowed */
+    EXPECT_RV(g, GEMM_OK);
+    g.c.offset = g.d.offset + 64; /* partly overlapping: not */
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+}
+
+Test(validate, beta_zero_ignores_c)
+{
+    val_gemm g = base();
+    g.c.buffer_id = 12345; /* bogus, but never read */
+    EXPECT_RV(g, GEMM_OK);
+    g.beta = 2;
+    EXPECT_RV(g, GEMM_ERR_NO_BUFFER);
+}
