@@ -218,8 +218,8 @@ int main(int argc, char **argv)
             return ctl_error(EXIT_USAGE, "%s needs an argument",
                              argv[optind - 1]);
         default:
-            fputs(usage_text, stderr);
-            return ctl_error(EXIT_USAGE, "unknown option '%s'",
+            return ctl_error(EXIT_USAGE,
+                             "unknown option '%s' (see gemmctl --help)",
                              argv[optind - 1]);
         }
     }
@@ -240,6 +240,6 @@ int main(int argc, char **argv)
         fputs(usage_text, stdout);
         return EXIT_OK;
     }
-    fputs(usage_text, stderr);
-    return ctl_error(EXIT_USAGE, "unknown command '%s'", cmd);
+    return ctl_error(EXIT_USAGE, "unknown command '%s' (see gemmctl --help)",
+                     cmd);
 }

@@ -591,7 +591,7 @@ int cmd_mm(const char *url, int argc, char **argv)
                "%.3f, total %.3f)\n",
                rt_med / 1e3, cp_med / 1e3, (double)t.queued_us / 1e3,
                (double)t.total_us / 1e3);
-    printf("rate: %.4g TFLOP/s round trip, %.4g TFLOP/s compute\n",
+    printf("rate: %.3g TFLOP/s round trip, %.3g TFLOP/s compute\n",
            rt_med > 0 ? flops / (rt_med * 1e-6) / 1e12 : 0.0,
            cp_med > 0 ? flops / (cp_med * 1e-6) / 1e12 : 0.0);
 

@@ -127,9 +127,9 @@ GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size,
     if ((rv = posix_fallocate(fd, 0, (off_t)len)) != 0) {
         if (rv == ENOSPC)
             rv = cli_error(GEMM_ERR_SHM,
-                           "cannot reserve %zu bytes of shared memory: "
-                           "/dev/shm is full (see df /dev/shm)",
-                           len);
+                           "cannot reserve %zu bytes (%.1f MiB) of shared "
+                           "memory: /dev/shm is full (see df /dev/shm)",
+                           len, (double)len / (1024.0 * 1024.0));
         else
             rv = cli_error(rv == ENOMEM ? GEMM_ERR_NOMEM : GEMM_ERR_SHM,
                            "cannot reserve %zu bytes of shared memory %s: "

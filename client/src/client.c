@@ -78,6 +78,28 @@ static const char *dial_hint(int rv)
     }
 }
 
+/* The error for a failed dial, with a message naming the URL. */
+static int dial_error(const char *url, int rv)
+{
+    struct stat st;
+
+    if (rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP || rv == NNG_EINVAL)
+        return cli_error(GEMM_ERR_INVALID,
+                         "cannot connect to gemmd: invalid URL '%s': %s",
+                         url, nng_strerror(rv));
+    /* nng reports a missing ipc socket file as "connection refused". */
+    if (strncmp(url, "ipc://", 6) == 0 && stat(url + 6, &st) != 0 &&
+        errno == ENOENT)
+        return cli_error(GEMM_ERR_CONNECT,
+                         "cannot connect to gemmd at %s: no socket at %s "
+                         "(is gemmd running?)",
+                         url, url + 6);
+    return cli_error(GEMM_ERR_CONNECT,
+                     "cannot connect to gemmd at %s: %s (is gemmd "
+                     "running?)",
+                     url, dial_hint(rv));
+}
+
 GEMM_API int gemm_client_open(gemm_client **out, const char *url)
 {
     gemm_client *c;
@@ -117,13 +139,7 @@ GEMM_API int gemm_client_open(gemm_client **out, const char *url)
         goto fail_sock;
     }
     if ((rv = nng_dial(c->sock, c->url, &c->dialer, 0)) != 0) {
-        int err = rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ||
-                          rv == NNG_EINVAL
-                      ? GEMM_ERR_INVALID
-                      : GEMM_ERR_CONNECT;
-        rv = cli_error(err, "cannot connect to gemmd at %s: %s%s", c->url,
-                       dial_hint(rv),
-                       err == GEMM_ERR_CONNECT ? " (is gemmd running?)" : "");
+        rv = dial_error(c->url, rv);
         goto fail_sock;
     }
     *out = c;
