@@ -8,9 +8,9 @@
 
 #include <gemm/gemm.h>
 
-#define EXIT_OK 0
+#define EXIT_OK      0
 #define EXIT_RUNTIME 1 /* the daemon, a file or a check failed */
-#define EXIT_USAGE 2   /* bad command line */
+#define EXIT_USAGE   2 /* bad command line */
 
 /* Subcommands: argv[0] is the subcommand's name; url may be NULL (the
  * default URL). Each returns an exit code. */

@@ -90,8 +90,7 @@ int cmd_ping(const char *url, int argc, char **argv)
             printf("usage: gemmctl [--url URL] ping\n");
             return EXIT_OK;
         }
-        return ctl_error(EXIT_USAGE, "ping: unexpected argument '%s'",
-                         argv[1]);
+        return ctl_error(EXIT_USAGE, "ping: unexpected argument '%s'", argv[1]);
     }
     if ((code = ctl_open(url, &c)) != EXIT_OK)
         return code;
@@ -138,8 +137,7 @@ int cmd_status(const char *url, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             json = 1;
-        else if (strcmp(argv[i], "-h") == 0 ||
-                 strcmp(argv[i], "--help") == 0) {
+        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             printf("usage: gemmctl [--url URL] status [--json]\n");
             return EXIT_OK;
         } else
@@ -167,8 +165,8 @@ int cmd_status(const char *url, int argc, char **argv)
                ", \"gemm_flops\": %" PRIu64 "}\n",
                s.requests_served, s.requests_failed, s.queue_depth,
                s.queue_capacity, s.buffers, s.buffer_bytes, s.clients,
-               s.threads, s.latency_p50_us, s.latency_p90_us,
-               s.latency_p99_us, s.latency_max_us, s.gemm_flops);
+               s.threads, s.latency_p50_us, s.latency_p90_us, s.latency_p99_us,
+               s.latency_max_us, s.gemm_flops);
         return EXIT_OK;
     }
     printf("uptime          %.1f s\n", s.uptime_s);

@@ -79,8 +79,9 @@ static int parse_u64(const char *opt, const char *s, uint64_t *out)
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
     if (errno != 0 || end == s || *end != '\0' || s[0] == '-')
-        return ctl_error(EXIT_USAGE, "mm: %s wants a positive integer, "
-                                     "not '%s'",
+        return ctl_error(EXIT_USAGE,
+                         "mm: %s wants a positive integer, "
+                         "not '%s'",
                          opt, s);
     *out = v;
     return EXIT_OK;
@@ -92,8 +93,7 @@ static int parse_float(const char *opt, const char *s, float *out)
     errno = 0;
     float v = strtof(s, &end);
     if (errno != 0 || end == s || *end != '\0' || !isfinite(v))
-        return ctl_error(EXIT_USAGE, "mm: %s wants a number, not '%s'", opt,
-                         s);
+        return ctl_error(EXIT_USAGE, "mm: %s wants a number, not '%s'", opt, s);
     *out = v;
     return EXIT_OK;
 }
@@ -109,8 +109,20 @@ static int parse_dtype(const char *opt, const char *s, gemm_dtype *out)
 static int mm_parse(int argc, char **argv, struct mm_args *a)
 {
     enum {
-        O_A = 256, O_B, O_C, O_ALPHA, O_BETA, O_TA, O_TB, O_DTYPE, O_CD,
-        O_OUT, O_OUT_DTYPE, O_CHECK, O_REPEAT, O_SEED
+        O_A = 256,
+        O_B,
+        O_C,
+        O_ALPHA,
+        O_BETA,
+        O_TA,
+        O_TB,
+        O_DTYPE,
+        O_CD,
+        O_OUT,
+        O_OUT_DTYPE,
+        O_CHECK,
+        O_REPEAT,
+        O_SEED
     };
     static const struct option opts[] = {
         {"a", required_argument, NULL, O_A},
@@ -382,7 +394,7 @@ static int do_check(const struct mm_job *j, const struct mm_args *a,
     if (rows < j->m)
         printf(" (%" PRIu64 " of %" PRIu64 " rows sampled)", rows, j->m);
     printf(", tolerance %.0e (%s): %s\n", tol,
-           gemm_dtype_name(tol == 1e-2 ? GEMM_BF16
+           gemm_dtype_name(tol == 1e-2   ? GEMM_BF16
                            : tol == 2e-3 ? GEMM_FP16
                                          : GEMM_FP32),
            pass ? "PASS" : "FAIL");
@@ -441,17 +453,15 @@ static int file_shapes(const struct mm_args *a, const npy_matrix *A,
     if (ka != kb) {
         char opa[64] = "", opb[64] = "";
         if (a->ta)
-            snprintf(opa, sizeof(opa), "; with --ta op(A) is %zux%zu",
-                     A->cols, A->rows);
+            snprintf(opa, sizeof(opa), "; with --ta op(A) is %zux%zu", A->cols,
+                     A->rows);
         if (a->tb)
-            snprintf(opb, sizeof(opb), "; with --tb op(B) is %zux%zu",
-                     B->cols, B->rows);
+            snprintf(opb, sizeof(opb), "; with --tb op(B) is %zux%zu", B->cols,
+                     B->rows);
         return ctl_error(EXIT_RUNTIME,
                          "mm: A is %zux%zu but B is %zux%zu: inner "
-                         "dimensions differ (%" PRIu64 " vs %" PRIu64
-                         ")%s%s",
-                         A->rows, A->cols, B->rows, B->cols, ka, kb, opa,
-                         opb);
+                         "dimensions differ (%" PRIu64 " vs %" PRIu64 ")%s%s",
+                         A->rows, A->cols, B->rows, B->cols, ka, kb, opa, opb);
     }
     if (C != NULL && (C->rows != j->m || C->cols != j->n))
         return ctl_error(EXIT_RUNTIME,
@@ -496,7 +506,7 @@ int cmd_mm(const char *url, int argc, char **argv)
             goto out;
         j.a_rows = A.rows, j.a_cols = A.cols;
         j.b_rows = B.rows, j.b_cols = B.cols;
-        ab = a.have_dtype ? a.dtype
+        ab = a.have_dtype                                     ? a.dtype
              : (A.dtype == GEMM_FP16 && B.dtype == GEMM_FP16) ? GEMM_FP16
                                                               : GEMM_FP32;
     } else {
@@ -506,11 +516,10 @@ int cmd_mm(const char *url, int argc, char **argv)
         ab = a.have_dtype ? a.dtype : GEMM_FP32;
     }
     cd = a.have_cd ? a.cd : ab;
-    outt = a.have_out_dtype ? a.out_dtype
+    outt = a.have_out_dtype  ? a.out_dtype
            : cd == GEMM_FP16 ? GEMM_FP16
                              : GEMM_FP32;
-    if (j.m > SIZE_MAX / j.n || j.k > SIZE_MAX / j.m ||
-        j.k > SIZE_MAX / j.n) {
+    if (j.m > SIZE_MAX / j.n || j.k > SIZE_MAX / j.m || j.k > SIZE_MAX / j.n) {
         code = ctl_error(EXIT_USAGE, "mm: dimensions too large");
         goto out;
     }
@@ -529,8 +538,7 @@ int cmd_mm(const char *url, int argc, char **argv)
         gemm_convert(gemm_buffer_data(j.a), ab, A.data, A.dtype, j.m * j.k);
         gemm_convert(gemm_buffer_data(j.b), ab, B.data, B.dtype, j.k * j.n);
         if (j.c != NULL)
-            gemm_convert(gemm_buffer_data(j.c), cd, C.data, C.dtype,
-                         j.m * j.n);
+            gemm_convert(gemm_buffer_data(j.c), cd, C.data, C.dtype, j.m * j.n);
     } else {
         uint64_t state = a.seed;
         fill_random(gemm_buffer_data(j.a), ab, j.m * j.k, &state);
@@ -576,7 +584,8 @@ int cmd_mm(const char *url, int argc, char **argv)
     double flops = 2.0 * (double)j.m * (double)j.n * (double)j.k;
     qsort(rtt, a.repeat, sizeof(*rtt), cmp_u64);
     qsort(comp, a.repeat, sizeof(*comp), cmp_u64);
-    double rt_med = (double)rtt[a.repeat / 2], cp_med = (double)comp[a.repeat / 2];
+    double rt_med = (double)rtt[a.repeat / 2],
+           cp_med = (double)comp[a.repeat / 2];
     printf("mm %" PRIu64 "x%" PRIu64 "x%" PRIu64 " (m x n x k), %s in, %s "
            "out%s%s, alpha %g, beta %g\n",
            j.m, j.n, j.k, gemm_dtype_name(ab), gemm_dtype_name(cd),

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define NPY_MAGIC "\x93NUMPY"
-#define NPY_MAGIC_LEN 6
+#define NPY_MAGIC      "\x93NUMPY"
+#define NPY_MAGIC_LEN  6
 #define NPY_HEADER_MAX (1u << 20) /* a sane bound on the dict's length */
 
 static int npy_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -38,8 +38,7 @@ static const char *dict_value(const char *hdr, const char *key)
 {
     size_t klen = strlen(key);
     for (const char *p = hdr; (p = strstr(p, key)) != NULL; p += klen) {
-        if (p == hdr || (p[-1] != '\'' && p[-1] != '"') ||
-            p[klen] != p[-1])
+        if (p == hdr || (p[-1] != '\'' && p[-1] != '"') || p[klen] != p[-1])
             continue;
         const char *q = p + klen + 1;
         while (isspace((unsigned char)*q))
@@ -76,15 +75,13 @@ static int parse_header(const char *path, const char *hdr, char descr[8],
         descr[end - v] = '\0';
     }
     if ((v = dict_value(hdr, "fortran_order")) == NULL)
-        return npy_fail(err, errlen, "%s: header has no 'fortran_order'",
-                        path);
+        return npy_fail(err, errlen, "%s: header has no 'fortran_order'", path);
     if (strncmp(v, "True", 4) == 0)
         *fortran = 1;
     else if (strncmp(v, "False", 5) == 0)
         *fortran = 0;
     else
-        return npy_fail(err, errlen, "%s: bad 'fortran_order' in header",
-                        path);
+        return npy_fail(err, errlen, "%s: bad 'fortran_order' in header", path);
     if ((v = dict_value(hdr, "shape")) == NULL || *v != '(')
         return npy_fail(err, errlen, "%s: header has no 'shape' tuple", path);
     v++;
@@ -152,13 +149,13 @@ int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen)
             npy_fail(err, errlen, "%s: truncated header", path);
             goto fail;
         }
-        hlen = (size_t)pre[8] | (size_t)pre[9] << 8 |
-               (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
+        hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 |
+               (size_t)pre[11] << 24;
         pre_len = 12;
         break;
     default:
-        npy_fail(err, errlen, "%s: unsupported .npy format version %u.%u",
-                 path, pre[6], pre[7]);
+        npy_fail(err, errlen, "%s: unsupported .npy format version %u.%u", path,
+                 pre[6], pre[7]);
         goto fail;
     }
     if (hlen == 0 || hlen > NPY_HEADER_MAX) {
@@ -208,19 +205,18 @@ int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen)
                      path, dims[0], dims[0], dims[0]);
         else
             npy_fail(err, errlen,
-                     "%s: has %d dimensions; gemmctl needs a 2-D matrix",
-                     path, ndim);
+                     "%s: has %d dimensions; gemmctl needs a 2-D matrix", path,
+                     ndim);
         goto fail;
     }
     if (dims[0] == 0 || dims[1] == 0) {
-        npy_fail(err, errlen, "%s: is empty (shape (%zu, %zu))", path,
-                 dims[0], dims[1]);
+        npy_fail(err, errlen, "%s: is empty (shape (%zu, %zu))", path, dims[0],
+                 dims[1]);
         goto fail;
     }
-    if (dims[0] > SIZE_MAX / dims[1] ||
-        dims[0] * dims[1] > SIZE_MAX / esize) {
-        npy_fail(err, errlen, "%s: shape (%zu, %zu) too large", path,
-                 dims[0], dims[1]);
+    if (dims[0] > SIZE_MAX / dims[1] || dims[0] * dims[1] > SIZE_MAX / esize) {
+        npy_fail(err, errlen, "%s: shape (%zu, %zu) too large", path, dims[0],
+                 dims[1]);
         goto fail;
     }
     count = dims[0] * dims[1];
@@ -234,8 +230,7 @@ int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen)
         goto fail;
     }
     if ((raw = malloc(nbytes)) == NULL) {
-        npy_fail(err, errlen, "%s: out of memory for %zu bytes", path,
-                 nbytes);
+        npy_fail(err, errlen, "%s: out of memory for %zu bytes", path, nbytes);
         goto fail;
     }
     if (fread(raw, 1, nbytes, f) != nbytes) {
@@ -278,8 +273,8 @@ fail:
     return -1;
 }
 
-int npy_write(const char *path, const void *data, gemm_dtype dtype,
-              size_t rows, size_t cols, char *err, size_t errlen)
+int npy_write(const char *path, const void *data, gemm_dtype dtype, size_t rows,
+              size_t cols, char *err, size_t errlen)
 {
     char hdr[256];
     size_t esize, nbytes;

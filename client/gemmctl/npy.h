@@ -31,8 +31,8 @@ int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen);
  * GEMM_FP32 ("<f4") to path (created or truncated). Returns 0, or -1 with a
  * message in err. The caller keeps data. Thread-safe.
  */
-int npy_write(const char *path, const void *data, gemm_dtype dtype,
-              size_t rows, size_t cols, char *err, size_t errlen);
+int npy_write(const char *path, const void *data, gemm_dtype dtype, size_t rows,
+              size_t cols, char *err, size_t errlen);
 
 /* Frees m->data; m itself is the caller's. NULL is ignored. */
 void npy_free(npy_matrix *m);

@@ -92,8 +92,7 @@ static int buffer_register(gemm_client *c, const char *name, size_t size,
     return GEMM_OK;
 }
 
-GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size,
-                               gemm_buffer **out)
+GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size, gemm_buffer **out)
 {
     gemm_buffer *b = NULL;
     char name[64];
@@ -119,8 +118,7 @@ GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size,
         return cli_error(GEMM_ERR_NOMEM, "gemm_buffer_alloc: out of memory");
     fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0) {
-        rv = cli_error(GEMM_ERR_SHM, "shm_open %s: %s", name,
-                       strerror(errno));
+        rv = cli_error(GEMM_ERR_SHM, "shm_open %s: %s", name, strerror(errno));
         free(b);
         return rv;
     }

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #define CLI_DEFAULT_TIMEOUT_MS 60000
-#define CLI_SYSTEM_URL "ipc:///run/gemmd/gemmd.sock"
+#define CLI_SYSTEM_URL         "ipc:///run/gemmd/gemmd.sock"
 
 GEMM_API int gemm_default_url(char *buf, size_t len)
 {
@@ -85,8 +85,8 @@ static int dial_error(const char *url, int rv)
 
     if (rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP || rv == NNG_EINVAL)
         return cli_error(GEMM_ERR_INVALID,
-                         "cannot connect to gemmd: invalid URL '%s': %s",
-                         url, nng_strerror(rv));
+                         "cannot connect to gemmd: invalid URL '%s': %s", url,
+                         nng_strerror(rv));
     /* nng reports a missing ipc socket file as "connection refused". */
     if (strncmp(url, "ipc://", 6) == 0 && stat(url + 6, &st) != 0 &&
         errno == ENOENT)
@@ -171,8 +171,7 @@ GEMM_API void gemm_client_close(gemm_client *c)
 GEMM_API int gemm_client_set_timeout(gemm_client *c, int ms)
 {
     if (c == NULL || ms < -1)
-        return cli_error(GEMM_ERR_INVALID,
-                         "gemm_client_set_timeout: %s",
+        return cli_error(GEMM_ERR_INVALID, "gemm_client_set_timeout: %s",
                          c == NULL ? "client is NULL" : "ms must be >= -1");
     atomic_store(&c->timeout_ms, ms);
     return GEMM_OK;
@@ -209,8 +208,8 @@ GEMM_API int gemm_ping(gemm_client *c, gemm_server_info *info)
     if (info != NULL) {
         Gemm__HelloReply *h = rep->hello;
         memset(info, 0, sizeof(*info));
-        info->protocol_version = h->has_protocol_version ? h->protocol_version
-                                                         : 0;
+        info->protocol_version =
+            h->has_protocol_version ? h->protocol_version : 0;
         copy_str(info->server_version, sizeof(info->server_version),
                  h->server_version);
         copy_str(info->backend, sizeof(info->backend), h->backend);
@@ -237,8 +236,7 @@ GEMM_API int gemm_get_status(gemm_client *c, gemm_status *out)
         return rv;
     if (rep->body_case != GEMM__REPLY__BODY_STATUS_REPLY) {
         gemm__reply__free_unpacked(rep, NULL);
-        return cli_error(GEMM_ERR_PROTOCOL,
-                         "status: reply has no status body");
+        return cli_error(GEMM_ERR_PROTOCOL, "status: reply has no status body");
     }
     s = rep->status_reply;
     memset(out, 0, sizeof(*out));

@@ -49,8 +49,7 @@ static void wire_operand(Gemm__Operand *w, const gemm_matrix *m)
     w->ld = m->ld;
 }
 
-GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op,
-                         gemm_request **out)
+GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out)
 {
     Gemm__Request req = GEMM__REQUEST__INIT;
     Gemm__GemmRequest g = GEMM__GEMM_REQUEST__INIT;

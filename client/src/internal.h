@@ -23,19 +23,19 @@ struct gemm_client {
     nng_socket sock;
     nng_dialer dialer;
     char url[CLI_URL_MAX];
-    atomic_int timeout_ms;       /* per request; -1 = forever */
+    atomic_int timeout_ms;        /* per request; -1 = forever */
     atomic_uint_fast64_t next_id; /* request ids, from 1 */
-    pthread_mutex_t mtx;         /* guards the fields below */
-    bool lost;                   /* the daemon's pipe went away */
+    pthread_mutex_t mtx;          /* guards the fields below */
+    bool lost;                    /* the daemon's pipe went away */
     struct gemm_request *pending; /* requests in flight (doubly linked) */
     struct gemm_buffer *buffers;  /* buffers allocated on this client */
 };
 
 struct gemm_buffer {
-    gemm_client *client; /* NULL once the client is closed */
-    void *data;          /* the mapping, page-aligned */
-    size_t size;         /* mapped size (page multiple) */
-    uint64_t id;         /* the daemon's buffer id */
+    gemm_client *client;             /* NULL once the client is closed */
+    void *data;                      /* the mapping, page-aligned */
+    size_t size;                     /* mapped size (page multiple) */
+    uint64_t id;                     /* the daemon's buffer id */
     struct gemm_buffer *prev, *next; /* on client->buffers */
 };
 
@@ -47,10 +47,10 @@ struct gemm_request {
     gemm_client *client;
     nng_ctx ctx;
     nng_aio *aio;
-    uint64_t id;      /* Request.id */
-    uint64_t t0_ns;   /* CLOCK_MONOTONIC when sent */
-    int timeout_ms;   /* as it was when the request started */
-    const char *what; /* "gemm", "ping", ... for messages */
+    uint64_t id;                      /* Request.id */
+    uint64_t t0_ns;                   /* CLOCK_MONOTONIC when sent */
+    int timeout_ms;                   /* as it was when the request started */
+    const char *what;                 /* "gemm", "ping", ... for messages */
     struct gemm_request *prev, *next; /* on client->pending */
 };
 
@@ -70,8 +70,7 @@ int cli_req_start(gemm_client *c, Gemm__Request *req, const char *what,
  * failure *out is untouched, and the thread's error message says why.
  * *rtt_us, if non-NULL, gets the measured round trip. Any thread, once.
  */
-int cli_req_finish(struct gemm_request *r, Gemm__Reply **out,
-                   uint64_t *rtt_us);
+int cli_req_finish(struct gemm_request *r, Gemm__Reply **out, uint64_t *rtt_us);
 
 /* cli_req_start() then cli_req_finish(). Thread-safe. */
 int cli_call(gemm_client *c, Gemm__Request *req, const char *what,

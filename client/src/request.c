@@ -63,18 +63,18 @@ static int req_nng_error(struct gemm_request *r, int rv, const char *stage)
     switch (rv) {
     case NNG_ETIMEDOUT:
         return cli_error(GEMM_ERR_TIMEOUT,
-                         "%s: no reply from gemmd at %s within %d ms "
-                         "(request %" PRIu64 ")",
-                         r->what, c->url, r->timeout_ms, r->id);
+                         "%s: timed out after %d ms %s (gemmd at %s, "
+                         "request %" PRIu64 ")",
+                         r->what, r->timeout_ms, stage, c->url, r->id);
     case NNG_ENOMEM:
-        return cli_error(GEMM_ERR_NOMEM, "%s: out of memory while %s",
-                         r->what, stage);
+        return cli_error(GEMM_ERR_NOMEM, "%s: out of memory while %s", r->what,
+                         stage);
     case NNG_EMSGSIZE:
         return cli_error(GEMM_ERR_TOO_LARGE, "%s: message too large (%s)",
                          r->what, stage);
     default:
-        return cli_error(GEMM_ERR_IO, "%s: %s while %s (gemmd at %s)",
-                         r->what, nng_strerror(rv), stage, c->url);
+        return cli_error(GEMM_ERR_IO, "%s: %s while %s (gemmd at %s)", r->what,
+                         nng_strerror(rv), stage, c->url);
     }
 }
 
@@ -158,8 +158,8 @@ int cli_req_start(gemm_client *c, Gemm__Request *req, const char *what,
 
     if ((rv = nng_aio_alloc(&r->aio, NULL, NULL)) != 0) {
         free(r);
-        return cli_error(GEMM_ERR_NOMEM, "%s: cannot allocate an aio: %s",
-                         what, nng_strerror(rv));
+        return cli_error(GEMM_ERR_NOMEM, "%s: cannot allocate an aio: %s", what,
+                         nng_strerror(rv));
     }
     if ((rv = nng_ctx_open(&r->ctx, c->sock)) != 0) {
         nng_aio_free(r->aio);
@@ -205,8 +205,7 @@ fail:
     return rv;
 }
 
-int cli_req_finish(struct gemm_request *r, Gemm__Reply **out,
-                   uint64_t *rtt_us)
+int cli_req_finish(struct gemm_request *r, Gemm__Reply **out, uint64_t *rtt_us)
 {
     gemm_client *c = r->client;
     Gemm__Reply *rep = NULL;
@@ -235,8 +234,7 @@ int cli_req_finish(struct gemm_request *r, Gemm__Reply **out,
                        "%s: gemmd at %s speaks protocol version %u, this "
                        "library speaks %d: %s",
                        r->what, c->url, rep->has_version ? rep->version : 0,
-                       GEMM_PROTOCOL_VERSION,
-                       rep->message ? rep->message : "");
+                       GEMM_PROTOCOL_VERSION, rep->message ? rep->message : "");
         goto fail;
     }
     if (!rep->has_version || rep->version != GEMM_PROTOCOL_VERSION) {
