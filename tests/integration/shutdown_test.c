@@ -1,0 +1,214 @@
+/*
+ * shutdown_test.c: SIGTERM and SIGINT. With requests in flight (queued
+ * behind one worker thread), SIGTERM lets every accepted request finish
+ * with GEMM_OK and a correct result, refuses new ones (GEMM_ERR_SHUTDOWN
+ * or a connection error), and gemmd exits 0 within a bounded time. An idle
+ * daemon with clients still connected exits promptly on either signal.
+ */
+#include "util/cases.h"
+#include "util/daemon.h"
+#include "util/data.h"
+
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static void setup(void)
+{
+    static const char *const args[] = {"--threads", "1", NULL};
+    fixture_start(args);
+}
+
+TestSuite(shutdown, .init = setup, .fini = fixture_teardown, .timeout = 100);
+
+static void assert_exits_zero(double timeout_s, const char *what)
+{
+    double t0 = tu_now();
+    bool exited = gemmd_wait_exit(&g_gemmd, timeout_s);
+    if (!exited)
+        gemmd_dump_log(&g_gemmd);
+    cr_assert(exited, "%s: gemmd still running %.0f s after the signal",
+              what, timeout_s);
+    int st = g_gemmd.status;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        gemmd_dump_log(&g_gemmd);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+              "%s: gemmd ended with %s %d, want exit 0", what,
+              WIFEXITED(st) ? "exit status" : "signal",
+              WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    cr_log_info("%s: exited %.2f s after the wait began", what,
+                tu_now() - t0);
+    gemmd_destroy(&g_gemmd); /* removes the directory */
+}
+
+static bool is_refusal(int rv)
+{
+    return rv == GEMM_ERR_SHUTDOWN || rv == GEMM_ERR_CLOSED ||
+           rv == GEMM_ERR_CONNECT || rv == GEMM_ERR_TIMEOUT;
+}
+
+#define NBIG 6
+#define BIG 1024
+
+Test(shutdown, sigterm_completes_requests_in_flight)
+{
+    const size_t mat = (size_t)BIG * BIG * 4;
+    gemm_buffer *buf, *small;
+    gemm_request *req[NBIG];
+    gemm_op op[NBIG];
+    uint64_t seed = 7;
+    int rv = gemm_buffer_alloc(g_client, mat * (2 + NBIG), &buf);
+    cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
+    rv = gemm_buffer_alloc(g_client, 65536, &small);
+    cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
+    uint8_t *p = gemm_buffer_data(buf);
+    tu_fill(p, GEMM_FP32, 2 * BIG, BIG, BIG, &seed);
+    memset(p + 2 * mat, 0xff, NBIG * mat);
+
+    for (int i = 0; i < NBIG; i++) {
+        gemm_op_init(&op[i], BIG, BIG, BIG, GEMM_FP32, GEMM_FP32);
+        op[i].a.buf = op[i].b.buf = op[i].d.buf = buf;
+        op[i].b.offset = mat;
+        op[i].trans_b = i & 1;
+        op[i].alpha = 1.0f + (float)i;
+        op[i].d.offset = (2 + (uint64_t)i) * mat;
+        rv = gemm_submit(g_client, &op[i], &req[i]);
+        cr_assert_eq(rv, GEMM_OK, "gemm_submit %d: %s", i, gemm_strerror(rv));
+    }
+
+    /* wait until the daemon holds them: queued or running */
+    gemm_status st;
+    uint32_t seen = 0;
+    double until = tu_now() + 10;
+    do {
+        rv = gemm_get_status(g_client, &st);
+        cr_assert_eq(rv, GEMM_OK, "gemm_get_status: %s", gemm_strerror(rv));
+        if (st.queue_depth > seen)
+            seen = st.queue_depth;
+    } while (seen < NBIG && tu_now() < until);
+    cr_assert_geq(seen, 2, "never saw more than %u of %d GEMMs queued",
+                  seen, NBIG);
+
+    double t_kill = tu_now();
+    cr_assert_eq(kill(g_gemmd.pid, SIGTERM), 0, "kill");
+    tu_sleep_ms(200); /* let the loop see the signal */
+
+    /* a request sent after SIGTERM is refused */
+    gemm_op late;
+    gemm_op_init(&late, 4, 4, 4, GEMM_FP32, GEMM_FP32);
+    late.a.buf = late.b.buf = late.d.buf = small;
+    late.b.offset = 1024;
+    late.d.offset = 2048;
+    gemm_client_set_timeout(g_client, 5000);
+    rv = gemm_run(g_client, &late, NULL);
+    cr_assert(is_refusal(rv),
+              "a GEMM sent 200 ms after SIGTERM got %s (\"%s\"), want %s or "
+              "a connection error",
+              gemm_strerror(rv), gemm_last_error_message(),
+              gemm_strerror(GEMM_ERR_SHUTDOWN));
+
+    /* every accepted request completes, correctly */
+    double tr, ta;
+    tu_tolerance(&op[0], &tr, &ta);
+    for (int i = 0; i < NBIG; i++) {
+        rv = gemm_wait(req[i], NULL);
+        cr_assert_eq(rv, GEMM_OK, "in-flight request %d after SIGTERM: %s "
+                     "(%s)", i, gemm_strerror(rv), gemm_last_error_message());
+        const float *d = (const float *)(p + op[i].d.offset);
+        for (int s = 0; s < 24; s++) {
+            size_t r = tu_rand(&seed) % BIG, c = tu_rand(&seed) % BIG;
+            double ref, scale;
+            tu_ref_elem(&op[i], p, p + mat, NULL, r, c, &ref, &scale);
+            cr_assert_leq(fabs(d[r * BIG + c] - ref), tr * scale + ta,
+                          "request %d: D[%zu][%zu] = %g, reference %g", i, r,
+                          c, d[r * BIG + c], ref);
+        }
+    }
+    cr_log_info("in-flight requests done %.2f s after SIGTERM",
+                tu_now() - t_kill);
+    assert_exits_zero(30, "SIGTERM with requests in flight");
+    gemm_client_close(g_client); /* first: no release requests to a */
+    g_client = NULL;             /* daemon that is gone */
+    gemm_buffer_free(small);
+    gemm_buffer_free(buf);
+}
+
+/* Small async requests with SIGTERM right behind them: each one either
+ * completes correctly or is refused with D untouched; exit 0. */
+Test(shutdown, sigterm_racing_a_burst)
+{
+    enum { N = 32 };
+    static tu_prepared p[N];
+    gemm_request *req[N];
+    int rvs[N];
+    gemm_buffer *buf;
+    uint64_t state = 31;
+    char why[768];
+    int rv = gemm_buffer_alloc(g_client, N * 65536, &buf);
+    cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
+    for (int i = 0; i < N; i++) {
+        tu_case cs;
+        tu_case_random(&cs, &state, 40);
+        cs.base = (uint64_t)i * 65536;
+        cr_assert(tu_case_prepare(&cs, buf, &p[i], why, sizeof(why)), "%s",
+                  why);
+    }
+    for (int i = 0; i < N; i++) {
+        rvs[i] = gemm_submit(g_client, &p[i].op, &req[i]);
+        if (i == N / 2)
+            kill(g_gemmd.pid, SIGTERM);
+    }
+    int ok = 0, refused = 0;
+    for (int i = 0; i < N; i++) {
+        if (rvs[i] == GEMM_OK)
+            rvs[i] = gemm_wait(req[i], NULL);
+        if (rvs[i] == GEMM_OK) {
+            cr_assert(tu_case_verify(&p[i], why, sizeof(why)),
+                      "request %d: %s", i, why);
+            ok++;
+        } else {
+            cr_assert(is_refusal(rvs[i]), "request %d: %s (%s)", i,
+                      gemm_strerror(rvs[i]), gemm_last_error_message());
+            cr_assert_eq(memcmp(p[i].data + p[i].lo, p[i].snapshot,
+                                p[i].hi - p[i].lo),
+                         0, "refused request %d changed its buffer", i);
+            refused++;
+        }
+        tu_case_free(&p[i]);
+    }
+    cr_log_info("%d served, %d refused", ok, refused);
+    assert_exits_zero(30, "SIGTERM racing a burst");
+    gemm_client_close(g_client);
+    g_client = NULL;
+    gemm_buffer_free(buf);
+}
+
+static void idle_signal(int sig, const char *what)
+{
+    gemm_client *c[3];
+    gemm_buffer *b[3];
+    for (int i = 0; i < 3; i++) {
+        c[i] = tu_client(&g_gemmd, 5000);
+        cr_assert_eq(gemm_buffer_alloc(c[i], 65536, &b[i]), GEMM_OK);
+    }
+    tu_assert_healthy(g_client);
+    cr_assert_eq(kill(g_gemmd.pid, sig), 0, "kill");
+    assert_exits_zero(5, what);
+    for (int i = 0; i < 3; i++) {
+        gemm_client_close(c[i]); /* before the free: no daemon to ask */
+        gemm_buffer_free(b[i]);
+    }
+}
+
+Test(shutdown, sigterm_idle_with_clients_connected)
+{
+    idle_signal(SIGTERM, "SIGTERM, idle, 4 clients connected");
+}
+
+Test(shutdown, sigint_idle_with_clients_connected)
+{
+    idle_signal(SIGINT, "SIGINT, idle, 4 clients connected");
+}

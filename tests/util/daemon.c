@@ -1,0 +1,288 @@
+/*
+ * daemon.c: start, watch and stop a real gemmd for the integration tests
+ * (see daemon.h).
+ */
+#include "util/daemon.h"
+#include "util/cases.h"
+
+#include <criterion/criterion.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef GEMMD_PATH
+#error "GEMMD_PATH must name the gemmd binary"
+#endif
+
+gemmd_proc g_gemmd;
+gemm_client *g_client;
+
+double tu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void tu_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[512];
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+void gemmd_dump_log(const gemmd_proc *p)
+{
+    char buf[4096];
+    int fd = open(p->log, O_RDONLY);
+    if (fd < 0)
+        return;
+    off_t end = lseek(fd, 0, SEEK_END);
+    off_t from = end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1
+                                              : 0;
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, from);
+    close(fd);
+    if (n > 0) {
+        buf[n] = '\0';
+        fprintf(stderr, "---- gemmd log (%s, last %zd bytes) ----\n%s----\n",
+                p->log, n, buf);
+    }
+}
+
+static bool has_option(const char *const *extra, const char *opt)
+{
+    for (; extra != NULL && *extra != NULL; extra++)
+        if (strcmp(*extra, opt) == 0)
+            return true;
+    return false;
+}
+
+bool gemmd_wait_exit(gemmd_proc *p, double timeout_s)
+{
+    double until = tu_now() + timeout_s;
+    if (p->pid == 0)
+        return true;
+    for (;;) {
+        pid_t r = waitpid(p->pid, &p->status, WNOHANG);
+        if (r == p->pid) {
+            p->pid = 0;
+            return true;
+        }
+        if (r < 0 && errno != EINTR)
+            return false;
+        if (tu_now() > until)
+            return false;
+        tu_sleep_ms(5);
+    }
+}
+
+void gemmd_destroy(gemmd_proc *p)
+{
+    if (p->pid > 0) {
+        kill(p->pid, SIGKILL);
+        waitpid(p->pid, &p->status, 0);
+        p->pid = 0;
+    }
+    if (p->dir[0] != '\0')
+        remove_dir(p->dir);
+    p->dir[0] = '\0';
+}
+
+int gemmd_stop(gemmd_proc *p, double timeout_s)
+{
+    int st = -1;
+    if (p->pid > 0) {
+        kill(p->pid, SIGTERM);
+        if (gemmd_wait_exit(p, timeout_s))
+            st = p->status;
+    }
+    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        gemmd_dump_log(p);
+    gemmd_destroy(p);
+    return st;
+}
+
+int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
+                size_t whylen)
+{
+    const char *argv[64];
+    int argc = 0;
+    const char *tmp = getenv("TMPDIR");
+
+    memset(p, 0, sizeof(*p));
+    snprintf(p->dir, sizeof(p->dir), "%s/gemmd-test-XXXXXX",
+             tmp && *tmp && strlen(tmp) < 80 ? tmp : "/tmp");
+    if (mkdtemp(p->dir) == NULL) {
+        snprintf(why, whylen, "mkdtemp %s: %s", p->dir, strerror(errno));
+        p->dir[0] = '\0';
+        return -1;
+    }
+    snprintf(p->sock, sizeof(p->sock), "%s/gemmd.sock", p->dir);
+    snprintf(p->url, sizeof(p->url), "ipc://%s", p->sock);
+    snprintf(p->log, sizeof(p->log), "%s/gemmd.log", p->dir);
+
+    argv[argc++] = GEMMD_PATH;
+    argv[argc++] = "--listen";
+    argv[argc++] = p->url;
+    if (!has_option(extra, "--backend")) {
+        argv[argc++] = "--backend";
+        argv[argc++] = "cpu";
+    }
+    if (!has_option(extra, "--threads")) {
+        argv[argc++] = "--threads";
+        argv[argc++] = "2";
+    }
+    if (!has_option(extra, "--log-level")) {
+        argv[argc++] = "--log-level";
+        argv[argc++] = "info";
+    }
+    for (; extra != NULL && *extra != NULL && argc < 62; extra++)
+        argv[argc++] = *extra;
+    argv[argc] = NULL;
+
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, whylen, "fork: %s", strerror(errno));
+        gemmd_destroy(p);
+        return -1;
+    }
+    if (pid == 0) {
+        /* never outlive the test process, even if it crashes */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, STDERR_FILENO);
+            dup2(fd, STDOUT_FILENO);
+            close(fd);
+        }
+        int null = open("/dev/null", O_RDONLY);
+        if (null >= 0) {
+            dup2(null, STDIN_FILENO);
+            close(null);
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execv(argv[0], (char *const *)argv);
+        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    p->pid = pid;
+
+    double until = tu_now() + 10.0;
+    int last = GEMM_ERR_CONNECT;
+    while (tu_now() < until) {
+        gemm_client *c = NULL;
+        if (waitpid(pid, &p->status, WNOHANG) == pid) {
+            p->pid = 0;
+            snprintf(why, whylen,
+                     "gemmd exited during start-up (status 0x%x); see log",
+                     p->status);
+            gemmd_dump_log(p);
+            gemmd_destroy(p);
+            return -1;
+        }
+        last = gemm_client_open(&c, p->url);
+        if (last == GEMM_OK) {
+            gemm_client_set_timeout(c, 1000);
+            last = gemm_ping(c, NULL);
+            gemm_client_close(c);
+            if (last == GEMM_OK)
+                return 0;
+        }
+        tu_sleep_ms(10);
+    }
+    snprintf(why, whylen, "gemmd did not answer a ping within 10 s: %s",
+             gemm_strerror(last));
+    gemmd_dump_log(p);
+    gemmd_destroy(p);
+    return -1;
+}
+
+gemm_client *tu_client(const gemmd_proc *p, int timeout_ms)
+{
+    gemm_client *c = NULL;
+    int rv = gemm_client_open(&c, p->url);
+    cr_assert_eq(rv, GEMM_OK, "gemm_client_open(%s): %s", p->url,
+                 gemm_strerror(rv));
+    rv = gemm_client_set_timeout(c, timeout_ms);
+    cr_assert_eq(rv, GEMM_OK, "gemm_client_set_timeout: %s",
+                 gemm_strerror(rv));
+    return c;
+}
+
+void fixture_start(const char *const *extra)
+{
+    char why[512];
+    int rv = gemmd_start(&g_gemmd, extra, why, sizeof(why));
+    cr_assert_eq(rv, 0, "starting gemmd: %s", why);
+    g_client = tu_client(&g_gemmd, 30000);
+}
+
+void fixture_stop(void)
+{
+    gemm_client_close(g_client);
+    g_client = NULL;
+    if (g_gemmd.pid == 0 && g_gemmd.dir[0] == '\0')
+        return; /* the test stopped it itself */
+    int st = gemmd_stop(&g_gemmd, 20.0);
+    cr_assert_neq(st, -1, "gemmd did not exit within 20 s of SIGTERM");
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+              "gemmd did not exit with status 0 after SIGTERM (waitpid "
+              "status 0x%x: %s %d)",
+              st, WIFEXITED(st) ? "exit" : "signal",
+              WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
+void fixture_setup(void) { fixture_start(NULL); }
+void fixture_teardown(void) { fixture_stop(); }
+
+void tu_assert_healthy(gemm_client *c)
+{
+    gemm_buffer *buf = NULL;
+    char why[512];
+    tu_case cs = {.m = 17, .n = 13, .k = 9, .ab = GEMM_FP32, .cd = GEMM_FP32,
+                  .alpha = 1.5f, .beta = 0.5f, .c_mode = TU_C_SEPARATE,
+                  .pad_a = 1, .pad_b = TU_TIGHT, .pad_c = 2, .pad_d = 3,
+                  .base = 8, .seed = 12345};
+    int rv = gemm_ping(c, NULL);
+    cr_assert_eq(rv, GEMM_OK, "daemon no longer answers a ping: %s (%s)",
+                 gemm_strerror(rv), gemm_last_error_message());
+    rv = gemm_buffer_alloc(c, 16384, &buf);
+    cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc after the bad input: %s",
+                 gemm_strerror(rv));
+    rv = tu_case_run(c, buf, &cs, why, sizeof(why));
+    cr_assert_eq(rv, GEMM_OK, "good GEMM after the bad input: %s", why);
+    gemm_buffer_free(buf);
+}

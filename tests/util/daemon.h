@@ -1,0 +1,75 @@
+/*
+ * daemon.h: the integration tests' fixture. gemmd_start() makes a private
+ * directory (mkdtemp), runs the real gemmd (GEMMD_PATH, from CMake) with the
+ * CPU backend listening on ipc://DIR/gemmd.sock and its stderr in
+ * DIR/gemmd.log, and waits until gemm_ping answers. gemmd_stop() sends
+ * SIGTERM, waits for the exit and removes the directory.
+ *
+ * The Criterion helpers fixture_start()/fixture_stop() keep one daemon and
+ * one connected client (g_client) per test and assert on every step
+ * (exit status 0 included). Criterion runs each test in its own process,
+ * so these globals are per test. Not thread-safe: call from the test's main
+ * thread.
+ */
+#ifndef GEMM_TESTS_UTIL_DAEMON_H
+#define GEMM_TESTS_UTIL_DAEMON_H
+
+#include <gemm/gemm.h>
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+typedef struct gemmd_proc {
+    pid_t pid;      /* 0 once reaped */
+    int status;     /* waitpid status once reaped */
+    char dir[128];  /* private directory */
+    char sock[192]; /* DIR/gemmd.sock */
+    char url[224];  /* ipc://DIR/gemmd.sock */
+    char log[192];  /* DIR/gemmd.log: gemmd's stderr */
+} gemmd_proc;
+
+/* Starts gemmd with the default options plus extra (NULL-terminated; an
+ * option given there replaces the default one). Returns 0 when it answers a
+ * ping, else -1 with why filled (the daemon is killed and the directory
+ * removed). */
+int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
+                size_t whylen);
+
+/* Waits up to timeout_s for the daemon to exit; true if it did (status in
+ * p->status). */
+bool gemmd_wait_exit(gemmd_proc *p, double timeout_s);
+
+/* SIGTERM, wait up to timeout_s (then SIGKILL), remove the directory.
+ * Returns the waitpid status, or -1 if it had to be killed. */
+int gemmd_stop(gemmd_proc *p, double timeout_s);
+
+/* Kills (if still running) and removes the directory. */
+void gemmd_destroy(gemmd_proc *p);
+
+/* Prints the last bytes of gemmd's log to stderr. */
+void gemmd_dump_log(const gemmd_proc *p);
+
+/* Opens a client on p with a request timeout; asserts success. */
+gemm_client *tu_client(const gemmd_proc *p, int timeout_ms);
+
+/* Seconds since an arbitrary start (CLOCK_MONOTONIC). */
+double tu_now(void);
+void tu_sleep_ms(int ms);
+
+/* ---- Criterion fixture ---- */
+extern gemmd_proc g_gemmd;
+extern gemm_client *g_client;
+
+/* Starts gemmd with extra options and connects g_client; asserts. */
+void fixture_start(const char *const *extra);
+/* Closes g_client, SIGTERMs gemmd, asserts that it exits 0 within 20 s. */
+void fixture_stop(void);
+/* .init/.fini for suites with the default options. */
+void fixture_setup(void);
+void fixture_teardown(void);
+
+/* Asserts that the daemon answers a ping and computes a small GEMM
+ * correctly on a fresh buffer of client c. */
+void tu_assert_healthy(gemm_client *c);
+
+#endif
