@@ -1,0 +1,405 @@
+/*
+ * bench_gemm.cu: our Hopper GEMM (gemmk_gemm, shape heuristic) against
+ * cuBLASLt (its heuristic's top algorithms, each timed, the fastest kept) on
+ * the same random inputs in one process. Inputs rotate among several sets
+ * so that L2 (50 MB) never holds them; each run is timed with CUDA events;
+ * the median of many runs is reported. D is bf16/fp16 (same as the inputs),
+ * fp32 accumulation, alpha = 1, beta = 0, row-major.
+ *
+ * Usage: bench_gemm [--set all|quick|squares|big|skinny|trans|misc]
+ *                   [--type bf16|fp16|both] [--reps N] [--csv FILE]
+ *                   [--kernel NAME]
+ * Prints one line per shape and a table last.
+ */
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gemm_kernels.h"
+
+#define CK(x)                                                                  \
+    do {                                                                       \
+        cudaError_t e_ = (x);                                                  \
+        if (e_ != cudaSuccess) {                                               \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,         \
+                    cudaGetErrorString(e_));                                   \
+            exit(2);                                                           \
+        }                                                                      \
+    } while (0)
+#define CL(x)                                                                  \
+    do {                                                                       \
+        cublasStatus_t s_ = (x);                                               \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                     \
+            fprintf(stderr, "%s:%d: %s: cublas %d\n", __FILE__, __LINE__, #x,  \
+                    (int)s_);                                                  \
+            exit(2);                                                           \
+        }                                                                      \
+    } while (0)
+
+struct Shape {
+    long long m, n, k;
+    int ta, tb;
+    const char *group;
+};
+
+static __global__ void fill_kernel(uint16_t *p, long long n, uint64_t seed,
+                                   int is_bf16)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        uint64_t x = (seed + i) * 0x9E3779B97F4A7C15ull;
+        x ^= x >> 31;
+        x *= 0xbf58476d1ce4e5b9ull;
+        x ^= x >> 29;
+        float v = ((uint32_t)(x >> 40) * (2.0f / 16777216.0f)) - 1.0f;
+        if (is_bf16) {
+            __nv_bfloat16 b = __float2bfloat16(v);
+            p[i] = *reinterpret_cast<uint16_t *>(&b);
+        } else {
+            __half h = __float2half(v);
+            p[i] = *reinterpret_cast<uint16_t *>(&h);
+        }
+    }
+}
+
+static float h2f(uint16_t u, bool bf16)
+{
+    if (bf16) {
+        uint32_t b = (uint32_t)u << 16;
+        float f;
+        memcpy(&f, &b, 4);
+        return f;
+    }
+    __half h;
+    memcpy(&h, &u, 2);
+    return __half2float(h);
+}
+
+static double median(std::vector<float> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+static cublasLtHandle_t lt;
+static void *lt_ws;
+static const size_t LT_WS = 64ull << 20;
+
+struct LtPlan {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulAlgo_t algo;
+};
+
+/* Row-major D(MxN) = op(A) op(B) is column-major D^T = op(B)^T op(A)^T:
+ * cuBLASLt's "A" is our B, its "B" is our A. */
+static void lt_make(LtPlan &p, const Shape &s, cudaDataType_t t)
+{
+    CL(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t opa = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t opb = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CL(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &opa,
+                                      sizeof(opa)));
+    CL(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &opb,
+                                      sizeof(opb)));
+    /* our B: stored KxN (ld N) or NxK (ld K) row-major */
+    if (s.tb)
+        CL(cublasLtMatrixLayoutCreate(&p.la, t, s.k, s.n, s.k));
+    else
+        CL(cublasLtMatrixLayoutCreate(&p.la, t, s.n, s.k, s.n));
+    if (s.ta)
+        CL(cublasLtMatrixLayoutCreate(&p.lb, t, s.m, s.k, s.m));
+    else
+        CL(cublasLtMatrixLayoutCreate(&p.lb, t, s.k, s.m, s.k));
+    CL(cublasLtMatrixLayoutCreate(&p.ld, t, s.n, s.m, s.n));
+}
+
+static void lt_free(LtPlan &p)
+{
+    cublasLtMatrixLayoutDestroy(p.la);
+    cublasLtMatrixLayoutDestroy(p.lb);
+    cublasLtMatrixLayoutDestroy(p.ld);
+    cublasLtMatmulDescDestroy(p.op);
+}
+
+static void lt_run(LtPlan &p, const void *a, const void *b, void *d,
+                   const cublasLtMatmulAlgo_t *algo)
+{
+    float one = 1, zero = 0;
+    CL(cublasLtMatmul(lt, p.op, &one, b, p.la, a, p.lb, &zero, d, p.ld, d,
+                      p.ld, algo, lt_ws, LT_WS, 0));
+}
+
+struct Row {
+    std::string name, type, ours_cfg;
+    double ours_tf, blas_tf, ratio, err, ours_tbs, blas_tbs;
+    bool skinny;
+};
+
+int main(int argc, char **argv)
+{
+    const char *set = "all", *type = "both", *csv = "bench_gemm.csv";
+    const char *kernel = NULL;
+    int reps = 30;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--set"))
+            set = argv[i + 1];
+        else if (!strcmp(argv[i], "--type"))
+            type = argv[i + 1];
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--csv"))
+            csv = argv[i + 1];
+        else if (!strcmp(argv[i], "--kernel"))
+            kernel = argv[i + 1];
+    }
+    std::vector<Shape> shapes;
+    auto want = [&](const char *g) {
+        return !strcmp(set, "all") || !strcmp(set, g) ||
+               (!strcmp(set, "quick") && !strcmp(g, "quick"));
+    };
+    if (!strcmp(set, "quick")) {
+        shapes.push_back({4096, 4096, 4096, 0, 0, "quick"});
+        shapes.push_back({8192, 8192, 8192, 0, 0, "quick"});
+        shapes.push_back({8192, 8192, 8192, 0, 1, "quick"});
+        shapes.push_back({1, 8192, 8192, 0, 0, "quick"});
+        shapes.push_back({128, 28672, 8192, 0, 0, "quick"});
+        shapes.push_back({3000, 5000, 700, 0, 0, "quick"});
+    }
+    if (want("squares"))
+        for (long long s = 512; s <= 16384; s *= 2)
+            shapes.push_back({s, s, s, 0, 0, "squares"});
+    if (want("big")) {
+        shapes.push_back({8192, 6144, 4096, 0, 0, "big"});
+        shapes.push_back({4096, 14336, 4096, 0, 0, "big"});
+    }
+    if (want("skinny"))
+        for (long long n : {8192ll, 28672ll})
+            for (long long m : {1ll, 16ll, 64ll, 128ll, 256ll, 512ll})
+                shapes.push_back({m, n, 8192, 0, 0, "skinny"});
+    if (want("misc"))
+        shapes.push_back({3000, 5000, 700, 0, 0, "misc"});
+    if (want("trans"))
+        for (long long s : {4096ll, 8192ll})
+            for (int t = 1; t < 4; t++) /* t = 0 is in squares */
+                shapes.push_back({s, s, s, t >> 1, t & 1, "trans"});
+
+    gemmk_ctx *ctx;
+    int rv = gemmk_ctx_create(&ctx, 0);
+    if (rv != GEMM_OK) {
+        fprintf(stderr, "gemmk_ctx_create: %d\n", rv);
+        return 1;
+    }
+    CL(cublasLtCreate(&lt));
+    CK(cudaMalloc(&lt_ws, LT_WS));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<Row> rows;
+    FILE *f = fopen(csv, "w");
+    if (f)
+        fprintf(f, "shape,ta,tb,type,kernel,ours_tflops,cublas_tflops,ratio,"
+                   "max_err,ours_tbs,cublas_tbs\n");
+
+    for (int ti = 0; ti < 2; ti++) {
+        bool bf16 = ti == 0;
+        if (!strcmp(type, "bf16") && !bf16)
+            continue;
+        if (!strcmp(type, "fp16") && bf16)
+            continue;
+        cudaDataType_t ct = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+        for (const Shape &s : shapes) {
+            size_t ea = s.m * s.k, eb = s.k * s.n, ed = s.m * s.n;
+            size_t set_bytes = (ea + eb) * 2;
+            int nsets = (int)std::min<size_t>(
+                8, std::max<size_t>(1, (size_t)(400ull << 20) / set_bytes));
+            std::vector<uint16_t *> A(nsets), B(nsets);
+            for (int i = 0; i < nsets; i++) {
+                CK(cudaMalloc(&A[i], ea * 2));
+                CK(cudaMalloc(&B[i], eb * 2));
+                fill_kernel<<<1024, 256>>>(A[i], ea, 1000 + 17 * i, bf16);
+                fill_kernel<<<1024, 256>>>(B[i], eb, 5000 + 31 * i, bf16);
+                CK(cudaGetLastError());
+            }
+            uint16_t *D, *Dref;
+            CK(cudaMalloc(&D, ed * 2));
+            CK(cudaMalloc(&Dref, ed * 2));
+
+            gemmk_problem p;
+            memset(&p, 0, sizeof(p));
+            p.m = s.m, p.n = s.n, p.k = s.k;
+            p.ab_type = bf16 ? GEMM_BF16 : GEMM_FP16;
+            p.cd_type = p.ab_type;
+            p.trans_a = s.ta, p.trans_b = s.tb;
+            p.lda = s.ta ? s.m : s.k;
+            p.ldb = s.tb ? s.k : s.n;
+            p.ldc = p.ldd = s.n;
+            p.alpha = 1, p.beta = 0;
+            p.d = D;
+            const char *cfg = kernel;
+            if (!cfg)
+                gemmk_select(ctx, &p, &cfg);
+
+            auto ours = [&](int i) {
+                p.a = A[i % nsets];
+                p.b = B[i % nsets];
+                int r = gemmk_gemm(ctx, &p, 0, kernel);
+                if (r != GEMM_OK) {
+                    fprintf(stderr, "gemmk_gemm: %d\n", r);
+                    exit(1);
+                }
+            };
+
+            LtPlan lp;
+            lt_make(lp, s, ct);
+            cublasLtMatmulPreference_t pref;
+            CL(cublasLtMatmulPreferenceCreate(&pref));
+            CL(cublasLtMatmulPreferenceSetAttribute(
+                pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &LT_WS,
+                sizeof(LT_WS)));
+            cublasLtMatmulHeuristicResult_t heur[8];
+            int nres = 0;
+            CL(cublasLtMatmulAlgoGetHeuristic(lt, lp.op, lp.la, lp.lb, lp.ld,
+                                              lp.ld, pref, 8, heur, &nres));
+            cublasLtMatmulPreferenceDestroy(pref);
+            if (nres == 0) {
+                fprintf(stderr, "no cuBLASLt algorithm\n");
+                return 1;
+            }
+            auto time_fn = [&](auto fn, int n) {
+                std::vector<float> ts;
+                for (int i = 0; i < n; i++) {
+                    CK(cudaEventRecord(e0));
+                    fn(i);
+                    CK(cudaEventRecord(e1));
+                    CK(cudaEventSynchronize(e1));
+                    float ms;
+                    CK(cudaEventElapsedTime(&ms, e0, e1));
+                    ts.push_back(ms);
+                }
+                CK(cudaGetLastError());
+                return median(ts);
+            };
+            /* pick cuBLASLt's fastest of its heuristic's candidates */
+            int best = 0;
+            double best_ms = 1e30;
+            for (int a = 0; a < nres; a++) {
+                lt_run(lp, A[0], B[0], Dref, &heur[a].algo); /* warm */
+                double ms = time_fn(
+                    [&](int i) {
+                        lt_run(lp, A[i % nsets], B[i % nsets], Dref,
+                               &heur[a].algo);
+                    },
+                    std::max(3, reps / 5));
+                if (ms < best_ms)
+                    best_ms = ms, best = a;
+            }
+            for (int i = 0; i < 3; i++)
+                ours(i); /* warm-up */
+            CK(cudaDeviceSynchronize());
+            /* interleave the two measurements in blocks to share drift */
+            std::vector<float> to, tb;
+            for (int blk = 0; blk < 2; blk++) {
+                to.push_back((float)time_fn(ours, reps / 2));
+                tb.push_back((float)time_fn(
+                    [&](int i) {
+                        lt_run(lp, A[i % nsets], B[i % nsets], Dref,
+                               &heur[best].algo);
+                    },
+                    reps / 2));
+            }
+            double ms_o = std::min(to[0], to[1]), ms_b = std::min(tb[0], tb[1]);
+
+            /* error: ours vs cuBLAS on set 0 */
+            p.a = A[0], p.b = B[0];
+            CK(cudaMemset(D, 0xFF, ed * 2));
+            if (gemmk_gemm(ctx, &p, 0, kernel) != GEMM_OK)
+                return 1;
+            lt_run(lp, A[0], B[0], Dref, &heur[best].algo);
+            CK(cudaDeviceSynchronize());
+            std::vector<uint16_t> hd(ed), hr(ed);
+            CK(cudaMemcpy(hd.data(), D, ed * 2, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(hr.data(), Dref, ed * 2, cudaMemcpyDeviceToHost));
+            double maxerr = 0, ss = 0;
+            for (size_t i = 0; i < ed; i++) {
+                float r = h2f(hr[i], bf16);
+                ss += (double)r * r;
+            }
+            double rms = sqrt(ss / ed) + 1e-30;
+            for (size_t i = 0; i < ed; i++) {
+                float o = h2f(hd[i], bf16), r = h2f(hr[i], bf16);
+                double e = isnan(o) ? INFINITY : fabs(o - r) / rms;
+                if (e > maxerr)
+                    maxerr = e;
+            }
+            double flop = 2.0 * s.m * s.n * s.k;
+            double bytes = (ea + eb + ed) * 2.0;
+            Row r;
+            char nm[96];
+            snprintf(nm, sizeof nm, "%lldx%lldx%lld%s", s.m, s.n, s.k,
+                     s.ta || s.tb ? (s.ta ? (s.tb ? " TT" : " TN")
+                                          : " NT")
+                                  : "");
+            r.name = nm;
+            r.type = bf16 ? "bf16" : "fp16";
+            r.ours_cfg = cfg;
+            r.ours_tf = flop / ms_o / 1e9;
+            r.blas_tf = flop / ms_b / 1e9;
+            r.ratio = ms_b / ms_o;
+            r.err = maxerr;
+            r.ours_tbs = bytes / ms_o / 1e9;
+            r.blas_tbs = bytes / ms_b / 1e9;
+            r.skinny = s.m <= 128;
+            rows.push_back(r);
+            printf("%-22s %s %-17s ours %7.1f TF/s  cublas %7.1f TF/s  "
+                   "ratio %.3f  err %.1e  (%.2f / %.2f TB/s)\n",
+                   r.name.c_str(), r.type.c_str(), cfg, r.ours_tf, r.blas_tf,
+                   r.ratio, r.err, r.ours_tbs, r.blas_tbs);
+            fflush(stdout);
+            if (f)
+                fprintf(f, "%lldx%lldx%lld,%d,%d,%s,%s,%.2f,%.2f,%.4f,%.3e,"
+                           "%.3f,%.3f\n",
+                        s.m, s.n, s.k, s.ta, s.tb, r.type.c_str(), cfg,
+                        r.ours_tf, r.blas_tf, r.ratio, r.err, r.ours_tbs,
+                        r.blas_tbs);
+            lt_free(lp);
+            for (int i = 0; i < nsets; i++) {
+                cudaFree(A[i]);
+                cudaFree(B[i]);
+            }
+            cudaFree(D);
+            cudaFree(Dref);
+        }
+    }
+    if (f)
+        fclose(f);
+    printf("\n| shape | type | kernel | ours TF/s | cuBLAS TF/s | ratio | "
+           "max err (/rms) | ours TB/s |\n|---|---|---|---|---|---|---|---|\n");
+    double lg = 0, lgs = 0, worst = 1e9;
+    int ns = 0;
+    for (auto &r : rows) {
+        printf("| %s | %s | %s | %.1f | %.1f | %.3f | %.1e | %.2f |\n",
+               r.name.c_str(), r.type.c_str(), r.ours_cfg.c_str(), r.ours_tf,
+               r.blas_tf, r.ratio, r.err, r.ours_tbs);
+        lg += log(r.ratio);
+        if (r.skinny)
+            lgs += log(r.ratio), ns++;
+        worst = std::min(worst, r.ratio);
+    }
+    if (!rows.empty())
+        printf("\ngeomean ratio %.3f over %zu shapes; skinny (M<=128) geomean "
+               "%.3f over %d; worst %.3f\n",
+               exp(lg / rows.size()), rows.size(), ns ? exp(lgs / ns) : 0.0,
+               ns, worst);
+    gemmk_ctx_destroy(ctx);
+    return 0;
+}

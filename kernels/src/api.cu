@@ -1,0 +1,403 @@
+/*
+ * api.cu: the C API of gemm_kernels.h: context (device properties, the
+ * tensor-map cache, the split-K workspace), problem validation, the
+ * configuration catalog and its shape heuristic, and the launches.
+ * cuTensorMapEncodeTiled is reached through cudaGetDriverEntryPointByVersion
+ * so nothing links libcuda.
+ */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm_kernels.h"
+#include "launch.h"
+#include "tmap_cache.h"
+
+typedef CUresult (*encode_tiled_fn)(
+    CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
+    CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+    CUtensorMapFloatOOBfill);
+
+struct gemmk_ctx {
+    int device;
+    int num_sms;
+    encode_tiled_fn encode;
+    gemmk_tmap_cache cache;
+    float *ws;       /* split-K workspace */
+    size_t ws_bytes;
+};
+
+namespace {
+
+struct Config {
+    const char *name;
+    int bn;
+    int split; /* 0: heuristic, 1: never, -1: heuristic but at least 2 */
+};
+
+const Config kConfigs[] = {
+    {"auto", 0, 0},
+    {"ws128x256", 256, 1},
+    {"ws128x128", 128, 1},
+    {"ws128x256_splitk", 256, -1},
+    {"ws128x128_splitk", 128, -1},
+};
+const int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
+
+gemm_error cuda_err(cudaError_t e)
+{
+    if (e == cudaSuccess)
+        return GEMM_OK;
+    return e == cudaErrorMemoryAllocation ? GEMM_ERR_DEVICE_MEMORY
+                                          : GEMM_ERR_DEVICE;
+}
+
+int encode_cb(void *user, const gemmk_tmap_key *key, gemmk_tmap *out)
+{
+    gemmk_ctx *ctx = static_cast<gemmk_ctx *>(user);
+    cuuint64_t dims[2] = {key->dim0, key->dim1};
+    cuuint64_t strides[1] = {key->stride1};
+    cuuint32_t box[2] = {key->box0, key->box1};
+    cuuint32_t estr[2] = {1, 1};
+    CUtensorMapDataType dt = key->dtype == GEMM_BF16
+                                 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    CUresult r = ctx->encode(
+        reinterpret_cast<CUtensorMap *>(out), dt, 2,
+        reinterpret_cast<void *>(key->addr), dims, strides, box, estr,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? 0 : 1;
+}
+
+bool aligned16(const void *p)
+{
+    return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+
+gemm_error validate(const gemmk_problem *p)
+{
+    if (!p)
+        return GEMM_ERR_INVALID;
+    if (p->ab_type != GEMM_BF16 && p->ab_type != GEMM_FP16)
+        return GEMM_ERR_DTYPE;
+    if (p->cd_type != GEMM_BF16 && p->cd_type != GEMM_FP16 &&
+        p->cd_type != GEMM_FP32)
+        return GEMM_ERR_DTYPE;
+    const int64_t lim = (int64_t)1 << 30;
+    if (p->m < 1 || p->n < 1 || p->k < 1 || p->m > lim || p->n > lim ||
+        p->k > lim)
+        return GEMM_ERR_INVALID;
+    if ((p->trans_a != 0 && p->trans_a != 1) ||
+        (p->trans_b != 0 && p->trans_b != 1))
+        return GEMM_ERR_INVALID;
+    if (!p->a || !p->b || !p->d || (p->beta != 0.f && !p->c))
+        return GEMM_ERR_INVALID;
+    if (!aligned16(p->a) || !aligned16(p->b) || !aligned16(p->d) ||
+        (p->beta != 0.f && !aligned16(p->c)))
+        return GEMM_ERR_INVALID;
+    int64_t min_lda = p->trans_a ? p->m : p->k;
+    int64_t min_ldb = p->trans_b ? p->k : p->n;
+    if (p->lda < min_lda || p->lda % 8 || p->ldb < min_ldb || p->ldb % 8 ||
+        p->ldd < p->n || p->ldd % 8)
+        return GEMM_ERR_INVALID;
+    if (p->beta != 0.f && (p->ldc < p->n || p->ldc % 8))
+        return GEMM_ERR_INVALID;
+    return GEMM_OK;
+}
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Plan {
+    int cfg;    /* index into kConfigs */
+    int bn;
+    int splits; /* actual number of k-splits */
+    int kbps;   /* k-blocks per split */
+};
+
+/* Estimated seconds for a (bn, splits) choice: waves of work units, each
+ * bounded by the SM's share of tensor rate or memory bandwidth, plus the
+ * split-K workspace traffic and the extra launch. */
+double estimate(const gemmk_problem *p, int sms, int bn, int splits,
+                int *kbps_out, int *splits_out)
+{
+    int64_t nkb = cdiv(p->k, gemmk::BK);
+    int64_t kbps = cdiv(nkb, splits);
+    int64_t real = cdiv(nkb, kbps);
+    int64_t tiles = cdiv(p->m, gemmk::BM) * cdiv(p->n, bn);
+    int64_t units = tiles * real;
+    int64_t waves = cdiv(units, sms);
+    double eff = bn == 256 ? 1.0 : 0.88;
+    double flop = 2.0 * gemmk::BM * bn * kbps * gemmk::BK;
+    double t_mma = flop / (660e12 * eff / sms);
+    double rows = (double)(p->m < gemmk::BM ? p->m : gemmk::BM) + bn;
+    double t_mem =
+        rows * kbps * gemmk::BK * 2.0 / (3.0e12 / (units < sms ? units : sms));
+    double t = waves * (t_mma > t_mem ? t_mma : t_mem);
+    if (real > 1)
+        t += 3.0e-6 + 3.0 * real * p->m * p->n * 4.0 / 3.0e12;
+    *kbps_out = (int)kbps;
+    *splits_out = (int)real;
+    return t;
+}
+
+gemm_error plan(const gemmk_ctx *ctx, const gemmk_problem *p, int cfg,
+                Plan *out)
+{
+    const Config &c = kConfigs[cfg];
+    int64_t nkb = cdiv(p->k, gemmk::BK);
+    double best = 1e30;
+    for (int bn = 128; bn <= 256; bn *= 2) {
+        if (c.bn && c.bn != bn)
+            continue;
+        int max_split = c.split == 1 ? 1 : 32;
+        int min_split = c.split == -1 ? 2 : 1;
+        for (int s = min_split; s <= max_split && s <= nkb; s++) {
+            int kbps, real;
+            double t = estimate(p, ctx->num_sms, bn, s, &kbps, &real);
+            if (c.split == -1 && real < 2)
+                continue;
+            if (t < best * 0.97) { /* prefer fewer splits on near-ties */
+                best = t;
+                out->cfg = cfg;
+                out->bn = bn;
+                out->splits = real;
+                out->kbps = kbps;
+            }
+        }
+    }
+    if (best == 1e30) { /* K too small to split: fall back to one split */
+        out->cfg = cfg;
+        out->bn = c.bn ? c.bn : 128;
+        out->splits = 1;
+        out->kbps = (int)nkb;
+    }
+    return GEMM_OK;
+}
+
+int find_config(const char *name)
+{
+    if (!name)
+        return 0;
+    for (int i = 0; i < kNumConfigs; i++)
+        if (strcmp(kConfigs[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+const char *plan_name(const Plan &pl)
+{
+    if (pl.bn == 256)
+        return pl.splits > 1 ? "ws128x256_splitk" : "ws128x256";
+    return pl.splits > 1 ? "ws128x128_splitk" : "ws128x128";
+}
+
+template <typename T>
+cudaError_t reduce(const gemmk_problem *p, const float *ws, long long ldw,
+                   int splits, cudaStream_t stream, int sms)
+{
+    long long total = p->m * p->n;
+    int blocks = (int)cdiv(total, 256);
+    if (blocks > sms * 8)
+        blocks = sms * 8;
+    gemmk::splitk_reduce_kernel<T><<<blocks, 256, 0, stream>>>(
+        ws, ldw, splits, (int)p->m, (int)p->n, p->alpha, p->beta,
+        static_cast<const T *>(p->c), p->ldc, static_cast<T *>(p->d), p->ldd);
+    return cudaGetLastError();
+}
+
+} // namespace
+
+extern "C" {
+
+gemm_error gemmk_ctx_create(gemmk_ctx **out, int device)
+{
+    if (!out)
+        return GEMM_ERR_INVALID;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || device < 0 ||
+        device >= count)
+        return GEMM_ERR_DEVICE;
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess)
+        return GEMM_ERR_DEVICE;
+    if (prop.major != 9 || prop.minor != 0)
+        return GEMM_ERR_UNSUPPORTED;
+    if (cudaSetDevice(device) != cudaSuccess)
+        return GEMM_ERR_DEVICE;
+    void *fn = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                         cudaEnableDefault, &q) !=
+            cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !fn)
+        return GEMM_ERR_DEVICE;
+    gemmk_ctx *ctx = static_cast<gemmk_ctx *>(calloc(1, sizeof(*ctx)));
+    if (!ctx)
+        return GEMM_ERR_NOMEM;
+    ctx->device = device;
+    ctx->num_sms = prop.multiProcessorCount;
+    ctx->encode = reinterpret_cast<encode_tiled_fn>(fn);
+    gemmk_tmap_cache_init(&ctx->cache, encode_cb, ctx);
+    *out = ctx;
+    return GEMM_OK;
+}
+
+void gemmk_ctx_destroy(gemmk_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->ws) {
+        cudaDeviceSynchronize();
+        cudaFree(ctx->ws);
+    }
+    free(ctx);
+}
+
+int gemmk_kernel_count(void) { return kNumConfigs; }
+
+const char *gemmk_kernel_name(int i)
+{
+    return i >= 0 && i < kNumConfigs ? kConfigs[i].name : nullptr;
+}
+
+gemm_error gemmk_select(const gemmk_ctx *ctx, const gemmk_problem *p,
+                        const char **name)
+{
+    if (!ctx || !name)
+        return GEMM_ERR_INVALID;
+    gemm_error e = validate(p);
+    if (e != GEMM_OK)
+        return e;
+    Plan pl;
+    plan(ctx, p, 0, &pl);
+    *name = plan_name(pl);
+    return GEMM_OK;
+}
+
+void gemmk_cache_stats_get(const gemmk_ctx *ctx, gemmk_cache_stats *out)
+{
+    if (!ctx || !out)
+        return;
+    out->hits = ctx->cache.hits;
+    out->misses = ctx->cache.misses;
+    out->evictions = ctx->cache.evictions;
+    out->entries = ctx->cache.entries;
+    out->capacity = GEMMK_TMAP_CACHE_CAP;
+}
+
+void gemmk_cache_forget(gemmk_ctx *ctx, const void *base, size_t bytes)
+{
+    if (ctx)
+        gemmk_tmap_cache_forget(&ctx->cache, (uint64_t)(uintptr_t)base, bytes);
+}
+
+gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
+                      cudaStream_t stream, const char *kernel)
+{
+    if (!ctx)
+        return GEMM_ERR_INVALID;
+    gemm_error e = validate(p);
+    if (e != GEMM_OK)
+        return e;
+    int cfg = find_config(kernel);
+    if (cfg < 0)
+        return GEMM_ERR_UNSUPPORTED;
+    Plan pl;
+    plan(ctx, p, cfg, &pl);
+
+    const int amn = p->trans_a ? 1 : 0;
+    const int bmn = p->trans_b ? 0 : 1;
+    gemmk_tmap_key ka = {};
+    ka.addr = (uint64_t)(uintptr_t)p->a;
+    ka.dtype = p->ab_type;
+    ka.swizzle = GEMMK_SWIZZLE_128B;
+    ka.stride1 = (uint64_t)p->lda * 2;
+    if (amn) {
+        ka.dim0 = p->m, ka.dim1 = p->k, ka.box0 = 64, ka.box1 = 64;
+    } else {
+        ka.dim0 = p->k, ka.dim1 = p->m, ka.box0 = 64, ka.box1 = gemmk::BM;
+    }
+    gemmk_tmap_key kb = {};
+    kb.addr = (uint64_t)(uintptr_t)p->b;
+    kb.dtype = p->ab_type;
+    kb.swizzle = GEMMK_SWIZZLE_128B;
+    kb.stride1 = (uint64_t)p->ldb * 2;
+    if (bmn) {
+        kb.dim0 = p->n, kb.dim1 = p->k, kb.box0 = 64, kb.box1 = 64;
+    } else {
+        kb.dim0 = p->k, kb.dim1 = p->n, kb.box0 = 64,
+        kb.box1 = (uint32_t)pl.bn;
+    }
+
+    gemmk::Launch l;
+    const gemmk_tmap *ma = gemmk_tmap_cache_get(&ctx->cache, &ka);
+    if (!ma)
+        return GEMM_ERR_INVALID;
+    memcpy(&l.ta, ma, sizeof(l.ta));
+    const gemmk_tmap *mb = gemmk_tmap_cache_get(&ctx->cache, &kb);
+    if (!mb)
+        return GEMM_ERR_INVALID;
+    memcpy(&l.tb, mb, sizeof(l.tb));
+
+    gemmk::KParams &kp = l.p;
+    memset(&kp, 0, sizeof(kp));
+    kp.m = (int)p->m, kp.n = (int)p->n, kp.k = (int)p->k;
+    kp.num_m = (int)cdiv(p->m, gemmk::BM);
+    kp.num_n = (int)cdiv(p->n, pl.bn);
+    kp.nkb = (int)cdiv(p->k, gemmk::BK);
+    kp.splits = pl.splits;
+    kp.kb_per_split = pl.kbps;
+    kp.units = kp.num_m * kp.num_n * kp.splits;
+    kp.group_m = 8;
+    kp.cd_type = p->cd_type;
+    kp.d = p->d;
+    kp.c = p->beta != 0.f ? p->c : nullptr;
+    kp.ldd = p->ldd, kp.ldc = p->ldc;
+    kp.alpha = p->alpha, kp.beta = p->beta;
+    kp.ldw = (p->n + 7) / 8 * 8;
+    if (pl.splits > 1) {
+        size_t need = (size_t)pl.splits * p->m * kp.ldw * sizeof(float);
+        if (need > ctx->ws_bytes) {
+            if (ctx->ws) {
+                cudaError_t ce = cudaFree(ctx->ws);
+                ctx->ws = nullptr;
+                ctx->ws_bytes = 0;
+                if (ce != cudaSuccess)
+                    return cuda_err(ce);
+            }
+            cudaError_t ce = cudaMalloc(&ctx->ws, need);
+            if (ce != cudaSuccess)
+                return cuda_err(ce);
+            ctx->ws_bytes = need;
+        }
+        kp.ws = ctx->ws;
+    }
+    l.grid = kp.units < ctx->num_sms ? kp.units : ctx->num_sms;
+    l.f16 = p->ab_type == GEMM_FP16;
+    l.amn = amn;
+    l.bmn = bmn;
+    l.stream = stream;
+    cudaError_t ce = pl.bn == 256 ? gemmk::launch_n256(l)
+                                  : gemmk::launch_n128(l);
+    if (ce != cudaSuccess)
+        return cuda_err(ce);
+    if (pl.splits > 1) {
+        if (p->cd_type == GEMM_FP32)
+            ce = reduce<float>(p, kp.ws, kp.ldw, pl.splits, stream,
+                               ctx->num_sms);
+        else if (p->cd_type == GEMM_BF16)
+            ce = reduce<__nv_bfloat16>(p, kp.ws, kp.ldw, pl.splits, stream,
+                                       ctx->num_sms);
+        else
+            ce = reduce<__half>(p, kp.ws, kp.ldw, pl.splits, stream,
+                                ctx->num_sms);
+        if (ce != cudaSuccess)
+            return cuda_err(ce);
+    }
+    return GEMM_OK;
+}
+
+} /* extern "C" */

@@ -1,0 +1,407 @@
+/*
+ * gemm_sm90.cuh: the warp-specialized Hopper GEMM kernel template.
+ *
+ * One CTA = 3 warpgroups: WG0 is the producer (one thread issues TMA loads
+ * into a ring of STAGES shared-memory stages, 128B-swizzled); WG1 and WG2
+ * are consumers, each owning 64 rows of the 128 x BN tile and issuing
+ * wgmma m64nBNk16 with fp32 accumulators in registers. Stages are handed
+ * over through mbarriers: full[s] (TMA bytes landed) and empty[s] (both
+ * consumers done reading). setmaxnreg moves registers from the producer to
+ * the consumers. The grid is persistent: each CTA walks work units
+ * (tile, k-split) in a grouped order that keeps A and B panels in L2.
+ *
+ * Transposes: AMN = A is MN-major in shared memory (trans_a), BMN = B is
+ * MN-major (!trans_b); both come from the TMA box orientation plus wgmma's
+ * transpose immediates, never from a transpose pass. Tails in M, N, K come
+ * from TMA out-of-bounds zero fill and bounded stores.
+ */
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "smem_desc.h"
+#include "wgmma_gen.cuh"
+
+namespace gemmk {
+
+constexpr int BM = 128;
+constexpr int BK = 64;
+constexpr int SLAB = 64 * BK * 2; /* bytes of one 64 x 64 16-bit box */
+
+struct KParams {
+    int m, n, k;
+    int num_m, num_n;   /* tiles */
+    int splits;         /* k-splits per tile (1: no split) */
+    int kb_per_split;   /* k-blocks of BK per split */
+    int nkb;            /* k-blocks in all */
+    int units;          /* num_m * num_n * splits */
+    int group_m;        /* tile-order group height in tiles */
+    int cd_type;        /* gemm_dtype of C and D */
+    void *d;
+    const void *c;
+    long long ldd, ldc;
+    float alpha, beta;
+    float *ws;          /* split-K partials: splits x m x ldw fp32 */
+    long long ldw;      /* workspace row pitch, a multiple of 8 */
+};
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p)
+{
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(uint64_t *bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)),
+                 "r"(count));
+}
+
+__device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+    asm volatile(
+        "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+            smem_u32(bar)),
+        "r"(bytes)
+        : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(
+                     smem_u32(bar))
+                 : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT_%=;\n"
+        "}\n" ::"r"(smem_u32(bar)),
+        "r"(parity)
+        : "memory");
+}
+
+__device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map,
+                                            int c0, int c1, uint64_t *bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+        "complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_u32(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1),
+        "r"(smem_u32(bar))
+        : "memory");
+}
+
+__device__ __forceinline__ void wgmma_fence()
+{
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit()
+{
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+template <int R> __device__ __forceinline__ void fence_regs(float (&d)[R])
+{
+#pragma unroll
+    for (int i = 0; i < R; i++)
+        asm volatile("" : "+f"(d[i])::"memory");
+}
+
+template <int BN, bool F16, int AMN, int BMN>
+__device__ __forceinline__ void mma_k16(float (&d)[BN / 2], uint64_t da,
+                                        uint64_t db, int scale_d)
+{
+    if constexpr (BN == 256) {
+        if constexpr (F16)
+            wgmma_m64n256k16_f16<AMN, BMN>(d, da, db, scale_d);
+        else
+            wgmma_m64n256k16_bf16<AMN, BMN>(d, da, db, scale_d);
+    } else if constexpr (BN == 128) {
+        if constexpr (F16)
+            wgmma_m64n128k16_f16<AMN, BMN>(d, da, db, scale_d);
+        else
+            wgmma_m64n128k16_bf16<AMN, BMN>(d, da, db, scale_d);
+    } else {
+        if constexpr (F16)
+            wgmma_m64n64k16_f16<AMN, BMN>(d, da, db, scale_d);
+        else
+            wgmma_m64n64k16_bf16<AMN, BMN>(d, da, db, scale_d);
+    }
+}
+
+/* Work unit -> (tile m, tile n, split), grouped so that consecutive units
+ * share A row-panels (group_m tall) and sweep N. */
+__device__ __forceinline__ void unit_coords(const KParams &p, int u, int &mt,
+                                            int &nt, int &split)
+{
+    split = u % p.splits;
+    int tile = u / p.splits;
+    int per_group = p.group_m * p.num_n;
+    int g = tile / per_group;
+    int first_m = g * p.group_m;
+    int gm = min(p.num_m - first_m, p.group_m);
+    int local = tile - g * per_group;
+    mt = first_m + local % gm;
+    nt = local / gm;
+}
+
+template <typename T> __device__ __forceinline__ T from_f32(float x);
+template <> __device__ __forceinline__ float from_f32<float>(float x)
+{
+    return x;
+}
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32(float x)
+{
+    return __float2bfloat16_rn(x);
+}
+template <> __device__ __forceinline__ __half from_f32(float x)
+{
+    return __float2half_rn(x);
+}
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x)
+{
+    return __bfloat162float(x);
+}
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+
+template <typename T> struct Pair;
+template <> struct Pair<float> {
+    using type = float2;
+};
+template <> struct Pair<__nv_bfloat16> {
+    using type = __nv_bfloat162;
+};
+template <> struct Pair<__half> {
+    using type = __half2;
+};
+
+/*
+ * Writes one consumer's 64 x BN accumulator block to D (or to the split-K
+ * workspace). Fragment layout of wgmma m64nN f32: thread t of the
+ * warpgroup, warp w = t / 32, lane l: d[4j + 2h + e] is row
+ * 16w + l/4 + 8h, column 8j + 2(l%4) + e.
+ */
+template <typename T, int BN>
+__device__ __forceinline__ void store_tile(const KParams &p, float (&d)[BN / 2],
+                                           int row0, int col0, int lane,
+                                           int warp, T *out, long long ldo,
+                                           bool raw, const T *cin,
+                                           long long ldc)
+{
+    using P = typename Pair<T>::type;
+    const float alpha = raw ? 1.f : p.alpha;
+    const float beta = raw ? 0.f : p.beta;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int r = row0 + warp * 16 + (lane >> 2) + 8 * h;
+        if (r >= p.m)
+            continue;
+        T *orow = out + (long long)r * ldo;
+        const T *crow = (beta != 0.f) ? cin + (long long)r * ldc : nullptr;
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++) {
+            int col = col0 + 8 * j + 2 * (lane & 3);
+            float v0 = alpha * d[4 * j + 2 * h];
+            float v1 = alpha * d[4 * j + 2 * h + 1];
+            if (col + 1 < p.n) {
+                if (crow) {
+                    P cv = *reinterpret_cast<const P *>(crow + col);
+                    v0 += beta * to_f32(cv.x);
+                    v1 += beta * to_f32(cv.y);
+                }
+                P ov;
+                ov.x = from_f32<T>(v0);
+                ov.y = from_f32<T>(v1);
+                *reinterpret_cast<P *>(orow + col) = ov;
+            } else if (col < p.n) {
+                if (crow)
+                    v0 += beta * to_f32(crow[col]);
+                orow[col] = from_f32<T>(v0);
+            }
+        }
+    }
+}
+
+template <int BN> struct Cfg {
+    static constexpr int STAGES = BN == 256 ? 4 : 6;
+    static constexpr int A_BYTES = BM * BK * 2;
+    static constexpr int B_BYTES = BN * BK * 2;
+    static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES) + 1024 + 256;
+};
+
+template <int BN, bool F16, int AMN, int BMN>
+__global__ void __launch_bounds__(384, 1)
+    gemm_ws_kernel(const __grid_constant__ CUtensorMap tma,
+                   const __grid_constant__ CUtensorMap tmb,
+                   const __grid_constant__ KParams p)
+{
+    constexpr int STAGES = Cfg<BN>::STAGES;
+    constexpr int A_BYTES = Cfg<BN>::A_BYTES;
+    constexpr int B_BYTES = Cfg<BN>::B_BYTES;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = reinterpret_cast<uint8_t *>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    uint8_t *sa = smem;
+    uint8_t *sb = smem + STAGES * A_BYTES;
+    uint64_t *full = reinterpret_cast<uint64_t *>(sb + STAGES * B_BYTES);
+    uint64_t *empty = full + STAGES;
+
+    const int wg = threadIdx.x / 128;
+    const int tid = threadIdx.x % 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 8); /* lane 0 of each consumer warp */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (tid != 0)
+            return;
+        int s = 0;
+        uint32_t ph = 0;
+        for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+            int mt, nt, split;
+            unit_coords(p, u, mt, nt, split);
+            int kb0 = split * p.kb_per_split;
+            int kb1 = min(p.nkb, kb0 + p.kb_per_split);
+            int m0 = mt * BM, n0 = nt * BN;
+            for (int kb = kb0; kb < kb1; kb++) {
+                mbar_wait(&empty[s], ph ^ 1);
+                mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
+                int k0 = kb * BK;
+                uint8_t *a = sa + s * A_BYTES;
+                uint8_t *b = sb + s * B_BYTES;
+                if constexpr (AMN) {
+                    tma_load_2d(a, &tma, m0, k0, &full[s]);
+                    tma_load_2d(a + SLAB, &tma, m0 + 64, k0, &full[s]);
+                } else {
+                    tma_load_2d(a, &tma, k0, m0, &full[s]);
+                }
+                if constexpr (BMN) {
+#pragma unroll
+                    for (int j = 0; j < BN / 64; j++)
+                        tma_load_2d(b + j * SLAB, &tmb, n0 + 64 * j, k0,
+                                    &full[s]);
+                } else {
+                    tma_load_2d(b, &tmb, k0, n0, &full[s]);
+                }
+                if (++s == STAGES) {
+                    s = 0;
+                    ph ^= 1;
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        const int c = wg - 1;
+        const int warp = tid / 32, lane = tid % 32;
+        float d[BN / 2];
+        int s = 0;
+        uint32_t ph = 0;
+        /* descriptor constants (bytes) */
+        constexpr uint32_t A_LBO = AMN ? SLAB : 16;
+        constexpr uint32_t B_LBO = BMN ? SLAB : 16;
+        constexpr uint32_t A_KSTEP = AMN ? 16 * 128 : 32;
+        constexpr uint32_t B_KSTEP = BMN ? 16 * 128 : 32;
+        const uint64_t da0 =
+            gemmk_desc_encode(smem_u32(sa) + c * SLAB, A_LBO, 1024,
+                              GEMMK_SWIZZLE_128B);
+        const uint64_t db0 = gemmk_desc_encode(smem_u32(sb), B_LBO, 1024,
+                                               GEMMK_SWIZZLE_128B);
+        for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+            int mt, nt, split;
+            unit_coords(p, u, mt, nt, split);
+            int kb0 = split * p.kb_per_split;
+            int kb1 = min(p.nkb, kb0 + p.kb_per_split);
+            int prev = -1;
+            for (int kb = kb0; kb < kb1; kb++) {
+                mbar_wait(&full[s], ph);
+                fence_regs(d);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; kk++) {
+                    uint64_t da = da0 + ((s * A_BYTES + kk * A_KSTEP) >> 4);
+                    uint64_t db = db0 + ((s * B_BYTES + kk * B_KSTEP) >> 4);
+                    mma_k16<BN, F16, AMN, BMN>(d, da, db,
+                                               (kb != kb0 || kk != 0));
+                }
+                wgmma_commit();
+                wgmma_wait<1>();
+                fence_regs(d);
+                if (prev >= 0 && lane == 0)
+                    mbar_arrive(&empty[prev]);
+                prev = s;
+                if (++s == STAGES) {
+                    s = 0;
+                    ph ^= 1;
+                }
+            }
+            wgmma_wait<0>();
+            fence_regs(d);
+            if (lane == 0)
+                mbar_arrive(&empty[prev]);
+
+            int row0 = mt * BM + c * 64, col0 = nt * BN;
+            if (p.splits > 1) {
+                float *w = p.ws + (long long)split * p.m * p.ldw;
+                store_tile<float, BN>(p, d, row0, col0, lane, warp, w, p.ldw,
+                                      true, nullptr, 0);
+            } else if (p.cd_type == 3) {
+                store_tile<float, BN>(p, d, row0, col0, lane, warp,
+                                      static_cast<float *>(p.d), p.ldd, false,
+                                      static_cast<const float *>(p.c), p.ldc);
+            } else if (p.cd_type == 1) {
+                store_tile<__nv_bfloat16, BN>(
+                    p, d, row0, col0, lane, warp,
+                    static_cast<__nv_bfloat16 *>(p.d), p.ldd, false,
+                    static_cast<const __nv_bfloat16 *>(p.c), p.ldc);
+            } else {
+                store_tile<__half, BN>(p, d, row0, col0, lane, warp,
+                                       static_cast<__half *>(p.d), p.ldd,
+                                       false, static_cast<const __half *>(p.c),
+                                       p.ldc);
+            }
+        }
+    }
+}
+
+/* Split-K reduction: D = alpha * sum_s ws[s] + beta * C. */
+template <typename T>
+__global__ void splitk_reduce_kernel(const float *ws, long long ldw,
+                                     int splits, int m, int n, float alpha,
+                                     float beta, const T *c, long long ldc,
+                                     T *d, long long ldd)
+{
+    long long total = (long long)m * n;
+    long long plane = (long long)m * ldw;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+         i < total; i += (long long)gridDim.x * blockDim.x) {
+        float acc = 0.f;
+        long long r = i / n, col = i % n;
+        for (int s = 0; s < splits; s++)
+            acc += ws[s * plane + r * ldw + col];
+        float v = alpha * acc;
+        if (beta != 0.f)
+            v += beta * to_f32(c[r * ldc + col]);
+        d[r * ldd + col] = from_f32<T>(v);
+    }
+}
+
+} // namespace gemmk

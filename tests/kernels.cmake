@@ -1,0 +1,25 @@
+# Kernel tests: host-side descriptor/cache units (run everywhere) and GPU
+# correctness tests (skip with a message when no CUDA device is present).
+set(GEMMK_SRC ${CMAKE_CURRENT_LIST_DIR}/../kernels/src)
+
+# CPU: plain C, no CUDA needed to build or run.
+gemm_test(kernels_desc_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels/desc_test.c
+  TIMEOUT 30)
+target_include_directories(kernels_desc_test PRIVATE ${GEMMK_SRC})
+gemm_test(kernels_tmap_cache_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels/tmap_cache_test.c
+          ${GEMMK_SRC}/tmap_cache.c
+  TIMEOUT 30)
+target_include_directories(kernels_tmap_cache_test PRIVATE ${GEMMK_SRC})
+
+# GPU: a plain program (no Criterion, so it runs on the bare device host);
+# prints "skipped: no CUDA device" and passes where there is none.
+if(GEMM_HAVE_CUDA)
+  add_executable(kernels_gpu_test ${CMAKE_CURRENT_LIST_DIR}/kernels/gpu_test.cu)
+  set_target_properties(kernels_gpu_test PROPERTIES
+    CUDA_ARCHITECTURES "${GEMM_CUDA_ARCHS}" CUDA_STANDARD 17)
+  target_link_libraries(kernels_gpu_test PRIVATE gemm_kernels CUDA::cublas)
+  add_test(NAME kernels_gpu_test COMMAND kernels_gpu_test)
+  set_tests_properties(kernels_gpu_test PROPERTIES TIMEOUT 600)
+endif()

@@ -1,0 +1,435 @@
+/*
+ * gpu_test.cu: correctness of the gemm_kernels library on a Hopper GPU.
+ * Each case draws fresh random inputs, poisons D (and its row padding) with
+ * NaN bytes, runs gemmk_gemm, and compares with cuBLAS (fp32 output, same
+ * inputs) element by element and with an fp64 host reference on a sample.
+ * Shapes 1, 7, 63, ..., 4096 per dimension across many combinations, all
+ * transposes, every output type, alpha/beta (beta = 0 with C = NULL),
+ * non-minimal leading dimensions, every kernel configuration.
+ * A plain program (no Criterion) so it runs on a bare GPU host; with no
+ * CUDA device it prints "skipped: no CUDA device" and exits 0.
+ * Usage: kernels_gpu_test [--quick] [--seed N]
+ */
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "gemm_kernels.h"
+
+#define CK(x)                                                                  \
+    do {                                                                       \
+        cudaError_t e_ = (x);                                                  \
+        if (e_ != cudaSuccess) {                                               \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,         \
+                    cudaGetErrorString(e_));                                   \
+            exit(2);                                                           \
+        }                                                                      \
+    } while (0)
+#define CB(x)                                                                  \
+    do {                                                                       \
+        cublasStatus_t s_ = (x);                                               \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                     \
+            fprintf(stderr, "%s:%d: %s: cublas %d\n", __FILE__, __LINE__, #x,  \
+                    (int)s_);                                                  \
+            exit(2);                                                           \
+        }                                                                      \
+    } while (0)
+
+static __device__ uint32_t hash32(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return (uint32_t)x;
+}
+
+/* Fills rows x cols (pitch ld) with uniform values in [-1, 1). */
+template <typename T>
+__global__ void fill_kernel(T *p, long long rows, long long cols, long long ld,
+                            uint64_t seed)
+{
+    long long total = rows * cols;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+         i < total; i += (long long)gridDim.x * blockDim.x) {
+        long long r = i / cols, c = i % cols;
+        float v = (hash32(seed * 0x9E3779B97F4A7C15ull + i) >> 8) *
+                      (2.0f / 16777216.0f) -
+                  1.0f;
+        p[r * ld + c] = (T)v;
+    }
+}
+
+template <typename T>
+__global__ void to_f32_kernel(const T *src, long long rows, long long cols,
+                              long long ld, float *dst)
+{
+    long long total = rows * cols;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+         i < total; i += (long long)gridDim.x * blockDim.x) {
+        long long r = i / cols, c = i % cols;
+        dst[i] = (float)src[r * ld + c];
+    }
+}
+
+static size_t esize(gemm_dtype t) { return t == GEMM_FP32 ? 4 : 2; }
+
+static void fill(void *p, gemm_dtype t, long long rows, long long cols,
+                 long long ld, uint64_t seed)
+{
+    if (t == GEMM_BF16)
+        fill_kernel<<<1024, 256>>>((__nv_bfloat16 *)p, rows, cols, ld, seed);
+    else if (t == GEMM_FP16)
+        fill_kernel<<<1024, 256>>>((__half *)p, rows, cols, ld, seed);
+    else
+        fill_kernel<<<1024, 256>>>((float *)p, rows, cols, ld, seed);
+    CK(cudaGetLastError());
+}
+
+static void to_f32(const void *p, gemm_dtype t, long long rows, long long cols,
+                   long long ld, float *dst)
+{
+    if (t == GEMM_BF16)
+        to_f32_kernel<<<1024, 256>>>((const __nv_bfloat16 *)p, rows, cols, ld,
+                                     dst);
+    else if (t == GEMM_FP16)
+        to_f32_kernel<<<1024, 256>>>((const __half *)p, rows, cols, ld, dst);
+    else
+        to_f32_kernel<<<1024, 256>>>((const float *)p, rows, cols, ld, dst);
+    CK(cudaGetLastError());
+}
+
+static float h2f(const void *p, gemm_dtype t, size_t i)
+{
+    const uint16_t *u = (const uint16_t *)p;
+    if (t == GEMM_FP32)
+        return ((const float *)p)[i];
+    if (t == GEMM_BF16) {
+        uint32_t b = (uint32_t)u[i] << 16;
+        float f;
+        memcpy(&f, &b, 4);
+        return f;
+    }
+    __half h;
+    memcpy(&h, &u[i], 2);
+    return __half2float(h);
+}
+
+struct Case {
+    long long m, n, k;
+    gemm_dtype ab, cd;
+    int ta, tb;
+    float alpha, beta;
+    int pad; /* extra elements per leading dimension (multiple of 8) */
+    const char *kernel;
+};
+
+static cublasHandle_t blas;
+static gemmk_ctx *ctx;
+static uint64_t seed_base = 12345;
+static int failures, passes;
+
+static const char *dn(gemm_dtype t)
+{
+    return t == GEMM_BF16 ? "bf16" : t == GEMM_FP16 ? "fp16" : "fp32";
+}
+
+static bool run_case(const Case &c, int idx)
+{
+    long long lda = (c.ta ? c.m : c.k), ldb = (c.tb ? c.k : c.n);
+    lda = (lda + 7) / 8 * 8 + c.pad;
+    ldb = (ldb + 7) / 8 * 8 + c.pad;
+    long long ldc = (c.n + 7) / 8 * 8 + c.pad, ldd = ldc + 8;
+    long long arows = c.ta ? c.k : c.m, brows = c.tb ? c.n : c.k;
+    size_t ea = esize(c.ab), ec = esize(c.cd);
+    void *A, *B, *C = nullptr, *D;
+    float *Ref;
+    CK(cudaMalloc(&A, arows * lda * ea));
+    CK(cudaMalloc(&B, brows * ldb * ea));
+    CK(cudaMalloc(&D, c.m * ldd * ec));
+    CK(cudaMalloc(&Ref, c.m * c.n * sizeof(float)));
+    uint64_t seed = seed_base + 1000003ull * idx;
+    fill(A, c.ab, arows, lda, lda, seed + 1); /* padding random too */
+    fill(B, c.ab, brows, ldb, ldb, seed + 2);
+    if (c.beta != 0.f) {
+        CK(cudaMalloc(&C, c.m * ldc * ec));
+        fill(C, c.cd, c.m, c.n, ldc, seed + 3);
+        to_f32(C, c.cd, c.m, c.n, ldc, Ref);
+    }
+    CK(cudaMemset(D, 0xFF, c.m * ldd * ec)); /* NaN poison */
+
+    gemmk_problem p;
+    memset(&p, 0, sizeof(p));
+    p.m = c.m, p.n = c.n, p.k = c.k;
+    p.ab_type = c.ab, p.cd_type = c.cd;
+    p.trans_a = c.ta, p.trans_b = c.tb;
+    p.a = A, p.b = B, p.c = C, p.d = D;
+    p.lda = lda, p.ldb = ldb, p.ldc = ldc, p.ldd = ldd;
+    p.alpha = c.alpha, p.beta = c.beta;
+    int rv = gemmk_gemm(ctx, &p, 0, c.kernel);
+    if (rv != GEMM_OK) {
+        printf("FAIL case %d: gemmk_gemm returned %d\n", idx, rv);
+        failures++;
+        return false;
+    }
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+
+    /* cuBLAS reference, column-major view: D^T = op(B)^T op(A)^T */
+    cudaDataType_t t = c.ab == GEMM_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    CB(cublasGemmEx(blas, c.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                    c.ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)c.n, (int)c.m,
+                    (int)c.k, &c.alpha, B, t, (int)ldb, A, t, (int)lda,
+                    &c.beta, Ref, CUDA_R_32F, (int)c.n, CUBLAS_COMPUTE_32F,
+                    CUBLAS_GEMM_DEFAULT));
+    CK(cudaDeviceSynchronize());
+
+    std::vector<uint8_t> hd(c.m * ldd * ec);
+    std::vector<float> href(c.m * c.n);
+    CK(cudaMemcpy(hd.data(), D, hd.size(), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(href.data(), Ref, href.size() * 4, cudaMemcpyDeviceToHost));
+
+    double eps = c.cd == GEMM_FP32 ? 1e-6 : c.cd == GEMM_FP16 ? 1e-3 : 8e-3;
+    double ss = 0, se = 0, maxrel = 0;
+    for (size_t i = 0; i < href.size(); i++)
+        ss += (double)href[i] * href[i];
+    double rms = sqrt(ss / href.size()) + 1e-30;
+    long long bad = 0, nan = 0, touched_pad = 0;
+    for (long long r = 0; r < c.m; r++) {
+        for (long long j = 0; j < ldd; j++) {
+            size_t off = r * ldd + j;
+            if (j >= c.n) {
+                for (size_t b = 0; b < ec; b++)
+                    touched_pad += hd[off * ec + b] != 0xFF;
+                continue;
+            }
+            float v = h2f(hd.data(), c.cd, off);
+            double ref = href[r * c.n + j];
+            if (isnan(v)) {
+                nan++;
+                continue;
+            }
+            double err = fabs(v - ref);
+            se += err * err;
+            double tol = eps * fabs(ref) + 2e-5 * sqrt((double)c.k) * rms +
+                         (c.cd == GEMM_FP32 ? 1e-5 : eps) * rms;
+            if (err > tol)
+                bad++;
+            double rel = err / (fabs(ref) + rms);
+            if (rel > maxrel)
+                maxrel = rel;
+        }
+    }
+    double relf = sqrt(se) / sqrt(ss + 1e-30);
+
+    /* fp64 host reference on a sample of elements */
+    std::vector<uint8_t> ha(arows * lda * ea), hb(brows * ldb * ea);
+    CK(cudaMemcpy(ha.data(), A, ha.size(), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hb.data(), B, hb.size(), cudaMemcpyDeviceToHost));
+    std::vector<uint8_t> hc;
+    if (C) {
+        hc.resize(c.m * ldc * ec);
+        CK(cudaMemcpy(hc.data(), C, hc.size(), cudaMemcpyDeviceToHost));
+    }
+    long long bad64 = 0;
+    double max64 = 0;
+    for (int s = 0; s < 48; s++) {
+        long long r = s == 0 ? c.m - 1 : (long long)((s * 7919ll) % c.m);
+        long long j = s == 0 ? c.n - 1 : (long long)((s * 104729ll) % c.n);
+        double acc = 0, mag = 0;
+        for (long long q = 0; q < c.k; q++) {
+            double a = h2f(ha.data(), c.ab, c.ta ? q * lda + r : r * lda + q);
+            double b = h2f(hb.data(), c.ab, c.tb ? j * ldb + q : q * ldb + j);
+            acc += a * b;
+            mag += fabs(a * b);
+        }
+        double ref = c.alpha * acc;
+        if (C)
+            ref += c.beta * h2f(hc.data(), c.cd, r * ldc + j);
+        float v = h2f(hd.data(), c.cd, r * ldd + j);
+        double err = fabs(v - ref);
+        double tol = eps * fabs(ref) + 1e-5 * fabs(c.alpha) * mag +
+                     (c.cd == GEMM_FP32 ? 1e-6 : eps) * (fabs(c.beta) + 1e-3);
+        if (!(err <= tol))
+            bad64++;
+        double rel = err / (fabs(ref) + 1e-3);
+        if (rel > max64)
+            max64 = rel;
+    }
+    const char *chosen = c.kernel;
+    if (!chosen)
+        gemmk_select(ctx, &p, &chosen);
+    bool ok = bad == 0 && nan == 0 && touched_pad == 0 && bad64 == 0;
+    if (!ok || getenv("GEMMK_VERBOSE"))
+        printf("%s case %d: %lldx%lldx%lld %s->%s t%d%d a=%.2f b=%.2f "
+               "pad=%d %s: bad=%lld nan=%lld pad_touched=%lld bad64=%lld "
+               "relF=%.2e maxrel=%.2e max64=%.2e\n",
+               ok ? "ok" : "FAIL", idx, c.m, c.n, c.k, dn(c.ab), dn(c.cd),
+               c.ta, c.tb, c.alpha, c.beta, c.pad, chosen, bad, nan,
+               touched_pad, bad64, relf, maxrel, max64);
+    if (ok)
+        passes++;
+    else
+        failures++;
+    cudaFree(A);
+    cudaFree(B);
+    if (C)
+        cudaFree(C);
+    cudaFree(D);
+    cudaFree(Ref);
+    return ok;
+}
+
+static int api_checks(void)
+{
+    int bad = 0;
+    gemmk_problem p;
+    memset(&p, 0, sizeof(p));
+    void *buf;
+    CK(cudaMalloc(&buf, 1 << 20));
+    p.m = p.n = p.k = 64;
+    p.ab_type = GEMM_BF16, p.cd_type = GEMM_FP32;
+    p.a = p.b = p.d = buf;
+    p.lda = p.ldb = p.ldc = p.ldd = 64;
+    p.alpha = 1;
+    bad += gemmk_gemm(ctx, &p, 0, "no-such-kernel") != GEMM_ERR_UNSUPPORTED;
+    p.lda = 60;
+    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    p.lda = 64;
+    p.ab_type = GEMM_FP32;
+    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_DTYPE;
+    p.ab_type = GEMM_BF16;
+    p.k = 0;
+    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    p.k = 64;
+    p.beta = 1; /* C NULL with beta != 0 */
+    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    p.beta = 0;
+    p.a = (char *)buf + 8;
+    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    p.a = buf;
+    gemmk_cache_stats st0, st1;
+    gemmk_cache_stats_get(ctx, &st0);
+    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_OK;
+    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_OK;
+    CK(cudaDeviceSynchronize());
+    gemmk_cache_stats_get(ctx, &st1);
+    bad += st1.hits < st0.hits + 2; /* second call hits for A and B */
+    printf("api checks: %s (cache hits %llu misses %llu entries %u)\n",
+           bad ? "FAIL" : "ok", (unsigned long long)st1.hits,
+           (unsigned long long)st1.misses, st1.entries);
+    cudaFree(buf);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    bool quick = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed_base = strtoull(argv[++i], nullptr, 10);
+    }
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        printf("skipped: no CUDA device\n");
+        return 0;
+    }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    if (prop.major != 9 || prop.minor != 0) {
+        printf("skipped: device is sm_%d%d, kernels need sm_90\n", prop.major,
+               prop.minor);
+        return 0;
+    }
+    int rv = gemmk_ctx_create(&ctx, 0);
+    if (rv != GEMM_OK) {
+        printf("FAIL: gemmk_ctx_create returned %d\n", rv);
+        return 1;
+    }
+    CB(cublasCreate(&blas));
+    CB(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));
+
+    int api_bad = api_checks();
+    std::vector<Case> cases;
+    const gemm_dtype abs_[2] = {GEMM_BF16, GEMM_FP16};
+    const gemm_dtype cds[3] = {GEMM_FP32, GEMM_BF16, GEMM_FP16};
+    const char *kernels[] = {NULL, "ws128x256", "ws128x128",
+                             "ws128x128_splitk", "ws128x256_splitk"};
+    if (quick) {
+        int q = 0;
+        const long long qs[][3] = {{1, 7, 63}, {65, 129, 127}, {127, 64, 255},
+                                   {200, 300, 1000}};
+        for (auto &s : qs)
+            for (int t = 0; t < 4; t++, q++)
+                cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
+                                 t >> 1, t & 1, 1.5f, (q % 2) ? 0.5f : 0.f,
+                                 (q % 3) * 8, kernels[q % 5]});
+    } else {
+        const long long sz[] = {1,   7,    63,   64,   65,   127,
+                                129, 255,  1000, 1024, 4095, 4096};
+        int q = 0;
+        /* each size in each dimension, the others moderate */
+        for (long long v : sz) {
+            for (int dim = 0; dim < 3; dim++, q++) {
+                long long d3[3] = {200 + 8 * (q % 5), 300 - (q % 7), 129};
+                d3[dim] = v;
+                if (v >= 4095) /* keep the large ones affordable */
+                    d3[(dim + 1) % 3] = 65;
+                for (int t = 0; t < 4; t++)
+                    cases.push_back({d3[0], d3[1], d3[2], abs_[(q + t) % 2],
+                                     cds[(q + t) % 3], t >> 1, t & 1,
+                                     (t == 3) ? -0.75f : 1.0f,
+                                     (q + t) % 3 == 1 ? 0.f : 0.25f * (t + 1),
+                                     8 * ((q + t) % 3), kernels[(q + t) % 5]});
+            }
+        }
+        /* cross combinations of the awkward sizes */
+        const long long odd[] = {1, 7, 63, 65, 127, 129, 255, 1000};
+        for (int i = 0; i < 8; i++)
+            for (int j = 0; j < 8; j++, q++) {
+                int t = q % 4;
+                cases.push_back({odd[i], odd[j], odd[(i + j + 3) % 8],
+                                 abs_[q % 2], cds[q % 3], t >> 1, t & 1, 1.0f,
+                                 q % 2 ? 0.f : 1.0f, 8 * (q % 2),
+                                 kernels[q % 5]});
+            }
+        /* large squares, every transpose, both types, every config */
+        for (int t = 0; t < 4; t++)
+            for (int a = 0; a < 2; a++, q++)
+                cases.push_back({4096, 4096, 4096, abs_[a], cds[q % 3], t >> 1,
+                                 t & 1, 1.0f, q % 2 ? 0.f : -1.0f, 0,
+                                 kernels[q % 3]});
+        /* skinny and split-K shapes */
+        const long long skinny[][3] = {{1, 8192, 8192},   {16, 4096, 8192},
+                                       {64, 1000, 8192},  {128, 2048, 4096},
+                                       {256, 4095, 4096}, {3000, 5000, 700},
+                                       {1024, 1024, 16384}};
+        for (auto &s : skinny)
+            for (int t = 0; t < 4; t++, q++)
+                cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
+                                 t >> 1, t & 1, 1.0f, q % 2 ? 0.f : 0.5f,
+                                 8 * (q % 2), NULL});
+    }
+    for (size_t i = 0; i < cases.size(); i++)
+        run_case(cases[i], (int)i);
+    gemmk_cache_stats st;
+    gemmk_cache_stats_get(ctx, &st);
+    printf("gpu tests: %d passed, %d failed, api checks %s; tensor-map "
+           "cache: %llu hits, %llu misses, %u entries\n",
+           passes, failures, api_bad ? "FAILED" : "ok",
+           (unsigned long long)st.hits, (unsigned long long)st.misses,
+           st.entries);
+    cublasDestroy(blas);
+    gemmk_ctx_destroy(ctx);
+    return failures || api_bad ? 1 : 0;
+}
