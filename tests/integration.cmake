@@ -14,7 +14,7 @@ endif()
 add_library(gemm_itest_util STATIC
   util/daemon.c util/data.c util/cases.c util/raw.c)
 target_include_directories(gemm_itest_util PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-target_compile_definitions(gemm_itest_util PRIVATE
+target_compile_definitions(gemm_itest_util PUBLIC
   GEMMD_PATH="$<TARGET_FILE:gemmd>")
 target_link_libraries(gemm_itest_util PUBLIC
   gemmclient gemm_proto nng::nng PkgConfig::CRITERION Threads::Threads m)

@@ -11,9 +11,12 @@
 
 #include <criterion/criterion.h>
 
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 static void setup(void)
@@ -211,4 +214,70 @@ Test(shutdown, sigterm_idle_with_clients_connected)
 Test(shutdown, sigint_idle_with_clients_connected)
 {
     idle_signal(SIGINT, "SIGINT, idle, 4 clients connected");
+}
+
+/* SIGHUP is the daemon's (reload/log reopen), not a reason to exit. */
+Test(shutdown, sighup_keeps_serving)
+{
+    cr_assert_eq(kill(g_gemmd.pid, SIGHUP), 0, "kill");
+    tu_sleep_ms(100);
+    cr_assert_eq(waitpid(g_gemmd.pid, &g_gemmd.status, WNOHANG), 0,
+                 "gemmd exited on SIGHUP");
+    tu_assert_healthy(g_client);
+}
+
+/* Runs GEMMD_PATH with args; returns its exit status (-1 if it ran for
+ * more than 5 s or died of a signal). Output goes to /dev/null. */
+static int run_gemmd(const char *const *args)
+{
+    const char *argv[16] = {GEMMD_PATH};
+    int n = 1;
+    for (; *args && n < 15; args++)
+        argv[n++] = *args;
+    argv[n] = NULL;
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0, "fork");
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    gemmd_proc p = {.pid = pid};
+    if (!gemmd_wait_exit(&p, 5.0)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return -1;
+    }
+    return WIFEXITED(p.status) ? WEXITSTATUS(p.status) : -1;
+}
+
+Test(shutdown, command_line)
+{
+    static const char *const version[] = {"--version", NULL};
+    static const char *const help[] = {"--help", NULL};
+    char url[300];
+    snprintf(url, sizeof(url), "ipc://%s/other.sock", g_gemmd.dir);
+    const char *const bad_backend[] = {"--listen", url, "--backend", "nope",
+                                       NULL};
+    const char *const bad_threads[] = {"--listen", url, "--threads", "x",
+                                       NULL};
+    const char *const bad_option[] = {"--listen", url, "--no-such-option",
+                                      NULL};
+    /* the fixture's socket is taken: a second daemon there must fail */
+    const char *const taken[] = {"--listen", g_gemmd.url, "--backend", "cpu",
+                                 NULL};
+    cr_assert_eq(run_gemmd(version), 0, "gemmd --version");
+    cr_assert_eq(run_gemmd(help), 0, "gemmd --help");
+    int rv = run_gemmd(bad_backend);
+    cr_assert(rv > 0, "gemmd --backend nope: exit %d, want nonzero", rv);
+    rv = run_gemmd(bad_threads);
+    cr_assert(rv > 0, "gemmd --threads x: exit %d, want nonzero", rv);
+    rv = run_gemmd(bad_option);
+    cr_assert(rv > 0, "gemmd --no-such-option: exit %d, want nonzero", rv);
+    rv = run_gemmd(taken);
+    cr_assert(rv > 0, "a second gemmd on a socket in use: exit %d, want "
+              "nonzero", rv);
+    tu_assert_healthy(g_client);
 }
