@@ -37,6 +37,9 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->max_message_bytes = 64 * 1024;
     cfg->max_dim = 1u << 20;
     cfg->contexts = 64;
+    cfg->client_buffers = 1024;
+    cfg->client_bytes = 64ull << 30;
+    cfg->client_inflight = 64;
     cfg->socket_mode = 0660;
     cfg->stats_interval_s = 60.0;
     cfg->drain_timeout_s = 30.0;
@@ -63,6 +66,12 @@ static void usage(FILE *f)
         "65536)\n"
         "  --max-dim N              largest m, n or k (default 1048576)\n"
         "  --contexts N             requests received concurrently "
+        "(default 64)\n"
+        "  --client-buffers N       buffers one client may register "
+        "(default 1024)\n"
+        "  --client-bytes N         bytes one client may register "
+        "(default 64 GiB)\n"
+        "  --client-inflight N      GEMMs one client may have queued "
         "(default 64)\n"
         "  --socket-mode MODE       octal permissions of the ipc socket "
         "(default 0660)\n"
@@ -112,6 +121,9 @@ enum {
     OPT_MAX_DIM,
     OPT_CONTEXTS,
     OPT_SOCKET_MODE,
+    OPT_CLIENT_BUFFERS,
+    OPT_CLIENT_BYTES,
+    OPT_CLIENT_INFLIGHT,
     OPT_STATS,
     OPT_DRAIN,
     OPT_LOG_LEVEL,
@@ -131,6 +143,9 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
         {"max-dim", required_argument, NULL, OPT_MAX_DIM},
         {"contexts", required_argument, NULL, OPT_CONTEXTS},
         {"socket-mode", required_argument, NULL, OPT_SOCKET_MODE},
+        {"client-buffers", required_argument, NULL, OPT_CLIENT_BUFFERS},
+        {"client-bytes", required_argument, NULL, OPT_CLIENT_BYTES},
+        {"client-inflight", required_argument, NULL, OPT_CLIENT_INFLIGHT},
         {"stats-interval", required_argument, NULL, OPT_STATS},
         {"drain-timeout", required_argument, NULL, OPT_DRAIN},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
@@ -193,6 +208,24 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
                 bad = "--contexts needs a number in 1..4096";
             else
                 cfg->contexts = (uint32_t)v;
+            break;
+        case OPT_CLIENT_BUFFERS:
+            if (parse_u64(optarg, 1, 1u << 20, 10, &v) != 0)
+                bad = "--client-buffers needs a number in 1..1048576";
+            else
+                cfg->client_buffers = (uint32_t)v;
+            break;
+        case OPT_CLIENT_BYTES:
+            if (parse_u64(optarg, 4096, UINT64_MAX / 2, 10, &v) != 0)
+                bad = "--client-bytes needs a number of bytes >= 4096";
+            else
+                cfg->client_bytes = v;
+            break;
+        case OPT_CLIENT_INFLIGHT:
+            if (parse_u64(optarg, 1, 1u << 20, 10, &v) != 0)
+                bad = "--client-inflight needs a number in 1..1048576";
+            else
+                cfg->client_inflight = (uint32_t)v;
             break;
         case OPT_SOCKET_MODE:
             if (parse_u64(optarg, 0, 0777, 8, &v) != 0 || (v & 0007) != 0)

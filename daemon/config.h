@@ -17,6 +17,9 @@ typedef struct gemmd_config {
     size_t max_message_bytes;   /* larger requests get GEMM_ERR_TOO_LARGE */
     uint64_t max_dim;           /* upper limit for m, n and k */
     uint32_t contexts;          /* nng contexts: requests received at once */
+    uint32_t client_buffers;    /* per client: registered buffers */
+    uint64_t client_bytes;      /* per client: registered bytes */
+    uint32_t client_inflight;   /* per client: GEMMs queued or running */
     unsigned socket_mode;       /* permissions of the ipc socket file */
     double stats_interval_s;    /* stats log line period; 0 = never */
     double drain_timeout_s;     /* SIGTERM: longest wait for in-flight work */

@@ -6,6 +6,7 @@
  */
 #include "gemmd.h"
 #include "log.h"
+#include "request.h"
 
 #include <gemm/gemm.h>
 
@@ -182,6 +183,20 @@ static void do_register(gemmd *d, srv_slot *s, uint64_t id,
                     "RegisterBuffer needs a name and a size");
         return;
     }
+    if (c->buffers >= d->cfg.client_buffers) {
+        reply_error(d, s, id, GEMM_ERR_LIMIT,
+                    "this connection already holds its limit of %u buffers",
+                    d->cfg.client_buffers);
+        return;
+    }
+    if (rq->size > d->cfg.client_bytes - c->bytes) {
+        reply_error(d, s, id, GEMM_ERR_LIMIT,
+                    "registering %llu more bytes would pass this "
+                    "connection's limit of %llu",
+                    (unsigned long long)rq->size,
+                    (unsigned long long)d->cfg.client_bytes);
+        return;
+    }
     char msg[512];
     uint64_t bid;
     int rv = reg_register(&d->reg, s->pipe, c->uid, rq->name, rq->size, &bid,
@@ -191,6 +206,7 @@ static void do_register(gemmd *d, srv_slot *s, uint64_t id,
         return;
     }
     c->buffers++;
+    c->bytes += rq->size;
     Gemm__Reply r;
     Gemm__RegisterBufferReply rb = GEMM__REGISTER_BUFFER_REPLY__INIT;
     reply_init(&r, id);
@@ -205,6 +221,8 @@ static void do_release(gemmd *d, srv_slot *s, uint64_t id,
                        const Gemm__ReleaseBufferRequest *rq)
 {
     uint64_t bid = rq->has_buffer_id ? rq->buffer_id : 0;
+    reg_buffer *b = reg_lookup(&d->reg, s->pipe, bid);
+    size_t size = b != NULL ? b->size : 0;
     if (reg_release(&d->reg, s->pipe, bid) != GEMM_OK) {
         reply_error(d, s, id, GEMM_ERR_NO_BUFFER,
                     "buffer id %#llx is not registered on this connection",
@@ -212,8 +230,10 @@ static void do_release(gemmd *d, srv_slot *s, uint64_t id,
         return;
     }
     gemmd_client *c = client_find(d, s->pipe);
-    if (c != NULL && c->buffers > 0)
+    if (c != NULL && c->buffers > 0) {
         c->buffers--;
+        c->bytes -= size;
+    }
     Gemm__Reply r;
     Gemm__ReleaseBufferReply rr = GEMM__RELEASE_BUFFER_REPLY__INIT;
     reply_init(&r, id);
@@ -237,17 +257,6 @@ static void *lookup(void *arg, uint64_t id, size_t *size)
     return b;
 }
 
-static void operand_in(val_operand *o, const Gemm__Operand *p)
-{
-    memset(o, 0, sizeof(*o));
-    if (p == NULL)
-        return;
-    o->present = true;
-    o->buffer_id = p->has_buffer_id ? p->buffer_id : 0;
-    o->offset = p->has_offset ? p->offset : 0;
-    o->ld = p->has_ld ? p->ld : 0;
-}
-
 static void *operand_ptr(const val_matrix *m)
 {
     const reg_buffer *b = m->handle;
@@ -267,21 +276,15 @@ static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
                     "queue full: %u GEMMs queued or running", d->inflight);
         return;
     }
-    val_gemm v = {
-        .m = g->has_m ? g->m : 0,
-        .n = g->has_n ? g->n : 0,
-        .k = g->has_k ? g->k : 0,
-        .ab_type = g->has_ab_type ? (int)g->ab_type : 0,
-        .cd_type = g->has_cd_type ? (int)g->cd_type : 0,
-        .trans_a = g->has_trans_a && g->trans_a,
-        .trans_b = g->has_trans_b && g->trans_b,
-        .alpha = g->alpha, /* protobuf-c applies the defaults 1 and 0 */
-        .beta = g->beta,
-    };
-    operand_in(&v.a, g->a);
-    operand_in(&v.b, g->b);
-    operand_in(&v.c, g->c);
-    operand_in(&v.d, g->d);
+    if (c->inflight >= d->cfg.client_inflight) {
+        reply_error(d, s, id, GEMM_ERR_LIMIT,
+                    "this connection already has its limit of %u GEMMs "
+                    "queued or running",
+                    d->cfg.client_inflight);
+        return;
+    }
+    val_gemm v;
+    req_gemm_desc(g, &v);
     val_limits lim = {.max_dim = d->cfg.max_dim};
     struct lookup_arg la = {d, s->pipe};
     val_resolved res;
@@ -290,6 +293,17 @@ static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
     if (rv != GEMM_OK) {
         reply_error(d, s, id, rv, "%s", msg);
         return;
+    }
+    const val_matrix *ms[4] = {&res.a, &res.b, &res.d,
+                               res.has_c ? &res.c : NULL};
+    for (int i = 0; i < 4; i++) {
+        if (ms[i] != NULL && reg_faulted(ms[i]->handle)) {
+            reply_error(d, s, id, GEMM_ERR_BUFFER_FAULT,
+                        "buffer %#llx was shrunk by its owner under the "
+                        "mapping; its contents are lost: release it",
+                        (unsigned long long)((reg_buffer *)ms[i]->handle)->id);
+            return;
+        }
     }
     gemmd_job *j = calloc(1, sizeof(*j));
     if (j == NULL) {
@@ -315,8 +329,6 @@ static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
     j->ldb = res.b.ld;
     j->ldc = res.has_c ? res.c.ld : 0;
     j->ldd = res.d.ld;
-    const val_matrix *ms[4] = {&res.a, &res.b, &res.d,
-                               res.has_c ? &res.c : NULL};
     for (int i = 0; i < 4; i++) {
         if (ms[i] == NULL)
             continue;
@@ -324,11 +336,20 @@ static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
         reg_hold(j->bufs[j->nbufs++]);
     }
     j->t_received = s->t_received;
+    if (g->has_timeout_ms && g->timeout_ms > 0)
+        j->deadline_ns = s->t_received + (uint64_t)g->timeout_ms * 1000000u;
+    j->owner = s->pipe;
     j->slot = s;
     j->req_id = id;
+    if (sched_submit(&d->sched, j) != GEMM_OK) {
+        for (int i = 0; i < j->nbufs; i++)
+            reg_put(&d->reg, j->bufs[i]);
+        free(j);
+        reply_error(d, s, id, GEMM_ERR_NOMEM, "out of memory for a queue");
+        return;
+    }
     d->inflight++;
     c->inflight++;
-    sched_submit(&d->sched, j);
 }
 
 static void handle_request(gemmd *d, srv_slot *s)
@@ -339,12 +360,10 @@ static void handle_request(gemmd *d, srv_slot *s)
     }
     const Gemm__Request *rq = s->req;
     uint64_t id = rq->has_id ? rq->id : 0;
-    uint32_t ver = rq->has_version ? rq->version : 0;
-    if (ver != GEMM_PROTOCOL_VERSION) {
-        reply_error(d, s, id, GEMM_ERR_VERSION,
-                    "protocol version %u is not supported; this gemmd "
-                    "speaks version %d",
-                    ver, GEMM_PROTOCOL_VERSION);
+    char msg[256];
+    int rv = req_check_envelope(rq, msg, sizeof(msg));
+    if (rv != GEMM_OK) {
+        reply_error(d, s, id, rv, "%s", msg);
         return;
     }
     bool work = rq->body_case == GEMM__REQUEST__BODY_GEMM ||
@@ -392,6 +411,15 @@ void gemmd_job_done(void *arg, gemmd_job *job)
 static void finish_job(gemmd *d, gemmd_job *j)
 {
     srv_slot *s = j->slot;
+    for (int i = 0; i < j->nbufs && j->status == GEMM_OK; i++) {
+        if (reg_faulted(j->bufs[i])) {
+            j->status = GEMM_ERR_BUFFER_FAULT;
+            snprintf(j->msg, sizeof(j->msg),
+                     "buffer %#llx was shrunk by its owner while the GEMM "
+                     "ran; the result is lost",
+                     (unsigned long long)j->bufs[i]->id);
+        }
+    }
     for (int i = 0; i < j->nbufs; i++)
         reg_put(&d->reg, j->bufs[i]);
     d->inflight--;

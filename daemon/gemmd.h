@@ -44,6 +44,7 @@ typedef struct gemmd_client {
     uint64_t uid;
     bool has_uid;
     uint32_t buffers;  /* registered now */
+    uint64_t bytes;    /* their total size */
     uint32_t inflight; /* GEMMs queued or running */
     struct gemmd_client *next;
 } gemmd_client;

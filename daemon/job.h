@@ -54,6 +54,9 @@ typedef struct gemmd_job {
     uint64_t t_started;
     uint64_t t_finished;
 
+    uint32_t owner;       /* the client (nng pipe) that asked */
+    uint64_t deadline_ns; /* drop unstarted after this; 0 = none */
+
     /* where the reply goes */
     void *slot;      /* the server slot (nng context) that received it */
     uint64_t req_id; /* the request's id */

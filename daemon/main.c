@@ -6,6 +6,8 @@
  */
 #include "gemmd.h"
 #include "log.h"
+#include "notify.h"
+#include "shmguard.h"
 
 #include <gemm/gemm.h>
 
@@ -53,6 +55,7 @@ static void begin_drain(gemmd *d, const char *why)
     d->draining = true;
     gemmd_log(LOG_NOTICE, "%s: finishing %u GEMMs in flight, then exiting",
               why, d->inflight);
+    gemmd_notify("STOPPING=1\nSTATUS=draining");
     if (d->cfg.drain_timeout_s > 0)
         uv_timer_start(&d->drain_timer, on_drain_timeout,
                        (uint64_t)(d->cfg.drain_timeout_s * 1000), 0);
@@ -109,6 +112,10 @@ int main(int argc, char **argv)
         return rv == 1 ? 0 : 2;
     gemmd_log_level = d->cfg.log_level;
     signal(SIGPIPE, SIG_IGN);
+    if (shmguard_install() != 0) {
+        gemmd_log(LOG_ERR, "cannot install the SIGBUS handler");
+        return 1;
+    }
 
     stats_init(&d->stats);
     pthread_mutex_init(&d->inbox_mu, NULL);
@@ -158,6 +165,10 @@ int main(int argc, char **argv)
     gemmd_log(LOG_NOTICE, "gemmd %s listening on %s (backend %s: %s)",
               GEMM_VERSION_STRING, d->cfg.listen, d->be.ops->name,
               d->be.device);
+    char ready[1024];
+    snprintf(ready, sizeof(ready), "READY=1\nSTATUS=serving on %.512s (%s: "
+             "%.127s)", d->cfg.listen, d->be.ops->name, d->be.device);
+    gemmd_notify(ready);
 
     uv_run(d->loop, UV_RUN_DEFAULT);
 

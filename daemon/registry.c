@@ -3,6 +3,7 @@
  * checks done before the daemon maps anything a client names.
  */
 #include "registry.h"
+#include "shmguard.h"
 
 #include <gemm/gemm.h>
 
@@ -32,6 +33,7 @@ static void unmap(registry *r, reg_buffer *b)
 {
     if (b->pin != NULL && r->hooks.unpin != NULL)
         r->hooks.unpin(r->hooks.arg, b->base, b->pin);
+    shmguard_remove(b->guard);
     munmap(b->base, b->size);
     r->mapped--;
     free(b);
@@ -193,14 +195,23 @@ int reg_register(registry *r, uint32_t owner, uint64_t peer_uid,
         snprintf(msg, len, "out of memory");
         goto fail;
     }
+    b->guard = -1;
     if ((rv = new_id(r, &b->id)) != GEMM_OK) {
         snprintf(msg, len, "cannot draw a buffer id");
         goto fail;
     }
+    if ((b->guard = shmguard_add(base, (size_t)size)) < 0) {
+        rv = GEMM_ERR_LIMIT;
+        snprintf(msg, len, "the daemon holds its maximum of %d buffers",
+                 SHMGUARD_SLOTS);
+        goto fail;
+    }
     if (r->hooks.pin != NULL) {
         rv = r->hooks.pin(r->hooks.arg, base, (size_t)size, &b->pin, msg, len);
-        if (rv != GEMM_OK)
+        if (rv != GEMM_OK) {
+            b->pin = NULL;
             goto fail;
+        }
     }
     b->owner = owner;
     b->base = base;
@@ -219,12 +230,19 @@ int reg_register(registry *r, uint32_t owner, uint64_t peer_uid,
     return GEMM_OK;
 
 fail:
+    if (b != NULL)
+        shmguard_remove(b->guard);
     free(b);
     if (base != MAP_FAILED)
         munmap(base, (size_t)size);
     if (fd >= 0)
         close(fd);
     return rv;
+}
+
+bool reg_faulted(const reg_buffer *b)
+{
+    return shmguard_faulted(b->guard);
 }
 
 void reg_hold(reg_buffer *b)

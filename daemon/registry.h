@@ -21,6 +21,7 @@ typedef struct reg_buffer {
     void *base;              /* mapping, size bytes */
     size_t size;
     void *pin;               /* backend handle (e.g. pinned), or NULL */
+    int guard;               /* shmguard slot (SIGBUS protection) */
     unsigned refs;           /* 1 while registered + 1 per job using it */
     bool registered;         /* still in the table (not yet released) */
     struct reg_buffer *next; /* hash chain */
@@ -67,6 +68,10 @@ int reg_register(registry *r, uint32_t owner, uint64_t peer_uid,
 /* The buffer id registered by owner, or NULL if there is none (unknown id
  * and another connection's id look the same). */
 reg_buffer *reg_lookup(registry *r, uint32_t owner, uint64_t id);
+
+/* Whether the owner shrank the object under the mapping (see shmguard.h):
+ * the buffer's contents are lost and every later use fails. */
+bool reg_faulted(const reg_buffer *b);
 
 /* Takes a reference; each needs one reg_put(). */
 void reg_hold(reg_buffer *b);

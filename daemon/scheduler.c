@@ -1,35 +1,73 @@
 /*
- * scheduler.c: worker threads pulling jobs from one FIFO. The backend decides
- * how many workers it wants (the CPU backend one, a GPU backend per stream).
+ * scheduler.c: per-client FIFOs on a ring, served round-robin by the worker
+ * threads. The backend decides how many workers it wants (the CPU backend
+ * one, a GPU backend one per stream).
  */
 #include "scheduler.h"
 #include "log.h"
 
 #include <gemm/gemm.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static sched_queue **queue_link(sched *s, uint32_t owner)
+{
+    sched_queue **l = &s->queues[owner % SCHED_BUCKETS];
+    while (*l != NULL && (*l)->owner != owner)
+        l = &(*l)->hash_next;
+    return l;
+}
+
+/* Takes the next job round-robin; NULL when none. Under s->mu. */
+static gemmd_job *take(sched *s)
+{
+    if (s->ring == NULL)
+        return NULL;
+    /* s->ring is the last queue served; serve the one after it */
+    sched_queue *prev = s->ring, *q = prev->ring_next;
+    gemmd_job *j = q->head;
+    q->head = j->next;
+    s->queued--;
+    if (q->head != NULL) {
+        q->tail = q->head ? q->tail : NULL;
+        s->ring = q; /* q goes to the back of the ring */
+    } else {
+        /* q is empty: unlink it from the ring and free it */
+        if (q == prev)
+            s->ring = NULL;
+        else
+            prev->ring_next = q->ring_next, s->ring = prev;
+        sched_queue **l = queue_link(s, q->owner);
+        *l = q->hash_next;
+        free(q);
+    }
+    j->next = NULL;
+    return j;
+}
 
 static void *worker(void *arg)
 {
     sched *s = arg;
     for (;;) {
         pthread_mutex_lock(&s->mu);
-        while (s->head == NULL && !s->stopping)
+        gemmd_job *j;
+        while ((j = take(s)) == NULL && !s->stopping)
             pthread_cond_wait(&s->cv, &s->mu);
-        gemmd_job *j = s->head;
-        if (j == NULL) { /* stopping and nothing left */
-            pthread_mutex_unlock(&s->mu);
-            return NULL;
-        }
-        s->head = j->next;
-        if (s->head == NULL)
-            s->tail = NULL;
         pthread_mutex_unlock(&s->mu);
+        if (j == NULL)
+            return NULL; /* stopping and nothing left */
 
-        j->next = NULL;
         j->t_started = gemmd_now_ns();
-        j->status = s->be->ops->gemm(s->be, j);
+        if (j->deadline_ns != 0 && j->t_started > j->deadline_ns) {
+            j->status = GEMM_ERR_TIMEOUT;
+            snprintf(j->msg, sizeof(j->msg),
+                     "deadline expired after %.1f ms in the queue",
+                     (j->t_started - j->t_received) / 1e6);
+        } else {
+            j->status = s->be->ops->gemm(s->be, j);
+        }
         j->t_finished = gemmd_now_ns();
         s->done(s->done_arg, j);
     }
@@ -58,17 +96,38 @@ int sched_start(sched *s, gemmd_backend *be, sched_done_fn done, void *arg)
     return GEMM_OK;
 }
 
-void sched_submit(sched *s, gemmd_job *job)
+int sched_submit(sched *s, gemmd_job *job)
 {
     job->next = NULL;
     pthread_mutex_lock(&s->mu);
-    if (s->tail != NULL)
-        s->tail->next = job;
+    sched_queue **l = queue_link(s, job->owner);
+    sched_queue *q = *l;
+    if (q == NULL) {
+        if ((q = calloc(1, sizeof(*q))) == NULL) {
+            pthread_mutex_unlock(&s->mu);
+            return GEMM_ERR_NOMEM;
+        }
+        q->owner = job->owner;
+        *l = q;
+        /* join the ring just before the queue served next */
+        if (s->ring == NULL) {
+            q->ring_next = q;
+            s->ring = q;
+        } else {
+            q->ring_next = s->ring->ring_next;
+            s->ring->ring_next = q;
+            s->ring = q;
+        }
+    }
+    if (q->tail != NULL)
+        q->tail->next = job;
     else
-        s->head = job;
-    s->tail = job;
+        q->head = job;
+    q->tail = job;
+    s->queued++;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
+    return GEMM_OK;
 }
 
 void sched_stop(sched *s)

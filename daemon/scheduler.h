@@ -1,8 +1,10 @@
 /*
- * scheduler.h: the scheduler between the loop and a backend. A FIFO of
- * validated jobs and the backend's worker threads; each finished job goes to
- * the done callback (which hands it back to the loop). The loop thread calls
- * sched_submit and counts depth; workers only run jobs.
+ * scheduler.h: the scheduler between the loop and a backend. Jobs wait in
+ * one FIFO per client, and the backend's worker threads take them round-robin
+ * across clients, so a client that floods the daemon delays only itself.
+ * A job whose deadline passed while it waited is dropped with
+ * GEMM_ERR_TIMEOUT instead of run. Each finished job goes to the done
+ * callback (which hands it back to the loop). Any thread may submit.
  */
 #ifndef GEMMD_SCHEDULER_H
 #define GEMMD_SCHEDULER_H
@@ -15,13 +17,25 @@
 
 typedef void (*sched_done_fn)(void *arg, gemmd_job *job);
 
+/* One client's waiting jobs; on the ring while it has any. */
+typedef struct sched_queue {
+    uint32_t owner;
+    gemmd_job *head, *tail;
+    struct sched_queue *ring_next; /* circular list of non-empty queues */
+    struct sched_queue *hash_next;
+} sched_queue;
+
+#define SCHED_BUCKETS 64
+
 typedef struct sched {
     gemmd_backend *be;
     sched_done_fn done;
     void *done_arg;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    gemmd_job *head, *tail; /* queued, not started */
+    sched_queue *ring;   /* the queue served next; NULL when idle */
+    sched_queue *queues[SCHED_BUCKETS];
+    unsigned queued;     /* jobs waiting, all clients */
     bool stopping;
     pthread_t *threads;
     unsigned nthreads;
@@ -30,8 +44,9 @@ typedef struct sched {
 /* Starts be->workers threads. Returns a gemm_error. Main thread. */
 int sched_start(sched *s, gemmd_backend *be, sched_done_fn done, void *arg);
 
-/* Queues a job; never blocks on the backend. Any thread. */
-void sched_submit(sched *s, gemmd_job *job);
+/* Queues a job behind its owner's earlier ones; never blocks on the
+ * backend. Returns GEMM_OK or GEMM_ERR_NOMEM. Any thread. */
+int sched_submit(sched *s, gemmd_job *job);
 
 /* Lets queued jobs finish, then joins the workers. Main thread. */
 void sched_stop(sched *s);

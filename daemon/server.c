@@ -8,6 +8,7 @@
  */
 #include "gemmd.h"
 #include "log.h"
+#include "request.h"
 
 #include <gemm/gemm.h>
 
@@ -81,21 +82,9 @@ static void on_recv(srv_slot *s)
     s->req = NULL;
     s->decode_status = GEMM_OK;
     s->decode_msg[0] = '\0';
-    size_t len = nng_msg_len(m);
-    if (len > d->cfg.max_message_bytes) {
-        s->decode_status = GEMM_ERR_TOO_LARGE;
-        snprintf(s->decode_msg, sizeof(s->decode_msg),
-                 "request of %zu bytes exceeds the limit of %zu", len,
-                 d->cfg.max_message_bytes);
-    } else {
-        s->req = gemm__request__unpack(NULL, len, nng_msg_body(m));
-        if (s->req == NULL) {
-            s->decode_status = GEMM_ERR_PROTOCOL;
-            snprintf(s->decode_msg, sizeof(s->decode_msg),
-                     "cannot decode a %zu-byte request as gemm.Request",
-                     len);
-        }
-    }
+    s->decode_status =
+        req_decode(nng_msg_body(m), nng_msg_len(m), d->cfg.max_message_bytes,
+                   &s->req, s->decode_msg, sizeof(s->decode_msg));
     nng_msg_free(m);
     s->state = SLOT_WORK;
     s->ev.kind = EV_REQUEST;

@@ -1,0 +1,80 @@
+/*
+ * request.c: decoding and envelope checks of incoming requests.
+ */
+#include "request.h"
+
+#include <gemm/gemm.h>
+
+#include <stdio.h>
+#include <string.h>
+
+int req_decode(const uint8_t *data, size_t len, size_t max,
+               Gemm__Request **out, char *msg, size_t msglen)
+{
+    *out = NULL;
+    if (len > max) {
+        snprintf(msg, msglen, "request of %zu bytes exceeds the limit of %zu",
+                 len, max);
+        return GEMM_ERR_TOO_LARGE;
+    }
+    *out = gemm__request__unpack(NULL, len, data);
+    if (*out == NULL) {
+        snprintf(msg, msglen,
+                 "cannot decode a %zu-byte request as gemm.Request", len);
+        return GEMM_ERR_PROTOCOL;
+    }
+    return GEMM_OK;
+}
+
+int req_check_envelope(const Gemm__Request *rq, char *msg, size_t msglen)
+{
+    uint32_t ver = rq->has_version ? rq->version : 0;
+    if (ver != GEMM_PROTOCOL_VERSION) {
+        snprintf(msg, msglen,
+                 "protocol version %u is not supported; this gemmd speaks "
+                 "version %d",
+                 ver, GEMM_PROTOCOL_VERSION);
+        return GEMM_ERR_VERSION;
+    }
+    switch (rq->body_case) {
+    case GEMM__REQUEST__BODY_HELLO:
+    case GEMM__REQUEST__BODY_STATUS:
+    case GEMM__REQUEST__BODY_REGISTER_BUFFER:
+    case GEMM__REQUEST__BODY_RELEASE_BUFFER:
+    case GEMM__REQUEST__BODY_GEMM:
+        return GEMM_OK;
+    default:
+        snprintf(msg, msglen,
+                 "request has no body (or one this gemmd does not know)");
+        return GEMM_ERR_PROTOCOL;
+    }
+}
+
+static void operand_desc(val_operand *o, const Gemm__Operand *p)
+{
+    memset(o, 0, sizeof(*o));
+    if (p == NULL)
+        return;
+    o->present = true;
+    o->buffer_id = p->has_buffer_id ? p->buffer_id : 0;
+    o->offset = p->has_offset ? p->offset : 0;
+    o->ld = p->has_ld ? p->ld : 0;
+}
+
+void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->m = g->has_m ? g->m : 0;
+    v->n = g->has_n ? g->n : 0;
+    v->k = g->has_k ? g->k : 0;
+    v->ab_type = g->has_ab_type ? (int)g->ab_type : 0;
+    v->cd_type = g->has_cd_type ? (int)g->cd_type : 0;
+    v->trans_a = g->has_trans_a && g->trans_a;
+    v->trans_b = g->has_trans_b && g->trans_b;
+    v->alpha = g->alpha; /* protobuf-c applies the defaults 1 and 0 */
+    v->beta = g->beta;
+    operand_desc(&v->a, g->a);
+    operand_desc(&v->b, g->b);
+    operand_desc(&v->c, g->c);
+    operand_desc(&v->d, g->d);
+}

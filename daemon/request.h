@@ -1,0 +1,32 @@
+/*
+ * request.h: from bytes on the wire to a checked request, with no daemon
+ * state: size limit, protobuf decoding, protocol version, body presence, and
+ * the translation of a GemmRequest into validate.h's plain description.
+ * Used by the server and by the fuzz targets. Thread-safe.
+ */
+#ifndef GEMMD_REQUEST_H
+#define GEMMD_REQUEST_H
+
+#include "validate.h"
+
+#include "gemm.pb-c.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Decodes len bytes into *out (free with gemm__request__free_unpacked).
+ * Returns GEMM_OK, or TOO_LARGE (len > max), PROTOCOL (undecodable) with a
+ * message; *out is NULL then.
+ */
+int req_decode(const uint8_t *data, size_t len, size_t max,
+               Gemm__Request **out, char *msg, size_t msglen);
+
+/* Checks the envelope of a decoded request: version and body. Returns
+ * GEMM_OK, VERSION or PROTOCOL with a message. */
+int req_check_envelope(const Gemm__Request *rq, char *msg, size_t msglen);
+
+/* Fills *v from a GemmRequest (absent fields become 0 / not present). */
+void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v);
+
+#endif

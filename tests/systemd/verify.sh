@@ -1,0 +1,27 @@
+#!/bin/sh
+# systemd_verify: systemd-analyze verify accepts gemmd.service (with
+# ExecStart pointed at the gemmd just built) and the unit keeps its
+# hardening. Usage: verify.sh UNIT GEMMD
+set -eu
+unit=$1 gemmd=$2
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+    echo "systemd-analyze not found (install the systemd package)" >&2
+    exit 1
+fi
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+sed "s|^ExecStart=/usr/local/bin/gemmd|ExecStart=$gemmd|" "$unit" \
+    > "$dir/gemmd.service"
+out=$(systemd-analyze verify "$dir/gemmd.service" 2>&1) || {
+    echo "$out"; exit 1; }
+# verify prints problems without failing for some of them: none allowed
+if [ -n "$out" ]; then echo "$out"; exit 1; fi
+for want in Type=notify NoNewPrivileges=yes ProtectSystem=strict \
+    ProtectHome=yes PrivateTmp=yes RestrictAddressFamilies=AF_UNIX \
+    RuntimeDirectory=gemmd User=gemmd Group=gemmd; do
+    grep -qx "$want" "$unit" || { echo "missing $want"; exit 1; }
+done
+if grep -q '^PrivateDevices=yes' "$unit"; then
+    echo "PrivateDevices=yes would hide the NVIDIA device nodes"; exit 1
+fi
+echo "systemd-analyze verify: gemmd.service OK"
