@@ -104,6 +104,8 @@ static int parse_header(const char *path, const char *hdr, char descr[8],
                             path);
         dims[n++] = (size_t)d;
         v = end;
+        if (*v == 'L') /* Python 2 wrote longs as 3L */
+            v++;
         while (isspace((unsigned char)*v))
             v++;
         if (*v == ',')
