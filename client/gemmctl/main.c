@@ -35,6 +35,8 @@ static const char usage_text[] =
     "  --url URL                 the daemon (default: $GEMM_URL, else\n"
     "                            ipc://$XDG_RUNTIME_DIR/gemmd.sock if it\n"
     "                            exists, else ipc:///run/gemmd/gemmd.sock)\n"
+    "  --timeout MS              per-request timeout (default 60000; -1:\n"
+    "                            wait forever)\n"
     "  -h, --help                this text ('gemmctl mm --help' for mm)\n"
     "  -V, --version             gemmctl's version\n"
     "\n"
@@ -62,11 +64,16 @@ int ctl_fail(int rv, const char *what)
     return ctl_error(EXIT_RUNTIME, "%s", msg);
 }
 
+/* --timeout: per-request timeout in ms, 0 = the library's default. */
+static int ctl_timeout_ms;
+
 int ctl_open(const char *url, gemm_client **out)
 {
     int rv = gemm_client_open(out, url);
     if (rv != GEMM_OK)
         return ctl_fail(rv, NULL);
+    if (ctl_timeout_ms != 0)
+        gemm_client_set_timeout(*out, ctl_timeout_ms);
     return EXIT_OK;
 }
 
@@ -190,6 +197,7 @@ int main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"url", required_argument, NULL, 'u'},
+        {"timeout", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -204,6 +212,18 @@ int main(int argc, char **argv)
         case 'u':
             url = optarg;
             break;
+        case 't': {
+            char *end;
+            long ms = strtol(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || ms < -1 || ms == 0 ||
+                ms > 86400000)
+                return ctl_error(EXIT_USAGE,
+                                 "--timeout wants milliseconds (or -1 for "
+                                 "none), not '%s'",
+                                 optarg);
+            ctl_timeout_ms = (int)ms;
+            break;
+        }
         case 'h':
             fputs(usage_text, stdout);
             return EXIT_OK;
