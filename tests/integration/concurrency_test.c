@@ -313,3 +313,135 @@ Test(backpressure, burst_gets_busy_and_correct_results)
                   (unsigned long long)st.requests_failed, busy);
     tu_assert_healthy(g_client);
 }
+
+/* A client timeout shorter than the GEMM: GEMM_ERR_TIMEOUT, and the client,
+ * its buffer and the daemon are all usable afterwards (the late reply is
+ * discarded, not delivered to the next request). */
+Test(backpressure, client_timeout_then_recover)
+{
+    const uint64_t n = 1024;
+    const size_t mat = n * n * 4;
+    gemm_buffer *buf;
+    gemm_op op;
+    uint64_t seed = 11;
+    int rv = gemm_buffer_alloc(g_client, 3 * mat, &buf);
+    cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
+    tu_fill(gemm_buffer_data(buf), GEMM_FP32, 2 * n, n, n, &seed);
+    gemm_op_init(&op, n, n, n, GEMM_FP32, GEMM_FP32);
+    op.a.buf = op.b.buf = op.d.buf = buf;
+    op.b.offset = mat;
+    op.d.offset = 2 * mat;
+    int timeouts = 0;
+    cr_assert_eq(gemm_client_set_timeout(g_client, 1), GEMM_OK);
+    for (int i = 0; i < 3; i++) {
+        rv = gemm_run(g_client, &op, NULL);
+        cr_assert(rv == GEMM_ERR_TIMEOUT || rv == GEMM_OK ||
+                      rv == GEMM_ERR_BUSY,
+                  "1 ms timeout on a %llu^3 GEMM: %s",
+                  (unsigned long long)n, gemm_strerror(rv));
+        timeouts += rv == GEMM_ERR_TIMEOUT;
+    }
+    cr_assert_gt(timeouts, 0, "a 1 ms timeout never fired on %llu^3 GEMMs",
+                 (unsigned long long)n);
+    cr_assert_eq(gemm_client_set_timeout(g_client, 30000), GEMM_OK);
+    /* the next requests get their own replies */
+    for (int i = 0; i < 20; i++) {
+        gemm_server_info info;
+        rv = gemm_ping(g_client, &info);
+        cr_assert_eq(rv, GEMM_OK, "ping %d after timeouts: %s", i,
+                     gemm_strerror(rv));
+    }
+    /* the abandoned GEMMs still run in the daemon; let them drain */
+    gemm_status st;
+    double until = tu_now() + 20;
+    do {
+        rv = gemm_get_status(g_client, &st);
+        cr_assert_eq(rv, GEMM_OK, "status after timeouts: %s",
+                     gemm_strerror(rv));
+    } while (st.queue_depth != 0 && tu_now() < until && (tu_sleep_ms(5), 1));
+    cr_assert_eq(st.queue_depth, 0, "queue_depth %u 20 s after the timeouts",
+                 st.queue_depth);
+    tu_assert_healthy(g_client);
+    gemm_buffer_free(buf);
+}
+
+/* Threads that allocate, compute, free, ping and read status at once, and
+ * others that connect and disconnect: the registry and the connection
+ * bookkeeping under contention. */
+typedef struct churn {
+    pthread_t tid;
+    int index;
+    int failed_at;
+    char why[768];
+} churn;
+
+static void *churn_main(void *arg)
+{
+    churn *w = arg;
+    uint64_t state = 0xC4A2ULL + (uint64_t)w->index;
+    w->failed_at = -1;
+    for (int i = 0; i < 60; i++) {
+        gemm_client *c = g_client;
+        gemm_buffer *b = NULL;
+        int rv;
+        if (w->index % 2 == 1 &&
+            (rv = gemm_client_open(&c, g_gemmd.url)) != GEMM_OK) {
+            snprintf(w->why, sizeof(w->why), "open: %s", gemm_strerror(rv));
+            w->failed_at = i;
+            return NULL;
+        }
+        rv = gemm_buffer_alloc(c, 64 << 10, &b);
+        if (rv == GEMM_OK) {
+            tu_case cs;
+            tu_case_random(&cs, &state, 16);
+            rv = tu_case_run(c, b, &cs, w->why, sizeof(w->why));
+        } else {
+            snprintf(w->why, sizeof(w->why), "alloc: %s", gemm_strerror(rv));
+        }
+        gemm_status st;
+        if (rv == GEMM_OK && (rv = gemm_get_status(c, &st)) != GEMM_OK)
+            snprintf(w->why, sizeof(w->why), "status: %s", gemm_strerror(rv));
+        if (rv == GEMM_OK && (rv = gemm_ping(c, NULL)) != GEMM_OK)
+            snprintf(w->why, sizeof(w->why), "ping: %s", gemm_strerror(rv));
+        if (w->index % 4 == 3 && c != g_client) {
+            gemm_client_close(c); /* the daemon releases b */
+            gemm_buffer_free(b);
+        } else {
+            gemm_buffer_free(b);
+            if (c != g_client)
+                gemm_client_close(c);
+        }
+        if (rv != GEMM_OK) {
+            w->failed_at = i;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+Test(concurrency, churn)
+{
+    churn w[8];
+    gemm_status before, after;
+    cr_assert_eq(gemm_get_status(g_client, &before), GEMM_OK);
+    memset(w, 0, sizeof(w));
+    for (int i = 0; i < 8; i++) {
+        w[i].index = i;
+        cr_assert_eq(pthread_create(&w[i].tid, NULL, churn_main, &w[i]), 0);
+    }
+    for (int i = 0; i < 8; i++)
+        pthread_join(w[i].tid, NULL);
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(w[i].failed_at, -1, "thread %d, round %d: %s", i,
+                     w[i].failed_at, w[i].why);
+    double until = tu_now() + 5;
+    do {
+        cr_assert_eq(gemm_get_status(g_client, &after), GEMM_OK);
+    } while ((after.buffers != before.buffers ||
+              after.clients != before.clients) &&
+             tu_now() < until && (tu_sleep_ms(10), 1));
+    cr_assert_eq(after.buffers, before.buffers, "buffers %u, want %u",
+                 after.buffers, before.buffers);
+    cr_assert_eq(after.clients, before.clients, "clients %u, want %u",
+                 after.clients, before.clients);
+}

@@ -292,3 +292,51 @@ Test(ownership, many_clients_come_and_go)
                  after.buffers, before.buffers);
     tu_assert_healthy(g_client);
 }
+
+/* A connection that sends a big GEMM and goes away before the reply: the
+ * daemon finishes (or drops) the work without touching unmapped memory,
+ * releases the buffer once the request is done, and serves the rest. */
+Test(ownership, disconnect_with_request_in_flight)
+{
+    const uint64_t n = 768;
+    const size_t mat = n * n * 4;
+    gemm_status before = status_now(), after;
+    for (int round = 0; round < 3; round++) {
+        tu_raw raw;
+        tu_shm shm;
+        uint64_t id;
+        Gemm__GemmRequest g;
+        Gemm__Operand ops[4];
+        cr_assert_eq(tu_raw_open(&raw, g_gemmd.url, 10000), 0, "raw dial");
+        int rv = tu_raw_buffer(&raw, &shm, 3 * mat, &id);
+        cr_assert_eq(rv, GEMM_OK, "raw RegisterBuffer: %s",
+                     gemm_strerror(rv));
+        uint64_t seed = 5 + (uint64_t)round;
+        tu_fill(shm.data, GEMM_FP32, 2 * n, n, n, &seed);
+        tu_raw_gemm_init(&g, ops, id, n, n, n, 0, mat, 2 * mat);
+        Gemm__Request req = GEMM__REQUEST__INIT;
+        req.has_version = req.has_id = 1;
+        req.version = 1;
+        req.id = 1;
+        req.body_case = GEMM__REQUEST__BODY_GEMM;
+        req.gemm = &g;
+        size_t len = gemm__request__get_packed_size(&req);
+        uint8_t *bytes = malloc(len);
+        gemm__request__pack(&req, bytes);
+        nng_msg *msg;
+        cr_assert_eq(nng_msg_alloc(&msg, 0), 0);
+        cr_assert_eq(nng_msg_append(msg, bytes, len), 0);
+        free(bytes);
+        cr_assert_eq(nng_sendmsg(raw.sock, msg, 0), 0, "send");
+        if (round > 0)
+            tu_sleep_ms(round == 1 ? 1 : 20); /* queued, then running */
+        tu_raw_close(&raw); /* no one waits for the reply */
+        /* the client's side goes too: unlinked and unmapped */
+        tu_shm_destroy(&shm);
+    }
+    after = wait_buffers(before.buffers);
+    cr_assert_eq(after.buffers, before.buffers,
+                 "buffers %u 5 s after the connections closed, want %u",
+                 after.buffers, before.buffers);
+    tu_assert_healthy(g_client);
+}
