@@ -22,7 +22,7 @@
 TestSuite(concurrency, .init = fixture_setup, .fini = fixture_teardown,
           .timeout = 120);
 
-#define THREADS 8
+#define THREADS    8
 #define PER_THREAD 200
 
 typedef struct worker {
@@ -30,8 +30,8 @@ typedef struct worker {
     int index;
     gemm_client *client; /* shared or own */
     bool own_client;
-    int done;       /* requests checked */
-    int failed_at;  /* -1 if none */
+    int done;      /* requests checked */
+    int failed_at; /* -1 if none */
     char why[768];
 } worker;
 
@@ -98,12 +98,17 @@ static void run_workers(bool own_clients)
     cr_assert_eq(rv, GEMM_OK, "gemm_get_status: %s", gemm_strerror(rv));
     cr_assert_geq(st.requests_served, (uint64_t)THREADS * PER_THREAD,
                   "requests_served %llu < %d",
-                  (unsigned long long)st.requests_served,
-                  THREADS * PER_THREAD);
+                  (unsigned long long)st.requests_served, THREADS * PER_THREAD);
 }
 
-Test(concurrency, shared_client_8_threads) { run_workers(false); }
-Test(concurrency, separate_clients_8_threads) { run_workers(true); }
+Test(concurrency, shared_client_8_threads)
+{
+    run_workers(false);
+}
+Test(concurrency, separate_clients_8_threads)
+{
+    run_workers(true);
+}
 
 #define INFLIGHT 64
 
@@ -118,11 +123,10 @@ Test(concurrency, async_many_in_flight)
     for (int i = 0; i < INFLIGHT; i++) {
         tu_case cs;
         int rv = gemm_buffer_alloc(g_client, 128 << 10, &buf[i]);
-        cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s",
-                     gemm_strerror(rv));
+        cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
         tu_case_random(&cs, &state, 48);
-        cr_assert(tu_case_prepare(&cs, buf[i], &p[i], why, sizeof(why)),
-                  "%s", why);
+        cr_assert(tu_case_prepare(&cs, buf[i], &p[i], why, sizeof(why)), "%s",
+                  why);
     }
     for (int i = 0; i < INFLIGHT; i++) {
         int rv = gemm_submit(g_client, &p[i].op, &req[i]);
@@ -133,10 +137,10 @@ Test(concurrency, async_many_in_flight)
         int i = (j * 37 + 11) % INFLIGHT; /* 37 is coprime with 64 */
         gemm_timings t;
         int rv = gemm_wait(req[i], &t);
-        cr_assert_eq(rv, GEMM_OK, "gemm_wait %d: %s (%s)", i,
-                     gemm_strerror(rv), gemm_last_error_message());
-        cr_assert(tu_case_verify(&p[i], why, sizeof(why)), "request %d: %s",
-                  i, why);
+        cr_assert_eq(rv, GEMM_OK, "gemm_wait %d: %s (%s)", i, gemm_strerror(rv),
+                     gemm_last_error_message());
+        cr_assert(tu_case_verify(&p[i], why, sizeof(why)), "request %d: %s", i,
+                  why);
         cr_assert_geq(t.total_us, t.compute_us);
     }
     for (int i = 0; i < INFLIGHT; i++) {
@@ -152,7 +156,7 @@ typedef struct async_worker {
     char why[768];
 } async_worker;
 
-#define ASYNC_THREADS 4
+#define ASYNC_THREADS    4
 #define ASYNC_PER_THREAD 32
 
 static void *async_main(void *arg)
@@ -230,7 +234,7 @@ TestSuite(backpressure, .init = busy_setup, .fini = fixture_teardown,
           .timeout = 120);
 
 #define BURST 24
-#define BN 768
+#define BN    768
 
 Test(backpressure, burst_gets_busy_and_correct_results)
 {
@@ -249,8 +253,10 @@ Test(backpressure, burst_gets_busy_and_correct_results)
     gemm_status st;
     rv = gemm_get_status(g_client, &st);
     cr_assert_eq(rv, GEMM_OK, "gemm_get_status: %s", gemm_strerror(rv));
-    cr_assert_eq(st.queue_capacity, 2, "queue_capacity %u, want 2 "
-                 "(--max-queue 2)", st.queue_capacity);
+    cr_assert_eq(st.queue_capacity, 2,
+                 "queue_capacity %u, want 2 "
+                 "(--max-queue 2)",
+                 st.queue_capacity);
 
     for (int i = 0; i < BURST; i++) {
         gemm_op_init(&op[i], BN, BN, BN, GEMM_FP32, GEMM_FP32);
@@ -276,8 +282,10 @@ Test(backpressure, burst_gets_busy_and_correct_results)
         }
     }
     cr_assert_geq(ok, 2, "only %d of %d requests were served", ok, BURST);
-    cr_assert_gt(busy, 0, "a burst of %d %dx%dx%d GEMMs against --threads 1 "
-                 "--max-queue 2 got no GEMM_ERR_BUSY", BURST, BN, BN, BN);
+    cr_assert_gt(busy, 0,
+                 "a burst of %d %dx%dx%d GEMMs against --threads 1 "
+                 "--max-queue 2 got no GEMM_ERR_BUSY",
+                 BURST, BN, BN, BN);
 
     /* served results are right, refused ones left D alone */
     double tr, ta;
@@ -295,8 +303,8 @@ Test(backpressure, burst_gets_busy_and_correct_results)
             tu_ref_elem(&op[i], p, p + mat, NULL, r, c, &ref, &scale);
             double got = ((const float *)d)[r * BN + c];
             cr_assert_leq(fabs(got - ref), tr * scale + ta,
-                          "request %d: D[%zu][%zu] = %g, reference %g", i, r,
-                          c, got, ref);
+                          "request %d: D[%zu][%zu] = %g, reference %g", i, r, c,
+                          got, ref);
         }
     }
 
@@ -337,8 +345,8 @@ Test(backpressure, client_timeout_then_recover)
         rv = gemm_run(g_client, &op, NULL);
         cr_assert(rv == GEMM_ERR_TIMEOUT || rv == GEMM_OK ||
                       rv == GEMM_ERR_BUSY,
-                  "1 ms timeout on a %llu^3 GEMM: %s",
-                  (unsigned long long)n, gemm_strerror(rv));
+                  "1 ms timeout on a %llu^3 GEMM: %s", (unsigned long long)n,
+                  gemm_strerror(rv));
         timeouts += rv == GEMM_ERR_TIMEOUT;
     }
     cr_assert_gt(timeouts, 0, "a 1 ms timeout never fired on %llu^3 GEMMs",
@@ -437,9 +445,9 @@ Test(concurrency, churn)
     double until = tu_now() + 5;
     do {
         cr_assert_eq(gemm_get_status(g_client, &after), GEMM_OK);
-    } while ((after.buffers != before.buffers ||
-              after.clients != before.clients) &&
-             tu_now() < until && (tu_sleep_ms(10), 1));
+    } while (
+        (after.buffers != before.buffers || after.clients != before.clients) &&
+        tu_now() < until && (tu_sleep_ms(10), 1));
     cr_assert_eq(after.buffers, before.buffers, "buffers %u, want %u",
                  after.buffers, before.buffers);
     cr_assert_eq(after.clients, before.clients, "clients %u, want %u",

@@ -40,8 +40,7 @@ static void good_op(gemm_op *op)
     uint64_t seed = 31337;
     if (g_buf == NULL) {
         int rv = gemm_buffer_alloc(g_client, BUF_BYTES, &g_buf);
-        cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s",
-                     gemm_strerror(rv));
+        cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
         cr_assert_eq(gemm_buffer_size(g_buf), BUF_BYTES,
                      "a page-multiple size is kept: %zu",
                      gemm_buffer_size(g_buf));
@@ -515,7 +514,8 @@ Test(errors, register_fifo)
     raw_open();
     int rv = tu_raw_register(&g_raw, name, 1, 4096, &rep);
     unlink(path);
-    cr_assert_eq(rv, 0, "RegisterBuffer of a FIFO: no reply within 10 s "
+    cr_assert_eq(rv, 0,
+                 "RegisterBuffer of a FIFO: no reply within 10 s "
                  "(%s): the daemon blocks opening it?",
                  rv > 0 ? nng_strerror(rv) : "undecodable");
     int st = tu_reply_status(rep);
@@ -548,7 +548,8 @@ Test(errors, buffer_truncated_after_register)
     /* A in the first page (still there), B and D beyond it */
     tu_raw_gemm_init(&g, ops, id, 64, 64, 64, 0, 65536, 131072);
     rv = tu_raw_gemm(&g_raw, &g, &rep);
-    cr_assert_eq(rv, 0, "GEMM on a truncated buffer: no reply (%s); did "
+    cr_assert_eq(rv, 0,
+                 "GEMM on a truncated buffer: no reply (%s); did "
                  "the daemon die of SIGBUS?",
                  rv > 0 ? nng_strerror(rv) : "undecodable");
     int st = tu_reply_status(rep);

@@ -20,9 +20,9 @@ TestSuite(gemm, .init = fixture_setup, .fini = fixture_teardown,
           .timeout = 120);
 
 static const uint64_t shapes[][3] = {
-    {1, 1, 1},    {1, 1, 7},     {1, 9, 1},      {5, 1, 1},
-    {2, 3, 4},    {7, 5, 3},     {16, 16, 16},   {17, 33, 9},
-    {31, 1, 64},  {64, 127, 65}, {100, 37, 129}, {128, 128, 128},
+    {1, 1, 1},       {1, 1, 7},       {1, 9, 1},      {5, 1, 1},
+    {2, 3, 4},       {7, 5, 3},       {16, 16, 16},   {17, 33, 9},
+    {31, 1, 64},     {64, 127, 65},   {100, 37, 129}, {128, 128, 128},
     {200, 150, 100}, {257, 129, 311},
 };
 #define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
@@ -80,13 +80,34 @@ static void sweep(gemm_dtype ab, gemm_dtype cd)
     gemm_buffer_free(buf);
 }
 
-Test(gemm, bf16_to_bf16) { sweep(GEMM_BF16, GEMM_BF16); }
-Test(gemm, bf16_to_fp16) { sweep(GEMM_BF16, GEMM_FP16); }
-Test(gemm, bf16_to_fp32) { sweep(GEMM_BF16, GEMM_FP32); }
-Test(gemm, fp16_to_bf16) { sweep(GEMM_FP16, GEMM_BF16); }
-Test(gemm, fp16_to_fp16) { sweep(GEMM_FP16, GEMM_FP16); }
-Test(gemm, fp16_to_fp32) { sweep(GEMM_FP16, GEMM_FP32); }
-Test(gemm, fp32_to_fp32) { sweep(GEMM_FP32, GEMM_FP32); }
+Test(gemm, bf16_to_bf16)
+{
+    sweep(GEMM_BF16, GEMM_BF16);
+}
+Test(gemm, bf16_to_fp16)
+{
+    sweep(GEMM_BF16, GEMM_FP16);
+}
+Test(gemm, bf16_to_fp32)
+{
+    sweep(GEMM_BF16, GEMM_FP32);
+}
+Test(gemm, fp16_to_bf16)
+{
+    sweep(GEMM_FP16, GEMM_BF16);
+}
+Test(gemm, fp16_to_fp16)
+{
+    sweep(GEMM_FP16, GEMM_FP16);
+}
+Test(gemm, fp16_to_fp32)
+{
+    sweep(GEMM_FP16, GEMM_FP32);
+}
+Test(gemm, fp32_to_fp32)
+{
+    sweep(GEMM_FP32, GEMM_FP32);
+}
 
 /* Every C mode with a few alpha/beta values (alpha = 0 included), each
  * transpose combination, two dtype combinations. */
@@ -108,13 +129,21 @@ Test(gemm, alpha_beta)
     cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
     for (size_t i = 0; i < sizeof(ab) / sizeof(ab[0]); i++) {
         for (int t = 0; t < 8; t++) {
-            tu_case cs = {.m = 37, .n = 23, .k = 41,
+            tu_case cs = {.m = 37,
+                          .n = 23,
+                          .k = 41,
                           .ab = t < 4 ? GEMM_FP32 : GEMM_BF16,
                           .cd = t < 4 ? GEMM_FP32 : GEMM_FP16,
-                          .ta = t & 1, .tb = (t >> 1) & 1,
-                          .alpha = ab[i].alpha, .beta = ab[i].beta,
-                          .c_mode = ab[i].mode, .pad_a = 2, .pad_b = 0,
-                          .pad_c = 5, .pad_d = 1, .base = 4,
+                          .ta = t & 1,
+                          .tb = (t >> 1) & 1,
+                          .alpha = ab[i].alpha,
+                          .beta = ab[i].beta,
+                          .c_mode = ab[i].mode,
+                          .pad_a = 2,
+                          .pad_b = 0,
+                          .pad_c = 5,
+                          .pad_d = 1,
+                          .base = 4,
                           .seed = 99 + i * 8 + (uint64_t)t};
             rv = tu_case_run(g_client, buf, &cs, why, sizeof(why));
             cr_assert_eq(rv, GEMM_OK, "alpha=%g beta=%g c_mode=%d t=%d: %s",
@@ -132,11 +161,22 @@ Test(gemm, wide_leading_dimensions)
     int rv = gemm_buffer_alloc(g_client, 2 << 20, &buf);
     cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
     for (int t = 0; t < 4; t++) {
-        tu_case cs = {.m = 19, .n = 45, .k = 33, .ab = GEMM_FP16,
-                      .cd = GEMM_FP32, .ta = t & 1, .tb = (t >> 1) & 1,
-                      .alpha = 1.0f, .beta = 0.5f, .c_mode = TU_C_SEPARATE,
-                      .pad_a = 301, .pad_b = 257, .pad_c = 999,
-                      .pad_d = 1001, .base = 6, .seed = 5 + (uint64_t)t};
+        tu_case cs = {.m = 19,
+                      .n = 45,
+                      .k = 33,
+                      .ab = GEMM_FP16,
+                      .cd = GEMM_FP32,
+                      .ta = t & 1,
+                      .tb = (t >> 1) & 1,
+                      .alpha = 1.0f,
+                      .beta = 0.5f,
+                      .c_mode = TU_C_SEPARATE,
+                      .pad_a = 301,
+                      .pad_b = 257,
+                      .pad_c = 999,
+                      .pad_d = 1001,
+                      .base = 6,
+                      .seed = 5 + (uint64_t)t};
         rv = tu_case_run(g_client, buf, &cs, why, sizeof(why));
         cr_assert_eq(rv, GEMM_OK, "t=%d: %s", t, why);
     }
@@ -174,17 +214,21 @@ Test(gemm, separate_buffers)
     rv = gemm_run(g_client, &op, &t);
     cr_assert_eq(rv, GEMM_OK, "gemm_run: %s (%s)", gemm_strerror(rv),
                  gemm_last_error_message());
-    cr_assert(tu_compare(&op, gemm_buffer_data(d), ref, scale, why,
-                         sizeof(why)),
-              "%s", why);
+    cr_assert(
+        tu_compare(&op, gemm_buffer_data(d), ref, scale, why, sizeof(why)),
+        "%s", why);
     const uint8_t *dd = gemm_buffer_data(d);
     for (size_t i = m * n * 2; i < gemm_buffer_size(d); i++)
         cr_assert_eq(dd[i], 0xff, "byte %zu after D changed", i);
-    cr_assert_geq(t.total_us, t.compute_us, "timings: total %llu < compute "
-                  "%llu", (unsigned long long)t.total_us,
+    cr_assert_geq(t.total_us, t.compute_us,
+                  "timings: total %llu < compute "
+                  "%llu",
+                  (unsigned long long)t.total_us,
                   (unsigned long long)t.compute_us);
-    cr_assert_geq(t.round_trip_us, t.total_us, "timings: round trip %llu < "
-                  "daemon total %llu", (unsigned long long)t.round_trip_us,
+    cr_assert_geq(t.round_trip_us, t.total_us,
+                  "timings: round trip %llu < "
+                  "daemon total %llu",
+                  (unsigned long long)t.round_trip_us,
                   (unsigned long long)t.total_us);
     gemm_buffer_free(a);
     gemm_buffer_free(b);

@@ -94,9 +94,8 @@ Test(ownership, foreign_client_cannot_compute)
     mine.d.buf = own;
     mine.d.offset = 0;
     rv = gemm_run(other, &mine, NULL);
-    cr_assert_eq(rv, GEMM_ERR_NO_BUFFER,
-                 "foreign A, own D: %s, want %s", gemm_strerror(rv),
-                 gemm_strerror(GEMM_ERR_NO_BUFFER));
+    cr_assert_eq(rv, GEMM_ERR_NO_BUFFER, "foreign A, own D: %s, want %s",
+                 gemm_strerror(rv), gemm_strerror(GEMM_ERR_NO_BUFFER));
     const uint8_t *o = gemm_buffer_data(own);
     for (int i = 0; i < 8192; i++)
         cr_assert_eq(o[i], 0x3c, "the refused request wrote D (byte %d)", i);
@@ -193,8 +192,10 @@ Test(ownership, free_releases_at_once)
                   (unsigned long long)mid.buffer_bytes);
     gemm_buffer_free(b);
     after = status_now();
-    cr_assert_eq(after.buffers, before.buffers, "after free: buffers %u, "
-                 "was %u", after.buffers, before.buffers);
+    cr_assert_eq(after.buffers, before.buffers,
+                 "after free: buffers %u, "
+                 "was %u",
+                 after.buffers, before.buffers);
     cr_assert_eq(after.buffer_bytes, before.buffer_bytes,
                  "after free: buffer_bytes %llu, was %llu",
                  (unsigned long long)after.buffer_bytes,
@@ -208,8 +209,7 @@ Test(ownership, disconnect_releases_client_buffers)
     gemm_buffer *bufs[3];
     for (int i = 0; i < 3; i++) {
         int rv = gemm_buffer_alloc(other, 1 << 20, &bufs[i]);
-        cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s",
-                     gemm_strerror(rv));
+        cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
     }
     mid = status_now();
     cr_assert_eq(mid.buffers, before.buffers + 3, "buffers %u -> %u",
@@ -257,8 +257,7 @@ Test(ownership, raw_disconnect_releases)
     cr_assert_eq(tu_raw_open(&raw, g_gemmd.url, 10000), 0, "raw dial");
     for (int i = 0; i < 2; i++) {
         int rv = tu_raw_buffer(&raw, &shm[i], 65536, &id);
-        cr_assert_eq(rv, GEMM_OK, "raw RegisterBuffer: %s",
-                     gemm_strerror(rv));
+        cr_assert_eq(rv, GEMM_OK, "raw RegisterBuffer: %s", gemm_strerror(rv));
     }
     mid = status_now();
     cr_assert_eq(mid.buffers, before.buffers + 2, "buffers %u -> %u",
@@ -309,8 +308,7 @@ Test(ownership, disconnect_with_request_in_flight)
         Gemm__Operand ops[4];
         cr_assert_eq(tu_raw_open(&raw, g_gemmd.url, 10000), 0, "raw dial");
         int rv = tu_raw_buffer(&raw, &shm, 3 * mat, &id);
-        cr_assert_eq(rv, GEMM_OK, "raw RegisterBuffer: %s",
-                     gemm_strerror(rv));
+        cr_assert_eq(rv, GEMM_OK, "raw RegisterBuffer: %s", gemm_strerror(rv));
         uint64_t seed = 5 + (uint64_t)round;
         tu_fill(shm.data, GEMM_FP32, 2 * n, n, n, &seed);
         tu_raw_gemm_init(&g, ops, id, n, n, n, 0, mat, 2 * mat);
@@ -330,7 +328,7 @@ Test(ownership, disconnect_with_request_in_flight)
         cr_assert_eq(nng_sendmsg(raw.sock, msg, 0), 0, "send");
         if (round > 0)
             tu_sleep_ms(round == 1 ? 1 : 20); /* queued, then running */
-        tu_raw_close(&raw); /* no one waits for the reply */
+        tu_raw_close(&raw);                   /* no one waits for the reply */
         /* the client's side goes too: unlinked and unmapped */
         tu_shm_destroy(&shm);
     }

@@ -41,8 +41,8 @@ static void assert_raw_ping(tu_raw *r, const char *after)
     int rv = tu_raw_ping(r, &rep);
     cr_assert_eq(rv, 0, "after %s: raw ping got no reply (%s)", after,
                  rv > 0 ? nng_strerror(rv) : "undecodable");
-    cr_assert_eq(tu_reply_status(rep), GEMM_OK, "after %s: raw ping: %s",
-                 after, gemm_strerror(tu_reply_status(rep)));
+    cr_assert_eq(tu_reply_status(rep), GEMM_OK, "after %s: raw ping: %s", after,
+                 gemm_strerror(tu_reply_status(rep)));
     gemm__reply__free_unpacked(rep, NULL);
 }
 
@@ -199,8 +199,10 @@ Test(protocol, ids_echoed_and_unknown_fields_ignored)
     int rv = tu_raw_send_bytes(&g_raw, buf, len, &rep);
     free(buf);
     cr_assert_eq(rv, 0, "no reply to a Hello with an unknown field");
-    cr_assert_eq(tu_reply_status(rep), GEMM_OK, "Hello with an unknown "
-                 "field: %s (%s)", gemm_strerror(tu_reply_status(rep)),
+    cr_assert_eq(tu_reply_status(rep), GEMM_OK,
+                 "Hello with an unknown "
+                 "field: %s (%s)",
+                 gemm_strerror(tu_reply_status(rep)),
                  rep->message ? rep->message : "");
     cr_assert(rep->has_id && rep->id == 4242, "reply id %llu, want 4242",
               (unsigned long long)rep->id);
@@ -228,8 +230,10 @@ Test(protocol, too_large)
     cr_assert_eq(len, MAX_MSG);
     rv = tu_raw_send_bytes(&g_raw, buf, len, &rep);
     free(buf);
-    cr_assert_eq(rv, 0, "no reply to a message of exactly "
-                 "--max-message-bytes (%s)", rv > 0 ? nng_strerror(rv) : "");
+    cr_assert_eq(rv, 0,
+                 "no reply to a message of exactly "
+                 "--max-message-bytes (%s)",
+                 rv > 0 ? nng_strerror(rv) : "");
     cr_assert_eq(tu_reply_status(rep), GEMM_OK,
                  "a message of exactly --max-message-bytes: %s (%s)",
                  gemm_strerror(tu_reply_status(rep)),
@@ -319,8 +323,7 @@ Test(protocol, socket_permissions)
     cr_assert_eq(stat(g_gemmd.sock, &st), 0, "stat %s", g_gemmd.sock);
     cr_assert(S_ISSOCK(st.st_mode), "%s is not a socket", g_gemmd.sock);
     cr_assert_eq(st.st_mode & 07777 & ~(mode_t)0660, 0,
-                 "socket mode %04o is wider than 0660",
-                 st.st_mode & 07777);
+                 "socket mode %04o is wider than 0660", st.st_mode & 07777);
 }
 
 Test(protocol, ping_reports_versions)

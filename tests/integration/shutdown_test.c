@@ -33,8 +33,8 @@ static void assert_exits_zero(double timeout_s, const char *what)
     bool exited = gemmd_wait_exit(&g_gemmd, timeout_s);
     if (!exited)
         gemmd_dump_log(&g_gemmd);
-    cr_assert(exited, "%s: gemmd still running %.0f s after the signal",
-              what, timeout_s);
+    cr_assert(exited, "%s: gemmd still running %.0f s after the signal", what,
+              timeout_s);
     int st = g_gemmd.status;
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         gemmd_dump_log(&g_gemmd);
@@ -42,8 +42,7 @@ static void assert_exits_zero(double timeout_s, const char *what)
               "%s: gemmd ended with %s %d, want exit 0", what,
               WIFEXITED(st) ? "exit status" : "signal",
               WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-    cr_log_info("%s: exited %.2f s after the wait began", what,
-                tu_now() - t0);
+    cr_log_info("%s: exited %.2f s after the wait began", what, tu_now() - t0);
     gemmd_destroy(&g_gemmd); /* removes the directory */
 }
 
@@ -54,7 +53,7 @@ static bool is_refusal(int rv)
 }
 
 #define NBIG 6
-#define BIG 1024
+#define BIG  1024
 
 Test(shutdown, sigterm_completes_requests_in_flight)
 {
@@ -92,8 +91,8 @@ Test(shutdown, sigterm_completes_requests_in_flight)
         if (st.queue_depth > seen)
             seen = st.queue_depth;
     } while (seen < NBIG && tu_now() < until);
-    cr_assert_geq(seen, 2, "never saw more than %u of %d GEMMs queued",
-                  seen, NBIG);
+    cr_assert_geq(seen, 2, "never saw more than %u of %d GEMMs queued", seen,
+                  NBIG);
 
     double t_kill = tu_now();
     cr_assert_eq(kill(g_gemmd.pid, SIGTERM), 0, "kill");
@@ -118,16 +117,18 @@ Test(shutdown, sigterm_completes_requests_in_flight)
     tu_tolerance(&op[0], &tr, &ta);
     for (int i = 0; i < NBIG; i++) {
         rv = gemm_wait(req[i], NULL);
-        cr_assert_eq(rv, GEMM_OK, "in-flight request %d after SIGTERM: %s "
-                     "(%s)", i, gemm_strerror(rv), gemm_last_error_message());
+        cr_assert_eq(rv, GEMM_OK,
+                     "in-flight request %d after SIGTERM: %s "
+                     "(%s)",
+                     i, gemm_strerror(rv), gemm_last_error_message());
         const float *d = (const float *)(p + op[i].d.offset);
         for (int s = 0; s < 24; s++) {
             size_t r = tu_rand(&seed) % BIG, c = tu_rand(&seed) % BIG;
             double ref, scale;
             tu_ref_elem(&op[i], p, p + mat, NULL, r, c, &ref, &scale);
             cr_assert_leq(fabs(d[r * BIG + c] - ref), tr * scale + ta,
-                          "request %d: D[%zu][%zu] = %g, reference %g", i, r,
-                          c, d[r * BIG + c], ref);
+                          "request %d: D[%zu][%zu] = %g, reference %g", i, r, c,
+                          d[r * BIG + c], ref);
         }
     }
     cr_log_info("in-flight requests done %.2f s after SIGTERM",
@@ -169,15 +170,15 @@ Test(shutdown, sigterm_racing_a_burst)
         if (rvs[i] == GEMM_OK)
             rvs[i] = gemm_wait(req[i], NULL);
         if (rvs[i] == GEMM_OK) {
-            cr_assert(tu_case_verify(&p[i], why, sizeof(why)),
-                      "request %d: %s", i, why);
+            cr_assert(tu_case_verify(&p[i], why, sizeof(why)), "request %d: %s",
+                      i, why);
             ok++;
         } else {
             cr_assert(is_refusal(rvs[i]), "request %d: %s (%s)", i,
                       gemm_strerror(rvs[i]), gemm_last_error_message());
-            cr_assert_eq(memcmp(p[i].data + p[i].lo, p[i].snapshot,
-                                p[i].hi - p[i].lo),
-                         0, "refused request %d changed its buffer", i);
+            cr_assert_eq(
+                memcmp(p[i].data + p[i].lo, p[i].snapshot, p[i].hi - p[i].lo),
+                0, "refused request %d changed its buffer", i);
             refused++;
         }
         tu_case_free(&p[i]);
@@ -261,8 +262,7 @@ Test(shutdown, command_line)
     snprintf(url, sizeof(url), "ipc://%s/other.sock", g_gemmd.dir);
     const char *const bad_backend[] = {"--listen", url, "--backend", "nope",
                                        NULL};
-    const char *const bad_threads[] = {"--listen", url, "--threads", "x",
-                                       NULL};
+    const char *const bad_threads[] = {"--listen", url, "--threads", "x", NULL};
     const char *const bad_option[] = {"--listen", url, "--no-such-option",
                                       NULL};
     /* the fixture's socket is taken: a second daemon there must fail */
@@ -277,7 +277,9 @@ Test(shutdown, command_line)
     rv = run_gemmd(bad_option);
     cr_assert(rv > 0, "gemmd --no-such-option: exit %d, want nonzero", rv);
     rv = run_gemmd(taken);
-    cr_assert(rv > 0, "a second gemmd on a socket in use: exit %d, want "
-              "nonzero", rv);
+    cr_assert(rv > 0,
+              "a second gemmd on a socket in use: exit %d, want "
+              "nonzero",
+              rv);
     tu_assert_healthy(g_client);
 }

@@ -40,11 +40,9 @@ Test(status, configuration_and_idle_state)
     cr_assert_eq(a.threads, 3, "threads %u, want 3 (--threads 3)", a.threads);
     cr_assert_eq(a.queue_capacity, 17, "queue_capacity %u, want 17",
                  a.queue_capacity);
-    cr_assert_eq(a.queue_depth, 0, "queue_depth %u when idle",
-                 a.queue_depth);
+    cr_assert_eq(a.queue_depth, 0, "queue_depth %u when idle", a.queue_depth);
     cr_assert_geq(a.clients, 1, "clients %u with one connected", a.clients);
-    cr_assert_eq(a.buffers, 0, "buffers %u before any allocation",
-                 a.buffers);
+    cr_assert_eq(a.buffers, 0, "buffers %u before any allocation", a.buffers);
     cr_assert_eq(a.buffer_bytes, 0);
     cr_assert_gt(a.uptime_s, 0.0, "uptime %g", a.uptime_s);
     tu_sleep_ms(50);
@@ -62,10 +60,16 @@ Test(status, served_failed_flops_latency)
     int rv = gemm_buffer_alloc(g_client, 1 << 20, &buf);
     cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
     for (int i = 0; i < 10; i++) {
-        tu_case cs = {.m = 10 + (uint64_t)i, .n = 20, .k = 30 + (uint64_t)i,
-                      .ab = GEMM_BF16, .cd = GEMM_FP32, .alpha = 1.0f,
-                      .c_mode = TU_C_NONE, .pad_a = TU_TIGHT,
-                      .pad_b = TU_TIGHT, .pad_d = TU_TIGHT,
+        tu_case cs = {.m = 10 + (uint64_t)i,
+                      .n = 20,
+                      .k = 30 + (uint64_t)i,
+                      .ab = GEMM_BF16,
+                      .cd = GEMM_FP32,
+                      .alpha = 1.0f,
+                      .c_mode = TU_C_NONE,
+                      .pad_a = TU_TIGHT,
+                      .pad_b = TU_TIGHT,
+                      .pad_d = TU_TIGHT,
                       .seed = 1 + (uint64_t)i};
         rv = tu_case_run(g_client, buf, &cs, why, sizeof(why));
         cr_assert_eq(rv, GEMM_OK, "%s", why);
@@ -92,7 +96,8 @@ Test(status, served_failed_flops_latency)
     uint64_t failed = after.requests_failed - before.requests_failed;
     cr_assert(served >= 10 && served <= 16,
               "requests_served went up by %llu for 10 GEMMs (and a "
-              "few other requests)", (unsigned long long)served);
+              "few other requests)",
+              (unsigned long long)served);
     cr_assert_eq(failed, 3, "requests_failed went up by %llu for 3 failures",
                  (unsigned long long)failed);
     cr_assert_eq(after.gemm_flops - before.gemm_flops, flops,
@@ -104,8 +109,8 @@ Test(status, served_failed_flops_latency)
                   after.latency_p90_us <= after.latency_p99_us &&
                   after.latency_p99_us <= after.latency_max_us,
               "percentiles out of order: p50 %g p90 %g p99 %g max %g",
-              after.latency_p50_us, after.latency_p90_us,
-              after.latency_p99_us, after.latency_max_us);
+              after.latency_p50_us, after.latency_p90_us, after.latency_p99_us,
+              after.latency_max_us);
     cr_assert_lt(after.latency_max_us, 60e6, "max latency %g us",
                  after.latency_max_us);
     gemm_buffer_free(buf);
@@ -130,12 +135,13 @@ Test(status, clients_and_buffers)
     for (int i = 0; i < 3; i++) {
         c[i] = tu_client(&g_gemmd, 10000);
         int rv = gemm_buffer_alloc(c[i], (size_t)(i + 1) << 20, &b[i]);
-        cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s",
-                     gemm_strerror(rv));
+        cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
     }
     st = wait_clients(before.clients + 3);
-    cr_assert_eq(st.clients, before.clients + 3, "clients %u -> %u after 3 "
-                 "connected", before.clients, st.clients);
+    cr_assert_eq(st.clients, before.clients + 3,
+                 "clients %u -> %u after 3 "
+                 "connected",
+                 before.clients, st.clients);
     cr_assert_eq(st.buffers, before.buffers + 3, "buffers %u -> %u",
                  before.buffers, st.buffers);
     cr_assert_eq(st.buffer_bytes, before.buffer_bytes + (6u << 20),
@@ -147,8 +153,10 @@ Test(status, clients_and_buffers)
         gemm_client_close(c[i]);
     }
     st = wait_clients(before.clients);
-    cr_assert_eq(st.clients, before.clients, "clients %u after they closed, "
-                 "was %u", st.clients, before.clients);
+    cr_assert_eq(st.clients, before.clients,
+                 "clients %u after they closed, "
+                 "was %u",
+                 st.clients, before.clients);
     cr_assert_eq(st.buffers, before.buffers);
     cr_assert_eq(st.buffer_bytes, before.buffer_bytes);
 }

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+static uint64_t align_up(uint64_t x, uint64_t a)
+{
+    return (x + a - 1) / a * a;
+}
 
 static uint64_t ld_of(uint64_t cols, uint32_t pad)
 {
@@ -31,8 +34,7 @@ static size_t layout(const tu_case *cs, gemm_op *op)
     op->a.ld = ld_of(cs->ta ? cs->m : cs->k, cs->pad_a);
     op->b.ld = ld_of(cs->tb ? cs->k : cs->n, cs->pad_b);
     op->d.ld = ld_of(cs->n, cs->pad_d);
-    op->c.ld = cs->c_mode == TU_C_INPLACE ? op->d.ld
-                                          : ld_of(cs->n, cs->pad_c);
+    op->c.ld = cs->c_mode == TU_C_INPLACE ? op->d.ld : ld_of(cs->n, cs->pad_c);
     /* 6-byte gaps: legal for every type, rarely 16-byte aligned */
     at = align_up(at, esab);
     op->a.offset = at;
@@ -107,8 +109,7 @@ bool tu_case_verify(const tu_prepared *p, char *why, size_t whylen)
     size_t r, c, ldd, es = gemm_dtype_size(op->cd_type);
     tu_shape(op, 'd', &r, &c, &ldd);
 
-    if (!tu_compare(op, p->data + op->d.offset, p->ref, p->scale, why,
-                    whylen))
+    if (!tu_compare(op, p->data + op->d.offset, p->ref, p->scale, why, whylen))
         return false;
     for (size_t o = p->lo; o < p->hi; o++) {
         if (p->data[o] == p->snapshot[o - p->lo])
@@ -141,8 +142,8 @@ void tu_case_free(tu_prepared *p)
     p->snapshot = NULL;
 }
 
-int tu_case_run(gemm_client *c, gemm_buffer *buf, const tu_case *cs,
-                char *why, size_t whylen)
+int tu_case_run(gemm_client *c, gemm_buffer *buf, const tu_case *cs, char *why,
+                size_t whylen)
 {
     tu_prepared p;
     int rv;

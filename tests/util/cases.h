@@ -60,8 +60,8 @@ void tu_case_free(tu_prepared *p);
 
 /* prepare + gemm_run + verify. Returns the gemm_error of gemm_run, or -1 if
  * the result is wrong (why says how). */
-int tu_case_run(gemm_client *c, gemm_buffer *buf, const tu_case *cs,
-                char *why, size_t whylen);
+int tu_case_run(gemm_client *c, gemm_buffer *buf, const tu_case *cs, char *why,
+                size_t whylen);
 
 /* A case with random small shape, types, transposes, ld padding and
  * alpha/beta mode drawn from *state (dims in 1..maxdim). */

@@ -65,8 +65,8 @@ void gemmd_dump_log(const gemmd_proc *p)
     if (fd < 0)
         return;
     off_t end = lseek(fd, 0, SEEK_END);
-    off_t from = end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1
-                                              : 0;
+    off_t from =
+        end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0;
     ssize_t n = pread(fd, buf, sizeof(buf) - 1, from);
     close(fd);
     if (n > 0) {
@@ -237,8 +237,7 @@ gemm_client *tu_client(const gemmd_proc *p, int timeout_ms)
     cr_assert_eq(rv, GEMM_OK, "gemm_client_open(%s): %s", p->url,
                  gemm_strerror(rv));
     rv = gemm_client_set_timeout(c, timeout_ms);
-    cr_assert_eq(rv, GEMM_OK, "gemm_client_set_timeout: %s",
-                 gemm_strerror(rv));
+    cr_assert_eq(rv, GEMM_OK, "gemm_client_set_timeout: %s", gemm_strerror(rv));
     return c;
 }
 
@@ -265,17 +264,33 @@ void fixture_stop(void)
               WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 }
 
-void fixture_setup(void) { fixture_start(NULL); }
-void fixture_teardown(void) { fixture_stop(); }
+void fixture_setup(void)
+{
+    fixture_start(NULL);
+}
+void fixture_teardown(void)
+{
+    fixture_stop();
+}
 
 void tu_assert_healthy(gemm_client *c)
 {
     gemm_buffer *buf = NULL;
     char why[512];
-    tu_case cs = {.m = 17, .n = 13, .k = 9, .ab = GEMM_FP32, .cd = GEMM_FP32,
-                  .alpha = 1.5f, .beta = 0.5f, .c_mode = TU_C_SEPARATE,
-                  .pad_a = 1, .pad_b = TU_TIGHT, .pad_c = 2, .pad_d = 3,
-                  .base = 8, .seed = 12345};
+    tu_case cs = {.m = 17,
+                  .n = 13,
+                  .k = 9,
+                  .ab = GEMM_FP32,
+                  .cd = GEMM_FP32,
+                  .alpha = 1.5f,
+                  .beta = 0.5f,
+                  .c_mode = TU_C_SEPARATE,
+                  .pad_a = 1,
+                  .pad_b = TU_TIGHT,
+                  .pad_c = 2,
+                  .pad_d = 3,
+                  .base = 8,
+                  .seed = 12345};
     int rv = gemm_ping(c, NULL);
     cr_assert_eq(rv, GEMM_OK, "daemon no longer answers a ping: %s (%s)",
                  gemm_strerror(rv), gemm_last_error_message());

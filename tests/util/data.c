@@ -58,10 +58,22 @@ static double decode16(uint16_t h, int ebits, int mbits)
     return s * ldexp((double)(m | (1u << mbits)), (int)e - bias - mbits);
 }
 
-uint16_t tu_f32_to_bf16(float f) { return encode16(f, 8, 7); }
-uint16_t tu_f32_to_fp16(float f) { return encode16(f, 5, 10); }
-double tu_bf16_to_f64(uint16_t h) { return decode16(h, 8, 7); }
-double tu_fp16_to_f64(uint16_t h) { return decode16(h, 5, 10); }
+uint16_t tu_f32_to_bf16(float f)
+{
+    return encode16(f, 8, 7);
+}
+uint16_t tu_f32_to_fp16(float f)
+{
+    return encode16(f, 5, 10);
+}
+double tu_bf16_to_f64(uint16_t h)
+{
+    return decode16(h, 8, 7);
+}
+double tu_fp16_to_f64(uint16_t h)
+{
+    return decode16(h, 5, 10);
+}
 
 double tu_load(const void *base, gemm_dtype t, size_t i)
 {
@@ -168,8 +180,8 @@ static double op_b(const gemm_op *op, const void *b, size_t ldb, size_t l,
     return tu_load(b, op->ab_type, op->trans_b ? j * ldb + l : l * ldb + j);
 }
 
-void tu_ref_gemm(const gemm_op *op, const void *a, const void *b,
-                 const void *c, double *ref, double *scale)
+void tu_ref_gemm(const gemm_op *op, const void *a, const void *b, const void *c,
+                 double *ref, double *scale)
 {
     size_t m = op->m, n = op->n, k = op->k, r, cc, lda, ldb, ldc;
     tu_shape(op, 'a', &r, &cc, &lda);
@@ -211,9 +223,8 @@ void tu_ref_gemm(const gemm_op *op, const void *a, const void *b,
     free(bd);
 }
 
-void tu_ref_elem(const gemm_op *op, const void *a, const void *b,
-                 const void *c, size_t i, size_t j, double *ref,
-                 double *scale)
+void tu_ref_elem(const gemm_op *op, const void *a, const void *b, const void *c,
+                 size_t i, size_t j, double *ref, double *scale)
 {
     size_t r, cc, lda, ldb, ldc;
     tu_shape(op, 'a', &r, &cc, &lda);
@@ -271,8 +282,8 @@ bool tu_compare(const gemm_op *op, const void *d, const double *ref,
                 ratio = INFINITY;
             if (ratio > 1.0)
                 ok = false;
-            if (ratio > worst || (ok == false && wi == 0 && wj == 0 &&
-                                  worst == 0)) {
+            if (ratio > worst ||
+                (ok == false && wi == 0 && wj == 0 && worst == 0)) {
                 worst = ratio;
                 wi = i;
                 wj = j;

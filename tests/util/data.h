@@ -48,12 +48,11 @@ void tu_shape(const gemm_op *op, char which, size_t *rows, size_t *cols,
  * same sum of absolute values (the error bound's scale). a, b and c point
  * at element 0 of each matrix; c is not read when beta == 0.
  */
-void tu_ref_gemm(const gemm_op *op, const void *a, const void *b,
-                 const void *c, double *ref, double *scale);
+void tu_ref_gemm(const gemm_op *op, const void *a, const void *b, const void *c,
+                 double *ref, double *scale);
 /* One element of the same (for spot checks of large products). */
-void tu_ref_elem(const gemm_op *op, const void *a, const void *b,
-                 const void *c, size_t i, size_t j, double *ref,
-                 double *scale);
+void tu_ref_elem(const gemm_op *op, const void *a, const void *b, const void *c,
+                 size_t i, size_t j, double *ref, double *scale);
 
 /* Allowed |got - ref| for an element: tol_rel * scale + tol_abs. */
 void tu_tolerance(const gemm_op *op, double *tol_rel, double *tol_abs);

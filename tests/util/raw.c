@@ -36,7 +36,10 @@ int tu_raw_open(tu_raw *r, const char *url, int timeout_ms)
     return 0;
 }
 
-void tu_raw_close(tu_raw *r) { nng_close(r->sock); }
+void tu_raw_close(tu_raw *r)
+{
+    nng_close(r->sock);
+}
 
 int tu_raw_send_bytes(tu_raw *r, const void *bytes, size_t len,
                       Gemm__Reply **out)
@@ -154,8 +157,7 @@ int tu_shm_create(tu_shm *s, size_t size)
     }
     s->size = size;
     if (size > 0) {
-        s->data =
-            mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        s->data = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (s->data == MAP_FAILED) {
             int e = errno;
             close(fd);
@@ -198,9 +200,9 @@ int tu_raw_buffer(tu_raw *r, tu_shm *s, size_t size, uint64_t *id)
     return rv;
 }
 
-void tu_raw_gemm_init(Gemm__GemmRequest *g, Gemm__Operand ops[4],
-                      uint64_t id, uint64_t m, uint64_t n, uint64_t k,
-                      uint64_t a_off, uint64_t b_off, uint64_t d_off)
+void tu_raw_gemm_init(Gemm__GemmRequest *g, Gemm__Operand ops[4], uint64_t id,
+                      uint64_t m, uint64_t n, uint64_t k, uint64_t a_off,
+                      uint64_t b_off, uint64_t d_off)
 {
     static const Gemm__GemmRequest gi = GEMM__GEMM_REQUEST__INIT;
     static const Gemm__Operand oi = GEMM__OPERAND__INIT;

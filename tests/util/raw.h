@@ -64,8 +64,8 @@ int tu_raw_buffer(tu_raw *r, tu_shm *s, size_t size, uint64_t *id);
 /* A Gemm__GemmRequest for an fp32 m x n x k product with every field set,
  * A, B and D in buffer id at offsets a_off, b_off, d_off, tight. The
  * operands live in *ops (caller storage, 4 entries). */
-void tu_raw_gemm_init(Gemm__GemmRequest *g, Gemm__Operand ops[4],
-                      uint64_t id, uint64_t m, uint64_t n, uint64_t k,
-                      uint64_t a_off, uint64_t b_off, uint64_t d_off);
+void tu_raw_gemm_init(Gemm__GemmRequest *g, Gemm__Operand ops[4], uint64_t id,
+                      uint64_t m, uint64_t n, uint64_t k, uint64_t a_off,
+                      uint64_t b_off, uint64_t d_off);
 
 #endif
