@@ -1,0 +1,244 @@
+/*
+ * fuzz_request.c: libFuzzer target for the daemon's pure request path.
+ * Arbitrary bytes go through what server.c and dispatch.c do with a message
+ * before any daemon state is touched: req_decode (size cap, protobuf
+ * unpack), req_check_envelope, then per body req_gemm_desc + val_gemm_check
+ * against a fake buffer table, or reg_check_name. A reply is packed as the
+ * daemon would and decoded again.
+ *
+ * Beyond "no crash, no leak, no UB" the target checks what validation
+ * promises: an accepted GEMM has every operand inside its buffer, aligned,
+ * with ld >= its row length, D apart from A and B, C either D or apart from
+ * it; an accepted shm name has the documented shape. A broken promise traps.
+ *
+ * Fake buffers: ids 1, 2, 3 are 4 KiB, 1 MiB and 2^40 bytes; an id with bit
+ * 63 set names a buffer whose size is the id's low 48 bits (so the fuzzer
+ * chooses sizes); every other id is unknown.
+ */
+#include "registry.h"
+#include "request.h"
+#include "validate.h"
+
+#include <gemm/gemm.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FUZZ_MAX_MESSAGE (64 * 1024) /* gemmd's default --max-message */
+#define FUZZ_MAX_DIM (1u << 20)      /* gemmd's default --max-dim */
+
+#define CHECK(cond)                                                           \
+    do {                                                                      \
+        if (!(cond))                                                          \
+            __builtin_trap();                                                 \
+    } while (0)
+
+static void *fake_lookup(void *arg, uint64_t id, size_t *size)
+{
+    (void)arg;
+    static const size_t fixed[] = {4096, 1u << 20, (size_t)1 << 40};
+    if (id >= 1 && id <= 3) {
+        *size = fixed[id - 1];
+        return (void *)(uintptr_t)(id << 4);
+    }
+    if (id >> 63) {
+        *size = (size_t)(id & ((1ull << 48) - 1));
+        return (void *)(uintptr_t)(id << 4 | 8);
+    }
+    return NULL;
+}
+
+static size_t fake_size(void *handle)
+{
+    size_t size = 0;
+    uint64_t h = (uint64_t)(uintptr_t)handle;
+    uint64_t id = (h & 8) ? (h >> 4) | (1ull << 63) : h >> 4;
+    CHECK(fake_lookup(NULL, id, &size) == handle);
+    return size;
+}
+
+static bool apart(const val_matrix *x, const val_matrix *y)
+{
+    return x->handle != y->handle || x->offset + x->extent <= y->offset ||
+           y->offset + y->extent <= x->offset;
+}
+
+/* What an accepted matrix must satisfy, stored rows x cols of esize. */
+static void check_matrix(const val_matrix *x, uint64_t rows, uint64_t cols,
+                         size_t esize)
+{
+    CHECK(x->handle != NULL);
+    CHECK(x->rows == rows && x->cols == cols && x->esize == esize);
+    CHECK(x->ld >= cols);
+    CHECK(x->offset % esize == 0);
+    CHECK(x->extent == ((rows - 1) * x->ld + cols) * esize);
+    CHECK(x->offset + x->extent >= x->offset); /* no wrap */
+    CHECK(x->offset + x->extent <= fake_size(x->handle));
+}
+
+static int fuzz_gemm(const Gemm__GemmRequest *g, char *msg, size_t len)
+{
+    val_gemm v;
+    val_resolved res;
+    val_limits lim = {.max_dim = FUZZ_MAX_DIM};
+    req_gemm_desc(g, &v);
+    memset(&res, 0, sizeof(res));
+    int rv = val_gemm_check(&v, &lim, fake_lookup, NULL, &res, msg, len);
+    if (rv != GEMM_OK)
+        return rv;
+    CHECK(val_dtypes_supported(v.ab_type, v.cd_type));
+    CHECK(v.m >= 1 && v.n >= 1 && v.k >= 1);
+    CHECK(v.m <= FUZZ_MAX_DIM && v.n <= FUZZ_MAX_DIM && v.k <= FUZZ_MAX_DIM);
+    size_t ab = gemm_dtype_size(v.ab_type), cd = gemm_dtype_size(v.cd_type);
+    check_matrix(&res.a, v.trans_a ? v.k : v.m, v.trans_a ? v.m : v.k, ab);
+    check_matrix(&res.b, v.trans_b ? v.n : v.k, v.trans_b ? v.k : v.n, ab);
+    check_matrix(&res.d, v.m, v.n, cd);
+    CHECK(apart(&res.d, &res.a) && apart(&res.d, &res.b));
+    CHECK(res.has_c == (v.beta != 0.0f));
+    if (res.has_c) {
+        check_matrix(&res.c, v.m, v.n, cd);
+        CHECK(apart(&res.c, &res.d) || (res.c.handle == res.d.handle &&
+                                        res.c.offset == res.d.offset &&
+                                        res.c.ld == res.d.ld));
+    }
+    return GEMM_OK;
+}
+
+static int fuzz_register(const Gemm__RegisterBufferRequest *r)
+{
+    int rv = reg_check_name(r->name);
+    if (rv == GEMM_OK) {
+        size_t n = strlen(r->name);
+        CHECK(r->name[0] == '/' && n >= 2 && n <= 255);
+        CHECK(strchr(r->name + 1, '/') == NULL);
+    }
+    return rv;
+}
+
+/* Packs the reply the daemon would send and decodes it again. */
+static void reply_roundtrip(uint64_t id, int status, const char *msg,
+                            Gemm__Request__BodyCase body)
+{
+    Gemm__Reply r = GEMM__REPLY__INIT;
+    Gemm__GemmReply gr = GEMM__GEMM_REPLY__INIT;
+    Gemm__RegisterBufferReply rr = GEMM__REGISTER_BUFFER_REPLY__INIT;
+    r.has_version = true;
+    r.version = GEMM_PROTOCOL_VERSION;
+    r.has_id = true;
+    r.id = id;
+    r.has_status = true;
+    r.status = status;
+    if (status != GEMM_OK) {
+        r.message = (char *)msg;
+    } else if (body == GEMM__REQUEST__BODY_GEMM) {
+        gr.has_total_us = true;
+        gr.total_us = id;
+        r.body_case = GEMM__REPLY__BODY_GEMM;
+        r.gemm = &gr;
+    } else if (body == GEMM__REQUEST__BODY_REGISTER_BUFFER) {
+        rr.has_buffer_id = true;
+        rr.buffer_id = ~id;
+        r.body_case = GEMM__REPLY__BODY_REGISTER_BUFFER;
+        r.register_buffer = &rr;
+    }
+    size_t n = gemm__reply__get_packed_size(&r);
+    uint8_t *buf = malloc(n ? n : 1);
+    CHECK(buf != NULL);
+    CHECK(gemm__reply__pack(&r, buf) == n);
+    Gemm__Reply *back = gemm__reply__unpack(NULL, n, buf);
+    CHECK(back != NULL);
+    CHECK(back->id == id && back->status == status);
+    if (status != GEMM_OK)
+        CHECK(back->message != NULL && strcmp(back->message, msg) == 0);
+    gemm__reply__free_unpacked(back, NULL);
+    free(buf);
+}
+
+/* Unknown fields anywhere in the request (protobuf-c keeps them as read,
+ * even an overlong tag 0, and packs them back in a form it may refuse). */
+static bool has_unknown(const Gemm__Request *rq)
+{
+    const ProtobufCMessage *m[6] = {&rq->base};
+    size_t k = 1;
+    switch (rq->body_case) {
+    case GEMM__REQUEST__BODY_HELLO:
+        m[k++] = &rq->hello->base;
+        break;
+    case GEMM__REQUEST__BODY_STATUS:
+        m[k++] = &rq->status->base;
+        break;
+    case GEMM__REQUEST__BODY_REGISTER_BUFFER:
+        m[k++] = &rq->register_buffer->base;
+        break;
+    case GEMM__REQUEST__BODY_RELEASE_BUFFER:
+        m[k++] = &rq->release_buffer->base;
+        break;
+    case GEMM__REQUEST__BODY_GEMM:
+        m[k++] = &rq->gemm->base;
+        const Gemm__Operand *ops[] = {rq->gemm->a, rq->gemm->b, rq->gemm->c,
+                                      rq->gemm->d};
+        for (size_t i = 0; i < 4; i++)
+            if (ops[i] != NULL)
+                m[k++] = &ops[i]->base;
+        break;
+    default:
+        break;
+    }
+    for (size_t i = 0; i < k; i++)
+        if (m[i]->n_unknown_fields != 0)
+            return true;
+    return false;
+}
+
+/* A decoded request without unknown fields packs again into the same
+ * request. */
+static void request_roundtrip(const Gemm__Request *rq)
+{
+    if (has_unknown(rq))
+        return;
+    size_t n = gemm__request__get_packed_size(rq);
+    uint8_t *buf = malloc(n ? n : 1);
+    CHECK(buf != NULL);
+    CHECK(gemm__request__pack(rq, buf) == n);
+    Gemm__Request *back = gemm__request__unpack(NULL, n, buf);
+    CHECK(back != NULL);
+    CHECK(back->body_case == rq->body_case);
+    CHECK(back->has_id == rq->has_id && back->id == rq->id);
+    gemm__request__free_unpacked(back, NULL);
+    free(buf);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    Gemm__Request *rq = NULL;
+    char msg[256] = "";
+    int rv = req_decode(data, size, FUZZ_MAX_MESSAGE, &rq, msg, sizeof(msg));
+    if (rv != GEMM_OK) {
+        CHECK(rq == NULL && msg[0] != '\0');
+        CHECK(size > FUZZ_MAX_MESSAGE ? rv == GEMM_ERR_TOO_LARGE
+                                      : rv == GEMM_ERR_PROTOCOL);
+        reply_roundtrip(0, rv, msg, GEMM__REQUEST__BODY__NOT_SET);
+        return 0;
+    }
+    request_roundtrip(rq);
+    uint64_t id = rq->has_id ? rq->id : 0;
+    rv = req_check_envelope(rq, msg, sizeof(msg));
+    if (rv == GEMM_OK) {
+        switch (rq->body_case) {
+        case GEMM__REQUEST__BODY_GEMM:
+            rv = fuzz_gemm(rq->gemm, msg, sizeof(msg));
+            break;
+        case GEMM__REQUEST__BODY_REGISTER_BUFFER:
+            rv = fuzz_register(rq->register_buffer);
+            if (rv != GEMM_OK)
+                strcpy(msg, "bad shm name");
+            break;
+        default:
+            break;
+        }
+    }
+    reply_roundtrip(id, rv, msg, rq->body_case);
+    gemm__request__free_unpacked(rq, NULL);
+    return 0;
+}

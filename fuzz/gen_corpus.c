@@ -1,0 +1,175 @@
+/*
+ * gen_corpus.c: writes the seed corpus of the fuzz targets, one valid
+ * gemm.Request per file: hello, status, register, release, and GEMMs over
+ * every dtype pair with transposes, leading dimensions, offsets and C = D.
+ * Buffer ids follow fuzz_request.c's fake table (1: 4 KiB, 2: 1 MiB,
+ * 3: 2^40 bytes, bit 63 set: size in the low 48 bits); fuzz_daemon maps them
+ * onto its real buffers. Usage: gen_corpus DIR. The files are committed under
+ * fuzz/corpus/; rerun this when the protocol grows.
+ */
+#include "gemm.pb-c.h"
+
+#include <gemm/gemm.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char *dir;
+
+static int write_request(const char *name, Gemm__Request *rq)
+{
+    char path[512];
+    size_t n = gemm__request__get_packed_size(rq);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (buf == NULL)
+        return -1;
+    gemm__request__pack(rq, buf);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    int rv = (f != NULL && fwrite(buf, 1, n, f) == n) ? 0 : -1;
+    if (f != NULL && fclose(f) != 0)
+        rv = -1;
+    free(buf);
+    if (rv != 0)
+        perror(path);
+    return rv;
+}
+
+static void envelope(Gemm__Request *rq, uint64_t id)
+{
+    gemm__request__init(rq);
+    rq->has_version = 1;
+    rq->version = GEMM_PROTOCOL_VERSION;
+    rq->has_id = 1;
+    rq->id = id;
+}
+
+static void operand(Gemm__Operand *o, uint64_t buf, uint64_t off, uint64_t ld)
+{
+    gemm__operand__init(o);
+    o->has_buffer_id = 1;
+    o->buffer_id = buf;
+    o->has_offset = off != 0;
+    o->offset = off;
+    o->has_ld = ld != 0;
+    o->ld = ld;
+}
+
+typedef struct seed_gemm {
+    const char *name;
+    uint64_t m, n, k;
+    int ab, cd;
+    int ta, tb;
+    float alpha, beta;
+    uint64_t lda, ldb, ldd, off; /* off: byte offset of D (C = D) */
+    uint64_t buf_ab, buf_cd;
+} seed_gemm;
+
+static const seed_gemm gemms[] = {
+    {"gemm_f32_nn", 8, 8, 8, GEMM_FP32, GEMM_FP32, 0, 0, 1, 0, 0, 0, 0, 0, 1,
+     2},
+    {"gemm_bf16_f32_tn", 16, 4, 32, GEMM_BF16, GEMM_FP32, 1, 0, 1, 0, 0, 0,
+     0, 0, 2, 3},
+    {"gemm_f16_f16_nt_beta", 7, 9, 5, GEMM_FP16, GEMM_FP16, 0, 1, 2, 0.5f,
+     0, 0, 16, 256, 2, 2},
+    {"gemm_bf16_bf16_tt_ld", 3, 5, 11, GEMM_BF16, GEMM_BF16, 1, 1, -1, 1,
+     4, 12, 8, 64, 3, 3},
+    {"gemm_f16_f32_ld", 33, 17, 65, GEMM_FP16, GEMM_FP32, 0, 0, 1, 0, 80,
+     24, 20, 4096, 2, 1ull << 63 | 65536},
+    {"gemm_bf16_f16_big", 1024, 1024, 1024, GEMM_BF16, GEMM_FP16, 0, 1, 1,
+     0, 0, 0, 0, 0, 3, 3},
+};
+
+static int write_gemm(const seed_gemm *s, uint64_t id)
+{
+    Gemm__Request rq;
+    Gemm__GemmRequest g;
+    Gemm__Operand a, b, d;
+    envelope(&rq, id);
+    gemm__gemm_request__init(&g);
+    g.has_m = g.has_n = g.has_k = 1;
+    g.m = s->m;
+    g.n = s->n;
+    g.k = s->k;
+    g.has_ab_type = g.has_cd_type = 1;
+    g.ab_type = (Gemm__DType)s->ab;
+    g.cd_type = (Gemm__DType)s->cd;
+    g.has_trans_a = s->ta;
+    g.trans_a = s->ta;
+    g.has_trans_b = s->tb;
+    g.trans_b = s->tb;
+    g.has_alpha = s->alpha != 1.0f;
+    g.alpha = s->alpha;
+    g.has_beta = s->beta != 0.0f;
+    g.beta = s->beta;
+    /* A at 0, B after it, both in buf_ab; C = D at off in buf_cd (apart
+     * from A and B even when buf_cd == buf_ab: off is past them then) */
+    uint64_t esize = s->ab == GEMM_FP32 ? 4 : 2;
+    uint64_t arows = s->ta ? s->k : s->m, acols = s->ta ? s->m : s->k;
+    uint64_t lda = s->lda ? s->lda : acols;
+    uint64_t aext = ((arows - 1) * lda + acols) * esize;
+    uint64_t boff = (aext + 63) / 64 * 64;
+    uint64_t bcols = s->tb ? s->k : s->n, brows = s->tb ? s->n : s->k;
+    uint64_t ldb = s->ldb ? s->ldb : bcols;
+    uint64_t doff = s->off;
+    if (s->buf_cd == s->buf_ab) {
+        uint64_t bend = boff + ((brows - 1) * ldb + bcols) * esize;
+        doff += (bend + 63) / 64 * 64;
+    }
+    operand(&a, s->buf_ab, 0, s->lda);
+    operand(&b, s->buf_ab, boff, s->ldb);
+    operand(&d, s->buf_cd, doff, s->ldd);
+    g.a = &a;
+    g.b = &b;
+    g.d = &d;
+    if (s->beta != 0.0f)
+        g.c = &d;
+    rq.body_case = GEMM__REQUEST__BODY_GEMM;
+    rq.gemm = &g;
+    return write_request(s->name, &rq);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: gen_corpus DIR\n");
+        return 2;
+    }
+    dir = argv[1];
+    int rv = 0;
+    Gemm__Request rq;
+
+    Gemm__HelloRequest hello = GEMM__HELLO_REQUEST__INIT;
+    hello.client_name = "fuzz-seed";
+    envelope(&rq, 1);
+    rq.body_case = GEMM__REQUEST__BODY_HELLO;
+    rq.hello = &hello;
+    rv |= write_request("hello", &rq);
+
+    Gemm__StatusRequest status = GEMM__STATUS_REQUEST__INIT;
+    envelope(&rq, 2);
+    rq.body_case = GEMM__REQUEST__BODY_STATUS;
+    rq.status = &status;
+    rv |= write_request("status", &rq);
+
+    Gemm__RegisterBufferRequest reg = GEMM__REGISTER_BUFFER_REQUEST__INIT;
+    reg.name = "/gemm-fuzz-0123456789abcdef";
+    reg.has_size = 1;
+    reg.size = 1 << 20;
+    envelope(&rq, 3);
+    rq.body_case = GEMM__REQUEST__BODY_REGISTER_BUFFER;
+    rq.register_buffer = &reg;
+    rv |= write_request("register", &rq);
+
+    Gemm__ReleaseBufferRequest rel = GEMM__RELEASE_BUFFER_REQUEST__INIT;
+    rel.has_buffer_id = 1;
+    rel.buffer_id = 2;
+    envelope(&rq, 4);
+    rq.body_case = GEMM__REQUEST__BODY_RELEASE_BUFFER;
+    rq.release_buffer = &rel;
+    rv |= write_request("release", &rq);
+
+    for (size_t i = 0; i < sizeof(gemms) / sizeof(gemms[0]); i++)
+        rv |= write_gemm(&gemms[i], 100 + i);
+    return rv ? 1 : 0;
+}
