@@ -148,7 +148,10 @@ int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
     snprintf(p->url, sizeof(p->url), "ipc://%s", p->sock);
     snprintf(p->log, sizeof(p->log), "%s/gemmd.log", p->dir);
 
-    argv[argc++] = GEMMD_PATH;
+    /* GEMM_TEST_GEMMD runs the suite against another build of gemmd (a
+     * sanitizer build, an installed one) */
+    const char *bin = getenv("GEMM_TEST_GEMMD");
+    argv[argc++] = bin != NULL && *bin != '\0' ? bin : GEMMD_PATH;
     argv[argc++] = "--listen";
     argv[argc++] = p->url;
     if (!has_option(extra, "--backend")) {

@@ -1,9 +1,10 @@
 /*
  * daemon.h: the integration tests' fixture. gemmd_start() makes a private
  * directory (mkdtemp), runs the real gemmd (GEMMD_PATH, from CMake) with the
- * CPU backend listening on ipc://DIR/gemmd.sock and its stderr in
- * DIR/gemmd.log, and waits until gemm_ping answers. gemmd_stop() sends
- * SIGTERM, waits for the exit and removes the directory.
+ * CPU backend (or $GEMM_TEST_GEMMD, to test another build) listening on
+ * ipc://DIR/gemmd.sock and its stderr in DIR/gemmd.log, and waits until
+ * gemm_ping answers. gemmd_stop() sends SIGTERM, waits for the exit and removes
+ * the directory.
  *
  * The Criterion helpers fixture_start()/fixture_stop() keep one daemon and
  * one connected client (g_client) per test and assert on every step
