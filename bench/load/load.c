@@ -62,7 +62,7 @@ typedef struct tally {
     uint64_t setup;   /* could not connect or allocate */
     uint64_t flops;
     int first_err;
-    char first_msg[160];
+    char first_msg[256];
     double max_us;
     uint64_t hist[HIST_N]; /* round trip, us: see record() */
 } tally;
@@ -243,17 +243,19 @@ static void make_job(job *j, gemm_buffer *buf, float *scratch, uint64_t *rng)
 }
 
 /* Checks D against the fp64 reference and its padding against the
- * sentinel. Returns true when right. */
-static bool check_job(const job *j, float *row)
+ * sentinel. Returns true when right; otherwise says where in why. */
+static bool check_job(const job *j, float *row, char *why, size_t len)
 {
     const gemm_op *op = &j->op;
     uint64_t m = op->m, n = op->n, k = op->k;
     size_t scd = esz(op->cd_type);
     /* output rounding: half an ulp of the type, doubled for slack, plus the
-     * fp32 accumulation error */
+     * fp32 accumulation error; below the smallest normal number an ulp is
+     * absolute (fp16: 2^-24) */
     double eps = op->cd_type == GEMM_FP32   ? 1.0 / (1 << 22)
                  : op->cd_type == GEMM_FP16 ? 1.0 / (1 << 10)
                                             : 1.0 / (1 << 7);
+    double tiny = op->cd_type == GEMM_FP16 ? ldexp(1.0, -24) : ldexp(1.0, -126);
     const char *d = (const char *)gemm_buffer_data(j->buf) + op->d.offset;
     uint64_t ldd = op->d.ld;
     uint64_t ac = op->trans_a ? m : k, bc = op->trans_b ? k : n;
@@ -273,15 +275,23 @@ static bool check_job(const job *j, float *row)
                 ref += op->beta * cv;
                 mag += fabs(op->beta * cv);
             }
-            double tol = eps * fabs(ref) + 1e-6 * mag + 1e-30;
-            if (!(fabs((double)row[x] - ref) <= tol))
+            double tol = eps * fabs(ref) + 1e-6 * mag + tiny;
+            if (!(fabs((double)row[x] - ref) <= tol)) {
+                snprintf(why, len, "D[%llu][%llu] = %.9g, reference %.9g",
+                         (unsigned long long)i, (unsigned long long)x,
+                         (double)row[x], ref);
                 return false;
+            }
         }
         /* the padding between rows must be untouched */
         if (i + 1 < m)
             for (uint64_t b = n * scd; b < ldd * scd; b++)
-                if ((unsigned char)d[i * ldd * scd + b] != 0x5a)
+                if ((unsigned char)d[i * ldd * scd + b] != 0x5a) {
+                    snprintf(why, len, "padding byte %llu of row %llu "
+                             "written", (unsigned long long)b,
+                             (unsigned long long)i);
                     return false;
+                }
     }
     return true;
 }
@@ -389,7 +399,8 @@ static int client_main(int idx, tally *t)
         }
         const gemm_op *op = &jobs[s].op;
         t->flops += 2 * op->m * op->n * op->k;
-        if (check_job(&jobs[s], row)) {
+        char why[96];
+        if (check_job(&jobs[s], row, why, sizeof(why))) {
             t->gemms++;
         } else {
             t->wrong++;
@@ -397,12 +408,13 @@ static int client_main(int idx, tally *t)
                 t->first_err = -1;
                 snprintf(t->first_msg, sizeof(t->first_msg),
                          "wrong result: m=%llu n=%llu k=%llu %s->%s ta=%d "
-                         "tb=%d alpha=%g beta=%g",
+                         "tb=%d alpha=%g beta=%g: %s",
                          (unsigned long long)op->m, (unsigned long long)op->n,
                          (unsigned long long)op->k,
                          gemm_dtype_name(op->ab_type),
                          gemm_dtype_name(op->cd_type), op->trans_a,
-                         op->trans_b, (double)op->alpha, (double)op->beta);
+                         op->trans_b, (double)op->alpha, (double)op->beta,
+                         why);
             }
         }
     }
