@@ -40,6 +40,8 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->client_buffers = 1024;
     cfg->client_bytes = 64ull << 30;
     cfg->client_inflight = 64;
+    cfg->max_pinned_bytes = 0;
+    cfg->max_device_bytes = 0;
     cfg->socket_mode = 0660;
     cfg->stats_interval_s = 60.0;
     cfg->drain_timeout_s = 30.0;
@@ -73,6 +75,10 @@ static void usage(FILE *f)
         "(default 64 GiB)\n"
         "  --client-inflight N      GEMMs one client may have queued "
         "(default 64)\n"
+        "  --max-pinned-bytes N     CUDA: cap on pinned client memory "
+        "(default: none)\n"
+        "  --max-device-bytes N     CUDA: cap on device staging memory "
+        "(default: none)\n"
         "  --socket-mode MODE       octal permissions of the ipc socket "
         "(default 0660)\n"
         "  --stats-interval SEC     log a stats line every SEC seconds, "
@@ -122,6 +128,8 @@ enum {
     OPT_CONTEXTS,
     OPT_SOCKET_MODE,
     OPT_CLIENT_BUFFERS,
+    OPT_MAX_PINNED,
+    OPT_MAX_DEVICE,
     OPT_CLIENT_BYTES,
     OPT_CLIENT_INFLIGHT,
     OPT_STATS,
@@ -144,6 +152,8 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
         {"contexts", required_argument, NULL, OPT_CONTEXTS},
         {"socket-mode", required_argument, NULL, OPT_SOCKET_MODE},
         {"client-buffers", required_argument, NULL, OPT_CLIENT_BUFFERS},
+        {"max-pinned-bytes", required_argument, NULL, OPT_MAX_PINNED},
+        {"max-device-bytes", required_argument, NULL, OPT_MAX_DEVICE},
         {"client-bytes", required_argument, NULL, OPT_CLIENT_BYTES},
         {"client-inflight", required_argument, NULL, OPT_CLIENT_INFLIGHT},
         {"stats-interval", required_argument, NULL, OPT_STATS},
@@ -208,6 +218,18 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
                 bad = "--contexts needs a number in 1..4096";
             else
                 cfg->contexts = (uint32_t)v;
+            break;
+        case OPT_MAX_PINNED:
+            if (parse_u64(optarg, 0, UINT64_MAX / 2, 10, &v) != 0)
+                bad = "--max-pinned-bytes needs a number of bytes";
+            else
+                cfg->max_pinned_bytes = v;
+            break;
+        case OPT_MAX_DEVICE:
+            if (parse_u64(optarg, 0, UINT64_MAX / 2, 10, &v) != 0)
+                bad = "--max-device-bytes needs a number of bytes";
+            else
+                cfg->max_device_bytes = v;
             break;
         case OPT_CLIENT_BUFFERS:
             if (parse_u64(optarg, 1, 1u << 20, 10, &v) != 0)

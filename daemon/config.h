@@ -20,6 +20,8 @@ typedef struct gemmd_config {
     uint32_t client_buffers;    /* per client: registered buffers */
     uint64_t client_bytes;      /* per client: registered bytes */
     uint32_t client_inflight;   /* per client: GEMMs queued or running */
+    uint64_t max_pinned_bytes;  /* CUDA: pinned client memory; 0 = no cap */
+    uint64_t max_device_bytes;  /* CUDA: staging memory; 0 = no cap */
     unsigned socket_mode;       /* permissions of the ipc socket file */
     double stats_interval_s;    /* stats log line period; 0 = never */
     double drain_timeout_s;     /* SIGTERM: longest wait for in-flight work */

@@ -1,0 +1,319 @@
+/*
+ * backend_cuda.c: the CUDA backend. One context for the daemon's life;
+ * client buffers pinned with cudaHostRegister when they are registered;
+ * each GEMM staged to the device with cudaMemcpy2DAsync into a 16-byte
+ * pitch (so every shape and leading dimension runs on the TMA kernels),
+ * multiplied by our Hopper kernels (kernels/), and D copied back into the
+ * client's layout. Two worker threads, each with its own stream and kernel
+ * context, so one request's copies overlap another's kernel. Device memory
+ * comes from the stream-ordered pool, which keeps freed blocks: in steady
+ * state nothing is allocated from the driver. fp32 A/B (tf32 kernels are
+ * still to come) are served by the CPU path.
+ */
+#include "backend.h"
+#include "log.h"
+
+#include <gemm/gemm.h>
+#include <gemm_kernels.h>
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUDA_WORKERS 2
+
+typedef struct cuda_worker {
+    cudaStream_t stream;
+    gemmk_ctx *kctx;
+} cuda_worker;
+
+typedef struct cuda_priv {
+    int device;
+    cudaMemPool_t pool;
+    pthread_mutex_t mu;         /* guards workers[] setup */
+    cuda_worker workers[CUDA_WORKERS];
+    unsigned nworkers;
+    atomic_ullong pinned_bytes; /* cudaHostRegister'ed client memory */
+    atomic_ullong device_bytes; /* staging memory in use */
+    unsigned long long max_pinned, max_device;
+} cuda_priv;
+
+static _Thread_local cuda_worker *tls_worker;
+
+/* Maps a CUDA error to a gemm_error and a message naming the call. */
+static int cuda_fail(cudaError_t e, const char *what, const char *file,
+                     int line, char *msg, size_t len)
+{
+    snprintf(msg, len, "%s failed: %s (%s:%d)", what, cudaGetErrorString(e),
+             file, line);
+    return e == cudaErrorMemoryAllocation ? GEMM_ERR_DEVICE_MEMORY
+                                          : GEMM_ERR_DEVICE;
+}
+
+#define CK(call, msg, len)                                                    \
+    do {                                                                      \
+        cudaError_t e_ = (call);                                              \
+        if (e_ != cudaSuccess) {                                              \
+            rv = cuda_fail(e_, #call, __FILE__, __LINE__, msg, len);          \
+            goto fail;                                                        \
+        }                                                                     \
+    } while (0)
+
+static bool cuda_available(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        cudaGetLastError(); /* clear it */
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        struct cudaDeviceProp p;
+        if (cudaGetDeviceProperties(&p, i) == cudaSuccess && p.major == 9)
+            return true;
+    }
+    return false;
+}
+
+static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
+                     size_t len)
+{
+    int rv;
+    struct cudaDeviceProp prop;
+    cuda_priv *p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return GEMM_ERR_NOMEM;
+    pthread_mutex_init(&p->mu, NULL);
+    p->device = cfg->device;
+    p->max_pinned = cfg->max_pinned_bytes;
+    p->max_device = cfg->max_device_bytes;
+    CK(cudaSetDevice(p->device), msg, len);
+    CK(cudaGetDeviceProperties(&prop, p->device), msg, len);
+    if (prop.major != 9) {
+        snprintf(msg, len, "device %d (%.100s) is sm_%d%d; the kernels need "
+                 "Hopper (sm_90)", p->device, prop.name, prop.major,
+                 prop.minor);
+        rv = GEMM_ERR_UNSUPPORTED;
+        goto fail;
+    }
+    CK(cudaFree(NULL), msg, len); /* create the context now */
+    CK(cudaDeviceGetDefaultMemPool(&p->pool, p->device), msg, len);
+    unsigned long long keep = ~0ull; /* never give freed blocks back */
+    CK(cudaMemPoolSetAttribute(p->pool, cudaMemPoolAttrReleaseThreshold,
+                               &keep),
+       msg, len);
+    /* the CPU path serves fp32 inputs: set it up first, then ours */
+    if ((rv = gemmd_backend_cpu.init(be, cfg, msg, len)) != GEMM_OK)
+        goto fail;
+    snprintf(be->device, sizeof(be->device), "%.100s (sm_%d%d, %d SMs)",
+             prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+    be->priv = p;
+    be->workers = CUDA_WORKERS;
+    gemmd_log(LOG_INFO, "cuda backend: %s, %.1f GiB", be->device,
+              prop.totalGlobalMem / (double)(1u << 30));
+    return GEMM_OK;
+fail:
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+    be->priv = NULL;
+    return rv;
+}
+
+static void cuda_fini(gemmd_backend *be)
+{
+    cuda_priv *p = be->priv;
+    if (p == NULL)
+        return;
+    for (unsigned i = 0; i < p->nworkers; i++) {
+        gemmk_ctx_destroy(p->workers[i].kctx);
+        cudaStreamDestroy(p->workers[i].stream);
+    }
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+    be->priv = NULL;
+}
+
+static int cuda_pin(gemmd_backend *be, void *base, size_t size,
+                    void **handle, char *msg, size_t len)
+{
+    cuda_priv *p = be->priv;
+    int rv = GEMM_OK;
+    unsigned long long now = atomic_fetch_add(&p->pinned_bytes, size);
+    if (p->max_pinned != 0 && now + size > p->max_pinned) {
+        atomic_fetch_sub(&p->pinned_bytes, size);
+        snprintf(msg, len, "pinning %zu more bytes would pass the daemon's "
+                 "limit of %llu pinned bytes", size, p->max_pinned);
+        return GEMM_ERR_LIMIT;
+    }
+    CK(cudaSetDevice(p->device), msg, len);
+    CK(cudaHostRegister(base, size, cudaHostRegisterPortable), msg, len);
+    *handle = (void *)(uintptr_t)size;
+    return GEMM_OK;
+fail:
+    atomic_fetch_sub(&p->pinned_bytes, size);
+    return rv;
+}
+
+static void cuda_unpin(gemmd_backend *be, void *base, void *handle)
+{
+    cuda_priv *p = be->priv;
+    cudaError_t e = cudaHostUnregister(base);
+    if (e != cudaSuccess)
+        gemmd_log(LOG_WARNING, "cudaHostUnregister: %s",
+                  cudaGetErrorString(e));
+    atomic_fetch_sub(&p->pinned_bytes, (size_t)(uintptr_t)handle);
+}
+
+/* This thread's stream and kernel context, made on first use. */
+static int worker_state(cuda_priv *p, cuda_worker **out, char *msg,
+                        size_t len)
+{
+    int rv = GEMM_OK;
+    if (tls_worker != NULL) {
+        *out = tls_worker;
+        return GEMM_OK;
+    }
+    pthread_mutex_lock(&p->mu);
+    if (p->nworkers == CUDA_WORKERS) {
+        pthread_mutex_unlock(&p->mu);
+        snprintf(msg, len, "more GPU worker threads than streams");
+        return GEMM_ERR_INTERNAL;
+    }
+    cuda_worker *w = &p->workers[p->nworkers];
+    CK(cudaSetDevice(p->device), msg, len);
+    CK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), msg,
+       len);
+    rv = gemmk_ctx_create(&w->kctx, p->device);
+    if (rv != GEMM_OK) {
+        cudaStreamDestroy(w->stream);
+        snprintf(msg, len, "cannot create the kernel context: %s",
+                 gemm_strerror(rv));
+        goto fail;
+    }
+    p->nworkers++;
+    tls_worker = w;
+    *out = w;
+fail:
+    pthread_mutex_unlock(&p->mu);
+    return rv;
+}
+
+/* One staged operand: device copy with a 16-byte pitch. */
+typedef struct staged {
+    void *dev;
+    size_t bytes;
+    uint64_t ld; /* elements */
+} staged;
+
+static uint64_t pitch_elems(uint64_t cols, size_t es)
+{
+    uint64_t per16 = 16 / es;
+    return (cols + per16 - 1) / per16 * per16;
+}
+
+static int stage_alloc(cuda_priv *p, cuda_worker *w, staged *s,
+                       uint64_t rows, uint64_t cols, size_t es, char *msg,
+                       size_t len)
+{
+    int rv = GEMM_OK;
+    s->ld = pitch_elems(cols, es);
+    s->bytes = rows * s->ld * es;
+    unsigned long long now = atomic_fetch_add(&p->device_bytes, s->bytes);
+    if (p->max_device != 0 && now + s->bytes > p->max_device) {
+        atomic_fetch_sub(&p->device_bytes, s->bytes);
+        s->bytes = 0;
+        snprintf(msg, len, "the GEMM needs more device memory than the "
+                 "daemon's limit of %llu bytes allows now", p->max_device);
+        return GEMM_ERR_DEVICE_MEMORY;
+    }
+    CK(cudaMallocAsync(&s->dev, s->bytes, w->stream), msg, len);
+    return GEMM_OK;
+fail:
+    atomic_fetch_sub(&p->device_bytes, s->bytes);
+    s->bytes = 0;
+    s->dev = NULL;
+    return rv;
+}
+
+static void stage_free(cuda_priv *p, cuda_worker *w, staged *s)
+{
+    if (s->dev != NULL) {
+        cudaFreeAsync(s->dev, w->stream);
+        atomic_fetch_sub(&p->device_bytes, s->bytes);
+        s->dev = NULL;
+    }
+}
+
+static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
+{
+    cuda_priv *p = be->priv;
+    cuda_worker *w;
+    int rv;
+    if (j->ab_type == GEMM_FP32) /* no tf32 kernels yet */
+        return gemmd_backend_cpu.gemm(be, j);
+    if ((rv = worker_state(p, &w, j->msg, sizeof(j->msg))) != GEMM_OK)
+        return rv;
+
+    size_t es = gemm_dtype_size(j->ab_type), cs = gemm_dtype_size(j->cd_type);
+    const val_matrix *sa = &j->shape.a, *sb = &j->shape.b;
+    staged a = {0}, b = {0}, c = {0}, d = {0};
+    char *m = j->msg;
+    size_t ml = sizeof(j->msg);
+    if ((rv = stage_alloc(p, w, &a, sa->rows, sa->cols, es, m, ml)) ||
+        (rv = stage_alloc(p, w, &b, sb->rows, sb->cols, es, m, ml)) ||
+        (rv = stage_alloc(p, w, &d, j->m, j->n, cs, m, ml)) ||
+        (j->has_c && (rv = stage_alloc(p, w, &c, j->m, j->n, cs, m, ml))))
+        goto fail;
+    CK(cudaMemcpy2DAsync(a.dev, a.ld * es, j->a, j->lda * es, sa->cols * es,
+                         sa->rows, cudaMemcpyHostToDevice, w->stream),
+       m, ml);
+    CK(cudaMemcpy2DAsync(b.dev, b.ld * es, j->b, j->ldb * es, sb->cols * es,
+                         sb->rows, cudaMemcpyHostToDevice, w->stream),
+       m, ml);
+    if (j->has_c)
+        CK(cudaMemcpy2DAsync(c.dev, c.ld * cs, j->c, j->ldc * cs, j->n * cs,
+                             j->m, cudaMemcpyHostToDevice, w->stream),
+           m, ml);
+    gemmk_problem kp = {
+        .m = (int64_t)j->m, .n = (int64_t)j->n, .k = (int64_t)j->k,
+        .ab_type = j->ab_type, .cd_type = j->cd_type,
+        .trans_a = j->trans_a, .trans_b = j->trans_b,
+        .a = a.dev, .b = b.dev, .c = j->has_c ? c.dev : NULL, .d = d.dev,
+        .lda = (int64_t)a.ld, .ldb = (int64_t)b.ld,
+        .ldc = (int64_t)(j->has_c ? c.ld : d.ld), .ldd = (int64_t)d.ld,
+        .alpha = j->alpha, .beta = j->has_c ? j->beta : 0.0f,
+    };
+    rv = gemmk_gemm(w->kctx, &kp, w->stream, NULL);
+    if (rv != GEMM_OK) {
+        snprintf(m, ml, "kernel launch failed: %s", gemm_strerror(rv));
+        goto fail;
+    }
+    CK(cudaMemcpy2DAsync(j->d, j->ldd * cs, d.dev, d.ld * cs, j->n * cs,
+                         j->m, cudaMemcpyDeviceToHost, w->stream),
+       m, ml);
+    stage_free(p, w, &a);
+    stage_free(p, w, &b);
+    stage_free(p, w, &c);
+    stage_free(p, w, &d);
+    CK(cudaStreamSynchronize(w->stream), m, ml);
+    return GEMM_OK;
+fail:
+    stage_free(p, w, &a);
+    stage_free(p, w, &b);
+    stage_free(p, w, &c);
+    stage_free(p, w, &d);
+    cudaStreamSynchronize(w->stream);
+    return rv;
+}
+
+const gemmd_backend_ops gemmd_backend_cuda = {
+    .name = "cuda",
+    .available = cuda_available,
+    .init = cuda_init,
+    .fini = cuda_fini,
+    .pin = cuda_pin,
+    .unpin = cuda_unpin,
+    .gemm = cuda_gemm,
+};
