@@ -23,6 +23,7 @@ typedef CUresult (*encode_tiled_fn)(
 struct gemmk_ctx {
     int device;
     int num_sms;
+    int max_clusters2; /* co-resident 2-CTA clusters of the 128x256 kernel */
     encode_tiled_fn encode;
     gemmk_tmap_cache cache;
     float *ws;       /* split-K workspace */
@@ -33,16 +34,19 @@ namespace {
 
 struct Config {
     const char *name;
-    int bn;
-    int split; /* 0: heuristic, 1: never, -1: heuristic but at least 2 */
+    int bn;      /* 0: any */
+    int cluster; /* 0: any, else 1 or 2 */
+    int split;   /* 0: heuristic, 1: never, -1: heuristic but at least 2 */
 };
 
 const Config kConfigs[] = {
-    {"auto", 0, 0},
-    {"ws128x256", 256, 1},
-    {"ws128x128", 128, 1},
-    {"ws128x256_splitk", 256, -1},
-    {"ws128x128_splitk", 128, -1},
+    {"auto", 0, 0, 0},
+    {"ws128x256c2", 256, 2, 1},
+    {"ws128x256", 256, 1, 1},
+    {"ws128x128", 128, 1, 1},
+    {"ws128x256c2_splitk", 256, 2, -1},
+    {"ws128x256_splitk", 256, 1, -1},
+    {"ws128x128_splitk", 128, 1, -1},
 };
 const int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 
@@ -113,29 +117,37 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 struct Plan {
     int cfg;    /* index into kConfigs */
     int bn;
+    int cluster;
     int splits; /* actual number of k-splits */
     int kbps;   /* k-blocks per split */
 };
 
-/* Estimated seconds for a (bn, splits) choice: waves of work units, each
- * bounded by the SM's share of tensor rate or memory bandwidth, plus the
- * split-K workspace traffic and the extra launch. */
-double estimate(const gemmk_problem *p, int sms, int bn, int splits,
-                int *kbps_out, int *splits_out)
+/* Estimated seconds for a (bn, cluster, splits) choice: waves of work
+ * units over the co-resident CTAs (clusters), each unit bounded by the SM's
+ * share of the tensor rate or of L2 bandwidth, never faster than reading
+ * A and B once from DRAM; plus split-K workspace traffic and the extra
+ * launch. The rates are rough H100 numbers; only their ratios matter. */
+double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
+                int splits, int *kbps_out, int *splits_out)
 {
     int64_t nkb = cdiv(p->k, gemmk::BK);
     int64_t kbps = cdiv(nkb, splits);
     int64_t real = cdiv(nkb, kbps);
-    int64_t tiles = cdiv(p->m, gemmk::BM) * cdiv(p->n, bn);
-    int64_t units = tiles * real;
-    int64_t waves = cdiv(units, sms);
-    double eff = bn == 256 ? 1.0 : 0.88;
+    int64_t units = cdiv(cdiv(p->m, gemmk::BM), cl) * cdiv(p->n, bn) * real;
+    int64_t slots = cl == 2 ? ctx->max_clusters2 : ctx->num_sms;
+    if (slots < 1)
+        return 1e30;
+    int64_t waves = cdiv(units, slots);
+    int64_t active = (units < slots ? units : slots) * cl;
+    double eff = bn == 256 ? (cl == 2 ? 1.05 : 1.0) : 0.88;
     double flop = 2.0 * gemmk::BM * bn * kbps * gemmk::BK;
-    double t_mma = flop / (660e12 * eff / sms);
-    double rows = (double)(p->m < gemmk::BM ? p->m : gemmk::BM) + bn;
-    double t_mem =
-        rows * kbps * gemmk::BK * 2.0 / (3.0e12 / (units < sms ? units : sms));
-    double t = waves * (t_mma > t_mem ? t_mma : t_mem);
+    double t_mma = flop / (660e12 * eff / ctx->num_sms);
+    double rows = (double)(p->m < gemmk::BM ? p->m : gemmk::BM) + bn / cl;
+    double t_l2 = rows * kbps * gemmk::BK * 2.0 / (8e12 / active);
+    double t = waves * (t_mma > t_l2 ? t_mma : t_l2);
+    double t_dram = (double)(p->m * p->k + p->k * p->n) * 2.0 / 3.0e12;
+    if (t < t_dram)
+        t = t_dram;
     if (real > 1)
         t += 3.0e-6 + 3.0 * real * p->m * p->n * 4.0 / 3.0e12;
     *kbps_out = (int)kbps;
@@ -149,28 +161,33 @@ gemm_error plan(const gemmk_ctx *ctx, const gemmk_problem *p, int cfg,
     const Config &c = kConfigs[cfg];
     int64_t nkb = cdiv(p->k, gemmk::BK);
     double best = 1e30;
-    for (int bn = 128; bn <= 256; bn *= 2) {
-        if (c.bn && c.bn != bn)
+    /* candidates in order of preference on near-ties */
+    static const int cand[3][2] = {{256, 2}, {256, 1}, {128, 1}};
+    for (int ci = 0; ci < 3; ci++) {
+        int bn = cand[ci][0], cl = cand[ci][1];
+        if ((c.bn && c.bn != bn) || (c.cluster && c.cluster != cl))
             continue;
         int max_split = c.split == 1 ? 1 : 32;
         int min_split = c.split == -1 ? 2 : 1;
         for (int s = min_split; s <= max_split && s <= nkb; s++) {
-            int kbps, real;
-            double t = estimate(p, ctx->num_sms, bn, s, &kbps, &real);
+            int kbps = 0, real = 1;
+            double t = estimate(ctx, p, bn, cl, s, &kbps, &real);
             if (c.split == -1 && real < 2)
                 continue;
-            if (t < best * 0.97) { /* prefer fewer splits on near-ties */
+            if (t < best * 0.97) { /* prefer earlier, fewer splits on ties */
                 best = t;
                 out->cfg = cfg;
                 out->bn = bn;
+                out->cluster = cl;
                 out->splits = real;
                 out->kbps = kbps;
             }
         }
     }
-    if (best == 1e30) { /* K too small to split: fall back to one split */
+    if (best == 1e30) { /* K too small to split, or no cluster fits */
         out->cfg = cfg;
         out->bn = c.bn ? c.bn : 128;
+        out->cluster = 1;
         out->splits = 1;
         out->kbps = (int)nkb;
     }
@@ -189,6 +206,8 @@ int find_config(const char *name)
 
 const char *plan_name(const Plan &pl)
 {
+    if (pl.bn == 256 && pl.cluster == 2)
+        return pl.splits > 1 ? "ws128x256c2_splitk" : "ws128x256c2";
     if (pl.bn == 256)
         return pl.splits > 1 ? "ws128x256_splitk" : "ws128x256";
     return pl.splits > 1 ? "ws128x128_splitk" : "ws128x128";
@@ -240,6 +259,8 @@ gemm_error gemmk_ctx_create(gemmk_ctx **out, int device)
     ctx->device = device;
     ctx->num_sms = prop.multiProcessorCount;
     ctx->encode = reinterpret_cast<encode_tiled_fn>(fn);
+    ctx->max_clusters2 = gemmk::max_clusters2();
+    cudaGetLastError(); /* an occupancy failure only disables clusters */
     gemmk_tmap_cache_init(&ctx->cache, encode_cb, ctx);
     *out = ctx;
     return GEMM_OK;
@@ -329,7 +350,7 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
         kb.dim0 = p->n, kb.dim1 = p->k, kb.box0 = 64, kb.box1 = 64;
     } else {
         kb.dim0 = p->k, kb.dim1 = p->n, kb.box0 = 64,
-        kb.box1 = (uint32_t)pl.bn;
+        kb.box1 = (uint32_t)(pl.bn / pl.cluster);
     }
 
     gemmk::Launch l;
@@ -347,11 +368,12 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
     kp.m = (int)p->m, kp.n = (int)p->n, kp.k = (int)p->k;
     kp.num_m = (int)cdiv(p->m, gemmk::BM);
     kp.num_n = (int)cdiv(p->n, pl.bn);
+    kp.num_mu = (int)cdiv(kp.num_m, pl.cluster);
     kp.nkb = (int)cdiv(p->k, gemmk::BK);
     kp.splits = pl.splits;
     kp.kb_per_split = pl.kbps;
-    kp.units = kp.num_m * kp.num_n * kp.splits;
-    kp.group_m = 8;
+    kp.units = kp.num_mu * kp.num_n * kp.splits;
+    kp.group_m = pl.cluster == 2 ? 4 : 8;
     kp.cd_type = p->cd_type;
     kp.d = p->d;
     kp.c = p->beta != 0.f ? p->c : nullptr;
@@ -375,13 +397,16 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
         }
         kp.ws = ctx->ws;
     }
-    l.grid = kp.units < ctx->num_sms ? kp.units : ctx->num_sms;
+    int slots = pl.cluster == 2 ? ctx->max_clusters2 : ctx->num_sms;
+    l.grid = (kp.units < slots ? kp.units : slots) * pl.cluster;
+    l.cluster = pl.cluster;
     l.f16 = p->ab_type == GEMM_FP16;
     l.amn = amn;
     l.bmn = bmn;
     l.stream = stream;
-    cudaError_t ce = pl.bn == 256 ? gemmk::launch_n256(l)
-                                  : gemmk::launch_n128(l);
+    cudaError_t ce = pl.bn == 128       ? gemmk::launch_n128(l)
+                     : pl.cluster == 2 ? gemmk::launch_n256c2(l)
+                                       : gemmk::launch_n256(l);
     if (ce != cudaSuccess)
         return cuda_err(ce);
     if (pl.splits > 1) {

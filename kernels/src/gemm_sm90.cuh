@@ -34,6 +34,7 @@ constexpr int SLAB = 64 * BK * 2; /* bytes of one 64 x 64 16-bit box */
 struct KParams {
     int m, n, k;
     int num_m, num_n;   /* tiles */
+    int num_mu;         /* M units: tiles / cluster size, rounded up */
     int splits;         /* k-splits per tile (1: no split) */
     int kb_per_split;   /* k-blocks of BK per split */
     int nkb;            /* k-blocks in all */
@@ -99,6 +100,46 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map,
         : "memory");
 }
 
+__device__ __forceinline__ void tma_load_2d_mc(void *dst, const CUtensorMap *map,
+                                               int c0, int c1, uint64_t *bar,
+                                               uint16_t mask)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+        "complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], "
+        "%5;" ::"r"(smem_u32(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1),
+        "r"(smem_u32(bar)), "h"(mask)
+        : "memory");
+}
+
+__device__ __forceinline__ uint32_t cluster_rank()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release;\n"
+                 "barrier.cluster.wait.acquire;" ::: "memory");
+}
+
+/* Arrives on the mbarrier at the same offset in CTA `rank` of the cluster. */
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar,
+                                                    uint32_t rank)
+{
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                 : "=r"(remote)
+                 : "r"(smem_u32(bar)), "r"(rank));
+    asm volatile(
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(
+            remote)
+        : "memory");
+}
+
 __device__ __forceinline__ void wgmma_fence()
 {
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -151,7 +192,7 @@ __device__ __forceinline__ void unit_coords(const KParams &p, int u, int &mt,
     int per_group = p.group_m * p.num_n;
     int g = tile / per_group;
     int first_m = g * p.group_m;
-    int gm = min(p.num_m - first_m, p.group_m);
+    int gm = min(p.num_mu - first_m, p.group_m);
     int local = tile - g * per_group;
     mt = first_m + local % gm;
     nt = local / gm;
@@ -242,7 +283,14 @@ template <int BN> struct Cfg {
     static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES) + 1024 + 256;
 };
 
-template <int BN, bool F16, int AMN, int BMN>
+/*
+ * CL = cluster size along M (1 or 2). With 2, the CTA pair takes M-tiles
+ * 2u and 2u+1 of the same N-tile; each CTA loads its own A and half of B,
+ * multicast into both CTAs' shared memory, so each SM pulls 32 KB instead
+ * of 48 KB from L2 per k-block. empty[s] then waits for the consumers of
+ * both CTAs (16 warp arrivals), since either producer writes both CTAs.
+ */
+template <int BN, bool F16, int AMN, int BMN, int CL>
 __global__ void __launch_bounds__(384, 1)
     gemm_ws_kernel(const __grid_constant__ CUtensorMap tma,
                    const __grid_constant__ CUtensorMap tmb,
@@ -264,21 +312,24 @@ __global__ void __launch_bounds__(384, 1)
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 8); /* lane 0 of each consumer warp */
+            mbar_init(&empty[s], 8 * CL); /* lane 0 of each consumer warp */
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
+    const uint32_t rank = CL > 1 ? cluster_rank() : 0;
+    if constexpr (CL > 1)
+        cluster_sync(); /* peers' barriers are initialised */
+    const int u0 = blockIdx.x / CL, ustep = gridDim.x / CL;
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (tid != 0)
-            return;
         int s = 0;
         uint32_t ph = 0;
-        for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+        for (int u = u0; tid == 0 && u < p.units; u += ustep) {
             int mt, nt, split;
             unit_coords(p, u, mt, nt, split);
+            mt = mt * CL + rank;
             int kb0 = split * p.kb_per_split;
             int kb1 = min(p.nkb, kb0 + p.kb_per_split);
             int m0 = mt * BM, n0 = nt * BN;
@@ -294,13 +345,27 @@ __global__ void __launch_bounds__(384, 1)
                 } else {
                     tma_load_2d(a, &tma, k0, m0, &full[s]);
                 }
-                if constexpr (BMN) {
+                if constexpr (CL == 1) {
+                    if constexpr (BMN) {
 #pragma unroll
-                    for (int j = 0; j < BN / 64; j++)
-                        tma_load_2d(b + j * SLAB, &tmb, n0 + 64 * j, k0,
-                                    &full[s]);
+                        for (int j = 0; j < BN / 64; j++)
+                            tma_load_2d(b + j * SLAB, &tmb, n0 + 64 * j, k0,
+                                        &full[s]);
+                    } else {
+                        tma_load_2d(b, &tmb, k0, n0, &full[s]);
+                    }
                 } else {
-                    tma_load_2d(b, &tmb, k0, n0, &full[s]);
+                    const uint16_t mask = (1u << CL) - 1;
+                    if constexpr (BMN) {
+#pragma unroll
+                        for (int j = rank; j < BN / 64; j += CL)
+                            tma_load_2d_mc(b + j * SLAB, &tmb, n0 + 64 * j,
+                                           k0, &full[s], mask);
+                    } else {
+                        constexpr int part = BN / CL;
+                        tma_load_2d_mc(b + rank * part * 128, &tmb, k0,
+                                       n0 + rank * part, &full[s], mask);
+                    }
                 }
                 if (++s == STAGES) {
                     s = 0;
@@ -325,9 +390,10 @@ __global__ void __launch_bounds__(384, 1)
                               GEMMK_SWIZZLE_128B);
         const uint64_t db0 = gemmk_desc_encode(smem_u32(sb), B_LBO, 1024,
                                                GEMMK_SWIZZLE_128B);
-        for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+        for (int u = u0; u < p.units; u += ustep) {
             int mt, nt, split;
             unit_coords(p, u, mt, nt, split);
+            mt = mt * CL + rank;
             int kb0 = split * p.kb_per_split;
             int kb1 = min(p.nkb, kb0 + p.kb_per_split);
             int prev = -1;
@@ -345,8 +411,11 @@ __global__ void __launch_bounds__(384, 1)
                 wgmma_commit();
                 wgmma_wait<1>();
                 fence_regs(d);
-                if (prev >= 0 && lane == 0)
+                if (prev >= 0 && lane == 0) {
                     mbar_arrive(&empty[prev]);
+                    if constexpr (CL > 1)
+                        mbar_arrive_cluster(&empty[prev], rank ^ 1);
+                }
                 prev = s;
                 if (++s == STAGES) {
                     s = 0;
@@ -355,8 +424,11 @@ __global__ void __launch_bounds__(384, 1)
             }
             wgmma_wait<0>();
             fence_regs(d);
-            if (lane == 0)
+            if (lane == 0) {
                 mbar_arrive(&empty[prev]);
+                if constexpr (CL > 1)
+                    mbar_arrive_cluster(&empty[prev], rank ^ 1);
+            }
 
             int row0 = mt * BM + c * 64, col0 = nt * BN;
             if (p.splits > 1) {
@@ -380,6 +452,10 @@ __global__ void __launch_bounds__(384, 1)
             }
         }
     }
+    /* no CTA may leave while its peer can still multicast into its shared
+     * memory or arrive on its barriers */
+    if constexpr (CL > 1)
+        cluster_sync();
 }
 
 /* Split-K reduction: D = alpha * sum_s ws[s] + beta * C. */

@@ -1,8 +1,8 @@
 /* kern_n128.cu: the 128 x 128 tile instantiations (8: type x transposes),
- * used for small M and with split-K. */
+ * used for small M and with split-K;  */
 #include "launch.h"
 
 namespace gemmk {
-cudaError_t launch_n128(const Launch &l) { return launch_bn<128>(l); }
+cudaError_t launch_n128(const Launch &l) { return launch_bn<128, 1>(l); }
 int smem_bytes(int bn) { return bn == 256 ? Cfg<256>::SMEM : Cfg<128>::SMEM; }
 } // namespace gemmk

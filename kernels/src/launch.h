@@ -18,37 +18,83 @@ struct Launch {
     int grid;
     bool f16;
     int amn, bmn;
+    int cluster; /* 1 or 2 (BN=256 only) */
     cudaStream_t stream;
 };
 
 cudaError_t launch_n256(const Launch &l);
+cudaError_t launch_n256c2(const Launch &l);
 cudaError_t launch_n128(const Launch &l);
 int smem_bytes(int bn);
 
-template <int BN, bool F16, int AMN, int BMN>
+int max_clusters2();
+
+template <int BN, bool F16, int AMN, int BMN, int CL>
 cudaError_t launch_one(const Launch &l)
 {
-    auto kern = gemm_ws_kernel<BN, F16, AMN, BMN>;
+    auto kern = gemm_ws_kernel<BN, F16, AMN, BMN, CL>;
     cudaError_t e = cudaFuncSetAttribute(
         kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg<BN>::SMEM);
     if (e != cudaSuccess)
         return e;
-    kern<<<l.grid, 384, Cfg<BN>::SMEM, l.stream>>>(l.ta, l.tb, l.p);
+    if constexpr (CL == 1) {
+        kern<<<l.grid, 384, Cfg<BN>::SMEM, l.stream>>>(l.ta, l.tb, l.p);
+    } else {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(l.grid, 1, 1);
+        cfg.blockDim = dim3(384, 1, 1);
+        cfg.dynamicSmemBytes = Cfg<BN>::SMEM;
+        cfg.stream = l.stream;
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = CL;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        e = cudaLaunchKernelEx(&cfg, kern, l.ta, l.tb, l.p);
+        if (e != cudaSuccess)
+            return e;
+    }
     return cudaGetLastError();
 }
 
-template <int BN> cudaError_t launch_bn(const Launch &l)
+/* Co-resident clusters of size CL for this kernel (0 on error). */
+template <int BN, int CL> int occupancy_clusters()
+{
+    auto kern = gemm_ws_kernel<BN, false, 0, 0, CL>;
+    if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             Cfg<BN>::SMEM) != cudaSuccess)
+        return 0;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(CL * 128, 1, 1);
+    cfg.blockDim = dim3(384, 1, 1);
+    cfg.dynamicSmemBytes = Cfg<BN>::SMEM;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = CL;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, kern, &cfg) != cudaSuccess)
+        return 0;
+    return n;
+}
+
+template <int BN, int CL> cudaError_t launch_bn(const Launch &l)
 {
     int sel = (l.f16 ? 4 : 0) | (l.amn ? 2 : 0) | (l.bmn ? 1 : 0);
     switch (sel) {
-    case 0: return launch_one<BN, false, 0, 0>(l);
-    case 1: return launch_one<BN, false, 0, 1>(l);
-    case 2: return launch_one<BN, false, 1, 0>(l);
-    case 3: return launch_one<BN, false, 1, 1>(l);
-    case 4: return launch_one<BN, true, 0, 0>(l);
-    case 5: return launch_one<BN, true, 0, 1>(l);
-    case 6: return launch_one<BN, true, 1, 0>(l);
-    default: return launch_one<BN, true, 1, 1>(l);
+    case 0: return launch_one<BN, false, 0, 0, CL>(l);
+    case 1: return launch_one<BN, false, 0, 1, CL>(l);
+    case 2: return launch_one<BN, false, 1, 0, CL>(l);
+    case 3: return launch_one<BN, false, 1, 1, CL>(l);
+    case 4: return launch_one<BN, true, 0, 0, CL>(l);
+    case 5: return launch_one<BN, true, 0, 1, CL>(l);
+    case 6: return launch_one<BN, true, 1, 0, CL>(l);
+    default: return launch_one<BN, true, 1, 1, CL>(l);
     }
 }
 

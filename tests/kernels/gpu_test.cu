@@ -363,8 +363,13 @@ int main(int argc, char **argv)
     std::vector<Case> cases;
     const gemm_dtype abs_[2] = {GEMM_BF16, GEMM_FP16};
     const gemm_dtype cds[3] = {GEMM_FP32, GEMM_BF16, GEMM_FP16};
-    const char *kernels[] = {NULL, "ws128x256", "ws128x128",
-                             "ws128x128_splitk", "ws128x256_splitk"};
+    const char *kernels[] = {NULL,
+                             "ws128x256",
+                             "ws128x128",
+                             "ws128x128_splitk",
+                             "ws128x256_splitk",
+                             "ws128x256c2",
+                             "ws128x256c2_splitk"};
     if (quick) {
         int q = 0;
         const long long qs[][3] = {{1, 7, 63}, {65, 129, 127}, {127, 64, 255},
@@ -373,7 +378,7 @@ int main(int argc, char **argv)
             for (int t = 0; t < 4; t++, q++)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
                                  t >> 1, t & 1, 1.5f, (q % 2) ? 0.5f : 0.f,
-                                 (q % 3) * 8, kernels[q % 5]});
+                                 (q % 3) * 8, kernels[q % 7]});
     } else {
         const long long sz[] = {1,   7,    63,   64,   65,   127,
                                 129, 255,  1000, 1024, 4095, 4096};
@@ -390,7 +395,7 @@ int main(int argc, char **argv)
                                      cds[(q + t) % 3], t >> 1, t & 1,
                                      (t == 3) ? -0.75f : 1.0f,
                                      (q + t) % 3 == 1 ? 0.f : 0.25f * (t + 1),
-                                     8 * ((q + t) % 3), kernels[(q + t) % 5]});
+                                     8 * ((q + t) % 3), kernels[(q + t) % 7]});
             }
         }
         /* cross combinations of the awkward sizes */
@@ -401,14 +406,14 @@ int main(int argc, char **argv)
                 cases.push_back({odd[i], odd[j], odd[(i + j + 3) % 8],
                                  abs_[q % 2], cds[q % 3], t >> 1, t & 1, 1.0f,
                                  q % 2 ? 0.f : 1.0f, 8 * (q % 2),
-                                 kernels[q % 5]});
+                                 kernels[q % 7]});
             }
         /* large squares, every transpose, both types, every config */
         for (int t = 0; t < 4; t++)
             for (int a = 0; a < 2; a++, q++)
                 cases.push_back({4096, 4096, 4096, abs_[a], cds[q % 3], t >> 1,
                                  t & 1, 1.0f, q % 2 ? 0.f : -1.0f, 0,
-                                 kernels[q % 3]});
+                                 kernels[(q % 2) ? 5 : 1]});
         /* skinny and split-K shapes */
         const long long skinny[][3] = {{1, 8192, 8192},   {16, 4096, 8192},
                                        {64, 1000, 8192},  {128, 2048, 4096},
