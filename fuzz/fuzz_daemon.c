@@ -32,7 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define NBUF 3
+#define NBUF      3
 #define BUF_BYTES (64 * 1024)
 
 static nng_socket sock;
@@ -43,8 +43,7 @@ static char url[128];
 static void die(const char *what, int rv)
 {
     int ws = 0;
-    fprintf(stderr, "fuzz_daemon: %s: %s\n", what,
-            rv ? nng_strerror(rv) : "");
+    fprintf(stderr, "fuzz_daemon: %s: %s\n", what, rv ? nng_strerror(rv) : "");
     if (daemon_pid > 0 && waitpid(daemon_pid, &ws, WNOHANG) == daemon_pid)
         fprintf(stderr, "fuzz_daemon: gemmd exited, status %#x\n", ws);
     abort();
@@ -63,8 +62,7 @@ static Gemm__Reply *call(const void *data, size_t len)
         die("send (is gemmd alive?)", rv);
     if ((rv = nng_recvmsg(sock, &m, 0)) != 0)
         die("no reply within 10 s (is gemmd alive?)", rv);
-    Gemm__Reply *r =
-        gemm__reply__unpack(NULL, nng_msg_len(m), nng_msg_body(m));
+    Gemm__Reply *r = gemm__reply__unpack(NULL, nng_msg_len(m), nng_msg_body(m));
     nng_msg_free(m);
     if (r == NULL)
         die("reply does not decode", 0);
@@ -115,7 +113,8 @@ static uint64_t register_buffer(int i)
     uint8_t buf[512];
     size_t n = gemm__request__pack(&rq, buf);
     Gemm__Reply *r = call(buf, n);
-    if (r->status != GEMM_OK || r->body_case != GEMM__REPLY__BODY_REGISTER_BUFFER)
+    if (r->status != GEMM_OK ||
+        r->body_case != GEMM__REPLY__BODY_REGISTER_BUFFER)
         die("RegisterBuffer failed", 0);
     uint64_t id = r->register_buffer->buffer_id;
     gemm__reply__free_unpacked(r, NULL);
@@ -138,12 +137,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         strcpy(strrchr(path, '/'), "/../daemon/gemmd");
         gemmd = path;
     }
-    snprintf(url, sizeof(url), "ipc:///tmp/gemm-fuzz-%ld.sock",
-             (long)getpid());
+    snprintf(url, sizeof(url), "ipc:///tmp/gemm-fuzz-%ld.sock", (long)getpid());
     daemon_pid = fork();
     if (daemon_pid == 0) {
-        execl(gemmd, "gemmd", "--listen", url, "--backend", "cpu",
-              "--threads", "1", "--log-level", "err", (char *)NULL);
+        execl(gemmd, "gemmd", "--listen", url, "--backend", "cpu", "--threads",
+              "1", "--log-level", "err", (char *)NULL);
         perror(gemmd);
         _exit(127);
     }

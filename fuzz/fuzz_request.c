@@ -26,12 +26,12 @@
 #include <string.h>
 
 #define FUZZ_MAX_MESSAGE (64 * 1024) /* gemmd's default --max-message */
-#define FUZZ_MAX_DIM (1u << 20)      /* gemmd's default --max-dim */
+#define FUZZ_MAX_DIM     (1u << 20)  /* gemmd's default --max-dim */
 
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond))                                                          \
-            __builtin_trap();                                                 \
+#define CHECK(cond)                                                            \
+    do {                                                                       \
+        if (!(cond))                                                           \
+            __builtin_trap();                                                  \
     } while (0)
 
 static void *fake_lookup(void *arg, uint64_t id, size_t *size)
@@ -98,9 +98,9 @@ static int fuzz_gemm(const Gemm__GemmRequest *g, char *msg, size_t len)
     CHECK(res.has_c == (v.beta != 0.0f));
     if (res.has_c) {
         check_matrix(&res.c, v.m, v.n, cd);
-        CHECK(apart(&res.c, &res.d) || (res.c.handle == res.d.handle &&
-                                        res.c.offset == res.d.offset &&
-                                        res.c.ld == res.d.ld));
+        CHECK(apart(&res.c, &res.d) ||
+              (res.c.handle == res.d.handle && res.c.offset == res.d.offset &&
+               res.c.ld == res.d.ld));
     }
     return GEMM_OK;
 }

@@ -68,16 +68,16 @@ typedef struct seed_gemm {
 static const seed_gemm gemms[] = {
     {"gemm_f32_nn", 8, 8, 8, GEMM_FP32, GEMM_FP32, 0, 0, 1, 0, 0, 0, 0, 0, 1,
      2},
-    {"gemm_bf16_f32_tn", 16, 4, 32, GEMM_BF16, GEMM_FP32, 1, 0, 1, 0, 0, 0,
-     0, 0, 2, 3},
-    {"gemm_f16_f16_nt_beta", 7, 9, 5, GEMM_FP16, GEMM_FP16, 0, 1, 2, 0.5f,
-     0, 0, 16, 256, 2, 2},
-    {"gemm_bf16_bf16_tt_ld", 3, 5, 11, GEMM_BF16, GEMM_BF16, 1, 1, -1, 1,
-     4, 12, 8, 64, 3, 3},
-    {"gemm_f16_f32_ld", 33, 17, 65, GEMM_FP16, GEMM_FP32, 0, 0, 1, 0, 80,
-     24, 20, 4096, 2, 1ull << 63 | 65536},
-    {"gemm_bf16_f16_big", 1024, 1024, 1024, GEMM_BF16, GEMM_FP16, 0, 1, 1,
-     0, 0, 0, 0, 0, 3, 3},
+    {"gemm_bf16_f32_tn", 16, 4, 32, GEMM_BF16, GEMM_FP32, 1, 0, 1, 0, 0, 0, 0,
+     0, 2, 3},
+    {"gemm_f16_f16_nt_beta", 7, 9, 5, GEMM_FP16, GEMM_FP16, 0, 1, 2, 0.5f, 0, 0,
+     16, 256, 2, 2},
+    {"gemm_bf16_bf16_tt_ld", 3, 5, 11, GEMM_BF16, GEMM_BF16, 1, 1, -1, 1, 4, 12,
+     8, 64, 3, 3},
+    {"gemm_f16_f32_ld", 33, 17, 65, GEMM_FP16, GEMM_FP32, 0, 0, 1, 0, 80, 24,
+     20, 4096, 2, 1ull << 63 | 65536},
+    {"gemm_bf16_f16_big", 1024, 1024, 1024, GEMM_BF16, GEMM_FP16, 0, 1, 1, 0, 0,
+     0, 0, 0, 3, 3},
 };
 
 static int write_gemm(const seed_gemm *s, uint64_t id)

@@ -31,11 +31,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_DEPTH 16
-#define SLOT_BYTES (1u << 20) /* one buffer per in-flight request */
-#define MAX_DIM_LIMIT 240     /* what fits in a slot with padding */
-#define HIST_STEPS 16 /* latency histogram: 16 log buckets per octave */
-#define HIST_N (HIST_STEPS * 34)
+#define MAX_DEPTH     16
+#define SLOT_BYTES    (1u << 20) /* one buffer per in-flight request */
+#define MAX_DIM_LIMIT 240        /* what fits in a slot with padding */
+#define HIST_STEPS    16 /* latency histogram: 16 log buckets per octave */
+#define HIST_N        (HIST_STEPS * 34)
 
 typedef struct options {
     int clients;
@@ -54,12 +54,12 @@ typedef struct options {
 
 /* One client's tally, in shared memory written by that child only. */
 typedef struct tally {
-    uint64_t sent;    /* requests to the daemon of any kind */
-    uint64_t gemms;   /* GEMMs answered OK and checked */
-    uint64_t wrong;   /* answered OK, result or padding wrong */
-    uint64_t failed;  /* answered with an error */
-    uint64_t lost;    /* no answer: timeout, closed */
-    uint64_t setup;   /* could not connect or allocate */
+    uint64_t sent;   /* requests to the daemon of any kind */
+    uint64_t gemms;  /* GEMMs answered OK and checked */
+    uint64_t wrong;  /* answered OK, result or padding wrong */
+    uint64_t failed; /* answered with an error */
+    uint64_t lost;   /* no answer: timeout, closed */
+    uint64_t setup;  /* could not connect or allocate */
     uint64_t flops;
     int first_err;
     char first_msg[256];
@@ -185,7 +185,8 @@ static void make_job(job *j, gemm_buffer *buf, float *scratch, uint64_t *rng)
 {
     static const gemm_dtype ab_types[] = {GEMM_BF16, GEMM_FP16, GEMM_FP32};
     gemm_dtype ab = ab_types[rng_range(rng, 0, 2)];
-    gemm_dtype cd = ab == GEMM_FP32 ? GEMM_FP32 : ab_types[rng_range(rng, 0, 2)];
+    gemm_dtype cd =
+        ab == GEMM_FP32 ? GEMM_FP32 : ab_types[rng_range(rng, 0, 2)];
     uint64_t m, n, k;
     /* mostly small, now and then up to max_dim */
     uint64_t hi = rng_range(rng, 0, 3) == 0 ? (uint64_t)opt.max_dim : 64;
@@ -287,9 +288,10 @@ static bool check_job(const job *j, float *row, char *why, size_t len)
         if (i + 1 < m)
             for (uint64_t b = n * scd; b < ldd * scd; b++)
                 if ((unsigned char)d[i * ldd * scd + b] != 0x5a) {
-                    snprintf(why, len, "padding byte %llu of row %llu "
-                             "written", (unsigned long long)b,
-                             (unsigned long long)i);
+                    snprintf(why, len,
+                             "padding byte %llu of row %llu "
+                             "written",
+                             (unsigned long long)b, (unsigned long long)i);
                     return false;
                 }
     }
@@ -372,8 +374,7 @@ static int client_main(int idx, tally *t)
                     else
                         t->failed++;
                 }
-                more = opt.seconds > 0 ? now_s() < end
-                                       : issued < opt.requests;
+                more = opt.seconds > 0 ? now_s() < end : issued < opt.requests;
             }
             live += pend[s] != NULL;
         }
@@ -412,9 +413,8 @@ static int client_main(int idx, tally *t)
                          (unsigned long long)op->m, (unsigned long long)op->n,
                          (unsigned long long)op->k,
                          gemm_dtype_name(op->ab_type),
-                         gemm_dtype_name(op->cd_type), op->trans_a,
-                         op->trans_b, (double)op->alpha, (double)op->beta,
-                         why);
+                         gemm_dtype_name(op->cd_type), op->trans_a, op->trans_b,
+                         (double)op->alpha, (double)op->beta, why);
             }
         }
     }
@@ -511,7 +511,8 @@ static uint64_t warm_up(gemm_client *c)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: gemm_load [options]\n"
         "  -c, --clients P       client processes (default 16)\n"
         "  -n, --requests R      GEMMs per client (default 1000)\n"
@@ -541,8 +542,16 @@ static double percentile(const uint64_t *hist, uint64_t total, double q)
 
 static int parse_args(int argc, char **argv)
 {
-    enum { O_URL = 256, O_PID, O_GEMMD, O_THREADS, O_RSS, O_MAPS, O_SEED,
-           O_MAXDIM };
+    enum {
+        O_URL = 256,
+        O_PID,
+        O_GEMMD,
+        O_THREADS,
+        O_RSS,
+        O_MAPS,
+        O_SEED,
+        O_MAXDIM
+    };
     static const struct option lo[] = {
         {"clients", 1, 0, 'c'},     {"requests", 1, 0, 'n'},
         {"seconds", 1, 0, 's'},     {"depth", 1, 0, 'd'},
@@ -554,20 +563,48 @@ static int parse_args(int argc, char **argv)
     int ch;
     while ((ch = getopt_long(argc, argv, "c:n:s:d:h", lo, NULL)) != -1) {
         switch (ch) {
-        case 'c': opt.clients = atoi(optarg); break;
-        case 'n': opt.requests = atol(optarg); break;
-        case 's': opt.seconds = atof(optarg); break;
-        case 'd': opt.depth = atoi(optarg); break;
-        case O_URL: opt.url = optarg; break;
-        case O_PID: opt.pid = (pid_t)atol(optarg); break;
-        case O_GEMMD: opt.gemmd = optarg; break;
-        case O_THREADS: opt.threads = atoi(optarg); break;
-        case O_RSS: opt.rss_slack_kb = atol(optarg); break;
-        case O_MAPS: opt.maps_slack = atoi(optarg); break;
-        case O_SEED: opt.seed = (unsigned)atol(optarg); break;
-        case O_MAXDIM: opt.max_dim = atoi(optarg); break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); return -1;
+        case 'c':
+            opt.clients = atoi(optarg);
+            break;
+        case 'n':
+            opt.requests = atol(optarg);
+            break;
+        case 's':
+            opt.seconds = atof(optarg);
+            break;
+        case 'd':
+            opt.depth = atoi(optarg);
+            break;
+        case O_URL:
+            opt.url = optarg;
+            break;
+        case O_PID:
+            opt.pid = (pid_t)atol(optarg);
+            break;
+        case O_GEMMD:
+            opt.gemmd = optarg;
+            break;
+        case O_THREADS:
+            opt.threads = atoi(optarg);
+            break;
+        case O_RSS:
+            opt.rss_slack_kb = atol(optarg);
+            break;
+        case O_MAPS:
+            opt.maps_slack = atoi(optarg);
+            break;
+        case O_SEED:
+            opt.seed = (unsigned)atol(optarg);
+            break;
+        case O_MAXDIM:
+            opt.max_dim = atoi(optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return -1;
         }
     }
     if (opt.clients < 1 || opt.requests < 1 || opt.depth < 1 ||
@@ -647,8 +684,8 @@ int main(int argc, char **argv)
     int crashed = 0;
     for (int i = 0; i < opt.clients; i++) {
         int ws;
-        if (kids[i] > 0 && (waitpid(kids[i], &ws, 0) < 0 ||
-                            !WIFEXITED(ws) || WEXITSTATUS(ws) != 0))
+        if (kids[i] > 0 && (waitpid(kids[i], &ws, 0) < 0 || !WIFEXITED(ws) ||
+                            WEXITSTATUS(ws) != 0))
             crashed++;
     }
     double wall = now_s() - t0;
@@ -698,14 +735,13 @@ int main(int argc, char **argv)
     /* status polls between: at least one, at most 100 */
     int64_t extra = (int64_t)served + (int64_t)dfailed - (int64_t)expect_min;
     bool counts_ok = extra >= 1 && extra <= 100 && dfailed == 0;
-    long drss = (mem0.rss_kb >= 0 && mem1.rss_kb >= 0)
-                    ? mem1.rss_kb - mem0.rss_kb : 0;
-    long dmaps = (mem0.maps >= 0 && mem1.maps >= 0) ? mem1.maps - mem0.maps
-                                                    : 0;
+    long drss =
+        (mem0.rss_kb >= 0 && mem1.rss_kb >= 0) ? mem1.rss_kb - mem0.rss_kb : 0;
+    long dmaps = (mem0.maps >= 0 && mem1.maps >= 0) ? mem1.maps - mem0.maps : 0;
 
-    printf("\n%-10s %8s %9s %8s %8s %8s %6s %6s %6s %6s %15s %11s\n",
-           "clients", "requests", "req/s", "p50 us", "p99 us", "max us",
-           "wrong", "failed", "lost", "crash", "RSS KiB", "maps");
+    printf("\n%-10s %8s %9s %8s %8s %8s %6s %6s %6s %6s %15s %11s\n", "clients",
+           "requests", "req/s", "p50 us", "p99 us", "max us", "wrong", "failed",
+           "lost", "crash", "RSS KiB", "maps");
     char rss[32], maps[32];
     snprintf(rss, sizeof(rss), "%ld->%ld", mem0.rss_kb, mem1.rss_kb);
     snprintf(maps, sizeof(maps), "%ld->%ld", mem0.maps, mem1.maps);
@@ -713,9 +749,8 @@ int main(int argc, char **argv)
            "%11s\n",
            opt.clients, (unsigned long long)answered, (double)answered / wall,
            percentile(hist, answered, 0.50), percentile(hist, answered, 0.99),
-           pmax, (unsigned long long)sum.wrong,
-           (unsigned long long)sum.failed, (unsigned long long)sum.lost,
-           crashed, rss, maps);
+           pmax, (unsigned long long)sum.wrong, (unsigned long long)sum.failed,
+           (unsigned long long)sum.lost, crashed, rss, maps);
     printf("wall %.1f s, %.2f GFLOP/s; daemon: served +%llu (expected %llu "
            "+ status polls), failed +%llu, buffers %u -> %u, clients %u -> "
            "%u\n",
@@ -730,16 +765,18 @@ int main(int argc, char **argv)
     }
     if (opt.seconds <= 0 &&
         sum.gemms != (uint64_t)opt.clients * (uint64_t)opt.requests) {
-        fprintf(stderr, "gemm_load: FAIL: %llu GEMMs checked, expected "
-                        "%llu\n",
+        fprintf(stderr,
+                "gemm_load: FAIL: %llu GEMMs checked, expected "
+                "%llu\n",
                 (unsigned long long)sum.gemms,
                 (unsigned long long)opt.clients * opt.requests);
         fail = 1;
     }
     if (!counts_ok) {
-        fprintf(stderr, "gemm_load: FAIL: the daemon answered %llu OK + "
-                        "%llu failed for %llu requests sent (+ status polls)"
-                        ": lost or duplicated replies\n",
+        fprintf(stderr,
+                "gemm_load: FAIL: the daemon answered %llu OK + "
+                "%llu failed for %llu requests sent (+ status polls)"
+                ": lost or duplicated replies\n",
                 (unsigned long long)served, (unsigned long long)dfailed,
                 (unsigned long long)expect_min);
         fail = 1;
@@ -750,8 +787,9 @@ int main(int argc, char **argv)
         fail = 1;
     }
     if (drss > opt.rss_slack_kb || dmaps > opt.maps_slack) {
-        fprintf(stderr, "gemm_load: FAIL: daemon grew by %ld KiB RSS, %ld "
-                        "mappings (slack %ld KiB, %d)\n",
+        fprintf(stderr,
+                "gemm_load: FAIL: daemon grew by %ld KiB RSS, %ld "
+                "mappings (slack %ld KiB, %d)\n",
                 drss, dmaps, opt.rss_slack_kb, opt.maps_slack);
         fail = 1;
     }
@@ -766,8 +804,10 @@ out:
         kill(daemon_pid, SIGTERM);
         if (waitpid(daemon_pid, &ws, 0) == daemon_pid &&
             !(WIFEXITED(ws) && WEXITSTATUS(ws) == 0)) {
-            fprintf(stderr, "gemm_load: FAIL: gemmd did not exit cleanly "
-                            "(status %#x)\n", ws);
+            fprintf(stderr,
+                    "gemm_load: FAIL: gemmd did not exit cleanly "
+                    "(status %#x)\n",
+                    ws);
             fail = 1;
         }
     }
