@@ -76,6 +76,13 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
 gemm_error gemmk_select(const gemmk_ctx *ctx, const gemmk_problem *p,
                         const char **name);
 
+/*
+ * Device facts the heuristic uses: SM count and how many 2-CTA clusters of
+ * the 128x256 kernel are co-resident (cudaOccupancyMaxActiveClusters, or
+ * $GEMMK_MAX_CLUSTERS when set: an experiment knob). Either out may be NULL.
+ */
+void gemmk_ctx_info(const gemmk_ctx *ctx, int *num_sms, int *max_clusters2);
+
 /* Number of selectable kernel configurations, and the i-th name (static
  * string; NULL when out of range). Thread-safe. */
 int gemmk_kernel_count(void);

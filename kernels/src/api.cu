@@ -261,6 +261,9 @@ gemm_error gemmk_ctx_create(gemmk_ctx **out, int device)
     ctx->encode = reinterpret_cast<encode_tiled_fn>(fn);
     ctx->max_clusters2 = gemmk::max_clusters2();
     cudaGetLastError(); /* an occupancy failure only disables clusters */
+    const char *env = getenv("GEMMK_MAX_CLUSTERS");
+    if (env && atoi(env) >= 0)
+        ctx->max_clusters2 = atoi(env);
     gemmk_tmap_cache_init(&ctx->cache, encode_cb, ctx);
     *out = ctx;
     return GEMM_OK;
@@ -278,6 +281,16 @@ void gemmk_ctx_destroy(gemmk_ctx *ctx)
 }
 
 int gemmk_kernel_count(void) { return kNumConfigs; }
+
+void gemmk_ctx_info(const gemmk_ctx *ctx, int *num_sms, int *max_clusters2)
+{
+    if (!ctx)
+        return;
+    if (num_sms)
+        *num_sms = ctx->num_sms;
+    if (max_clusters2)
+        *max_clusters2 = ctx->max_clusters2;
+}
 
 const char *gemmk_kernel_name(int i)
 {
