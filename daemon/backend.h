@@ -15,6 +15,13 @@
 
 typedef struct gemmd_backend gemmd_backend;
 
+/* Memory and cache counters a backend reports for Status. */
+typedef struct gemmd_backend_stats {
+    uint64_t pinned_bytes;
+    uint64_t device_bytes;
+    uint64_t tmap_hits, tmap_misses;
+} gemmd_backend_stats;
+
 typedef struct gemmd_backend_ops {
     const char *name;
     /* true when this backend can run here (auto selection); no side
@@ -31,7 +38,15 @@ typedef struct gemmd_backend_ops {
     /* runs job; on failure sets job->msg; returns a gemm_error. Worker
      * threads; up to be->workers at once. */
     int (*gemm)(gemmd_backend *be, gemmd_job *job);
+    /* JOB_UPLOAD: copies the matrix into memory of the backend's own and
+     * fills job->tensor. Worker threads. */
+    int (*upload)(gemmd_backend *be, gemmd_job *job);
+    /* frees what upload made (its tensor->pin handle). Loop thread. */
+    void (*tensor_free)(gemmd_backend *be, void *handle);
+    /* optional: memory and cache counters for Status. Loop thread. */
+    void (*stats)(gemmd_backend *be, gemmd_backend_stats *out);
 } gemmd_backend_ops;
+
 
 struct gemmd_backend {
     const gemmd_backend_ops *ops;

@@ -134,6 +134,36 @@ done:
     return rv;
 }
 
+/* A resident tensor on the CPU backend: a dense host copy. */
+static int cpu_upload(gemmd_backend *be, gemmd_job *j)
+{
+    (void)be;
+    size_t es = gemm_dtype_size(j->dtype);
+    reg_buffer *t = j->tensor;
+    char *p = malloc(j->rows * j->cols * es);
+    if (p == NULL) {
+        snprintf(j->msg, sizeof(j->msg),
+                 "out of memory for a %llux%llu tensor",
+                 (unsigned long long)j->rows, (unsigned long long)j->cols);
+        return GEMM_ERR_NOMEM;
+    }
+    for (uint64_t r = 0; r < j->rows; r++)
+        memcpy(p + r * j->cols * es, (const char *)j->a + r * j->lda * es,
+               j->cols * es);
+    t->pin = p;
+    t->data = p;
+    t->size = j->rows * j->cols * es;
+    t->ld = j->cols;
+    t->on_device = false;
+    return GEMM_OK;
+}
+
+static void cpu_tensor_free(gemmd_backend *be, void *handle)
+{
+    (void)be;
+    free(handle);
+}
+
 const gemmd_backend_ops gemmd_backend_cpu = {
     .name = "cpu",
     .available = cpu_available,
@@ -142,4 +172,7 @@ const gemmd_backend_ops gemmd_backend_cpu = {
     .pin = NULL,
     .unpin = NULL,
     .gemm = cpu_gemm,
+    .upload = cpu_upload,
+    .tensor_free = cpu_tensor_free,
+    .stats = NULL,
 };

@@ -28,6 +28,7 @@
 typedef struct cuda_worker {
     cudaStream_t stream;
     gemmk_ctx *kctx;
+    cudaEvent_t ev[4]; /* start, copies in done, kernel done, copy out done */
 } cuda_worker;
 
 typedef struct cuda_priv {
@@ -128,6 +129,8 @@ static void cuda_fini(gemmd_backend *be)
         return;
     for (unsigned i = 0; i < p->nworkers; i++) {
         gemmk_ctx_destroy(p->workers[i].kctx);
+        for (int e = 0; e < 4; e++)
+            cudaEventDestroy(p->workers[i].ev[e]);
         cudaStreamDestroy(p->workers[i].stream);
     }
     pthread_mutex_destroy(&p->mu);
@@ -185,6 +188,8 @@ static int worker_state(cuda_priv *p, cuda_worker **out, char *msg,
     CK(cudaSetDevice(p->device), msg, len);
     CK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), msg,
        len);
+    for (int e = 0; e < 4; e++)
+        CK(cudaEventCreate(&w->ev[e]), msg, len);
     rv = gemmk_ctx_create(&w->kctx, p->device);
     if (rv != GEMM_OK) {
         cudaStreamDestroy(w->stream);
@@ -261,28 +266,49 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
     staged a = {0}, b = {0}, c = {0}, d = {0};
     char *m = j->msg;
     size_t ml = sizeof(j->msg);
-    if ((rv = stage_alloc(p, w, &a, sa->rows, sa->cols, es, m, ml)) ||
-        (rv = stage_alloc(p, w, &b, sb->rows, sb->cols, es, m, ml)) ||
+    /* resident operands are already on the device, pitched */
+    const void *da = j->a, *db = j->b, *dc = j->c;
+    uint64_t lda = j->lda, ldb = j->ldb, ldc = j->ldc;
+    if ((!j->a_dev &&
+         (rv = stage_alloc(p, w, &a, sa->rows, sa->cols, es, m, ml))) ||
+        (!j->b_dev &&
+         (rv = stage_alloc(p, w, &b, sb->rows, sb->cols, es, m, ml))) ||
         (rv = stage_alloc(p, w, &d, j->m, j->n, cs, m, ml)) ||
-        (j->has_c && (rv = stage_alloc(p, w, &c, j->m, j->n, cs, m, ml))))
+        (j->has_c && !j->c_dev &&
+         (rv = stage_alloc(p, w, &c, j->m, j->n, cs, m, ml))))
         goto fail;
-    CK(cudaMemcpy2DAsync(a.dev, a.ld * es, j->a, j->lda * es, sa->cols * es,
-                         sa->rows, cudaMemcpyHostToDevice, w->stream),
-       m, ml);
-    CK(cudaMemcpy2DAsync(b.dev, b.ld * es, j->b, j->ldb * es, sb->cols * es,
-                         sb->rows, cudaMemcpyHostToDevice, w->stream),
-       m, ml);
-    if (j->has_c)
+    CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
+    if (!j->a_dev) {
+        CK(cudaMemcpy2DAsync(a.dev, a.ld * es, j->a, j->lda * es,
+                             sa->cols * es, sa->rows, cudaMemcpyHostToDevice,
+                             w->stream),
+           m, ml);
+        da = a.dev;
+        lda = a.ld;
+    }
+    if (!j->b_dev) {
+        CK(cudaMemcpy2DAsync(b.dev, b.ld * es, j->b, j->ldb * es,
+                             sb->cols * es, sb->rows, cudaMemcpyHostToDevice,
+                             w->stream),
+           m, ml);
+        db = b.dev;
+        ldb = b.ld;
+    }
+    if (j->has_c && !j->c_dev) {
         CK(cudaMemcpy2DAsync(c.dev, c.ld * cs, j->c, j->ldc * cs, j->n * cs,
                              j->m, cudaMemcpyHostToDevice, w->stream),
            m, ml);
+        dc = c.dev;
+        ldc = c.ld;
+    }
+    CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
     gemmk_problem kp = {
         .m = (int64_t)j->m, .n = (int64_t)j->n, .k = (int64_t)j->k,
         .ab_type = j->ab_type, .cd_type = j->cd_type,
         .trans_a = j->trans_a, .trans_b = j->trans_b,
-        .a = a.dev, .b = b.dev, .c = j->has_c ? c.dev : NULL, .d = d.dev,
-        .lda = (int64_t)a.ld, .ldb = (int64_t)b.ld,
-        .ldc = (int64_t)(j->has_c ? c.ld : d.ld), .ldd = (int64_t)d.ld,
+        .a = da, .b = db, .c = j->has_c ? dc : NULL, .d = d.dev,
+        .lda = (int64_t)lda, .ldb = (int64_t)ldb,
+        .ldc = (int64_t)(j->has_c ? ldc : d.ld), .ldd = (int64_t)d.ld,
         .alpha = j->alpha, .beta = j->has_c ? j->beta : 0.0f,
     };
     rv = gemmk_gemm(w->kctx, &kp, w->stream, NULL);
@@ -290,14 +316,22 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
         snprintf(m, ml, "kernel launch failed: %s", gemm_strerror(rv));
         goto fail;
     }
+    CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
     CK(cudaMemcpy2DAsync(j->d, j->ldd * cs, d.dev, d.ld * cs, j->n * cs,
                          j->m, cudaMemcpyDeviceToHost, w->stream),
        m, ml);
+    CK(cudaEventRecord(w->ev[3], w->stream), m, ml);
     stage_free(p, w, &a);
     stage_free(p, w, &b);
     stage_free(p, w, &c);
     stage_free(p, w, &d);
     CK(cudaStreamSynchronize(w->stream), m, ml);
+    float ms[3];
+    for (int i = 0; i < 3; i++)
+        CK(cudaEventElapsedTime(&ms[i], w->ev[i], w->ev[i + 1]), m, ml);
+    j->ns_h2d = (uint64_t)(ms[0] * 1e6);
+    j->ns_kernel = (uint64_t)(ms[1] * 1e6);
+    j->ns_d2h = (uint64_t)(ms[2] * 1e6);
     return GEMM_OK;
 fail:
     stage_free(p, w, &a);
@@ -308,6 +342,93 @@ fail:
     return rv;
 }
 
+/* A resident tensor: 16-bit ones on the device with a 16-byte pitch (what
+ * the kernels read); fp32 ones in host memory for the CPU path. */
+typedef struct cuda_tensor {
+    void *dev;      /* device memory, or NULL */
+    size_t bytes;   /* counted against --max-device-bytes */
+    void *host;     /* host copy (fp32), or NULL */
+} cuda_tensor;
+
+static int cuda_upload(gemmd_backend *be, gemmd_job *j)
+{
+    cuda_priv *p = be->priv;
+    cuda_worker *w;
+    int rv;
+    if (j->dtype == GEMM_FP32) { /* the CPU path computes with it */
+        rv = gemmd_backend_cpu.upload(be, j);
+        if (rv != GEMM_OK)
+            return rv;
+        cuda_tensor *t = calloc(1, sizeof(*t));
+        if (t == NULL) {
+            gemmd_backend_cpu.tensor_free(be, j->tensor->pin);
+            return GEMM_ERR_NOMEM;
+        }
+        t->host = j->tensor->pin;
+        j->tensor->pin = t;
+        return GEMM_OK;
+    }
+    if ((rv = worker_state(p, &w, j->msg, sizeof(j->msg))) != GEMM_OK)
+        return rv;
+    cuda_tensor *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return GEMM_ERR_NOMEM;
+    size_t es = gemm_dtype_size(j->dtype);
+    staged s = {0};
+    rv = stage_alloc(p, w, &s, j->rows, j->cols, es, j->msg, sizeof(j->msg));
+    if (rv != GEMM_OK)
+        goto fail;
+    CK(cudaMemcpy2DAsync(s.dev, s.ld * es, j->a, j->lda * es, j->cols * es,
+                         j->rows, cudaMemcpyHostToDevice, w->stream),
+       j->msg, sizeof(j->msg));
+    CK(cudaStreamSynchronize(w->stream), j->msg, sizeof(j->msg));
+    t->dev = s.dev;
+    t->bytes = s.bytes;
+    j->tensor->pin = t;
+    j->tensor->data = s.dev;
+    j->tensor->size = s.bytes;
+    j->tensor->ld = s.ld;
+    j->tensor->on_device = true;
+    return GEMM_OK;
+fail:
+    stage_free(p, w, &s);
+    free(t);
+    return rv;
+}
+
+static void cuda_tensor_free(gemmd_backend *be, void *handle)
+{
+    cuda_priv *p = be->priv;
+    cuda_tensor *t = handle;
+    if (t->dev != NULL) {
+        for (unsigned i = 0; i < p->nworkers; i++)
+            gemmk_cache_forget(p->workers[i].kctx, t->dev, t->bytes);
+        cudaError_t e = cudaFree(t->dev); /* waits for work using it */
+        if (e != cudaSuccess)
+            gemmd_log(LOG_WARNING, "cudaFree of a tensor: %s",
+                      cudaGetErrorString(e));
+        atomic_fetch_sub(&p->device_bytes, t->bytes);
+    }
+    if (t->host != NULL)
+        gemmd_backend_cpu.tensor_free(be, t->host);
+    free(t);
+}
+
+static void cuda_stats(gemmd_backend *be, gemmd_backend_stats *out)
+{
+    cuda_priv *p = be->priv;
+    out->pinned_bytes = atomic_load(&p->pinned_bytes);
+    out->device_bytes = atomic_load(&p->device_bytes);
+    pthread_mutex_lock(&p->mu);
+    for (unsigned i = 0; i < p->nworkers; i++) {
+        gemmk_cache_stats cs;
+        gemmk_cache_stats_get(p->workers[i].kctx, &cs);
+        out->tmap_hits += cs.hits;
+        out->tmap_misses += cs.misses;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
 const gemmd_backend_ops gemmd_backend_cuda = {
     .name = "cuda",
     .available = cuda_available,
@@ -316,4 +437,7 @@ const gemmd_backend_ops gemmd_backend_cuda = {
     .pin = cuda_pin,
     .unpin = cuda_unpin,
     .gemm = cuda_gemm,
+    .upload = cuda_upload,
+    .tensor_free = cuda_tensor_free,
+    .stats = cuda_stats,
 };

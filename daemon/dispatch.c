@@ -158,6 +158,20 @@ static void do_status(gemmd *d, srv_slot *s, uint64_t id)
     SET(latency_max_us, lat.max_us);
     SET(gemm_flops, d->stats.gemm_flops);
     SET(threads, d->be.threads);
+    SET(tensors, d->reg.tensors);
+    SET(tensor_bytes, d->reg.tensor_bytes);
+    gemmd_backend_stats bs = {0};
+    if (d->be.ops->stats != NULL)
+        d->be.ops->stats(&d->be, &bs);
+    SET(pinned_bytes, bs.pinned_bytes);
+    SET(device_bytes, bs.device_bytes);
+    SET(tmap_hits, bs.tmap_hits);
+    SET(tmap_misses, bs.tmap_misses);
+    double n = d->stats.stage_count ? (double)d->stats.stage_count : 1.0;
+    SET(stage_queue_us, d->stats.ns_queue / n / 1e3);
+    SET(stage_h2d_us, d->stats.ns_h2d / n / 1e3);
+    SET(stage_kernel_us, d->stats.ns_kernel / n / 1e3);
+    SET(stage_d2h_us, d->stats.ns_d2h / n / 1e3);
 #undef SET
     r.body_case = GEMM__REPLY__BODY_STATUS_REPLY;
     r.status_reply = &st;
@@ -257,10 +271,30 @@ static void *lookup(void *arg, uint64_t id, size_t *size)
     return b;
 }
 
+static void *tensor_lookup(void *arg, uint64_t id, val_tensor *out)
+{
+    struct lookup_arg *la = arg;
+    reg_buffer *t = reg_find(&la->d->reg, la->pipe, id, REG_TENSOR);
+    if (t == NULL)
+        return NULL;
+    out->rows = t->rows;
+    out->cols = t->cols;
+    out->ld = t->ld;
+    out->dtype = t->dtype;
+    return t;
+}
+
 static void *operand_ptr(const val_matrix *m)
 {
     const reg_buffer *b = m->handle;
+    if (m->tensor)
+        return b->data;
     return (char *)b->base + m->offset;
+}
+
+static bool operand_on_device(const val_matrix *m)
+{
+    return m->tensor && ((const reg_buffer *)m->handle)->on_device;
 }
 
 static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
@@ -285,7 +319,8 @@ static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
     }
     val_gemm v;
     req_gemm_desc(g, &v);
-    val_limits lim = {.max_dim = d->cfg.max_dim};
+    val_limits lim = {.max_dim = d->cfg.max_dim,
+                      .tensor_lookup = tensor_lookup};
     struct lookup_arg la = {d, s->pipe};
     val_resolved res;
     char msg[512];
@@ -325,6 +360,9 @@ static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
     j->b = operand_ptr(&res.b);
     j->d = operand_ptr(&res.d);
     j->c = res.has_c ? operand_ptr(&res.c) : NULL;
+    j->a_dev = operand_on_device(&res.a);
+    j->b_dev = operand_on_device(&res.b);
+    j->c_dev = res.has_c && operand_on_device(&res.c);
     j->lda = res.a.ld;
     j->ldb = res.b.ld;
     j->ldc = res.has_c ? res.c.ld : 0;
@@ -352,6 +390,91 @@ static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
     c->inflight++;
 }
 
+static void do_upload(gemmd *d, srv_slot *s, uint64_t id,
+                      const Gemm__TensorUploadRequest *rq)
+{
+    gemmd_client *c = client_find(d, s->pipe);
+    if (c == NULL) {
+        reply_error(d, s, id, GEMM_ERR_CLOSED, "connection is closing");
+        return;
+    }
+    if (d->inflight >= d->cfg.max_queue) {
+        reply_error(d, s, id, GEMM_ERR_BUSY,
+                    "queue full: %u requests queued or running", d->inflight);
+        return;
+    }
+    if (rq->src != NULL && rq->src->has_tensor_id && rq->src->tensor_id) {
+        reply_error(d, s, id, GEMM_ERR_INVALID,
+                    "a tensor is uploaded from a buffer, not a tensor");
+        return;
+    }
+    val_gemm v; /* only to borrow the operand translation */
+    Gemm__GemmRequest g = GEMM__GEMM_REQUEST__INIT;
+    g.a = rq->src;
+    req_gemm_desc(&g, &v);
+    val_limits lim = {.max_dim = d->cfg.max_dim};
+    struct lookup_arg la = {d, s->pipe};
+    val_matrix src;
+    char msg[512];
+    uint64_t rows = rq->has_rows ? rq->rows : 0;
+    uint64_t cols = rq->has_cols ? rq->cols : 0;
+    int dtype = rq->has_dtype ? (int)rq->dtype : 0;
+    int rv = val_operand_check("src", &v.a, rows, cols, dtype, &lim, lookup,
+                               &la, &src, msg, sizeof(msg));
+    if (rv != GEMM_OK) {
+        reply_error(d, s, id, rv, "%s", msg);
+        return;
+    }
+    gemmd_job *j = calloc(1, sizeof(*j));
+    reg_buffer *t = calloc(1, sizeof(*t));
+    if (j == NULL || t == NULL) {
+        free(j);
+        free(t);
+        reply_error(d, s, id, GEMM_ERR_NOMEM, "out of memory for a job");
+        return;
+    }
+    j->kind = JOB_UPLOAD;
+    j->rows = t->rows = rows;
+    j->cols = t->cols = cols;
+    j->dtype = t->dtype = dtype;
+    j->tensor = t;
+    j->a = operand_ptr(&src);
+    j->lda = src.ld;
+    j->bufs[j->nbufs] = src.handle;
+    reg_hold(j->bufs[j->nbufs++]);
+    j->t_received = s->t_received;
+    j->owner = s->pipe;
+    j->slot = s;
+    j->req_id = id;
+    if (sched_submit(&d->sched, j) != GEMM_OK) {
+        reg_put(&d->reg, j->bufs[0]);
+        free(t);
+        free(j);
+        reply_error(d, s, id, GEMM_ERR_NOMEM, "out of memory for a queue");
+        return;
+    }
+    d->inflight++;
+    c->inflight++;
+}
+
+static void do_tensor_free(gemmd *d, srv_slot *s, uint64_t id,
+                           const Gemm__TensorFreeRequest *rq)
+{
+    uint64_t tid = rq->has_tensor_id ? rq->tensor_id : 0;
+    if (reg_release_kind(&d->reg, s->pipe, tid, REG_TENSOR) != GEMM_OK) {
+        reply_error(d, s, id, GEMM_ERR_NO_BUFFER,
+                    "tensor id %#llx is not resident on this connection",
+                    (unsigned long long)tid);
+        return;
+    }
+    Gemm__Reply r;
+    Gemm__TensorFreeReply tf = GEMM__TENSOR_FREE_REPLY__INIT;
+    reply_init(&r, id);
+    r.body_case = GEMM__REPLY__BODY_TENSOR_FREE;
+    r.tensor_free = &tf;
+    srv_reply(d, s, &r);
+}
+
 static void handle_request(gemmd *d, srv_slot *s)
 {
     if (s->decode_status != GEMM_OK) {
@@ -367,7 +490,8 @@ static void handle_request(gemmd *d, srv_slot *s)
         return;
     }
     bool work = rq->body_case == GEMM__REQUEST__BODY_GEMM ||
-                rq->body_case == GEMM__REQUEST__BODY_REGISTER_BUFFER;
+                rq->body_case == GEMM__REQUEST__BODY_REGISTER_BUFFER ||
+                rq->body_case == GEMM__REQUEST__BODY_TENSOR_UPLOAD;
     if (d->draining && work) {
         reply_error(d, s, id, GEMM_ERR_SHUTDOWN,
                     "gemmd is shutting down and takes no new work");
@@ -392,6 +516,12 @@ static void handle_request(gemmd *d, srv_slot *s)
     case GEMM__REQUEST__BODY_GEMM:
         do_gemm(d, s, id, rq->gemm);
         return;
+    case GEMM__REQUEST__BODY_TENSOR_UPLOAD:
+        do_upload(d, s, id, rq->tensor_upload);
+        return;
+    case GEMM__REQUEST__BODY_TENSOR_FREE:
+        do_tensor_free(d, s, id, rq->tensor_free);
+        return;
     default:
         reply_error(d, s, id, GEMM_ERR_PROTOCOL,
                     "request has no body (or one this gemmd does not "
@@ -406,6 +536,40 @@ void gemmd_job_done(void *arg, gemmd_job *job)
     gemmd *d = arg;
     job->ev.kind = EV_DONE;
     srv_push(d, &job->ev);
+}
+
+/* Loop thread: an upload finished; the tensor joins the registry. */
+static void finish_upload(gemmd *d, srv_slot *s, gemmd_job *j)
+{
+    reg_buffer *t = j->tensor;
+    uint64_t tid = 0;
+    int rv = j->status;
+    if (rv == GEMM_OK && client_find(d, s->pipe) == NULL) {
+        rv = GEMM_ERR_CLOSED; /* the client left meanwhile */
+        snprintf(j->msg, sizeof(j->msg), "connection closed");
+    }
+    if (rv == GEMM_OK && (rv = reg_add_tensor(&d->reg, s->pipe, t, &tid))) {
+        snprintf(j->msg, sizeof(j->msg), "cannot draw a tensor id");
+    }
+    if (rv != GEMM_OK) {
+        if (j->status == GEMM_OK) /* made but not kept */
+            d->be.ops->tensor_free(&d->be, t->pin);
+        free(t);
+        reply_error(d, s, j->req_id, rv, "%s",
+                    j->msg[0] ? j->msg : gemm_strerror(rv));
+        free(j);
+        return;
+    }
+    Gemm__Reply r;
+    Gemm__TensorUploadReply u = GEMM__TENSOR_UPLOAD_REPLY__INIT;
+    reply_init(&r, j->req_id);
+    u.has_tensor_id = u.has_bytes = true;
+    u.tensor_id = tid;
+    u.bytes = t->size;
+    r.body_case = GEMM__REPLY__BODY_TENSOR_UPLOAD;
+    r.tensor_upload = &u;
+    free(j);
+    srv_reply(d, s, &r);
 }
 
 static void finish_job(gemmd *d, gemmd_job *j)
@@ -427,6 +591,10 @@ static void finish_job(gemmd *d, gemmd_job *j)
     if (c != NULL && c->inflight > 0)
         c->inflight--;
     uint64_t now = gemmd_now_ns();
+    if (j->kind == JOB_UPLOAD) {
+        finish_upload(d, s, j);
+        return;
+    }
     if (j->status != GEMM_OK) {
         reply_error(d, s, j->req_id, j->status, "%s",
                     j->msg[0] ? j->msg : gemm_strerror(j->status));
@@ -435,6 +603,12 @@ static void finish_job(gemmd *d, gemmd_job *j)
     }
     stats_record_latency(&d->stats, now - j->t_received);
     d->stats.gemm_flops += 2 * j->m * j->n * j->k;
+    d->stats.stage_count++;
+    d->stats.ns_queue += j->t_started - j->t_received;
+    d->stats.ns_h2d += j->ns_h2d;
+    d->stats.ns_d2h += j->ns_d2h;
+    d->stats.ns_kernel += j->ns_kernel ? j->ns_kernel
+                                       : j->t_finished - j->t_started;
     Gemm__Reply r;
     Gemm__GemmReply g = GEMM__GEMM_REPLY__INIT;
     reply_init(&r, j->req_id);

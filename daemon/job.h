@@ -30,8 +30,14 @@ typedef struct gemmd_event {
     bool has_uid;
 } gemmd_event;
 
+enum gemmd_job_kind {
+    JOB_GEMM,   /* D = alpha op(A) op(B) + beta C */
+    JOB_UPLOAD, /* copy a matrix into a resident tensor */
+};
+
 typedef struct gemmd_job {
     gemmd_event ev; /* EV_DONE, on the way back to the loop */
+    int kind;       /* enum gemmd_job_kind */
 
     /* the problem, as validated */
     uint64_t m, n, k;
@@ -43,6 +49,16 @@ typedef struct gemmd_job {
     void *d;
     uint64_t lda, ldb, ldc, ldd; /* elements */
     val_resolved shape;          /* rows, cols, extents of each operand */
+    /* operand is a resident tensor in device memory (a, b or c is then a
+     * device pointer with a 16-byte pitch) */
+    bool a_dev, b_dev, c_dev;
+
+    /* JOB_UPLOAD: a rows x cols matrix of dtype at a (ld lda) goes into
+     * *tensor, whose pin (backend handle), data, size, ld and on_device the
+     * backend fills */
+    uint64_t rows, cols;
+    int dtype;
+    reg_buffer *tensor;
 
     reg_buffer *bufs[4]; /* references held until the reply */
     int nbufs;
@@ -53,6 +69,8 @@ typedef struct gemmd_job {
     uint64_t t_received; /* ns, CLOCK_MONOTONIC */
     uint64_t t_started;
     uint64_t t_finished;
+    uint64_t ns_h2d, ns_kernel, ns_d2h; /* stage times, if the backend
+                                          measures them */
 
     uint32_t owner;       /* the client (nng pipe) that asked */
     uint64_t deadline_ns; /* drop unstarted after this; 0 = none */

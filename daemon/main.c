@@ -19,6 +19,13 @@
 
 static void close_all(gemmd *d);
 
+/* Registry hook: a released, unreferenced tensor goes back to its backend. */
+static void free_tensor(void *arg, void *handle)
+{
+    gemmd_backend *be = arg;
+    be->ops->tensor_free(be, handle);
+}
+
 /* Loop thread: the inbox has events. */
 static void on_wake(uv_async_t *h)
 {
@@ -124,6 +131,8 @@ int main(int argc, char **argv)
         return 1;
     }
     reg_hooks hooks = {0};
+    hooks.arg = &d->be;
+    hooks.free_tensor = free_tensor;
     if (d->be.ops->pin != NULL) {
         hooks.arg = &d->be;
         hooks.pin = (int (*)(void *, void *, size_t, void **, char *,

@@ -31,6 +31,12 @@ int reg_init(registry *r, const reg_hooks *hooks)
 
 static void unmap(registry *r, reg_buffer *b)
 {
+    if (b->kind == REG_TENSOR) {
+        if (r->hooks.free_tensor != NULL)
+            r->hooks.free_tensor(r->hooks.arg, b->pin);
+        free(b);
+        return;
+    }
     if (b->pin != NULL && r->hooks.unpin != NULL)
         r->hooks.unpin(r->hooks.arg, b->base, b->pin);
     shmguard_remove(b->guard);
@@ -53,6 +59,8 @@ void reg_fini(registry *r)
     r->buckets = NULL;
     r->count = 0;
     r->bytes = 0;
+    r->tensors = 0;
+    r->tensor_bytes = 0;
 }
 
 int reg_check_name(const char *name)
@@ -73,14 +81,19 @@ static size_t bucket_of(const registry *r, uint64_t id)
     return (size_t)(id & (r->nbuckets - 1));
 }
 
-reg_buffer *reg_lookup(registry *r, uint32_t owner, uint64_t id)
+reg_buffer *reg_find(registry *r, uint32_t owner, uint64_t id, int kind)
 {
     if (id == 0)
         return NULL;
     for (reg_buffer *b = r->buckets[bucket_of(r, id)]; b != NULL; b = b->next)
         if (b->id == id)
-            return b->owner == owner ? b : NULL;
+            return b->owner == owner && b->kind == kind ? b : NULL;
     return NULL;
+}
+
+reg_buffer *reg_lookup(registry *r, uint32_t owner, uint64_t id)
+{
+    return reg_find(r, owner, id, REG_BUFFER);
 }
 
 static void grow(registry *r)
@@ -122,6 +135,32 @@ static int new_id(registry *r, uint64_t *out)
         }
     }
     return GEMM_ERR_INTERNAL;
+}
+
+/* Links b (id drawn) into the table with the table's reference. */
+static void insert(registry *r, reg_buffer *b)
+{
+    b->refs = 1;
+    b->registered = true;
+    size_t i = bucket_of(r, b->id);
+    b->next = r->buckets[i];
+    r->buckets[i] = b;
+    if (r->count + r->tensors > 2 * r->nbuckets)
+        grow(r);
+}
+
+int reg_add_tensor(registry *r, uint32_t owner, reg_buffer *t, uint64_t *id)
+{
+    if (new_id(r, &t->id) != GEMM_OK)
+        return GEMM_ERR_INTERNAL;
+    t->kind = REG_TENSOR;
+    t->owner = owner;
+    t->guard = -1;
+    insert(r, t);
+    r->tensors++;
+    r->tensor_bytes += t->size;
+    *id = t->id;
+    return GEMM_OK;
 }
 
 int reg_register(registry *r, uint32_t owner, uint64_t peer_uid,
@@ -213,19 +252,14 @@ int reg_register(registry *r, uint32_t owner, uint64_t peer_uid,
             goto fail;
         }
     }
+    b->kind = REG_BUFFER;
     b->owner = owner;
     b->base = base;
     b->size = (size_t)size;
-    b->refs = 1;
-    b->registered = true;
-    size_t i = bucket_of(r, b->id);
-    b->next = r->buckets[i];
-    r->buckets[i] = b;
+    insert(r, b);
     r->count++;
     r->mapped++;
     r->bytes += size;
-    if (r->count > 2 * r->nbuckets)
-        grow(r);
     *id = b->id;
     return GEMM_OK;
 
@@ -263,24 +297,34 @@ static void unregister(registry *r, reg_buffer **link)
     *link = b->next;
     b->next = NULL;
     b->registered = false;
-    r->count--;
-    r->bytes -= b->size;
+    if (b->kind == REG_TENSOR) {
+        r->tensors--;
+        r->tensor_bytes -= b->size;
+    } else {
+        r->count--;
+        r->bytes -= b->size;
+    }
     reg_put(r, b);
 }
 
-int reg_release(registry *r, uint32_t owner, uint64_t id)
+int reg_release_kind(registry *r, uint32_t owner, uint64_t id, int kind)
 {
     if (id == 0)
         return GEMM_ERR_NO_BUFFER;
     for (reg_buffer **l = &r->buckets[bucket_of(r, id)]; *l; l = &(*l)->next) {
         if ((*l)->id == id) {
-            if ((*l)->owner != owner)
+            if ((*l)->owner != owner || (*l)->kind != kind)
                 return GEMM_ERR_NO_BUFFER;
             unregister(r, l);
             return GEMM_OK;
         }
     }
     return GEMM_ERR_NO_BUFFER;
+}
+
+int reg_release(registry *r, uint32_t owner, uint64_t id)
+{
+    return reg_release_kind(r, owner, id, REG_BUFFER);
 }
 
 uint32_t reg_release_owner(registry *r, uint32_t owner)

@@ -1,7 +1,8 @@
 /*
  * registry.h: the buffer registry. Clients' POSIX shm objects, mapped into
- * the daemon, each owned by the connection (nng pipe) that registered it and
- * named by an unguessable 64-bit id. Entries are reference counted: a queued
+ * the daemon, and resident tensors (matrices kept in the backend's memory),
+ * each owned by the connection (nng pipe) that made it and named by an
+ * unguessable 64-bit id. Entries are reference counted: a queued
  * or running GEMM holds its buffers, so a release or a disconnect never
  * unmaps memory a backend is still using; the mapping goes when the last
  * reference does. All functions: loop thread only (no locking).
@@ -15,15 +16,27 @@
 
 #define REG_NAME_MAX 255
 
+enum reg_kind {
+    REG_BUFFER, /* a client's shm object, mapped */
+    REG_TENSOR, /* a resident tensor in the backend's memory */
+};
+
 typedef struct reg_buffer {
+    int kind;                /* enum reg_kind */
     uint64_t id;
     uint32_t owner;          /* nng pipe id of the registering connection */
-    void *base;              /* mapping, size bytes */
-    size_t size;
-    void *pin;               /* backend handle (e.g. pinned), or NULL */
+    void *base;              /* buffer: mapping, size bytes */
+    size_t size;             /* buffer: mapped bytes; tensor: its memory */
+    void *pin;               /* backend handle (pinned buffer, tensor) */
     int guard;               /* shmguard slot (SIGBUS protection) */
     unsigned refs;           /* 1 while registered + 1 per job using it */
     bool registered;         /* still in the table (not yet released) */
+    /* tensors: a rows x cols matrix of dtype, leading dimension ld, at data
+     * (device memory when on_device) */
+    void *data;
+    uint64_t rows, cols, ld;
+    int dtype;
+    bool on_device;
     struct reg_buffer *next; /* hash chain */
 } reg_buffer;
 
@@ -34,6 +47,7 @@ typedef struct reg_hooks {
     int (*pin)(void *arg, void *base, size_t size, void **handle, char *msg,
                size_t len);
     void (*unpin)(void *arg, void *base, void *handle);
+    void (*free_tensor)(void *arg, void *handle);
 } reg_hooks;
 
 typedef struct registry {
@@ -42,6 +56,8 @@ typedef struct registry {
     uint32_t count;    /* registered buffers (in the table) */
     uint32_t mapped;   /* mappings alive, released ones still in use too */
     uint64_t bytes;    /* bytes of registered buffers */
+    uint32_t tensors;  /* resident tensors (in the table) */
+    uint64_t tensor_bytes;
     reg_hooks hooks;
 } registry;
 
@@ -65,8 +81,20 @@ int reg_register(registry *r, uint32_t owner, uint64_t peer_uid,
                  const char *name, uint64_t size, uint64_t *id, char *msg,
                  size_t len);
 
-/* The buffer id registered by owner, or NULL if there is none (unknown id
- * and another connection's id look the same). */
+/*
+ * Adds a resident tensor for owner: t holds kind-independent fields set by
+ * the caller (pin = the backend's handle, data, size, rows, cols, ld,
+ * dtype, on_device); the registry takes it over (frees it with the
+ * free_tensor hook once released and unreferenced). Returns GEMM_OK and
+ * the id, or GEMM_ERR_INTERNAL (t is then still the caller's).
+ */
+int reg_add_tensor(registry *r, uint32_t owner, reg_buffer *t, uint64_t *id);
+
+/* The entry `id` of `kind` made by owner, or NULL if there is none (unknown
+ * id and another connection's id look the same). */
+reg_buffer *reg_find(registry *r, uint32_t owner, uint64_t id, int kind);
+
+/* reg_find for buffers. */
 reg_buffer *reg_lookup(registry *r, uint32_t owner, uint64_t id);
 
 /* Whether the owner shrank the object under the mapping (see shmguard.h):
@@ -77,12 +105,15 @@ bool reg_faulted(const reg_buffer *b);
 void reg_hold(reg_buffer *b);
 void reg_put(registry *r, reg_buffer *b);
 
-/* Removes owner's buffer id from the table (unmapped once unreferenced).
- * GEMM_OK or GEMM_ERR_NO_BUFFER. */
+/* Removes owner's entry id of kind from the table (unmapped or freed once
+ * unreferenced). GEMM_OK or GEMM_ERR_NO_BUFFER. */
+int reg_release_kind(registry *r, uint32_t owner, uint64_t id, int kind);
+
+/* reg_release_kind for buffers. */
 int reg_release(registry *r, uint32_t owner, uint64_t id);
 
-/* Releases every buffer of owner (a connection went away); returns how
- * many. */
+/* Releases every buffer and tensor of owner (a connection went away);
+ * returns how many. */
 uint32_t reg_release_owner(registry *r, uint32_t owner);
 
 #endif

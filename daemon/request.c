@@ -42,6 +42,8 @@ int req_check_envelope(const Gemm__Request *rq, char *msg, size_t msglen)
     case GEMM__REQUEST__BODY_REGISTER_BUFFER:
     case GEMM__REQUEST__BODY_RELEASE_BUFFER:
     case GEMM__REQUEST__BODY_GEMM:
+    case GEMM__REQUEST__BODY_TENSOR_UPLOAD:
+    case GEMM__REQUEST__BODY_TENSOR_FREE:
         return GEMM_OK;
     default:
         snprintf(msg, msglen,
@@ -56,6 +58,7 @@ static void operand_desc(val_operand *o, const Gemm__Operand *p)
     if (p == NULL)
         return;
     o->present = true;
+    o->tensor_id = p->has_tensor_id ? p->tensor_id : 0;
     o->buffer_id = p->has_buffer_id ? p->buffer_id : 0;
     o->offset = p->has_offset ? p->offset : 0;
     o->ld = p->has_ld ? p->ld : 0;

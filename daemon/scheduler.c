@@ -66,7 +66,8 @@ static void *worker(void *arg)
                      "deadline expired after %.1f ms in the queue",
                      (j->t_started - j->t_received) / 1e6);
         } else {
-            j->status = s->be->ops->gemm(s->be, j);
+            j->status = j->kind == JOB_UPLOAD ? s->be->ops->upload(s->be, j)
+                                              : s->be->ops->gemm(s->be, j);
         }
         j->t_finished = gemmd_now_ns();
         s->done(s->done_arg, j);

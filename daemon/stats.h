@@ -14,6 +14,8 @@ typedef struct gemmd_stats {
     uint64_t served;    /* replies with status OK */
     uint64_t failed;    /* replies with an error */
     uint64_t gemm_flops;
+    uint64_t stage_count; /* GEMMs in the stage sums below */
+    uint64_t ns_queue, ns_h2d, ns_kernel, ns_d2h;
     uint64_t lat_ns[STATS_WINDOW]; /* ring of recent GEMM latencies */
     uint32_t lat_next, lat_count;
 } gemmd_stats;

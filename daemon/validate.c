@@ -8,6 +8,7 @@
 #include <gemm/gemm.h>
 
 #include <stdio.h>
+#include <string.h>
 
 bool val_dtypes_supported(int ab, int cd)
 {
@@ -18,15 +19,67 @@ bool val_dtypes_supported(int ab, int cd)
     return ab == GEMM_FP32 && cd == GEMM_FP32;
 }
 
-/* Resolves and checks one operand stored rows x cols. */
-static int check_matrix(const char *what, const val_operand *op,
-                        uint64_t rows, uint64_t cols, size_t esize,
-                        val_lookup_fn lookup, void *arg, val_matrix *out,
+/* Resolves an operand that names a resident tensor. */
+static int check_tensor(const char *what, const val_operand *op,
+                        uint64_t rows, uint64_t cols, int dtype,
+                        const val_limits *lim, void *arg, val_matrix *out,
                         char *msg, size_t len)
 {
+    val_tensor t;
+    void *h = lim->tensor_lookup != NULL
+                  ? lim->tensor_lookup(arg, op->tensor_id, &t)
+                  : NULL;
+    if (h == NULL) {
+        snprintf(msg, len,
+                 "operand %s: tensor id %#llx is not resident on this "
+                 "connection",
+                 what, (unsigned long long)op->tensor_id);
+        return GEMM_ERR_NO_BUFFER;
+    }
+    if (t.dtype != dtype) {
+        snprintf(msg, len, "operand %s: tensor %#llx holds %s, not %s", what,
+                 (unsigned long long)op->tensor_id, gemm_dtype_name(t.dtype),
+                 gemm_dtype_name(dtype));
+        return GEMM_ERR_DTYPE;
+    }
+    if (t.rows != rows || t.cols != cols) {
+        snprintf(msg, len,
+                 "operand %s: tensor %#llx is %llux%llu, the operand as "
+                 "stored is %llux%llu",
+                 what, (unsigned long long)op->tensor_id,
+                 (unsigned long long)t.rows, (unsigned long long)t.cols,
+                 (unsigned long long)rows, (unsigned long long)cols);
+        return GEMM_ERR_DIMS;
+    }
+    memset(out, 0, sizeof(*out));
+    out->handle = h;
+    out->tensor = true;
+    out->ld = t.ld;
+    out->rows = rows;
+    out->cols = cols;
+    out->esize = gemm_dtype_size(dtype);
+    return GEMM_OK;
+}
+
+/* Resolves and checks one operand stored rows x cols of dtype. */
+static int check_matrix(const char *what, const val_operand *op,
+                        uint64_t rows, uint64_t cols, int dtype,
+                        const val_limits *lim, val_lookup_fn lookup,
+                        void *arg, val_matrix *out, char *msg, size_t len)
+{
+    size_t esize = gemm_dtype_size(dtype);
     if (!op->present) {
         snprintf(msg, len, "operand %s is missing", what);
         return GEMM_ERR_INVALID;
+    }
+    if (op->tensor_id != 0) {
+        if (what[0] == 'D') {
+            snprintf(msg, len, "operand D must be in a buffer, not a "
+                               "resident tensor");
+            return GEMM_ERR_INVALID;
+        }
+        return check_tensor(what, op, rows, cols, dtype, lim, arg, out, msg,
+                            len);
     }
     size_t size = 0;
     void *h = lookup(arg, op->buffer_id, &size);
@@ -67,6 +120,7 @@ static int check_matrix(const char *what, const val_operand *op,
         return GEMM_ERR_BOUNDS;
     }
     out->handle = h;
+    out->tensor = false;
     out->offset = op->offset;
     out->ld = ld;
     out->rows = rows;
@@ -74,6 +128,26 @@ static int check_matrix(const char *what, const val_operand *op,
     out->extent = extent;
     out->esize = esize;
     return GEMM_OK;
+}
+
+int val_operand_check(const char *what, const val_operand *op, uint64_t rows,
+                      uint64_t cols, int dtype, const val_limits *lim,
+                      val_lookup_fn lookup, void *arg, val_matrix *out,
+                      char *msg, size_t len)
+{
+    if (gemm_dtype_size(dtype) == 0) {
+        snprintf(msg, len, "operand %s: unknown type %d", what, dtype);
+        return GEMM_ERR_DTYPE;
+    }
+    if (rows == 0 || cols == 0 || rows > lim->max_dim ||
+        cols > lim->max_dim) {
+        snprintf(msg, len, "operand %s: %llux%llu: each must be in 1..%llu",
+                 what, (unsigned long long)rows, (unsigned long long)cols,
+                 (unsigned long long)lim->max_dim);
+        return GEMM_ERR_DIMS;
+    }
+    return check_matrix(what, op, rows, cols, dtype, lim, lookup, arg, out,
+                        msg, len);
 }
 
 static bool overlap(const val_matrix *x, const val_matrix *y)
@@ -105,21 +179,20 @@ int val_gemm_check(const val_gemm *g, const val_limits *lim,
                  (unsigned long long)g->k, (unsigned long long)lim->max_dim);
         return GEMM_ERR_DIMS;
     }
-    size_t ab = gemm_dtype_size(g->ab_type);
-    size_t cd = gemm_dtype_size(g->cd_type);
+    int ab = g->ab_type, cd = g->cd_type;
     /* stored shapes: A is m x k (k x m transposed), B is k x n (n x k) */
     rv = check_matrix("A", &g->a, g->trans_a ? g->k : g->m,
-                      g->trans_a ? g->m : g->k, ab, lookup, arg, &out->a, msg,
-                      len);
+                      g->trans_a ? g->m : g->k, ab, lim, lookup, arg, &out->a,
+                      msg, len);
     if (rv != GEMM_OK)
         return rv;
     rv = check_matrix("B", &g->b, g->trans_b ? g->n : g->k,
-                      g->trans_b ? g->k : g->n, ab, lookup, arg, &out->b, msg,
-                      len);
+                      g->trans_b ? g->k : g->n, ab, lim, lookup, arg, &out->b,
+                      msg, len);
     if (rv != GEMM_OK)
         return rv;
-    rv = check_matrix("D", &g->d, g->m, g->n, cd, lookup, arg, &out->d, msg,
-                      len);
+    rv = check_matrix("D", &g->d, g->m, g->n, cd, lim, lookup, arg, &out->d,
+                      msg, len);
     if (rv != GEMM_OK)
         return rv;
     out->has_c = (g->beta != 0.0f);
@@ -129,8 +202,8 @@ int val_gemm_check(const val_gemm *g, const val_limits *lim,
                      (double)g->beta);
             return GEMM_ERR_INVALID;
         }
-        rv = check_matrix("C", &g->c, g->m, g->n, cd, lookup, arg, &out->c,
-                          msg, len);
+        rv = check_matrix("C", &g->c, g->m, g->n, cd, lim, lookup, arg,
+                          &out->c, msg, len);
         if (rv != GEMM_OK)
             return rv;
     }

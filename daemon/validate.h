@@ -13,6 +13,7 @@
 
 typedef struct val_operand {
     bool present;
+    uint64_t tensor_id; /* non-zero: a resident tensor, not a buffer */
     uint64_t buffer_id;
     uint64_t offset; /* bytes */
     uint64_t ld;     /* elements; 0 = tight */
@@ -27,13 +28,25 @@ typedef struct val_gemm {
     val_operand a, b, c, d;
 } val_gemm;
 
+/* A resident tensor as the caller's lookup describes it. */
+typedef struct val_tensor {
+    uint64_t rows, cols, ld;
+    int dtype;
+} val_tensor;
+
+/* Finds resident tensor id for the requester: its handle and shape, or NULL
+ * when unknown or someone else's. */
+typedef void *(*val_tensor_fn)(void *arg, uint64_t id, val_tensor *out);
+
 typedef struct val_limits {
     uint64_t max_dim;
+    val_tensor_fn tensor_lookup; /* NULL: no tensors (every id unknown) */
 } val_limits;
 
 /* A matrix as stored, resolved: rows x cols with leading dimension ld. */
 typedef struct val_matrix {
     void *handle;    /* what lookup returned */
+    bool tensor;     /* a resident tensor (offset 0, extent 0) */
     uint64_t offset; /* bytes into the buffer */
     uint64_t ld;     /* elements, >= cols */
     uint64_t rows, cols;
@@ -49,6 +62,14 @@ typedef struct val_resolved {
 /* Finds buffer id for the requester: its handle and size, or NULL when the
  * id is unknown or belongs to someone else. */
 typedef void *(*val_lookup_fn)(void *arg, uint64_t id, size_t *size);
+
+/* Resolves one operand stored rows x cols of dtype (a buffer region or a
+ * resident tensor); what names it in messages ("A", "B", "C", "D", "src").
+ * Returns GEMM_OK or a gemm_error with a message. */
+int val_operand_check(const char *what, const val_operand *op, uint64_t rows,
+                      uint64_t cols, int dtype, const val_limits *lim,
+                      val_lookup_fn lookup, void *arg, val_matrix *out,
+                      char *msg, size_t len);
 
 /* Whether (ab_type, cd_type) is a combination the service computes. */
 bool val_dtypes_supported(int ab_type, int cd_type);

@@ -35,3 +35,4 @@ gemm_itest(ownership 60)    # buffers belong to their connection
 gemm_itest(concurrency 150) # 8 threads x 200 requests, async, backpressure
 gemm_itest(shutdown 120)    # SIGTERM with requests in flight
 gemm_itest(status 60)       # counters in gemm_get_status
+gemm_itest(tensor 60)       # resident tensors: use, refusals, ownership

@@ -169,11 +169,19 @@ int cmd_status(const char *url, int argc, char **argv)
                ", \"threads\": %" PRIu32
                ", \"latency_p50_us\": %.1f, \"latency_p90_us\": %.1f"
                ", \"latency_p99_us\": %.1f, \"latency_max_us\": %.1f"
-               ", \"gemm_flops\": %" PRIu64 "}\n",
+               ", \"gemm_flops\": %" PRIu64 ", \"tensors\": %" PRIu32
+               ", \"tensor_bytes\": %" PRIu64 ", \"pinned_bytes\": %" PRIu64
+               ", \"device_bytes\": %" PRIu64 ", \"tmap_hits\": %" PRIu64
+               ", \"tmap_misses\": %" PRIu64
+               ", \"stage_queue_us\": %.1f, \"stage_h2d_us\": %.1f"
+               ", \"stage_kernel_us\": %.1f, \"stage_d2h_us\": %.1f}\n",
                s.requests_served, s.requests_failed, s.queue_depth,
                s.queue_capacity, s.buffers, s.buffer_bytes, s.clients,
                s.threads, s.latency_p50_us, s.latency_p90_us, s.latency_p99_us,
-               s.latency_max_us, s.gemm_flops);
+               s.latency_max_us, s.gemm_flops, s.tensors, s.tensor_bytes,
+               s.pinned_bytes, s.device_bytes, s.tmap_hits, s.tmap_misses,
+               s.stage_queue_us, s.stage_h2d_us, s.stage_kernel_us,
+               s.stage_d2h_us);
         return EXIT_OK;
     }
     printf("uptime          %.1f s\n", s.uptime_s);
@@ -189,6 +197,19 @@ int cmd_status(const char *url, int argc, char **argv)
     printf("latency (us)    p50 %.1f  p90 %.1f  p99 %.1f  max %.1f\n",
            s.latency_p50_us, s.latency_p90_us, s.latency_p99_us,
            s.latency_max_us);
+    printf("tensors         %" PRIu32 " resident (%.1f MiB)\n", s.tensors,
+           (double)s.tensor_bytes / (1024.0 * 1024.0));
+    if (strcmp(s.backend, "cuda") == 0) {
+        printf("memory          %.1f MiB pinned, %.1f MiB on the device\n",
+               (double)s.pinned_bytes / (1024.0 * 1024.0),
+               (double)s.device_bytes / (1024.0 * 1024.0));
+        printf("tensor maps     %" PRIu64 " hits, %" PRIu64 " misses\n",
+               s.tmap_hits, s.tmap_misses);
+    }
+    printf("stages (us)     queue %.1f  h2d %.1f  kernel %.1f  d2h %.1f "
+           "(mean per GEMM)\n",
+           s.stage_queue_us, s.stage_h2d_us, s.stage_kernel_us,
+           s.stage_d2h_us);
     printf("work            %.3g GFLOP\n", (double)s.gemm_flops / 1e9);
     return EXIT_OK;
 }

@@ -142,7 +142,7 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    uint64_t u;
+    uint64_t u = 0;
     int ch, rv = EXIT_OK;
 
     memset(a, 0, sizeof(*a));

@@ -256,6 +256,16 @@ GEMM_API int gemm_get_status(gemm_client *c, gemm_status *out)
     out->latency_p99_us = s->latency_p99_us;
     out->latency_max_us = s->latency_max_us;
     out->gemm_flops = s->gemm_flops;
+    out->tensors = s->tensors;
+    out->tensor_bytes = s->tensor_bytes;
+    out->pinned_bytes = s->pinned_bytes;
+    out->device_bytes = s->device_bytes;
+    out->tmap_hits = s->tmap_hits;
+    out->tmap_misses = s->tmap_misses;
+    out->stage_queue_us = s->stage_queue_us;
+    out->stage_h2d_us = s->stage_h2d_us;
+    out->stage_kernel_us = s->stage_kernel_us;
+    out->stage_d2h_us = s->stage_d2h_us;
     gemm__reply__free_unpacked(rep, NULL);
     return GEMM_OK;
 }

@@ -41,6 +41,11 @@ static Gemm__DType wire_dtype(gemm_dtype t)
 
 static void wire_operand(Gemm__Operand *w, const gemm_matrix *m)
 {
+    if (m->tensor != 0) {
+        w->has_tensor_id = true;
+        w->tensor_id = m->tensor;
+        return;
+    }
     w->has_buffer_id = true;
     w->buffer_id = m->buf->id;
     w->has_offset = true;
@@ -59,11 +64,13 @@ GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out)
     cli_clear_error();
     if (c == NULL || op == NULL || out == NULL)
         return cli_error(GEMM_ERR_INVALID, "gemm: NULL argument");
-    if (op->a.buf == NULL || op->b.buf == NULL || op->d.buf == NULL)
+    bool a_none = op->a.buf == NULL && op->a.tensor == 0;
+    bool b_none = op->b.buf == NULL && op->b.tensor == 0;
+    if (a_none || b_none || op->d.buf == NULL)
         return cli_error(GEMM_ERR_INVALID, "gemm: %s has no buffer",
-                         op->a.buf == NULL   ? "A"
-                         : op->b.buf == NULL ? "B"
-                                             : "D");
+                         a_none   ? "A"
+                         : b_none ? "B"
+                                  : "D");
 
     g.has_m = g.has_n = g.has_k = true;
     g.m = op->m;
@@ -85,7 +92,7 @@ GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out)
     g.b = &b;
     g.d = &d;
     /* C is read only when beta != 0; without a buffer the daemon says so. */
-    if (op->beta != 0.0f && op->c.buf != NULL) {
+    if (op->beta != 0.0f && (op->c.buf != NULL || op->c.tensor != 0)) {
         wire_operand(&cc, &op->c);
         g.c = &cc;
     }
@@ -127,4 +134,60 @@ GEMM_API int gemm_run(gemm_client *c, const gemm_op *op, gemm_timings *t)
     if ((rv = gemm_submit(c, op, &r)) != GEMM_OK)
         return rv;
     return gemm_wait(r, t);
+}
+
+GEMM_API int gemm_tensor_upload(gemm_client *c, const gemm_matrix *src,
+                                uint64_t rows, uint64_t cols, gemm_dtype t,
+                                uint64_t *tensor_id)
+{
+    Gemm__Request req = GEMM__REQUEST__INIT;
+    Gemm__TensorUploadRequest u = GEMM__TENSOR_UPLOAD_REQUEST__INIT;
+    Gemm__Operand o = GEMM__OPERAND__INIT;
+    Gemm__Reply *rep;
+    int rv;
+
+    cli_clear_error();
+    if (c == NULL || src == NULL || tensor_id == NULL)
+        return cli_error(GEMM_ERR_INVALID, "tensor upload: NULL argument");
+    if (src->buf == NULL)
+        return cli_error(GEMM_ERR_INVALID,
+                         "tensor upload: the source must be in a buffer");
+    wire_operand(&o, &(gemm_matrix){src->buf, src->offset, src->ld, 0});
+    u.src = &o;
+    u.has_rows = u.has_cols = u.has_dtype = true;
+    u.rows = rows;
+    u.cols = cols;
+    u.dtype = wire_dtype(t);
+    req.body_case = GEMM__REQUEST__BODY_TENSOR_UPLOAD;
+    req.tensor_upload = &u;
+    if ((rv = cli_call(c, &req, "tensor upload", &rep, NULL)) != GEMM_OK)
+        return rv;
+    if (rep->body_case != GEMM__REPLY__BODY_TENSOR_UPLOAD) {
+        gemm__reply__free_unpacked(rep, NULL);
+        return cli_error(GEMM_ERR_PROTOCOL,
+                         "tensor upload: reply has no tensor_upload body");
+    }
+    *tensor_id = rep->tensor_upload->tensor_id;
+    gemm__reply__free_unpacked(rep, NULL);
+    return GEMM_OK;
+}
+
+GEMM_API int gemm_tensor_free(gemm_client *c, uint64_t tensor_id)
+{
+    Gemm__Request req = GEMM__REQUEST__INIT;
+    Gemm__TensorFreeRequest f = GEMM__TENSOR_FREE_REQUEST__INIT;
+    Gemm__Reply *rep;
+    int rv;
+
+    cli_clear_error();
+    if (c == NULL)
+        return cli_error(GEMM_ERR_INVALID, "tensor free: NULL client");
+    f.has_tensor_id = true;
+    f.tensor_id = tensor_id;
+    req.body_case = GEMM__REQUEST__BODY_TENSOR_FREE;
+    req.tensor_free = &f;
+    if ((rv = cli_call(c, &req, "tensor free", &rep, NULL)) != GEMM_OK)
+        return rv;
+    gemm__reply__free_unpacked(rep, NULL);
+    return GEMM_OK;
 }

@@ -28,8 +28,6 @@ struct gemmk_ctx {
     gemmk_tmap_cache cache;
     float *ws;       /* split-K workspace */
     size_t ws_bytes;
-    int *counters;   /* split-K per-tile arrival counters, kept zeroed */
-    size_t counters_len;
 };
 
 namespace {
@@ -151,7 +149,7 @@ double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
     if (t < t_dram)
         t = t_dram;
     if (real > 1)
-        t += 1.0e-6 + 2.0 * real * p->m * p->n * 4.0 / 3.0e12;
+        t += 3.0e-6 + 3.0 * real * p->m * p->n * 4.0 / 3.0e12;
     *kbps_out = (int)kbps;
     *splits_out = (int)real;
     return t;
@@ -215,6 +213,20 @@ const char *plan_name(const Plan &pl)
     return pl.splits > 1 ? "ws128x128_splitk" : "ws128x128";
 }
 
+template <typename T>
+cudaError_t reduce(const gemmk_problem *p, const float *ws, long long ldw,
+                   int splits, cudaStream_t stream, int sms)
+{
+    long long total = p->m * p->n;
+    int blocks = (int)cdiv(total, 256);
+    if (blocks > sms * 8)
+        blocks = sms * 8;
+    gemmk::splitk_reduce_kernel<T><<<blocks, 256, 0, stream>>>(
+        ws, ldw, splits, (int)p->m, (int)p->n, p->alpha, p->beta,
+        static_cast<const T *>(p->c), p->ldc, static_cast<T *>(p->d), p->ldd);
+    return cudaGetLastError();
+}
+
 } // namespace
 
 extern "C" {
@@ -261,10 +273,9 @@ void gemmk_ctx_destroy(gemmk_ctx *ctx)
 {
     if (!ctx)
         return;
-    if (ctx->ws || ctx->counters) {
+    if (ctx->ws) {
         cudaDeviceSynchronize();
         cudaFree(ctx->ws);
-        cudaFree(ctx->counters);
     }
     free(ctx);
 }
@@ -398,24 +409,6 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
             ctx->ws_bytes = need;
         }
         kp.ws = ctx->ws;
-        size_t tiles = (size_t)kp.num_mu * pl.cluster * kp.num_n;
-        if (tiles > ctx->counters_len) {
-            if (ctx->counters) {
-                cudaError_t ce = cudaFree(ctx->counters);
-                ctx->counters = nullptr;
-                ctx->counters_len = 0;
-                if (ce != cudaSuccess)
-                    return cuda_err(ce);
-            }
-            cudaError_t ce = cudaMalloc(&ctx->counters, tiles * sizeof(int));
-            if (ce == cudaSuccess)
-                ce = cudaMemsetAsync(ctx->counters, 0, tiles * sizeof(int),
-                                     stream);
-            if (ce != cudaSuccess)
-                return cuda_err(ce);
-            ctx->counters_len = tiles;
-        }
-        kp.counters = ctx->counters;
     }
     int slots = pl.cluster == 2 ? ctx->max_clusters2 : ctx->num_sms;
     l.grid = (kp.units < slots ? kp.units : slots) * pl.cluster;
@@ -429,6 +422,19 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
                                        : gemmk::launch_n256(l);
     if (ce != cudaSuccess)
         return cuda_err(ce);
+    if (pl.splits > 1) {
+        if (p->cd_type == GEMM_FP32)
+            ce = reduce<float>(p, kp.ws, kp.ldw, pl.splits, stream,
+                               ctx->num_sms);
+        else if (p->cd_type == GEMM_BF16)
+            ce = reduce<__nv_bfloat16>(p, kp.ws, kp.ldw, pl.splits, stream,
+                                       ctx->num_sms);
+        else
+            ce = reduce<__half>(p, kp.ws, kp.ldw, pl.splits, stream,
+                                ctx->num_sms);
+        if (ce != cudaSuccess)
+            return cuda_err(ce);
+    }
     return GEMM_OK;
 }
 

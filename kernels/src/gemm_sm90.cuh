@@ -46,7 +46,6 @@ struct KParams {
     long long ldd, ldc;
     float alpha, beta;
     float *ws;          /* split-K partials: splits x m x ldw fp32 */
-    int *counters;      /* split-K arrivals per tile, left zeroed */
     long long ldw;      /* workspace row pitch, a multiple of 8 */
 };
 
@@ -277,61 +276,6 @@ __device__ __forceinline__ void store_tile(const KParams &p, float (&d)[BN / 2],
     }
 }
 
-template <typename T>
-__device__ __forceinline__ void reduce_tile(const KParams &p, int r0, int c0,
-                                            int bn, int t)
-{
-    T *dd = static_cast<T *>(p.d);
-    const T *cc = static_cast<const T *>(p.c);
-    const long long plane = (long long)p.m * p.ldw;
-    for (int i = t; i < BM * bn; i += 256) {
-        int r = r0 + i / bn, col = c0 + i % bn;
-        if (r >= p.m || col >= p.n)
-            continue;
-        const float *w = p.ws + (long long)r * p.ldw + col;
-        float acc = 0.f;
-        for (int s = 0; s < p.splits; s++)
-            acc += __ldcg(w + s * plane);
-        float v = p.alpha * acc;
-        if (p.beta != 0.f)
-            v += p.beta * to_f32(cc[(long long)r * p.ldc + col]);
-        dd[(long long)r * p.ldd + col] = from_f32<T>(v);
-    }
-}
-
-/*
- * Split-K, in the kernel: each split stores its fp32 partial, then the two
- * consumer WGs meet at a named barrier and one thread counts the tile's
- * arrivals; the CTA that brings the last split sums all partials (L2 reads)
- * and writes D, and puts the counter back to 0 for the next launch
- * (threadFenceReduction pattern). No second launch.
- */
-template <int BN>
-__device__ __forceinline__ void splitk_finish(const KParams &p, int mt, int nt,
-                                              int t)
-{
-    __shared__ int last;
-    __threadfence();
-    asm volatile("bar.sync 1, 256;" ::: "memory");
-    if (t == 0) {
-        int *ctr = p.counters + mt * p.num_n + nt;
-        int old = atomicAdd(ctr, 1);
-        last = old == p.splits - 1;
-        if (last)
-            *ctr = 0;
-    }
-    asm volatile("bar.sync 1, 256;" ::: "memory");
-    if (!last)
-        return;
-    __threadfence();
-    if (p.cd_type == 3)
-        reduce_tile<float>(p, mt * BM, nt * BN, BN, t);
-    else if (p.cd_type == 1)
-        reduce_tile<__nv_bfloat16>(p, mt * BM, nt * BN, BN, t);
-    else
-        reduce_tile<__half>(p, mt * BM, nt * BN, BN, t);
-}
-
 template <int BN> struct Cfg {
     static constexpr int STAGES = BN == 256 ? 4 : 6;
     static constexpr int A_BYTES = BM * BK * 2;
@@ -383,7 +327,6 @@ __global__ void __launch_bounds__(384, 1)
         int s = 0;
         uint32_t ph = 0;
         for (int u = u0; tid == 0 && u < p.units; u += ustep) {
-            /* only thread 0 of the producer WG issues; the rest wait below */
             int mt, nt, split;
             unit_coords(p, u, mt, nt, split);
             mt = mt * CL + rank;
@@ -492,7 +435,6 @@ __global__ void __launch_bounds__(384, 1)
                 float *w = p.ws + (long long)split * p.m * p.ldw;
                 store_tile<float, BN>(p, d, row0, col0, lane, warp, w, p.ldw,
                                       true, nullptr, 0);
-                splitk_finish<BN>(p, mt, nt, threadIdx.x - 128);
             } else if (p.cd_type == 3) {
                 store_tile<float, BN>(p, d, row0, col0, lane, warp,
                                       static_cast<float *>(p.d), p.ldd, false,
@@ -510,11 +452,32 @@ __global__ void __launch_bounds__(384, 1)
             }
         }
     }
-    __syncwarp();
     /* no CTA may leave while its peer can still multicast into its shared
      * memory or arrive on its barriers */
     if constexpr (CL > 1)
         cluster_sync();
+}
+
+/* Split-K reduction: D = alpha * sum_s ws[s] + beta * C. */
+template <typename T>
+__global__ void splitk_reduce_kernel(const float *ws, long long ldw,
+                                     int splits, int m, int n, float alpha,
+                                     float beta, const T *c, long long ldc,
+                                     T *d, long long ldd)
+{
+    long long total = (long long)m * n;
+    long long plane = (long long)m * ldw;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+         i < total; i += (long long)gridDim.x * blockDim.x) {
+        float acc = 0.f;
+        long long r = i / n, col = i % n;
+        for (int s = 0; s < splits; s++)
+            acc += ws[s * plane + r * ldw + col];
+        float v = alpha * acc;
+        if (beta != 0.f)
+            v += beta * to_f32(c[r * ldc + col]);
+        d[r * ldd + col] = from_f32<T>(v);
+    }
 }
 
 } // namespace gemmk

@@ -55,7 +55,7 @@ static void unpin(void *arg, void *base, void *h)
 
 static void setup(void)
 {
-    reg_hooks hooks = {NULL, pin, unpin};
+    reg_hooks hooks = {.pin = pin, .unpin = unpin};
     pins = unpins = 0;
     cr_assert_eq(reg_init(&reg, &hooks), GEMM_OK);
 }

@@ -27,7 +27,19 @@ static void *lookup(void *arg, uint64_t id, size_t *size)
     return NULL;
 }
 
-static const val_limits lim = {.max_dim = 1 << 16};
+/* One resident tensor: id 9, 16x16 fp32, ld 16. */
+static char tensor9;
+
+static void *tensors(void *arg, uint64_t id, val_tensor *out)
+{
+    (void)arg;
+    if (id != 9)
+        return NULL;
+    *out = (val_tensor){.rows = 16, .cols = 16, .ld = 16, .dtype = GEMM_FP32};
+    return &tensor9;
+}
+
+static const val_limits lim = {.max_dim = 1 << 16, .tensor_lookup = tensors};
 
 /* A valid fp32 16x16x16 GEMM: A at 0, B at 4 KiB, C at 8 KiB, D at 12 KiB,
  * all in buffer 1. */
@@ -36,8 +48,10 @@ static val_gemm base(void)
     val_gemm g = {
         .m = 16, .n = 16, .k = 16, .ab_type = GEMM_FP32,
         .cd_type = GEMM_FP32, .alpha = 1, .beta = 0,
-        .a = {true, 1, 0, 0}, .b = {true, 1, 4096, 0},
-        .c = {true, 1, 8192, 0}, .d = {true, 1, 12288, 0},
+        .a = {.present = true, .buffer_id = 1, .offset = 0},
+        .b = {.present = true, .buffer_id = 1, .offset = 4096},
+        .c = {.present = true, .buffer_id = 1, .offset = 8192},
+        .d = {.present = true, .buffer_id = 1, .offset = 12288},
     };
     return g;
 }
@@ -216,4 +230,52 @@ Test(validate, beta_zero_ignores_c)
     EXPECT_RV(g, GEMM_OK);
     g.beta = 2;
     EXPECT_RV(g, GEMM_ERR_NO_BUFFER);
+}
+
+Test(validate, resident_tensors)
+{
+    val_gemm g = base();
+    g.b.tensor_id = 9; /* B from the tensor: buffer fields ignored */
+    g.b.buffer_id = 0;
+    val_resolved r;
+    cr_assert_eq(check(&g, &r), GEMM_OK);
+    cr_expect(r.b.tensor);
+    cr_expect_eq(r.b.handle, &tensor9);
+    cr_expect_eq(r.b.ld, 16);
+    g.b.tensor_id = 10;
+    EXPECT_RV(g, GEMM_ERR_NO_BUFFER);
+    g = base();
+    g.a.tensor_id = 9;
+    g.k = 8; /* A is 16x8 as stored, the tensor 16x16 */
+    EXPECT_RV(g, GEMM_ERR_DIMS);
+    g = base();
+    g.ab_type = GEMM_BF16;
+    g.a.tensor_id = 9; /* fp32 tensor as a bf16 operand */
+    EXPECT_RV(g, GEMM_ERR_DTYPE);
+    g = base();
+    g.d.tensor_id = 9; /* D must be a buffer */
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g = base();
+    g.beta = 1;
+    g.c.tensor_id = 9; /* C from a tensor, D a buffer */
+    EXPECT_RV(g, GEMM_OK);
+}
+
+Test(validate, operand_check)
+{
+    val_operand op = {.present = true, .buffer_id = 2, .offset = 0};
+    val_matrix m;
+    char msg[128];
+    cr_expect_eq(val_operand_check("src", &op, 32, 32, GEMM_FP32, &lim,
+                                   lookup, NULL, &m, msg, sizeof(msg)),
+                 GEMM_OK);
+    cr_expect_eq(val_operand_check("src", &op, 33, 32, GEMM_FP32, &lim,
+                                   lookup, NULL, &m, msg, sizeof(msg)),
+                 GEMM_ERR_BOUNDS);
+    cr_expect_eq(val_operand_check("src", &op, 0, 32, GEMM_FP32, &lim,
+                                   lookup, NULL, &m, msg, sizeof(msg)),
+                 GEMM_ERR_DIMS);
+    cr_expect_eq(val_operand_check("src", &op, 4, 4, 0, &lim, lookup, NULL,
+                                   &m, msg, sizeof(msg)),
+                 GEMM_ERR_DTYPE);
 }

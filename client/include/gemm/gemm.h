@@ -174,6 +174,15 @@ typedef struct gemm_status {
     double latency_p99_us;
     double latency_max_us;
     uint64_t gemm_flops; /* 2*M*N*K over all served GEMMs */
+    uint32_t tensors;      /* resident tensors, all clients */
+    uint64_t tensor_bytes; /* their memory */
+    uint64_t pinned_bytes; /* cuda: client memory pinned */
+    uint64_t device_bytes; /* cuda: device memory in use */
+    uint64_t tmap_hits, tmap_misses; /* cuda: tensor-map cache */
+    double stage_queue_us; /* mean per GEMM: waiting in the queue */
+    double stage_h2d_us;   /* copies to the device */
+    double stage_kernel_us; /* compute */
+    double stage_d2h_us;   /* copy back */
 } gemm_status;
 
 /* Fetches the daemon's counters into *out. Thread-safe. */
@@ -212,11 +221,14 @@ GEMM_API uint64_t gemm_buffer_id(const gemm_buffer *b);
 /* ---- GEMM ------------------------------------------------------------ */
 
 /* A matrix in a buffer: byte offset and leading dimension in elements
- * (0 = tight: the stored row length). */
+ * (0 = tight: the stored row length); or, when tensor is non-zero, a
+ * resident tensor (gemm_tensor_upload; buf, offset and ld are then
+ * ignored). */
 typedef struct gemm_matrix {
     gemm_buffer *buf;
     uint64_t offset;
     uint64_t ld;
+    uint64_t tensor;
 } gemm_matrix;
 
 /*
@@ -254,6 +266,27 @@ typedef struct gemm_timings {
  * gemm_last_error_message() says why. Thread-safe.
  */
 GEMM_API int gemm_run(gemm_client *c, const gemm_op *op, gemm_timings *t);
+
+/* ---- resident tensors ----------------------------------------------- */
+
+/*
+ * Copies the rows x cols matrix of type t at src (a buffer region) into the
+ * daemon's memory (the GPU's, on the cuda backend) and keeps it there: use
+ * the id as gemm_matrix.tensor for A, B or C of later GEMMs, which then
+ * skip that copy (weights used again and again). On success *tensor_id is
+ * the id; the tensor belongs to this connection and lives until
+ * gemm_tensor_free() or until the client closes. Counts against the
+ * daemon's device-memory cap (GEMM_ERR_DEVICE_MEMORY past it).
+ * Thread-safe.
+ */
+GEMM_API int gemm_tensor_upload(gemm_client *c, const gemm_matrix *src,
+                                uint64_t rows, uint64_t cols, gemm_dtype t,
+                                uint64_t *tensor_id);
+
+/* Frees a resident tensor (GEMMs already queued that use it finish
+ * first). GEMM_ERR_NO_BUFFER if the id is not this connection's.
+ * Thread-safe. */
+GEMM_API int gemm_tensor_free(gemm_client *c, uint64_t tensor_id);
 
 typedef struct gemm_request gemm_request;
 
