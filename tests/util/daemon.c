@@ -110,8 +110,13 @@ void gemmd_destroy(gemmd_proc *p)
         waitpid(p->pid, &p->status, 0);
         p->pid = 0;
     }
-    if (p->dir[0] != '\0')
-        remove_dir(p->dir);
+    if (p->dir[0] != '\0') {
+        const char *keep = getenv("GEMM_TEST_KEEP");
+        if (keep != NULL && *keep != '\0' && *keep != '0')
+            fprintf(stderr, "kept %s (GEMM_TEST_KEEP)\n", p->dir);
+        else
+            remove_dir(p->dir);
+    }
     p->dir[0] = '\0';
 }
 
@@ -154,17 +159,21 @@ int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
     argv[argc++] = bin != NULL && *bin != '\0' ? bin : GEMMD_PATH;
     argv[argc++] = "--listen";
     argv[argc++] = p->url;
+    /* GEMM_TEST_BACKEND runs the suite on another backend (cuda, on a
+     * GPU host); the CPU backend by default */
+    const char *backend = getenv("GEMM_TEST_BACKEND");
     if (!has_option(extra, "--backend")) {
         argv[argc++] = "--backend";
-        argv[argc++] = "cpu";
+        argv[argc++] = backend != NULL && *backend != '\0' ? backend : "cpu";
     }
     if (!has_option(extra, "--threads")) {
         argv[argc++] = "--threads";
         argv[argc++] = "2";
     }
     if (!has_option(extra, "--log-level")) {
+        const char *lvl = getenv("GEMM_TEST_LOG_LEVEL");
         argv[argc++] = "--log-level";
-        argv[argc++] = "info";
+        argv[argc++] = lvl != NULL && *lvl != '\0' ? lvl : "info";
     }
     for (; extra != NULL && *extra != NULL && argc < 62; extra++)
         argv[argc++] = *extra;
