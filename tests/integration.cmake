@@ -36,3 +36,4 @@ gemm_itest(concurrency 150) # 8 threads x 200 requests, async, backpressure
 gemm_itest(shutdown 120)    # SIGTERM with requests in flight
 gemm_itest(status 60)       # counters in gemm_get_status
 gemm_itest(tensor 60)       # resident tensors: use, refusals, ownership
+gemm_itest(cuda 300)        # CUDA backend only (skips elsewhere)

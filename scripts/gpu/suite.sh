@@ -1,0 +1,42 @@
+#!/bin/bash
+# suite.sh [DIR]: on the GPU host, from a bundle made by scripts/gpu/bundle.sh:
+# a smoke test through gemmctl, then every integration suite against gemmd's
+# CUDA backend (GEMM_TEST_BACKEND=cuda). Logs go to $OUT; a summary last.
+set -uo pipefail
+D=$(cd "${1:-.gpu-svc}" && pwd)
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
+export GEMM_TEST_GEMMD=$D/bin/gemmd GEMM_TEST_BACKEND=cuda
+nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
+sock=/tmp/gemmd-smoke.sock
+$D/bin/gemmd --backend cuda --listen ipc://$sock --log-level info \
+    2> "$OUT/gemmd-smoke.log" &
+pid=$!
+for i in $(seq 100); do
+    $D/bin/gemmctl --url ipc://$sock ping >/dev/null 2>&1 && break
+    sleep 0.1
+done
+summary=""
+{
+    $D/bin/gemmctl --url ipc://$sock ping
+    $D/bin/gemmctl --url ipc://$sock mm -m 4096 -n 4096 -k 4096 \
+        --dtype bf16 --repeat 5 --check
+    $D/bin/gemmctl --url ipc://$sock mm -m 8191 -n 8191 -k 8191 \
+        --dtype bf16 --repeat 3 --check
+    $D/bin/gemmctl --url ipc://$sock mm -m 300 -n 200 -k 100 --dtype fp32 \
+        --check
+    $D/bin/gemmctl --url ipc://$sock status
+} > "$OUT/smoke.log" 2>&1
+summary+="smoke rc=$?"$'\n'
+kill $pid; wait $pid
+summary+="gemmd exit=$?"$'\n'
+for t in $D/bin/integration_*; do
+    n=$(basename "$t")
+    timeout 400 "$t" --verbose=0 -j1 > "$OUT/$n.log" 2>&1
+    rc=$?
+    summary+="$n rc=$rc $(grep -a Synthesis "$OUT/$n.log" | tail -1)"$'\n'
+done
+grep -aE "check|rate|time|stages|tensor maps|memory" "$OUT/smoke.log"
+echo "==== summary"
+printf "%s" "$summary"
