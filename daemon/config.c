@@ -81,6 +81,8 @@ static void usage(FILE *f)
         "(default: none)\n"
         "  --socket-mode MODE       octal permissions of the ipc socket "
         "(default 0660)\n"
+        "  --socket-group NAME      group of the ipc socket (clients in it "
+        "may connect)\n"
         "  --stats-interval SEC     log a stats line every SEC seconds, "
         "0 = never (default 60)\n"
         "  --drain-timeout SEC      on SIGTERM, wait at most SEC for "
@@ -127,6 +129,7 @@ enum {
     OPT_MAX_DIM,
     OPT_CONTEXTS,
     OPT_SOCKET_MODE,
+    OPT_SOCKET_GROUP,
     OPT_CLIENT_BUFFERS,
     OPT_MAX_PINNED,
     OPT_MAX_DEVICE,
@@ -151,6 +154,7 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
         {"max-dim", required_argument, NULL, OPT_MAX_DIM},
         {"contexts", required_argument, NULL, OPT_CONTEXTS},
         {"socket-mode", required_argument, NULL, OPT_SOCKET_MODE},
+        {"socket-group", required_argument, NULL, OPT_SOCKET_GROUP},
         {"client-buffers", required_argument, NULL, OPT_CLIENT_BUFFERS},
         {"max-pinned-bytes", required_argument, NULL, OPT_MAX_PINNED},
         {"max-device-bytes", required_argument, NULL, OPT_MAX_DEVICE},
@@ -255,6 +259,13 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
                       "others (e.g. 0660 or 0600)";
             else
                 cfg->socket_mode = (unsigned)v;
+            break;
+        case OPT_SOCKET_GROUP:
+            if (*optarg == '\0' || strlen(optarg) >= sizeof(cfg->socket_group))
+                bad = "--socket-group needs a group name";
+            else
+                snprintf(cfg->socket_group, sizeof(cfg->socket_group), "%s",
+                         optarg);
             break;
         case OPT_STATS:
             if (parse_seconds(optarg, &cfg->stats_interval_s) != 0)

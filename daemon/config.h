@@ -23,6 +23,7 @@ typedef struct gemmd_config {
     uint64_t max_pinned_bytes;  /* CUDA: pinned client memory; 0 = no cap */
     uint64_t max_device_bytes;  /* CUDA: staging memory; 0 = no cap */
     unsigned socket_mode;       /* permissions of the ipc socket file */
+    char socket_group[64];      /* group of the socket file; "" = ours */
     double stats_interval_s;    /* stats log line period; 0 = never */
     double drain_timeout_s;     /* SIGTERM: longest wait for in-flight work */
     int log_level;              /* syslog level */

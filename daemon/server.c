@@ -15,7 +15,11 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/transport/ipc/ipc.h>
 
+#include <errno.h>
+#include <grp.h>
 #include <stddef.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +162,24 @@ static void on_pipe(nng_pipe p, nng_pipe_ev what, void *arg)
     srv_push(d, ev);
 }
 
+/* Gives the socket file to cfg.socket_group so its members may connect. */
+static int set_group(gemmd *d, char *msg, size_t len)
+{
+    const char *path = d->cfg.listen + strlen("ipc://");
+    struct group *g = getgrnam(d->cfg.socket_group);
+    if (g == NULL) {
+        snprintf(msg, len, "no group named '%s'", d->cfg.socket_group);
+        return -1;
+    }
+    if (chown(path, (uid_t)-1, g->gr_gid) != 0 ||
+        chmod(path, d->cfg.socket_mode) != 0) {
+        snprintf(msg, len, "cannot give %s to group %s: %s", path,
+                 d->cfg.socket_group, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int srv_open(gemmd *d, char *msg, size_t len)
 {
     int rv;
@@ -207,6 +229,8 @@ int srv_open(gemmd *d, char *msg, size_t len)
         what = "listen";
         goto fail;
     }
+    if (d->cfg.socket_group[0] != '\0' && set_group(d, msg, len) != 0)
+        return GEMM_ERR_PERMISSION;
     for (uint32_t i = 0; i < d->nslots; i++)
         arm_recv(&d->slots[i]);
     return GEMM_OK;

@@ -37,3 +37,9 @@ gemm_itest(shutdown 120)    # SIGTERM with requests in flight
 gemm_itest(status 60)       # counters in gemm_get_status
 gemm_itest(tensor 60)       # resident tensors: use, refusals, ownership
 gemm_itest(cuda 300)        # CUDA backend only (skips elsewhere)
+gemm_itest(access 60)       # another uid: socket group, buffers, shm owners
+add_executable(access_probe integration/access_probe.c)
+target_link_libraries(access_probe PRIVATE gemm_itest_util)
+target_compile_definitions(integration_access PRIVATE
+  ACCESS_PROBE="$<TARGET_FILE:access_probe>")
+add_dependencies(integration_access access_probe)
