@@ -236,11 +236,11 @@ static void make_job(job *j, gemm_buffer *buf, float *scratch, uint64_t *rng)
     if (op->beta != 0)
         fill(buf, coff, cd, m, n, ldc, j->c, rng);
     j->ldc_ref = ldc;
-    op->a = (gemm_matrix){buf, aoff, lda};
-    op->b = (gemm_matrix){buf, boff, ldb};
-    op->d = (gemm_matrix){buf, doff, ldd};
+    op->a = (gemm_matrix){buf, aoff, lda, 0};
+    op->b = (gemm_matrix){buf, boff, ldb, 0};
+    op->d = (gemm_matrix){buf, doff, ldd, 0};
     if (op->beta != 0)
-        op->c = (gemm_matrix){buf, coff, ldc};
+        op->c = (gemm_matrix){buf, coff, ldc, 0};
 }
 
 /* Checks D against the fp64 reference and its padding against the
