@@ -44,6 +44,7 @@ const Config kConfigs[] = {
     {"ws128x256c2", 256, 2, 1},
     {"ws128x256", 256, 1, 1},
     {"ws128x128", 128, 1, 1},
+    {"ws128x64", 64, 1, 1},
     {"ws128x256c2_splitk", 256, 2, -1},
     {"ws128x256_splitk", 256, 1, -1},
     {"ws128x128_splitk", 128, 1, -1},
@@ -139,7 +140,7 @@ double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
         return 1e30;
     int64_t waves = cdiv(units, slots);
     int64_t active = (units < slots ? units : slots) * cl;
-    double eff = bn == 256 ? (cl == 2 ? 1.05 : 1.0) : 0.88;
+    double eff = bn == 256 ? (cl == 2 ? 1.05 : 1.0) : bn == 128 ? 0.88 : 0.75;
     double flop = 2.0 * gemmk::BM * bn * kbps * gemmk::BK;
     double t_mma = flop / (660e12 * eff / ctx->num_sms);
     double rows = (double)(p->m < gemmk::BM ? p->m : gemmk::BM) + bn / cl;
@@ -162,8 +163,8 @@ gemm_error plan(const gemmk_ctx *ctx, const gemmk_problem *p, int cfg,
     int64_t nkb = cdiv(p->k, gemmk::BK);
     double best = 1e30;
     /* candidates in order of preference on near-ties */
-    static const int cand[3][2] = {{256, 2}, {256, 1}, {128, 1}};
-    for (int ci = 0; ci < 3; ci++) {
+    static const int cand[4][2] = {{256, 2}, {256, 1}, {128, 1}, {64, 1}};
+    for (int ci = 0; ci < 4; ci++) {
         int bn = cand[ci][0], cl = cand[ci][1];
         if ((c.bn && c.bn != bn) || (c.cluster && c.cluster != cl))
             continue;
@@ -171,7 +172,7 @@ gemm_error plan(const gemmk_ctx *ctx, const gemmk_problem *p, int cfg,
          * plain one (docs/kernel-notes.md, v2): only by name for now. */
         if (cl == 2 && c.cluster != 2)
             continue;
-        int max_split = c.split == 1 ? 1 : 32;
+        int max_split = (c.split == 1 || bn == 64) ? 1 : 32;
         int min_split = c.split == -1 ? 2 : 1;
         for (int s = min_split; s <= max_split && s <= nkb; s++) {
             int kbps = 0, real = 1;
@@ -214,6 +215,8 @@ const char *plan_name(const Plan &pl)
         return pl.splits > 1 ? "ws128x256c2_splitk" : "ws128x256c2";
     if (pl.bn == 256)
         return pl.splits > 1 ? "ws128x256_splitk" : "ws128x256";
+    if (pl.bn == 64)
+        return "ws128x64";
     return pl.splits > 1 ? "ws128x128_splitk" : "ws128x128";
 }
 
@@ -421,7 +424,8 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
     l.amn = amn;
     l.bmn = bmn;
     l.stream = stream;
-    cudaError_t ce = pl.bn == 128       ? gemmk::launch_n128(l)
+    cudaError_t ce = pl.bn == 64        ? gemmk::launch_n64(l)
+                     : pl.bn == 128     ? gemmk::launch_n128(l)
                      : pl.cluster == 2 ? gemmk::launch_n256c2(l)
                                        : gemmk::launch_n256(l);
     if (ce != cudaSuccess)

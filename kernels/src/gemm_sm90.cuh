@@ -277,7 +277,7 @@ __device__ __forceinline__ void store_tile(const KParams &p, float (&d)[BN / 2],
 }
 
 template <int BN> struct Cfg {
-    static constexpr int STAGES = BN == 256 ? 4 : 6;
+    static constexpr int STAGES = BN == 256 ? 4 : BN == 128 ? 6 : 8;
     static constexpr int A_BYTES = BM * BK * 2;
     static constexpr int B_BYTES = BN * BK * 2;
     static constexpr int SMEM = STAGES * (A_BYTES + B_BYTES) + 1024 + 256;

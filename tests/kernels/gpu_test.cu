@@ -369,7 +369,8 @@ int main(int argc, char **argv)
                              "ws128x128_splitk",
                              "ws128x256_splitk",
                              "ws128x256c2",
-                             "ws128x256c2_splitk"};
+                             "ws128x256c2_splitk",
+                             "ws128x64"};
     if (quick) {
         int q = 0;
         const long long qs[][3] = {{1, 7, 63}, {65, 129, 127}, {127, 64, 255},
@@ -378,7 +379,7 @@ int main(int argc, char **argv)
             for (int t = 0; t < 4; t++, q++)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
                                  t >> 1, t & 1, 1.5f, (q % 2) ? 0.5f : 0.f,
-                                 (q % 3) * 8, kernels[q % 7]});
+                                 (q % 3) * 8, kernels[q % 8]});
     } else {
         const long long sz[] = {1,   7,    63,   64,   65,   127,
                                 129, 255,  1000, 1024, 4095, 4096};
@@ -395,7 +396,7 @@ int main(int argc, char **argv)
                                      cds[(q + t) % 3], t >> 1, t & 1,
                                      (t == 3) ? -0.75f : 1.0f,
                                      (q + t) % 3 == 1 ? 0.f : 0.25f * (t + 1),
-                                     8 * ((q + t) % 3), kernels[(q + t) % 7]});
+                                     8 * ((q + t) % 3), kernels[(q + t) % 8]});
             }
         }
         /* cross combinations of the awkward sizes */
@@ -406,7 +407,7 @@ int main(int argc, char **argv)
                 cases.push_back({odd[i], odd[j], odd[(i + j + 3) % 8],
                                  abs_[q % 2], cds[q % 3], t >> 1, t & 1, 1.0f,
                                  q % 2 ? 0.f : 1.0f, 8 * (q % 2),
-                                 kernels[q % 7]});
+                                 kernels[q % 8]});
             }
         /* large squares, every transpose, both types, every config */
         for (int t = 0; t < 4; t++)
