@@ -172,6 +172,10 @@ gemm_error plan(const gemmk_ctx *ctx, const gemmk_problem *p, int cfg,
          * plain one (docs/kernel-notes.md, v2): only by name for now. */
         if (cl == 2 && c.cluster != 2)
             continue;
+        /* 128x64 tiles with M < 64: A's TMA box is mostly out-of-bounds
+         * fill, which measured slower than split-K on wider tiles (v4). */
+        if (bn == 64 && p->m < 64 && c.bn != 64)
+            continue;
         int max_split = (c.split == 1 || bn == 64) ? 1 : 32;
         int min_split = c.split == -1 ? 2 : 1;
         for (int s = min_split; s <= max_split && s <= nkb; s++) {
