@@ -3,9 +3,10 @@
  * runs the gemmd built beside it (ASan + UBSan, --backend cpu, a private
  * socket), maps three 64 KiB shm buffers and registers them on its own
  * connection. Each input is sent as one request message: when it decodes as
- * a gemm.Request, the operand buffer ids are first mapped onto the real
- * buffers (id % 3; ids with id % 7 == 6 stay unknown) so that GEMMs get past
- * validation and run; otherwise the bytes go as they are.
+ * a gemm.Request without unknown fields, the operand buffer ids are first
+ * mapped onto the real buffers (id % 3; ids with id % 7 == 6 stay unknown)
+ * so that GEMMs get past validation and run; otherwise the bytes go as they
+ * are.
  *
  * Checked: every message gets, within 10 s, a reply that decodes, carries a
  * known status and the request's id (0 when undecodable). A daemon that
@@ -16,7 +17,7 @@
  * coverage: the mutations are guided by the request's shape, not by the
  * daemon's branches (fuzz_request covers those in-process).
  */
-#include "gemm.pb-c.h"
+#include "proto_util.h"
 
 #include <gemm/gemm.h>
 
@@ -25,6 +26,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,8 @@ static void die(const char *what, int rv)
     fprintf(stderr, "fuzz_daemon: %s: %s\n", what, rv ? nng_strerror(rv) : "");
     if (daemon_pid > 0 && waitpid(daemon_pid, &ws, WNOHANG) == daemon_pid)
         fprintf(stderr, "fuzz_daemon: gemmd exited, status %#x\n", ws);
+    else if (daemon_pid > 0)
+        kill(daemon_pid, SIGKILL); /* hung: take it down with us */
     abort();
 }
 
@@ -140,6 +144,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(url, sizeof(url), "ipc:///tmp/gemm-fuzz-%ld.sock", (long)getpid());
     daemon_pid = fork();
     if (daemon_pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the fuzzer */
         execl(gemmd, "gemmd", "--listen", url, "--backend", "cpu", "--threads",
               "1", "--log-level", "err", (char *)NULL);
         perror(gemmd);
@@ -175,7 +180,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     Gemm__Request *rq = gemm__request__unpack(NULL, size, data);
     uint64_t id = 0;
     Gemm__Reply *r;
-    if (rq != NULL && rq->body_case == GEMM__REQUEST__BODY_GEMM) {
+    /* protobuf-c keeps unknown fields (even an overlong tag 0) and may pack
+     * them back as bytes it refuses: such inputs go as they are */
+    if (rq != NULL && rq->body_case == GEMM__REQUEST__BODY_GEMM &&
+        !has_unknown(rq)) {
         map_operand(rq->gemm->a);
         map_operand(rq->gemm->b);
         map_operand(rq->gemm->c);
@@ -191,8 +199,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rq != NULL) {
         id = rq->has_id ? rq->id : 0;
         /* a request too large for gemmd is refused before decoding */
-        if (r->id != id && r->status != GEMM_ERR_TOO_LARGE)
+        if (r->id != id && r->status != GEMM_ERR_TOO_LARGE) {
+            fprintf(stderr,
+                    "fuzz_daemon: request id %llu, reply id %llu, status "
+                    "%d (%s)\n",
+                    (unsigned long long)id, (unsigned long long)r->id,
+                    r->status, r->message ? r->message : "");
             die("reply id differs from the request's", 0);
+        }
         gemm__request__free_unpacked(rq, NULL);
     } else if (r->id != 0) {
         die("undecodable request got a nonzero reply id", 0);

@@ -15,6 +15,7 @@
  * 63 set names a buffer whose size is the id's low 48 bits (so the fuzzer
  * chooses sizes); every other id is unknown.
  */
+#include "proto_util.h"
 #include "registry.h"
 #include "request.h"
 #include "validate.h"
@@ -153,42 +154,6 @@ static void reply_roundtrip(uint64_t id, int status, const char *msg,
         CHECK(back->message != NULL && strcmp(back->message, msg) == 0);
     gemm__reply__free_unpacked(back, NULL);
     free(buf);
-}
-
-/* Unknown fields anywhere in the request (protobuf-c keeps them as read,
- * even an overlong tag 0, and packs them back in a form it may refuse). */
-static bool has_unknown(const Gemm__Request *rq)
-{
-    const ProtobufCMessage *m[6] = {&rq->base};
-    size_t k = 1;
-    switch (rq->body_case) {
-    case GEMM__REQUEST__BODY_HELLO:
-        m[k++] = &rq->hello->base;
-        break;
-    case GEMM__REQUEST__BODY_STATUS:
-        m[k++] = &rq->status->base;
-        break;
-    case GEMM__REQUEST__BODY_REGISTER_BUFFER:
-        m[k++] = &rq->register_buffer->base;
-        break;
-    case GEMM__REQUEST__BODY_RELEASE_BUFFER:
-        m[k++] = &rq->release_buffer->base;
-        break;
-    case GEMM__REQUEST__BODY_GEMM:
-        m[k++] = &rq->gemm->base;
-        const Gemm__Operand *ops[] = {rq->gemm->a, rq->gemm->b, rq->gemm->c,
-                                      rq->gemm->d};
-        for (size_t i = 0; i < 4; i++)
-            if (ops[i] != NULL)
-                m[k++] = &ops[i]->base;
-        break;
-    default:
-        break;
-    }
-    for (size_t i = 0; i < k; i++)
-        if (m[i]->n_unknown_fields != 0)
-            return true;
-    return false;
 }
 
 /* A decoded request without unknown fields packs again into the same

@@ -1,0 +1,48 @@
+/*
+ * proto_util.h: helpers the fuzz targets share over decoded requests.
+ */
+#ifndef GEMM_FUZZ_PROTO_UTIL_H
+#define GEMM_FUZZ_PROTO_UTIL_H
+
+#include "gemm.pb-c.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Unknown fields anywhere in the request (protobuf-c keeps them as read,
+ * even an overlong tag 0, and packs them back in a form it may refuse). */
+static inline bool has_unknown(const Gemm__Request *rq)
+{
+    const ProtobufCMessage *m[6] = {&rq->base};
+    size_t k = 1;
+    switch (rq->body_case) {
+    case GEMM__REQUEST__BODY_HELLO:
+        m[k++] = &rq->hello->base;
+        break;
+    case GEMM__REQUEST__BODY_STATUS:
+        m[k++] = &rq->status->base;
+        break;
+    case GEMM__REQUEST__BODY_REGISTER_BUFFER:
+        m[k++] = &rq->register_buffer->base;
+        break;
+    case GEMM__REQUEST__BODY_RELEASE_BUFFER:
+        m[k++] = &rq->release_buffer->base;
+        break;
+    case GEMM__REQUEST__BODY_GEMM:
+        m[k++] = &rq->gemm->base;
+        const Gemm__Operand *ops[] = {rq->gemm->a, rq->gemm->b, rq->gemm->c,
+                                      rq->gemm->d};
+        for (size_t i = 0; i < 4; i++)
+            if (ops[i] != NULL)
+                m[k++] = &ops[i]->base;
+        break;
+    default:
+        break;
+    }
+    for (size_t i = 0; i < k; i++)
+        if (m[i]->n_unknown_fields != 0)
+            return true;
+    return false;
+}
+
+#endif
