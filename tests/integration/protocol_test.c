@@ -13,6 +13,7 @@
 
 #include <criterion/criterion.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -268,28 +269,36 @@ Test(protocol, too_large)
     tu_raw_close(&g_raw);
 }
 
+/* Messages over 2x --max-message-bytes are dropped by nng with their
+ * connection. Repeated 40 times (a single drop wedges the daemon only now
+ * and then, see BUGS.md), each followed by a ping on a fresh connection. */
 Test(protocol, far_too_large_is_dropped)
 {
-    Gemm__Reply *rep = NULL;
-    tu_raw big, other;
     size_t len;
-    int rv = tu_raw_open(&big, g_gemmd.url, 2000);
-    cr_assert_eq(rv, 0, "raw dial: %s", nng_strerror(rv));
     uint8_t *buf = hello_bytes(MAX_MSG * 8, 1, &len);
-    rv = tu_raw_send_bytes(&big, buf, len, &rep);
-    free(buf);
-    if (rv == 0) {
-        /* answering TOO_LARGE is acceptable too, but not success */
-        cr_assert_neq(tu_reply_status(rep), GEMM_OK,
-                      "a message of 8 x --max-message-bytes was served");
-        gemm__reply__free_unpacked(rep, NULL);
-    }
-    tu_raw_close(&big);
+    for (int i = 0; i < 40; i++) {
+        Gemm__Reply *rep = NULL;
+        tu_raw big, other;
+        char after[96];
+        int rv = tu_raw_open(&big, g_gemmd.url, 2000);
+        cr_assert_eq(rv, 0, "raw dial: %s", nng_strerror(rv));
+        rv = tu_raw_send_bytes(&big, buf, len, &rep);
+        if (rv == 0) {
+            /* answering TOO_LARGE is acceptable too, but not success */
+            cr_assert_neq(tu_reply_status(rep), GEMM_OK,
+                          "a message of 8 x --max-message-bytes was served");
+            gemm__reply__free_unpacked(rep, NULL);
+        }
+        tu_raw_close(&big);
 
-    rv = tu_raw_open(&other, g_gemmd.url, 10000);
-    cr_assert_eq(rv, 0, "raw dial after the drop: %s", nng_strerror(rv));
-    assert_raw_ping(&other, "a dropped oversized message");
-    tu_raw_close(&other);
+        rv = tu_raw_open(&other, g_gemmd.url, 3000);
+        cr_assert_eq(rv, 0, "raw dial after the drop: %s", nng_strerror(rv));
+        snprintf(after, sizeof(after),
+                 "oversized message %d dropped (a fresh connection)", i + 1);
+        assert_raw_ping(&other, after);
+        tu_raw_close(&other);
+    }
+    free(buf);
     tu_assert_healthy(g_client);
 }
 

@@ -6,6 +6,10 @@
  * gemm_ping answers. gemmd_stop() sends SIGTERM, waits for the exit and removes
  * the directory.
  *
+ * Environment: GEMM_TEST_GEMMD (another gemmd binary), GEMM_TEST_LOG_LEVEL
+ * (gemmd's --log-level, default info), GEMM_TEST_KEEP=1 (keep each private
+ * directory and its gemmd.log).
+ *
  * The Criterion helpers fixture_start()/fixture_stop() keep one daemon and
  * one connected client (g_client) per test and assert on every step
  * (exit status 0 included). Criterion runs each test in its own process,
