@@ -50,10 +50,22 @@ struct Shape {
     int ta, tb;
     const char *group;
     /* leading dims padded to 8 elements, as the daemon does */
-    long long r8(long long x) const { return (x + 7) / 8 * 8; }
-    long long lda() const { return r8(ta ? m : k); }
-    long long ldb() const { return r8(tb ? k : n); }
-    long long ldd() const { return r8(n); }
+    long long r8(long long x) const
+    {
+        return (x + 7) / 8 * 8;
+    }
+    long long lda() const
+    {
+        return r8(ta ? m : k);
+    }
+    long long ldb() const
+    {
+        return r8(tb ? k : n);
+    }
+    long long ldd() const
+    {
+        return r8(n);
+    }
 };
 
 static __global__ void fill_kernel(uint16_t *p, long long n, uint64_t seed,
@@ -140,8 +152,8 @@ static void lt_run(LtPlan &p, const void *a, const void *b, void *d,
                    const cublasLtMatmulAlgo_t *algo)
 {
     float one = 1, zero = 0;
-    CL(cublasLtMatmul(lt, p.op, &one, b, p.la, a, p.lb, &zero, d, p.ld, d,
-                      p.ld, algo, lt_ws, LT_WS, 0));
+    CL(cublasLtMatmul(lt, p.op, &one, b, p.la, a, p.lb, &zero, d, p.ld, d, p.ld,
+                      algo, lt_ws, LT_WS, 0));
 }
 
 struct Row {
@@ -360,8 +372,7 @@ int main(int argc, char **argv)
             Row r;
             char nm[96];
             snprintf(nm, sizeof nm, "%lldx%lldx%lld%s", s.m, s.n, s.k,
-                     s.ta || s.tb ? (s.ta ? (s.tb ? " TT" : " TN")
-                                          : " NT")
+                     s.ta || s.tb ? (s.ta ? (s.tb ? " TT" : " TN") : " NT")
                                   : "");
             r.name = nm;
             r.type = bf16 ? "bf16" : "fp16";
@@ -380,8 +391,9 @@ int main(int argc, char **argv)
                    r.ratio, r.err, r.ours_tbs, r.blas_tbs);
             fflush(stdout);
             if (f)
-                fprintf(f, "%lldx%lldx%lld,%d,%d,%s,%s,%.2f,%.2f,%.4f,%.3e,"
-                           "%.3f,%.3f\n",
+                fprintf(f,
+                        "%lldx%lldx%lld,%d,%d,%s,%s,%.2f,%.2f,%.4f,%.3e,"
+                        "%.3f,%.3f\n",
                         s.m, s.n, s.k, s.ta, s.tb, r.type.c_str(), cfg,
                         r.ours_tf, r.blas_tf, r.ratio, r.err, r.ours_tbs,
                         r.blas_tbs);
@@ -412,8 +424,8 @@ int main(int argc, char **argv)
     if (!rows.empty())
         printf("\ngeomean ratio %.3f over %zu shapes; skinny (M<=128) geomean "
                "%.3f over %d; worst %.3f\n",
-               exp(lg / rows.size()), rows.size(), ns ? exp(lgs / ns) : 0.0,
-               ns, worst);
+               exp(lg / rows.size()), rows.size(), ns ? exp(lgs / ns) : 0.0, ns,
+               worst);
     gemmk_ctx_destroy(ctx);
     return 0;
 }

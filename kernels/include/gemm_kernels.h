@@ -31,12 +31,12 @@ extern "C" {
 typedef struct gemmk_ctx gemmk_ctx;
 
 typedef struct gemmk_problem {
-    int64_t m, n, k;          /* >= 1 each */
-    gemm_dtype ab_type;       /* GEMM_BF16 or GEMM_FP16 */
-    gemm_dtype cd_type;       /* GEMM_BF16, GEMM_FP16 or GEMM_FP32 */
-    int trans_a, trans_b;     /* 0 or 1, see above */
-    const void *a, *b, *c;    /* device pointers; c may be NULL if beta==0 */
-    void *d;                  /* device pointer; must not alias a or b */
+    int64_t m, n, k;            /* >= 1 each */
+    gemm_dtype ab_type;         /* GEMM_BF16 or GEMM_FP16 */
+    gemm_dtype cd_type;         /* GEMM_BF16, GEMM_FP16 or GEMM_FP32 */
+    int trans_a, trans_b;       /* 0 or 1, see above */
+    const void *a, *b, *c;      /* device pointers; c may be NULL if beta==0 */
+    void *d;                    /* device pointer; must not alias a or b */
     int64_t lda, ldb, ldc, ldd; /* elements, multiples of 8 */
     float alpha, beta;
 } gemmk_problem;

@@ -14,11 +14,12 @@
 #include "launch.h"
 #include "tmap_cache.h"
 
-typedef CUresult (*encode_tiled_fn)(
-    CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
-    CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
-    CUtensorMapFloatOOBfill);
+typedef CUresult (*encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType,
+                                    cuuint32_t, void *, const cuuint64_t *,
+                                    const cuuint64_t *, const cuuint32_t *,
+                                    const cuuint32_t *, CUtensorMapInterleave,
+                                    CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                    CUtensorMapFloatOOBfill);
 
 struct gemmk_ctx {
     int device;
@@ -26,11 +27,12 @@ struct gemmk_ctx {
     int max_clusters2; /* co-resident 2-CTA clusters of the 128x256 kernel */
     encode_tiled_fn encode;
     gemmk_tmap_cache cache;
-    float *ws;       /* split-K workspace */
+    float *ws; /* split-K workspace */
     size_t ws_bytes;
 };
 
-namespace {
+namespace
+{
 
 struct Config {
     const char *name;
@@ -113,10 +115,13 @@ gemm_error validate(const gemmk_problem *p)
     return GEMM_OK;
 }
 
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
 
 struct Plan {
-    int cfg;    /* index into kConfigs */
+    int cfg; /* index into kConfigs */
     int bn;
     int cluster;
     int splits; /* actual number of k-splits */
@@ -260,8 +265,8 @@ gemm_error gemmk_ctx_create(gemmk_ctx **out, int device)
     void *fn = nullptr;
     cudaDriverEntryPointQueryResult q;
     if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
-                                         cudaEnableDefault, &q) !=
-            cudaSuccess ||
+                                         cudaEnableDefault,
+                                         &q) != cudaSuccess ||
         q != cudaDriverEntryPointSuccess || !fn)
         return GEMM_ERR_DEVICE;
     gemmk_ctx *ctx = static_cast<gemmk_ctx *>(calloc(1, sizeof(*ctx)));
@@ -291,7 +296,10 @@ void gemmk_ctx_destroy(gemmk_ctx *ctx)
     free(ctx);
 }
 
-int gemmk_kernel_count(void) { return kNumConfigs; }
+int gemmk_kernel_count(void)
+{
+    return kNumConfigs;
+}
 
 void gemmk_ctx_info(const gemmk_ctx *ctx, int *num_sms, int *max_clusters2)
 {
@@ -428,8 +436,8 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
     l.amn = amn;
     l.bmn = bmn;
     l.stream = stream;
-    cudaError_t ce = pl.bn == 64        ? gemmk::launch_n64(l)
-                     : pl.bn == 128     ? gemmk::launch_n128(l)
+    cudaError_t ce = pl.bn == 64       ? gemmk::launch_n64(l)
+                     : pl.bn == 128    ? gemmk::launch_n128(l)
                      : pl.cluster == 2 ? gemmk::launch_n256c2(l)
                                        : gemmk::launch_n256(l);
     if (ce != cudaSuccess)

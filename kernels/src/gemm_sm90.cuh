@@ -25,7 +25,8 @@
 #include "smem_desc.h"
 #include "wgmma_gen.cuh"
 
-namespace gemmk {
+namespace gemmk
+{
 
 constexpr int BM = 128;
 constexpr int BK = 64;
@@ -33,20 +34,20 @@ constexpr int SLAB = 64 * BK * 2; /* bytes of one 64 x 64 16-bit box */
 
 struct KParams {
     int m, n, k;
-    int num_m, num_n;   /* tiles */
-    int num_mu;         /* M units: tiles / cluster size, rounded up */
-    int splits;         /* k-splits per tile (1: no split) */
-    int kb_per_split;   /* k-blocks of BK per split */
-    int nkb;            /* k-blocks in all */
-    int units;          /* num_m * num_n * splits */
-    int group_m;        /* tile-order group height in tiles */
-    int cd_type;        /* gemm_dtype of C and D */
+    int num_m, num_n; /* tiles */
+    int num_mu;       /* M units: tiles / cluster size, rounded up */
+    int splits;       /* k-splits per tile (1: no split) */
+    int kb_per_split; /* k-blocks of BK per split */
+    int nkb;          /* k-blocks in all */
+    int units;        /* num_m * num_n * splits */
+    int group_m;      /* tile-order group height in tiles */
+    int cd_type;      /* gemm_dtype of C and D */
     void *d;
     const void *c;
     long long ldd, ldc;
     float alpha, beta;
-    float *ws;          /* split-K partials: splits x m x ldw fp32 */
-    long long ldw;      /* workspace row pitch, a multiple of 8 */
+    float *ws;     /* split-K partials: splits x m x ldw fp32 */
+    long long ldw; /* workspace row pitch, a multiple of 8 */
 };
 
 __device__ __forceinline__ uint32_t smem_u32(const void *p)
@@ -62,31 +63,28 @@ __device__ __forceinline__ void mbar_init(uint64_t *bar, int count)
 
 __device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, uint32_t bytes)
 {
-    asm volatile(
-        "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
-            smem_u32(bar)),
-        "r"(bytes)
-        : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                     smem_u32(bar)),
+                 "r"(bytes)
+                 : "memory");
 }
 
 __device__ __forceinline__ void mbar_arrive(uint64_t *bar)
 {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(
-                     smem_u32(bar))
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar))
                  : "memory");
 }
 
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
 {
-    asm volatile(
-        "{\n"
-        ".reg .pred done;\n"
-        "WAIT_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra WAIT_%=;\n"
-        "}\n" ::"r"(smem_u32(bar)),
-        "r"(parity)
-        : "memory");
+    asm volatile("{\n"
+                 ".reg .pred done;\n"
+                 "WAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra WAIT_%=;\n"
+                 "}\n" ::"r"(smem_u32(bar)),
+                 "r"(parity)
+                 : "memory");
 }
 
 __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map,
@@ -100,8 +98,9 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map,
         : "memory");
 }
 
-__device__ __forceinline__ void tma_load_2d_mc(void *dst, const CUtensorMap *map,
-                                               int c0, int c1, uint64_t *bar,
+__device__ __forceinline__ void tma_load_2d_mc(void *dst,
+                                               const CUtensorMap *map, int c0,
+                                               int c1, uint64_t *bar,
                                                uint16_t mask)
 {
     asm volatile(
@@ -123,7 +122,8 @@ __device__ __forceinline__ uint32_t cluster_rank()
 __device__ __forceinline__ void cluster_sync()
 {
     asm volatile("barrier.cluster.arrive.release;\n"
-                 "barrier.cluster.wait.acquire;" ::: "memory");
+                 "barrier.cluster.wait.acquire;" ::
+                     : "memory");
 }
 
 /* Arrives on the mbarrier at the same offset in CTA `rank` of the cluster. */
@@ -211,12 +211,18 @@ template <> __device__ __forceinline__ __half from_f32(float x)
 {
     return __float2half_rn(x);
 }
-__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(float x)
+{
+    return x;
+}
 __device__ __forceinline__ float to_f32(__nv_bfloat16 x)
 {
     return __bfloat162float(x);
 }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__half x)
+{
+    return __half2float(x);
+}
 
 template <typename T> struct Pair;
 template <> struct Pair<float> {
@@ -236,11 +242,10 @@ template <> struct Pair<__half> {
  * 16w + l/4 + 8h, column 8j + 2(l%4) + e.
  */
 template <typename T, int BN>
-__device__ __forceinline__ void store_tile(const KParams &p, float (&d)[BN / 2],
-                                           int row0, int col0, int lane,
-                                           int warp, T *out, long long ldo,
-                                           bool raw, const T *cin,
-                                           long long ldc)
+__device__ __forceinline__ void
+store_tile(const KParams &p, float (&d)[BN / 2], int row0, int col0, int lane,
+           int warp, T *out, long long ldo, bool raw, const T *cin,
+           long long ldc)
 {
     using P = typename Pair<T>::type;
     const float alpha = raw ? 1.f : p.alpha;
@@ -359,8 +364,8 @@ __global__ void __launch_bounds__(384, 1)
                     if constexpr (BMN) {
 #pragma unroll
                         for (int j = rank; j < BN / 64; j += CL)
-                            tma_load_2d_mc(b + j * SLAB, &tmb, n0 + 64 * j,
-                                           k0, &full[s], mask);
+                            tma_load_2d_mc(b + j * SLAB, &tmb, n0 + 64 * j, k0,
+                                           &full[s], mask);
                     } else {
                         constexpr int part = BN / CL;
                         tma_load_2d_mc(b + rank * part * 128, &tmb, k0,
@@ -385,11 +390,10 @@ __global__ void __launch_bounds__(384, 1)
         constexpr uint32_t B_LBO = BMN ? SLAB : 16;
         constexpr uint32_t A_KSTEP = AMN ? 16 * 128 : 32;
         constexpr uint32_t B_KSTEP = BMN ? 16 * 128 : 32;
-        const uint64_t da0 =
-            gemmk_desc_encode(smem_u32(sa) + c * SLAB, A_LBO, 1024,
-                              GEMMK_SWIZZLE_128B);
-        const uint64_t db0 = gemmk_desc_encode(smem_u32(sb), B_LBO, 1024,
-                                               GEMMK_SWIZZLE_128B);
+        const uint64_t da0 = gemmk_desc_encode(smem_u32(sa) + c * SLAB, A_LBO,
+                                               1024, GEMMK_SWIZZLE_128B);
+        const uint64_t db0 =
+            gemmk_desc_encode(smem_u32(sb), B_LBO, 1024, GEMMK_SWIZZLE_128B);
         for (int u = u0; u < p.units; u += ustep) {
             int mt, nt, split;
             unit_coords(p, u, mt, nt, split);
@@ -446,9 +450,8 @@ __global__ void __launch_bounds__(384, 1)
                     static_cast<const __nv_bfloat16 *>(p.c), p.ldc);
             } else {
                 store_tile<__half, BN>(p, d, row0, col0, lane, warp,
-                                       static_cast<__half *>(p.d), p.ldd,
-                                       false, static_cast<const __half *>(p.c),
-                                       p.ldc);
+                                       static_cast<__half *>(p.d), p.ldd, false,
+                                       static_cast<const __half *>(p.c), p.ldc);
             }
         }
     }
@@ -460,10 +463,10 @@ __global__ void __launch_bounds__(384, 1)
 
 /* Split-K reduction: D = alpha * sum_s ws[s] + beta * C. */
 template <typename T>
-__global__ void splitk_reduce_kernel(const float *ws, long long ldw,
-                                     int splits, int m, int n, float alpha,
-                                     float beta, const T *c, long long ldc,
-                                     T *d, long long ldd)
+__global__ void splitk_reduce_kernel(const float *ws, long long ldw, int splits,
+                                     int m, int n, float alpha, float beta,
+                                     const T *c, long long ldc, T *d,
+                                     long long ldd)
 {
     long long total = (long long)m * n;
     long long plane = (long long)m * ldw;

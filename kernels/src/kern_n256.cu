@@ -2,6 +2,10 @@
  * (8: type x transposes). */
 #include "launch.h"
 
-namespace gemmk {
-cudaError_t launch_n256(const Launch &l) { return launch_bn<256, 1>(l); }
+namespace gemmk
+{
+cudaError_t launch_n256(const Launch &l)
+{
+    return launch_bn<256, 1>(l);
+}
 } // namespace gemmk

@@ -3,6 +3,10 @@
  * split-K. */
 #include "launch.h"
 
-namespace gemmk {
-cudaError_t launch_n64(const Launch &l) { return launch_bn<64, 1>(l); }
+namespace gemmk
+{
+cudaError_t launch_n64(const Launch &l)
+{
+    return launch_bn<64, 1>(l);
+}
 } // namespace gemmk

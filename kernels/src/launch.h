@@ -10,7 +10,8 @@
 
 #include "gemm_sm90.cuh"
 
-namespace gemmk {
+namespace gemmk
+{
 
 struct Launch {
     CUtensorMap ta, tb;
@@ -88,14 +89,22 @@ template <int BN, int CL> cudaError_t launch_bn(const Launch &l)
 {
     int sel = (l.f16 ? 4 : 0) | (l.amn ? 2 : 0) | (l.bmn ? 1 : 0);
     switch (sel) {
-    case 0: return launch_one<BN, false, 0, 0, CL>(l);
-    case 1: return launch_one<BN, false, 0, 1, CL>(l);
-    case 2: return launch_one<BN, false, 1, 0, CL>(l);
-    case 3: return launch_one<BN, false, 1, 1, CL>(l);
-    case 4: return launch_one<BN, true, 0, 0, CL>(l);
-    case 5: return launch_one<BN, true, 0, 1, CL>(l);
-    case 6: return launch_one<BN, true, 1, 0, CL>(l);
-    default: return launch_one<BN, true, 1, 1, CL>(l);
+    case 0:
+        return launch_one<BN, false, 0, 0, CL>(l);
+    case 1:
+        return launch_one<BN, false, 0, 1, CL>(l);
+    case 2:
+        return launch_one<BN, false, 1, 0, CL>(l);
+    case 3:
+        return launch_one<BN, false, 1, 1, CL>(l);
+    case 4:
+        return launch_one<BN, true, 0, 0, CL>(l);
+    case 5:
+        return launch_one<BN, true, 0, 1, CL>(l);
+    case 6:
+        return launch_one<BN, true, 1, 0, CL>(l);
+    default:
+        return launch_one<BN, true, 1, 1, CL>(l);
     }
 }
 

@@ -60,8 +60,7 @@ GEMMK_HD uint32_t gemmk_swizzle_bytes(int layout)
  * major-ness. These are what seed 004 prints for 128 x 64 half tiles.
  */
 GEMMK_HD void gemmk_desc_offsets(int k_major, int layout, uint32_t mn,
-                                 uint32_t wg_mn, uint32_t *lbo,
-                                 uint32_t *sbo)
+                                 uint32_t wg_mn, uint32_t *lbo, uint32_t *sbo)
 {
     uint32_t w = gemmk_swizzle_bytes(layout); /* bytes per atom row */
     if (k_major) {

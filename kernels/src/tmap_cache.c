@@ -60,8 +60,7 @@ const gemmk_tmap *gemmk_tmap_cache_get(gemmk_tmap_cache *c,
     return &c->maps[victim];
 }
 
-void gemmk_tmap_cache_forget(gemmk_tmap_cache *c, uint64_t base,
-                             uint64_t bytes)
+void gemmk_tmap_cache_forget(gemmk_tmap_cache *c, uint64_t base, uint64_t bytes)
 {
     for (int i = 0; i < GEMMK_TMAP_CACHE_CAP; i++) {
         if (c->last_use[i] != 0 && c->keys[i].addr >= base &&

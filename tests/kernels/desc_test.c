@@ -63,8 +63,8 @@ Test(smem_desc, seed004_vectors)
 
 Test(smem_desc, fields)
 {
-    uint64_t d = gemmk_desc_encode(0x3FFF0, 0x3FFF0, 0x3FFF0,
-                                   GEMMK_SWIZZLE_128B);
+    uint64_t d =
+        gemmk_desc_encode(0x3FFF0, 0x3FFF0, 0x3FFF0, GEMMK_SWIZZLE_128B);
     cr_expect_eq(d & 0x3FFF, 0x3FFF);
     cr_expect_eq((d >> 16) & 0x3FFF, 0x3FFF);
     cr_expect_eq((d >> 32) & 0x3FFF, 0x3FFF);

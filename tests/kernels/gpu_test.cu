@@ -80,7 +80,10 @@ __global__ void to_f32_kernel(const T *src, long long rows, long long cols,
     }
 }
 
-static size_t esize(gemm_dtype t) { return t == GEMM_FP32 ? 4 : 2; }
+static size_t esize(gemm_dtype t)
+{
+    return t == GEMM_FP32 ? 4 : 2;
+}
 
 static void fill(void *p, gemm_dtype t, long long rows, long long cols,
                  long long ld, uint64_t seed)
@@ -187,8 +190,8 @@ static bool run_case(const Case &c, int idx)
     cudaDataType_t t = c.ab == GEMM_BF16 ? CUDA_R_16BF : CUDA_R_16F;
     CB(cublasGemmEx(blas, c.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                     c.ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)c.n, (int)c.m,
-                    (int)c.k, &c.alpha, B, t, (int)ldb, A, t, (int)lda,
-                    &c.beta, Ref, CUDA_R_32F, (int)c.n, CUBLAS_COMPUTE_32F,
+                    (int)c.k, &c.alpha, B, t, (int)ldb, A, t, (int)lda, &c.beta,
+                    Ref, CUDA_R_32F, (int)c.n, CUBLAS_COMPUTE_32F,
                     CUBLAS_GEMM_DEFAULT));
     CK(cudaDeviceSynchronize());
 
@@ -272,9 +275,9 @@ static bool run_case(const Case &c, int idx)
         printf("%s case %d: %lldx%lldx%lld %s->%s t%d%d a=%.2f b=%.2f "
                "pad=%d %s: bad=%lld nan=%lld pad_touched=%lld bad64=%lld "
                "relF=%.2e maxrel=%.2e max64=%.2e\n",
-               ok ? "ok" : "FAIL", idx, c.m, c.n, c.k, dn(c.ab), dn(c.cd),
-               c.ta, c.tb, c.alpha, c.beta, c.pad, chosen, bad, nan,
-               touched_pad, bad64, relf, maxrel, max64);
+               ok ? "ok" : "FAIL", idx, c.m, c.n, c.k, dn(c.ab), dn(c.cd), c.ta,
+               c.tb, c.alpha, c.beta, c.pad, chosen, bad, nan, touched_pad,
+               bad64, relf, maxrel, max64);
     if (ok)
         passes++;
     else
@@ -373,16 +376,16 @@ int main(int argc, char **argv)
                              "ws128x64"};
     if (quick) {
         int q = 0;
-        const long long qs[][3] = {{1, 7, 63}, {65, 129, 127}, {127, 64, 255},
-                                   {200, 300, 1000}};
+        const long long qs[][3] = {
+            {1, 7, 63}, {65, 129, 127}, {127, 64, 255}, {200, 300, 1000}};
         for (auto &s : qs)
             for (int t = 0; t < 4; t++, q++)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
                                  t >> 1, t & 1, 1.5f, (q % 2) ? 0.5f : 0.f,
                                  (q % 3) * 8, kernels[q % 8]});
     } else {
-        const long long sz[] = {1,   7,    63,   64,   65,   127,
-                                129, 255,  1000, 1024, 4095, 4096};
+        const long long sz[] = {1,   7,   63,   64,   65,   127,
+                                129, 255, 1000, 1024, 4095, 4096};
         int q = 0;
         /* each size in each dimension, the others moderate */
         for (long long v : sz) {
@@ -416,9 +419,9 @@ int main(int argc, char **argv)
                                  t & 1, 1.0f, q % 2 ? 0.f : -1.0f, 0,
                                  kernels[(q % 2) ? 5 : 1]});
         /* skinny and split-K shapes */
-        const long long skinny[][3] = {{1, 8192, 8192},   {16, 4096, 8192},
-                                       {64, 1000, 8192},  {128, 2048, 4096},
-                                       {256, 4095, 4096}, {3000, 5000, 700},
+        const long long skinny[][3] = {{1, 8192, 8192},    {16, 4096, 8192},
+                                       {64, 1000, 8192},   {128, 2048, 4096},
+                                       {256, 4095, 4096},  {3000, 5000, 700},
                                        {1024, 1024, 16384}};
         for (auto &s : skinny)
             for (int t = 0; t < 4; t++, q++)
