@@ -16,7 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #define MAX_MSG 4096
 
@@ -343,4 +346,81 @@ Test(protocol, ping_reports_versions)
     cr_assert_eq(info.protocol_version, GEMM_PROTOCOL_VERSION);
     cr_assert_str_eq(info.backend, "cpu");
     cr_assert_neq(info.server_version[0], '\0', "empty server version");
+}
+
+/* Peers that are not nng at all. Each kind is repeated 20 times, each time
+ * followed by a ping on a fresh connection, which must be served. */
+enum peer_kind {
+    PEER_SILENT,
+    PEER_BAD_HANDSHAKE,
+    PEER_HALF_HANDSHAKE,
+    PEER_HUGE_FRAME
+};
+
+static void non_nng_peer(enum peer_kind kind, const char *what)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    /* SP header: 0, 'S', 'P', version 0, protocol (16 bits), reserved */
+    static const uint8_t bad_hs[8] = {0, 'X', 'Y', 9, 0, 0, 0, 0};
+    static const uint8_t half_hs[3] = {0, 'S', 'P'};
+    /* a valid req0 (protocol 48) handshake, then an ipc frame: type 1 and
+     * a 64-bit big-endian length of 2^63 */
+    static const uint8_t huge[8 + 9] = {0,    'S', 'P', 0, 0, 48, 0, 0, 1,
+                                        0x80, 0,   0,   0, 0, 0,  0, 0};
+    int fds[20];
+    cr_assert_lt(strlen(g_gemmd.sock), sizeof(sa.sun_path));
+    strcpy(sa.sun_path, g_gemmd.sock);
+    for (int i = 0; i < 20; i++) {
+        char after[96];
+        fds[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+        cr_assert_geq(fds[i], 0, "socket");
+        cr_assert_eq(connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)), 0,
+                     "connect %s", g_gemmd.sock);
+        switch (kind) {
+        case PEER_SILENT:
+            break; /* stays connected, says nothing */
+        case PEER_BAD_HANDSHAKE:
+            cr_assert_eq(write(fds[i], bad_hs, sizeof(bad_hs)), sizeof(bad_hs));
+            break;
+        case PEER_HALF_HANDSHAKE:
+            cr_assert_eq(write(fds[i], half_hs, sizeof(half_hs)),
+                         sizeof(half_hs));
+            close(fds[i]);
+            fds[i] = -1;
+            break;
+        case PEER_HUGE_FRAME:
+            cr_assert_eq(write(fds[i], huge, sizeof(huge)), sizeof(huge));
+            break;
+        }
+        tu_raw other;
+        int rv = tu_raw_open(&other, g_gemmd.url, 3000);
+        cr_assert_eq(rv, 0, "raw dial: %s", nng_strerror(rv));
+        snprintf(after, sizeof(after), "%s #%d (a fresh connection)", what,
+                 i + 1);
+        assert_raw_ping(&other, after);
+        tu_raw_close(&other);
+    }
+    tu_assert_healthy(g_client);
+    for (int i = 0; i < 20; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    tu_sleep_ms(20);
+    tu_assert_healthy(g_client);
+}
+
+Test(protocol, peer_silent)
+{
+    non_nng_peer(PEER_SILENT, "a peer that connects and says nothing");
+}
+Test(protocol, peer_bad_handshake)
+{
+    non_nng_peer(PEER_BAD_HANDSHAKE, "a peer with a bad SP handshake");
+}
+Test(protocol, peer_half_handshake)
+{
+    non_nng_peer(PEER_HALF_HANDSHAKE, "a peer that hangs up mid-handshake");
+}
+Test(protocol, peer_huge_frame)
+{
+    non_nng_peer(PEER_HUGE_FRAME, "a peer claiming a 2^63-byte message");
 }
