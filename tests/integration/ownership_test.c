@@ -12,6 +12,7 @@
 
 #include <criterion/criterion.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -335,6 +336,133 @@ Test(ownership, disconnect_with_request_in_flight)
     after = wait_buffers(before.buffers);
     cr_assert_eq(after.buffers, before.buffers,
                  "buffers %u 5 s after the connections closed, want %u",
+                 after.buffers, before.buffers);
+    tu_assert_healthy(g_client);
+}
+
+/* Packs req and sends it on ctx through aio (waits for the send only). */
+static void ctx_send(nng_ctx ctx, nng_aio *aio, Gemm__Request *req)
+{
+    size_t len = gemm__request__get_packed_size(req);
+    nng_msg *msg;
+    cr_assert_eq(nng_msg_alloc(&msg, len), 0);
+    gemm__request__pack(req, nng_msg_body(msg));
+    nng_aio_set_msg(aio, msg);
+    nng_ctx_send(ctx, aio);
+    nng_aio_wait(aio);
+    cr_assert_eq(nng_aio_result(aio), 0, "ctx send: %s",
+                 nng_strerror(nng_aio_result(aio)));
+}
+
+/* Receives the reply on ctx; returns its status. */
+static int ctx_status(nng_ctx ctx, nng_aio *aio, const char *what)
+{
+    nng_aio_set_timeout(aio, 30000);
+    nng_ctx_recv(ctx, aio);
+    nng_aio_wait(aio);
+    int rv = nng_aio_result(aio);
+    cr_assert_eq(rv, 0, "%s: no reply (%s)", what, nng_strerror(rv));
+    nng_msg *msg = nng_aio_get_msg(aio);
+    Gemm__Reply *rep =
+        gemm__reply__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
+    nng_msg_free(msg);
+    cr_assert_not_null(rep, "%s: undecodable reply", what);
+    int st = tu_reply_status(rep);
+    gemm__reply__free_unpacked(rep, NULL);
+    return st;
+}
+
+/* The owner releases a buffer while a GEMM on it is queued or running (two
+ * contexts on one connection). The daemon must not unmap memory under the
+ * GEMM: either the GEMM completes (correctly) or it fails cleanly, the
+ * release is answered, and the buffer count goes back down. */
+Test(ownership, release_while_gemm_in_flight)
+{
+    const uint64_t n = 512;
+    const size_t mat = n * n * 4;
+    gemm_status before = status_now();
+    for (int round = 0; round < 4; round++) {
+        tu_raw raw;
+        tu_shm shm;
+        uint64_t id;
+        nng_ctx c1, c2;
+        nng_aio *a1, *a2;
+        Gemm__GemmRequest g;
+        Gemm__Operand ops[4];
+        Gemm__Request req = GEMM__REQUEST__INIT;
+        Gemm__Request rel = GEMM__REQUEST__INIT;
+        Gemm__ReleaseBufferRequest rb = GEMM__RELEASE_BUFFER_REQUEST__INIT;
+        cr_assert_eq(tu_raw_open(&raw, g_gemmd.url, 30000), 0, "raw dial");
+        int rv = tu_raw_buffer(&raw, &shm, 3 * mat, &id);
+        cr_assert_eq(rv, GEMM_OK, "RegisterBuffer: %s", gemm_strerror(rv));
+        uint64_t seed = 77 + (uint64_t)round;
+        tu_fill(shm.data, GEMM_FP32, 2 * n, n, n, &seed);
+        memset((uint8_t *)shm.data + 2 * mat, 0xff, mat);
+        cr_assert_eq(nng_ctx_open(&c1, raw.sock), 0);
+        cr_assert_eq(nng_ctx_open(&c2, raw.sock), 0);
+        cr_assert_eq(nng_aio_alloc(&a1, NULL, NULL), 0);
+        cr_assert_eq(nng_aio_alloc(&a2, NULL, NULL), 0);
+
+        tu_raw_gemm_init(&g, ops, id, n, n, n, 0, mat, 2 * mat);
+        req.has_version = req.has_id = 1;
+        req.version = 1;
+        req.id = 10;
+        req.body_case = GEMM__REQUEST__BODY_GEMM;
+        req.gemm = &g;
+        rb.has_buffer_id = 1;
+        rb.buffer_id = id;
+        rel.has_version = rel.has_id = 1;
+        rel.version = 1;
+        rel.id = 11;
+        rel.body_case = GEMM__REQUEST__BODY_RELEASE_BUFFER;
+        rel.release_buffer = &rb;
+
+        ctx_send(c1, a1, &req);
+        if (round % 2 == 1)
+            tu_sleep_ms(2 * round); /* queued, then running */
+        ctx_send(c2, a2, &rel);
+        int st_rel = ctx_status(c2, a2, "release during a GEMM");
+        int st_gemm = ctx_status(c1, a1, "GEMM whose buffer is released");
+        cr_log_info("round %d: gemm %s, release %s", round,
+                    gemm_strerror(st_gemm), gemm_strerror(st_rel));
+        cr_assert(st_rel == GEMM_OK || st_rel == GEMM_ERR_BUSY ||
+                      st_rel == GEMM_ERR_NO_BUFFER,
+                  "release during a GEMM: %s", gemm_strerror(st_rel));
+        if (st_gemm == GEMM_OK) {
+            double tr, ta, ref, scale;
+            gemm_op op;
+            gemm_op_init(&op, n, n, n, GEMM_FP32, GEMM_FP32);
+            tu_tolerance(&op, &tr, &ta);
+            const uint8_t *p = shm.data;
+            const float *d = (const float *)(p + 2 * mat);
+            for (int s = 0; s < 16; s++) {
+                size_t r = tu_rand(&seed) % n, c = tu_rand(&seed) % n;
+                tu_ref_elem(&op, p, p + mat, NULL, r, c, &ref, &scale);
+                cr_assert_leq(fabs(d[r * n + c] - ref), tr * scale + ta,
+                              "round %d: D[%zu][%zu] = %g, reference %g", round,
+                              r, c, d[r * n + c], ref);
+            }
+        } else {
+            cr_assert(st_gemm == GEMM_ERR_NO_BUFFER ||
+                          st_gemm == GEMM_ERR_BUFFER_FAULT,
+                      "GEMM whose buffer was released: %s",
+                      gemm_strerror(st_gemm));
+        }
+        if (st_rel != GEMM_OK) {
+            Gemm__Reply *rep;
+            rv = tu_raw_release(&raw, id, &rep);
+            cr_assert_eq(rv, 0);
+            gemm__reply__free_unpacked(rep, NULL);
+        }
+        nng_ctx_close(c1);
+        nng_ctx_close(c2);
+        nng_aio_free(a1);
+        nng_aio_free(a2);
+        tu_raw_close(&raw);
+        tu_shm_destroy(&shm);
+    }
+    gemm_status after = wait_buffers(before.buffers);
+    cr_assert_eq(after.buffers, before.buffers, "buffers %u, want %u",
                  after.buffers, before.buffers);
     tu_assert_healthy(g_client);
 }
