@@ -45,6 +45,7 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->socket_mode = 0660;
     cfg->stats_interval_s = 60.0;
     cfg->drain_timeout_s = 30.0;
+    cfg->watchdog_s = 0.5;
     cfg->log_level = LOG_INFO;
 }
 
@@ -87,6 +88,10 @@ static void usage(FILE *f)
         "0 = never (default 60)\n"
         "  --drain-timeout SEC      on SIGTERM, wait at most SEC for "
         "in-flight work (default 30)\n"
+        "  --watchdog SEC           probe the listener every SEC seconds "
+        "and re-create it\n"
+        "                           if new connections go unserved, 0 = "
+        "off (default 0.5)\n"
         "  --log-level LEVEL        err|warning|notice|info|debug "
         "(default info)\n"
         "  --version                print the version and exit\n"
@@ -137,6 +142,7 @@ enum {
     OPT_CLIENT_INFLIGHT,
     OPT_STATS,
     OPT_DRAIN,
+    OPT_WATCHDOG,
     OPT_LOG_LEVEL,
     OPT_VERSION,
     OPT_HELP,
@@ -162,6 +168,7 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
         {"client-inflight", required_argument, NULL, OPT_CLIENT_INFLIGHT},
         {"stats-interval", required_argument, NULL, OPT_STATS},
         {"drain-timeout", required_argument, NULL, OPT_DRAIN},
+        {"watchdog", required_argument, NULL, OPT_WATCHDOG},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
@@ -274,6 +281,10 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
         case OPT_DRAIN:
             if (parse_seconds(optarg, &cfg->drain_timeout_s) != 0)
                 bad = "--drain-timeout needs seconds";
+            break;
+        case OPT_WATCHDOG:
+            if (parse_seconds(optarg, &cfg->watchdog_s) != 0)
+                bad = "--watchdog needs seconds";
             break;
         case OPT_LOG_LEVEL: {
             int l = gemmd_log_parse_level(optarg);

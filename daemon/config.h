@@ -26,6 +26,7 @@ typedef struct gemmd_config {
     char socket_group[64];      /* group of the socket file; "" = ours */
     double stats_interval_s;    /* stats log line period; 0 = never */
     double drain_timeout_s;     /* SIGTERM: longest wait for in-flight work */
+    double watchdog_s;          /* listener self-probe period; 0 = off */
     int log_level;              /* syslog level */
 } gemmd_config;
 

@@ -43,10 +43,30 @@ static void client_add(gemmd *d, const gemmd_event *ev)
     c->pipe = ev->pipe;
     c->uid = ev->uid;
     c->has_uid = ev->has_uid;
+    c->internal = ev->internal;
+    c->listener = ev->listener;
     *l = c;
-    d->nclients++;
+    if (!c->internal)
+        d->nclients++;
     gemmd_log(LOG_DEBUG, "client %u connected (uid %llu)", c->pipe,
               (unsigned long long)c->uid);
+}
+
+static bool listener_retired(const gemmd *d, uint32_t id)
+{
+    for (uint32_t i = 0; i < d->nretired; i++)
+        if ((uint32_t)nng_listener_id(d->retired[i]) == id)
+            return true;
+    return false;
+}
+
+static bool listener_in_use(const gemmd *d, uint32_t id)
+{
+    for (int i = 0; i < GEMMD_CLIENT_BUCKETS; i++)
+        for (const gemmd_client *c = d->clients[i]; c != NULL; c = c->next)
+            if (c->listener == id)
+                return true;
+    return false;
 }
 
 static void client_remove(gemmd *d, uint32_t pipe)
@@ -59,8 +79,12 @@ static void client_remove(gemmd *d, uint32_t pipe)
     gemmd_log(LOG_DEBUG, "client %u disconnected: %u buffers released", pipe,
               n);
     *l = c->next;
+    if (!c->internal)
+        d->nclients--;
+    uint32_t listener = c->listener;
     free(c);
-    d->nclients--;
+    if (listener_retired(d, listener) && !listener_in_use(d, listener))
+        srv_retire_done(d, listener);
 }
 
 void gemmd_clients_free(gemmd *d)
@@ -477,6 +501,8 @@ static void do_tensor_free(gemmd *d, srv_slot *s, uint64_t id,
 
 static void handle_request(gemmd *d, srv_slot *s)
 {
+    gemmd_client *c = client_find(d, s->pipe);
+    s->internal = c != NULL && c->internal;
     if (s->decode_status != GEMM_OK) {
         reply_error(d, s, 0, s->decode_status, "%s", s->decode_msg);
         return;
@@ -639,6 +665,25 @@ void gemmd_dispatch(gemmd *d, gemmd_event *ev)
         client_remove(d, ev->pipe);
         free(ev);
         break;
+    case EV_RELISTEN: {
+        char msg[512];
+        free(ev);
+        if (d->draining)
+            break;
+        atomic_fetch_add(&d->watchdog.restarts, 1);
+        uint32_t old = (uint32_t)nng_listener_id(d->listener);
+        int rv = srv_relisten(d, msg, sizeof(msg));
+        if (rv != GEMM_OK) {
+            gemmd_log(LOG_ERR, "re-creating the listener failed: %s", msg);
+            break;
+        }
+        gemmd_log(LOG_WARNING,
+                  "new connections were not being served (nng 1.5.2 "
+                  "listener wedge, nng#1518): listener re-created");
+        if (!listener_in_use(d, old))
+            srv_retire_done(d, old);
+        break;
+    }
     }
 }
 

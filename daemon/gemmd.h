@@ -15,6 +15,7 @@
 #include "registry.h"
 #include "scheduler.h"
 #include "stats.h"
+#include "watchdog.h"
 
 #include "gemm.pb-c.h"
 
@@ -36,6 +37,7 @@ typedef struct srv_slot {
     Gemm__Request *req; /* decoded, or NULL when decode_status != 0 */
     int decode_status;
     char decode_msg[128];
+    bool internal; /* from the watchdog: kept out of the counters */
 } srv_slot;
 
 /* A connected client (one nng pipe). */
@@ -43,6 +45,8 @@ typedef struct gemmd_client {
     uint32_t pipe;
     uint64_t uid;
     bool has_uid;
+    bool internal;     /* the watchdog's probe: not counted as a client */
+    uint32_t listener; /* id of the listener that accepted it */
     uint32_t buffers;  /* registered now */
     uint64_t bytes;    /* their total size */
     uint32_t inflight; /* GEMMs queued or running */
@@ -50,6 +54,7 @@ typedef struct gemmd_client {
 } gemmd_client;
 
 #define GEMMD_CLIENT_BUCKETS 256
+#define GEMMD_RETIRED_MAX 32
 
 typedef struct gemmd {
     gemmd_config cfg; /* read-only after start: any thread */
@@ -61,9 +66,15 @@ typedef struct gemmd {
     /* nng: socket and contexts; slots are touched by nng threads only
      * between a receive and its hand-off */
     nng_socket sock;
-    nng_listener listener;
+    nng_listener listener; /* the one accepting now */
+    nng_listener retired[GEMMD_RETIRED_MAX]; /* wedged, still serving
+                                                 their old connections */
+    uint32_t nretired;
+    uint32_t relistens;    /* listeners made after the first */
     srv_slot *slots;
     uint32_t nslots;
+    atomic_uint busy_slots; /* slots holding a request (not receiving) */
+    gemmd_watchdog watchdog;
 
     /* inbox: any thread pushes, the loop drains */
     pthread_mutex_t inbox_mu;
@@ -86,6 +97,11 @@ typedef struct gemmd {
 /* server.c: the nng side (any thread unless noted) */
 int srv_open(gemmd *d, char *msg, size_t len); /* main thread */
 void srv_close(gemmd *d);                      /* loop thread */
+/* Closes and re-creates the listener (same URL, mode, group). Loop
+ * thread. Returns a gemm_error and a message. */
+int srv_relisten(gemmd *d, char *msg, size_t len);
+/* A retired listener lost its last connection: close it. Loop thread. */
+void srv_retire_done(gemmd *d, uint32_t listener);
 void srv_reply(gemmd *d, srv_slot *s, Gemm__Reply *r); /* loop thread */
 void srv_push(gemmd *d, gemmd_event *ev);
 /* Takes the whole inbox (FIFO order). Loop thread. */

@@ -20,6 +20,7 @@ enum gemmd_event_kind {
     EV_DONE,
     EV_PIPE_ADD,
     EV_PIPE_REM,
+    EV_RELISTEN, /* the watchdog found the listener wedged */
 };
 
 typedef struct gemmd_event {
@@ -28,6 +29,8 @@ typedef struct gemmd_event {
     uint32_t pipe; /* EV_PIPE_*: the connection */
     uint64_t uid;  /* EV_PIPE_ADD: its peer's uid, if known */
     bool has_uid;
+    bool internal; /* EV_PIPE_ADD: our own watchdog's connection */
+    uint32_t listener; /* EV_PIPE_ADD: the listener that accepted it */
 } gemmd_event;
 
 enum gemmd_job_kind {

@@ -89,6 +89,7 @@ static void on_last_replies(uv_timer_t *t)
         uv_timer_start(t, on_last_replies, 5, 0); /* drain timer bounds it */
         return;
     }
+    watchdog_stop(&d->watchdog);
     srv_close(d);
     uv_close((uv_handle_t *)&d->wake, NULL);
     uv_close((uv_handle_t *)&d->sig_term, NULL);
@@ -171,6 +172,8 @@ int main(int argc, char **argv)
         sched_stop(&d->sched);
         return 1;
     }
+    if (watchdog_start(&d->watchdog, d, d->cfg.watchdog_s) != 0)
+        gemmd_log(LOG_WARNING, "cannot start the listener watchdog");
     gemmd_log(LOG_NOTICE, "gemmd %s listening on %s (backend %s: %s)",
               GEMM_VERSION_STRING, d->cfg.listen, d->be.ops->name,
               d->be.device);

@@ -41,7 +41,7 @@ void srv_push(gemmd *d, gemmd_event *ev)
     pthread_mutex_lock(&d->inbox_mu);
     if (d->inbox_closed) {
         pthread_mutex_unlock(&d->inbox_mu);
-        if (ev->kind == EV_PIPE_ADD || ev->kind == EV_PIPE_REM)
+        if (ev->kind != EV_REQUEST && ev->kind != EV_DONE)
             free(ev);
         return;
     }
@@ -91,6 +91,7 @@ static void on_recv(srv_slot *s)
                    &s->req, s->decode_msg, sizeof(s->decode_msg));
     nng_msg_free(m);
     s->state = SLOT_WORK;
+    atomic_fetch_add(&d->busy_slots, 1);
     s->ev.kind = EV_REQUEST;
     srv_push(d, &s->ev);
 }
@@ -105,6 +106,7 @@ static void on_sent(srv_slot *s)
         nng_aio_set_msg(s->aio, NULL);
     }
     atomic_fetch_sub(&d->sends_pending, 1);
+    atomic_fetch_sub(&d->busy_slots, 1);
     if (rv != NNG_ECLOSED)
         arm_recv(s);
 }
@@ -124,7 +126,9 @@ void srv_reply(gemmd *d, srv_slot *s, Gemm__Reply *r)
         gemm__request__free_unpacked(s->req, NULL);
         s->req = NULL;
     }
-    if (r->status == GEMM_OK)
+    if (s->internal)
+        ; /* the watchdog's probes are not traffic */
+    else if (r->status == GEMM_OK)
         d->stats.served++;
     else
         d->stats.failed++;
@@ -133,6 +137,7 @@ void srv_reply(gemmd *d, srv_slot *s, Gemm__Reply *r)
     if (nng_msg_alloc(&m, n) != 0) {
         /* Cannot answer: drop this request; the client times out. */
         gemmd_log(LOG_ERR, "out of memory for a %zu-byte reply", n);
+        atomic_fetch_sub(&d->busy_slots, 1);
         arm_recv(s);
         return;
     }
@@ -156,16 +161,22 @@ static void on_pipe(nng_pipe p, nng_pipe_ev what, void *arg)
     }
     ev->kind = (what == NNG_PIPE_EV_ADD_PRE) ? EV_PIPE_ADD : EV_PIPE_REM;
     ev->pipe = nng_pipe_id(p);
-    if (what == NNG_PIPE_EV_ADD_PRE)
+    if (what == NNG_PIPE_EV_ADD_PRE) {
         ev->has_uid =
             nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &ev->uid) == 0;
+        uint64_t pid;
+        ev->internal =
+            nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0 &&
+            pid == (uint64_t)getpid();
+        ev->listener = (uint32_t)nng_listener_id(nng_pipe_listener(p));
+    }
     srv_push(d, ev);
 }
 
-/* Gives the socket file to cfg.socket_group so its members may connect. */
-static int set_group(gemmd *d, char *msg, size_t len)
+/* Gives the socket file at path to cfg.socket_group so its members may
+ * connect. */
+static int set_group(gemmd *d, const char *path, char *msg, size_t len)
 {
-    const char *path = d->cfg.listen + strlen("ipc://");
     struct group *g = getgrnam(d->cfg.socket_group);
     if (g == NULL) {
         snprintf(msg, len, "no group named '%s'", d->cfg.socket_group);
@@ -178,6 +189,98 @@ static int set_group(gemmd *d, char *msg, size_t len)
         return -1;
     }
     return 0;
+}
+
+static const char *sock_path(const gemmd *d)
+{
+    return d->cfg.listen + strlen("ipc://");
+}
+
+/* Creates and starts an ipc listener on url (the socket file at path) with
+ * the socket's mode and group; *out is the listener. */
+static int start_listener(gemmd *d, const char *url, const char *path,
+                          nng_listener *out, char *msg, size_t len)
+{
+    int rv;
+    const char *what;
+    nng_listener l;
+    if ((rv = nng_listener_create(&l, d->sock, url)) != 0) {
+        what = "create listener";
+        goto fail;
+    }
+    rv = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS,
+                              (int)d->cfg.socket_mode);
+    if (rv != 0) {
+        what = "set socket permissions";
+        goto fail;
+    }
+    if ((rv = nng_listener_start(l, 0)) != 0) {
+        what = "listen";
+        goto fail;
+    }
+    if (d->cfg.socket_group[0] != '\0' && set_group(d, path, msg, len) != 0) {
+        nng_listener_close(l);
+        return GEMM_ERR_PERMISSION;
+    }
+    *out = l;
+    return GEMM_OK;
+fail:
+    snprintf(msg, len, "cannot %s on %s: %s", what, url, nng_strerror(rv));
+    return rv == NNG_EADDRINUSE ? GEMM_ERR_PERMISSION : GEMM_ERR_INTERNAL;
+}
+
+/*
+ * The new listener is bound to a temporary name beside the socket and
+ * renamed over it, so new clients reach it at once. Closing the wedged one
+ * would drop its connections (and unlink the path), so it is retired
+ * instead: it keeps serving its clients until the last one leaves.
+ */
+int srv_relisten(gemmd *d, char *msg, size_t len)
+{
+    char tmp[600], url[620];
+    const char *path = sock_path(d);
+    if (d->nretired == GEMMD_RETIRED_MAX) {
+        snprintf(msg, len, "%d wedged listeners still hold connections",
+                 GEMMD_RETIRED_MAX);
+        return GEMM_ERR_LIMIT;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.%u.%u", path, (unsigned)getpid(),
+             d->relistens + 1);
+    snprintf(url, sizeof(url), "ipc://%s", tmp);
+    nng_listener l;
+    int rv = start_listener(d, url, tmp, &l, msg, len);
+    if (rv != GEMM_OK)
+        return rv;
+    if (rename(tmp, path) != 0) {
+        snprintf(msg, len, "cannot rename %s to %s: %s", tmp, path,
+                 strerror(errno));
+        nng_listener_close(l);
+        return GEMM_ERR_INTERNAL;
+    }
+    d->retired[d->nretired++] = d->listener;
+    d->listener = l;
+    d->relistens++;
+    return GEMM_OK;
+}
+
+void srv_retire_done(gemmd *d, uint32_t id)
+{
+    for (uint32_t i = 0; i < d->nretired; i++) {
+        if ((uint32_t)nng_listener_id(d->retired[i]) != id)
+            continue;
+        /* nng unlinks the path it bound on close, which is now the live
+         * socket's: step the live one aside for that moment */
+        char hold[600];
+        const char *path = sock_path(d);
+        snprintf(hold, sizeof(hold), "%s.hold.%u", path, (unsigned)getpid());
+        bool moved = rename(path, hold) == 0;
+        nng_listener_close(d->retired[i]);
+        if (moved && rename(hold, path) != 0)
+            gemmd_log(LOG_ERR, "cannot move %s back to %s: %s", hold, path,
+                      strerror(errno));
+        d->retired[i] = d->retired[--d->nretired];
+        return;
+    }
 }
 
 int srv_open(gemmd *d, char *msg, size_t len)
@@ -214,23 +317,9 @@ int srv_open(gemmd *d, char *msg, size_t len)
             goto fail;
         }
     }
-    if ((rv = nng_listener_create(&d->listener, d->sock, d->cfg.listen)) !=
-        0) {
-        what = "create listener";
-        goto fail;
-    }
-    rv = nng_listener_set_int(d->listener, NNG_OPT_IPC_PERMISSIONS,
-                              (int)d->cfg.socket_mode);
-    if (rv != 0) {
-        what = "set socket permissions";
-        goto fail;
-    }
-    if ((rv = nng_listener_start(d->listener, 0)) != 0) {
-        what = "listen";
-        goto fail;
-    }
-    if (d->cfg.socket_group[0] != '\0' && set_group(d, msg, len) != 0)
-        return GEMM_ERR_PERMISSION;
+    if ((rv = start_listener(d, d->cfg.listen, sock_path(d), &d->listener,
+                             msg, len)) != GEMM_OK)
+        return rv;
     for (uint32_t i = 0; i < d->nslots; i++)
         arm_recv(&d->slots[i]);
     return GEMM_OK;
@@ -247,11 +336,13 @@ void srv_close(gemmd *d)
     d->inbox_closed = true;
     pthread_mutex_unlock(&d->inbox_mu);
     nng_close(d->sock);
+    if (d->relistens > 0) /* the live listener's own name was renamed */
+        unlink(sock_path(d));
     /* events left in the inbox (before the slots they live in go): pipe
      * events are ours to free */
     for (gemmd_event *ev = srv_take_inbox(d), *next; ev; ev = next) {
         next = ev->next;
-        if (ev->kind == EV_PIPE_ADD || ev->kind == EV_PIPE_REM)
+        if (ev->kind != EV_REQUEST && ev->kind != EV_DONE)
             free(ev);
     }
     for (uint32_t i = 0; d->slots != NULL && i < d->nslots; i++) {

@@ -50,6 +50,41 @@ static void assert_raw_ping(tu_raw *r, const char *after)
     gemm__reply__free_unpacked(rep, NULL);
 }
 
+/* A fresh connection gets a ping answered within 8 s. nng 1.5.2's listener
+ * can wedge after a peer misbehaves (BUGS.md #2, #3); gemmd's watchdog then
+ * re-creates it, and a connection caught in the old backlog is reset: a
+ * client that retries is served again. */
+static void assert_fresh_ping(const char *after)
+{
+    double until = tu_now() + 8.0;
+    int tries = 0, rv;
+    for (;;) {
+        tu_raw r;
+        Gemm__Reply *rep = NULL;
+        tries++;
+        rv = tu_raw_open(&r, g_gemmd.url, 1000);
+        bool opened = rv == 0;
+        if (opened)
+            rv = tu_raw_ping(&r, &rep);
+        if (rv == 0) {
+            int st = tu_reply_status(rep);
+            gemm__reply__free_unpacked(rep, NULL);
+            tu_raw_close(&r);
+            cr_assert_eq(st, GEMM_OK, "after %s: ping: %s", after,
+                         gemm_strerror(st));
+            return;
+        }
+        if (opened)
+            tu_raw_close(&r);
+        if (tu_now() > until)
+            break;
+        tu_sleep_ms(50);
+    }
+    cr_assert_fail("after %s: no fresh connection served within 8 s (%d "
+                   "tries, last: %s)",
+                   after, tries, rv > 0 ? nng_strerror(rv) : "undecodable");
+}
+
 /* Checks the reply's status (one of two allowed codes) and message. */
 static void check_reply(int rv, Gemm__Reply *rep, int code, int code2,
                         const char *what)
@@ -273,15 +308,17 @@ Test(protocol, too_large)
 }
 
 /* Messages over 2x --max-message-bytes are dropped by nng with their
- * connection. Repeated 40 times (a single drop wedges the daemon only now
- * and then, see BUGS.md), each followed by a ping on a fresh connection. */
+ * connection. Repeated 20 times (a single drop wedges nng 1.5.2's listener
+ * only now and then, see BUGS.md), each followed by a ping on a fresh
+ * connection, which must be served within the watchdog's recovery time
+ * (gemmd re-creates a wedged listener within about a second). */
 Test(protocol, far_too_large_is_dropped)
 {
     size_t len;
     uint8_t *buf = hello_bytes(MAX_MSG * 8, 1, &len);
-    for (int i = 0; i < 40; i++) {
+    for (int i = 0; i < 20; i++) {
         Gemm__Reply *rep = NULL;
-        tu_raw big, other;
+        tu_raw big;
         char after[96];
         int rv = tu_raw_open(&big, g_gemmd.url, 2000);
         cr_assert_eq(rv, 0, "raw dial: %s", nng_strerror(rv));
@@ -294,12 +331,9 @@ Test(protocol, far_too_large_is_dropped)
         }
         tu_raw_close(&big);
 
-        rv = tu_raw_open(&other, g_gemmd.url, 3000);
-        cr_assert_eq(rv, 0, "raw dial after the drop: %s", nng_strerror(rv));
         snprintf(after, sizeof(after),
                  "oversized message %d dropped (a fresh connection)", i + 1);
-        assert_raw_ping(&other, after);
-        tu_raw_close(&other);
+        assert_fresh_ping(after);
     }
     free(buf);
     tu_assert_healthy(g_client);
@@ -368,9 +402,14 @@ static void non_nng_peer(enum peer_kind kind, const char *what)
     static const uint8_t huge[8 + 9] = {0,    'S', 'P', 0, 0, 48, 0, 0, 1,
                                         0x80, 0,   0,   0, 0, 0,  0, 0};
     int fds[20];
+    /* each half handshake wedges nng 1.5.2's listener and costs a
+     * watchdog recovery (about a second): fewer rounds of that one */
+    int rounds = kind == PEER_HALF_HANDSHAKE ? 6 : 20;
+    for (int i = 0; i < 20; i++)
+        fds[i] = -1;
     cr_assert_lt(strlen(g_gemmd.sock), sizeof(sa.sun_path));
     strcpy(sa.sun_path, g_gemmd.sock);
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; i < rounds; i++) {
         char after[96];
         fds[i] = socket(AF_UNIX, SOCK_STREAM, 0);
         cr_assert_geq(fds[i], 0, "socket");
@@ -392,13 +431,9 @@ static void non_nng_peer(enum peer_kind kind, const char *what)
             cr_assert_eq(write(fds[i], huge, sizeof(huge)), sizeof(huge));
             break;
         }
-        tu_raw other;
-        int rv = tu_raw_open(&other, g_gemmd.url, 3000);
-        cr_assert_eq(rv, 0, "raw dial: %s", nng_strerror(rv));
         snprintf(after, sizeof(after), "%s #%d (a fresh connection)", what,
                  i + 1);
-        assert_raw_ping(&other, after);
-        tu_raw_close(&other);
+        assert_fresh_ping(after);
     }
     tu_assert_healthy(g_client);
     for (int i = 0; i < 20; i++)
