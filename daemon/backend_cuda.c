@@ -1,8 +1,8 @@
 /*
  * backend_cuda.c: the CUDA backend. One context for the daemon's life;
  * client buffers pinned with cudaHostRegister when they are registered;
- * each GEMM staged to the device with cudaMemcpy2DAsync into a 16-byte
- * pitch (so every shape and leading dimension runs on the TMA kernels),
+ * each GEMM staged to the device with cudaMemcpy2DAsync into a pitch of 8
+ * elements (so every shape and leading dimension runs on the TMA kernels),
  * multiplied by our Hopper kernels (kernels/), and D copied back into the
  * client's layout. Two worker threads, each with its own stream and kernel
  * context, so one request's copies overlap another's kernel. Device memory
@@ -212,10 +212,11 @@ typedef struct staged {
     uint64_t ld; /* elements */
 } staged;
 
-static uint64_t pitch_elems(uint64_t cols, size_t es)
+/* Row pitch on the device: the kernels' TMA maps need a leading dimension
+ * that is a multiple of 8 elements (16 bytes for 16-bit types). */
+static uint64_t pitch_elems(uint64_t cols)
 {
-    uint64_t per16 = 16 / es;
-    return (cols + per16 - 1) / per16 * per16;
+    return (cols + 7) / 8 * 8;
 }
 
 static int stage_alloc(cuda_priv *p, cuda_worker *w, staged *s,
@@ -223,7 +224,7 @@ static int stage_alloc(cuda_priv *p, cuda_worker *w, staged *s,
                        size_t len)
 {
     int rv = GEMM_OK;
-    s->ld = pitch_elems(cols, es);
+    s->ld = pitch_elems(cols);
     s->bytes = rows * s->ld * es;
     unsigned long long now = atomic_fetch_add(&p->device_bytes, s->bytes);
     if (p->max_device != 0 && now + s->bytes > p->max_device) {

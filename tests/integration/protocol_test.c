@@ -250,9 +250,11 @@ Test(protocol, ids_echoed_and_unknown_fields_ignored)
     cr_assert(rep->hello->has_protocol_version &&
                   rep->hello->protocol_version == GEMM_PROTOCOL_VERSION,
               "HelloReply.protocol_version");
-    cr_assert(rep->hello->backend && strcmp(rep->hello->backend, "cpu") == 0,
-              "HelloReply.backend is \"%s\", want cpu",
-              rep->hello->backend ? rep->hello->backend : "(null)");
+    cr_assert(rep->hello->backend &&
+                  strcmp(rep->hello->backend, tu_backend()) == 0,
+              "HelloReply.backend is \"%s\", want %s",
+              rep->hello->backend ? rep->hello->backend : "(null)",
+              tu_backend());
     gemm__reply__free_unpacked(rep, NULL);
     tu_raw_close(&g_raw);
 }
@@ -378,7 +380,7 @@ Test(protocol, ping_reports_versions)
     int rv = gemm_ping(g_client, &info);
     cr_assert_eq(rv, GEMM_OK, "gemm_ping: %s", gemm_strerror(rv));
     cr_assert_eq(info.protocol_version, GEMM_PROTOCOL_VERSION);
-    cr_assert_str_eq(info.backend, "cpu");
+    cr_assert_str_eq(info.backend, tu_backend());
     cr_assert_neq(info.server_version[0], '\0', "empty server version");
 }
 

@@ -35,7 +35,7 @@ static gemm_status status_now(void)
 Test(status, configuration_and_idle_state)
 {
     gemm_status a = status_now();
-    cr_assert_str_eq(a.backend, "cpu");
+    cr_assert_str_eq(a.backend, tu_backend());
     cr_assert_neq(a.device[0], '\0', "empty device name");
     cr_assert_eq(a.threads, 3, "threads %u, want 3 (--threads 3)", a.threads);
     cr_assert_eq(a.queue_capacity, 17, "queue_capacity %u, want 17",

@@ -153,18 +153,12 @@ int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
     snprintf(p->url, sizeof(p->url), "ipc://%s", p->sock);
     snprintf(p->log, sizeof(p->log), "%s/gemmd.log", p->dir);
 
-    /* GEMM_TEST_GEMMD runs the suite against another build of gemmd (a
-     * sanitizer build, an installed one) */
-    const char *bin = getenv("GEMM_TEST_GEMMD");
-    argv[argc++] = bin != NULL && *bin != '\0' ? bin : GEMMD_PATH;
+    argv[argc++] = tu_gemmd_path();
     argv[argc++] = "--listen";
     argv[argc++] = p->url;
-    /* GEMM_TEST_BACKEND runs the suite on another backend (cuda, on a
-     * GPU host); the CPU backend by default */
-    const char *backend = getenv("GEMM_TEST_BACKEND");
     if (!has_option(extra, "--backend")) {
         argv[argc++] = "--backend";
-        argv[argc++] = backend != NULL && *backend != '\0' ? backend : "cpu";
+        argv[argc++] = tu_backend();
     }
     if (!has_option(extra, "--threads")) {
         argv[argc++] = "--threads";
@@ -312,4 +306,20 @@ void tu_assert_healthy(gemm_client *c)
     rv = tu_case_run(c, buf, &cs, why, sizeof(why));
     cr_assert_eq(rv, GEMM_OK, "good GEMM after the bad input: %s", why);
     gemm_buffer_free(buf);
+}
+
+/* GEMM_TEST_BACKEND runs the suite on another backend (cuda, on a GPU
+ * host); the CPU backend by default. */
+const char *tu_backend(void)
+{
+    const char *b = getenv("GEMM_TEST_BACKEND");
+    return b != NULL && *b != '\0' ? b : "cpu";
+}
+
+/* GEMM_TEST_GEMMD runs the suite against another build of gemmd (a
+ * sanitizer build, an installed one, a bundle on a GPU host). */
+const char *tu_gemmd_path(void)
+{
+    const char *bin = getenv("GEMM_TEST_GEMMD");
+    return bin != NULL && *bin != '\0' ? bin : GEMMD_PATH;
 }

@@ -57,6 +57,11 @@ void gemmd_dump_log(const gemmd_proc *p);
 /* Opens a client on p with a request timeout; asserts success. */
 gemm_client *tu_client(const gemmd_proc *p, int timeout_ms);
 
+/* The backend the suite runs on ($GEMM_TEST_BACKEND, else "cpu") and the
+ * gemmd binary it runs ($GEMM_TEST_GEMMD, else the one just built). */
+const char *tu_backend(void);
+const char *tu_gemmd_path(void);
+
 /* Seconds since an arbitrary start (CLOCK_MONOTONIC). */
 double tu_now(void);
 void tu_sleep_ms(int ms);
