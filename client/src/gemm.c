@@ -85,6 +85,10 @@ GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out)
     g.has_alpha = g.has_beta = true;
     g.alpha = op->alpha;
     g.beta = op->beta;
+    if (op->timeout_ms != 0) {
+        g.has_timeout_ms = true;
+        g.timeout_ms = op->timeout_ms;
+    }
     wire_operand(&a, &op->a);
     wire_operand(&b, &op->b);
     wire_operand(&d, &op->d);

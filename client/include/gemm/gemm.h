@@ -246,6 +246,9 @@ typedef struct gemm_op {
     float alpha;
     float beta;
     gemm_matrix a, b, c, d;
+    /* deadline: if the daemon has not started the GEMM this many ms after
+     * receiving it, it is dropped with GEMM_ERR_TIMEOUT (0 = none) */
+    uint32_t timeout_ms;
 } gemm_op;
 
 /* Fills *op with m, n, k, types, alpha = 1, beta = 0, no transposes, tight
