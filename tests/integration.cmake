@@ -43,3 +43,10 @@ target_link_libraries(access_probe PRIVATE gemm_itest_util)
 target_compile_definitions(integration_access PRIVATE
   ACCESS_PROBE="$<TARGET_FILE:access_probe>")
 add_dependencies(integration_access access_probe)
+gemm_itest(limits 60)       # per-client caps, deadlines, fairness
+gemm_itest(faults 60)       # dying clients, shm truncation, daemon restart
+add_executable(fault_probe integration/fault_probe.c)
+target_link_libraries(fault_probe PRIVATE gemm_itest_util)
+target_compile_definitions(integration_faults PRIVATE
+  FAULT_PROBE="$<TARGET_FILE:fault_probe>")
+add_dependencies(integration_faults fault_probe)
