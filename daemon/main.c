@@ -12,6 +12,7 @@
 #include <gemm/gemm.h>
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,13 @@ int main(int argc, char **argv)
         return rv == 1 ? 0 : 2;
     gemmd_log_level = d->cfg.log_level;
     signal(SIGPIPE, SIG_IGN);
+    /* one descriptor per registered buffer: allow as many as we may */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&
+        nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
+    }
     if (shmguard_install() != 0) {
         gemmd_log(LOG_ERR, "cannot install the SIGBUS handler");
         return 1;

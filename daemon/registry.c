@@ -41,6 +41,8 @@ static void unmap(registry *r, reg_buffer *b)
         r->hooks.unpin(r->hooks.arg, b->base, b->pin);
     shmguard_remove(b->guard);
     munmap(b->base, b->size);
+    if (b->fd >= 0)
+        close(b->fd);
     r->mapped--;
     free(b);
 }
@@ -156,6 +158,7 @@ int reg_add_tensor(registry *r, uint32_t owner, reg_buffer *t, uint64_t *id)
     t->kind = REG_TENSOR;
     t->owner = owner;
     t->guard = -1;
+    t->fd = -1;
     insert(r, t);
     r->tensors++;
     r->tensor_bytes += t->size;
@@ -226,9 +229,6 @@ int reg_register(registry *r, uint32_t owner, uint64_t peer_uid,
                  strerror(errno));
         goto fail;
     }
-    close(fd);
-    fd = -1;
-
     if ((b = calloc(1, sizeof(*b))) == NULL) {
         rv = GEMM_ERR_NOMEM;
         snprintf(msg, len, "out of memory");
@@ -253,6 +253,7 @@ int reg_register(registry *r, uint32_t owner, uint64_t peer_uid,
         }
     }
     b->kind = REG_BUFFER;
+    b->fd = fd; /* kept: fstat tells whether the owner shrinks it */
     b->owner = owner;
     b->base = base;
     b->size = (size_t)size;
@@ -276,7 +277,17 @@ fail:
 
 bool reg_faulted(const reg_buffer *b)
 {
-    return shmguard_faulted(b->guard);
+    if (b->kind != REG_BUFFER)
+        return false;
+    if (shmguard_faulted(b->guard))
+        return true;
+    struct stat st;
+    if (b->fd >= 0 && fstat(b->fd, &st) == 0 &&
+        (uint64_t)st.st_size < (uint64_t)b->size) {
+        shmguard_mark_faulted(b->guard);
+        return true;
+    }
+    return false;
 }
 
 void reg_hold(reg_buffer *b)

@@ -29,6 +29,7 @@ typedef struct reg_buffer {
     size_t size;             /* buffer: mapped bytes; tensor: its memory */
     void *pin;               /* backend handle (pinned buffer, tensor) */
     int guard;               /* shmguard slot (SIGBUS protection) */
+    int fd;                  /* the shm object, to notice it shrinking */
     unsigned refs;           /* 1 while registered + 1 per job using it */
     bool registered;         /* still in the table (not yet released) */
     /* tensors: a rows x cols matrix of dtype, leading dimension ld, at data
@@ -97,8 +98,10 @@ reg_buffer *reg_find(registry *r, uint32_t owner, uint64_t id, int kind);
 /* reg_find for buffers. */
 reg_buffer *reg_lookup(registry *r, uint32_t owner, uint64_t id);
 
-/* Whether the owner shrank the object under the mapping (see shmguard.h):
- * the buffer's contents are lost and every later use fails. */
+/* Whether the owner shrank the object under the mapping: a SIGBUS was
+ * caught on it (shmguard.h), or its size is now below the mapping's (what
+ * pinned pages, which never fault, leave as the only sign). The buffer's
+ * contents are lost and every later use fails. */
 bool reg_faulted(const reg_buffer *b);
 
 /* Takes a reference; each needs one reg_put(). */

@@ -85,3 +85,9 @@ bool shmguard_faulted(int slot)
         return false;
     return atomic_load(&slots[slot].faulted);
 }
+
+void shmguard_mark_faulted(int slot)
+{
+    if (slot >= 0 && slot < SHMGUARD_SLOTS)
+        atomic_store(&slots[slot].faulted, true);
+}

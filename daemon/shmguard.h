@@ -29,6 +29,9 @@ int shmguard_add(void *base, size_t size);
 /* Stops guarding slot (the mapping is about to be unmapped). */
 void shmguard_remove(int slot);
 
+/* Marks the slot faulted (its object was found shrunk another way). */
+void shmguard_mark_faulted(int slot);
+
 /* Whether a fault has hit the slot's mapping since it was added. */
 bool shmguard_faulted(int slot);
 

@@ -22,15 +22,19 @@ mkdir -p "$logs"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:halt_on_error=1:\
 detect_stack_use_after_return=1:check_initialization_order=1:\
 strict_string_checks=1:log_path=$logs/asan:${ASAN_OPTIONS:-}"
-export LSAN_OPTIONS="${LSAN_OPTIONS:-}"
+export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:${LSAN_OPTIONS:-}"
+export GEMM_TEST_WEDGE_LSAN="suppressions=$PWD/scripts/lsan-wedge.supp"
 export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:\
 log_path=$logs/ubsan:${UBSAN_OPTIONS:-}"
 
 rc=0
 (cd "$build" && ctest --output-on-failure -j"$jobs" --timeout 900 "$@") ||
     rc=$?
-if [ -n "$(ls -A "$logs")" ]; then
-    for f in "$logs"/*; do
+# A log that only lists the suppressions used is not a report.
+reports=$(grep -lE "ERROR: |runtime error|SUMMARY: " "$logs"/* 2>/dev/null ||
+          true)
+if [ -n "$reports" ]; then
+    for f in $reports; do
         echo "==== sanitizer report: $f"
         cat "$f"
     done

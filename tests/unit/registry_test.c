@@ -207,3 +207,20 @@ Test(registry, refuses_bad_objects)
     cr_expect_eq(reg.mapped, 0);
     cr_expect_eq(pins, 0);
 }
+
+Test(registry, notices_a_shrunk_object)
+{
+    const char *nm = make_shm(8192);
+    uint64_t id;
+    cr_assert_eq(do_register(1, getuid(), nm, 8192, &id), GEMM_OK);
+    reg_buffer *b = reg_lookup(&reg, 1, id);
+    cr_expect_not(reg_faulted(b));
+    int fd = shm_open(nm, O_RDWR, 0);
+    cr_assert(fd >= 0);
+    cr_assert_eq(ftruncate(fd, 4096), 0); /* the owner shrinks it */
+    close(fd);
+    shm_unlink(nm);
+    cr_expect(reg_faulted(b), "a shrunk object must read as faulted");
+    cr_expect(reg_faulted(b), "and stay so");
+    cr_expect_eq(reg_release(&reg, 1, id), GEMM_OK);
+}
