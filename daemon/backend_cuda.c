@@ -363,6 +363,7 @@ static int cuda_upload(gemmd_backend *be, gemmd_job *j)
         cuda_tensor *t = calloc(1, sizeof(*t));
         if (t == NULL) {
             gemmd_backend_cpu.tensor_free(be, j->tensor->pin);
+            j->tensor->pin = NULL;
             return GEMM_ERR_NOMEM;
         }
         t->host = j->tensor->pin;

@@ -578,7 +578,7 @@ static void finish_upload(gemmd *d, srv_slot *s, gemmd_job *j)
         snprintf(j->msg, sizeof(j->msg), "cannot draw a tensor id");
     }
     if (rv != GEMM_OK) {
-        if (j->status == GEMM_OK) /* made but not kept */
+        if (t->pin != NULL) /* the backend made it: not kept */
             d->be.ops->tensor_free(&d->be, t->pin);
         free(t);
         reply_error(d, s, j->req_id, rv, "%s",
@@ -605,8 +605,8 @@ static void finish_job(gemmd *d, gemmd_job *j)
         if (reg_faulted(j->bufs[i])) {
             j->status = GEMM_ERR_BUFFER_FAULT;
             snprintf(j->msg, sizeof(j->msg),
-                     "buffer %#llx was shrunk by its owner while the GEMM "
-                     "ran; the result is lost",
+                     "buffer %#llx was shrunk by its owner while the "
+                     "request ran; the result is lost",
                      (unsigned long long)j->bufs[i]->id);
         }
     }
