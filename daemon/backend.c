@@ -23,8 +23,7 @@ int gemmd_backend_open(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     for (size_t i = 0; i < n; i++) {
         const gemmd_backend_ops *ops = backends[i];
         bool named = strcmp(cfg->backend, ops->name) == 0;
-        if (!named &&
-            !(strcmp(cfg->backend, "auto") == 0 && ops->available()))
+        if (!named && !(strcmp(cfg->backend, "auto") == 0 && ops->available()))
             continue;
         be->ops = ops;
         return ops->init(be, cfg, msg, len);

@@ -47,7 +47,6 @@ typedef struct gemmd_backend_ops {
     void (*stats)(gemmd_backend *be, gemmd_backend_stats *out);
 } gemmd_backend_ops;
 
-
 struct gemmd_backend {
     const gemmd_backend_ops *ops;
     char device[128]; /* what Hello and Status report */

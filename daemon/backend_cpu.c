@@ -28,8 +28,8 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     (void)msg;
     (void)len;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = cfg->threads > 0 ? cfg->threads : (int)(cores > 0 ? cores
-                                                                     : 1);
+    int threads =
+        cfg->threads > 0 ? cfg->threads : (int)(cores > 0 ? cores : 1);
     openblas_set_num_threads(threads);
     be->workers = 1;
     be->threads = (unsigned)threads;
@@ -66,8 +66,8 @@ static void widen(float *dst, const void *src, int st, uint64_t rows,
 {
     size_t es = gemm_dtype_size(st);
     for (uint64_t r = 0; r < rows; r++)
-        gemm_convert(dst + r * cols, GEMM_FP32,
-                     (const char *)src + r * ld * es, st, cols);
+        gemm_convert(dst + r * cols, GEMM_FP32, (const char *)src + r * ld * es,
+                     st, cols);
 }
 
 static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
@@ -107,8 +107,8 @@ static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
         ldd = (int)j->n;
     } else if (j->has_c && j->c != j->d) {
         for (uint64_t r = 0; r < j->m; r++)
-            memcpy((float *)j->d + r * j->ldd,
-                   (const float *)j->c + r * j->ldc, j->n * sizeof(float));
+            memcpy((float *)j->d + r * j->ldd, (const float *)j->c + r * j->ldc,
+                   j->n * sizeof(float));
     }
     cblas_sgemm(CblasRowMajor, j->trans_a ? CblasTrans : CblasNoTrans,
                 j->trans_b ? CblasTrans : CblasNoTrans, (int)j->m, (int)j->n,
@@ -142,8 +142,7 @@ static int cpu_upload(gemmd_backend *be, gemmd_job *j)
     reg_buffer *t = j->tensor;
     char *p = malloc(j->rows * j->cols * es);
     if (p == NULL) {
-        snprintf(j->msg, sizeof(j->msg),
-                 "out of memory for a %llux%llu tensor",
+        snprintf(j->msg, sizeof(j->msg), "out of memory for a %llux%llu tensor",
                  (unsigned long long)j->rows, (unsigned long long)j->cols);
         return GEMM_ERR_NOMEM;
     }

@@ -34,7 +34,7 @@ typedef struct cuda_worker {
 typedef struct cuda_priv {
     int device;
     cudaMemPool_t pool;
-    pthread_mutex_t mu;         /* guards workers[] setup */
+    pthread_mutex_t mu; /* guards workers[] setup */
     cuda_worker workers[CUDA_WORKERS];
     unsigned nworkers;
     atomic_ullong pinned_bytes; /* cudaHostRegister'ed client memory */
@@ -54,13 +54,13 @@ static int cuda_fail(cudaError_t e, const char *what, const char *file,
                                           : GEMM_ERR_DEVICE;
 }
 
-#define CK(call, msg, len)                                                    \
-    do {                                                                      \
-        cudaError_t e_ = (call);                                              \
-        if (e_ != cudaSuccess) {                                              \
-            rv = cuda_fail(e_, #call, __FILE__, __LINE__, msg, len);          \
-            goto fail;                                                        \
-        }                                                                     \
+#define CK(call, msg, len)                                                     \
+    do {                                                                       \
+        cudaError_t e_ = (call);                                               \
+        if (e_ != cudaSuccess) {                                               \
+            rv = cuda_fail(e_, #call, __FILE__, __LINE__, msg, len);           \
+            goto fail;                                                         \
+        }                                                                      \
     } while (0)
 
 static bool cuda_available(void)
@@ -93,17 +93,17 @@ static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     CK(cudaSetDevice(p->device), msg, len);
     CK(cudaGetDeviceProperties(&prop, p->device), msg, len);
     if (prop.major != 9) {
-        snprintf(msg, len, "device %d (%.100s) is sm_%d%d; the kernels need "
-                 "Hopper (sm_90)", p->device, prop.name, prop.major,
-                 prop.minor);
+        snprintf(msg, len,
+                 "device %d (%.100s) is sm_%d%d; the kernels need "
+                 "Hopper (sm_90)",
+                 p->device, prop.name, prop.major, prop.minor);
         rv = GEMM_ERR_UNSUPPORTED;
         goto fail;
     }
     CK(cudaFree(NULL), msg, len); /* create the context now */
     CK(cudaDeviceGetDefaultMemPool(&p->pool, p->device), msg, len);
     unsigned long long keep = ~0ull; /* never give freed blocks back */
-    CK(cudaMemPoolSetAttribute(p->pool, cudaMemPoolAttrReleaseThreshold,
-                               &keep),
+    CK(cudaMemPoolSetAttribute(p->pool, cudaMemPoolAttrReleaseThreshold, &keep),
        msg, len);
     /* the CPU path serves fp32 inputs: set it up first, then ours */
     if ((rv = gemmd_backend_cpu.init(be, cfg, msg, len)) != GEMM_OK)
@@ -138,16 +138,18 @@ static void cuda_fini(gemmd_backend *be)
     be->priv = NULL;
 }
 
-static int cuda_pin(gemmd_backend *be, void *base, size_t size,
-                    void **handle, char *msg, size_t len)
+static int cuda_pin(gemmd_backend *be, void *base, size_t size, void **handle,
+                    char *msg, size_t len)
 {
     cuda_priv *p = be->priv;
     int rv = GEMM_OK;
     unsigned long long now = atomic_fetch_add(&p->pinned_bytes, size);
     if (p->max_pinned != 0 && now + size > p->max_pinned) {
         atomic_fetch_sub(&p->pinned_bytes, size);
-        snprintf(msg, len, "pinning %zu more bytes would pass the daemon's "
-                 "limit of %llu pinned bytes", size, p->max_pinned);
+        snprintf(msg, len,
+                 "pinning %zu more bytes would pass the daemon's "
+                 "limit of %llu pinned bytes",
+                 size, p->max_pinned);
         return GEMM_ERR_LIMIT;
     }
     CK(cudaSetDevice(p->device), msg, len);
@@ -164,14 +166,12 @@ static void cuda_unpin(gemmd_backend *be, void *base, void *handle)
     cuda_priv *p = be->priv;
     cudaError_t e = cudaHostUnregister(base);
     if (e != cudaSuccess)
-        gemmd_log(LOG_WARNING, "cudaHostUnregister: %s",
-                  cudaGetErrorString(e));
+        gemmd_log(LOG_WARNING, "cudaHostUnregister: %s", cudaGetErrorString(e));
     atomic_fetch_sub(&p->pinned_bytes, (size_t)(uintptr_t)handle);
 }
 
 /* This thread's stream and kernel context, made on first use. */
-static int worker_state(cuda_priv *p, cuda_worker **out, char *msg,
-                        size_t len)
+static int worker_state(cuda_priv *p, cuda_worker **out, char *msg, size_t len)
 {
     int rv = GEMM_OK;
     if (tls_worker != NULL) {
@@ -186,8 +186,7 @@ static int worker_state(cuda_priv *p, cuda_worker **out, char *msg,
     }
     cuda_worker *w = &p->workers[p->nworkers];
     CK(cudaSetDevice(p->device), msg, len);
-    CK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), msg,
-       len);
+    CK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), msg, len);
     for (int e = 0; e < 4; e++)
         CK(cudaEventCreate(&w->ev[e]), msg, len);
     rv = gemmk_ctx_create(&w->kctx, p->device);
@@ -219,9 +218,8 @@ static uint64_t pitch_elems(uint64_t cols)
     return (cols + 7) / 8 * 8;
 }
 
-static int stage_alloc(cuda_priv *p, cuda_worker *w, staged *s,
-                       uint64_t rows, uint64_t cols, size_t es, char *msg,
-                       size_t len)
+static int stage_alloc(cuda_priv *p, cuda_worker *w, staged *s, uint64_t rows,
+                       uint64_t cols, size_t es, char *msg, size_t len)
 {
     int rv = GEMM_OK;
     s->ld = pitch_elems(cols);
@@ -230,8 +228,10 @@ static int stage_alloc(cuda_priv *p, cuda_worker *w, staged *s,
     if (p->max_device != 0 && now + s->bytes > p->max_device) {
         atomic_fetch_sub(&p->device_bytes, s->bytes);
         s->bytes = 0;
-        snprintf(msg, len, "the GEMM needs more device memory than the "
-                 "daemon's limit of %llu bytes allows now", p->max_device);
+        snprintf(msg, len,
+                 "the GEMM needs more device memory than the "
+                 "daemon's limit of %llu bytes allows now",
+                 p->max_device);
         return GEMM_ERR_DEVICE_MEMORY;
     }
     CK(cudaMallocAsync(&s->dev, s->bytes, w->stream), msg, len);
@@ -280,17 +280,15 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
         goto fail;
     CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
     if (!j->a_dev) {
-        CK(cudaMemcpy2DAsync(a.dev, a.ld * es, j->a, j->lda * es,
-                             sa->cols * es, sa->rows, cudaMemcpyHostToDevice,
-                             w->stream),
+        CK(cudaMemcpy2DAsync(a.dev, a.ld * es, j->a, j->lda * es, sa->cols * es,
+                             sa->rows, cudaMemcpyHostToDevice, w->stream),
            m, ml);
         da = a.dev;
         lda = a.ld;
     }
     if (!j->b_dev) {
-        CK(cudaMemcpy2DAsync(b.dev, b.ld * es, j->b, j->ldb * es,
-                             sb->cols * es, sb->rows, cudaMemcpyHostToDevice,
-                             w->stream),
+        CK(cudaMemcpy2DAsync(b.dev, b.ld * es, j->b, j->ldb * es, sb->cols * es,
+                             sb->rows, cudaMemcpyHostToDevice, w->stream),
            m, ml);
         db = b.dev;
         ldb = b.ld;
@@ -304,13 +302,23 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
     }
     CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
     gemmk_problem kp = {
-        .m = (int64_t)j->m, .n = (int64_t)j->n, .k = (int64_t)j->k,
-        .ab_type = j->ab_type, .cd_type = j->cd_type,
-        .trans_a = j->trans_a, .trans_b = j->trans_b,
-        .a = da, .b = db, .c = j->has_c ? dc : NULL, .d = d.dev,
-        .lda = (int64_t)lda, .ldb = (int64_t)ldb,
-        .ldc = (int64_t)(j->has_c ? ldc : d.ld), .ldd = (int64_t)d.ld,
-        .alpha = j->alpha, .beta = j->has_c ? j->beta : 0.0f,
+        .m = (int64_t)j->m,
+        .n = (int64_t)j->n,
+        .k = (int64_t)j->k,
+        .ab_type = j->ab_type,
+        .cd_type = j->cd_type,
+        .trans_a = j->trans_a,
+        .trans_b = j->trans_b,
+        .a = da,
+        .b = db,
+        .c = j->has_c ? dc : NULL,
+        .d = d.dev,
+        .lda = (int64_t)lda,
+        .ldb = (int64_t)ldb,
+        .ldc = (int64_t)(j->has_c ? ldc : d.ld),
+        .ldd = (int64_t)d.ld,
+        .alpha = j->alpha,
+        .beta = j->has_c ? j->beta : 0.0f,
     };
     rv = gemmk_gemm(w->kctx, &kp, w->stream, NULL);
     if (rv != GEMM_OK) {
@@ -318,8 +326,8 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
         goto fail;
     }
     CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
-    CK(cudaMemcpy2DAsync(j->d, j->ldd * cs, d.dev, d.ld * cs, j->n * cs,
-                         j->m, cudaMemcpyDeviceToHost, w->stream),
+    CK(cudaMemcpy2DAsync(j->d, j->ldd * cs, d.dev, d.ld * cs, j->n * cs, j->m,
+                         cudaMemcpyDeviceToHost, w->stream),
        m, ml);
     CK(cudaEventRecord(w->ev[3], w->stream), m, ml);
     stage_free(p, w, &a);
@@ -346,9 +354,9 @@ fail:
 /* A resident tensor: 16-bit ones on the device with a 16-byte pitch (what
  * the kernels read); fp32 ones in host memory for the CPU path. */
 typedef struct cuda_tensor {
-    void *dev;      /* device memory, or NULL */
-    size_t bytes;   /* counted against --max-device-bytes */
-    void *host;     /* host copy (fp32), or NULL */
+    void *dev;    /* device memory, or NULL */
+    size_t bytes; /* counted against --max-device-bytes */
+    void *host;   /* host copy (fp32), or NULL */
 } cuda_tensor;
 
 static int cuda_upload(gemmd_backend *be, gemmd_job *j)

@@ -9,25 +9,25 @@
 #include <stdint.h>
 
 typedef struct gemmd_config {
-    char listen[512];           /* nng URL, ipc://... */
-    char backend[16];           /* "auto", "cpu" or "cuda" */
-    int threads;                /* CPU backend threads (0 = all cores) */
-    int device;                 /* CUDA device ordinal */
-    uint32_t max_queue;         /* GEMMs queued or running, all clients */
-    size_t max_message_bytes;   /* larger requests get GEMM_ERR_TOO_LARGE */
-    uint64_t max_dim;           /* upper limit for m, n and k */
-    uint32_t contexts;          /* nng contexts: requests received at once */
-    uint32_t client_buffers;    /* per client: registered buffers */
-    uint64_t client_bytes;      /* per client: registered bytes */
-    uint32_t client_inflight;   /* per client: GEMMs queued or running */
-    uint64_t max_pinned_bytes;  /* CUDA: pinned client memory; 0 = no cap */
-    uint64_t max_device_bytes;  /* CUDA: staging memory; 0 = no cap */
-    unsigned socket_mode;       /* permissions of the ipc socket file */
-    char socket_group[64];      /* group of the socket file; "" = ours */
-    double stats_interval_s;    /* stats log line period; 0 = never */
-    double drain_timeout_s;     /* SIGTERM: longest wait for in-flight work */
-    double watchdog_s;          /* listener self-probe period; 0 = off */
-    int log_level;              /* syslog level */
+    char listen[512];          /* nng URL, ipc://... */
+    char backend[16];          /* "auto", "cpu" or "cuda" */
+    int threads;               /* CPU backend threads (0 = all cores) */
+    int device;                /* CUDA device ordinal */
+    uint32_t max_queue;        /* GEMMs queued or running, all clients */
+    size_t max_message_bytes;  /* larger requests get GEMM_ERR_TOO_LARGE */
+    uint64_t max_dim;          /* upper limit for m, n and k */
+    uint32_t contexts;         /* nng contexts: requests received at once */
+    uint32_t client_buffers;   /* per client: registered buffers */
+    uint64_t client_bytes;     /* per client: registered bytes */
+    uint32_t client_inflight;  /* per client: GEMMs queued or running */
+    uint64_t max_pinned_bytes; /* CUDA: pinned client memory; 0 = no cap */
+    uint64_t max_device_bytes; /* CUDA: staging memory; 0 = no cap */
+    unsigned socket_mode;      /* permissions of the ipc socket file */
+    char socket_group[64];     /* group of the socket file; "" = ours */
+    double stats_interval_s;   /* stats log line period; 0 = never */
+    double drain_timeout_s;    /* SIGTERM: longest wait for in-flight work */
+    double watchdog_s;         /* listener self-probe period; 0 = off */
+    int log_level;             /* syslog level */
 } gemmd_config;
 
 /* Fills *cfg with the defaults (listen URL from the environment). */

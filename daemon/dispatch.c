@@ -161,10 +161,10 @@ static void do_status(gemmd *d, srv_slot *s, uint64_t id)
     gemmd_latency lat;
     stats_latency(&d->stats, &lat);
     reply_init(&r, id);
-#define SET(f, v)                                                             \
-    do {                                                                      \
-        st.has_##f = true;                                                    \
-        st.f = (v);                                                           \
+#define SET(f, v)                                                              \
+    do {                                                                       \
+        st.has_##f = true;                                                     \
+        st.f = (v);                                                            \
     } while (0)
     SET(uptime_s, (gemmd_now_ns() - d->stats.started_ns) / 1e9);
     st.backend = (char *)d->be.ops->name;
@@ -633,8 +633,8 @@ static void finish_job(gemmd *d, gemmd_job *j)
     d->stats.ns_queue += j->t_started - j->t_received;
     d->stats.ns_h2d += j->ns_h2d;
     d->stats.ns_d2h += j->ns_d2h;
-    d->stats.ns_kernel += j->ns_kernel ? j->ns_kernel
-                                       : j->t_finished - j->t_started;
+    d->stats.ns_kernel +=
+        j->ns_kernel ? j->ns_kernel : j->t_finished - j->t_started;
     Gemm__Reply r;
     Gemm__GemmReply g = GEMM__GEMM_REPLY__INIT;
     reply_init(&r, j->req_id);

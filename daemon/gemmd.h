@@ -54,7 +54,7 @@ typedef struct gemmd_client {
 } gemmd_client;
 
 #define GEMMD_CLIENT_BUCKETS 256
-#define GEMMD_RETIRED_MAX 32
+#define GEMMD_RETIRED_MAX    32
 
 typedef struct gemmd {
     gemmd_config cfg; /* read-only after start: any thread */
@@ -66,11 +66,11 @@ typedef struct gemmd {
     /* nng: socket and contexts; slots are touched by nng threads only
      * between a receive and its hand-off */
     nng_socket sock;
-    nng_listener listener; /* the one accepting now */
+    nng_listener listener;                   /* the one accepting now */
     nng_listener retired[GEMMD_RETIRED_MAX]; /* wedged, still serving
                                                  their old connections */
     uint32_t nretired;
-    uint32_t relistens;    /* listeners made after the first */
+    uint32_t relistens; /* listeners made after the first */
     srv_slot *slots;
     uint32_t nslots;
     atomic_uint busy_slots; /* slots holding a request (not receiving) */
@@ -88,10 +88,10 @@ typedef struct gemmd {
     gemmd_client *clients[GEMMD_CLIENT_BUCKETS];
     uint32_t nclients;
 
-    uint32_t inflight;          /* GEMMs queued or running */
-    atomic_uint sends_pending;  /* replies handed to nng, not yet sent */
-    bool draining;              /* SIGTERM seen: refuse new work */
-    bool stopped;               /* handles closing, loop about to end */
+    uint32_t inflight;         /* GEMMs queued or running */
+    atomic_uint sends_pending; /* replies handed to nng, not yet sent */
+    bool draining;             /* SIGTERM seen: refuse new work */
+    bool stopped;              /* handles closing, loop about to end */
 } gemmd;
 
 /* server.c: the nng side (any thread unless noted) */

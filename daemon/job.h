@@ -29,7 +29,7 @@ typedef struct gemmd_event {
     uint32_t pipe; /* EV_PIPE_*: the connection */
     uint64_t uid;  /* EV_PIPE_ADD: its peer's uid, if known */
     bool has_uid;
-    bool internal; /* EV_PIPE_ADD: our own watchdog's connection */
+    bool internal;     /* EV_PIPE_ADD: our own watchdog's connection */
     uint32_t listener; /* EV_PIPE_ADD: the listener that accepted it */
 } gemmd_event;
 

@@ -22,7 +22,7 @@ void gemmd_log_raw(int level, const char *fmt, ...)
     va_end(ap);
     /* One fprintf per line: stdio locks the stream, so lines from different
      * threads never interleave. A terminal gets the level by name. */
-    static const char *names[] = {"emerg", "alert", "crit", "error",
+    static const char *names[] = {"emerg",   "alert",  "crit", "error",
                                   "warning", "notice", "info", "debug"};
     if (isatty(STDERR_FILENO))
         fprintf(stderr, "gemmd: %s: %s\n", names[level & 7], line);
@@ -32,7 +32,7 @@ void gemmd_log_raw(int level, const char *fmt, ...)
 
 int gemmd_log_parse_level(const char *s)
 {
-    static const char *names[] = {"emerg",  "alert", "crit", "err",
+    static const char *names[] = {"emerg",   "alert",  "crit", "err",
                                   "warning", "notice", "info", "debug"};
     if (s == NULL || *s == '\0')
         return -1;

@@ -14,10 +14,10 @@ extern int gemmd_log_level;
 void gemmd_log_raw(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-#define gemmd_log(level, ...)                                                 \
-    do {                                                                      \
-        if ((level) <= gemmd_log_level)                                       \
-            gemmd_log_raw((level), __VA_ARGS__);                              \
+#define gemmd_log(level, ...)                                                  \
+    do {                                                                       \
+        if ((level) <= gemmd_log_level)                                        \
+            gemmd_log_raw((level), __VA_ARGS__);                               \
     } while (0)
 
 /* Parses "err", "warning", "notice", "info", "debug" or a number 0..7.

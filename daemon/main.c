@@ -61,8 +61,8 @@ static void begin_drain(gemmd *d, const char *why)
     if (d->draining)
         return;
     d->draining = true;
-    gemmd_log(LOG_NOTICE, "%s: finishing %u GEMMs in flight, then exiting",
-              why, d->inflight);
+    gemmd_log(LOG_NOTICE, "%s: finishing %u GEMMs in flight, then exiting", why,
+              d->inflight);
     gemmd_notify("STOPPING=1\nSTATUS=draining");
     if (d->cfg.drain_timeout_s > 0)
         uv_timer_start(&d->drain_timer, on_drain_timeout,
@@ -186,8 +186,10 @@ int main(int argc, char **argv)
               GEMM_VERSION_STRING, d->cfg.listen, d->be.ops->name,
               d->be.device);
     char ready[1024];
-    snprintf(ready, sizeof(ready), "READY=1\nSTATUS=serving on %.512s (%s: "
-             "%.127s)", d->cfg.listen, d->be.ops->name, d->be.device);
+    snprintf(ready, sizeof(ready),
+             "READY=1\nSTATUS=serving on %.512s (%s: "
+             "%.127s)",
+             d->cfg.listen, d->be.ops->name, d->be.device);
     gemmd_notify(ready);
 
     uv_run(d->loop, UV_RUN_DEFAULT);

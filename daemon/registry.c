@@ -184,8 +184,7 @@ int reg_register(registry *r, uint32_t owner, uint64_t peer_uid,
         return GEMM_ERR_INVALID;
     }
     if (size == 0 || size > (uint64_t)SIZE_MAX / 2) {
-        snprintf(msg, len, "bad buffer size %llu",
-                 (unsigned long long)size);
+        snprintf(msg, len, "bad buffer size %llu", (unsigned long long)size);
         return GEMM_ERR_INVALID;
     }
     fd = shm_open(name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);

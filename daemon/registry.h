@@ -22,16 +22,16 @@ enum reg_kind {
 };
 
 typedef struct reg_buffer {
-    int kind;                /* enum reg_kind */
+    int kind; /* enum reg_kind */
     uint64_t id;
-    uint32_t owner;          /* nng pipe id of the registering connection */
-    void *base;              /* buffer: mapping, size bytes */
-    size_t size;             /* buffer: mapped bytes; tensor: its memory */
-    void *pin;               /* backend handle (pinned buffer, tensor) */
-    int guard;               /* shmguard slot (SIGBUS protection) */
-    int fd;                  /* the shm object, to notice it shrinking */
-    unsigned refs;           /* 1 while registered + 1 per job using it */
-    bool registered;         /* still in the table (not yet released) */
+    uint32_t owner;  /* nng pipe id of the registering connection */
+    void *base;      /* buffer: mapping, size bytes */
+    size_t size;     /* buffer: mapped bytes; tensor: its memory */
+    void *pin;       /* backend handle (pinned buffer, tensor) */
+    int guard;       /* shmguard slot (SIGBUS protection) */
+    int fd;          /* the shm object, to notice it shrinking */
+    unsigned refs;   /* 1 while registered + 1 per job using it */
+    bool registered; /* still in the table (not yet released) */
     /* tensors: a rows x cols matrix of dtype, leading dimension ld, at data
      * (device memory when on_device) */
     void *data;
@@ -53,11 +53,11 @@ typedef struct reg_hooks {
 
 typedef struct registry {
     reg_buffer **buckets;
-    size_t nbuckets;   /* power of two */
-    uint32_t count;    /* registered buffers (in the table) */
-    uint32_t mapped;   /* mappings alive, released ones still in use too */
-    uint64_t bytes;    /* bytes of registered buffers */
-    uint32_t tensors;  /* resident tensors (in the table) */
+    size_t nbuckets;  /* power of two */
+    uint32_t count;   /* registered buffers (in the table) */
+    uint32_t mapped;  /* mappings alive, released ones still in use too */
+    uint64_t bytes;   /* bytes of registered buffers */
+    uint32_t tensors; /* resident tensors (in the table) */
     uint64_t tensor_bytes;
     reg_hooks hooks;
 } registry;

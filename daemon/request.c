@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-int req_decode(const uint8_t *data, size_t len, size_t max,
-               Gemm__Request **out, char *msg, size_t msglen)
+int req_decode(const uint8_t *data, size_t len, size_t max, Gemm__Request **out,
+               char *msg, size_t msglen)
 {
     *out = NULL;
     if (len > max) {

@@ -19,8 +19,8 @@
  * Returns GEMM_OK, or TOO_LARGE (len > max), PROTOCOL (undecodable) with a
  * message; *out is NULL then.
  */
-int req_decode(const uint8_t *data, size_t len, size_t max,
-               Gemm__Request **out, char *msg, size_t msglen);
+int req_decode(const uint8_t *data, size_t len, size_t max, Gemm__Request **out,
+               char *msg, size_t msglen);
 
 /* Checks the envelope of a decoded request: version and body. Returns
  * GEMM_OK, VERSION or PROTOCOL with a message. */

@@ -33,9 +33,9 @@ typedef struct sched {
     void *done_arg;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    sched_queue *ring;   /* the queue served next; NULL when idle */
+    sched_queue *ring; /* the queue served next; NULL when idle */
     sched_queue *queues[SCHED_BUCKETS];
-    unsigned queued;     /* jobs waiting, all clients */
+    unsigned queued; /* jobs waiting, all clients */
     bool stopping;
     pthread_t *threads;
     unsigned nthreads;

@@ -317,8 +317,8 @@ int srv_open(gemmd *d, char *msg, size_t len)
             goto fail;
         }
     }
-    if ((rv = start_listener(d, d->cfg.listen, sock_path(d), &d->listener,
-                             msg, len)) != GEMM_OK)
+    if ((rv = start_listener(d, d->cfg.listen, sock_path(d), &d->listener, msg,
+                             len)) != GEMM_OK)
         return rv;
     for (uint32_t i = 0; i < d->nslots; i++)
         arm_recv(&d->slots[i]);

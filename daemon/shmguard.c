@@ -32,8 +32,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx)
         if (base == 0 || a < base || a >= base + size)
             continue;
         uintptr_t page = a & ~page_mask;
-        void *p = mmap((void *)page, base + size - page,
-                       PROT_READ | PROT_WRITE,
+        void *p = mmap((void *)page, base + size - page, PROT_READ | PROT_WRITE,
                        MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             break;

@@ -20,10 +20,9 @@ bool val_dtypes_supported(int ab, int cd)
 }
 
 /* Resolves an operand that names a resident tensor. */
-static int check_tensor(const char *what, const val_operand *op,
-                        uint64_t rows, uint64_t cols, int dtype,
-                        const val_limits *lim, void *arg, val_matrix *out,
-                        char *msg, size_t len)
+static int check_tensor(const char *what, const val_operand *op, uint64_t rows,
+                        uint64_t cols, int dtype, const val_limits *lim,
+                        void *arg, val_matrix *out, char *msg, size_t len)
 {
     val_tensor t;
     void *h = lim->tensor_lookup != NULL
@@ -62,10 +61,10 @@ static int check_tensor(const char *what, const val_operand *op,
 }
 
 /* Resolves and checks one operand stored rows x cols of dtype. */
-static int check_matrix(const char *what, const val_operand *op,
-                        uint64_t rows, uint64_t cols, int dtype,
-                        const val_limits *lim, val_lookup_fn lookup,
-                        void *arg, val_matrix *out, char *msg, size_t len)
+static int check_matrix(const char *what, const val_operand *op, uint64_t rows,
+                        uint64_t cols, int dtype, const val_limits *lim,
+                        val_lookup_fn lookup, void *arg, val_matrix *out,
+                        char *msg, size_t len)
 {
     size_t esize = gemm_dtype_size(dtype);
     if (!op->present) {
@@ -74,8 +73,9 @@ static int check_matrix(const char *what, const val_operand *op,
     }
     if (op->tensor_id != 0) {
         if (what[0] == 'D') {
-            snprintf(msg, len, "operand D must be in a buffer, not a "
-                               "resident tensor");
+            snprintf(msg, len,
+                     "operand D must be in a buffer, not a "
+                     "resident tensor");
             return GEMM_ERR_INVALID;
         }
         return check_tensor(what, op, rows, cols, dtype, lim, arg, out, msg,
@@ -115,8 +115,7 @@ static int check_matrix(const char *what, const val_operand *op,
                  "operand %s: %llux%llu with ld %llu at offset %llu extends "
                  "beyond its %zu-byte buffer",
                  what, (unsigned long long)rows, (unsigned long long)cols,
-                 (unsigned long long)ld, (unsigned long long)op->offset,
-                 size);
+                 (unsigned long long)ld, (unsigned long long)op->offset, size);
         return GEMM_ERR_BOUNDS;
     }
     out->handle = h;
@@ -139,15 +138,14 @@ int val_operand_check(const char *what, const val_operand *op, uint64_t rows,
         snprintf(msg, len, "operand %s: unknown type %d", what, dtype);
         return GEMM_ERR_DTYPE;
     }
-    if (rows == 0 || cols == 0 || rows > lim->max_dim ||
-        cols > lim->max_dim) {
+    if (rows == 0 || cols == 0 || rows > lim->max_dim || cols > lim->max_dim) {
         snprintf(msg, len, "operand %s: %llux%llu: each must be in 1..%llu",
                  what, (unsigned long long)rows, (unsigned long long)cols,
                  (unsigned long long)lim->max_dim);
         return GEMM_ERR_DIMS;
     }
-    return check_matrix(what, op, rows, cols, dtype, lim, lookup, arg, out,
-                        msg, len);
+    return check_matrix(what, op, rows, cols, dtype, lim, lookup, arg, out, msg,
+                        len);
 }
 
 static bool overlap(const val_matrix *x, const val_matrix *y)
@@ -202,8 +200,8 @@ int val_gemm_check(const val_gemm *g, const val_limits *lim,
                      (double)g->beta);
             return GEMM_ERR_INVALID;
         }
-        rv = check_matrix("C", &g->c, g->m, g->n, cd, lim, lookup, arg,
-                          &out->c, msg, len);
+        rv = check_matrix("C", &g->c, g->m, g->n, cd, lim, lookup, arg, &out->c,
+                          msg, len);
         if (rv != GEMM_OK)
             return rv;
     }

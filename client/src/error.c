@@ -8,8 +8,8 @@
 GEMM_API const char *gemm_strerror(int err)
 {
     switch (err) {
-#define GEMM_X_CASE(name, num, msg)                                           \
-    case num:                                                                 \
+#define GEMM_X_CASE(name, num, msg)                                            \
+    case num:                                                                  \
         return msg;
         GEMM_ERROR_MAP(GEMM_X_CASE)
 #undef GEMM_X_CASE

@@ -14,8 +14,8 @@
 
 struct probe {
     const char *url;
-    const char *root_shm;    /* an shm object owned by root */
-    uint64_t root_buffer;    /* a buffer id registered by root */
+    const char *root_shm; /* an shm object owned by root */
+    uint64_t root_buffer; /* a buffer id registered by root */
 };
 
 /* Child: connecting must fail. */

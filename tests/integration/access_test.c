@@ -73,10 +73,8 @@ Test(access, other_uid_outside_the_group_cannot_connect)
     chmod(d.dir, 0755); /* the directory is not what stops it */
     struct stat st;
     cr_assert_eq(stat(d.sock, &st), 0);
-    cr_expect_eq(st.st_mode & 0777, 0660, "socket mode %o",
-                 st.st_mode & 0777);
-    int rc = as_nobody((char *const[]){"access_probe", "connect", d.url,
-                                       NULL});
+    cr_expect_eq(st.st_mode & 0777, 0660, "socket mode %o", st.st_mode & 0777);
+    int rc = as_nobody((char *const[]){"access_probe", "connect", d.url, NULL});
     cr_expect_eq(rc, 0, "a user outside the socket's group: probe %d", rc);
     cr_expect_eq(gemmd_stop(&d, 20.0), 0);
     gemmd_destroy(&d);
@@ -90,11 +88,11 @@ Test(access, other_uid_in_the_group_cannot_reach_others_buffers)
         cr_skip_test("skipped: needs root and the user nobody");
     gemmd_proc d;
     char why[512];
-    cr_assert_eq(gemmd_start(&d,
-                             (const char *const[]){"--socket-group",
-                                                   "nogroup", NULL},
-                             why, sizeof(why)),
-                 0, "%s", why);
+    cr_assert_eq(
+        gemmd_start(&d,
+                    (const char *const[]){"--socket-group", "nogroup", NULL},
+                    why, sizeof(why)),
+        0, "%s", why);
     chmod(d.dir, 0755);
     struct stat st;
     cr_assert_eq(stat(d.sock, &st), 0);

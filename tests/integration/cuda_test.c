@@ -22,18 +22,18 @@ static bool on_cuda(void)
     return b != NULL && strcmp(b, "cuda") == 0;
 }
 
-#define NEED_CUDA()                                                           \
-    do {                                                                      \
-        if (!on_cuda())                                                       \
-            cr_skip_test("skipped: no CUDA device (set GEMM_TEST_BACKEND="    \
-                         "cuda on a GPU host)");                              \
+#define NEED_CUDA()                                                            \
+    do {                                                                       \
+        if (!on_cuda())                                                        \
+            cr_skip_test("skipped: no CUDA device (set GEMM_TEST_BACKEND="     \
+                         "cuda on a GPU host)");                               \
     } while (0)
 
 static void setup(void)
 {
     if (on_cuda())
-        fixture_start((const char *const[]){"--max-device-bytes",
-                                            "4294967296", NULL});
+        fixture_start(
+            (const char *const[]){"--max-device-bytes", "4294967296", NULL});
 }
 
 static void teardown(void)
@@ -101,8 +101,8 @@ static void run_checked(gemm_op *op, uint64_t seed)
 Test(cuda, unaligned_shapes_and_lds)
 {
     NEED_CUDA();
-    static const uint64_t dims[][3] = {{1, 1, 1},    {7, 13, 5},
-                                       {127, 129, 65}, {1000, 1, 4095},
+    static const uint64_t dims[][3] = {{1, 1, 1},       {7, 13, 5},
+                                       {127, 129, 65},  {1000, 1, 4095},
                                        {1, 1000, 1000}, {513, 257, 1023}};
     for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
         for (int tr = 0; tr < 4; tr++) {
@@ -156,8 +156,7 @@ Test(cuda, device_memory_cap)
                  gemm_last_error_message());
     uint64_t tid;
     gemm_matrix src = {buf, 0, 0, 0};
-    int rv = gemm_tensor_upload(g_client, &src, 49152, 32768, GEMM_BF16,
-                                &tid);
+    int rv = gemm_tensor_upload(g_client, &src, 49152, 32768, GEMM_BF16, &tid);
     cr_assert_eq(rv, GEMM_OK, "3 GiB tensor: %s", gemm_last_error_message());
     gemm_status st;
     cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
@@ -190,9 +189,9 @@ Test(cuda, resident_weights)
     cr_assert_eq(gemm_buffer_alloc(g_client, wbytes, &w), GEMM_OK);
     tu_fill(gemm_buffer_data(w), GEMM_BF16, 4096, 2048, 2048, &seed);
     gemm_matrix src = {w, 0, 0, 0};
-    cr_assert_eq(gemm_tensor_upload(g_client, &src, 4096, 2048, GEMM_BF16,
-                                    &tid),
-                 GEMM_OK, "%s", gemm_last_error_message());
+    cr_assert_eq(
+        gemm_tensor_upload(g_client, &src, 4096, 2048, GEMM_BF16, &tid),
+        GEMM_OK, "%s", gemm_last_error_message());
     gemm_buffer *x;
     size_t xbytes = (size_t)256 * 2048 * 2, dbytes = (size_t)256 * 4096 * 2;
     cr_assert_eq(gemm_buffer_alloc(g_client, xbytes + dbytes, &x), GEMM_OK);
@@ -210,8 +209,7 @@ Test(cuda, resident_weights)
                 gemm_op ref = op;
                 ref.b = (gemm_matrix){w, 0, 0, 0};
                 double r, sc, tr, ta;
-                tu_ref_elem(&ref, xb, gemm_buffer_data(w), NULL, i, j, &r,
-                            &sc);
+                tu_ref_elem(&ref, xb, gemm_buffer_data(w), NULL, i, j, &r, &sc);
                 tu_tolerance(&ref, &tr, &ta);
                 double got = tu_load(xb + xbytes, GEMM_BF16, i * 4096 + j);
                 cr_assert(fabs(got - r) <= tr * sc + ta,

@@ -98,8 +98,7 @@ Test(tensor, resident_operands_match_reference)
                          gemm_last_error_message());
             memcpy(base + m->offset, saved, 65536);
             free(saved);
-            check_result(&op, base, base + 65536, base + 131072,
-                         base + 196608);
+            check_result(&op, base, base + 65536, base + 131072, base + 196608);
             cr_expect_eq(gemm_tensor_free(g_client, tid), GEMM_OK);
             cr_expect_eq(gemm_tensor_free(g_client, tid), GEMM_ERR_NO_BUFFER,
                          "a freed tensor is gone");
@@ -124,9 +123,9 @@ Test(tensor, refusals_and_ownership)
 
     /* out of the source buffer's bounds */
     uint64_t bad;
-    cr_expect_eq(gemm_tensor_upload(g_client, &src, 1000, 1000, GEMM_FP16,
-                                    &bad),
-                 GEMM_ERR_BOUNDS);
+    cr_expect_eq(
+        gemm_tensor_upload(g_client, &src, 1000, 1000, GEMM_FP16, &bad),
+        GEMM_ERR_BOUNDS);
     cr_expect_eq(gemm_tensor_upload(g_client, &src, 0, 16, GEMM_FP16, &bad),
                  GEMM_ERR_DIMS);
 
@@ -157,8 +156,7 @@ Test(tensor, refusals_and_ownership)
     cr_expect_eq(gemm_run(other, &theirs, NULL), GEMM_ERR_NO_BUFFER);
     cr_expect_eq(gemm_tensor_free(other, tid), GEMM_ERR_NO_BUFFER);
     cr_expect_eq(gemm_run(g_client, &op, NULL), GEMM_OK,
-                 "the owner's tensor survived: %s",
-                 gemm_last_error_message());
+                 "the owner's tensor survived: %s", gemm_last_error_message());
 
     /* the other connection's own tensor goes away with it */
     uint64_t otid;

@@ -89,10 +89,9 @@ Test(dtype, narrowing_is_nearest)
             float r = from16(h, ts[t]);
             float up = from16((uint16_t)(h + 1), ts[t]);
             float dn = from16((uint16_t)(h - 1), ts[t]);
-            cr_assert(fabsf(r - f) <= fabsf(up - f) &&
-                          fabsf(r - f) <= fabsf(dn - f),
-                      "%s: %a -> %a", gemm_dtype_name(ts[t]), (double)f,
-                      (double)r);
+            cr_assert(
+                fabsf(r - f) <= fabsf(up - f) && fabsf(r - f) <= fabsf(dn - f),
+                "%s: %a -> %a", gemm_dtype_name(ts[t]), (double)f, (double)r);
         }
     }
 }

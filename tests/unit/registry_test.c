@@ -142,8 +142,7 @@ Test(registry, release_owner)
     uint64_t ids[5];
     for (int i = 0; i < 5; i++) {
         const char *nm = make_shm(4096);
-        cr_assert_eq(do_register(i < 3 ? 10 : 11, getuid(), nm, 4096,
-                                 &ids[i]),
+        cr_assert_eq(do_register(i < 3 ? 10 : 11, getuid(), nm, 4096, &ids[i]),
                      GEMM_OK);
         shm_unlink(nm);
     }
@@ -190,8 +189,7 @@ Test(registry, refuses_bad_objects)
     snprintf(path, sizeof(path), "/dev/shm/gemm-regtest-fifo-%d",
              (int)getpid());
     cr_assert_eq(mkfifo(path, 0600), 0);
-    cr_expect_eq(do_register(1, getuid(), path + 8, 4096, &id),
-                 GEMM_ERR_SHM);
+    cr_expect_eq(do_register(1, getuid(), path + 8, 4096, &id), GEMM_ERR_SHM);
     unlink(path);
     /* a symlink is not followed */
     char target[128];
@@ -199,8 +197,7 @@ Test(registry, refuses_bad_objects)
     snprintf(path, sizeof(path), "/dev/shm/gemm-regtest-link-%d",
              (int)getpid());
     cr_assert_eq(symlink(target, path), 0);
-    cr_expect_eq(do_register(1, getuid(), path + 8, 4096, &id),
-                 GEMM_ERR_SHM);
+    cr_expect_eq(do_register(1, getuid(), path + 8, 4096, &id), GEMM_ERR_SHM);
     unlink(path);
     unlink(target);
     cr_expect_eq(reg.count, 0);

@@ -46,8 +46,13 @@ static const val_limits lim = {.max_dim = 1 << 16, .tensor_lookup = tensors};
 static val_gemm base(void)
 {
     val_gemm g = {
-        .m = 16, .n = 16, .k = 16, .ab_type = GEMM_FP32,
-        .cd_type = GEMM_FP32, .alpha = 1, .beta = 0,
+        .m = 16,
+        .n = 16,
+        .k = 16,
+        .ab_type = GEMM_FP32,
+        .cd_type = GEMM_FP32,
+        .alpha = 1,
+        .beta = 0,
         .a = {.present = true, .buffer_id = 1, .offset = 0},
         .b = {.present = true, .buffer_id = 1, .offset = 4096},
         .c = {.present = true, .buffer_id = 1, .offset = 8192},
@@ -65,12 +70,12 @@ static int check(const val_gemm *g, val_resolved *r)
     return rv;
 }
 
-#define EXPECT_RV(g, want)                                                    \
-    do {                                                                      \
-        val_resolved r_;                                                      \
-        int rv_ = check(&(g), &r_);                                           \
-        cr_expect_eq(rv_, (want), "got %s (%d), want %s (%d)",               \
-                     gemm_strerror(rv_), rv_, gemm_strerror(want), (want));   \
+#define EXPECT_RV(g, want)                                                     \
+    do {                                                                       \
+        val_resolved r_;                                                       \
+        int rv_ = check(&(g), &r_);                                            \
+        cr_expect_eq(rv_, (want), "got %s (%d), want %s (%d)",                 \
+                     gemm_strerror(rv_), rv_, gemm_strerror(want), (want));    \
     } while (0)
 
 Test(validate, valid_request_resolves)
@@ -266,16 +271,16 @@ Test(validate, operand_check)
     val_operand op = {.present = true, .buffer_id = 2, .offset = 0};
     val_matrix m;
     char msg[128];
-    cr_expect_eq(val_operand_check("src", &op, 32, 32, GEMM_FP32, &lim,
-                                   lookup, NULL, &m, msg, sizeof(msg)),
+    cr_expect_eq(val_operand_check("src", &op, 32, 32, GEMM_FP32, &lim, lookup,
+                                   NULL, &m, msg, sizeof(msg)),
                  GEMM_OK);
-    cr_expect_eq(val_operand_check("src", &op, 33, 32, GEMM_FP32, &lim,
-                                   lookup, NULL, &m, msg, sizeof(msg)),
+    cr_expect_eq(val_operand_check("src", &op, 33, 32, GEMM_FP32, &lim, lookup,
+                                   NULL, &m, msg, sizeof(msg)),
                  GEMM_ERR_BOUNDS);
-    cr_expect_eq(val_operand_check("src", &op, 0, 32, GEMM_FP32, &lim,
-                                   lookup, NULL, &m, msg, sizeof(msg)),
+    cr_expect_eq(val_operand_check("src", &op, 0, 32, GEMM_FP32, &lim, lookup,
+                                   NULL, &m, msg, sizeof(msg)),
                  GEMM_ERR_DIMS);
-    cr_expect_eq(val_operand_check("src", &op, 4, 4, 0, &lim, lookup, NULL,
-                                   &m, msg, sizeof(msg)),
+    cr_expect_eq(val_operand_check("src", &op, 4, 4, 0, &lim, lookup, NULL, &m,
+                                   msg, sizeof(msg)),
                  GEMM_ERR_DTYPE);
 }

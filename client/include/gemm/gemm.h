@@ -26,9 +26,9 @@ extern "C" {
 #define GEMM_API
 #endif
 
-#define GEMM_VERSION_MAJOR 0
-#define GEMM_VERSION_MINOR 1
-#define GEMM_VERSION_PATCH 0
+#define GEMM_VERSION_MAJOR  0
+#define GEMM_VERSION_MINOR  1
+#define GEMM_VERSION_PATCH  0
 #define GEMM_VERSION_STRING "0.1.0"
 
 /* Version of the wire protocol (proto/gemm.proto) this library speaks. */
@@ -38,33 +38,33 @@ extern "C" {
  * Error codes: one table, stable numbers, shared with the wire protocol
  * (Reply.status). X(name, number, message).
  */
-#define GEMM_ERROR_MAP(X)                                                     \
-    X(GEMM_OK, 0, "success")                                                  \
-    X(GEMM_ERR_INVALID, 1, "invalid argument")                                \
-    X(GEMM_ERR_NOMEM, 2, "out of memory")                                     \
-    X(GEMM_ERR_CONNECT, 3, "cannot connect to gemmd (is it running?)")        \
-    X(GEMM_ERR_TIMEOUT, 4, "timed out")                                       \
-    X(GEMM_ERR_CLOSED, 5, "connection closed")                                \
-    X(GEMM_ERR_PROTOCOL, 6, "malformed or undecodable message")               \
-    X(GEMM_ERR_VERSION, 7, "protocol version mismatch")                       \
-    X(GEMM_ERR_TOO_LARGE, 8, "message too large")                             \
-    X(GEMM_ERR_BUSY, 9, "server busy: queue full")                            \
-    X(GEMM_ERR_SHUTDOWN, 10, "server shutting down")                          \
-    X(GEMM_ERR_NO_BUFFER, 11, "unknown buffer id")                            \
-    X(GEMM_ERR_PERMISSION, 12, "permission denied")                           \
-    X(GEMM_ERR_BOUNDS, 13, "operand extends beyond its buffer")               \
-    X(GEMM_ERR_DIMS, 14, "invalid dimensions")                                \
-    X(GEMM_ERR_LD, 15, "leading dimension too small")                         \
-    X(GEMM_ERR_ALIGN, 16, "misaligned operand offset")                        \
-    X(GEMM_ERR_DTYPE, 17, "unsupported data type combination")                \
-    X(GEMM_ERR_SHM, 18, "shared memory error")                                \
-    X(GEMM_ERR_BACKEND, 19, "backend failure")                                \
-    X(GEMM_ERR_LIMIT, 20, "resource limit reached")                           \
-    X(GEMM_ERR_IO, 21, "i/o error")                                           \
-    X(GEMM_ERR_UNSUPPORTED, 22, "operation not supported")                    \
-    X(GEMM_ERR_INTERNAL, 23, "internal error")                                \
-    X(GEMM_ERR_DEVICE, 24, "GPU error")                                       \
-    X(GEMM_ERR_DEVICE_MEMORY, 25, "out of GPU memory")                        \
+#define GEMM_ERROR_MAP(X)                                                      \
+    X(GEMM_OK, 0, "success")                                                   \
+    X(GEMM_ERR_INVALID, 1, "invalid argument")                                 \
+    X(GEMM_ERR_NOMEM, 2, "out of memory")                                      \
+    X(GEMM_ERR_CONNECT, 3, "cannot connect to gemmd (is it running?)")         \
+    X(GEMM_ERR_TIMEOUT, 4, "timed out")                                        \
+    X(GEMM_ERR_CLOSED, 5, "connection closed")                                 \
+    X(GEMM_ERR_PROTOCOL, 6, "malformed or undecodable message")                \
+    X(GEMM_ERR_VERSION, 7, "protocol version mismatch")                        \
+    X(GEMM_ERR_TOO_LARGE, 8, "message too large")                              \
+    X(GEMM_ERR_BUSY, 9, "server busy: queue full")                             \
+    X(GEMM_ERR_SHUTDOWN, 10, "server shutting down")                           \
+    X(GEMM_ERR_NO_BUFFER, 11, "unknown buffer id")                             \
+    X(GEMM_ERR_PERMISSION, 12, "permission denied")                            \
+    X(GEMM_ERR_BOUNDS, 13, "operand extends beyond its buffer")                \
+    X(GEMM_ERR_DIMS, 14, "invalid dimensions")                                 \
+    X(GEMM_ERR_LD, 15, "leading dimension too small")                          \
+    X(GEMM_ERR_ALIGN, 16, "misaligned operand offset")                         \
+    X(GEMM_ERR_DTYPE, 17, "unsupported data type combination")                 \
+    X(GEMM_ERR_SHM, 18, "shared memory error")                                 \
+    X(GEMM_ERR_BACKEND, 19, "backend failure")                                 \
+    X(GEMM_ERR_LIMIT, 20, "resource limit reached")                            \
+    X(GEMM_ERR_IO, 21, "i/o error")                                            \
+    X(GEMM_ERR_UNSUPPORTED, 22, "operation not supported")                     \
+    X(GEMM_ERR_INTERNAL, 23, "internal error")                                 \
+    X(GEMM_ERR_DEVICE, 24, "GPU error")                                        \
+    X(GEMM_ERR_DEVICE_MEMORY, 25, "out of GPU memory")                         \
     X(GEMM_ERR_BUFFER_FAULT, 26, "buffer truncated or unmapped under a request")
 
 typedef enum gemm_error {
@@ -173,16 +173,16 @@ typedef struct gemm_status {
     double latency_p90_us;
     double latency_p99_us;
     double latency_max_us;
-    uint64_t gemm_flops; /* 2*M*N*K over all served GEMMs */
-    uint32_t tensors;      /* resident tensors, all clients */
-    uint64_t tensor_bytes; /* their memory */
-    uint64_t pinned_bytes; /* cuda: client memory pinned */
-    uint64_t device_bytes; /* cuda: device memory in use */
+    uint64_t gemm_flops;             /* 2*M*N*K over all served GEMMs */
+    uint32_t tensors;                /* resident tensors, all clients */
+    uint64_t tensor_bytes;           /* their memory */
+    uint64_t pinned_bytes;           /* cuda: client memory pinned */
+    uint64_t device_bytes;           /* cuda: device memory in use */
     uint64_t tmap_hits, tmap_misses; /* cuda: tensor-map cache */
-    double stage_queue_us; /* mean per GEMM: waiting in the queue */
-    double stage_h2d_us;   /* copies to the device */
-    double stage_kernel_us; /* compute */
-    double stage_d2h_us;   /* copy back */
+    double stage_queue_us;           /* mean per GEMM: waiting in the queue */
+    double stage_h2d_us;             /* copies to the device */
+    double stage_kernel_us;          /* compute */
+    double stage_d2h_us;             /* copy back */
 } gemm_status;
 
 /* Fetches the daemon's counters into *out. Thread-safe. */
@@ -201,8 +201,7 @@ typedef struct gemm_buffer gemm_buffer;
  * On success *out is a new buffer the caller must gemm_buffer_free(); its
  * memory is zero-filled. Thread-safe.
  */
-GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size,
-                               gemm_buffer **out);
+GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size, gemm_buffer **out);
 
 /*
  * Releases the buffer on the daemon (if its client is still open) and unmaps
@@ -257,9 +256,9 @@ GEMM_API void gemm_op_init(gemm_op *op, uint64_t m, uint64_t n, uint64_t k,
                            gemm_dtype ab_type, gemm_dtype cd_type);
 
 typedef struct gemm_timings {
-    uint64_t queued_us;  /* in the daemon's queue */
-    uint64_t compute_us; /* on the backend */
-    uint64_t total_us;   /* in the daemon, receive to reply */
+    uint64_t queued_us;     /* in the daemon's queue */
+    uint64_t compute_us;    /* on the backend */
+    uint64_t total_us;      /* in the daemon, receive to reply */
     uint64_t round_trip_us; /* measured by the client */
 } gemm_timings;
 
@@ -298,8 +297,7 @@ typedef struct gemm_request gemm_request;
  * must be passed to gemm_wait() exactly once (which frees it). The op is
  * copied; the buffers must stay allocated until then. Thread-safe.
  */
-GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op,
-                         gemm_request **out);
+GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out);
 
 /*
  * Waits for a request from gemm_submit() and frees it; returns its status
