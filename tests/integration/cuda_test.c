@@ -9,12 +9,16 @@
  */
 #include "util/daemon.h"
 #include "util/data.h"
+#include "util/raw.h"
 
 #include <criterion/criterion.h>
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 static bool on_cuda(void)
 {
@@ -219,4 +223,36 @@ Test(cuda, resident_weights)
     cr_expect_eq(gemm_tensor_free(g_client, tid), GEMM_OK);
     gemm_buffer_free(x);
     gemm_buffer_free(w);
+}
+
+/* Pinned pages never raise SIGBUS: a buffer its owner shrinks must still
+ * fail its GEMMs with GEMM_ERR_BUFFER_FAULT (the daemon compares the
+ * object's size with its mapping), and the daemon goes on. */
+Test(cuda, shrunk_pinned_buffer)
+{
+    NEED_CUDA();
+    tu_raw r;
+    tu_shm shm;
+    uint64_t id;
+    cr_assert_eq(tu_raw_open(&r, g_gemmd.url, 10000), 0);
+    cr_assert_eq(tu_raw_buffer(&r, &shm, 1 << 20, &id), GEMM_OK);
+    gemm_status st;
+    cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
+    cr_expect_geq(st.pinned_bytes, 1 << 20, "the buffer is pinned");
+    int fd = shm_open(shm.name, O_RDWR, 0);
+    cr_assert(fd >= 0);
+    cr_assert_eq(ftruncate(fd, 4096), 0);
+    close(fd);
+    Gemm__GemmRequest g;
+    Gemm__Operand ops[4];
+    tu_raw_gemm_init(&g, ops, id, 64, 64, 64, 0, 65536, 131072);
+    Gemm__Reply *rep;
+    cr_assert_eq(tu_raw_gemm(&r, &g, &rep), 0);
+    cr_expect_eq(tu_reply_status(rep), GEMM_ERR_BUFFER_FAULT, "got %s: %s",
+                 gemm_strerror(tu_reply_status(rep)),
+                 rep->message ? rep->message : "");
+    gemm__reply__free_unpacked(rep, NULL);
+    tu_raw_close(&r);
+    tu_shm_destroy(&shm);
+    tu_assert_healthy(g_client);
 }
