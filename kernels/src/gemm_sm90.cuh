@@ -134,10 +134,12 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar,
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
                  : "=r"(remote)
                  : "r"(smem_u32(bar)), "r"(rank));
-    asm volatile(
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(
-            remote)
-        : "memory");
+    /* default semantics (.release.cta), as CUTLASS's ClusterBarrier: the
+     * consumer only read shared memory through wgmma, already waited for.
+     * .release.cluster compiled to a cluster-scope MEMBAR per k-block per
+     * warp that stalled the consumers ~35% of cycles (v5, ncu). */
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote)
+                 : "memory");
 }
 
 __device__ __forceinline__ void wgmma_fence()
@@ -280,6 +282,36 @@ store_tile(const KParams &p, float (&d)[BN / 2], int row0, int col0, int lane,
         }
     }
 }
+
+/* store_tile for the output type of p (or the split-K workspace). */
+template <int BN>
+__device__ __forceinline__ void store_any(const KParams &p, float (&d)[BN / 2],
+                                          int row0, int col0, int lane,
+                                          int warp, int split)
+{
+    if (p.splits > 1) {
+        float *w = p.ws + (long long)split * p.m * p.ldw;
+        store_tile<float, BN>(p, d, row0, col0, lane, warp, w, p.ldw, true,
+                              nullptr, 0);
+    } else if (p.cd_type == 3) {
+        store_tile<float, BN>(p, d, row0, col0, lane, warp,
+                              static_cast<float *>(p.d), p.ldd, false,
+                              static_cast<const float *>(p.c), p.ldc);
+    } else if (p.cd_type == 1) {
+        store_tile<__nv_bfloat16, BN>(
+            p, d, row0, col0, lane, warp, static_cast<__nv_bfloat16 *>(p.d),
+            p.ldd, false, static_cast<const __nv_bfloat16 *>(p.c), p.ldc);
+    } else {
+        store_tile<__half, BN>(p, d, row0, col0, lane, warp,
+                               static_cast<__half *>(p.d), p.ldd, false,
+                               static_cast<const __half *>(p.c), p.ldc);
+    }
+}
+
+#ifndef PP_STAGES
+#define PP_STAGES 6
+#endif
+constexpr int PP_SMEM = PP_STAGES * (BM * BK * 2 + 128 * BK * 2) + 1024 + 256;
 
 template <int BN> struct Cfg {
     static constexpr int STAGES = BN == 256 ? 4 : BN == 128 ? 6 : 8;
@@ -459,6 +491,165 @@ __global__ void __launch_bounds__(384, 1)
      * memory or arrive on its barriers */
     if constexpr (CL > 1)
         cluster_sync();
+}
+
+/*
+ * Ping-pong variant (v5): each consumer warpgroup owns a whole 128 x 128
+ * tile (two m64n128k16 per k16 step, 2 x 64 accumulators per thread); the
+ * two consumers take alternate work units of the CTA, so one's epilogue
+ * (stores straight from registers) overlaps the other's main loop instead
+ * of idling the tensor cores. The producer fills the ring in the CTA's unit
+ * order; each consumer walks the ring positions of its own units and skips
+ * the other's. empty[s] counts the 4 warps of the one consumer of stage s.
+ */
+template <bool F16, int AMN, int BMN>
+__global__ void __launch_bounds__(384, 1)
+    gemm_pp_kernel(const __grid_constant__ CUtensorMap tma,
+                   const __grid_constant__ CUtensorMap tmb,
+                   const __grid_constant__ KParams p)
+{
+    constexpr int BN = 128;
+    constexpr int STAGES = PP_STAGES;
+    constexpr int A_BYTES = BM * BK * 2;
+    constexpr int B_BYTES = BN * BK * 2;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = reinterpret_cast<uint8_t *>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    uint8_t *sa = smem;
+    uint8_t *sb = smem + STAGES * A_BYTES;
+    uint64_t *full = reinterpret_cast<uint64_t *>(sb + STAGES * B_BYTES);
+    uint64_t *empty = full + STAGES;
+    /* turn[c]: the other consumer has issued its last k-block of the unit
+     * before this consumer's next one. Keeps each consumer within one ring
+     * lap of the producer (a parity wait cannot tell laps apart). */
+    uint64_t *turn = empty + STAGES;
+
+    const int wg = threadIdx.x / 128;
+    const int tid = threadIdx.x % 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 4);
+        }
+        mbar_init(&turn[0], 1);
+        mbar_init(&turn[1], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        int s = 0;
+        uint32_t ph = 0;
+        for (int u = blockIdx.x; tid == 0 && u < p.units; u += gridDim.x) {
+            int mt, nt, split;
+            unit_coords(p, u, mt, nt, split);
+            int kb0 = split * p.kb_per_split;
+            int kb1 = min(p.nkb, kb0 + p.kb_per_split);
+            int m0 = mt * BM, n0 = nt * BN;
+            for (int kb = kb0; kb < kb1; kb++) {
+                mbar_wait(&empty[s], ph ^ 1);
+                mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
+                int k0 = kb * BK;
+                uint8_t *a = sa + s * A_BYTES;
+                uint8_t *b = sb + s * B_BYTES;
+                if constexpr (AMN) {
+                    tma_load_2d(a, &tma, m0, k0, &full[s]);
+                    tma_load_2d(a + SLAB, &tma, m0 + 64, k0, &full[s]);
+                } else {
+                    tma_load_2d(a, &tma, k0, m0, &full[s]);
+                }
+                if constexpr (BMN) {
+                    tma_load_2d(b, &tmb, n0, k0, &full[s]);
+                    tma_load_2d(b + SLAB, &tmb, n0 + 64, k0, &full[s]);
+                } else {
+                    tma_load_2d(b, &tmb, k0, n0, &full[s]);
+                }
+                if (++s == STAGES) {
+                    s = 0;
+                    ph ^= 1;
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        const int c = wg - 1;
+        const int warp = tid / 32, lane = tid % 32;
+        float d0[BN / 2], d1[BN / 2];
+        int s = 0;
+        uint32_t ph = 0;
+        constexpr uint32_t A_LBO = AMN ? SLAB : 16;
+        constexpr uint32_t B_LBO = BMN ? SLAB : 16;
+        constexpr uint32_t A_KSTEP = AMN ? 16 * 128 : 32;
+        constexpr uint32_t B_KSTEP = BMN ? 16 * 128 : 32;
+        const uint64_t da0 =
+            gemmk_desc_encode(smem_u32(sa), A_LBO, 1024, GEMMK_SWIZZLE_128B);
+        const uint64_t da1 = gemmk_desc_encode(smem_u32(sa) + SLAB, A_LBO,
+                                               1024, GEMMK_SWIZZLE_128B);
+        const uint64_t db0 =
+            gemmk_desc_encode(smem_u32(sb), B_LBO, 1024, GEMMK_SWIZZLE_128B);
+        int i = 0, j = 0;
+        for (int u = blockIdx.x; u < p.units; u += gridDim.x, i++) {
+            int mt, nt, split;
+            unit_coords(p, u, mt, nt, split);
+            int kb0 = split * p.kb_per_split;
+            int kb1 = min(p.nkb, kb0 + p.kb_per_split);
+            if ((i & 1) != c) { /* the other consumer's unit: skip its stages */
+                for (int n = kb1 - kb0; n > 0;) {
+                    int step = min(n, STAGES - s);
+                    n -= step;
+                    s += step;
+                    if (s == STAGES) {
+                        s = 0;
+                        ph ^= 1;
+                    }
+                }
+                continue;
+            }
+            if (c == 1)
+                mbar_wait(&turn[1], j & 1);
+            else if (j > 0)
+                mbar_wait(&turn[0], (j - 1) & 1);
+            j++;
+            int prev = -1;
+            for (int kb = kb0; kb < kb1; kb++) {
+                mbar_wait(&full[s], ph);
+                fence_regs(d0);
+                fence_regs(d1);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; kk++) {
+                    uint32_t oa = (s * A_BYTES + kk * A_KSTEP) >> 4;
+                    uint64_t db = db0 + ((s * B_BYTES + kk * B_KSTEP) >> 4);
+                    int sc = (kb != kb0 || kk != 0);
+                    mma_k16<BN, F16, AMN, BMN>(d0, da0 + oa, db, sc);
+                    mma_k16<BN, F16, AMN, BMN>(d1, da1 + oa, db, sc);
+                }
+                wgmma_commit();
+                wgmma_wait<1>();
+                fence_regs(d0);
+                fence_regs(d1);
+                if (prev >= 0 && lane == 0)
+                    mbar_arrive(&empty[prev]);
+                prev = s;
+                if (++s == STAGES) {
+                    s = 0;
+                    ph ^= 1;
+                }
+            }
+            if (tid == 0)
+                mbar_arrive(&turn[c ^ 1]);
+            wgmma_wait<0>();
+            fence_regs(d0);
+            fence_regs(d1);
+            if (lane == 0)
+                mbar_arrive(&empty[prev]);
+
+            int col0 = nt * BN;
+            store_any<BN>(p, d0, mt * BM, col0, lane, warp, split);
+            store_any<BN>(p, d1, mt * BM + 64, col0, lane, warp, split);
+        }
+    }
 }
 
 /* Split-K reduction: D = alpha * sum_s ws[s] + beta * C. */

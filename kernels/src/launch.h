@@ -27,6 +27,7 @@ cudaError_t launch_n256(const Launch &l);
 cudaError_t launch_n256c2(const Launch &l);
 cudaError_t launch_n128(const Launch &l);
 cudaError_t launch_n64(const Launch &l);
+cudaError_t launch_pp128(const Launch &l);
 int smem_bytes(int bn);
 
 int max_clusters2();

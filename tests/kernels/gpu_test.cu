@@ -383,6 +383,11 @@ int main(int argc, char **argv)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
                                  t >> 1, t & 1, 1.5f, (q % 2) ? 0.5f : 0.f,
                                  (q % 3) * 8, kernels[q % 8]});
+        /* the ping-pong kernel (v5) */
+        cases.push_back({200, 300, 1000, GEMM_BF16, GEMM_BF16, 0, 0, 1.5f,
+                         0.5f, 8, "pp128x128"});
+        cases.push_back({65, 129, 127, GEMM_FP16, GEMM_FP32, 1, 1, 1.0f, 0.f,
+                         0, "pp128x128"});
     } else {
         const long long sz[] = {1,   7,   63,   64,   65,   127,
                                 129, 255, 1000, 1024, 4095, 4096};
@@ -418,6 +423,16 @@ int main(int argc, char **argv)
                 cases.push_back({4096, 4096, 4096, abs_[a], cds[q % 3], t >> 1,
                                  t & 1, 1.0f, q % 2 ? 0.f : -1.0f, 0,
                                  kernels[(q % 2) ? 5 : 1]});
+        /* the ping-pong kernel (v5): tails, transposes, types, outputs */
+        const long long pps[][3] = {{1, 7, 63},       {65, 129, 127},
+                                    {127, 255, 1000}, {1000, 1000, 1000},
+                                    {3000, 5000, 700}, {4096, 4096, 4096}};
+        for (auto &s : pps)
+            for (int t = 0; t < 4; t++, q++)
+                cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
+                                 t >> 1, t & 1, (t == 2) ? -0.75f : 1.0f,
+                                 q % 2 ? 0.f : 0.5f, 8 * (q % 2),
+                                 "pp128x128"});
         /* skinny and split-K shapes */
         const long long skinny[][3] = {{1, 8192, 8192},    {16, 4096, 8192},
                                        {64, 1000, 8192},   {128, 2048, 4096},
