@@ -4,8 +4,9 @@
  * each GEMM staged to the device with cudaMemcpy2DAsync into a pitch of 8
  * elements (so every shape and leading dimension runs on the TMA kernels),
  * multiplied by our Hopper kernels (kernels/), and D copied back into the
- * client's layout. Two worker threads, each with its own stream and kernel
- * context, so one request's copies overlap another's kernel. Device memory
+ * client's layout. Three worker threads, each with its own stream and
+ * kernel context, so one request's copies in, another's kernel and a
+ * third's copy out run at once. Tiny GEMMs take the CPU path. Device memory
  * comes from the stream-ordered pool, which keeps freed blocks: in steady
  * state nothing is allocated from the driver. fp32 A/B (tf32 kernels are
  * still to come) are served by the CPU path.
@@ -23,7 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CUDA_WORKERS 2
+#define CUDA_WORKERS 3 /* one copying in, one computing, one copying out */
+
+/* GEMMs of at most this many multiply-adds run on the CPU path: three
+ * copies, a launch and a stream synchronisation cost more than the math
+ * (64^3 bf16: ~35 us staged on the GPU, ~10 us on one core). */
+#define CUDA_SMALL_MACS (64ull * 64 * 64)
 
 typedef struct cuda_worker {
     cudaStream_t stream;
@@ -36,13 +42,16 @@ typedef struct cuda_priv {
     cudaMemPool_t pool;
     pthread_mutex_t mu; /* guards workers[] setup */
     cuda_worker workers[CUDA_WORKERS];
-    unsigned nworkers;
+    unsigned nworkers;          /* made at start-up */
+    unsigned claimed;           /* bound to a worker thread */
     atomic_ullong pinned_bytes; /* cudaHostRegister'ed client memory */
     atomic_ullong device_bytes; /* staging memory in use */
     unsigned long long max_pinned, max_device;
 } cuda_priv;
 
 static _Thread_local cuda_worker *tls_worker;
+
+static int worker_create(cuda_priv *p, cuda_worker *w, char *msg, size_t len);
 
 /* Maps a CUDA error to a gemm_error and a message naming the call. */
 static int cuda_fail(cudaError_t e, const char *what, const char *file,
@@ -110,12 +119,23 @@ static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
         goto fail;
     snprintf(be->device, sizeof(be->device), "%.100s (sm_%d%d, %d SMs)",
              prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+    for (; p->nworkers < CUDA_WORKERS; p->nworkers++) {
+        rv = worker_create(p, &p->workers[p->nworkers], msg, len);
+        if (rv != GEMM_OK)
+            goto fail;
+    }
     be->priv = p;
     be->workers = CUDA_WORKERS;
     gemmd_log(LOG_INFO, "cuda backend: %s, %.1f GiB", be->device,
               prop.totalGlobalMem / (double)(1u << 30));
     return GEMM_OK;
 fail:
+    for (unsigned i = 0; i < p->nworkers; i++) {
+        gemmk_ctx_destroy(p->workers[i].kctx);
+        for (int e = 0; e < 4; e++)
+            cudaEventDestroy(p->workers[i].ev[e]);
+        cudaStreamDestroy(p->workers[i].stream);
+    }
     pthread_mutex_destroy(&p->mu);
     free(p);
     be->priv = NULL;
@@ -170,7 +190,34 @@ static void cuda_unpin(gemmd_backend *be, void *base, void *handle)
     atomic_fetch_sub(&p->pinned_bytes, (size_t)(uintptr_t)handle);
 }
 
-/* This thread's stream and kernel context, made on first use. */
+/* Makes worker w's stream, events and kernel context. Main thread, at
+ * start-up: nothing is created later, so the daemon's memory and mappings
+ * are the same after the first request as before it. */
+static int worker_create(cuda_priv *p, cuda_worker *w, char *msg, size_t len)
+{
+    int rv = GEMM_OK;
+    CK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), msg, len);
+    for (int e = 0; e < 4; e++)
+        CK(cudaEventCreate(&w->ev[e]), msg, len);
+    rv = gemmk_ctx_create(&w->kctx, p->device);
+    if (rv != GEMM_OK) {
+        snprintf(msg, len, "cannot create the kernel context: %s",
+                 gemm_strerror(rv));
+        goto fail;
+    }
+    return GEMM_OK;
+fail:
+    for (int e = 0; e < 4; e++)
+        if (w->ev[e] != NULL)
+            cudaEventDestroy(w->ev[e]);
+    if (w->stream != NULL)
+        cudaStreamDestroy(w->stream);
+    memset(w, 0, sizeof(*w));
+    return rv;
+}
+
+/* The calling worker thread's stream and kernel context: the first call
+ * on a thread claims one of those made at start-up. */
 static int worker_state(cuda_priv *p, cuda_worker **out, char *msg, size_t len)
 {
     int rv = GEMM_OK;
@@ -179,24 +226,14 @@ static int worker_state(cuda_priv *p, cuda_worker **out, char *msg, size_t len)
         return GEMM_OK;
     }
     pthread_mutex_lock(&p->mu);
-    if (p->nworkers == CUDA_WORKERS) {
+    if (p->claimed == p->nworkers) {
         pthread_mutex_unlock(&p->mu);
         snprintf(msg, len, "more GPU worker threads than streams");
         return GEMM_ERR_INTERNAL;
     }
-    cuda_worker *w = &p->workers[p->nworkers];
+    cuda_worker *w = &p->workers[p->claimed];
     CK(cudaSetDevice(p->device), msg, len);
-    CK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), msg, len);
-    for (int e = 0; e < 4; e++)
-        CK(cudaEventCreate(&w->ev[e]), msg, len);
-    rv = gemmk_ctx_create(&w->kctx, p->device);
-    if (rv != GEMM_OK) {
-        cudaStreamDestroy(w->stream);
-        snprintf(msg, len, "cannot create the kernel context: %s",
-                 gemm_strerror(rv));
-        goto fail;
-    }
-    p->nworkers++;
+    p->claimed++;
     tls_worker = w;
     *out = w;
 fail:
@@ -258,6 +295,9 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
     cuda_worker *w;
     int rv;
     if (j->ab_type == GEMM_FP32) /* no tf32 kernels yet */
+        return gemmd_backend_cpu.gemm(be, j);
+    if (j->m * j->n * j->k <= CUDA_SMALL_MACS && !j->a_dev && !j->b_dev &&
+        !j->c_dev)
         return gemmd_backend_cpu.gemm(be, j);
     if ((rv = worker_state(p, &w, j->msg, sizeof(j->msg))) != GEMM_OK)
         return rv;

@@ -14,6 +14,7 @@ cmake --build "$build" -j "$(nproc)" >/dev/null
 rm -rf "$out"
 exes="$build/daemon/gemmd $build/client/gemmctl"
 exes="$exes $(ls "$build"/tests/integration_* | tr '\n' ' ')"
+exes="$exes $build/tests/fault_probe"
 for e in "$build/bench/e2e/gemm_e2e" "$build/bench/e2e/fresh_cublas"; do
     [ -x "$e" ] && exes="$exes $e"
 done

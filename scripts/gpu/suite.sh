@@ -8,6 +8,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
 export GEMM_TEST_GEMMD=$D/bin/gemmd GEMM_TEST_BACKEND=cuda
+export GEMM_TEST_FAULT_PROBE=$D/bin/fault_probe
 nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
 sock=/tmp/gemmd-smoke.sock
 $D/bin/gemmd --backend cuda --listen ipc://$sock --log-level info \

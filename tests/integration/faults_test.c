@@ -104,14 +104,14 @@ static void assert_back_to(const baseline *b, const char *what)
             break;
         tu_sleep_ms(20);
     } while (tu_now() < until);
-    cr_assert_eq(st.buffers, b->st.buffers, "%s: buffers %u, baseline %u",
-                 what, st.buffers, b->st.buffers);
+    cr_assert_eq(st.buffers, b->st.buffers, "%s: buffers %u, baseline %u", what,
+                 st.buffers, b->st.buffers);
     cr_assert_eq(st.buffer_bytes, b->st.buffer_bytes,
                  "%s: buffer_bytes %llu, baseline %llu", what,
                  (unsigned long long)st.buffer_bytes,
                  (unsigned long long)b->st.buffer_bytes);
-    cr_assert_eq(st.tensors, b->st.tensors, "%s: tensors %u, baseline %u",
-                 what, st.tensors, b->st.tensors);
+    cr_assert_eq(st.tensors, b->st.tensors, "%s: tensors %u, baseline %u", what,
+                 st.tensors, b->st.tensors);
     cr_assert_eq(st.tensor_bytes, b->st.tensor_bytes,
                  "%s: tensor_bytes %llu, baseline %llu", what,
                  (unsigned long long)st.tensor_bytes,
@@ -120,8 +120,8 @@ static void assert_back_to(const baseline *b, const char *what)
                  "%s: pinned_bytes %llu, baseline %llu", what,
                  (unsigned long long)st.pinned_bytes,
                  (unsigned long long)b->st.pinned_bytes);
-    cr_assert_eq(st.clients, b->st.clients, "%s: clients %u, baseline %u",
-                 what, st.clients, b->st.clients);
+    cr_assert_eq(st.clients, b->st.clients, "%s: clients %u, baseline %u", what,
+                 st.clients, b->st.clients);
     int maps = maps_count();
     cr_assert_leq(maps, b->maps + MAPS_TOL,
                   "%s: gemmd has %d mappings, %d at the baseline", what, maps,
@@ -152,8 +152,7 @@ static int raw_recv_status(tu_raw *r, char *msg, size_t len)
 {
     nng_msg *m;
     int rv = nng_recvmsg(r->sock, &m, 0);
-    cr_assert_eq(rv, 0, "no reply (%s): did the daemon die?",
-                 nng_strerror(rv));
+    cr_assert_eq(rv, 0, "no reply (%s): did the daemon die?", nng_strerror(rv));
     Gemm__Reply *rep =
         gemm__reply__unpack(NULL, nng_msg_len(m), nng_msg_body(m));
     nng_msg_free(m);
@@ -203,14 +202,18 @@ Test(faults, client_killed_mid_request)
     baseline b = take_baseline();
     char n[16];
     snprintf(n, sizeof(n), "%d", SLOW_N);
-    char *const argv[] = {(char *)FAULT_PROBE, (char *)"die", g_gemmd.url, n,
-                          NULL};
+    /* GEMM_TEST_FAULT_PROBE: the probe's path where the suite runs from a
+     * bundle (a GPU host) rather than the build tree */
+    const char *probe = getenv("GEMM_TEST_FAULT_PROBE");
+    if (probe == NULL || *probe == '\0')
+        probe = FAULT_PROBE;
+    char *const argv[] = {(char *)probe, (char *)"die", g_gemmd.url, n, NULL};
     fflush(NULL);
     pid_t pid = fork();
     cr_assert_geq(pid, 0, "fork");
     if (pid == 0) {
         unsetenv("BXFI_MAP"); /* the probe is not a Criterion worker */
-        execv(FAULT_PROBE, argv); /* nng does not survive a fork: exec */
+        execv(probe, argv);   /* nng does not survive a fork: exec */
         _exit(101);
     }
     int st;
@@ -416,9 +419,9 @@ Test(faults, impossible_allocation)
  * ping. The new process replaces g_gemmd.pid (the fixture stops it). */
 static void restart_same_url(void)
 {
-    const char *argv[] = {tu_gemmd_path(), "--listen", g_gemmd.url,
-                          "--backend", tu_backend(), "--threads", "1",
-                          "--log-level", "info", NULL};
+    const char *argv[] = {
+        tu_gemmd_path(), "--listen", g_gemmd.url,   "--backend", tu_backend(),
+        "--threads",     "1",        "--log-level", "info",      NULL};
     fflush(NULL);
     pid_t pid = fork();
     cr_assert_geq(pid, 0, "fork");
@@ -461,17 +464,25 @@ static void expect_closed(int rv, const char *what)
                  gemm_strerror(rv), gemm_last_error_message(),
                  gemm_strerror(GEMM_ERR_CLOSED));
     cr_assert(strstr(gemm_last_error_message(), "reopen") != NULL,
-              "%s: the message does not say to reopen the client: \"%s\"",
-              what, gemm_last_error_message());
+              "%s: the message does not say to reopen the client: \"%s\"", what,
+              gemm_last_error_message());
 }
 
 Test(faults, daemon_restart_same_url)
 {
     gemm_buffer *buf;
     char why[512];
-    tu_case cs = {.m = 9, .n = 7, .k = 5, .ab = GEMM_FP32, .cd = GEMM_FP32,
-                  .alpha = 1.0f, .c_mode = TU_C_NONE, .pad_a = TU_TIGHT,
-                  .pad_b = TU_TIGHT, .pad_c = TU_TIGHT, .pad_d = TU_TIGHT,
+    tu_case cs = {.m = 9,
+                  .n = 7,
+                  .k = 5,
+                  .ab = GEMM_FP32,
+                  .cd = GEMM_FP32,
+                  .alpha = 1.0f,
+                  .c_mode = TU_C_NONE,
+                  .pad_a = TU_TIGHT,
+                  .pad_b = TU_TIGHT,
+                  .pad_c = TU_TIGHT,
+                  .pad_d = TU_TIGHT,
                   .seed = 8};
     gemm_client_set_timeout(g_client, 5000);
     int rv = gemm_buffer_alloc(g_client, 16384, &buf);
