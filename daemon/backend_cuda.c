@@ -6,7 +6,7 @@
  * multiplied by our Hopper kernels (kernels/), and D copied back into the
  * client's layout. Three worker threads, each with its own stream and
  * kernel context, so one request's copies in, another's kernel and a
- * third's copy out run at once. Tiny GEMMs take the CPU path. Device memory
+ * third's copy out run at once. Device memory
  * comes from the stream-ordered pool, which keeps freed blocks: in steady
  * state nothing is allocated from the driver. fp32 A/B (tf32 kernels are
  * still to come) are served by the CPU path.
@@ -25,11 +25,6 @@
 #include <string.h>
 
 #define CUDA_WORKERS 3 /* one copying in, one computing, one copying out */
-
-/* GEMMs of at most this many multiply-adds run on the CPU path: three
- * copies, a launch and a stream synchronisation cost more than the math
- * (64^3 bf16: ~35 us staged on the GPU, ~10 us on one core). */
-#define CUDA_SMALL_MACS (64ull * 64 * 64)
 
 typedef struct cuda_worker {
     cudaStream_t stream;
@@ -295,9 +290,6 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
     cuda_worker *w;
     int rv;
     if (j->ab_type == GEMM_FP32) /* no tf32 kernels yet */
-        return gemmd_backend_cpu.gemm(be, j);
-    if (j->m * j->n * j->k <= CUDA_SMALL_MACS && !j->a_dev && !j->b_dev &&
-        !j->c_dev)
         return gemmd_backend_cpu.gemm(be, j);
     if ((rv = worker_state(p, &w, j->msg, sizeof(j->msg))) != GEMM_OK)
         return rv;

@@ -123,7 +123,10 @@ static void assert_back_to(const baseline *b, const char *what)
     cr_assert_eq(st.clients, b->st.clients, "%s: clients %u, baseline %u", what,
                  st.clients, b->st.clients);
     int maps = maps_count();
-    cr_assert_leq(maps, b->maps + MAPS_TOL,
+    /* cuda: the stream-ordered pool keeps the blocks it grew to (steady
+     * state allocates nothing), and each is a mapping */
+    int tol = strcmp(tu_backend(), "cuda") == 0 ? 64 : MAPS_TOL;
+    cr_assert_leq(maps, b->maps + tol,
                   "%s: gemmd has %d mappings, %d at the baseline", what, maps,
                   b->maps);
     tu_assert_healthy(g_client);
