@@ -321,26 +321,58 @@ static bool operand_on_device(const val_matrix *m)
     return m->tensor && ((const reg_buffer *)m->handle)->on_device;
 }
 
-static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
-                    const Gemm__GemmRequest *g)
+/* Admission of work (a GEMM or an upload) from s's connection: it is
+ * still known, the queue and the connection's share of it have room.
+ * Returns the client, or NULL after replying with the error. */
+static gemmd_client *admit(gemmd *d, srv_slot *s, uint64_t id)
 {
     gemmd_client *c = client_find(d, s->pipe);
     if (c == NULL) {
         reply_error(d, s, id, GEMM_ERR_CLOSED, "connection is closing");
-        return;
+        return NULL;
     }
     if (d->inflight >= d->cfg.max_queue) {
         reply_error(d, s, id, GEMM_ERR_BUSY,
-                    "queue full: %u GEMMs queued or running", d->inflight);
-        return;
+                    "queue full: %u requests queued or running", d->inflight);
+        return NULL;
     }
     if (c->inflight >= d->cfg.client_inflight) {
         reply_error(d, s, id, GEMM_ERR_LIMIT,
-                    "this connection already has its limit of %u GEMMs "
+                    "this connection already has its limit of %u requests "
                     "queued or running",
                     d->cfg.client_inflight);
+        return NULL;
+    }
+    return c;
+}
+
+/* Hands job j (its buffers held) of client c to the scheduler; on failure
+ * drops the references, frees j (and an upload's tensor) and replies. */
+static void submit(gemmd *d, srv_slot *s, gemmd_client *c, gemmd_job *j,
+                   uint64_t id)
+{
+    j->t_received = s->t_received;
+    j->owner = s->pipe;
+    j->slot = s;
+    j->req_id = id;
+    if (sched_submit(&d->sched, j) != GEMM_OK) {
+        for (int i = 0; i < j->nbufs; i++)
+            reg_put(&d->reg, j->bufs[i]);
+        free(j->tensor);
+        free(j);
+        reply_error(d, s, id, GEMM_ERR_NOMEM, "out of memory for a queue");
         return;
     }
+    d->inflight++;
+    c->inflight++;
+}
+
+static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
+                    const Gemm__GemmRequest *g)
+{
+    gemmd_client *c = admit(d, s, id);
+    if (c == NULL)
+        return;
     val_gemm v;
     req_gemm_desc(g, &v);
     val_limits lim = {.max_dim = d->cfg.max_dim,
@@ -397,36 +429,17 @@ static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
         j->bufs[j->nbufs] = ms[i]->handle;
         reg_hold(j->bufs[j->nbufs++]);
     }
-    j->t_received = s->t_received;
     if (g->has_timeout_ms && g->timeout_ms > 0)
         j->deadline_ns = s->t_received + (uint64_t)g->timeout_ms * 1000000u;
-    j->owner = s->pipe;
-    j->slot = s;
-    j->req_id = id;
-    if (sched_submit(&d->sched, j) != GEMM_OK) {
-        for (int i = 0; i < j->nbufs; i++)
-            reg_put(&d->reg, j->bufs[i]);
-        free(j);
-        reply_error(d, s, id, GEMM_ERR_NOMEM, "out of memory for a queue");
-        return;
-    }
-    d->inflight++;
-    c->inflight++;
+    submit(d, s, c, j, id);
 }
 
 static void do_upload(gemmd *d, srv_slot *s, uint64_t id,
                       const Gemm__TensorUploadRequest *rq)
 {
-    gemmd_client *c = client_find(d, s->pipe);
-    if (c == NULL) {
-        reply_error(d, s, id, GEMM_ERR_CLOSED, "connection is closing");
+    gemmd_client *c = admit(d, s, id);
+    if (c == NULL)
         return;
-    }
-    if (d->inflight >= d->cfg.max_queue) {
-        reply_error(d, s, id, GEMM_ERR_BUSY,
-                    "queue full: %u requests queued or running", d->inflight);
-        return;
-    }
     if (rq->src != NULL && rq->src->has_tensor_id && rq->src->tensor_id) {
         reply_error(d, s, id, GEMM_ERR_INVALID,
                     "a tensor is uploaded from a buffer, not a tensor");
@@ -466,19 +479,7 @@ static void do_upload(gemmd *d, srv_slot *s, uint64_t id,
     j->lda = src.ld;
     j->bufs[j->nbufs] = src.handle;
     reg_hold(j->bufs[j->nbufs++]);
-    j->t_received = s->t_received;
-    j->owner = s->pipe;
-    j->slot = s;
-    j->req_id = id;
-    if (sched_submit(&d->sched, j) != GEMM_OK) {
-        reg_put(&d->reg, j->bufs[0]);
-        free(t);
-        free(j);
-        reply_error(d, s, id, GEMM_ERR_NOMEM, "out of memory for a queue");
-        return;
-    }
-    d->inflight++;
-    c->inflight++;
+    submit(d, s, c, j, id);
 }
 
 static void do_tensor_free(gemmd *d, srv_slot *s, uint64_t id,
