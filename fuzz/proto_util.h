@@ -36,6 +36,14 @@ static inline bool has_unknown(const Gemm__Request *rq)
             if (ops[i] != NULL)
                 m[k++] = &ops[i]->base;
         break;
+    case GEMM__REQUEST__BODY_TENSOR_UPLOAD:
+        m[k++] = &rq->tensor_upload->base;
+        if (rq->tensor_upload->src != NULL)
+            m[k++] = &rq->tensor_upload->src->base;
+        break;
+    case GEMM__REQUEST__BODY_TENSOR_FREE:
+        m[k++] = &rq->tensor_free->base;
+        break;
     default:
         break;
     }
