@@ -23,6 +23,17 @@
 
 #define MAX_MSG 4096
 
+/* Sanitizer builds: these tests wedge nng 1.5.2 on purpose
+ * (nanomsg/nng#1518), and nng then leaks the negotiating pipes of the
+ * connections it dropped, on the dialing side too (our raw sockets).
+ * LeakSanitizer reads this from programs that define it; other builds
+ * ignore it. The daemons get the same through GEMM_TEST_WEDGE_LSAN. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+    return "leak:libnng.so.1\n";
+}
+
 static void setup(void)
 {
     static const char *const args[] = {"--max-message-bytes", "4096", NULL};
@@ -255,11 +266,10 @@ Test(protocol, ids_echoed_and_unknown_fields_ignored)
     cr_assert(rep->hello->has_protocol_version &&
                   rep->hello->protocol_version == GEMM_PROTOCOL_VERSION,
               "HelloReply.protocol_version");
-    cr_assert(rep->hello->backend &&
-                  strcmp(rep->hello->backend, tu_backend()) == 0,
-              "HelloReply.backend is \"%s\", want %s",
-              rep->hello->backend ? rep->hello->backend : "(null)",
-              tu_backend());
+    cr_assert(
+        rep->hello->backend && strcmp(rep->hello->backend, tu_backend()) == 0,
+        "HelloReply.backend is \"%s\", want %s",
+        rep->hello->backend ? rep->hello->backend : "(null)", tu_backend());
     gemm__reply__free_unpacked(rep, NULL);
     tu_raw_close(&g_raw);
 }
