@@ -12,8 +12,10 @@ export GEMM_URL="ipc://$sock"
 if [ -f build/gemmd.pid ] && kill -0 "$(cat build/gemmd.pid)" 2>/dev/null; then
     kill "$(cat build/gemmd.pid)"; sleep 0.5
 fi
+# the daemon keeps none of this script's streams (a pipe reading them
+# would wait for it otherwise)
 ./build/daemon/gemmd --listen "$GEMM_URL" --log-level notice \
-    2>build/gemmd.log &
+    </dev/null >build/gemmd.out 2>build/gemmd.log &
 echo $! > build/gemmd.pid
 for i in $(seq 50); do
     ./build/client/gemmctl ping >/dev/null 2>&1 && break
