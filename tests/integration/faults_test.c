@@ -47,8 +47,8 @@ static void setup(void)
 
 TestSuite(faults, .init = setup, .fini = fixture_teardown, .timeout = 60);
 
-#define SLOW_N   1536 /* fp32 SLOW_N^3: ~7 GFLOP, 100+ ms on one core */
-#define MAPS_TOL 8    /* mapping lines allowed above the baseline */
+#define SLOW_N   TU_SLOW_N
+#define MAPS_TOL 8 /* mapping lines allowed above the baseline */
 
 static bool on_cpu(void)
 {
@@ -166,38 +166,6 @@ static int raw_recv_status(tu_raw *r, char *msg, size_t len)
     return st;
 }
 
-/* The slow GEMM on a client buffer (allocated here): D = A * B. */
-static void slow_op(gemm_client *c, gemm_buffer **buf, gemm_op *op)
-{
-    size_t nn = (size_t)SLOW_N * SLOW_N;
-    uint64_t seed = 4242;
-    int rv = gemm_buffer_alloc(c, 3 * nn * 4, buf);
-    cr_assert_eq(rv, GEMM_OK, "slow buffer: %s", gemm_strerror(rv));
-    tu_fill(gemm_buffer_data(*buf), GEMM_FP32, 2 * SLOW_N, SLOW_N, SLOW_N,
-            &seed);
-    gemm_op_init(op, SLOW_N, SLOW_N, SLOW_N, GEMM_FP32, GEMM_FP32);
-    op->a.buf = op->b.buf = op->d.buf = *buf;
-    op->b.offset = nn * 4;
-    op->d.offset = 2 * nn * 4;
-}
-
-static void slow_check(const gemm_op *op, gemm_buffer *buf, const char *who)
-{
-    const char *base = gemm_buffer_data(buf);
-    const float *d = (const float *)(base + op->d.offset);
-    size_t pts[3][2] = {{0, 0}, {SLOW_N - 1, SLOW_N - 1}, {999, 3}};
-    for (int i = 0; i < 3; i++) {
-        double ref, scale;
-        size_t r = pts[i][0], col = pts[i][1];
-        tu_ref_elem(op, base + op->a.offset, base + op->b.offset, NULL, r, col,
-                    &ref, &scale);
-        double err = d[r * SLOW_N + col] - ref;
-        cr_assert(err < 1e-4 * scale + 1e-5 && err > -1e-4 * scale - 1e-5,
-                  "%s: D[%zu][%zu] = %g, want %g", who, r, col,
-                  (double)d[r * SLOW_N + col], ref);
-    }
-}
-
 /* ---- client faults ---- */
 
 Test(faults, client_killed_mid_request)
@@ -305,7 +273,7 @@ Test(faults, buffer_truncated_while_queued_and_running)
     char msg[512];
     uint64_t seed = 3;
 
-    slow_op(g_client, &slow_buf, &slow);
+    tu_slow_op(g_client, &slow_buf, &slow);
     cr_assert_eq(tu_raw_open(&r, g_gemmd.url, 20000), 0, "raw dial");
     cr_assert_eq(tu_raw_buffer(&r, &x, 1 << 20, &idx), GEMM_OK, "register");
     tu_fill(x.data, GEMM_FP32, 1, 65536, 65536, &seed);
@@ -331,7 +299,7 @@ Test(faults, buffer_truncated_while_queued_and_running)
     rv = gemm_wait(rs, &ts);
     cr_assert_eq(rv, GEMM_OK, "the other client's slow GEMM: %s (%s)",
                  gemm_strerror(rv), gemm_last_error_message());
-    slow_check(&slow, slow_buf, "the other client's slow GEMM");
+    tu_slow_check(&slow, slow_buf, "the other client's slow GEMM");
     cr_assert_gt((ts.queued_us + ts.compute_us) * 1e-6, t_trunc,
                  "the slow GEMM (%llu us) ended before the truncation (%.0f "
                  "ms): the test proved nothing",
@@ -366,7 +334,7 @@ Test(faults, buffer_truncated_while_queued_and_running)
     /* the daemon survived, other clients compute correctly */
     rv = gemm_run(g_client, &slow, NULL);
     cr_assert_eq(rv, GEMM_OK, "slow GEMM afterwards: %s", gemm_strerror(rv));
-    slow_check(&slow, slow_buf, "slow GEMM afterwards");
+    tu_slow_check(&slow, slow_buf, "slow GEMM afterwards");
     tu_assert_healthy(g_client);
     Gemm__Reply *rep;
     cr_assert_eq(tu_raw_release(&r, idx, &rep), 0, "release X: no reply");

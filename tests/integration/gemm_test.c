@@ -38,20 +38,7 @@ static void case_for(tu_case *cs, size_t idx, gemm_dtype ab, gemm_dtype cd)
     cs->cd = cd;
     cs->ta = idx & 1;
     cs->tb = (idx >> 1) & 1;
-    switch ((idx + s) % 4) {
-    case 0:
-        cs->c_mode = TU_C_NONE, cs->alpha = 1.0f, cs->beta = 0.0f;
-        break;
-    case 1:
-        cs->c_mode = TU_C_SEPARATE, cs->alpha = 0.75f, cs->beta = -0.5f;
-        break;
-    case 2:
-        cs->c_mode = TU_C_INPLACE, cs->alpha = -1.25f, cs->beta = 1.0f;
-        break;
-    default:
-        cs->c_mode = TU_C_UNREAD, cs->alpha = 2.0f, cs->beta = 0.0f;
-        break;
-    }
+    tu_case_c_mode(cs, (unsigned)(idx + s));
     cs->pad_a = idx % 3 == 0 ? TU_TIGHT : (uint32_t)(idx % 5);
     cs->pad_b = (idx / 3) % 3 == 0 ? TU_TIGHT : (uint32_t)(idx % 4 + 1);
     cs->pad_c = idx % 2 ? 3 : TU_TIGHT;

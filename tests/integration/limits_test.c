@@ -26,7 +26,7 @@
 
 TestSuite(limits, .fini = fixture_teardown, .timeout = 60);
 
-#define SLOW_N 1536 /* fp32 SLOW_N^3: ~7 GFLOP, 100+ ms on one core */
+#define SLOW_N TU_SLOW_N
 
 /* A small case at byte offset base of a buffer (fits in 16 KiB). */
 static tu_case small_case(uint64_t base, uint64_t seed)
@@ -66,39 +66,6 @@ static void expect_limit(int rv, const char *what)
     cr_assert(strstr(gemm_last_error_message(), "limit") != NULL,
               "%s: the message does not name the limit: \"%s\"", what,
               gemm_last_error_message());
-}
-
-/* The slow GEMM: D = A * B, fp32 SLOW_N^3, all in *buf (allocated here). */
-static void slow_op(gemm_client *c, gemm_buffer **buf, gemm_op *op)
-{
-    size_t nn = (size_t)SLOW_N * SLOW_N;
-    uint64_t seed = 4242;
-    int rv = gemm_buffer_alloc(c, 3 * nn * 4, buf);
-    cr_assert_eq(rv, GEMM_OK, "slow buffer: %s", gemm_strerror(rv));
-    float *p = gemm_buffer_data(*buf);
-    tu_fill(p, GEMM_FP32, 2 * SLOW_N, SLOW_N, SLOW_N, &seed);
-    gemm_op_init(op, SLOW_N, SLOW_N, SLOW_N, GEMM_FP32, GEMM_FP32);
-    op->a.buf = op->b.buf = op->d.buf = *buf;
-    op->b.offset = nn * 4;
-    op->d.offset = 2 * nn * 4;
-}
-
-/* Spot-checks a few elements of the slow GEMM's D. */
-static void slow_check(const gemm_op *op, gemm_buffer *buf, const char *who)
-{
-    const char *base = gemm_buffer_data(buf);
-    const float *d = (const float *)(base + op->d.offset);
-    size_t pts[4][2] = {{0, 0}, {SLOW_N - 1, SLOW_N - 1}, {7, 1000}, {999, 3}};
-    for (int i = 0; i < 4; i++) {
-        double ref, scale;
-        size_t r = pts[i][0], col = pts[i][1];
-        tu_ref_elem(op, base + op->a.offset, base + op->b.offset, NULL, r, col,
-                    &ref, &scale);
-        double err = d[r * SLOW_N + col] - ref;
-        cr_assert(err < 1e-4 * scale + 1e-5 && err > -1e-4 * scale - 1e-5,
-                  "%s: D[%zu][%zu] = %g, want %g", who, r, col,
-                  (double)d[r * SLOW_N + col], ref);
-    }
 }
 
 static bool on_cpu(void)
@@ -193,13 +160,13 @@ Test(limits, client_inflight)
     tu_case cs[SMALLS];
     char why[512];
 
-    slow_op(g_client, &slow_buf, &slow);
+    tu_slow_op(g_client, &slow_buf, &slow);
     int rv = gemm_buffer_alloc(g_client, SMALLS * 16384, &buf);
     cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
     for (int i = 0; i < SMALLS; i++) {
         cs[i] = small_case((uint64_t)i * 16384, 100 + i);
-        cr_assert(tu_case_prepare(&cs[i], buf, &p[i], why, sizeof(why)),
-                  "%s", why);
+        cr_assert(tu_case_prepare(&cs[i], buf, &p[i], why, sizeof(why)), "%s",
+                  why);
     }
     rv = gemm_submit(g_client, &slow, &rs);
     cr_assert_eq(rv, GEMM_OK, "submit slow: %s", gemm_strerror(rv));
@@ -212,7 +179,8 @@ Test(limits, client_inflight)
     gemm_client *other = tu_client(&g_gemmd, 30000);
     gemm_buffer *obuf;
     rv = gemm_buffer_alloc(other, 16384, &obuf);
-    cr_assert_eq(rv, GEMM_OK, "other: gemm_buffer_alloc: %s", gemm_strerror(rv));
+    cr_assert_eq(rv, GEMM_OK, "other: gemm_buffer_alloc: %s",
+                 gemm_strerror(rv));
     compute_ok(other, obuf, "other client while the capped one is full");
 
     int limited = 0;
@@ -221,12 +189,12 @@ Test(limits, client_inflight)
         if (rv == GEMM_ERR_LIMIT) {
             limited++;
             expect_limit(rv, "GEMM past --client-inflight 2");
-            cr_assert_eq(memcmp(p[i].data + p[i].lo, p[i].snapshot,
-                                p[i].hi - p[i].lo),
-                         0, "a refused GEMM changed its buffer");
+            cr_assert_eq(
+                memcmp(p[i].data + p[i].lo, p[i].snapshot, p[i].hi - p[i].lo),
+                0, "a refused GEMM changed its buffer");
         } else {
-            cr_assert_eq(rv, GEMM_OK, "small %d: %s (%s)", i,
-                         gemm_strerror(rv), gemm_last_error_message());
+            cr_assert_eq(rv, GEMM_OK, "small %d: %s (%s)", i, gemm_strerror(rv),
+                         gemm_last_error_message());
             cr_assert(tu_case_verify(&p[i], why, sizeof(why)), "small %d: %s",
                       i, why);
         }
@@ -235,7 +203,7 @@ Test(limits, client_inflight)
     rv = gemm_wait(rs, NULL);
     cr_assert_eq(rv, GEMM_OK, "slow: %s (%s)", gemm_strerror(rv),
                  gemm_last_error_message());
-    slow_check(&slow, slow_buf, "slow GEMM");
+    tu_slow_check(&slow, slow_buf, "slow GEMM");
     /* the slow one and one small fill the cap: the 3 others are refused */
     cr_assert_geq(limited, SMALLS - 2,
                   "%d of %d GEMMs behind a slow one got LIMIT with "
@@ -277,7 +245,7 @@ Test(limits, deadline_expires_in_queue)
     tu_prepared p;
     char why[512];
 
-    slow_op(g_client, &slow_buf, &slow);
+    tu_slow_op(g_client, &slow_buf, &slow);
     int rv = gemm_buffer_alloc(g_client, 32768, &buf);
     cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
     tu_case cs = small_case(0, 99); /* D poisoned by prepare */
@@ -301,7 +269,7 @@ Test(limits, deadline_expires_in_queue)
     rv = gemm_wait(rs, &ts);
     cr_assert_eq(rv, GEMM_OK, "slow: %s (%s)", gemm_strerror(rv),
                  gemm_last_error_message());
-    slow_check(&slow, slow_buf, "slow GEMM ahead of the expired one");
+    tu_slow_check(&slow, slow_buf, "slow GEMM ahead of the expired one");
     cr_assert_gt(ts.compute_us, 2000,
                  "the slow GEMM took only %llu us: too fast to test a 1 ms "
                  "deadline behind it",
