@@ -5,8 +5,10 @@
  * op(A) is M x K: A is stored M x K (lda >= K), or K x M when trans_a
  * (lda >= M). op(B) is K x N: B is stored K x N (ldb >= N), or N x K when
  * trans_b (ldb >= K). C and D are M x N (ldc, ldd >= N). A and B are bf16
- * or fp16 (the same type); C and D are bf16, fp16 or fp32 (cd_type, one type
- * for both); accumulation is fp32. Leading dimensions are in elements and
+ * or fp16 (the same type), or fp32 multiplied per `precision` (tf32, or
+ * 3xTF32 for fp32 accuracy); C and D are bf16, fp16 or fp32 (cd_type, one
+ * type for both); accumulation is fp32. Kernels of the catalog may serve
+ * less (see gemmk_kernel_desc). Leading dimensions are in elements and
  * must be multiples of 8 (16 bytes, what TMA needs); pointers 16-byte
  * aligned. When beta == 0, C is never read and may be NULL.
  *
@@ -39,6 +41,7 @@ typedef struct gemmk_problem {
     void *d;                    /* device pointer; must not alias a or b */
     int64_t lda, ldb, ldc, ldd; /* elements, multiples of 8 */
     float alpha, beta;
+    gemm_precision precision;   /* fp32 A/B only; DEFAULT otherwise */
 } gemmk_problem;
 
 /*
@@ -56,10 +59,11 @@ void gemmk_ctx_destroy(gemmk_ctx *ctx);
 
 /*
  * Validates p and enqueues the multiply on `stream` (0: the legacy default
- * stream). kernel: NULL picks a configuration by shape; otherwise one of the
- * names gemmk_kernel_name() lists ("auto" too). Returns GEMM_ERR_INVALID for
+ * stream). kernel: NULL or "auto" picks a configuration by shape, type and
+ * precision; otherwise a catalog name. Returns GEMM_ERR_INVALID for
  * bad dims, leading dims or alignment, GEMM_ERR_DTYPE for unsupported
- * types, GEMM_ERR_UNSUPPORTED for an unknown kernel name, GEMM_ERR_DEVICE
+ * types, GEMM_ERR_UNSUPPORTED for an unknown kernel name or one that does
+ * not serve p (gemmk_check), GEMM_ERR_DEVICE
  * or GEMM_ERR_DEVICE_MEMORY on CUDA failures. Asynchronous: the operands
  * must stay valid until the stream reaches the work. Split-K configurations
  * use the context's workspace: do not run one context on two streams at
@@ -83,10 +87,41 @@ gemm_error gemmk_select(const gemmk_ctx *ctx, const gemmk_problem *p,
  */
 void gemmk_ctx_info(const gemmk_ctx *ctx, int *num_sms, int *max_clusters2);
 
-/* Number of selectable kernel configurations, and the i-th name (static
- * string; NULL when out of range). Thread-safe. */
-int gemmk_kernel_count(void);
-const char *gemmk_kernel_name(int i);
+/*
+ * The kernel catalog: every kernel gemmk_gemm can run by name, from the
+ * teaching ladder of the seed notes (naive ... wgmma-basic) through the
+ * production configurations to cuBLAS as the reference. Entries are static
+ * and thread-safe to read.
+ */
+typedef struct gemmk_kernel_desc {
+    const char *name;     /* what a request names, e.g. "naive", "ws128x256" */
+    int ladder;           /* 1.. its rung on the ladder (bench order); 0: a
+                             production configuration not on the ladder */
+    int reference;        /* 1: cuBLAS, the reference others are compared to */
+    const char *summary;  /* one line: what it is */
+    unsigned ab_types;    /* bit (1u << gemm_dtype) per A/B type it serves */
+    unsigned cd_types;    /* bit (1u << gemm_dtype) per C/D type it serves */
+    unsigned precisions;  /* fp32 A/B: bit (1u << gemm_precision) per
+                             precision served (DEFAULT counts as FP32) */
+    unsigned transposes;  /* bit (trans_a | trans_b << 1) per combination */
+} gemmk_kernel_desc;
+
+#define GEMMK_TRANS_ALL 0xFu
+
+/* Number of entries, and the i-th (NULL when out of range). */
+int gemmk_catalog_size(void);
+const gemmk_kernel_desc *gemmk_catalog_entry(int i);
+/* The entry named `name` ("auto" included), or NULL. */
+const gemmk_kernel_desc *gemmk_catalog_find(const char *name);
+
+/*
+ * GEMM_OK if kernel `name` (NULL = "auto") serves p's types, precision and
+ * transposes; else GEMM_ERR_UNSUPPORTED with a static reason in *why (if
+ * why is non-NULL), e.g. "wgmma-basic serves bf16 and fp16 inputs only".
+ * Does not validate dims or pointers (gemmk_gemm does). Thread-safe.
+ */
+gemm_error gemmk_check(const char *name, const gemmk_problem *p,
+                       const char **why);
 
 typedef struct gemmk_cache_stats {
     uint64_t hits, misses, evictions;

@@ -87,6 +87,27 @@ typedef enum gemm_dtype {
     GEMM_FP32 = 3,
 } gemm_dtype;
 
+/*
+ * How fp32 A/B are multiplied (ignored for 16-bit inputs, where it must be
+ * GEMM_PRECISION_DEFAULT). The numbers are the wire protocol's Precision.
+ *  - DEFAULT: GEMM_PRECISION_FP32.
+ *  - TF32: on the tensor cores as tf32 (10-bit mantissa; fast, ~1e-3
+ *    relative error).
+ *  - FP32: fp32 accuracy: on the GPU, error-compensated 3xTF32 (each input
+ *    split into a tf32 high and low part, three tf32 products); on the CPU,
+ *    SGEMM.
+ */
+typedef enum gemm_precision {
+    GEMM_PRECISION_DEFAULT = 0,
+    GEMM_PRECISION_TF32 = 1,
+    GEMM_PRECISION_FP32 = 2,
+} gemm_precision;
+
+/* "default", "tf32", "fp32"; "?" otherwise. Thread-safe. */
+GEMM_API const char *gemm_precision_name(gemm_precision p);
+/* Parses "default", "tf32", "fp32". GEMM_ERR_INVALID if unknown. */
+GEMM_API int gemm_precision_parse(const char *s, gemm_precision *out);
+
 /* Bytes per element: 2, 2, 4; 0 for an unknown type. Thread-safe. */
 GEMM_API size_t gemm_dtype_size(gemm_dtype t);
 /* "bf16", "fp16", "fp32"; "?" for an unknown type. Thread-safe. */
@@ -248,7 +269,16 @@ typedef struct gemm_op {
     /* deadline: if the daemon has not started the GEMM this many ms after
      * receiving it, it is dropped with GEMM_ERR_TIMEOUT (0 = none) */
     uint32_t timeout_ms;
+    /* fp32 A/B only: see gemm_precision */
+    gemm_precision precision;
+    /* NULL or "auto": the daemon picks. Otherwise a name from
+     * gemm_list_kernels() (at most GEMM_KERNEL_NAME_MAX bytes); a kernel
+     * that cannot serve this op is GEMM_ERR_UNSUPPORTED. Copied by
+     * gemm_submit. */
+    const char *kernel;
 } gemm_op;
+
+#define GEMM_KERNEL_NAME_MAX 31
 
 /* Fills *op with m, n, k, types, alpha = 1, beta = 0, no transposes, tight
  * leading dimensions and no buffers. Thread-safe. */
