@@ -1,8 +1,8 @@
 /*
  * main.c: gemmctl, the command-line face of gemmd, built only on the public
  * libgemmclient API. Global options (--url, --help, --version), then one
- * subcommand: ping, status, mm (in mm.c). Exit codes: 0 ok, 1 runtime
- * error, 2 usage error.
+ * subcommand: ping, status, mm (mm.c), kernels (kernels.c), bench
+ * (bench.c). Exit codes: 0 ok, 1 runtime error, 2 usage error.
  */
 #include "gemmctl.h"
 
@@ -30,6 +30,14 @@ static const char usage_text[] =
     "                            files\n"
     "  mm -m M -n N -k K [--dtype T] [--ta] [--tb] [--check] [--repeat R]\n"
     "                            random inputs; prints time and TFLOP/s\n"
+    "  mm ... [--kernel NAME] [--precision default|tf32|fp32]\n"
+    "                            a kernel by name; fp32 inputs as tf32 or\n"
+    "                            at fp32 accuracy\n"
+    "  kernels [--json]          the kernels a request may name\n"
+    "  bench [--kernels A,B,..|--ladder] [--sizes 256,512,..]\n"
+    "        [--dtype T] [--precision P] [--repeat R] [--csv FILE]\n"
+    "                            time kernels against the reference;\n"
+    "                            table of TFLOP/s, ratio and error\n"
     "\n"
     "Options:\n"
     "  --url URL                 the daemon (default: $GEMM_URL, else\n"
@@ -52,6 +60,16 @@ int ctl_error(int code, const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     return code;
+}
+
+int ctl_parse_precision(const char *cmd, const char *opt, const char *s,
+                        gemm_precision *out)
+{
+    if (gemm_precision_parse(s, out) != GEMM_OK)
+        return ctl_error(EXIT_USAGE,
+                         "%s: %s wants default, tf32 or fp32, not '%s'", cmd,
+                         opt, s);
+    return EXIT_OK;
 }
 
 int ctl_fail(int rv, const char *what)
@@ -119,8 +137,7 @@ int cmd_ping(const char *url, int argc, char **argv)
     return EXIT_OK;
 }
 
-/* Prints s as a JSON string. */
-static void json_str(const char *s)
+void ctl_json_str(const char *s)
 {
     putchar('"');
     for (; *s; s++) {
@@ -159,9 +176,9 @@ int cmd_status(const char *url, int argc, char **argv)
         return ctl_fail(rv, "status");
     if (json) {
         printf("{\"uptime_s\": %.3f, \"backend\": ", s.uptime_s);
-        json_str(s.backend);
+        ctl_json_str(s.backend);
         printf(", \"device\": ");
-        json_str(s.device);
+        ctl_json_str(s.device);
         printf(", \"requests_served\": %" PRIu64
                ", \"requests_failed\": %" PRIu64 ", \"queue_depth\": %" PRIu32
                ", \"queue_capacity\": %" PRIu32 ", \"buffers\": %" PRIu32
@@ -275,6 +292,10 @@ int main(int argc, char **argv)
         return cmd_status(url, sub_argc, sub_argv);
     if (strcmp(cmd, "mm") == 0)
         return cmd_mm(url, sub_argc, sub_argv);
+    if (strcmp(cmd, "kernels") == 0)
+        return cmd_kernels(url, sub_argc, sub_argv);
+    if (strcmp(cmd, "bench") == 0)
+        return cmd_bench(url, sub_argc, sub_argv);
     if (strcmp(cmd, "help") == 0) {
         fputs(usage_text, stdout);
         return EXIT_OK;

@@ -43,13 +43,17 @@ static const char mm_usage[] =
     "                       fp32 (default: fp16 if both files are float16,\n"
     "                       else fp32; fp32 for random inputs)\n"
     "  --cd-dtype T         type of C and D (default: as --dtype)\n"
+    "  --kernel NAME        run this kernel (gemmctl kernels lists them;\n"
+    "                       default: the daemon picks)\n"
+    "  --precision P        fp32 inputs: default, tf32 (fast, ~1e-3) or\n"
+    "                       fp32 (accurate); default is fp32\n"
     "Output:\n"
     "  --out FILE           write D as .npy (else D is printed)\n"
     "  --out-dtype T        fp32 or fp16 for --out (default: fp16 if D is\n"
     "                       fp16, else fp32)\n"
     "  --check              compare with an fp64 CPU reference; prints the\n"
     "                       relative Frobenius error and PASS/FAIL (fp32\n"
-    "                       1e-5, fp16 2e-3, bf16 1e-2)\n"
+    "                       1e-5, tf32 2e-3, fp16 2e-3, bf16 1e-2)\n"
     "  --repeat R           run R times, report median and best (random)\n";
 
 struct mm_args {
@@ -62,6 +66,8 @@ struct mm_args {
     bool have_m, have_n, have_k;
     unsigned repeat;
     uint64_t seed;
+    const char *kernel; /* NULL: the daemon picks */
+    gemm_precision precision;
 };
 
 /* The matrices of one GEMM, in daemon buffers, plus fp32 copies of the
@@ -122,7 +128,9 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
         O_OUT_DTYPE,
         O_CHECK,
         O_REPEAT,
-        O_SEED
+        O_SEED,
+        O_KERNEL,
+        O_PRECISION
     };
     static const struct option opts[] = {
         {"a", required_argument, NULL, O_A},
@@ -139,6 +147,8 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
         {"check", no_argument, NULL, O_CHECK},
         {"repeat", required_argument, NULL, O_REPEAT},
         {"seed", required_argument, NULL, O_SEED},
+        {"kernel", required_argument, NULL, O_KERNEL},
+        {"precision", required_argument, NULL, O_PRECISION},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -205,6 +215,18 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
             break;
         case O_SEED:
             rv = parse_u64("--seed", optarg, &a->seed);
+            break;
+        case O_KERNEL:
+            if (optarg[0] == '\0' || strlen(optarg) > GEMM_KERNEL_NAME_MAX)
+                rv = ctl_error(EXIT_USAGE,
+                               "mm: --kernel wants a name of 1..%d bytes "
+                               "(gemmctl kernels lists them)",
+                               GEMM_KERNEL_NAME_MAX);
+            a->kernel = optarg;
+            break;
+        case O_PRECISION:
+            rv =
+                ctl_parse_precision("mm", "--precision", optarg, &a->precision);
             break;
         case 'm':
             rv = parse_u64("-m", optarg, &a->m);
@@ -273,8 +295,7 @@ static float rnd_uniform(uint64_t *state)
     return (float)(z >> 40) * 0x1p-23f - 1.0f;
 }
 
-/* Fills n elements of type t at dst with random values. */
-static void fill_random(void *dst, gemm_dtype t, size_t n, uint64_t *state)
+void ctl_fill_random(void *dst, gemm_dtype t, size_t n, uint64_t *state)
 {
     float tmp[4096];
     size_t esize = gemm_dtype_size(t);
@@ -311,13 +332,17 @@ static float *to_f32(const gemm_buffer *b, gemm_dtype t, size_t count)
     return f;
 }
 
-static double tolerance(gemm_dtype ab, gemm_dtype cd)
+/* The --check tolerance of a GEMM and the name of what sets it. */
+static double tolerance(gemm_dtype ab, gemm_dtype cd, gemm_precision p,
+                        const char **what)
 {
     if (ab == GEMM_BF16 || cd == GEMM_BF16)
-        return 1e-2;
+        return *what = "bf16", 1e-2;
     if (ab == GEMM_FP16 || cd == GEMM_FP16)
-        return 2e-3;
-    return 1e-5;
+        return *what = "fp16", 2e-3;
+    if (p == GEMM_PRECISION_TF32)
+        return *what = "tf32", 2e-3;
+    return *what = "fp32", 1e-5;
 }
 
 /*
@@ -385,7 +410,8 @@ static int do_check(const struct mm_job *j, const struct mm_args *a,
 {
     uint64_t rows = 0;
     bool absolute = false;
-    double tol = tolerance(ab, cd);
+    const char *what;
+    double tol = tolerance(ab, cd, a->precision, &what);
     double err = check_error(j, a, d32, &rows, &absolute);
     bool pass = err <= tol;
 
@@ -393,11 +419,7 @@ static int do_check(const struct mm_job *j, const struct mm_args *a,
            absolute ? "absolute" : "relative", err);
     if (rows < j->m)
         printf(" (%" PRIu64 " of %" PRIu64 " rows sampled)", rows, j->m);
-    printf(", tolerance %.0e (%s): %s\n", tol,
-           gemm_dtype_name(tol == 1e-2   ? GEMM_BF16
-                           : tol == 2e-3 ? GEMM_FP16
-                                         : GEMM_FP32),
-           pass ? "PASS" : "FAIL");
+    printf(", tolerance %.0e (%s): %s\n", tol, what, pass ? "PASS" : "FAIL");
     return pass ? EXIT_OK : EXIT_RUNTIME;
 }
 
@@ -481,7 +503,7 @@ int cmd_mm(const char *url, int argc, char **argv)
     gemm_client *cl = NULL;
     gemm_timings t;
     gemm_op op;
-    uint64_t *rtt = NULL, *comp = NULL;
+    uint64_t *rtt = NULL, *comp = NULL, *kern = NULL;
     float *d32 = NULL;
     void *out = NULL;
     char err[512];
@@ -516,6 +538,13 @@ int cmd_mm(const char *url, int argc, char **argv)
         ab = a.have_dtype ? a.dtype : GEMM_FP32;
     }
     cd = a.have_cd ? a.cd : ab;
+    if (ab != GEMM_FP32 && a.precision != GEMM_PRECISION_DEFAULT) {
+        code = ctl_error(EXIT_USAGE,
+                         "mm: --precision %s is for fp32 inputs; these are "
+                         "%s (give --dtype fp32)",
+                         gemm_precision_name(a.precision), gemm_dtype_name(ab));
+        goto out;
+    }
     outt = a.have_out_dtype  ? a.out_dtype
            : cd == GEMM_FP16 ? GEMM_FP16
                              : GEMM_FP32;
@@ -541,10 +570,10 @@ int cmd_mm(const char *url, int argc, char **argv)
             gemm_convert(gemm_buffer_data(j.c), cd, C.data, C.dtype, j.m * j.n);
     } else {
         uint64_t state = a.seed;
-        fill_random(gemm_buffer_data(j.a), ab, j.m * j.k, &state);
-        fill_random(gemm_buffer_data(j.b), ab, j.k * j.n, &state);
+        ctl_fill_random(gemm_buffer_data(j.a), ab, j.m * j.k, &state);
+        ctl_fill_random(gemm_buffer_data(j.b), ab, j.k * j.n, &state);
         if (j.c != NULL)
-            fill_random(gemm_buffer_data(j.c), cd, j.m * j.n, &state);
+            ctl_fill_random(gemm_buffer_data(j.c), cd, j.m * j.n, &state);
     }
     if (a.check) { /* the inputs exactly as the daemon sees them */
         j.a32 = to_f32(j.a, ab, j.m * j.k);
@@ -566,9 +595,12 @@ int cmd_mm(const char *url, int argc, char **argv)
     op.b.buf = j.b;
     op.c.buf = j.c;
     op.d.buf = j.d;
+    op.kernel = a.kernel;
+    op.precision = a.precision;
     rtt = calloc(a.repeat, sizeof(*rtt));
     comp = calloc(a.repeat, sizeof(*comp));
-    if (rtt == NULL || comp == NULL) {
+    kern = calloc(a.repeat, sizeof(*kern));
+    if (rtt == NULL || comp == NULL || kern == NULL) {
         code = ctl_error(EXIT_RUNTIME, "mm: out of memory");
         goto out;
     }
@@ -579,17 +611,28 @@ int cmd_mm(const char *url, int argc, char **argv)
         }
         rtt[r] = t.round_trip_us;
         comp[r] = t.compute_us;
+        kern[r] = t.kernel_ns;
     }
 
     double flops = 2.0 * (double)j.m * (double)j.n * (double)j.k;
     qsort(rtt, a.repeat, sizeof(*rtt), cmp_u64);
     qsort(comp, a.repeat, sizeof(*comp), cmp_u64);
+    qsort(kern, a.repeat, sizeof(*kern), cmp_u64);
     double rt_med = (double)rtt[a.repeat / 2],
            cp_med = (double)comp[a.repeat / 2];
     printf("mm %" PRIu64 "x%" PRIu64 "x%" PRIu64 " (m x n x k), %s in, %s "
            "out%s%s, alpha %g, beta %g\n",
            j.m, j.n, j.k, gemm_dtype_name(ab), gemm_dtype_name(cd),
            a.ta ? ", A^T" : "", a.tb ? ", B^T" : "", a.alpha, a.beta);
+    printf("kernel: %s%s%s", t.kernel[0] ? t.kernel : "?",
+           ab == GEMM_FP32 ? ", precision " : "",
+           ab == GEMM_FP32 ? gemm_precision_name(op.precision) : "");
+    if (kern[a.repeat / 2] != 0)
+        printf(", kernel time %s%.3f ms (%.3g TFLOP/s)",
+               a.repeat > 1 ? "median " : "", (double)kern[a.repeat / 2] / 1e6,
+               2.0 * (double)j.m * (double)j.n * (double)j.k /
+                   (double)kern[a.repeat / 2] / 1e3);
+    putchar('\n');
     if (a.repeat > 1)
         printf("time: round trip median %.3f ms (best %.3f), daemon compute "
                "median %.3f ms (best %.3f), %u runs\n",
@@ -632,6 +675,7 @@ out:
     free(d32);
     free(rtt);
     free(comp);
+    free(kern);
     free(j.a32);
     free(j.b32);
     free(j.c32);

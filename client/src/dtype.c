@@ -1,7 +1,8 @@
 /*
  * dtype.c: element types and conversions between bf16, fp16 and fp32,
- * round-to-nearest-even, NaN preserved. Shared by the client library (to
- * fill buffers, gemmctl's .npy files) and the daemon's CPU backend.
+ * round-to-nearest-even, NaN preserved; the names of the precisions. Shared by
+ * the client library (to fill buffers, gemmctl's .npy files) and the daemon's
+ * CPU backend.
  */
 #include <gemm/gemm.h>
 
@@ -53,6 +54,34 @@ GEMM_API int gemm_dtype_parse(const char *s, gemm_dtype *out)
         }
     }
     return GEMM_ERR_DTYPE;
+}
+
+GEMM_API const char *gemm_precision_name(gemm_precision p)
+{
+    switch (p) {
+    case GEMM_PRECISION_DEFAULT:
+        return "default";
+    case GEMM_PRECISION_TF32:
+        return "tf32";
+    case GEMM_PRECISION_FP32:
+        return "fp32";
+    }
+    return "?";
+}
+
+GEMM_API int gemm_precision_parse(const char *s, gemm_precision *out)
+{
+    static const gemm_precision all[] = {
+        GEMM_PRECISION_DEFAULT, GEMM_PRECISION_TF32, GEMM_PRECISION_FP32};
+    if (s == NULL || out == NULL)
+        return GEMM_ERR_INVALID;
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        if (strcasecmp(s, gemm_precision_name(all[i])) == 0) {
+            *out = all[i];
+            return GEMM_OK;
+        }
+    }
+    return GEMM_ERR_INVALID;
 }
 
 static inline uint32_t f32_bits(float f)

@@ -2,12 +2,15 @@
  * gemm.c: the GEMM request. gemm_op describes D = alpha*op(A)*op(B) +
  * beta*C over matrices in registered buffers; it goes on the wire as a
  * GemmRequest of (buffer id, byte offset, ld) operands and comes back as a
- * status and the daemon's timings. gemm_run() is gemm_submit() followed by
+ * status and the daemon's timings (with the kernel that ran and its own
+ * time). The op may name a kernel and, for fp32 inputs, a precision; both
+ * travel as given. gemm_run() is gemm_submit() followed by
  * gemm_wait(). All validation of shapes, bounds and ownership is the
  * daemon's; only what cannot be expressed on the wire is refused here.
  */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +92,19 @@ GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out)
         g.has_timeout_ms = true;
         g.timeout_ms = op->timeout_ms;
     }
+    if (op->precision != GEMM_PRECISION_DEFAULT) {
+        /* any number goes on the wire: the daemon names a bad one */
+        g.has_precision = true;
+        g.precision = (Gemm__Precision)op->precision;
+    }
+    if (op->kernel != NULL) {
+        if (strlen(op->kernel) > GEMM_KERNEL_NAME_MAX)
+            return cli_error(GEMM_ERR_INVALID,
+                             "gemm: kernel name of %zu bytes is longer "
+                             "than %d",
+                             strlen(op->kernel), GEMM_KERNEL_NAME_MAX);
+        g.kernel = (char *)op->kernel; /* packed below: copied */
+    }
     wire_operand(&a, &op->a);
     wire_operand(&b, &op->b);
     wire_operand(&d, &op->d);
@@ -125,6 +141,9 @@ GEMM_API int gemm_wait(gemm_request *r, gemm_timings *t)
         t->compute_us = rep->gemm->compute_us;
         t->total_us = rep->gemm->total_us;
         t->round_trip_us = rtt;
+        snprintf(t->kernel, sizeof(t->kernel), "%s",
+                 rep->gemm->kernel != NULL ? rep->gemm->kernel : "");
+        t->kernel_ns = rep->gemm->has_kernel_ns ? rep->gemm->kernel_ns : 0;
     }
     gemm__reply__free_unpacked(rep, NULL);
     return GEMM_OK;

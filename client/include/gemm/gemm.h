@@ -290,6 +290,11 @@ typedef struct gemm_timings {
     uint64_t compute_us;    /* on the backend */
     uint64_t total_us;      /* in the daemon, receive to reply */
     uint64_t round_trip_us; /* measured by the client */
+    /* the kernel that ran ("auto" resolved; "" from an older daemon) */
+    char kernel[GEMM_KERNEL_NAME_MAX + 1];
+    /* the multiply alone, ns: cuda, the kernel between CUDA events on the
+     * device; cpu, the BLAS call (conversions excluded); 0 if unmeasured */
+    uint64_t kernel_ns;
 } gemm_timings;
 
 /*
@@ -298,6 +303,35 @@ typedef struct gemm_timings {
  * gemm_last_error_message() says why. Thread-safe.
  */
 GEMM_API int gemm_run(gemm_client *c, const gemm_op *op, gemm_timings *t);
+
+/* ---- kernels ---------------------------------------------------------- */
+
+/* One kernel the daemon's backend can run by name (gemm_op.kernel). */
+typedef struct gemm_kernel_info {
+    char name[GEMM_KERNEL_NAME_MAX + 1];
+    unsigned ladder;     /* rung on the teaching ladder (1 = simplest); 0 = not
+                            on it (a production kernel or the reference) */
+    bool reference;      /* the reference the others are compared to (cuBLAS on
+                            the cuda backend, OpenBLAS on the cpu backend) */
+    char summary[128];   /* one line, truncated */
+    uint32_t ab_types;   /* bit (1u << gemm_dtype) per A/B type served */
+    uint32_t cd_types;   /* bit (1u << gemm_dtype) per C/D type served */
+    uint32_t precisions; /* fp32 A/B: bit (1u << gemm_precision) per
+                            precision served (DEFAULT counts as FP32) */
+    uint32_t transposes; /* bit (trans_a | trans_b << 1) per combination */
+} gemm_kernel_info;
+
+/*
+ * Lists the kernels of the daemon's backend, in its catalog's order. On
+ * success *out is an array of *n entries that the caller frees with
+ * gemm_kernel_info_free(); on failure *out and *n are untouched.
+ * Thread-safe.
+ */
+GEMM_API int gemm_list_kernels(gemm_client *c, gemm_kernel_info **out,
+                               size_t *n);
+
+/* Frees an array from gemm_list_kernels(). NULL is ignored. */
+GEMM_API void gemm_kernel_info_free(gemm_kernel_info *k);
 
 /* ---- resident tensors ----------------------------------------------- */
 
