@@ -1,8 +1,9 @@
 /*
  * backend.h: the compute backends, one ops table each (as Redis' ae picks an
  * event backend, or nng fills protocol ops): `cpu` (OpenBLAS) and `cuda`
- * (our Hopper kernels). The loop thread calls init/fini/pin/unpin; gemm runs
- * on the scheduler's worker threads.
+ * (our Hopper kernels). The loop thread calls init/fini/pin/unpin and the
+ * kernel hooks (listing, checking a named kernel against a request); gemm
+ * runs on the scheduler's worker threads.
  */
 #ifndef GEMMD_BACKEND_H
 #define GEMMD_BACKEND_H
@@ -21,6 +22,18 @@ typedef struct gemmd_backend_stats {
     uint64_t device_bytes;
     uint64_t tmap_hits, tmap_misses;
 } gemmd_backend_stats;
+
+/* A kernel the backend runs by name, as ListKernels reports it (the
+ * fields of gemm_kernel_info; strings static). */
+typedef struct gemmd_kernel {
+    const char *name;
+    const char *summary;
+    unsigned ladder;             /* rung on the teaching ladder; 0: not on it */
+    bool reference;              /* what the others are compared to */
+    unsigned ab_types, cd_types; /* bit (1u << gemm_dtype) per type */
+    unsigned precisions;         /* bit (1u << gemm_precision) */
+    unsigned transposes;         /* bit (trans_a | trans_b << 1) */
+} gemmd_kernel;
 
 typedef struct gemmd_backend_ops {
     const char *name;
@@ -45,6 +58,15 @@ typedef struct gemmd_backend_ops {
     void (*tensor_free)(gemmd_backend *be, void *handle);
     /* optional: memory and cache counters for Status. Loop thread. */
     void (*stats)(gemmd_backend *be, gemmd_backend_stats *out);
+    /* the i-th kernel of the backend's catalog into *out; false past the
+     * end. Any thread. */
+    bool (*kernel_at)(gemmd_backend *be, size_t i, gemmd_kernel *out);
+    /* whether job j's kernel (j->kernel, "" = auto) exists here and serves
+     * j's types, precision and transposes: GEMM_OK, or
+     * GEMM_ERR_UNSUPPORTED with a message. Loop thread, before the job is
+     * queued (safe while workers run). */
+    int (*kernel_check)(gemmd_backend *be, const gemmd_job *j, char *msg,
+                        size_t len);
 } gemmd_backend_ops;
 
 struct gemmd_backend {

@@ -4,6 +4,14 @@
  * so accumulation is fp32 as on the GPU. Serves hosts without a GPU, and CI.
  * One worker thread runs GEMMs one at a time, each using --threads OpenBLAS
  * threads (concurrent OpenBLAS calls would only fight over the cores).
+ *
+ * Two kernels by name: `openblas` (the default and the reference) and
+ * `cpu-naive` (one fp32 dot product per output in plain loops: the CPU's
+ * first rung of the ladder, for `gemmctl bench`). fp32 inputs with
+ * precision tf32 are rounded to tf32 first (10-bit mantissa, to nearest
+ * with ties away from zero, as cvt.rna.tf32.f32) and multiplied in fp32,
+ * so the CPU gives the tensor cores' tf32 numerics up to summation order;
+ * precision fp32 (and default) is a plain SGEMM.
  */
 #include "backend.h"
 #include "log.h"
@@ -70,11 +78,110 @@ static void widen(float *dst, const void *src, int st, uint64_t rows,
                      st, cols);
 }
 
+/* fp32 rounded to tf32: 10 mantissa bits, to nearest, ties away from
+ * zero (cvt.rna.tf32.f32); inf and NaN unchanged. */
+static float tf32_round(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) {
+        u += 0x1000u; /* half of the 13 dropped bits, on the magnitude */
+        u &= 0xffffe000u;
+    }
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Copies an fp32 rows x cols matrix with leading dimension ld into a dense
+ * array, rounding each element to tf32. */
+static void round_tf32(float *dst, const float *src, uint64_t rows,
+                       uint64_t cols, uint64_t ld)
+{
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t c = 0; c < cols; c++)
+            dst[r * cols + c] = tf32_round(src[r * ld + c]);
+}
+
+static const gemmd_kernel cpu_kernels[] = {
+    {
+        .name = "openblas",
+        .summary = "OpenBLAS cblas_sgemm (bf16/fp16 widened to fp32), the "
+                   "reference",
+        .ladder = 0,
+        .reference = true,
+        .ab_types = 1u << GEMM_BF16 | 1u << GEMM_FP16 | 1u << GEMM_FP32,
+        .cd_types = 1u << GEMM_BF16 | 1u << GEMM_FP16 | 1u << GEMM_FP32,
+        .precisions = 1u << GEMM_PRECISION_DEFAULT | 1u << GEMM_PRECISION_TF32 |
+                      1u << GEMM_PRECISION_FP32,
+        .transposes = 0xfu,
+    },
+    {
+        .name = "cpu-naive",
+        .summary = "one fp32 dot product per output in plain C loops",
+        .ladder = 1,
+        .reference = false,
+        .ab_types = 1u << GEMM_BF16 | 1u << GEMM_FP16 | 1u << GEMM_FP32,
+        .cd_types = 1u << GEMM_BF16 | 1u << GEMM_FP16 | 1u << GEMM_FP32,
+        .precisions = 1u << GEMM_PRECISION_DEFAULT | 1u << GEMM_PRECISION_TF32 |
+                      1u << GEMM_PRECISION_FP32,
+        .transposes = 0xfu,
+    },
+};
+#define CPU_NKERNELS (sizeof(cpu_kernels) / sizeof(cpu_kernels[0]))
+
+static bool cpu_kernel_at(gemmd_backend *be, size_t i, gemmd_kernel *out)
+{
+    (void)be;
+    if (i >= CPU_NKERNELS)
+        return false;
+    *out = cpu_kernels[i];
+    return true;
+}
+
+/* Both kernels serve every type, precision and transpose: only the name
+ * matters. */
+static int cpu_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
+                            size_t len)
+{
+    (void)be;
+    if (j->kernel[0] == '\0')
+        return GEMM_OK;
+    for (size_t i = 0; i < CPU_NKERNELS; i++)
+        if (strcmp(j->kernel, cpu_kernels[i].name) == 0)
+            return GEMM_OK;
+    snprintf(msg, len,
+             "kernel '%s' is not available on the cpu backend (it has "
+             "openblas and cpu-naive; gemmctl kernels lists them)",
+             j->kernel);
+    return GEMM_ERR_UNSUPPORTED;
+}
+
+/* D = alpha * op(A) * op(B) + beta * D (beta only when has_c), fp32, one
+ * dot product per element: the naive kernel. */
+static void naive_sgemm(const gemmd_job *j, const float *A, uint64_t lda,
+                        const float *B, uint64_t ldb, float *D, uint64_t ldd)
+{
+    for (uint64_t i = 0; i < j->m; i++) {
+        for (uint64_t q = 0; q < j->n; q++) {
+            float acc = 0.0f;
+            for (uint64_t p = 0; p < j->k; p++) {
+                float a = j->trans_a ? A[p * lda + i] : A[i * lda + p];
+                float b = j->trans_b ? B[q * ldb + p] : B[p * ldb + q];
+                acc += a * b;
+            }
+            float *d = &D[i * ldd + q];
+            *d = j->alpha * acc + (j->has_c ? j->beta * *d : 0.0f);
+        }
+    }
+}
+
 static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
 {
     (void)be;
     int rv = GEMM_OK;
     float *a32 = NULL, *b32 = NULL, *d32 = NULL;
+    bool naive = strcmp(j->kernel, "cpu-naive") == 0;
+    bool tf32 = j->ab_type == GEMM_FP32 && j->precision == GEMM_PRECISION_TF32;
     if (j->m > INT_MAX || j->n > INT_MAX || j->k > INT_MAX ||
         j->lda > INT_MAX || j->ldb > INT_MAX || j->ldd > INT_MAX) {
         snprintf(j->msg, sizeof(j->msg),
@@ -95,6 +202,17 @@ static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
         B = b32;
         lda = (int)sa->cols;
         ldb = (int)sb->cols;
+    } else if (tf32) {
+        a32 = malloc(sa->rows * sa->cols * sizeof(float));
+        b32 = malloc(sb->rows * sb->cols * sizeof(float));
+        if (a32 == NULL || b32 == NULL)
+            goto nomem;
+        round_tf32(a32, j->a, sa->rows, sa->cols, j->lda);
+        round_tf32(b32, j->b, sb->rows, sb->cols, j->ldb);
+        A = a32;
+        B = b32;
+        lda = (int)sa->cols;
+        ldb = (int)sb->cols;
     }
     float *D = j->d;
     int ldd = (int)j->ldd;
@@ -110,10 +228,18 @@ static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
             memcpy((float *)j->d + r * j->ldd, (const float *)j->c + r * j->ldc,
                    j->n * sizeof(float));
     }
-    cblas_sgemm(CblasRowMajor, j->trans_a ? CblasTrans : CblasNoTrans,
-                j->trans_b ? CblasTrans : CblasNoTrans, (int)j->m, (int)j->n,
-                (int)j->k, j->alpha, A, lda, B, ldb, j->has_c ? j->beta : 0.0f,
-                D, ldd);
+    uint64_t t0 = gemmd_now_ns();
+    if (naive)
+        naive_sgemm(j, A, (uint64_t)lda, B, (uint64_t)ldb, D, (uint64_t)ldd);
+    else
+        cblas_sgemm(CblasRowMajor, j->trans_a ? CblasTrans : CblasNoTrans,
+                    j->trans_b ? CblasTrans : CblasNoTrans, (int)j->m,
+                    (int)j->n, (int)j->k, j->alpha, A, lda, B, ldb,
+                    j->has_c ? j->beta : 0.0f, D, ldd);
+    j->ns_kernel = gemmd_now_ns() - t0;
+    if (j->ns_kernel == 0)
+        j->ns_kernel = 1; /* measured, if below the clock's grain */
+    snprintf(j->ran, sizeof(j->ran), "%s", naive ? "cpu-naive" : "openblas");
     if (d32 != NULL) {
         size_t es = gemm_dtype_size(j->cd_type);
         for (uint64_t r = 0; r < j->m; r++)
@@ -174,4 +300,6 @@ const gemmd_backend_ops gemmd_backend_cpu = {
     .upload = cpu_upload,
     .tensor_free = cpu_tensor_free,
     .stats = NULL,
+    .kernel_at = cpu_kernel_at,
+    .kernel_check = cpu_kernel_check,
 };

@@ -1,8 +1,9 @@
 /*
  * dispatch.c: what the loop thread does with each event: a request (Hello,
- * Status, RegisterBuffer, ReleaseBuffer, Gemm), a finished job, a connection
- * arriving or leaving. Every request ends in exactly one reply; a failure is
- * a reply with a gemm_error and a message, never a crash.
+ * Status, RegisterBuffer, ReleaseBuffer, Gemm, TensorUpload, TensorFree,
+ * ListKernels), a finished job, a connection arriving or leaving. Every
+ * request ends in exactly one reply; a failure is a reply with a gemm_error
+ * and a message, never a crash.
  */
 #include "gemmd.h"
 #include "log.h"
@@ -401,6 +402,9 @@ static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
         reply_error(d, s, id, GEMM_ERR_NOMEM, "out of memory for a job");
         return;
     }
+    j->precision = v.precision;
+    if (v.kernel != NULL && strcmp(v.kernel, "auto") != 0)
+        snprintf(j->kernel, sizeof(j->kernel), "%s", v.kernel);
     j->m = v.m;
     j->n = v.n;
     j->k = v.k;
@@ -423,6 +427,13 @@ static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
     j->ldb = res.b.ld;
     j->ldc = res.has_c ? res.c.ld : 0;
     j->ldd = res.d.ld;
+    if (d->be.ops->kernel_check != NULL &&
+        (rv = d->be.ops->kernel_check(&d->be, j, msg, sizeof(msg))) !=
+            GEMM_OK) {
+        free(j);
+        reply_error(d, s, id, rv, "%s", msg);
+        return;
+    }
     for (int i = 0; i < 4; i++) {
         if (ms[i] == NULL)
             continue;
@@ -480,6 +491,52 @@ static void do_upload(gemmd *d, srv_slot *s, uint64_t id,
     j->bufs[j->nbufs] = src.handle;
     reg_hold(j->bufs[j->nbufs++]);
     submit(d, s, c, j, id);
+}
+
+/* ListKernels: the backend's catalog, answered at once. */
+static void do_list_kernels(gemmd *d, srv_slot *s, uint64_t id)
+{
+    size_t n = 0;
+    gemmd_kernel k;
+    while (d->be.ops->kernel_at != NULL && d->be.ops->kernel_at(&d->be, n, &k))
+        n++;
+    Gemm__KernelInfo *infos = calloc(n ? n : 1, sizeof(*infos));
+    Gemm__KernelInfo **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+    if (infos == NULL || ptrs == NULL) {
+        free(infos);
+        free(ptrs);
+        reply_error(d, s, id, GEMM_ERR_NOMEM,
+                    "out of memory for the kernel list");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        Gemm__KernelInfo *w = &infos[i];
+        gemm__kernel_info__init(w);
+        if (!d->be.ops->kernel_at(&d->be, i, &k))
+            break;
+        w->name = (char *)k.name;
+        w->summary = (char *)(k.summary != NULL ? k.summary : "");
+        w->has_ladder = w->has_reference = true;
+        w->ladder = k.ladder;
+        w->reference = k.reference;
+        w->has_ab_types = w->has_cd_types = true;
+        w->has_precisions = w->has_transposes = true;
+        w->ab_types = k.ab_types;
+        w->cd_types = k.cd_types;
+        w->precisions = k.precisions;
+        w->transposes = k.transposes;
+        ptrs[i] = w;
+    }
+    Gemm__Reply r;
+    Gemm__ListKernelsReply lk = GEMM__LIST_KERNELS_REPLY__INIT;
+    reply_init(&r, id);
+    lk.n_kernels = n;
+    lk.kernels = ptrs;
+    r.body_case = GEMM__REPLY__BODY_LIST_KERNELS;
+    r.list_kernels = &lk;
+    srv_reply(d, s, &r);
+    free(infos);
+    free(ptrs);
 }
 
 static void do_tensor_free(gemmd *d, srv_slot *s, uint64_t id,
@@ -548,6 +605,9 @@ static void handle_request(gemmd *d, srv_slot *s)
         return;
     case GEMM__REQUEST__BODY_TENSOR_FREE:
         do_tensor_free(d, s, id, rq->tensor_free);
+        return;
+    case GEMM__REQUEST__BODY_LIST_KERNELS:
+        do_list_kernels(d, s, id);
         return;
     default:
         reply_error(d, s, id, GEMM_ERR_PROTOCOL,
@@ -643,10 +703,16 @@ static void finish_job(gemmd *d, gemmd_job *j)
     g.queued_us = (j->t_started - j->t_received) / 1000;
     g.compute_us = (j->t_finished - j->t_started) / 1000;
     g.total_us = (now - j->t_received) / 1000;
+    if (j->ran[0] != '\0')
+        g.kernel = j->ran;
+    if (j->ns_kernel != 0) {
+        g.has_kernel_ns = true;
+        g.kernel_ns = j->ns_kernel;
+    }
     r.body_case = GEMM__REPLY__BODY_GEMM;
     r.gemm = &g;
+    srv_reply(d, s, &r); /* packs g, which points into j */
     free(j);
-    srv_reply(d, s, &r);
 }
 
 void gemmd_dispatch(gemmd *d, gemmd_event *ev)

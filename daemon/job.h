@@ -10,6 +10,8 @@
 #include "registry.h"
 #include "validate.h"
 
+#include <gemm/gemm.h>
+
 #include <stdint.h>
 
 /* An item on the loop's inbox: a received request, a finished job, or a
@@ -55,6 +57,8 @@ typedef struct gemmd_job {
     /* operand is a resident tensor in device memory (a, b or c is then a
      * device pointer with a 16-byte pitch) */
     bool a_dev, b_dev, c_dev;
+    int precision; /* gemm_precision, as validated (fp32 A/B) */
+    char kernel[GEMM_KERNEL_NAME_MAX + 1]; /* requested; "" = auto */
 
     /* JOB_UPLOAD: a rows x cols matrix of dtype at a (ld lda) goes into
      * *tensor, whose pin (backend handle), data, size, ld and on_device the
@@ -74,6 +78,7 @@ typedef struct gemmd_job {
     uint64_t t_finished;
     uint64_t ns_h2d, ns_kernel, ns_d2h; /* stage times, if the backend
                                           measures them */
+    char ran[GEMM_KERNEL_NAME_MAX + 1]; /* the kernel that ran */
 
     uint32_t owner;       /* the client (nng pipe) that asked */
     uint64_t deadline_ns; /* drop unstarted after this; 0 = none */

@@ -44,6 +44,7 @@ int req_check_envelope(const Gemm__Request *rq, char *msg, size_t msglen)
     case GEMM__REQUEST__BODY_GEMM:
     case GEMM__REQUEST__BODY_TENSOR_UPLOAD:
     case GEMM__REQUEST__BODY_TENSOR_FREE:
+    case GEMM__REQUEST__BODY_LIST_KERNELS:
         return GEMM_OK;
     default:
         snprintf(msg, msglen,
@@ -76,6 +77,8 @@ void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v)
     v->trans_b = g->has_trans_b && g->trans_b;
     v->alpha = g->alpha; /* protobuf-c applies the defaults 1 and 0 */
     v->beta = g->beta;
+    v->precision = g->has_precision ? (int)g->precision : 0;
+    v->kernel = g->kernel;
     operand_desc(&v->a, g->a);
     operand_desc(&v->b, g->b);
     operand_desc(&v->c, g->c);

@@ -19,6 +19,59 @@ bool val_dtypes_supported(int ab, int cd)
     return ab == GEMM_FP32 && cd == GEMM_FP32;
 }
 
+int val_kernel_name(const char *name, char *msg, size_t len)
+{
+    if (name == NULL)
+        return GEMM_OK;
+    size_t n = 0;
+    for (; name[n] != '\0' && n <= GEMM_KERNEL_NAME_MAX; n++) {
+        unsigned char ch = (unsigned char)name[n];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+                  ch == '.' || ch == '+';
+        if (!ok) {
+            snprintf(msg, len,
+                     "kernel name has byte %#04x at position %zu; names "
+                     "are letters, digits and . _ + - (gemmctl kernels "
+                     "lists them)",
+                     ch, n);
+            return GEMM_ERR_INVALID;
+        }
+    }
+    if (n == 0) {
+        snprintf(msg, len,
+                 "kernel name is empty: leave it out or say 'auto' to let "
+                 "the daemon pick");
+        return GEMM_ERR_INVALID;
+    }
+    if (n > GEMM_KERNEL_NAME_MAX) {
+        snprintf(msg, len, "kernel name '%.*s...' is longer than %d bytes", 16,
+                 name, GEMM_KERNEL_NAME_MAX);
+        return GEMM_ERR_INVALID;
+    }
+    return GEMM_OK;
+}
+
+int val_precision(int ab_type, int precision, char *msg, size_t len)
+{
+    if (precision != GEMM_PRECISION_DEFAULT &&
+        precision != GEMM_PRECISION_TF32 && precision != GEMM_PRECISION_FP32) {
+        snprintf(msg, len,
+                 "unknown precision %d: it may be default (0), tf32 (1) or "
+                 "fp32 (2)",
+                 precision);
+        return GEMM_ERR_INVALID;
+    }
+    if (ab_type != GEMM_FP32 && precision != GEMM_PRECISION_DEFAULT) {
+        snprintf(msg, len,
+                 "precision %s applies to fp32 inputs only; %s inputs take "
+                 "the default",
+                 gemm_precision_name(precision), gemm_dtype_name(ab_type));
+        return GEMM_ERR_INVALID;
+    }
+    return GEMM_OK;
+}
+
 /* Resolves an operand that names a resident tensor. */
 static int check_tensor(const char *what, const val_operand *op, uint64_t rows,
                         uint64_t cols, int dtype, const val_limits *lim,
@@ -169,6 +222,9 @@ int val_gemm_check(const val_gemm *g, const val_limits *lim,
                  gemm_dtype_name(g->cd_type), g->cd_type);
         return GEMM_ERR_DTYPE;
     }
+    if ((rv = val_precision(g->ab_type, g->precision, msg, len)) != GEMM_OK ||
+        (rv = val_kernel_name(g->kernel, msg, len)) != GEMM_OK)
+        return rv;
     if (g->m == 0 || g->n == 0 || g->k == 0 || g->m > lim->max_dim ||
         g->n > lim->max_dim || g->k > lim->max_dim) {
         snprintf(msg, len,

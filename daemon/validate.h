@@ -26,6 +26,8 @@ typedef struct val_gemm {
     bool trans_a, trans_b;
     float alpha, beta;
     val_operand a, b, c, d;
+    int precision;      /* gemm_precision number (0 when absent) */
+    const char *kernel; /* the requested kernel; NULL when absent */
 } val_gemm;
 
 /* A resident tensor as the caller's lookup describes it. */
@@ -74,10 +76,22 @@ int val_operand_check(const char *what, const val_operand *op, uint64_t rows,
 /* Whether (ab_type, cd_type) is a combination the service computes. */
 bool val_dtypes_supported(int ab_type, int cd_type);
 
+/* Kernel names on the wire: 1..GEMM_KERNEL_NAME_MAX bytes of
+ * [A-Za-z0-9._+-]. NULL (absent) is fine: the backend picks. Returns
+ * GEMM_OK or GEMM_ERR_INVALID with a message (which never echoes bytes
+ * outside that set). */
+int val_kernel_name(const char *name, char *msg, size_t len);
+
+/* A precision for A/B of ab_type: a known gemm_precision, and DEFAULT for
+ * 16-bit inputs. Returns GEMM_OK or GEMM_ERR_INVALID with a message. */
+int val_precision(int ab_type, int precision, char *msg, size_t len);
+
 /*
  * Checks g against the limits and the caller's buffers. Returns GEMM_OK and
  * fills *out, or a gemm_error (DTYPE, DIMS, INVALID, NO_BUFFER, LD, ALIGN,
- * BOUNDS) with a message in msg.
+ * BOUNDS) with a message in msg. The kernel name and precision are checked
+ * for form here; whether the backend has that kernel, and whether it
+ * serves the request, is the backend's check.
  */
 int val_gemm_check(const val_gemm *g, const val_limits *lim,
                    val_lookup_fn lookup, void *arg, val_resolved *out,
