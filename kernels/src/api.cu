@@ -1,7 +1,8 @@
 /*
  * api.cu: the C API of gemm_kernels.h: context (device properties, the
  * tensor-map cache, the split-K workspace), problem validation, the
- * configuration catalog and its shape heuristic, and the launches.
+ * kernel catalog (production configurations merged with the teaching
+ * ladder of src/ladder/ and cuBLAS), the shape heuristic, and the launches.
  * cuTensorMapEncodeTiled is reached through cudaGetDriverEntryPointByVersion
  * so nothing links libcuda.
  */
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "gemm_kernels.h"
+#include "ladder/ladder.h"
 #include "launch.h"
 #include "tmap_cache.h"
 
@@ -29,6 +31,7 @@ struct gemmk_ctx {
     gemmk_tmap_cache cache;
     float *ws; /* split-K workspace */
     size_t ws_bytes;
+    gemmk::ladder::CublasState *cublas; /* the "cublas" entry, made lazily */
 };
 
 namespace
@@ -54,6 +57,78 @@ const Config kConfigs[] = {
     {"pp128x128", 128, 1, 1, 1},
 };
 const int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
+
+constexpr unsigned kAB16 = (1u << GEMM_BF16) | (1u << GEMM_FP16);
+constexpr unsigned kCDAll =
+    (1u << GEMM_BF16) | (1u << GEMM_FP16) | (1u << GEMM_FP32);
+
+/* The production entries of the catalog; the order within each group is
+ * the listing order (gemmk_catalog_entry). Names are kConfigs' (the
+ * daemon and the benchmark use them). */
+const gemmk_kernel_desc kProdDescs[] = {
+    {"auto", 0, 0, "picks a production kernel by shape, type and precision",
+     kAB16, kCDAll, 0, GEMMK_TRANS_ALL},
+    {"ws128x256", 0, 0,
+     "warp-specialized TMA+WGMMA, 128x256 tiles, persistent", kAB16, kCDAll,
+     0, GEMMK_TRANS_ALL},
+    {"ws128x128", 0, 0,
+     "warp-specialized TMA+WGMMA, 128x128 tiles, persistent", kAB16, kCDAll,
+     0, GEMMK_TRANS_ALL},
+    {"ws128x64", 0, 0,
+     "warp-specialized TMA+WGMMA, 128x64 tiles (skinny shapes)", kAB16,
+     kCDAll, 0, GEMMK_TRANS_ALL},
+    {"pp128x128", 0, 0,
+     "ping-pong consumers, 128x128 tile per warpgroup", kAB16, kCDAll, 0,
+     GEMMK_TRANS_ALL},
+    {"ws128x256c2", 0, 0,
+     "128x256 tiles, 2-CTA clusters with B multicast", kAB16, kCDAll, 0,
+     GEMMK_TRANS_ALL},
+    {"ws128x256_splitk", 0, 0, "128x256 tiles, split-K (fp32 workspace)",
+     kAB16, kCDAll, 0, GEMMK_TRANS_ALL},
+    {"ws128x128_splitk", 0, 0, "128x128 tiles, split-K (fp32 workspace)",
+     kAB16, kCDAll, 0, GEMMK_TRANS_ALL},
+    {"ws128x256c2_splitk", 0, 0,
+     "128x256 tiles, 2-CTA clusters, split-K (fp32 workspace)", kAB16,
+     kCDAll, 0, GEMMK_TRANS_ALL},
+};
+const int kNumProdDescs = sizeof(kProdDescs) / sizeof(kProdDescs[0]);
+
+/* The merged listing: "auto", the ladder by rung, the other production
+ * entries, then the reference. Built once (thread-safe static init). */
+struct Catalog {
+    const gemmk_kernel_desc *e[64];
+    int n;
+    Catalog() : e(), n(0)
+    {
+        e[n++] = &kProdDescs[0];
+        for (int rung = 1; rung < 100; rung++) {
+            for (int i = 0; i < gemmk::ladder::kNumDescs; i++)
+                if (gemmk::ladder::kDescs[i].ladder == rung && n < 64)
+                    e[n++] = &gemmk::ladder::kDescs[i];
+            for (int i = 1; i < kNumProdDescs; i++)
+                if (kProdDescs[i].ladder == rung && n < 64)
+                    e[n++] = &kProdDescs[i];
+        }
+        for (int i = 1; i < kNumProdDescs; i++)
+            if (kProdDescs[i].ladder == 0 && n < 64)
+                e[n++] = &kProdDescs[i];
+        for (int i = 0; i < gemmk::ladder::kNumDescs; i++)
+            if (gemmk::ladder::kDescs[i].ladder == 0 && n < 64)
+                e[n++] = &gemmk::ladder::kDescs[i];
+    }
+};
+
+const Catalog &catalog()
+{
+    static const Catalog c;
+    return c;
+}
+
+bool is_ladder_desc(const gemmk_kernel_desc *d)
+{
+    return d >= gemmk::ladder::kDescs &&
+           d < gemmk::ladder::kDescs + gemmk::ladder::kNumDescs;
+}
 
 gemm_error cuda_err(cudaError_t e)
 {
@@ -90,8 +165,13 @@ gemm_error validate(const gemmk_problem *p)
 {
     if (!p)
         return GEMM_ERR_INVALID;
-    if (p->ab_type != GEMM_BF16 && p->ab_type != GEMM_FP16)
+    if (p->ab_type != GEMM_BF16 && p->ab_type != GEMM_FP16 &&
+        p->ab_type != GEMM_FP32)
         return GEMM_ERR_DTYPE;
+    if (p->precision != GEMM_PRECISION_DEFAULT &&
+        (p->ab_type != GEMM_FP32 || (p->precision != GEMM_PRECISION_TF32 &&
+                                     p->precision != GEMM_PRECISION_FP32)))
+        return GEMM_ERR_INVALID;
     if (p->cd_type != GEMM_BF16 && p->cd_type != GEMM_FP16 &&
         p->cd_type != GEMM_FP32)
         return GEMM_ERR_DTYPE;
@@ -305,16 +385,12 @@ void gemmk_ctx_destroy(gemmk_ctx *ctx)
 {
     if (!ctx)
         return;
-    if (ctx->ws) {
-        cudaDeviceSynchronize();
+    cudaDeviceSynchronize();
+    if (ctx->ws)
         cudaFree(ctx->ws);
-    }
+    if (ctx->cublas)
+        gemmk::ladder::cublas_free(ctx->cublas);
     free(ctx);
-}
-
-int gemmk_kernel_count(void)
-{
-    return kNumConfigs;
 }
 
 void gemmk_ctx_info(const gemmk_ctx *ctx, int *num_sms, int *max_clusters2)
@@ -327,9 +403,93 @@ void gemmk_ctx_info(const gemmk_ctx *ctx, int *num_sms, int *max_clusters2)
         *max_clusters2 = ctx->max_clusters2;
 }
 
-const char *gemmk_kernel_name(int i)
+int gemmk_catalog_size(void)
 {
-    return i >= 0 && i < kNumConfigs ? kConfigs[i].name : nullptr;
+    return catalog().n;
+}
+
+const gemmk_kernel_desc *gemmk_catalog_entry(int i)
+{
+    const Catalog &c = catalog();
+    return i >= 0 && i < c.n ? c.e[i] : nullptr;
+}
+
+const gemmk_kernel_desc *gemmk_catalog_find(const char *name)
+{
+    if (!name)
+        return nullptr;
+    const Catalog &c = catalog();
+    for (int i = 0; i < c.n; i++)
+        if (strcmp(c.e[i]->name, name) == 0)
+            return c.e[i];
+    return nullptr;
+}
+
+/* Static reasons only: the caller knows the kernel's name. A non-default
+ * precision for 16-bit inputs is a malformed request (GEMM_ERR_INVALID),
+ * as gemmk_gemm's validation says too; everything else a kernel cannot
+ * serve is GEMM_ERR_UNSUPPORTED. */
+gemm_error gemmk_check(const char *name, const gemmk_problem *p,
+                       const char **why)
+{
+    const char *dummy;
+    if (!why)
+        why = &dummy;
+    *why = nullptr;
+    if (!p) {
+        *why = "no problem given";
+        return GEMM_ERR_INVALID;
+    }
+    const gemmk_kernel_desc *d = gemmk_catalog_find(name ? name : "auto");
+    if (!d) {
+        *why = "unknown kernel";
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    if (p->ab_type < 1 || p->ab_type > 3 || p->cd_type < 1 ||
+        p->cd_type > 3) {
+        *why = "unknown element type";
+        return GEMM_ERR_DTYPE;
+    }
+    if (p->precision != GEMM_PRECISION_DEFAULT && p->ab_type != GEMM_FP32) {
+        *why = "a precision applies to fp32 inputs only (bf16/fp16 inputs "
+               "take the default)";
+        return GEMM_ERR_INVALID;
+    }
+    if (p->precision < GEMM_PRECISION_DEFAULT ||
+        p->precision > GEMM_PRECISION_FP32) {
+        *why = "unknown precision";
+        return GEMM_ERR_INVALID;
+    }
+    if (!(d->ab_types & (1u << p->ab_type))) {
+        *why = d->ab_types == kAB16 ? "the kernel serves bf16/fp16 inputs only"
+               : d->ab_types == (1u << GEMM_FP32)
+                   ? "the kernel serves fp32 inputs only"
+                   : "the kernel does not serve this input type";
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    if (!(d->cd_types & (1u << p->cd_type))) {
+        *why = "the kernel does not serve this output type";
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    if (p->ab_type == GEMM_FP32) {
+        gemm_precision pr = p->precision == GEMM_PRECISION_DEFAULT
+                                ? GEMM_PRECISION_FP32
+                                : p->precision;
+        if (!(d->precisions & (1u << pr))) {
+            *why = pr == GEMM_PRECISION_FP32
+                       ? "the kernel does not serve fp32 precision (ask for "
+                         "tf32, or name another kernel)"
+                       : "the kernel does not serve tf32 precision";
+            return GEMM_ERR_UNSUPPORTED;
+        }
+    }
+    unsigned t = (unsigned)(p->trans_a != 0) | (unsigned)(p->trans_b != 0)
+                                                   << 1;
+    if (!(d->transposes & (1u << t))) {
+        *why = "the kernel does not serve this transpose combination";
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    return GEMM_OK;
 }
 
 gemm_error gemmk_select(const gemmk_ctx *ctx, const gemmk_problem *p,
@@ -338,6 +498,9 @@ gemm_error gemmk_select(const gemmk_ctx *ctx, const gemmk_problem *p,
     if (!ctx || !name)
         return GEMM_ERR_INVALID;
     gemm_error e = validate(p);
+    if (e != GEMM_OK)
+        return e;
+    e = gemmk_check(nullptr, p, nullptr);
     if (e != GEMM_OK)
         return e;
     Plan pl;
@@ -371,6 +534,15 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
     gemm_error e = validate(p);
     if (e != GEMM_OK)
         return e;
+    const char *why = nullptr;
+    e = gemmk_check(kernel, p, &why);
+    if (e != GEMM_OK)
+        return e;
+    const gemmk_kernel_desc *desc = gemmk_catalog_find(kernel ? kernel : "auto");
+    if (desc->reference)
+        return gemmk::ladder::cublas_run(&ctx->cublas, *p, stream);
+    if (is_ladder_desc(desc))
+        return cuda_err(gemmk::ladder::run(desc->name, *p, stream));
     int cfg = find_config(kernel);
     if (cfg < 0)
         return GEMM_ERR_UNSUPPORTED;
