@@ -12,6 +12,11 @@ gemm_test(kernels_tmap_cache_test
           ${GEMMK_SRC}/tmap_cache.c
   TIMEOUT 30)
 target_include_directories(kernels_tmap_cache_test PRIVATE ${GEMMK_SRC})
+gemm_test(kernels_tf32_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels/tf32_test.c
+  LIBS m
+  TIMEOUT 30)
+target_include_directories(kernels_tf32_test PRIVATE ${GEMMK_SRC})
 
 # GPU: a plain program (no Criterion, so it runs on the bare device host);
 # prints "skipped: no CUDA device" and passes where there is none.
