@@ -43,6 +43,11 @@ target_link_libraries(access_probe PRIVATE gemm_itest_util)
 target_compile_definitions(integration_access PRIVATE
   ACCESS_PROBE="$<TARGET_FILE:access_probe>")
 add_dependencies(integration_access access_probe)
+gemm_itest(selection 300)   # kernels by name, precisions, their errors
+gemm_itest(gemmctl 120)     # gemmctl kernels, mm --kernel, bench
+target_compile_definitions(integration_gemmctl PRIVATE
+  GEMMCTL_PATH="$<TARGET_FILE:gemmctl>")
+add_dependencies(integration_gemmctl gemmctl)
 gemm_itest(limits 60)       # per-client caps, deadlines, fairness
 gemm_itest(faults 60)       # dying clients, shm truncation, daemon restart
 add_executable(fault_probe integration/fault_probe.c)

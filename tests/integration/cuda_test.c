@@ -5,7 +5,9 @@
  * (staged into a 16-byte pitch), large shapes checked on a sample, resident
  * device tensors, pinned-memory accounting, and a device-memory cap that
  * turns an oversized GEMM into GEMM_ERR_DEVICE_MEMORY while the daemon
- * goes on.
+ * goes on. Issue 6: fp32 on the tensor cores as tf32 and 3xTF32 (correct,
+ * and fp32 clearly the more accurate), fp32 tensors on the device, every
+ * catalog kernel by name, and a kernel refusing what it does not claim.
  */
 #include "util/daemon.h"
 #include "util/data.h"
@@ -254,5 +256,199 @@ Test(cuda, shrunk_pinned_buffer)
     gemm__reply__free_unpacked(rep, NULL);
     tu_raw_close(&r);
     tu_shm_destroy(&shm);
+    tu_assert_healthy(g_client);
+}
+
+/* ---- kernels by name and fp32 precisions (issue 6) ---- */
+
+/* fp32 inputs on the tensor cores: tf32 and 3xTF32 (fp32) both correct
+ * for every transpose and an odd shape, and fp32 clearly the more
+ * accurate on the same data (relative Frobenius error over sampled rows
+ * against fp64). */
+Test(cuda, fp32_precisions)
+{
+    NEED_CUDA();
+    const uint64_t m = 1000, n = 900, k = 2049;
+    for (int tr = 0; tr < 4; tr++) {
+        gemm_op op;
+        gemm_op_init(&op, m, n, k, GEMM_FP32, GEMM_FP32);
+        op.trans_a = tr & 1;
+        op.trans_b = (tr >> 1) & 1;
+        size_t ar, ac, ald, br, bc, bld;
+        tu_shape(&op, 'a', &ar, &ac, &ald);
+        tu_shape(&op, 'b', &br, &bc, &bld);
+        size_t abytes = ar * ac * 4, bbytes = br * bc * 4, dbytes = m * n * 4;
+        gemm_buffer *buf;
+        cr_assert_eq(
+            gemm_buffer_alloc(g_client, abytes + bbytes + 2 * dbytes, &buf),
+            GEMM_OK);
+        char *base = gemm_buffer_data(buf);
+        uint64_t seed = 600 + tr;
+        tu_fill(base, GEMM_FP32, ar, ac, ald, &seed);
+        tu_fill(base + abytes, GEMM_FP32, br, bc, bld, &seed);
+        op.a = (gemm_matrix){buf, 0, 0, 0};
+        op.b = (gemm_matrix){buf, abytes, 0, 0};
+        double err[2];
+        for (int pi = 0; pi < 2; pi++) {
+            op.precision = pi == 0 ? GEMM_PRECISION_TF32 : GEMM_PRECISION_FP32;
+            op.d = (gemm_matrix){buf, abytes + bbytes + pi * dbytes, 0, 0};
+            memset(base + op.d.offset, 0xff, dbytes);
+            gemm_timings t;
+            int rv = gemm_run(g_client, &op, &t);
+            cr_assert_eq(rv, GEMM_OK, "fp32 %s tr %d: %s",
+                         gemm_precision_name(op.precision), tr,
+                         gemm_last_error_message());
+            cr_expect_gt(t.kernel_ns, 0u);
+            double tr_, ta_, num = 0, den = 0;
+            tu_tolerance(&op, &tr_, &ta_);
+            const float *d = (const float *)(base + op.d.offset);
+            for (size_t i = 0; i < m; i += 7) {
+                for (size_t j = (i * 13) % 11; j < n; j += 11) {
+                    double ref, scale;
+                    tu_ref_elem(&op, base, base + abytes, NULL, i, j, &ref,
+                                &scale);
+                    double got = d[i * n + j];
+                    cr_assert(fabs(got - ref) <= tr_ * scale + ta_,
+                              "%s tr %d: D[%zu][%zu] = %.9g, want %.9g",
+                              gemm_precision_name(op.precision), tr, i, j, got,
+                              ref);
+                    num += (got - ref) * (got - ref);
+                    den += ref * ref;
+                }
+            }
+            err[pi] = sqrt(num / den);
+            cr_log_info("fp32 tr %d %s (%s): relative error %.3g, kernel "
+                        "%.3f ms",
+                        tr, gemm_precision_name(op.precision), t.kernel,
+                        err[pi], t.kernel_ns / 1e6);
+        }
+        cr_expect_lt(err[0], 2e-3, "tf32 error %.3g", err[0]);
+        cr_expect_lt(err[1], 1e-5, "fp32 error %.3g", err[1]);
+        cr_expect_gt(err[0], 20 * err[1],
+                     "fp32 (%.3g) clearly more accurate than tf32 (%.3g)",
+                     err[1], err[0]);
+        gemm_buffer_free(buf);
+    }
+}
+
+/* fp32 resident tensors live on the device now. */
+Test(cuda, fp32_tensor_on_device)
+{
+    NEED_CUDA();
+    gemm_status before, after;
+    gemm_buffer *buf;
+    uint64_t seed = 8, tid;
+    const size_t rows = 512, cols = 300;
+    cr_assert_eq(gemm_get_status(g_client, &before), GEMM_OK);
+    cr_assert_eq(gemm_buffer_alloc(g_client, rows * cols * 4, &buf), GEMM_OK);
+    tu_fill(gemm_buffer_data(buf), GEMM_FP32, rows, cols, cols, &seed);
+    gemm_matrix src = {buf, 0, 0, 0};
+    cr_assert_eq(
+        gemm_tensor_upload(g_client, &src, rows, cols, GEMM_FP32, &tid),
+        GEMM_OK, "%s", gemm_last_error_message());
+    cr_assert_eq(gemm_get_status(g_client, &after), GEMM_OK);
+    cr_expect_geq(after.device_bytes, before.device_bytes + rows * cols * 4,
+                  "device bytes %llu -> %llu",
+                  (unsigned long long)before.device_bytes,
+                  (unsigned long long)after.device_bytes);
+    cr_expect_eq(gemm_tensor_free(g_client, tid), GEMM_OK);
+    gemm_buffer_free(buf);
+}
+
+/* Every catalog kernel by name on an odd shape over the types, precisions
+ * and transposes it claims: correct, named in the reply, timed. */
+Test(cuda, every_catalog_kernel_by_name)
+{
+    NEED_CUDA();
+    static const gemm_dtype types[] = {GEMM_BF16, GEMM_FP16, GEMM_FP32};
+    gemm_kernel_info *ks;
+    size_t nk;
+    cr_assert_eq(gemm_list_kernels(g_client, &ks, &nk), GEMM_OK);
+    cr_assert_geq(nk, 2u, "a catalog: the ladder, production, cublas");
+    int runs = 0;
+    for (size_t i = 0; i < nk; i++) {
+        for (int ti = 0; ti < 3; ti++) {
+            gemm_dtype ab = types[ti];
+            if (!(ks[i].ab_types & (1u << ab)))
+                continue;
+            for (int pi = 0; pi < (ab == GEMM_FP32 ? 2 : 1); pi++) {
+                gemm_precision prec = ab != GEMM_FP32 ? GEMM_PRECISION_DEFAULT
+                                      : pi == 0       ? GEMM_PRECISION_TF32
+                                                      : GEMM_PRECISION_FP32;
+                if (ab == GEMM_FP32 && !(ks[i].precisions & (1u << prec)))
+                    continue;
+                for (int tr = 0; tr < 4; tr++) {
+                    if (!(ks[i].transposes & (1u << tr)))
+                        continue;
+                    gemm_dtype cd = (ab == GEMM_FP32 ||
+                                     (ks[i].cd_types & (1u << GEMM_FP32)))
+                                        ? GEMM_FP32
+                                        : ab;
+                    gemm_op op;
+                    gemm_op_init(&op, 257, 129, 97 + 8 * tr, ab, cd);
+                    op.trans_a = tr & 1;
+                    op.trans_b = (tr >> 1) & 1;
+                    op.precision = prec;
+                    op.kernel = ks[i].name;
+                    run_checked(&op, 700 + i * 32 + ti * 8 + tr);
+                    runs++;
+                }
+            }
+        }
+    }
+    cr_log_info("%d runs over %zu kernels", runs, nk);
+    gemm_kernel_info_free(ks);
+}
+
+/* A kernel asked for a type, precision or transpose it does not claim is
+ * refused before any work with GEMM_ERR_UNSUPPORTED and a reason, and the
+ * daemon goes on. */
+Test(cuda, kernel_refuses_unclaimed)
+{
+    NEED_CUDA();
+    static const gemm_dtype types[] = {GEMM_BF16, GEMM_FP16, GEMM_FP32};
+    gemm_kernel_info *ks;
+    size_t nk;
+    gemm_buffer *buf;
+    cr_assert_eq(gemm_list_kernels(g_client, &ks, &nk), GEMM_OK);
+    cr_assert_eq(gemm_buffer_alloc(g_client, 1 << 20, &buf), GEMM_OK);
+    int refusals = 0;
+    for (size_t i = 0; i < nk; i++) {
+        for (int ti = 0; ti < 3; ti++) {
+            gemm_op op;
+            gemm_dtype ab = types[ti];
+            gemm_op_init(&op, 64, 64, 64, ab, GEMM_FP32);
+            op.a = op.b = op.d = (gemm_matrix){buf, 0, 0, 0};
+            op.b.offset = 65536;
+            op.d.offset = 131072;
+            op.kernel = ks[i].name;
+            bool unclaimed = !(ks[i].ab_types & (1u << ab));
+            if (!unclaimed && ab == GEMM_FP32 &&
+                !(ks[i].precisions & (1u << GEMM_PRECISION_TF32))) {
+                op.precision = GEMM_PRECISION_TF32;
+                unclaimed = true;
+            }
+            if (!unclaimed)
+                continue;
+            memset((char *)gemm_buffer_data(buf) + op.d.offset, 0x5a,
+                   64 * 64 * 4);
+            int rv = gemm_run(g_client, &op, NULL);
+            cr_expect_eq(rv, GEMM_ERR_UNSUPPORTED, "%s with %s (%s): got %s",
+                         ks[i].name, gemm_dtype_name(ab),
+                         gemm_precision_name(op.precision), gemm_strerror(rv));
+            cr_expect(strstr(gemm_last_error_message(), ks[i].name) != NULL,
+                      "the reason names the kernel: %s",
+                      gemm_last_error_message());
+            const unsigned char *d =
+                (const unsigned char *)gemm_buffer_data(buf) + op.d.offset;
+            cr_expect(d[0] == 0x5a && d[64 * 64 * 4 - 1] == 0x5a,
+                      "a refused GEMM wrote D");
+            cr_log_info("%s", gemm_last_error_message());
+            refusals++;
+        }
+    }
+    cr_expect_gt(refusals, 0, "some catalog kernel leaves a type out");
+    gemm_kernel_info_free(ks);
+    gemm_buffer_free(buf);
     tu_assert_healthy(g_client);
 }

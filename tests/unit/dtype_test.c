@@ -1,7 +1,8 @@
 /*
  * dtype_test.c: gemm_convert() between bf16, fp16 and fp32: exact values,
  * round-to-nearest-even, subnormals, overflow to infinity, NaN kept, and a
- * sweep of every 16-bit pattern through fp32 and back.
+ * sweep of every 16-bit pattern through fp32 and back; the precision
+ * names.
  */
 #include <gemm/gemm.h>
 
@@ -111,4 +112,25 @@ Test(dtype, bulk_and_errors)
                  GEMM_ERR_DTYPE);
     cr_expect_eq(gemm_convert(NULL, GEMM_FP32, in, GEMM_FP32, 1),
                  GEMM_ERR_INVALID);
+}
+
+Test(dtype, precision_names_parse)
+{
+    gemm_precision p;
+    cr_expect_str_eq(gemm_precision_name(GEMM_PRECISION_DEFAULT), "default");
+    cr_expect_str_eq(gemm_precision_name(GEMM_PRECISION_TF32), "tf32");
+    cr_expect_str_eq(gemm_precision_name(GEMM_PRECISION_FP32), "fp32");
+    cr_expect_str_eq(gemm_precision_name((gemm_precision)9), "?");
+    cr_expect_eq(gemm_precision_parse("tf32", &p), GEMM_OK);
+    cr_expect_eq(p, GEMM_PRECISION_TF32);
+    cr_expect_eq(gemm_precision_parse("FP32", &p), GEMM_OK);
+    cr_expect_eq(p, GEMM_PRECISION_FP32);
+    cr_expect_eq(gemm_precision_parse("default", &p), GEMM_OK);
+    cr_expect_eq(p, GEMM_PRECISION_DEFAULT);
+    p = GEMM_PRECISION_TF32;
+    cr_expect_eq(gemm_precision_parse("tf16", &p), GEMM_ERR_INVALID);
+    cr_expect_eq(gemm_precision_parse("", &p), GEMM_ERR_INVALID);
+    cr_expect_eq(gemm_precision_parse(NULL, &p), GEMM_ERR_INVALID);
+    cr_expect_eq(gemm_precision_parse("fp32", NULL), GEMM_ERR_INVALID);
+    cr_expect_eq(p, GEMM_PRECISION_TF32, "untouched on failure");
 }

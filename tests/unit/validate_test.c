@@ -284,3 +284,92 @@ Test(validate, operand_check)
                                    msg, sizeof(msg)),
                  GEMM_ERR_DTYPE);
 }
+
+Test(validate, kernel_names)
+{
+    char msg[256];
+    static const char *const good[] = {
+        "naive",
+        "wgmma-basic",
+        "ws128x256",
+        "cpu_naive.v2",
+        "tf32+3x",
+        "a",
+        "abcdefghijklmnopqrstuvwxyz01234", /* 31 bytes */
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        cr_expect_eq(val_kernel_name(good[i], msg, sizeof(msg)), GEMM_OK,
+                     "'%s': %s", good[i], msg);
+    cr_expect_eq(val_kernel_name(NULL, msg, sizeof(msg)), GEMM_OK,
+                 "absent: the backend picks");
+    static const char *const bad[] = {
+        "",
+        "abcdefghijklmnopqrstuvwxyz012345", /* 32 bytes */
+        "has space",
+        "semi;colon",
+        "slash/",
+        "quote'",
+        "new\nline",
+        "\x7f",
+        "\xc3\xa9t\xc3\xa9",
+        "percent%s",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        msg[0] = '\0';
+        cr_expect_eq(val_kernel_name(bad[i], msg, sizeof(msg)),
+                     GEMM_ERR_INVALID, "bad name #%zu accepted", i);
+        cr_expect(msg[0] != '\0', "bad name #%zu: no message", i);
+        /* the message never echoes a byte outside the name charset */
+        for (const char *p = msg; *p; p++)
+            cr_expect((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f,
+                      "bad name #%zu: message has byte %#x", i,
+                      (unsigned char)*p);
+    }
+    char huge[4096];
+    memset(huge, 'k', sizeof(huge) - 1);
+    huge[sizeof(huge) - 1] = '\0';
+    cr_expect_eq(val_kernel_name(huge, msg, sizeof(msg)), GEMM_ERR_INVALID);
+}
+
+Test(validate, precisions)
+{
+    char msg[256];
+    for (int p = 0; p <= 2; p++)
+        cr_expect_eq(val_precision(GEMM_FP32, p, msg, sizeof(msg)), GEMM_OK,
+                     "fp32 with precision %d: %s", p, msg);
+    cr_expect_eq(val_precision(GEMM_FP32, 3, msg, sizeof(msg)),
+                 GEMM_ERR_INVALID);
+    cr_expect_eq(val_precision(GEMM_FP32, -1, msg, sizeof(msg)),
+                 GEMM_ERR_INVALID);
+    cr_expect_eq(val_precision(GEMM_FP32, 1 << 30, msg, sizeof(msg)),
+                 GEMM_ERR_INVALID);
+    cr_expect_eq(
+        val_precision(GEMM_BF16, GEMM_PRECISION_DEFAULT, msg, sizeof(msg)),
+        GEMM_OK);
+    cr_expect_eq(
+        val_precision(GEMM_BF16, GEMM_PRECISION_TF32, msg, sizeof(msg)),
+        GEMM_ERR_INVALID);
+    cr_expect(strstr(msg, "fp32 inputs only") != NULL, "message: %s", msg);
+    cr_expect_eq(
+        val_precision(GEMM_FP16, GEMM_PRECISION_FP32, msg, sizeof(msg)),
+        GEMM_ERR_INVALID);
+}
+
+Test(validate, gemm_checks_kernel_and_precision)
+{
+    val_gemm g = base();
+    g.precision = GEMM_PRECISION_TF32;
+    g.kernel = "openblas";
+    EXPECT_RV(g, GEMM_OK);
+    g.kernel = "bad name";
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g = base();
+    g.precision = 7;
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g = base();
+    g.ab_type = GEMM_BF16;
+    g.precision = GEMM_PRECISION_TF32;
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g.precision = GEMM_PRECISION_DEFAULT;
+    EXPECT_RV(g, GEMM_OK);
+}

@@ -253,6 +253,11 @@ void tu_tolerance(const gemm_op *op, double *tol_rel, double *tol_abs)
      * (k + 4) * 2^-23 relative to the sum of absolute values; the output
      * type's rounding adds its epsilon (and fp16's subnormal spacing). */
     double rel = ((double)op->k + 4.0) * 0x1p-23, abs_ = 1e-30;
+    /* fp32 inputs: tf32 rounds (or truncates) each input to 10 mantissa
+     * bits, up to 2^-9 per product; the fp32 precision is 3xTF32 on the
+     * GPU, whose split leaves a few 2^-21 per product. */
+    if (op->ab_type == GEMM_FP32)
+        rel += op->precision == GEMM_PRECISION_TF32 ? 0x1p-9 : 0x1p-17;
     if (op->cd_type == GEMM_BF16)
         rel += 0x1p-8;
     else if (op->cd_type == GEMM_FP16) {

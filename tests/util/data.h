@@ -54,7 +54,8 @@ void tu_ref_gemm(const gemm_op *op, const void *a, const void *b, const void *c,
 void tu_ref_elem(const gemm_op *op, const void *a, const void *b, const void *c,
                  size_t i, size_t j, double *ref, double *scale);
 
-/* Allowed |got - ref| for an element: tol_rel * scale + tol_abs. */
+/* Allowed |got - ref| for an element: tol_rel * scale + tol_abs (by the
+ * types, k and, for fp32 inputs, op's precision). */
 void tu_tolerance(const gemm_op *op, double *tol_rel, double *tol_abs);
 
 /*

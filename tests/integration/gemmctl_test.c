@@ -1,0 +1,271 @@
+/*
+ * gemmctl_test.c: the kernel commands of gemmctl against a real gemmd:
+ * `gemmctl kernels` (table and JSON), `gemmctl mm --kernel/--precision`
+ * (correct, and clear errors with the documented exit codes) and
+ * `gemmctl bench` (its table, and a CSV with the agreed header and one
+ * row per kernel and size). gemmctl runs as a child process with its
+ * stdout and stderr in files of the fixture's directory. The binary is
+ * the one built here, or $GEMM_TEST_GEMMCTL.
+ */
+#include "util/daemon.h"
+
+#include <criterion/criterion.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef GEMMCTL_PATH
+#error "GEMMCTL_PATH must name the gemmctl program"
+#endif
+
+#define CSV_HEADER                                                             \
+    "kernel,rung,dtype,precision,m,n,k,ms,tflops,ratio_vs_ref,max_rel_err"
+
+extern char **environ;
+
+TestSuite(gemmctl, .init = fixture_setup, .fini = fixture_teardown,
+          .timeout = 120);
+
+static char out_text[65536], err_text[65536];
+
+static void slurp(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = 0;
+    if (f != NULL) {
+        n = fread(buf, 1, len - 1, f);
+        fclose(f);
+    }
+    buf[n] = '\0';
+}
+
+/* Runs gemmctl --url <the fixture's> with the NULL-terminated arguments;
+ * returns its exit status (-1 if it did not exit) with its output in
+ * out_text and err_text. */
+static int ctl(const char *arg, ...)
+{
+    const char *argv[64];
+    int argc = 0;
+    const char *bin = getenv("GEMM_TEST_GEMMCTL");
+    argv[argc++] = bin != NULL && bin[0] != '\0' ? bin : GEMMCTL_PATH;
+    argv[argc++] = "--url";
+    argv[argc++] = g_gemmd.url;
+    va_list ap;
+    va_start(ap, arg);
+    for (const char *a = arg; a != NULL && argc < 63;
+         a = va_arg(ap, const char *))
+        argv[argc++] = a;
+    va_end(ap);
+    argv[argc] = NULL;
+
+    char out_path[256], err_path[256];
+    snprintf(out_path, sizeof(out_path), "%s/ctl.out", g_gemmd.dir);
+    snprintf(err_path, sizeof(err_path), "%s/ctl.err", g_gemmd.dir);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path,
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path,
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid;
+    int rv =
+        posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    cr_assert_eq(rv, 0, "cannot run %s: %s", argv[0], strerror(rv));
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    slurp(out_path, out_text, sizeof(out_text));
+    slurp(err_path, err_text, sizeof(err_text));
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#define EXPECT_IN(hay, needle)                                                 \
+    cr_expect(strstr((hay), (needle)) != NULL, "'%s' not in:\n%s", (needle),   \
+              (hay))
+
+/* The backend's reference kernel and one other (NULL if none). */
+static void two_kernels(const char **ref, const char **other)
+{
+    static gemm_kernel_info *ks;
+    size_t n;
+    cr_assert_eq(gemm_list_kernels(g_client, &ks, &n), GEMM_OK);
+    *ref = *other = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (ks[i].reference && *ref == NULL)
+            *ref = ks[i].name;
+        else if (!ks[i].reference && *other == NULL &&
+                 (ks[i].ab_types & (1u << GEMM_BF16)) &&
+                 (ks[i].cd_types & (1u << GEMM_FP32)))
+            *other = ks[i].name;
+    }
+    cr_assert_not_null(*ref);
+    /* ks stays allocated: the names are used until the test ends */
+}
+
+Test(gemmctl, kernels_table_and_json)
+{
+    const char *ref, *other;
+    two_kernels(&ref, &other);
+    cr_assert_eq(ctl("kernels", NULL), 0, "stderr: %s", err_text);
+    EXPECT_IN(out_text, "KERNEL");
+    EXPECT_IN(out_text, "TRANSPOSES");
+    EXPECT_IN(out_text, ref);
+    EXPECT_IN(out_text, " ref ");
+    if (other != NULL)
+        EXPECT_IN(out_text, other);
+    cr_assert_eq(ctl("kernels", "--json", NULL), 0, "stderr: %s", err_text);
+    cr_expect_eq(out_text[0], '[', "JSON array: %s", out_text);
+    char want[96];
+    snprintf(want, sizeof(want), "{\"name\": \"%s\"", ref);
+    EXPECT_IN(out_text, want);
+    EXPECT_IN(out_text, "\"reference\": true");
+    EXPECT_IN(out_text, "\"transposes\": [");
+    cr_expect_eq(ctl("kernels", "--bogus", NULL), 2);
+    EXPECT_IN(err_text, "unknown argument");
+}
+
+Test(gemmctl, mm_with_kernel_and_precision)
+{
+    const char *ref, *other;
+    two_kernels(&ref, &other);
+    cr_assert_eq(ctl("mm", "-m", "50", "-n", "40", "-k", "30", "--kernel", ref,
+                     "--check", NULL),
+                 0, "stdout: %s\nstderr: %s", out_text, err_text);
+    char want[64];
+    snprintf(want, sizeof(want), "kernel: %s", ref);
+    EXPECT_IN(out_text, want);
+    EXPECT_IN(out_text, "PASS");
+    cr_assert_eq(ctl("mm", "-m", "33", "-n", "17", "-k", "65", "--precision",
+                     "tf32", "--check", NULL),
+                 0, "stdout: %s\nstderr: %s", out_text, err_text);
+    EXPECT_IN(out_text, "precision tf32");
+    EXPECT_IN(out_text, "(tf32): PASS");
+    cr_assert_eq(ctl("mm", "-m", "33", "-n", "17", "-k", "65", "--precision",
+                     "fp32", "--check", "--ta", NULL),
+                 0, "stdout: %s\nstderr: %s", out_text, err_text);
+    EXPECT_IN(out_text, "(fp32): PASS");
+    if (other != NULL) {
+        cr_assert_eq(ctl("mm", "-m", "20", "-n", "24", "-k", "28", "--dtype",
+                         "bf16", "--cd-dtype", "fp32", "--kernel", other,
+                         "--check", NULL),
+                     0, "stdout: %s\nstderr: %s", out_text, err_text);
+        snprintf(want, sizeof(want), "kernel: %s", other);
+        EXPECT_IN(out_text, want);
+        EXPECT_IN(out_text, "PASS");
+    }
+}
+
+Test(gemmctl, mm_errors)
+{
+    cr_expect_eq(ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--kernel",
+                     "no-such-kernel", NULL),
+                 1);
+    EXPECT_IN(err_text, "kernel 'no-such-kernel' is not available");
+    cr_expect_eq(ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--kernel",
+                     "bad name", NULL),
+                 1);
+    EXPECT_IN(err_text, "kernel name");
+    cr_expect_eq(
+        ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--kernel", "", NULL), 2);
+    cr_expect_eq(
+        ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--precision", "tf64", NULL),
+        2);
+    EXPECT_IN(err_text, "--precision wants default, tf32 or fp32");
+    cr_expect_eq(ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--dtype", "bf16",
+                     "--precision", "tf32", NULL),
+                 2);
+    EXPECT_IN(err_text, "is for fp32 inputs");
+    tu_assert_healthy(g_client);
+}
+
+/* Counts lines of s. */
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+Test(gemmctl, bench_table_and_csv)
+{
+    const char *ref, *other;
+    two_kernels(&ref, &other);
+    char csv[256], list[96];
+    snprintf(csv, sizeof(csv), "%s/bench.csv", g_gemmd.dir);
+    snprintf(list, sizeof(list), "%s%s%s", ref, other ? "," : "",
+             other ? other : "");
+    cr_assert_eq(ctl("bench", "--kernels", list, "--sizes", "48,64x40x24",
+                     "--repeat", "2", "--csv", csv, NULL),
+                 0, "stdout: %s\nstderr: %s", out_text, err_text);
+    EXPECT_IN(out_text, "KERNEL");
+    EXPECT_IN(out_text, "TFLOP/S");
+    EXPECT_IN(out_text, "VS REF");
+    EXPECT_IN(out_text, "MAX REL ERR");
+    EXPECT_IN(out_text, "48x48x48");
+    EXPECT_IN(out_text, "64x40x24");
+    static char text[16384];
+    slurp(csv, text, sizeof(text));
+    cr_assert(strncmp(text, CSV_HEADER "\n", strlen(CSV_HEADER) + 1) == 0,
+              "CSV header: %s", text);
+    int kernels = other ? 2 : 1;
+    cr_expect_eq(lines(text), 1 + 2 * kernels, "CSV:\n%s", text);
+    /* every row: 11 fields; the reference's ratio is 1 and error 0 */
+    char *save = NULL, *line = strtok_r(text, "\n", &save);
+    int rows = 0;
+    while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+        int commas = 0;
+        for (const char *p = line; *p; p++)
+            commas += *p == ',';
+        cr_expect_eq(commas, 10, "row: %s", line);
+        char name[64], dtype[16], prec[16];
+        unsigned rung;
+        unsigned long m, n, k;
+        double ms, tf, ratio, err;
+        int got = sscanf(line,
+                         "%63[^,],%u,%15[^,],%15[^,],%lu,%lu,%lu,%lf,%lf,%lf,"
+                         "%lf",
+                         name, &rung, dtype, prec, &m, &n, &k, &ms, &tf, &ratio,
+                         &err);
+        cr_assert_eq(got, 11, "row: %s", line);
+        cr_expect_str_eq(dtype, "bf16");
+        cr_expect_gt(ms, 0.0, "row: %s", line);
+        cr_expect_gt(tf, 0.0, "row: %s", line);
+        cr_expect_lt(err, 1e-2, "row: %s", line);
+        if (strcmp(name, ref) == 0) {
+            cr_expect_eq(ratio, 1.0, "row: %s", line);
+            cr_expect_eq(err, 0.0, "row: %s", line);
+        }
+        rows++;
+    }
+    cr_expect_eq(rows, 2 * kernels);
+}
+
+Test(gemmctl, bench_ladder_fp32_and_errors)
+{
+    char csv[256];
+    snprintf(csv, sizeof(csv), "%s/ladder.csv", g_gemmd.dir);
+    cr_assert_eq(ctl("bench", "--ladder", "--dtype", "fp32", "--precision",
+                     "fp32", "--sizes", "40", "--repeat", "1", "--csv", csv,
+                     NULL),
+                 0, "stdout: %s\nstderr: %s", out_text, err_text);
+    static char text[16384];
+    slurp(csv, text, sizeof(text));
+    EXPECT_IN(text, ",fp32,fp32,40,40,40,");
+    cr_expect_eq(
+        ctl("bench", "--kernels", "no-such-kernel", "--sizes", "8", NULL), 2);
+    EXPECT_IN(err_text, "no kernel 'no-such-kernel'");
+    cr_expect_eq(ctl("bench", "--sizes", "0", NULL), 2);
+    cr_expect_eq(ctl("bench", "--sizes", "12x", NULL), 2);
+    cr_expect_eq(ctl("bench", "--ladder", "--kernels", "a", NULL), 2);
+    cr_expect_eq(ctl("bench", "--dtype", "bf16", "--precision", "tf32", NULL),
+                 2);
+    cr_expect_eq(ctl("bench", "--repeat", "0", NULL), 2);
+    tu_assert_healthy(g_client);
+}
