@@ -3,8 +3,9 @@
  * Arbitrary bytes go through what server.c and dispatch.c do with a message
  * before any daemon state is touched: req_decode (size cap, protobuf
  * unpack), req_check_envelope, then per body req_gemm_desc + val_gemm_check
- * against a fake buffer table, or reg_check_name. A reply is packed as the
- * daemon would and decoded again.
+ * against a fake buffer table (kernel name and precision included), or
+ * reg_check_name. A reply is packed as the daemon would (a GEMM's with the
+ * kernel that ran, ListKernels' with two entries) and decoded again.
  *
  * Beyond "no crash, no leak, no UB" the target checks what validation
  * promises: an accepted GEMM has every operand inside its buffer, aligned,
@@ -89,6 +90,16 @@ static int fuzz_gemm(const Gemm__GemmRequest *g, char *msg, size_t len)
     if (rv != GEMM_OK)
         return rv;
     CHECK(val_dtypes_supported(v.ab_type, v.cd_type));
+    CHECK(v.precision >= GEMM_PRECISION_DEFAULT &&
+          v.precision <= GEMM_PRECISION_FP32);
+    CHECK(v.ab_type == GEMM_FP32 || v.precision == GEMM_PRECISION_DEFAULT);
+    if (v.kernel != NULL) {
+        size_t n = strlen(v.kernel);
+        CHECK(n >= 1 && n <= GEMM_KERNEL_NAME_MAX);
+        CHECK(strspn(v.kernel,
+                     "abcdefghijklmnopqrstuvwxyz"
+                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") == n);
+    }
     CHECK(v.m >= 1 && v.n >= 1 && v.k >= 1);
     CHECK(v.m <= FUZZ_MAX_DIM && v.n <= FUZZ_MAX_DIM && v.k <= FUZZ_MAX_DIM);
     size_t ab = gemm_dtype_size(v.ab_type), cd = gemm_dtype_size(v.cd_type);
@@ -124,6 +135,9 @@ static void reply_roundtrip(uint64_t id, int status, const char *msg,
     Gemm__Reply r = GEMM__REPLY__INIT;
     Gemm__GemmReply gr = GEMM__GEMM_REPLY__INIT;
     Gemm__RegisterBufferReply rr = GEMM__REGISTER_BUFFER_REPLY__INIT;
+    Gemm__ListKernelsReply lk = GEMM__LIST_KERNELS_REPLY__INIT;
+    Gemm__KernelInfo ki[2] = {GEMM__KERNEL_INFO__INIT, GEMM__KERNEL_INFO__INIT};
+    Gemm__KernelInfo *kis[2] = {&ki[0], &ki[1]};
     r.has_version = true;
     r.version = GEMM_PROTOCOL_VERSION;
     r.has_id = true;
@@ -135,8 +149,25 @@ static void reply_roundtrip(uint64_t id, int status, const char *msg,
     } else if (body == GEMM__REQUEST__BODY_GEMM) {
         gr.has_total_us = true;
         gr.total_us = id;
+        gr.kernel = "openblas";
+        gr.has_kernel_ns = true;
+        gr.kernel_ns = id;
         r.body_case = GEMM__REPLY__BODY_GEMM;
         r.gemm = &gr;
+    } else if (body == GEMM__REQUEST__BODY_LIST_KERNELS) {
+        ki[0].name = "openblas";
+        ki[0].summary = "the reference";
+        ki[0].has_reference = ki[0].reference = true;
+        ki[1].name = "cpu-naive";
+        ki[1].summary = "";
+        ki[1].has_ladder = true;
+        ki[1].ladder = 1;
+        ki[1].has_ab_types = true;
+        ki[1].ab_types = 0xe;
+        lk.n_kernels = 2;
+        lk.kernels = kis;
+        r.body_case = GEMM__REPLY__BODY_LIST_KERNELS;
+        r.list_kernels = &lk;
     } else if (body == GEMM__REQUEST__BODY_REGISTER_BUFFER) {
         rr.has_buffer_id = true;
         rr.buffer_id = ~id;
@@ -152,6 +183,16 @@ static void reply_roundtrip(uint64_t id, int status, const char *msg,
     CHECK(back->id == id && back->status == status);
     if (status != GEMM_OK)
         CHECK(back->message != NULL && strcmp(back->message, msg) == 0);
+    if (r.body_case == GEMM__REPLY__BODY_GEMM)
+        CHECK(back->body_case == r.body_case && back->gemm->kernel != NULL &&
+              strcmp(back->gemm->kernel, "openblas") == 0 &&
+              back->gemm->kernel_ns == id);
+    if (r.body_case == GEMM__REPLY__BODY_LIST_KERNELS)
+        CHECK(back->body_case == r.body_case &&
+              back->list_kernels->n_kernels == 2 &&
+              strcmp(back->list_kernels->kernels[1]->name, "cpu-naive") == 0 &&
+              back->list_kernels->kernels[1]->ladder == 1 &&
+              back->list_kernels->kernels[0]->reference);
     gemm__reply__free_unpacked(back, NULL);
     free(buf);
 }

@@ -1,7 +1,8 @@
 /*
  * gen_corpus.c: writes the seed corpus of the fuzz targets, one valid
- * gemm.Request per file: hello, status, register, release, and GEMMs over
- * every dtype pair with transposes, leading dimensions, offsets and C = D.
+ * gemm.Request per file: hello, status, register, release, list_kernels,
+ * and GEMMs over every dtype pair with transposes, leading dimensions,
+ * offsets and C = D, some naming a kernel and a precision.
  * Buffer ids follow fuzz_request.c's fake table (1: 4 KiB, 2: 1 MiB,
  * 3: 2^40 bytes, bit 63 set: size in the low 48 bits); fuzz_daemon maps them
  * onto its real buffers. Usage: gen_corpus DIR. The files are committed under
@@ -63,21 +64,29 @@ typedef struct seed_gemm {
     float alpha, beta;
     uint64_t lda, ldb, ldd, off; /* off: byte offset of D (C = D) */
     uint64_t buf_ab, buf_cd;
+    int precision;      /* gemm_precision; 0: absent */
+    const char *kernel; /* NULL: absent */
 } seed_gemm;
 
 static const seed_gemm gemms[] = {
-    {"gemm_f32_nn", 8, 8, 8, GEMM_FP32, GEMM_FP32, 0, 0, 1, 0, 0, 0, 0, 0, 1,
-     2},
+    {"gemm_f32_nn", 8, 8, 8, GEMM_FP32, GEMM_FP32, 0, 0, 1, 0, 0, 0, 0, 0, 1, 2,
+     0, NULL},
     {"gemm_bf16_f32_tn", 16, 4, 32, GEMM_BF16, GEMM_FP32, 1, 0, 1, 0, 0, 0, 0,
-     0, 2, 3},
+     0, 2, 3, 0, NULL},
     {"gemm_f16_f16_nt_beta", 7, 9, 5, GEMM_FP16, GEMM_FP16, 0, 1, 2, 0.5f, 0, 0,
-     16, 256, 2, 2},
+     16, 256, 2, 2, 0, NULL},
     {"gemm_bf16_bf16_tt_ld", 3, 5, 11, GEMM_BF16, GEMM_BF16, 1, 1, -1, 1, 4, 12,
-     8, 64, 3, 3},
+     8, 64, 3, 3, 0, NULL},
     {"gemm_f16_f32_ld", 33, 17, 65, GEMM_FP16, GEMM_FP32, 0, 0, 1, 0, 80, 24,
-     20, 4096, 2, 1ull << 63 | 65536},
+     20, 4096, 2, 1ull << 63 | 65536, 0, NULL},
     {"gemm_bf16_f16_big", 1024, 1024, 1024, GEMM_BF16, GEMM_FP16, 0, 1, 1, 0, 0,
-     0, 0, 0, 3, 3},
+     0, 0, 0, 3, 3, 0, NULL},
+    {"gemm_f32_tf32_kernel", 24, 40, 16, GEMM_FP32, GEMM_FP32, 0, 1, 1, 0, 0, 0,
+     0, 0, 2, 2, GEMM_PRECISION_TF32, "openblas"},
+    {"gemm_f32_fp32_auto", 9, 7, 33, GEMM_FP32, GEMM_FP32, 1, 0, 1, 0, 0, 0, 0,
+     0, 2, 2, GEMM_PRECISION_FP32, "auto"},
+    {"gemm_bf16_naive", 5, 6, 7, GEMM_BF16, GEMM_FP32, 0, 0, 1, 0, 0, 0, 0, 0,
+     2, 2, 0, "cpu-naive"},
 };
 
 static int write_gemm(const seed_gemm *s, uint64_t id)
@@ -124,6 +133,11 @@ static int write_gemm(const seed_gemm *s, uint64_t id)
     g.d = &d;
     if (s->beta != 0.0f)
         g.c = &d;
+    if (s->precision != 0) {
+        g.has_precision = 1;
+        g.precision = (Gemm__Precision)s->precision;
+    }
+    g.kernel = (char *)s->kernel;
     rq.body_case = GEMM__REQUEST__BODY_GEMM;
     rq.gemm = &g;
     return write_request(s->name, &rq);
@@ -168,6 +182,12 @@ int main(int argc, char **argv)
     rq.body_case = GEMM__REQUEST__BODY_RELEASE_BUFFER;
     rq.release_buffer = &rel;
     rv |= write_request("release", &rq);
+
+    Gemm__ListKernelsRequest lk = GEMM__LIST_KERNELS_REQUEST__INIT;
+    envelope(&rq, 5);
+    rq.body_case = GEMM__REQUEST__BODY_LIST_KERNELS;
+    rq.list_kernels = &lk;
+    rv |= write_request("list_kernels", &rq);
 
     for (size_t i = 0; i < sizeof(gemms) / sizeof(gemms[0]); i++)
         rv |= write_gemm(&gemms[i], 100 + i);

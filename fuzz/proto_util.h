@@ -44,6 +44,9 @@ static inline bool has_unknown(const Gemm__Request *rq)
     case GEMM__REQUEST__BODY_TENSOR_FREE:
         m[k++] = &rq->tensor_free->base;
         break;
+    case GEMM__REQUEST__BODY_LIST_KERNELS:
+        m[k++] = &rq->list_kernels->base;
+        break;
     default:
         break;
     }
