@@ -89,7 +89,8 @@ static int ctl(const char *arg, ...)
     cr_expect(strstr((hay), (needle)) != NULL, "'%s' not in:\n%s", (needle),   \
               (hay))
 
-/* The backend's reference kernel and one other (NULL if none). */
+/* The backend's reference kernel and one other that serves bf16 -> fp32
+ * ("auto" aside: the reply names what it picked; NULL if none). */
 static void two_kernels(const char **ref, const char **other)
 {
     static gemm_kernel_info *ks;
@@ -100,6 +101,7 @@ static void two_kernels(const char **ref, const char **other)
         if (ks[i].reference && *ref == NULL)
             *ref = ks[i].name;
         else if (!ks[i].reference && *other == NULL &&
+                 strcmp(ks[i].name, "auto") != 0 &&
                  (ks[i].ab_types & (1u << GEMM_BF16)) &&
                  (ks[i].cd_types & (1u << GEMM_FP32)))
             *other = ks[i].name;
