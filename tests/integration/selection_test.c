@@ -466,3 +466,35 @@ Test(selection, resident_fp32_tensor_precisions)
     free(scale);
     gemm_buffer_free(buf);
 }
+
+/* tf32 has 10 mantissa bits: 1 + 2^-11 is not one of its numbers. As
+ * tf32 it becomes 1 + 2^-10 (round to nearest, ties away: the cpu
+ * backend and cvt.rna) or 1 (truncation); as fp32 it stays. */
+Test(selection, tf32_rounds_inputs)
+{
+    gemm_buffer *buf;
+    cr_assert_eq(gemm_buffer_alloc(g_client, 4096, &buf), GEMM_OK);
+    float *f = gemm_buffer_data(buf);
+    gemm_op op;
+    gemm_op_init(&op, 1, 1, 1, GEMM_FP32, GEMM_FP32);
+    op.a = (gemm_matrix){buf, 0, 0, 0};
+    op.b = (gemm_matrix){buf, 64, 0, 0};
+    op.d = (gemm_matrix){buf, 128, 0, 0};
+    f[0] = 1.0f + 0x1p-11f;
+    f[16] = 1.0f;
+    for (int p = GEMM_PRECISION_DEFAULT; p <= GEMM_PRECISION_FP32; p++) {
+        op.precision = (gemm_precision)p;
+        f[32] = -7.0f;
+        cr_assert_eq(gemm_run(g_client, &op, NULL), GEMM_OK, "%s",
+                     gemm_last_error_message());
+        if (p == GEMM_PRECISION_TF32 && on_cpu())
+            cr_expect_eq(f[32], 1.0f + 0x1p-10f, "tf32: %a", (double)f[32]);
+        else if (p == GEMM_PRECISION_TF32)
+            cr_expect(f[32] == 1.0f + 0x1p-10f || f[32] == 1.0f, "tf32: %a",
+                      (double)f[32]);
+        else
+            cr_expect_eq(f[32], 1.0f + 0x1p-11f, "%s: %a",
+                         gemm_precision_name(op.precision), (double)f[32]);
+    }
+    gemm_buffer_free(buf);
+}
