@@ -509,11 +509,10 @@ static void do_list_kernels(gemmd *d, srv_slot *s, uint64_t id)
                     "out of memory for the kernel list");
         return;
     }
-    for (size_t i = 0; i < n; i++) {
+    size_t filled = 0;
+    for (size_t i = 0; i < n && d->be.ops->kernel_at(&d->be, i, &k); i++) {
         Gemm__KernelInfo *w = &infos[i];
         gemm__kernel_info__init(w);
-        if (!d->be.ops->kernel_at(&d->be, i, &k))
-            break;
         w->name = (char *)k.name;
         w->summary = (char *)(k.summary != NULL ? k.summary : "");
         w->has_ladder = w->has_reference = true;
@@ -525,12 +524,12 @@ static void do_list_kernels(gemmd *d, srv_slot *s, uint64_t id)
         w->cd_types = k.cd_types;
         w->precisions = k.precisions;
         w->transposes = k.transposes;
-        ptrs[i] = w;
+        ptrs[filled++] = w;
     }
     Gemm__Reply r;
     Gemm__ListKernelsReply lk = GEMM__LIST_KERNELS_REPLY__INIT;
     reply_init(&r, id);
-    lk.n_kernels = n;
+    lk.n_kernels = filled;
     lk.kernels = ptrs;
     r.body_case = GEMM__REPLY__BODY_LIST_KERNELS;
     r.list_kernels = &lk;
