@@ -26,6 +26,21 @@ __device__ __forceinline__ float to_f(__nv_bfloat16 v)
     return __bfloat162float(v);
 }
 
+template <typename O> __device__ __forceinline__ O from_f(float v);
+template <> __device__ __forceinline__ float from_f<float>(float v)
+{
+    return v;
+}
+template <> __device__ __forceinline__ __half from_f<__half>(float v)
+{
+    return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v)
+{
+    return __float2bfloat16_rn(v);
+}
+
 /*
  * A read-only view of op(X) for X stored row-major with leading dimension
  * ld: at(r, c) is op(X)[r][c], i.e. X[c][r] when TRANS. For A, (r, c) =
@@ -49,28 +64,47 @@ struct Epilogue {
     float alpha, beta;
     gemm_dtype cd;
 
+    /* The store for C/D of element type O (float, __half, __nv_bfloat16). */
+    template <typename O>
+    __device__ __forceinline__ void store_as(int64_t i, int64_t j,
+                                             float acc) const
+    {
+        float v = alpha * acc;
+        if (beta != 0.0f)
+            v += beta * to_f(static_cast<const O *>(c)[i * ldc + j]);
+        static_cast<O *>(d)[i * ldd + j] = from_f<O>(v);
+    }
+
+    /* The same, with cd chosen at run time. */
     __device__ __forceinline__ void store(int64_t i, int64_t j,
                                           float acc) const
     {
-        float v = alpha * acc;
         switch (cd) {
         case GEMM_FP32:
-            if (beta != 0.0f)
-                v += beta * static_cast<const float *>(c)[i * ldc + j];
-            static_cast<float *>(d)[i * ldd + j] = v;
+            store_as<float>(i, j, acc);
             break;
         case GEMM_FP16:
-            if (beta != 0.0f)
-                v += beta * __half2float(
-                                static_cast<const __half *>(c)[i * ldc + j]);
-            static_cast<__half *>(d)[i * ldd + j] = __float2half_rn(v);
+            store_as<__half>(i, j, acc);
             break;
-        default: /* GEMM_BF16 */
-            if (beta != 0.0f)
-                v += beta * __bfloat162float(static_cast<const __nv_bfloat16 *>(
-                                c)[i * ldc + j]);
-            static_cast<__nv_bfloat16 *>(d)[i * ldd + j] =
-                __float2bfloat16_rn(v);
+        default:
+            store_as<__nv_bfloat16>(i, j, acc);
+            break;
+        }
+    }
+
+    /* Calls f(O{}) with O the C/D element type: epilogues that store many
+     * elements per thread branch once, not per element. */
+    template <typename F> __device__ __forceinline__ void with_type(F &&f) const
+    {
+        switch (cd) {
+        case GEMM_FP32:
+            f(float{});
+            break;
+        case GEMM_FP16:
+            f(__half{});
+            break;
+        default:
+            f(__nv_bfloat16{});
             break;
         }
     }
