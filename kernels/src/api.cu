@@ -31,6 +31,8 @@ struct gemmk_ctx {
     gemmk_tmap_cache cache;
     float *ws; /* split-K workspace */
     size_t ws_bytes;
+    float *prep; /* fp32 pre-pass workspace (tf32 operands, K-major) */
+    size_t prep_bytes;
     gemmk::ladder::CublasState *cublas; /* the "cublas" entry, made lazily */
 };
 
@@ -55,10 +57,16 @@ const Config kConfigs[] = {
     {"ws128x256_splitk", 256, 1, -1, 0},
     {"ws128x128_splitk", 128, 1, -1, 0},
     {"pp128x128", 128, 1, 1, 1},
+    /* fp32 inputs (tf32 tensor cores); planned as 16-bit with 2x K */
+    {"ws-tf32", 0, 1, 0, 0},
+    {"ws-3xtf32", 0, 1, 0, 0},
 };
 const int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 
 constexpr unsigned kAB16 = (1u << GEMM_BF16) | (1u << GEMM_FP16);
+constexpr unsigned kAB32 = 1u << GEMM_FP32;
+constexpr unsigned kPrecTF32 = 1u << GEMM_PRECISION_TF32;
+constexpr unsigned kPrecFP32 = 1u << GEMM_PRECISION_FP32;
 constexpr unsigned kCDAll =
     (1u << GEMM_BF16) | (1u << GEMM_FP16) | (1u << GEMM_FP32);
 
@@ -67,7 +75,12 @@ constexpr unsigned kCDAll =
  * daemon and the benchmark use them). */
 const gemmk_kernel_desc kProdDescs[] = {
     {"auto", 0, 0, "picks a production kernel by shape, type and precision",
-     kAB16, kCDAll, 0, GEMMK_TRANS_ALL},
+     kAB16 | kAB32, kCDAll, kPrecTF32 | kPrecFP32, GEMMK_TRANS_ALL},
+    {"wgmma-ws-tf32", 6, 0,
+     "seed 001 made right: TMA producer warp + one wgmma tf32 warpgroup, "
+     "3-stage mbarrier ring, 64x128x32 tiles (MN-major operands "
+     "transposed by a pre-pass)",
+     kAB32, kCDAll, kPrecTF32, GEMMK_TRANS_ALL},
     {"ws128x256", 0, 0,
      "warp-specialized TMA+WGMMA, 128x256 tiles, persistent", kAB16, kCDAll,
      0, GEMMK_TRANS_ALL},
@@ -90,6 +103,14 @@ const gemmk_kernel_desc kProdDescs[] = {
     {"ws128x256c2_splitk", 0, 0,
      "128x256 tiles, 2-CTA clusters, split-K (fp32 workspace)", kAB16,
      kCDAll, 0, GEMMK_TRANS_ALL},
+    {"ws-tf32", 0, 0,
+     "fp32 as tf32 (truncated, as cuBLAS): warp-specialized TMA+WGMMA "
+     "128xBN; MN-major operands transposed by a pre-pass",
+     kAB32, kCDAll, kPrecTF32, GEMMK_TRANS_ALL},
+    {"ws-3xtf32", 0, 0,
+     "fp32 accuracy, 3xTF32: pre-pass splits A, B into tf32 big+small, "
+     "then one tf32 GEMM over 3K",
+     kAB32, kCDAll, kPrecFP32, GEMMK_TRANS_ALL},
 };
 const int kNumProdDescs = sizeof(kProdDescs) / sizeof(kProdDescs[0]);
 
@@ -147,6 +168,8 @@ int encode_cb(void *user, const gemmk_tmap_key *key, gemmk_tmap *out)
     cuuint32_t estr[2] = {1, 1};
     CUtensorMapDataType dt = key->dtype == GEMM_BF16
                                  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                             : key->dtype == GEMM_FP32
+                                 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                  : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     CUresult r = ctx->encode(
         reinterpret_cast<CUtensorMap *>(out), dt, 2,
@@ -339,6 +362,207 @@ cudaError_t reduce(const gemmk_problem *p, const float *ws, long long ldw,
     return cudaGetLastError();
 }
 
+
+gemm_error set_maps(gemmk_ctx *ctx, const gemmk_tmap_key *ka,
+                    const gemmk_tmap_key *kb, gemmk::Launch *l)
+{
+    const gemmk_tmap *ma = gemmk_tmap_cache_get(&ctx->cache, ka);
+    if (!ma)
+        return GEMM_ERR_INVALID;
+    memcpy(&l->ta, ma, sizeof(l->ta));
+    const gemmk_tmap *mb = gemmk_tmap_cache_get(&ctx->cache, kb);
+    if (!mb)
+        return GEMM_ERR_INVALID;
+    memcpy(&l->tb, mb, sizeof(l->tb));
+    return GEMM_OK;
+}
+
+/* Grows *buf to at least `need` bytes (contents are not kept). cudaFree
+ * synchronizes the device, so work still reading the old buffer is done. */
+gemm_error grow(float **buf, size_t *bytes, size_t need)
+{
+    if (need <= *bytes)
+        return GEMM_OK;
+    if (*buf) {
+        cudaError_t ce = cudaFree(*buf);
+        *buf = nullptr;
+        *bytes = 0;
+        if (ce != cudaSuccess)
+            return cuda_err(ce);
+    }
+    cudaError_t ce = cudaMalloc(buf, need);
+    if (ce != cudaSuccess) {
+        *buf = nullptr;
+        cudaGetLastError(); /* an allocation failure is not sticky */
+        return GEMM_ERR_DEVICE_MEMORY;
+    }
+    *bytes = need;
+    return GEMM_OK;
+}
+
+/* The kernel parameters and grid of plan pl for p, whose K (keff elements,
+ * after any pre-pass) runs in k-blocks of kbe elements; allocates the
+ * split-K workspace. */
+gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p,
+                       const Plan &pl, int64_t keff, int kbe, gemmk::Launch *l)
+{
+    gemmk::KParams &kp = l->p;
+    memset(&kp, 0, sizeof(kp));
+    kp.m = (int)p->m, kp.n = (int)p->n, kp.k = (int)keff;
+    kp.num_m = (int)cdiv(p->m, gemmk::BM);
+    kp.num_n = (int)cdiv(p->n, pl.bn);
+    kp.num_mu = (int)cdiv(kp.num_m, pl.cluster);
+    kp.nkb = (int)cdiv(keff, kbe);
+    kp.splits = pl.splits;
+    kp.kb_per_split = pl.kbps;
+    kp.units = kp.num_mu * kp.num_n * kp.splits;
+    kp.group_m = pl.cluster == 2 ? 4 : 8;
+    kp.cd_type = p->cd_type;
+    kp.d = p->d;
+    kp.c = p->beta != 0.f ? p->c : nullptr;
+    kp.ldd = p->ldd, kp.ldc = p->ldc;
+    kp.alpha = p->alpha, kp.beta = p->beta;
+    kp.ldw = (p->n + 7) / 8 * 8;
+    if (pl.splits > 1) {
+        size_t need = (size_t)pl.splits * p->m * kp.ldw * sizeof(float);
+        gemm_error e = grow(&ctx->ws, &ctx->ws_bytes, need);
+        if (e != GEMM_OK)
+            return e;
+        kp.ws = ctx->ws;
+    }
+    int slots = pl.cluster == 2 ? ctx->max_clusters2 : ctx->num_sms;
+    l->grid = (kp.units < slots ? kp.units : slots) * pl.cluster;
+    l->cluster = pl.cluster;
+    l->f16 = false;
+    l->amn = l->bmn = 0;
+    return GEMM_OK;
+}
+
+/* The split-K reduction after a split plan's kernel (nothing otherwise). */
+gemm_error finish_splits(gemmk_ctx *ctx, const gemmk_problem *p,
+                         const Plan &pl, const gemmk::KParams &kp,
+                         cudaStream_t stream)
+{
+    if (pl.splits <= 1)
+        return GEMM_OK;
+    cudaError_t ce;
+    if (p->cd_type == GEMM_FP32)
+        ce = reduce<float>(p, kp.ws, kp.ldw, pl.splits, stream, ctx->num_sms);
+    else if (p->cd_type == GEMM_BF16)
+        ce = reduce<__nv_bfloat16>(p, kp.ws, kp.ldw, pl.splits, stream,
+                                   ctx->num_sms);
+    else
+        ce = reduce<__half>(p, kp.ws, kp.ldw, pl.splits, stream,
+                            ctx->num_sms);
+    return cuda_err(ce);
+}
+
+size_t align256(size_t x)
+{
+    return (x + 255) & ~(size_t)255;
+}
+
+/*
+ * fp32 A/B (tf32 tensor cores). Kernel `name` is "auto", "ws-tf32",
+ * "ws-3xtf32" or "wgmma-ws-tf32" (gemmk_check has matched the precision).
+ * tf32: K-major operands are read in place (the tensor cores truncate to
+ * tf32, as cuBLAS's TF32 mode does); an MN-major one (trans_a, or B not
+ * trans_b) is first transposed into the context's pre-pass workspace.
+ * 3xTF32: both operands always go through the pre-pass, which splits them
+ * into big and small tf32 parts, K-concatenated (kern_tf32.cu); the GEMM
+ * then runs over K' = 3 * kseg.
+ */
+gemm_error gemm_fp32(gemmk_ctx *ctx, const gemmk_problem *p,
+                     cudaStream_t stream, const char *name)
+{
+    const bool rung6 = strcmp(name, "wgmma-ws-tf32") == 0;
+    const bool three =
+        strcmp(name, "ws-3xtf32") == 0 ||
+        (strcmp(name, "auto") == 0 && p->precision != GEMM_PRECISION_TF32);
+    const int amn = p->trans_a ? 1 : 0;
+    const int bmn = p->trans_b ? 0 : 1;
+    const int64_t kseg = cdiv(p->k, 32) * 32;
+    const int nseg = three ? 3 : 1;
+    const bool pack_a = three || amn, pack_b = three || bmn;
+    const int64_t keff = three ? 3 * kseg : p->k;
+    size_t bytes_a = pack_a ? align256((size_t)p->m * nseg * kseg * 4) : 0;
+    size_t bytes_b = pack_b ? align256((size_t)p->n * nseg * kseg * 4) : 0;
+    gemm_error e;
+    if (pack_a || pack_b) {
+        e = grow(&ctx->prep, &ctx->prep_bytes, bytes_a + bytes_b);
+        if (e != GEMM_OK)
+            return e;
+    }
+    float *pa = ctx->prep;
+    float *pb = reinterpret_cast<float *>(reinterpret_cast<char *>(ctx->prep) +
+                                          bytes_a);
+    cudaError_t ce;
+    if (pack_a) {
+        ce = gemmk::tf32_pack(static_cast<const float *>(p->a), p->lda, amn,
+                              p->m, p->k, three ? 1 : 0, pa, kseg, stream);
+        if (ce != cudaSuccess)
+            return cuda_err(ce);
+    }
+    if (pack_b) {
+        ce = gemmk::tf32_pack(static_cast<const float *>(p->b), p->ldb, bmn,
+                              p->n, p->k, three ? 2 : 0, pb, kseg, stream);
+        if (ce != cudaSuccess)
+            return cuda_err(ce);
+    }
+
+    Plan pl;
+    if (rung6) {
+        pl.cfg = -1, pl.bn = 128, pl.cluster = 1, pl.splits = 1, pl.pp = 0;
+        pl.kbps = (int)cdiv(keff, 32);
+    } else {
+        /* A tf32 k-block (32 values) moves the bytes of a 16-bit one (64)
+         * in the same tensor time at half the rate: plan as 16-bit, 2K. */
+        gemmk_problem q = *p;
+        q.k = 2 * keff;
+        q.ab_type = GEMM_BF16;
+        plan(ctx, &q, find_config("ws-tf32"), &pl);
+    }
+
+    gemmk_tmap_key ka = {};
+    ka.addr = (uint64_t)(uintptr_t)(pack_a ? (const void *)pa : p->a);
+    ka.dtype = GEMM_FP32;
+    ka.swizzle = GEMMK_SWIZZLE_128B;
+    ka.dim0 = pack_a ? (uint64_t)(nseg * kseg) : (uint64_t)p->k;
+    ka.dim1 = p->m;
+    ka.stride1 = pack_a ? (uint64_t)(nseg * kseg) * 4 : (uint64_t)p->lda * 4;
+    ka.box0 = 32;
+    ka.box1 = rung6 ? 64 : gemmk::BM;
+    gemmk_tmap_key kb = {};
+    kb.addr = (uint64_t)(uintptr_t)(pack_b ? (const void *)pb : p->b);
+    kb.dtype = GEMM_FP32;
+    kb.swizzle = GEMMK_SWIZZLE_128B;
+    kb.dim0 = pack_b ? (uint64_t)(nseg * kseg) : (uint64_t)p->k;
+    kb.dim1 = p->n;
+    kb.stride1 = pack_b ? (uint64_t)(nseg * kseg) * 4 : (uint64_t)p->ldb * 4;
+    kb.box0 = 32;
+    kb.box1 = (uint32_t)pl.bn;
+
+    gemmk::Launch l;
+    e = set_maps(ctx, &ka, &kb, &l);
+    if (e != GEMM_OK)
+        return e;
+    e = fill_params(ctx, p, pl, keff, 32, &l);
+    if (e != GEMM_OK)
+        return e;
+    l.tf32 = true;
+    l.stream = stream;
+    if (rung6) {
+        l.p.num_m = l.p.num_mu = (int)cdiv(p->m, 64);
+        l.p.units = l.p.num_m * l.p.num_n;
+        l.grid = l.p.units;
+        ce = gemmk::launch_tf32_ws64(l);
+    } else {
+        ce = gemmk::launch_tf32(l, pl.bn);
+    }
+    if (ce != cudaSuccess)
+        return cuda_err(ce);
+    return finish_splits(ctx, p, pl, l.p, stream);
+}
 } // namespace
 
 extern "C" {
@@ -388,6 +612,8 @@ void gemmk_ctx_destroy(gemmk_ctx *ctx)
     cudaDeviceSynchronize();
     if (ctx->ws)
         cudaFree(ctx->ws);
+    if (ctx->prep)
+        cudaFree(ctx->prep);
     if (ctx->cublas)
         gemmk::ladder::cublas_free(ctx->cublas);
     free(ctx);
@@ -503,6 +729,10 @@ gemm_error gemmk_select(const gemmk_ctx *ctx, const gemmk_problem *p,
     e = gemmk_check(nullptr, p, nullptr);
     if (e != GEMM_OK)
         return e;
+    if (p->ab_type == GEMM_FP32) {
+        *name = p->precision == GEMM_PRECISION_TF32 ? "ws-tf32" : "ws-3xtf32";
+        return GEMM_OK;
+    }
     Plan pl;
     plan(ctx, p, 0, &pl);
     *name = plan_name(pl);
@@ -543,6 +773,8 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
         return gemmk::ladder::cublas_run(&ctx->cublas, *p, stream);
     if (is_ladder_desc(desc))
         return cuda_err(gemmk::ladder::run(desc->name, *p, stream));
+    if (p->ab_type == GEMM_FP32)
+        return gemm_fp32(ctx, p, stream, desc->name);
     int cfg = find_config(kernel);
     if (cfg < 0)
         return GEMM_ERR_UNSUPPORTED;
@@ -574,52 +806,12 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
     }
 
     gemmk::Launch l;
-    const gemmk_tmap *ma = gemmk_tmap_cache_get(&ctx->cache, &ka);
-    if (!ma)
-        return GEMM_ERR_INVALID;
-    memcpy(&l.ta, ma, sizeof(l.ta));
-    const gemmk_tmap *mb = gemmk_tmap_cache_get(&ctx->cache, &kb);
-    if (!mb)
-        return GEMM_ERR_INVALID;
-    memcpy(&l.tb, mb, sizeof(l.tb));
-
-    gemmk::KParams &kp = l.p;
-    memset(&kp, 0, sizeof(kp));
-    kp.m = (int)p->m, kp.n = (int)p->n, kp.k = (int)p->k;
-    kp.num_m = (int)cdiv(p->m, gemmk::BM);
-    kp.num_n = (int)cdiv(p->n, pl.bn);
-    kp.num_mu = (int)cdiv(kp.num_m, pl.cluster);
-    kp.nkb = (int)cdiv(p->k, gemmk::BK);
-    kp.splits = pl.splits;
-    kp.kb_per_split = pl.kbps;
-    kp.units = kp.num_mu * kp.num_n * kp.splits;
-    kp.group_m = pl.cluster == 2 ? 4 : 8;
-    kp.cd_type = p->cd_type;
-    kp.d = p->d;
-    kp.c = p->beta != 0.f ? p->c : nullptr;
-    kp.ldd = p->ldd, kp.ldc = p->ldc;
-    kp.alpha = p->alpha, kp.beta = p->beta;
-    kp.ldw = (p->n + 7) / 8 * 8;
-    if (pl.splits > 1) {
-        size_t need = (size_t)pl.splits * p->m * kp.ldw * sizeof(float);
-        if (need > ctx->ws_bytes) {
-            if (ctx->ws) {
-                cudaError_t ce = cudaFree(ctx->ws);
-                ctx->ws = nullptr;
-                ctx->ws_bytes = 0;
-                if (ce != cudaSuccess)
-                    return cuda_err(ce);
-            }
-            cudaError_t ce = cudaMalloc(&ctx->ws, need);
-            if (ce != cudaSuccess)
-                return cuda_err(ce);
-            ctx->ws_bytes = need;
-        }
-        kp.ws = ctx->ws;
-    }
-    int slots = pl.cluster == 2 ? ctx->max_clusters2 : ctx->num_sms;
-    l.grid = (kp.units < slots ? kp.units : slots) * pl.cluster;
-    l.cluster = pl.cluster;
+    e = set_maps(ctx, &ka, &kb, &l);
+    if (e != GEMM_OK)
+        return e;
+    e = fill_params(ctx, p, pl, p->k, gemmk::BK, &l);
+    if (e != GEMM_OK)
+        return e;
     l.f16 = p->ab_type == GEMM_FP16;
     l.amn = amn;
     l.bmn = bmn;
@@ -631,20 +823,7 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
                                        : gemmk::launch_n256(l);
     if (ce != cudaSuccess)
         return cuda_err(ce);
-    if (pl.splits > 1) {
-        if (p->cd_type == GEMM_FP32)
-            ce = reduce<float>(p, kp.ws, kp.ldw, pl.splits, stream,
-                               ctx->num_sms);
-        else if (p->cd_type == GEMM_BF16)
-            ce = reduce<__nv_bfloat16>(p, kp.ws, kp.ldw, pl.splits, stream,
-                                       ctx->num_sms);
-        else
-            ce = reduce<__half>(p, kp.ws, kp.ldw, pl.splits, stream,
-                                ctx->num_sms);
-        if (ce != cudaSuccess)
-            return cuda_err(ce);
-    }
-    return GEMM_OK;
+    return finish_splits(ctx, p, pl, l.p, stream);
 }
 
 } /* extern "C" */

@@ -10,6 +10,10 @@
  * the consumers. The grid is persistent: each CTA walks work units
  * (tile, k-split) in a grouped order that keeps A and B panels in L2.
  *
+ * AB selects the input type: 0 bf16, 1 fp16, 2 fp32 read as tf32 (k8
+ * steps over 32-element k-blocks: the same 128-byte swizzled rows, boxes
+ * and descriptors; K-major operands only, see api.cu's pre-pass).
+ *
  * Transposes: AMN = A is MN-major in shared memory (trans_a), BMN = B is
  * MN-major (!trans_b); both come from the TMA box orientation plus wgmma's
  * transpose immediates, never from a transpose pass. Tails in M, N, K come
@@ -31,6 +35,11 @@ namespace gemmk
 constexpr int BM = 128;
 constexpr int BK = 64;
 constexpr int SLAB = 64 * BK * 2; /* bytes of one 64 x 64 16-bit box */
+/* k-block in elements: 64 16-bit or 32 fp32 (tf32) values, 128 bytes */
+template <int AB> constexpr int kblock_elems()
+{
+    return AB == 2 ? BK / 2 : BK;
+}
 
 struct KParams {
     int m, n, k;
@@ -162,22 +171,34 @@ template <int R> __device__ __forceinline__ void fence_regs(float (&d)[R])
         asm volatile("" : "+f"(d[i])::"memory");
 }
 
-template <int BN, bool F16, int AMN, int BMN>
+/* One 32-byte k-step of the 128B-swizzled K rows: k16 for 16-bit inputs,
+ * k8 for tf32 (AB 2: fp32 words, both operands K-major). AB: 0 bf16,
+ * 1 fp16, 2 tf32. */
+template <int BN, int AB, int AMN, int BMN>
 __device__ __forceinline__ void mma_k16(float (&d)[BN / 2], uint64_t da,
                                         uint64_t db, int scale_d)
 {
-    if constexpr (BN == 256) {
-        if constexpr (F16)
+    static_assert(AB != 2 || (AMN == 0 && BMN == 0),
+                  "tf32 wgmma reads K-major operands only");
+    if constexpr (AB == 2) {
+        if constexpr (BN == 256)
+            wgmma_m64n256k8_tf32(d, da, db, scale_d);
+        else if constexpr (BN == 128)
+            wgmma_m64n128k8_tf32(d, da, db, scale_d);
+        else
+            wgmma_m64n64k8_tf32(d, da, db, scale_d);
+    } else if constexpr (BN == 256) {
+        if constexpr (AB == 1)
             wgmma_m64n256k16_f16<AMN, BMN>(d, da, db, scale_d);
         else
             wgmma_m64n256k16_bf16<AMN, BMN>(d, da, db, scale_d);
     } else if constexpr (BN == 128) {
-        if constexpr (F16)
+        if constexpr (AB == 1)
             wgmma_m64n128k16_f16<AMN, BMN>(d, da, db, scale_d);
         else
             wgmma_m64n128k16_bf16<AMN, BMN>(d, da, db, scale_d);
     } else {
-        if constexpr (F16)
+        if constexpr (AB == 1)
             wgmma_m64n64k16_f16<AMN, BMN>(d, da, db, scale_d);
         else
             wgmma_m64n64k16_bf16<AMN, BMN>(d, da, db, scale_d);
@@ -327,7 +348,7 @@ template <int BN> struct Cfg {
  * of 48 KB from L2 per k-block. empty[s] then waits for the consumers of
  * both CTAs (16 warp arrivals), since either producer writes both CTAs.
  */
-template <int BN, bool F16, int AMN, int BMN, int CL>
+template <int BN, int AB, int AMN, int BMN, int CL>
 __global__ void __launch_bounds__(384, 1)
     gemm_ws_kernel(const __grid_constant__ CUtensorMap tma,
                    const __grid_constant__ CUtensorMap tmb,
@@ -373,7 +394,7 @@ __global__ void __launch_bounds__(384, 1)
             for (int kb = kb0; kb < kb1; kb++) {
                 mbar_wait(&empty[s], ph ^ 1);
                 mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
-                int k0 = kb * BK;
+                int k0 = kb * kblock_elems<AB>();
                 uint8_t *a = sa + s * A_BYTES;
                 uint8_t *b = sb + s * B_BYTES;
                 if constexpr (AMN) {
@@ -441,7 +462,7 @@ __global__ void __launch_bounds__(384, 1)
                 for (int kk = 0; kk < BK / 16; kk++) {
                     uint64_t da = da0 + ((s * A_BYTES + kk * A_KSTEP) >> 4);
                     uint64_t db = db0 + ((s * B_BYTES + kk * B_KSTEP) >> 4);
-                    mma_k16<BN, F16, AMN, BMN>(d, da, db,
+                    mma_k16<BN, AB, AMN, BMN>(d, da, db,
                                                (kb != kb0 || kk != 0));
                 }
                 wgmma_commit();
@@ -502,7 +523,7 @@ __global__ void __launch_bounds__(384, 1)
  * order; each consumer walks the ring positions of its own units and skips
  * the other's. empty[s] counts the 4 warps of the one consumer of stage s.
  */
-template <bool F16, int AMN, int BMN>
+template <int AB, int AMN, int BMN>
 __global__ void __launch_bounds__(384, 1)
     gemm_pp_kernel(const __grid_constant__ CUtensorMap tma,
                    const __grid_constant__ CUtensorMap tmb,
@@ -550,7 +571,7 @@ __global__ void __launch_bounds__(384, 1)
             for (int kb = kb0; kb < kb1; kb++) {
                 mbar_wait(&empty[s], ph ^ 1);
                 mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
-                int k0 = kb * BK;
+                int k0 = kb * kblock_elems<AB>();
                 uint8_t *a = sa + s * A_BYTES;
                 uint8_t *b = sb + s * B_BYTES;
                 if constexpr (AMN) {
@@ -622,8 +643,8 @@ __global__ void __launch_bounds__(384, 1)
                     uint32_t oa = (s * A_BYTES + kk * A_KSTEP) >> 4;
                     uint64_t db = db0 + ((s * B_BYTES + kk * B_KSTEP) >> 4);
                     int sc = (kb != kb0 || kk != 0);
-                    mma_k16<BN, F16, AMN, BMN>(d0, da0 + oa, db, sc);
-                    mma_k16<BN, F16, AMN, BMN>(d1, da1 + oa, db, sc);
+                    mma_k16<BN, AB, AMN, BMN>(d0, da0 + oa, db, sc);
+                    mma_k16<BN, AB, AMN, BMN>(d1, da1 + oa, db, sc);
                 }
                 wgmma_commit();
                 wgmma_wait<1>();

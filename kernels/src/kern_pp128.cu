@@ -4,9 +4,9 @@
 
 namespace gemmk
 {
-template <bool F16, int AMN, int BMN> cudaError_t launch_pp(const Launch &l)
+template <int AB, int AMN, int BMN> cudaError_t launch_pp(const Launch &l)
 {
-    auto kern = gemm_pp_kernel<F16, AMN, BMN>;
+    auto kern = gemm_pp_kernel<AB, AMN, BMN>;
     cudaError_t e = cudaFuncSetAttribute(
         kern, cudaFuncAttributeMaxDynamicSharedMemorySize, PP_SMEM);
     if (e != cudaSuccess)

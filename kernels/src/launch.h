@@ -18,6 +18,7 @@ struct Launch {
     KParams p;
     int grid;
     bool f16;
+    bool tf32; /* fp32 inputs read as tf32; amn = bmn = 0 */
     int amn, bmn;
     int cluster; /* 1 or 2 (BN=256 only) */
     cudaStream_t stream;
@@ -28,14 +29,30 @@ cudaError_t launch_n256c2(const Launch &l);
 cudaError_t launch_n128(const Launch &l);
 cudaError_t launch_n64(const Launch &l);
 cudaError_t launch_pp128(const Launch &l);
+/* fp32 inputs as tf32 (kern_tf32.cu): the 128 x bn warp-specialized kernel
+ * (bn 64, 128, 256; no cluster), both operands K-major. */
+cudaError_t launch_tf32(const Launch &l, int bn);
+/* The ladder's rung 6, "wgmma-ws-tf32" (kern_tf32_ws.cu): seed 001 made
+ * right. ta's box is 32 x 64, tb's 32 x 128; both K-major. */
+cudaError_t launch_tf32_ws64(const Launch &l);
+
+/* The pre-pass (kern_tf32.cu): writes op(X) of a gemmk_problem operand as
+ * rows x (nseg * kseg) fp32, K-major (row r: nseg segments of kseg values,
+ * zero beyond kdim). x is stored rows x kdim (ld ldx) or, when mn_major,
+ * kdim x rows. mode 0: one segment, the bits copied (the tensor cores
+ * truncate to tf32); 1: [small | big | big] (A of 3xTF32); 2: [big |
+ * small | big] (B of 3xTF32). kseg is a multiple of 32. */
+cudaError_t tf32_pack(const float *x, long long ldx, int mn_major,
+                      long long rows, long long kdim, int mode, float *out,
+                      long long kseg, cudaStream_t s);
 int smem_bytes(int bn);
 
 int max_clusters2();
 
-template <int BN, bool F16, int AMN, int BMN, int CL>
+template <int BN, int AB, int AMN, int BMN, int CL>
 cudaError_t launch_one(const Launch &l)
 {
-    auto kern = gemm_ws_kernel<BN, F16, AMN, BMN, CL>;
+    auto kern = gemm_ws_kernel<BN, AB, AMN, BMN, CL>;
     cudaError_t e = cudaFuncSetAttribute(
         kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg<BN>::SMEM);
     if (e != cudaSuccess)
@@ -65,7 +82,7 @@ cudaError_t launch_one(const Launch &l)
 /* Co-resident clusters of size CL for this kernel (0 on error). */
 template <int BN, int CL> int occupancy_clusters()
 {
-    auto kern = gemm_ws_kernel<BN, false, 0, 0, CL>;
+    auto kern = gemm_ws_kernel<BN, 0, 0, 0, CL>;
     if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              Cfg<BN>::SMEM) != cudaSuccess)
         return 0;
