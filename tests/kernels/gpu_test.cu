@@ -5,7 +5,10 @@
  * inputs) element by element and with an fp64 host reference on a sample.
  * Shapes 1, 7, 63, ..., 4096 per dimension across many combinations, all
  * transposes, every output type, alpha/beta (beta = 0 with C = NULL),
- * non-minimal leading dimensions, every kernel configuration.
+ * non-minimal leading dimensions, every kernel configuration; fp32 inputs
+ * as tf32 (tolerance ~2^-10 of sum |a||b|) and as 3xTF32 (fp32 accuracy,
+ * reference cuBLAS SGEMM in pedantic fp32), and tf32.h's rounding against
+ * the hardware's cvt.rna.tf32.f32.
  * A plain program (no Criterion) so it runs on a bare GPU host; with no
  * CUDA device it prints "skipped: no CUDA device" and exits 0.
  * Usage: kernels_gpu_test [--quick] [--seed N]
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "gemm_kernels.h"
+#include "tf32.h"
 
 #define CK(x)                                                                  \
     do {                                                                       \
@@ -133,6 +137,7 @@ struct Case {
     float alpha, beta;
     int pad; /* extra elements per leading dimension (multiple of 8) */
     const char *kernel;
+    gemm_precision prec; /* fp32 inputs */
 };
 
 static cublasHandle_t blas;
@@ -177,6 +182,8 @@ static bool run_case(const Case &c, int idx)
     p.a = A, p.b = B, p.c = C, p.d = D;
     p.lda = lda, p.ldb = ldb, p.ldc = ldc, p.ldd = ldd;
     p.alpha = c.alpha, p.beta = c.beta;
+    p.precision = c.ab == GEMM_FP32 ? c.prec : GEMM_PRECISION_DEFAULT;
+    const bool tf32 = c.ab == GEMM_FP32 && c.prec == GEMM_PRECISION_TF32;
     int rv = gemmk_gemm(ctx, &p, 0, c.kernel);
     if (rv != GEMM_OK) {
         printf("FAIL case %d: gemmk_gemm returned %d\n", idx, rv);
@@ -187,7 +194,9 @@ static bool run_case(const Case &c, int idx)
     CK(cudaDeviceSynchronize());
 
     /* cuBLAS reference, column-major view: D^T = op(B)^T op(A)^T */
-    cudaDataType_t t = c.ab == GEMM_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    cudaDataType_t t = c.ab == GEMM_BF16   ? CUDA_R_16BF
+                       : c.ab == GEMM_FP16 ? CUDA_R_16F
+                                           : CUDA_R_32F;
     CB(cublasGemmEx(blas, c.tb ? CUBLAS_OP_T : CUBLAS_OP_N,
                     c.ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)c.n, (int)c.m,
                     (int)c.k, &c.alpha, B, t, (int)ldb, A, t, (int)lda, &c.beta,
@@ -224,6 +233,8 @@ static bool run_case(const Case &c, int idx)
             se += err * err;
             double tol = eps * fabs(ref) + 2e-5 * sqrt((double)c.k) * rms +
                          (c.cd == GEMM_FP32 ? 1e-5 : eps) * rms;
+            if (tf32) /* 2^-10 per product, random signs: ~sqrt(k) */
+                tol += 4e-3 * rms + 2e-3 * fabs(ref);
             if (err > tol)
                 bad++;
             double rel = err / (fabs(ref) + rms);
@@ -259,7 +270,8 @@ static bool run_case(const Case &c, int idx)
             ref += c.beta * h2f(hc.data(), c.cd, r * ldc + j);
         float v = h2f(hd.data(), c.cd, r * ldd + j);
         double err = fabs(v - ref);
-        double tol = eps * fabs(ref) + 1e-5 * fabs(c.alpha) * mag +
+        double tol = eps * fabs(ref) +
+                     (tf32 ? 2.5e-3 : 1e-5) * fabs(c.alpha) * mag +
                      (c.cd == GEMM_FP32 ? 1e-6 : eps) * (fabs(c.beta) + 1e-3);
         if (!(err <= tol))
             bad64++;
@@ -272,12 +284,15 @@ static bool run_case(const Case &c, int idx)
         gemmk_select(ctx, &p, &chosen);
     bool ok = bad == 0 && nan == 0 && touched_pad == 0 && bad64 == 0;
     if (!ok || getenv("GEMMK_VERBOSE"))
-        printf("%s case %d: %lldx%lldx%lld %s->%s t%d%d a=%.2f b=%.2f "
+        printf("%s case %d: %lldx%lldx%lld %s%s->%s t%d%d a=%.2f b=%.2f "
                "pad=%d %s: bad=%lld nan=%lld pad_touched=%lld bad64=%lld "
                "relF=%.2e maxrel=%.2e max64=%.2e\n",
-               ok ? "ok" : "FAIL", idx, c.m, c.n, c.k, dn(c.ab), dn(c.cd), c.ta,
-               c.tb, c.alpha, c.beta, c.pad, chosen, bad, nan, touched_pad,
-               bad64, relf, maxrel, max64);
+               ok ? "ok" : "FAIL", idx, c.m, c.n, c.k, dn(c.ab),
+               c.ab != GEMM_FP32                   ? ""
+               : c.prec == GEMM_PRECISION_TF32 ? "(tf32)"
+                                                   : "(3xtf32)",
+               dn(c.cd), c.ta, c.tb, c.alpha, c.beta, c.pad, chosen, bad, nan,
+               touched_pad, bad64, relf, maxrel, max64);
     if (ok)
         passes++;
     else
@@ -289,6 +304,67 @@ static bool run_case(const Case &c, int idx)
     cudaFree(D);
     cudaFree(Ref);
     return ok;
+}
+
+/* tf32.h's rounding (what the pre-pass runs) against cvt.rna.tf32.f32,
+ * bit for bit on every non-NaN input */
+__global__ void tf32_cmp_kernel(const uint32_t *in, int n, uint32_t *mism,
+                                uint32_t *first)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += gridDim.x * blockDim.x) {
+        float x = __uint_as_float(in[i]);
+        uint32_t hw;
+        asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hw) : "f"(x));
+        uint32_t sw = gemmk_tf32_round_bits(in[i]);
+        /* A NaN input: cvt.rna turns a NaN whose payload lies only in the
+         * low 13 bits into an infinity (seen on the H100); tf32.h keeps
+         * every NaN a NaN on purpose, so only that is required there. */
+        bool ok = isnan(x) ? isnan(__uint_as_float(sw)) : hw == sw;
+        if (!ok) {
+            uint32_t j = atomicAdd(mism, 1u);
+            if (j < 8) {
+                first[3 * j] = in[i];
+                first[3 * j + 1] = hw;
+                first[3 * j + 2] = sw;
+            }
+        }
+    }
+}
+
+static int tf32_round_check(void)
+{
+    std::vector<uint32_t> v = {0x00000000u, 0x80000000u, 0x3f801000u,
+                               0x3f803000u, 0xbf801000u, 0x3fffffffu,
+                               0x7f7fe000u, 0x7f7fefffu, 0x7f7ff000u,
+                               0x7f7fffffu, 0xff7fffffu, 0x7f800000u,
+                               0xff800000u, 0x7f800001u, 0x7fc00000u,
+                               0x00000001u, 0x00001000u, 0x007ff000u,
+                               0x00400fffu, 0x80001000u};
+    uint32_t x = 0x12345678u;
+    for (int i = 0; i < (1 << 20); i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        v.push_back(x);
+    }
+    uint32_t *din, *dm, mism = 0, first[24] = {0};
+    CK(cudaMalloc(&din, v.size() * 4));
+    CK(cudaMalloc(&dm, 4 * 25));
+    CK(cudaMemcpy(din, v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dm, 0, 4));
+    tf32_cmp_kernel<<<256, 256>>>(din, (int)v.size(), dm, dm + 1);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(&mism, dm, 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(first, dm + 1, sizeof(first), cudaMemcpyDeviceToHost));
+    for (uint32_t j = 0; j < mism && j < 8; j++)
+        printf("tf32 rounding mismatch: x=0x%08x cvt.rna=0x%08x ours=0x%08x\n",
+               first[3 * j], first[3 * j + 1], first[3 * j + 2]);
+    cudaFree(din);
+    cudaFree(dm);
+    printf("tf32 rounding vs cvt.rna: %s (%u mismatches of %zu)\n",
+           mism ? "FAIL" : "ok", mism, v.size());
+    return mism ? 1 : 0;
 }
 
 static int api_checks(void)
@@ -307,8 +383,31 @@ static int api_checks(void)
     p.lda = 60;
     bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
     p.lda = 64;
-    p.ab_type = GEMM_FP32;
+    p.ab_type = (gemm_dtype)9;
     bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_DTYPE;
+    p.ab_type = GEMM_BF16;
+    p.precision = GEMM_PRECISION_TF32; /* only for fp32 inputs */
+    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32") != GEMM_ERR_INVALID;
+    p.precision = GEMM_PRECISION_DEFAULT;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32") != GEMM_ERR_UNSUPPORTED;
+    p.ab_type = GEMM_FP32;
+    bad += gemmk_gemm(ctx, &p, 0, "ws128x256") != GEMM_ERR_UNSUPPORTED;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32") != GEMM_ERR_UNSUPPORTED;
+    bad += gemmk_gemm(ctx, &p, 0, "wgmma-ws-tf32") != GEMM_ERR_UNSUPPORTED;
+    p.precision = (gemm_precision)7;
+    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    p.precision = GEMM_PRECISION_TF32;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-3xtf32") != GEMM_ERR_UNSUPPORTED;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32") != GEMM_OK;
+    p.precision = GEMM_PRECISION_DEFAULT;
+    const char *sel = nullptr;
+    bad += gemmk_select(ctx, &p, &sel) != GEMM_OK || !sel ||
+           strcmp(sel, "ws-3xtf32") != 0;
+    p.lda = 60; /* multiple of 4 fp32 (16 B) but not of 8: refused */
+    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    p.lda = 64;
+    CK(cudaDeviceSynchronize());
     p.ab_type = GEMM_BF16;
     p.k = 0;
     bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
@@ -362,7 +461,7 @@ int main(int argc, char **argv)
     CB(cublasCreate(&blas));
     CB(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));
 
-    int api_bad = api_checks();
+    int api_bad = api_checks() + tf32_round_check();
     std::vector<Case> cases;
     const gemm_dtype abs_[2] = {GEMM_BF16, GEMM_FP16};
     const gemm_dtype cds[3] = {GEMM_FP32, GEMM_BF16, GEMM_FP16};
@@ -443,6 +542,62 @@ int main(int argc, char **argv)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
                                  t >> 1, t & 1, 1.0f, q % 2 ? 0.f : 0.5f,
                                  8 * (q % 2), NULL});
+    }
+    /* fp32 inputs: (kernel, precision) pairs */
+    struct KP {
+        const char *k;
+        gemm_precision p;
+    };
+    const KP f32k[] = {{NULL, GEMM_PRECISION_DEFAULT},
+                       {NULL, GEMM_PRECISION_TF32},
+                       {"ws-tf32", GEMM_PRECISION_TF32},
+                       {"ws-3xtf32", GEMM_PRECISION_FP32},
+                       {"wgmma-ws-tf32", GEMM_PRECISION_TF32},
+                       {"ws-3xtf32", GEMM_PRECISION_DEFAULT}};
+    {
+        int q = 0;
+        auto add = [&](long long m, long long n, long long k, int t, float al,
+                       float be, int pad, int kk) {
+            cases.push_back({m, n, k, GEMM_FP32, cds[q % 3], t >> 1, t & 1,
+                             al, be, pad, f32k[kk % 6].k, f32k[kk % 6].p});
+            q++;
+        };
+        if (quick) {
+            const long long qs[][3] = {
+                {1, 7, 63}, {65, 129, 127}, {127, 64, 255}, {200, 300, 1000}};
+            for (auto &s : qs)
+                for (int t = 0; t < 4; t++)
+                    add(s[0], s[1], s[2], t, 1.5f, (q % 2) ? 0.5f : 0.f,
+                        (q % 3) * 8, q);
+        } else {
+            const long long sz[] = {1,   7,   63,   64,   65,   127,
+                                    129, 255, 1000, 1024, 4095, 4096};
+            for (long long v : sz)
+                for (int dim = 0; dim < 3; dim++) {
+                    long long d3[3] = {200 + 8 * (q % 5), 300 - (q % 7), 129};
+                    d3[dim] = v;
+                    if (v >= 4095)
+                        d3[(dim + 1) % 3] = 65;
+                    for (int t = 0; t < 4; t++)
+                        add(d3[0], d3[1], d3[2], t, (t == 3) ? -0.75f : 1.0f,
+                            q % 3 == 1 ? 0.f : 0.25f * (t + 1), 8 * (q % 3),
+                            q);
+                }
+            const long long odd[] = {1, 7, 63, 65, 127, 129, 255, 1000};
+            for (int i = 0; i < 8; i++)
+                for (int j = 0; j < 8; j++)
+                    add(odd[i], odd[j], odd[(i + j + 3) % 8], q % 4, 1.0f,
+                        q % 2 ? 0.f : 1.0f, 8 * (q % 2), q);
+            for (int t = 0; t < 4; t++)
+                for (int kk = 2; kk < 5; kk++)
+                    add(4096, 4096, 4096, t, 1.0f, t % 2 ? 0.f : -1.0f, 0, kk);
+            const long long sk[][3] = {{1, 8192, 8192}, {64, 1000, 8192},
+                                       {3000, 5000, 700}, {1024, 1024, 16384}};
+            for (auto &s : sk)
+                for (int t = 0; t < 4; t++)
+                    add(s[0], s[1], s[2], t, 1.0f, q % 2 ? 0.f : 0.5f,
+                        8 * (q % 2), q % 2);
+        }
     }
     for (size_t i = 0; i < cases.size(); i++)
         run_case(cases[i], (int)i);
