@@ -9,7 +9,16 @@
  * Usage: bench_gemm [--set all|quick|squares|big|skinny|trans|misc]
  *                   [--type bf16|fp16|both] [--reps N] [--csv FILE]
  *                   [--kernel NAME]
+ *        bench_gemm --type fp32 [--set fp32|fp32quick] [--reps N]
+ *                   [--csv FILE]
  * Prints one line per shape and a table last.
+ *
+ * fp32 (issue 6): fp32 A/B and D. "ws-tf32" against cuBLASLt's TF32 mode
+ * (CUBLAS_COMPUTE_32F_FAST_TF32), "ws-3xtf32" against plain SGEMM
+ * (CUBLAS_COMPUTE_32F), each cuBLASLt algorithm the fastest of its
+ * heuristic's top 8. Error: on 256 sampled elements of D, the max over
+ * them of |D - ref| / sum_k |a_ik b_kj| with ref in fp64 on the host (a
+ * relative error that does not blow up where ref is near 0), for all four.
  */
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -119,9 +128,10 @@ struct LtPlan {
 
 /* Row-major D(MxN) = op(A) op(B) is column-major D^T = op(B)^T op(A)^T:
  * cuBLASLt's "A" is our B, its "B" is our A. */
-static void lt_make(LtPlan &p, const Shape &s, cudaDataType_t t)
+static void lt_make(LtPlan &p, const Shape &s, cudaDataType_t t,
+                    cublasComputeType_t ct = CUBLAS_COMPUTE_32F)
 {
-    CL(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CL(cublasLtMatmulDescCreate(&p.op, ct, CUDA_R_32F));
     cublasOperation_t opa = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opb = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     CL(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &opa,
@@ -161,6 +171,250 @@ struct Row {
     double ours_tf, blas_tf, ratio, err, ours_tbs, blas_tbs;
     bool skinny;
 };
+
+
+static __global__ void fill_f32_kernel(float *p, long long n, uint64_t seed)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        uint64_t x = (seed + i) * 0x9E3779B97F4A7C15ull;
+        x ^= x >> 31;
+        x *= 0xbf58476d1ce4e5b9ull;
+        x ^= x >> 29;
+        /* full 24-bit mantissas in [-1, 1) */
+        p[i] = ((uint32_t)(x >> 40) * (2.0f / 16777216.0f)) - 1.0f;
+    }
+}
+
+struct Row32 {
+    std::string name;
+    double tf32_tf, lt_tf32_tf, x3_tf, sgemm_tf;
+    double e_tf32, e_lt_tf32, e_x3, e_sgemm;
+};
+
+/* fp32 rows (see the file comment). Returns 0, or 1 on a failed call. */
+static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
+                      cudaEvent_t e0, cudaEvent_t e1)
+{
+    std::vector<Shape> shapes;
+    if (!strcmp(set, "fp32quick")) {
+        shapes.push_back({4096, 4096, 4096, 0, 0, "fp32"});
+        shapes.push_back({8192, 8192, 8192, 0, 0, "fp32"});
+        shapes.push_back({8192, 8192, 8192, 0, 1, "fp32"});
+    } else {
+        for (long long v : {1024ll, 2048ll, 4096ll, 8192ll})
+            shapes.push_back({v, v, v, 0, 0, "fp32"});
+        for (int t = 1; t < 4; t++)
+            shapes.push_back({4096, 4096, 4096, t >> 1, t & 1, "fp32"});
+        shapes.push_back({8192, 8192, 8192, 0, 1, "fp32"});
+        shapes.push_back({3000, 5000, 700, 0, 0, "fp32"});
+        shapes.push_back({1000, 1000, 1000, 0, 0, "fp32"});
+        shapes.push_back({4095, 4097, 1031, 1, 0, "fp32"});
+        shapes.push_back({128, 8192, 8192, 0, 0, "fp32"});
+    }
+    std::vector<Row32> rows;
+    if (f)
+        fprintf(f, "shape,ta,tb,tf32_tflops,cublas_tf32_tflops,tf32_ratio,"
+                   "x3_tflops,sgemm_tflops,x3_ratio,err_tf32,err_cublas_tf32,"
+                   "err_x3,err_sgemm\n");
+    for (const Shape &s : shapes) {
+        size_t ea = (s.ta ? s.k : s.m) * s.lda();
+        size_t eb = (s.tb ? s.n : s.k) * s.ldb();
+        size_t ed = s.m * s.ldd();
+        size_t set_bytes = (ea + eb) * 4;
+        int nsets = (int)std::min<size_t>(
+            8, std::max<size_t>(1, (size_t)(400ull << 20) / set_bytes));
+        std::vector<float *> A(nsets), B(nsets);
+        for (int i = 0; i < nsets; i++) {
+            CK(cudaMalloc(&A[i], ea * 4));
+            CK(cudaMalloc(&B[i], eb * 4));
+            fill_f32_kernel<<<1024, 256>>>(A[i], ea, 1000 + 17 * i);
+            fill_f32_kernel<<<1024, 256>>>(B[i], eb, 5000 + 31 * i);
+            CK(cudaGetLastError());
+        }
+        float *D;
+        CK(cudaMalloc(&D, ed * 4));
+        gemmk_problem p;
+        memset(&p, 0, sizeof(p));
+        p.m = s.m, p.n = s.n, p.k = s.k;
+        p.ab_type = GEMM_FP32, p.cd_type = GEMM_FP32;
+        p.trans_a = s.ta, p.trans_b = s.tb;
+        p.lda = s.lda(), p.ldb = s.ldb(), p.ldc = p.ldd = s.ldd();
+        p.alpha = 1, p.beta = 0;
+        p.d = D;
+        auto time_fn = [&](auto fn, int n) {
+            std::vector<float> ts;
+            for (int i = 0; i < n; i++) {
+                CK(cudaEventRecord(e0));
+                fn(i);
+                CK(cudaEventRecord(e1));
+                CK(cudaEventSynchronize(e1));
+                float ms;
+                CK(cudaEventElapsedTime(&ms, e0, e1));
+                ts.push_back(ms);
+            }
+            CK(cudaGetLastError());
+            return median(ts);
+        };
+        bool fail = false;
+        auto ours = [&](const char *k, gemm_precision pr, int i) {
+            p.a = A[i % nsets], p.b = B[i % nsets], p.precision = pr;
+            int r = gemmk_gemm(ctx, &p, 0, k);
+            if (r != GEMM_OK) {
+                fprintf(stderr, "gemmk_gemm %s: %d\n", k, r);
+                fail = true;
+            }
+        };
+        /* cuBLASLt: fastest of the heuristic's candidates, for ct */
+        auto lt_best = [&](cublasComputeType_t ct, LtPlan &lp,
+                           cublasLtMatmulAlgo_t &algo) {
+            lt_make(lp, s, CUDA_R_32F, ct);
+            cublasLtMatmulPreference_t pref;
+            CL(cublasLtMatmulPreferenceCreate(&pref));
+            CL(cublasLtMatmulPreferenceSetAttribute(
+                pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &LT_WS,
+                sizeof(LT_WS)));
+            cublasLtMatmulHeuristicResult_t heur[8];
+            int nres = 0;
+            CL(cublasLtMatmulAlgoGetHeuristic(lt, lp.op, lp.la, lp.lb, lp.ld,
+                                              lp.ld, pref, 8, heur, &nres));
+            cublasLtMatmulPreferenceDestroy(pref);
+            if (nres == 0)
+                return 1e30;
+            double best_ms = 1e30;
+            for (int a = 0; a < nres; a++) {
+                lt_run(lp, A[0], B[0], D, &heur[a].algo);
+                double ms = time_fn(
+                    [&](int i) {
+                        lt_run(lp, A[i % nsets], B[i % nsets], D,
+                               &heur[a].algo);
+                    },
+                    std::max(3, reps / 5));
+                if (ms < best_ms)
+                    best_ms = ms, algo = heur[a].algo;
+            }
+            return best_ms;
+        };
+        LtPlan lp_tf, lp_sg;
+        cublasLtMatmulAlgo_t al_tf, al_sg;
+        double ms_lt_tf = lt_best(CUBLAS_COMPUTE_32F_FAST_TF32, lp_tf, al_tf);
+        double ms_lt_sg = lt_best(CUBLAS_COMPUTE_32F, lp_sg, al_sg);
+        for (int i = 0; i < 3; i++) {
+            ours("ws-tf32", GEMM_PRECISION_TF32, i);
+            ours("ws-3xtf32", GEMM_PRECISION_FP32, i);
+        }
+        CK(cudaDeviceSynchronize());
+        if (fail)
+            return 1;
+        /* interleaved blocks; the min of the block medians */
+        double t_tf = 1e30, t_x3 = 1e30, t_ltf = 1e30, t_lsg = 1e30;
+        for (int blk = 0; blk < 2; blk++) {
+            t_tf = std::min(t_tf, time_fn([&](int i) {
+                                ours("ws-tf32", GEMM_PRECISION_TF32, i);
+                            },
+                                          reps / 2));
+            t_ltf = std::min(t_ltf, time_fn([&](int i) {
+                                  lt_run(lp_tf, A[i % nsets], B[i % nsets], D,
+                                         &al_tf);
+                              },
+                                            reps / 2));
+            t_x3 = std::min(t_x3, time_fn([&](int i) {
+                                ours("ws-3xtf32", GEMM_PRECISION_FP32, i);
+                            },
+                                          std::max(3, reps / 4)));
+            t_lsg = std::min(t_lsg, time_fn([&](int i) {
+                                  lt_run(lp_sg, A[i % nsets], B[i % nsets], D,
+                                         &al_sg);
+                              },
+                                            std::max(3, reps / 4)));
+        }
+        t_ltf = std::min(t_ltf, ms_lt_tf);
+        t_lsg = std::min(t_lsg, ms_lt_sg);
+        if (fail)
+            return 1;
+
+        /* errors against fp64 on a sample of set 0 */
+        std::vector<float> ha(ea), hb(eb), hd(ed);
+        CK(cudaMemcpy(ha.data(), A[0], ea * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hb.data(), B[0], eb * 4, cudaMemcpyDeviceToHost));
+        const int NS = 256;
+        std::vector<double> ref(NS), mag(NS);
+        std::vector<long long> ri(NS), ci(NS);
+        for (int q = 0; q < NS; q++) {
+            ri[q] = q == 0 ? s.m - 1 : (q * 7919ll) % s.m;
+            ci[q] = q == 0 ? s.n - 1 : (q * 104729ll) % s.n;
+            double acc = 0, mg = 0;
+            for (long long k = 0; k < s.k; k++) {
+                double a = ha[s.ta ? k * s.lda() + ri[q] : ri[q] * s.lda() + k];
+                double b = hb[s.tb ? ci[q] * s.ldb() + k : k * s.ldb() + ci[q]];
+                acc += a * b;
+                mg += fabs(a * b);
+            }
+            ref[q] = acc, mag[q] = mg;
+        }
+        auto err_of = [&](auto run) {
+            CK(cudaMemset(D, 0xFF, ed * 4));
+            run();
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemcpy(hd.data(), D, ed * 4, cudaMemcpyDeviceToHost));
+            double mx = 0;
+            for (int q = 0; q < NS; q++) {
+                double v = hd[ri[q] * s.ldd() + ci[q]];
+                double e = isnan(v) ? INFINITY : fabs(v - ref[q]) / mag[q];
+                mx = std::max(mx, e);
+            }
+            return mx;
+        };
+        Row32 r;
+        r.e_tf32 = err_of([&] { ours("ws-tf32", GEMM_PRECISION_TF32, 0); });
+        r.e_x3 = err_of([&] { ours("ws-3xtf32", GEMM_PRECISION_FP32, 0); });
+        r.e_lt_tf32 = err_of([&] { lt_run(lp_tf, A[0], B[0], D, &al_tf); });
+        r.e_sgemm = err_of([&] { lt_run(lp_sg, A[0], B[0], D, &al_sg); });
+        if (fail)
+            return 1;
+        double flop = 2.0 * s.m * s.n * s.k;
+        char nm[96];
+        snprintf(nm, sizeof nm, "%lldx%lldx%lld%s", s.m, s.n, s.k,
+                 s.ta || s.tb ? (s.ta ? (s.tb ? " TT" : " TN") : " NT") : "");
+        r.name = nm;
+        r.tf32_tf = flop / t_tf / 1e9;
+        r.lt_tf32_tf = flop / t_ltf / 1e9;
+        r.x3_tf = flop / t_x3 / 1e9;
+        r.sgemm_tf = flop / t_lsg / 1e9;
+        rows.push_back(r);
+        printf("%-22s tf32 %6.1f vs %6.1f (%.3f)  3xtf32 %6.1f vs sgemm %6.1f "
+               "(%.2fx)  err tf32 %.1e/%.1e 3x %.1e sgemm %.1e\n",
+               nm, r.tf32_tf, r.lt_tf32_tf, r.tf32_tf / r.lt_tf32_tf, r.x3_tf,
+               r.sgemm_tf, r.x3_tf / r.sgemm_tf, r.e_tf32, r.e_lt_tf32, r.e_x3,
+               r.e_sgemm);
+        fflush(stdout);
+        if (f)
+            fprintf(f, "%lldx%lldx%lld,%d,%d,%.2f,%.2f,%.4f,%.2f,%.2f,%.4f,"
+                       "%.3e,%.3e,%.3e,%.3e\n",
+                    s.m, s.n, s.k, s.ta, s.tb, r.tf32_tf, r.lt_tf32_tf,
+                    r.tf32_tf / r.lt_tf32_tf, r.x3_tf, r.sgemm_tf,
+                    r.x3_tf / r.sgemm_tf, r.e_tf32, r.e_lt_tf32, r.e_x3,
+                    r.e_sgemm);
+        lt_free(lp_tf);
+        lt_free(lp_sg);
+        for (int i = 0; i < nsets; i++) {
+            cudaFree(A[i]);
+            cudaFree(B[i]);
+        }
+        cudaFree(D);
+    }
+    printf("\n| shape | ws-tf32 TF/s | cuBLAS TF32 TF/s | ratio | ws-3xtf32 "
+           "TF/s | cuBLAS SGEMM TF/s | ratio | err tf32 | err cuBLAS tf32 | "
+           "err 3xtf32 | err SGEMM |\n|---|---|---|---|---|---|---|---|---|"
+           "---|---|\n");
+    for (auto &r : rows)
+        printf("| %s | %.1f | %.1f | %.3f | %.1f | %.1f | %.2f | %.1e | %.1e "
+               "| %.1e | %.1e |\n",
+               r.name.c_str(), r.tf32_tf, r.lt_tf32_tf,
+               r.tf32_tf / r.lt_tf32_tf, r.x3_tf, r.sgemm_tf,
+               r.x3_tf / r.sgemm_tf, r.e_tf32, r.e_lt_tf32, r.e_x3, r.e_sgemm);
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -226,6 +480,13 @@ int main(int argc, char **argv)
     CK(cudaEventCreate(&e1));
     std::vector<Row> rows;
     FILE *f = fopen(csv, "w");
+    if (!strcmp(type, "fp32")) {
+        int r32 = bench_fp32(ctx, set, reps, f, e0, e1);
+        if (f)
+            fclose(f);
+        gemmk_ctx_destroy(ctx);
+        return r32;
+    }
     if (f)
         fprintf(f, "shape,ta,tb,type,kernel,ours_tflops,cublas_tflops,ratio,"
                    "max_err,ours_tbs,cublas_tbs\n");
