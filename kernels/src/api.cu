@@ -285,9 +285,13 @@ gemm_error gemmk_ctx_create(gemmk_ctx **out, int device)
                                          &q) != cudaSuccess ||
         q != cudaDriverEntryPointSuccess || !fn)
         return GEMM_ERR_DEVICE;
-    gemmk_ctx *ctx = static_cast<gemmk_ctx *>(calloc(1, sizeof(*ctx)));
+    /* gemmk_ctx is 64-byte aligned (the cache's CUtensorMaps, which the
+     * driver requires aligned); calloc promises only 16. */
+    const size_t ctx_bytes = (sizeof(gemmk_ctx) + 63) / 64 * 64;
+    gemmk_ctx *ctx = static_cast<gemmk_ctx *>(aligned_alloc(64, ctx_bytes));
     if (!ctx)
         return GEMM_ERR_NOMEM;
+    memset(ctx, 0, ctx_bytes);
     ctx->device = device;
     ctx->num_sms = prop.multiProcessorCount;
     ctx->encode = reinterpret_cast<encode_tiled_fn>(fn);
