@@ -40,18 +40,22 @@ struct Config {
     int cluster; /* 0: any, else 1 or 2 */
     int split;   /* 0: heuristic, 1: never, -1: heuristic but at least 2 */
     int pp;      /* 1: ping-pong consumers, 128 x 128 per warpgroup (v5) */
+    int epi;     /* TMA-store epilogue (v7): 64 x 64 output buffers per
+                    consumer, 2 (4 stages) or 4 (3 stages); 0: registers */
 };
 
 const Config kConfigs[] = {
-    {"auto", 0, 0, 0, 0},
-    {"ws128x256c2", 256, 2, 1, 0},
-    {"ws128x256", 256, 1, 1, 0},
-    {"ws128x128", 128, 1, 1, 0},
-    {"ws128x64", 64, 1, 1, 0},
-    {"ws128x256c2_splitk", 256, 2, -1, 0},
-    {"ws128x256_splitk", 256, 1, -1, 0},
-    {"ws128x128_splitk", 128, 1, -1, 0},
-    {"pp128x128", 128, 1, 1, 1},
+    {"auto", 0, 0, 0, 0, 0},
+    {"ws128x256c2", 256, 2, 1, 0, 0},
+    {"ws128x256", 256, 1, 1, 0, 0},
+    {"ws128x128", 128, 1, 1, 0, 0},
+    {"ws128x64", 64, 1, 1, 0, 0},
+    {"ws128x256c2_splitk", 256, 2, -1, 0, 0},
+    {"ws128x256_splitk", 256, 1, -1, 0, 0},
+    {"ws128x128_splitk", 128, 1, -1, 0, 0},
+    {"pp128x128", 128, 1, 1, 1, 0},
+    {"ws128x256e", 256, 1, 1, 0, 2},
+    {"ws128x256e3", 256, 1, 1, 0, 4},
 };
 const int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 
@@ -129,6 +133,7 @@ struct Plan {
     int splits; /* actual number of k-splits */
     int kbps;   /* k-blocks per split */
     int pp;     /* ping-pong kernel */
+    int epi;    /* TMA-store epilogue buffers (Config::epi) */
 };
 
 /* Estimated seconds for a (bn, cluster, splits) choice: waves of work
@@ -171,6 +176,7 @@ gemm_error plan(const gemmk_ctx *ctx, const gemmk_problem *p, int cfg,
     int64_t nkb = cdiv(p->k, gemmk::BK);
     double best = 1e30;
     out->pp = c.pp;
+    out->epi = c.epi;
     /* candidates in order of preference on near-ties */
     static const int cand[4][2] = {{256, 2}, {256, 1}, {128, 1}, {64, 1}};
     for (int ci = 0; ci < 4; ci++) {
@@ -236,6 +242,8 @@ const char *plan_name(const Plan &pl)
 {
     if (pl.pp)
         return "pp128x128";
+    if (pl.epi)
+        return pl.epi == 4 ? "ws128x256e3" : "ws128x256e";
     if (pl.bn == 256 && pl.cluster == 2)
         return pl.splits > 1 ? "ws128x256c2_splitk" : "ws128x256c2";
     if (pl.bn == 256)
@@ -414,6 +422,7 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
     if (!mb)
         return GEMM_ERR_INVALID;
     memcpy(&l.tb, mb, sizeof(l.tb));
+    memset(&l.td, 0, sizeof(l.td));
 
     gemmk::KParams &kp = l.p;
     memset(&kp, 0, sizeof(kp));
@@ -449,6 +458,18 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
         }
         kp.ws = ctx->ws;
     }
+    if (pl.epi && gemmk::tstore_applies(kp)) {
+        gemmk_tmap_key kd = {};
+        kd.addr = (uint64_t)(uintptr_t)p->d;
+        kd.dtype = p->cd_type;
+        kd.swizzle = GEMMK_SWIZZLE_128B;
+        kd.stride1 = (uint64_t)p->ldd * 2;
+        kd.dim0 = p->n, kd.dim1 = p->m, kd.box0 = 64, kd.box1 = 64;
+        const gemmk_tmap *md = gemmk_tmap_cache_get(&ctx->cache, &kd);
+        if (!md)
+            return GEMM_ERR_INVALID;
+        memcpy(&l.td, md, sizeof(l.td));
+    }
     int slots = pl.cluster == 2 ? ctx->max_clusters2 : ctx->num_sms;
     l.grid = (kp.units < slots ? kp.units : slots) * pl.cluster;
     l.cluster = pl.cluster;
@@ -456,7 +477,8 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
     l.amn = amn;
     l.bmn = bmn;
     l.stream = stream;
-    cudaError_t ce = pl.pp             ? gemmk::launch_pp128(l)
+    cudaError_t ce = pl.epi            ? gemmk::launch_n256e(l, pl.epi)
+                     : pl.pp           ? gemmk::launch_pp128(l)
                      : pl.bn == 64     ? gemmk::launch_n64(l)
                      : pl.bn == 128    ? gemmk::launch_n128(l)
                      : pl.cluster == 2 ? gemmk::launch_n256c2(l)
