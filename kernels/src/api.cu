@@ -218,6 +218,11 @@ gemm_error plan(const gemmk_ctx *ctx, const gemmk_problem *p, int cfg,
         out->pp = 1;
         out->bn = 128;
     }
+    /* 128 x 256 tiles without split-K and M >= 512: the TMA-store epilogue
+     * (v7), so the consumers start the next tile while the stores drain. */
+    if (cfg == 0 && best < 1e30 && !out->pp && out->bn == 256 &&
+        out->cluster == 1 && out->splits == 1 && p->m >= 512)
+        out->epi = 2;
     if (best == 1e30) { /* K too small to split, or no cluster fits */
         out->cfg = cfg;
         out->bn = c.bn ? c.bn : 128;
