@@ -7,11 +7,14 @@
  * fp32 accumulation, alpha = 1, beta = 0, row-major.
  *
  * Usage: bench_gemm [--set all|quick|squares|big|skinny|trans|misc]
- *                   [--type bf16|fp16|both] [--reps N] [--csv FILE]
- *                   [--kernel NAME]
+ *                   [--shapes MxNxK[tAB],...] [--type bf16|fp16|both]
+ *                   [--reps N] [--blocks N] [--csv FILE] [--kernel NAME,...]
  *        bench_gemm --type fp32 [--set fp32|fp32quick] [--reps N]
  *                   [--csv FILE]
- * Prints one line per shape and a table last.
+ * --shapes replaces the set (tAB: trans_a, trans_b, e.g. 4096x4096x4096t01).
+ * Several kernels (auto: the heuristic) are timed in the same blocks,
+ * alternating with cuBLAS, so their ratios share the clock drift.
+ * Prints one line per shape and kernel and a table last.
  *
  * fp32 (issue 6): fp32 A/B and D. "ws-tf32" against cuBLASLt's TF32 mode
  * (CUBLAS_COMPUTE_32F_FAST_TF32), "ws-3xtf32" against plain SGEMM
@@ -419,8 +422,8 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
 int main(int argc, char **argv)
 {
     const char *set = "all", *type = "both", *csv = "bench_gemm.csv";
-    const char *kernel = NULL;
-    int reps = 30;
+    const char *kernel_list = "auto", *shape_list = NULL;
+    int reps = 30, blocks = 2;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--set"))
             set = argv[i + 1];
@@ -430,14 +433,54 @@ int main(int argc, char **argv)
             reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--csv"))
             csv = argv[i + 1];
+        else if (!strcmp(argv[i], "--blocks"))
+            blocks = std::max(1, atoi(argv[i + 1]));
         else if (!strcmp(argv[i], "--kernel"))
-            kernel = argv[i + 1];
+            kernel_list = argv[i + 1];
+        else if (!strcmp(argv[i], "--shapes"))
+            shape_list = argv[i + 1];
     }
+    std::vector<std::string> kernels;
+    for (const char *q = kernel_list; *q;) {
+        const char *e = strchr(q, ',');
+        size_t n = e ? (size_t)(e - q) : strlen(q);
+        if (n)
+            kernels.push_back(std::string(q, n));
+        q += n + (e ? 1 : 0);
+    }
+    if (kernels.empty())
+        kernels.push_back("auto");
     std::vector<Shape> shapes;
     auto want = [&](const char *g) {
         return !strcmp(set, "all") || !strcmp(set, g) ||
                (!strcmp(set, "quick") && !strcmp(g, "quick"));
     };
+    if (shape_list) {
+        set = "";
+        for (const char *q = shape_list; *q;) {
+            Shape sh = {0, 0, 0, 0, 0, "custom"};
+            int used = 0;
+            if (sscanf(q, "%lldx%lldx%lld%n", &sh.m, &sh.n, &sh.k, &used) !=
+                    3 ||
+                sh.m < 1 || sh.n < 1 || sh.k < 1) {
+                fprintf(stderr, "bad --shapes entry: %s\n", q);
+                return 1;
+            }
+            q += used;
+            if (q[0] == 't' && (q[1] == '0' || q[1] == '1') &&
+                (q[2] == '0' || q[2] == '1')) {
+                sh.ta = q[1] - '0', sh.tb = q[2] - '0';
+                q += 3;
+            }
+            shapes.push_back(sh);
+            if (*q == ',')
+                q++;
+            else if (*q) {
+                fprintf(stderr, "bad --shapes entry near: %s\n", q);
+                return 1;
+            }
+        }
+    }
     if (!strcmp(set, "quick")) {
         shapes.push_back({2048, 2048, 2048, 0, 0, "quick"});
         shapes.push_back({4096, 4096, 4096, 0, 0, "quick"});
@@ -528,16 +571,23 @@ int main(int argc, char **argv)
             p.alpha = 1, p.beta = 0;
             p.d = D;
             p.a = A[0], p.b = B[0];
-            const char *cfg = kernel;
-            if (!cfg && gemmk_select(ctx, &p, &cfg) != GEMM_OK)
-                cfg = "?";
+            /* the kernel names to run (NULL: the heuristic) and what they
+             * resolve to */
+            const size_t nk = kernels.size();
+            std::vector<const char *> kname(nk), kcfg(nk);
+            for (size_t ki = 0; ki < nk; ki++) {
+                kname[ki] = kernels[ki] == "auto" ? NULL : kernels[ki].c_str();
+                kcfg[ki] = kname[ki];
+                if (!kcfg[ki] && gemmk_select(ctx, &p, &kcfg[ki]) != GEMM_OK)
+                    kcfg[ki] = "?";
+            }
 
-            auto ours = [&](int i) {
+            auto ours_k = [&](size_t ki, int i) {
                 p.a = A[i % nsets];
                 p.b = B[i % nsets];
-                int r = gemmk_gemm(ctx, &p, 0, kernel);
+                int r = gemmk_gemm(ctx, &p, 0, kname[ki]);
                 if (r != GEMM_OK) {
-                    fprintf(stderr, "gemmk_gemm: %d\n", r);
+                    fprintf(stderr, "gemmk_gemm(%s): %d\n", kcfg[ki], r);
                     exit(1);
                 }
             };
@@ -586,13 +636,17 @@ int main(int argc, char **argv)
                 if (ms < best_ms)
                     best_ms = ms, best = a;
             }
-            for (int i = 0; i < 3; i++)
-                ours(i); /* warm-up */
+            for (size_t ki = 0; ki < nk; ki++)
+                for (int i = 0; i < 3; i++)
+                    ours_k(ki, i); /* warm-up */
             CK(cudaDeviceSynchronize());
-            /* interleave the two measurements in blocks to share drift */
-            std::vector<float> to, tb;
-            for (int blk = 0; blk < 2; blk++) {
-                to.push_back((float)time_fn(ours, reps / 2));
+            /* interleave the measurements in blocks to share drift */
+            std::vector<std::vector<float>> to(nk);
+            std::vector<float> tb;
+            for (int blk = 0; blk < blocks; blk++) {
+                for (size_t ki = 0; ki < nk; ki++)
+                    to[ki].push_back((float)time_fn(
+                        [&](int i) { ours_k(ki, i); }, reps / 2));
                 tb.push_back((float)time_fn(
                     [&](int i) {
                         lt_run(lp, A[i % nsets], B[i % nsets], Dref,
@@ -600,19 +654,14 @@ int main(int argc, char **argv)
                     },
                     reps / 2));
             }
-            double ms_o = std::min(to[0], to[1]), ms_b = std::min(tb[0], tb[1]);
+            double ms_b = *std::min_element(tb.begin(), tb.end());
 
-            /* error: ours vs cuBLAS on set 0 */
-            p.a = A[0], p.b = B[0];
-            CK(cudaMemset(D, 0xFF, ed * 2));
-            if (gemmk_gemm(ctx, &p, 0, kernel) != GEMM_OK)
-                return 1;
+            /* cuBLAS's result on set 0, the reference for the errors */
             lt_run(lp, A[0], B[0], Dref, &heur[best].algo);
             CK(cudaDeviceSynchronize());
             std::vector<uint16_t> hd(ed), hr(ed);
-            CK(cudaMemcpy(hd.data(), D, ed * 2, cudaMemcpyDeviceToHost));
             CK(cudaMemcpy(hr.data(), Dref, ed * 2, cudaMemcpyDeviceToHost));
-            double maxerr = 0, ss = 0;
+            double ss = 0;
             for (size_t i = 0; i < ed; i++) {
                 if ((long long)(i % s.ldd()) >= s.n)
                     continue;
@@ -620,44 +669,55 @@ int main(int argc, char **argv)
                 ss += (double)r * r;
             }
             double rms = sqrt(ss / ed) + 1e-30;
-            for (size_t i = 0; i < ed; i++) {
-                if ((long long)(i % s.ldd()) >= s.n)
-                    continue; /* row padding: written by neither */
-                float o = h2f(hd[i], bf16), r = h2f(hr[i], bf16);
-                double e = isnan(o) ? INFINITY : fabs(o - r) / rms;
-                if (e > maxerr)
-                    maxerr = e;
+            for (size_t ki = 0; ki < nk; ki++) {
+                double ms_o = *std::min_element(to[ki].begin(), to[ki].end());
+                /* error: ours vs cuBLAS on set 0 */
+                p.a = A[0], p.b = B[0];
+                CK(cudaMemset(D, 0xFF, ed * 2));
+                if (gemmk_gemm(ctx, &p, 0, kname[ki]) != GEMM_OK)
+                    return 1;
+                CK(cudaDeviceSynchronize());
+                CK(cudaMemcpy(hd.data(), D, ed * 2, cudaMemcpyDeviceToHost));
+                double maxerr = 0;
+                for (size_t i = 0; i < ed; i++) {
+                    if ((long long)(i % s.ldd()) >= s.n)
+                        continue; /* row padding: written by neither */
+                    float o = h2f(hd[i], bf16), r = h2f(hr[i], bf16);
+                    double e = isnan(o) ? INFINITY : fabs(o - r) / rms;
+                    if (e > maxerr)
+                        maxerr = e;
+                }
+                double flop = 2.0 * s.m * s.n * s.k;
+                double bytes = (s.m * s.k + s.k * s.n + s.m * s.n) * 2.0;
+                Row r;
+                char nm[96];
+                snprintf(nm, sizeof nm, "%lldx%lldx%lld%s", s.m, s.n, s.k,
+                         s.ta || s.tb ? (s.ta ? (s.tb ? " TT" : " TN") : " NT")
+                                      : "");
+                r.name = nm;
+                r.type = bf16 ? "bf16" : "fp16";
+                r.ours_cfg = kcfg[ki];
+                r.ours_tf = flop / ms_o / 1e9;
+                r.blas_tf = flop / ms_b / 1e9;
+                r.ratio = ms_b / ms_o;
+                r.err = maxerr;
+                r.ours_tbs = bytes / ms_o / 1e9;
+                r.blas_tbs = bytes / ms_b / 1e9;
+                r.skinny = s.m <= 128;
+                rows.push_back(r);
+                printf("%-22s %s %-17s ours %7.1f TF/s  cublas %7.1f TF/s  "
+                       "ratio %.3f  err %.1e  (%.2f / %.2f TB/s)\n",
+                       r.name.c_str(), r.type.c_str(), kcfg[ki], r.ours_tf,
+                       r.blas_tf, r.ratio, r.err, r.ours_tbs, r.blas_tbs);
+                fflush(stdout);
+                if (f)
+                    fprintf(f,
+                            "%lldx%lldx%lld,%d,%d,%s,%s,%.2f,%.2f,%.4f,%.3e,"
+                            "%.3f,%.3f\n",
+                            s.m, s.n, s.k, s.ta, s.tb, r.type.c_str(), kcfg[ki],
+                            r.ours_tf, r.blas_tf, r.ratio, r.err, r.ours_tbs,
+                            r.blas_tbs);
             }
-            double flop = 2.0 * s.m * s.n * s.k;
-            double bytes = (s.m * s.k + s.k * s.n + s.m * s.n) * 2.0;
-            Row r;
-            char nm[96];
-            snprintf(nm, sizeof nm, "%lldx%lldx%lld%s", s.m, s.n, s.k,
-                     s.ta || s.tb ? (s.ta ? (s.tb ? " TT" : " TN") : " NT")
-                                  : "");
-            r.name = nm;
-            r.type = bf16 ? "bf16" : "fp16";
-            r.ours_cfg = cfg;
-            r.ours_tf = flop / ms_o / 1e9;
-            r.blas_tf = flop / ms_b / 1e9;
-            r.ratio = ms_b / ms_o;
-            r.err = maxerr;
-            r.ours_tbs = bytes / ms_o / 1e9;
-            r.blas_tbs = bytes / ms_b / 1e9;
-            r.skinny = s.m <= 128;
-            rows.push_back(r);
-            printf("%-22s %s %-17s ours %7.1f TF/s  cublas %7.1f TF/s  "
-                   "ratio %.3f  err %.1e  (%.2f / %.2f TB/s)\n",
-                   r.name.c_str(), r.type.c_str(), cfg, r.ours_tf, r.blas_tf,
-                   r.ratio, r.err, r.ours_tbs, r.blas_tbs);
-            fflush(stdout);
-            if (f)
-                fprintf(f,
-                        "%lldx%lldx%lld,%d,%d,%s,%s,%.2f,%.2f,%.4f,%.3e,"
-                        "%.3f,%.3f\n",
-                        s.m, s.n, s.k, s.ta, s.tb, r.type.c_str(), cfg,
-                        r.ours_tf, r.blas_tf, r.ratio, r.err, r.ours_tbs,
-                        r.blas_tbs);
             lt_free(lp);
             for (int i = 0; i < nsets; i++) {
                 cudaFree(A[i]);

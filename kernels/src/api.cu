@@ -45,21 +45,25 @@ struct Config {
     int cluster; /* 0: any, else 1 or 2 */
     int split;   /* 0: heuristic, 1: never, -1: heuristic but at least 2 */
     int pp;      /* 1: ping-pong consumers, 128 x 128 per warpgroup (v5) */
+    int epi;     /* TMA-store epilogue (v7): 64 x 64 output buffers per
+                    consumer, 2 (4 stages) or 4 (3 stages); 0: registers */
 };
 
 const Config kConfigs[] = {
-    {"auto", 0, 0, 0, 0},
-    {"ws128x256c2", 256, 2, 1, 0},
-    {"ws128x256", 256, 1, 1, 0},
-    {"ws128x128", 128, 1, 1, 0},
-    {"ws128x64", 64, 1, 1, 0},
-    {"ws128x256c2_splitk", 256, 2, -1, 0},
-    {"ws128x256_splitk", 256, 1, -1, 0},
-    {"ws128x128_splitk", 128, 1, -1, 0},
-    {"pp128x128", 128, 1, 1, 1},
+    {"auto", 0, 0, 0, 0, 0},
+    {"ws128x256c2", 256, 2, 1, 0, 0},
+    {"ws128x256", 256, 1, 1, 0, 0},
+    {"ws128x128", 128, 1, 1, 0, 0},
+    {"ws128x64", 64, 1, 1, 0, 0},
+    {"ws128x256c2_splitk", 256, 2, -1, 0, 0},
+    {"ws128x256_splitk", 256, 1, -1, 0, 0},
+    {"ws128x128_splitk", 128, 1, -1, 0, 0},
+    {"pp128x128", 128, 1, 1, 1, 0},
+    {"ws128x256e", 256, 1, 1, 0, 2},
+    {"ws128x256e3", 256, 1, 1, 0, 4},
     /* fp32 inputs (tf32 tensor cores); planned as 16-bit with 2x K */
-    {"ws-tf32", 0, 1, 0, 0},
-    {"ws-3xtf32", 0, 1, 0, 0},
+    {"ws-tf32", 0, 1, 0, 0, 0},
+    {"ws-3xtf32", 0, 1, 0, 0, 0},
 };
 const int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 
@@ -84,6 +88,14 @@ const gemmk_kernel_desc kProdDescs[] = {
     {"ws128x256", 0, 0,
      "warp-specialized TMA+WGMMA, 128x256 tiles, persistent", kAB16, kCDAll,
      0, GEMMK_TRANS_ALL},
+    {"ws128x256e", 0, 0,
+     "128x256 tiles with a TMA-store epilogue (stmatrix to swizzled smem, "
+     "bulk tensor store under the next tile), 4 stages",
+     kAB16, kCDAll, 0, GEMMK_TRANS_ALL},
+    {"ws128x256e3", 0, 0,
+     "128x256 tiles with a TMA-store epilogue, 64 KB output buffer, "
+     "3 stages",
+     kAB16, kCDAll, 0, GEMMK_TRANS_ALL},
     {"ws128x128", 0, 0,
      "warp-specialized TMA+WGMMA, 128x128 tiles, persistent", kAB16, kCDAll,
      0, GEMMK_TRANS_ALL},
@@ -232,6 +244,7 @@ struct Plan {
     int splits; /* actual number of k-splits */
     int kbps;   /* k-blocks per split */
     int pp;     /* ping-pong kernel */
+    int epi;    /* TMA-store epilogue buffers (Config::epi) */
 };
 
 /* Estimated seconds for a (bn, cluster, splits) choice: waves of work
@@ -274,6 +287,7 @@ gemm_error plan(const gemmk_ctx *ctx, const gemmk_problem *p, int cfg,
     int64_t nkb = cdiv(p->k, gemmk::BK);
     double best = 1e30;
     out->pp = c.pp;
+    out->epi = c.epi;
     /* candidates in order of preference on near-ties */
     static const int cand[4][2] = {{256, 2}, {256, 1}, {128, 1}, {64, 1}};
     for (int ci = 0; ci < 4; ci++) {
@@ -315,6 +329,11 @@ gemm_error plan(const gemmk_ctx *ctx, const gemmk_problem *p, int cfg,
         out->pp = 1;
         out->bn = 128;
     }
+    /* 128 x 256 tiles without split-K and M >= 512: the TMA-store epilogue
+     * (v7), so the consumers start the next tile while the stores drain. */
+    if (cfg == 0 && best < 1e30 && !out->pp && out->bn == 256 &&
+        out->cluster == 1 && out->splits == 1 && p->m >= 512)
+        out->epi = 2;
     if (best == 1e30) { /* K too small to split, or no cluster fits */
         out->cfg = cfg;
         out->bn = c.bn ? c.bn : 128;
@@ -339,6 +358,8 @@ const char *plan_name(const Plan &pl)
 {
     if (pl.pp)
         return "pp128x128";
+    if (pl.epi)
+        return pl.epi == 4 ? "ws128x256e3" : "ws128x256e";
     if (pl.bn == 256 && pl.cluster == 2)
         return pl.splits > 1 ? "ws128x256c2_splitk" : "ws128x256c2";
     if (pl.bn == 256)
@@ -589,9 +610,13 @@ gemm_error gemmk_ctx_create(gemmk_ctx **out, int device)
                                          &q) != cudaSuccess ||
         q != cudaDriverEntryPointSuccess || !fn)
         return GEMM_ERR_DEVICE;
-    gemmk_ctx *ctx = static_cast<gemmk_ctx *>(calloc(1, sizeof(*ctx)));
+    /* gemmk_ctx is 64-byte aligned (the cache's CUtensorMaps, which the
+     * driver requires aligned); calloc promises only 16. */
+    const size_t ctx_bytes = (sizeof(gemmk_ctx) + 63) / 64 * 64;
+    gemmk_ctx *ctx = static_cast<gemmk_ctx *>(aligned_alloc(64, ctx_bytes));
     if (!ctx)
         return GEMM_ERR_NOMEM;
+    memset(ctx, 0, ctx_bytes);
     ctx->device = device;
     ctx->num_sms = prop.multiProcessorCount;
     ctx->encode = reinterpret_cast<encode_tiled_fn>(fn);
@@ -812,11 +837,25 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
     e = fill_params(ctx, p, pl, p->k, gemmk::BK, &l);
     if (e != GEMM_OK)
         return e;
+    memset(&l.td, 0, sizeof(l.td));
+    if (pl.epi && gemmk::tstore_applies(l.p)) {
+        gemmk_tmap_key kd = {};
+        kd.addr = (uint64_t)(uintptr_t)p->d;
+        kd.dtype = p->cd_type;
+        kd.swizzle = GEMMK_SWIZZLE_128B;
+        kd.stride1 = (uint64_t)p->ldd * 2;
+        kd.dim0 = p->n, kd.dim1 = p->m, kd.box0 = 64, kd.box1 = 64;
+        const gemmk_tmap *md = gemmk_tmap_cache_get(&ctx->cache, &kd);
+        if (!md)
+            return GEMM_ERR_INVALID;
+        memcpy(&l.td, md, sizeof(l.td));
+    }
     l.f16 = p->ab_type == GEMM_FP16;
     l.amn = amn;
     l.bmn = bmn;
     l.stream = stream;
-    cudaError_t ce = pl.pp             ? gemmk::launch_pp128(l)
+    cudaError_t ce = pl.epi            ? gemmk::launch_n256e(l, pl.epi)
+                     : pl.pp           ? gemmk::launch_pp128(l)
                      : pl.bn == 64     ? gemmk::launch_n64(l)
                      : pl.bn == 128    ? gemmk::launch_n128(l)
                      : pl.cluster == 2 ? gemmk::launch_n256c2(l)

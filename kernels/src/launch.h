@@ -15,6 +15,7 @@ namespace gemmk
 
 struct Launch {
     CUtensorMap ta, tb;
+    CUtensorMap td; /* D, for the TMA-store epilogue (launch_n256e) */
     KParams p;
     int grid;
     bool f16;
@@ -45,6 +46,11 @@ cudaError_t launch_tf32_ws64(const Launch &l);
 cudaError_t tf32_pack(const float *x, long long ldx, int mn_major,
                       long long rows, long long kdim, int mode, float *out,
                       long long kseg, cudaStream_t s);
+/* 128 x 256 with the TMA-store epilogue; nb: 64 x 64 output buffers per
+ * consumer, 2 (4 stages) or 4 (3 stages). */
+cudaError_t launch_n256e(const Launch &l, int nb);
+/* Whether launch_n256e's kernel stores through td for p. */
+bool tstore_applies(const KParams &p);
 int smem_bytes(int bn);
 
 int max_clusters2();

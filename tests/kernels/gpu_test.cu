@@ -487,6 +487,16 @@ int main(int argc, char **argv)
                          0.5f, 8, "pp128x128"});
         cases.push_back({65, 129, 127, GEMM_FP16, GEMM_FP32, 1, 1, 1.0f, 0.f,
                          0, "pp128x128"});
+        /* the TMA-store epilogue (v7): its path (16-bit D, beta 0) and
+         * the register fallback (beta != 0) */
+        cases.push_back({200, 304, 1000, GEMM_BF16, GEMM_BF16, 0, 0, 1.5f,
+                         0.f, 8, "ws128x256e"});
+        cases.push_back({65, 136, 127, GEMM_FP16, GEMM_FP16, 1, 1, 1.0f, 0.f,
+                         0, "ws128x256e3"});
+        cases.push_back({65, 129, 127, GEMM_BF16, GEMM_FP16, 0, 1, 1.0f, 0.f,
+                         8, "ws128x256e"}); /* N % 8: register fallback */
+        cases.push_back({127, 64, 255, GEMM_FP16, GEMM_BF16, 1, 0, 1.0f, 0.5f,
+                         8, "ws128x256e"});
     } else {
         const long long sz[] = {1,   7,   63,   64,   65,   127,
                                 129, 255, 1000, 1024, 4095, 4096};
@@ -532,6 +542,27 @@ int main(int argc, char **argv)
                                  t >> 1, t & 1, (t == 2) ? -0.75f : 1.0f,
                                  q % 2 ? 0.f : 0.5f, 8 * (q % 2),
                                  "pp128x128"});
+        /* the TMA-store epilogue (v7), both buffer layouts: tails (boxes
+         * clipped by TMA, whole consumer blocks outside D), transposes,
+         * types; mostly its own path (16-bit D, beta 0, N % 8 == 0), one
+         * fallback per shape (fp32 D, beta != 0), two shapes with N % 8 */
+        const long long tss[][3] = {{1, 8, 63},        {65, 136, 127},
+                                    {127, 264, 1000},  {1000, 1000, 1000},
+                                    {3000, 5000, 700}, {4096, 4096, 4096},
+                                    {200, 72, 64},     {127, 255, 1000},
+                                    {257, 4095, 129}};
+        const gemm_dtype tcd[4] = {GEMM_BF16, GEMM_FP16, GEMM_FP16,
+                                   GEMM_BF16};
+        for (auto &s : tss)
+            for (int e = 0; e < 2; e++)
+                for (int t = 0; t < 4; t++, q++) {
+                    bool fb = e == 1 && t == 3;
+                    cases.push_back({s[0], s[1], s[2], abs_[(t + e) % 2],
+                                     fb ? GEMM_FP32 : tcd[t], t >> 1, t & 1,
+                                     (t == 2) ? -0.75f : 1.0f, fb ? 0.5f : 0.f,
+                                     8 * (q % 2),
+                                     e ? "ws128x256e3" : "ws128x256e"});
+                }
         /* skinny and split-K shapes */
         const long long skinny[][3] = {{1, 8192, 8192},    {16, 4096, 8192},
                                        {64, 1000, 8192},   {128, 2048, 4096},

@@ -1,0 +1,328 @@
+/*
+ * gemm_sm90_tstore.cuh: the 128 x 256 cooperative kernel of gemm_sm90.cuh
+ * with a TMA-store epilogue (v7, docs/kernel-notes.md).
+ *
+ * The main loop is gemm_ws_kernel's (BN = 256, no cluster). The epilogue
+ * differs: each consumer warpgroup converts its 64 x 256 accumulators to
+ * the output type, writes them with stmatrix into shared memory in the
+ * 128B-swizzled layout of a 64 x 64 TMA box, and one thread stores the
+ * boxes with cp.async.bulk.tensor (bounded by the D tensor map, so tails
+ * need no checks). The consumer then starts the next tile's main loop while
+ * the copy engine drains the stores; before it reuses a buffer, the issuing
+ * thread waits (cp.async.bulk.wait_group.read) for the engine to have read
+ * it. NB 64 x 64 buffers per consumer: NB = 4 holds a whole 64 x 256 block
+ * (one store step per tile, 3 stages fit beside it); NB = 2 is half of it
+ * (two steps per tile, 4 stages fit).
+ *
+ * Used when the epilogue is a plain conversion: no split-K, beta == 0,
+ * bf16 or fp16 D, N a multiple of 8 (tstore_ok). Otherwise the kernel falls
+ * back to the register epilogue (store_tile), so every problem runs correctly.
+ */
+#pragma once
+
+#include "gemm_sm90.cuh"
+
+namespace gemmk
+{
+
+/* Whether the TMA-store epilogue applies; api.cu encodes the D tensor map
+ * exactly when this holds. N a multiple of 8: a TMA store clips a box at
+ * D's edge only to 16-byte granularity (measured: with N = 300 it wrote
+ * columns 300..303 of the row padding), so rows must end on 16 bytes. */
+__host__ __device__ inline bool tstore_ok(const KParams &p)
+{
+    return p.splits == 1 && p.beta == 0.f &&
+           (p.cd_type == 1 || p.cd_type == 2) && p.n % 8 == 0;
+}
+
+template <int NB> struct TsCfg {
+    static constexpr int BN = 256;
+    static constexpr int STAGES = NB == 2 ? 4 : 3;
+    static constexpr int A_BYTES = BM * BK * 2;
+    static constexpr int B_BYTES = BN * BK * 2;
+    static constexpr int SUB = 64 * 64 * 2; /* one 64 x 64 16-bit box */
+    static constexpr int C_BYTES = 2 * NB * SUB;
+    static constexpr int SMEM =
+        STAGES * (A_BYTES + B_BYTES) + C_BYTES + 1024 + 256;
+    static_assert(NB == 2 || NB == 4, "NB: half or whole consumer block");
+    static_assert(SMEM <= 227 * 1024, "over the opt-in shared memory limit");
+};
+
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap *map,
+                                             const void *src, int c0, int c1)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, "
+        "%2}], [%3];" ::"l"(reinterpret_cast<uint64_t>(map)),
+        "r"(c0), "r"(c1), "r"(smem_u32(src))
+        : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit()
+{
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
+/* The copy engine has read the sources of all committed bulk groups. */
+__device__ __forceinline__ void bulk_wait_read_all()
+{
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+
+/* All committed bulk groups are complete (writes to global done). */
+__device__ __forceinline__ void bulk_wait_all()
+{
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
+__device__ __forceinline__ void fence_proxy_async_smem()
+{
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+/* Named barrier over one warpgroup (ids 1, 2; 0 is __syncthreads). */
+__device__ __forceinline__ void wg_bar(int id)
+{
+    asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
+}
+
+__device__ __forceinline__ void
+stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
+{
+    asm volatile(
+        "stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::
+            "r"(addr),
+        "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+        : "memory");
+}
+
+/* alpha * (x, y) as two 16-bit values, x in the low half. */
+template <bool OUT_F16>
+__device__ __forceinline__ uint32_t pack2(float x, float y, float alpha)
+{
+    uint32_t u;
+    if constexpr (OUT_F16) {
+        __half2 h = __floats2half2_rn(alpha * x, alpha * y);
+        u = *reinterpret_cast<uint32_t *>(&h);
+    } else {
+        __nv_bfloat162 h = __floats2bfloat162_rn(alpha * x, alpha * y);
+        u = *reinterpret_cast<uint32_t *>(&h);
+    }
+    return u;
+}
+
+/*
+ * Writes the 64 x 64 block of columns 64*J.. of one consumer's
+ * accumulators into the swizzled box at buf (1024-aligned). Fragment
+ * layout (store_tile): d[4j + 2h + e] is row 16w + l/4 + 8h, column
+ * 8j + 2(l%4) + e, which is stmatrix's layout of the 8 x 8 matrix
+ * (rows 16w + 8h.., columns 8j..). One stmatrix.x4 per pair of 8-column
+ * blocks: matrices (h0, j), (h1, j), (h0, j+1), (h1, j+1); lane L gives the
+ * address of row L%8 of matrix L/8. 128B swizzle: 16-byte chunk c of row r
+ * lies at r * 128 + ((c ^ r % 8) * 16).
+ */
+template <bool OUT_F16, int J>
+__device__ __forceinline__ void stage_box(const float (&d)[128], uint32_t buf,
+                                          int warp, int lane, float alpha)
+{
+    const int mi = lane >> 3;
+    const int r = 16 * warp + 8 * (mi & 1) + (lane & 7);
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        constexpr int j0 = 8 * J;
+        const int j = j0 + 2 * q;
+        uint32_t r0 = pack2<OUT_F16>(d[4 * j], d[4 * j + 1], alpha);
+        uint32_t r1 = pack2<OUT_F16>(d[4 * j + 2], d[4 * j + 3], alpha);
+        uint32_t r2 = pack2<OUT_F16>(d[4 * j + 4], d[4 * j + 5], alpha);
+        uint32_t r3 = pack2<OUT_F16>(d[4 * j + 6], d[4 * j + 7], alpha);
+        const int chunk = 2 * q + (mi >> 1);
+        stmatrix_x4(buf + r * 128 + ((chunk ^ (r & 7)) << 4), r0, r1, r2, r3);
+    }
+}
+
+/* The NB boxes of step S (columns 64 * NB * S..) into the buffers. */
+template <bool OUT_F16, int NB, int S>
+__device__ __forceinline__ void stage_step(const float (&d)[128], uint32_t buf,
+                                           int warp, int lane, float alpha)
+{
+    stage_box<OUT_F16, NB * S>(d, buf, warp, lane, alpha);
+    stage_box<OUT_F16, NB * S + 1>(d, buf + 8192, warp, lane, alpha);
+    if constexpr (NB == 4) {
+        stage_box<OUT_F16, NB * S + 2>(d, buf + 2 * 8192, warp, lane, alpha);
+        stage_box<OUT_F16, NB * S + 3>(d, buf + 3 * 8192, warp, lane, alpha);
+    }
+}
+
+/*
+ * Step S of one consumer's TMA-store epilogue (4 / NB steps of NB boxes):
+ * the issuing thread (tid 0) waits until the engine has read the buffers'
+ * previous contents, a warpgroup barrier publishes that, every thread
+ * writes its fragments and fences them to the async proxy, a second
+ * barrier, and tid 0 issues the NB stores as one bulk group. Boxes
+ * entirely outside D are not issued; partial ones are clipped by TMA.
+ */
+template <int NB, int S>
+__device__ __forceinline__ void
+tstore_step(const KParams &p, const CUtensorMap *tmd, const float (&d)[128],
+            uint8_t *cbuf, int row0, int col0, int tid, int warp, int lane,
+            int bar_id)
+{
+    const uint32_t buf = smem_u32(cbuf);
+    if (tid == 0)
+        bulk_wait_read_all();
+    wg_bar(bar_id);
+    if (p.cd_type == 2)
+        stage_step<true, NB, S>(d, buf, warp, lane, p.alpha);
+    else
+        stage_step<false, NB, S>(d, buf, warp, lane, p.alpha);
+    fence_proxy_async_smem();
+    wg_bar(bar_id);
+    if (tid == 0) {
+        if (row0 < p.m) {
+#pragma unroll
+            for (int b = 0; b < NB; b++) {
+                int col = col0 + 64 * (NB * S + b);
+                if (col < p.n)
+                    tma_store_2d(tmd, cbuf + b * 8192, col, row0);
+            }
+        }
+        bulk_commit();
+    }
+}
+
+template <bool F16, int AMN, int BMN, int NB>
+__global__ void __launch_bounds__(384, 1)
+    gemm_ts_kernel(const __grid_constant__ CUtensorMap tma,
+                   const __grid_constant__ CUtensorMap tmb,
+                   const __grid_constant__ CUtensorMap tmd,
+                   const __grid_constant__ KParams p)
+{
+    using C = TsCfg<NB>;
+    constexpr int BN = C::BN;
+    constexpr int STAGES = C::STAGES;
+    constexpr int A_BYTES = C::A_BYTES;
+    constexpr int B_BYTES = C::B_BYTES;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = reinterpret_cast<uint8_t *>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    uint8_t *sa = smem;
+    uint8_t *sb = smem + STAGES * A_BYTES;
+    uint8_t *sc = sb + STAGES * B_BYTES;
+    uint64_t *full = reinterpret_cast<uint64_t *>(sc + C::C_BYTES);
+    uint64_t *empty = full + STAGES;
+
+    const int wg = threadIdx.x / 128;
+    const int tid = threadIdx.x % 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 8); /* lane 0 of each consumer warp */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        int s = 0;
+        uint32_t ph = 0;
+        for (int u = blockIdx.x; tid == 0 && u < p.units; u += gridDim.x) {
+            int mt, nt, split;
+            unit_coords(p, u, mt, nt, split);
+            int kb0 = split * p.kb_per_split;
+            int kb1 = min(p.nkb, kb0 + p.kb_per_split);
+            int m0 = mt * BM, n0 = nt * BN;
+            for (int kb = kb0; kb < kb1; kb++) {
+                mbar_wait(&empty[s], ph ^ 1);
+                mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
+                int k0 = kb * BK;
+                uint8_t *a = sa + s * A_BYTES;
+                uint8_t *b = sb + s * B_BYTES;
+                if constexpr (AMN) {
+                    tma_load_2d(a, &tma, m0, k0, &full[s]);
+                    tma_load_2d(a + SLAB, &tma, m0 + 64, k0, &full[s]);
+                } else {
+                    tma_load_2d(a, &tma, k0, m0, &full[s]);
+                }
+                if constexpr (BMN) {
+#pragma unroll
+                    for (int j = 0; j < BN / 64; j++)
+                        tma_load_2d(b + j * SLAB, &tmb, n0 + 64 * j, k0,
+                                    &full[s]);
+                } else {
+                    tma_load_2d(b, &tmb, k0, n0, &full[s]);
+                }
+                if (++s == STAGES) {
+                    s = 0;
+                    ph ^= 1;
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        const int c = wg - 1;
+        const int warp = tid / 32, lane = tid % 32;
+        const bool tstore = tstore_ok(p);
+        uint8_t *cbuf = sc + c * NB * C::SUB;
+        float d[BN / 2];
+        int s = 0;
+        uint32_t ph = 0;
+        constexpr uint32_t A_LBO = AMN ? SLAB : 16;
+        constexpr uint32_t B_LBO = BMN ? SLAB : 16;
+        constexpr uint32_t A_KSTEP = AMN ? 16 * 128 : 32;
+        constexpr uint32_t B_KSTEP = BMN ? 16 * 128 : 32;
+        const uint64_t da0 = gemmk_desc_encode(smem_u32(sa) + c * SLAB, A_LBO,
+                                               1024, GEMMK_SWIZZLE_128B);
+        const uint64_t db0 =
+            gemmk_desc_encode(smem_u32(sb), B_LBO, 1024, GEMMK_SWIZZLE_128B);
+        for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+            int mt, nt, split;
+            unit_coords(p, u, mt, nt, split);
+            int kb0 = split * p.kb_per_split;
+            int kb1 = min(p.nkb, kb0 + p.kb_per_split);
+            int prev = -1;
+            for (int kb = kb0; kb < kb1; kb++) {
+                mbar_wait(&full[s], ph);
+                fence_regs(d);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; kk++) {
+                    uint64_t da = da0 + ((s * A_BYTES + kk * A_KSTEP) >> 4);
+                    uint64_t db = db0 + ((s * B_BYTES + kk * B_KSTEP) >> 4);
+                    mma_k16<BN, F16, AMN, BMN>(d, da, db,
+                                               (kb != kb0 || kk != 0));
+                }
+                wgmma_commit();
+                wgmma_wait<1>();
+                fence_regs(d);
+                if (prev >= 0 && lane == 0)
+                    mbar_arrive(&empty[prev]);
+                prev = s;
+                if (++s == STAGES) {
+                    s = 0;
+                    ph ^= 1;
+                }
+            }
+            wgmma_wait<0>();
+            fence_regs(d);
+            if (lane == 0)
+                mbar_arrive(&empty[prev]);
+
+            int row0 = mt * BM + c * 64, col0 = nt * BN;
+            if (tstore) {
+                tstore_step<NB, 0>(p, &tmd, d, cbuf, row0, col0, tid, warp,
+                                   lane, 1 + c);
+                if constexpr (NB == 2)
+                    tstore_step<NB, 1>(p, &tmd, d, cbuf, row0, col0, tid, warp,
+                                       lane, 1 + c);
+            } else {
+                store_any<BN>(p, d, row0, col0, lane, warp, split);
+            }
+        }
+        /* the shared-memory sources must outlive the stores */
+        if (tstore && tid == 0)
+            bulk_wait_all();
+    }
+}
+
+} // namespace gemmk
