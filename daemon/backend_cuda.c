@@ -8,8 +8,11 @@
  * kernel context, so one request's copies in, another's kernel and a
  * third's copy out run at once. Device memory
  * comes from the stream-ordered pool, which keeps freed blocks: in steady
- * state nothing is allocated from the driver. fp32 A/B (tf32 kernels are
- * still to come) are served by the CPU path.
+ * state nothing is allocated from the driver. fp32 A/B run on the tensor
+ * cores too, as tf32 or as 3xTF32 (fp32 accuracy) per the request's
+ * precision. A request may name a kernel of the catalog (gemmk_catalog_*):
+ * it is checked against the request (gemmk_check) before it is queued,
+ * and the reply names the kernel that ran (gemmk_select for auto).
  */
 #include "backend.h"
 #include "log.h"
@@ -109,9 +112,6 @@ static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     unsigned long long keep = ~0ull; /* never give freed blocks back */
     CK(cudaMemPoolSetAttribute(p->pool, cudaMemPoolAttrReleaseThreshold, &keep),
        msg, len);
-    /* the CPU path serves fp32 inputs: set it up first, then ours */
-    if ((rv = gemmd_backend_cpu.init(be, cfg, msg, len)) != GEMM_OK)
-        goto fail;
     snprintf(be->device, sizeof(be->device), "%.100s (sm_%d%d, %d SMs)",
              prop.name, prop.major, prop.minor, prop.multiProcessorCount);
     for (; p->nworkers < CUDA_WORKERS; p->nworkers++) {
@@ -121,6 +121,7 @@ static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     }
     be->priv = p;
     be->workers = CUDA_WORKERS;
+    be->threads = CUDA_WORKERS;
     gemmd_log(LOG_INFO, "cuda backend: %s, %.1f GiB", be->device,
               prop.totalGlobalMem / (double)(1u << 30));
     return GEMM_OK;
@@ -289,8 +290,6 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
     cuda_priv *p = be->priv;
     cuda_worker *w;
     int rv;
-    if (j->ab_type == GEMM_FP32) /* no tf32 kernels yet */
-        return gemmd_backend_cpu.gemm(be, j);
     if ((rv = worker_state(p, &w, j->msg, sizeof(j->msg))) != GEMM_OK)
         return rv;
 
@@ -351,10 +350,17 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
         .ldd = (int64_t)d.ld,
         .alpha = j->alpha,
         .beta = j->has_c ? j->beta : 0.0f,
+        .precision = (gemm_precision)j->precision,
     };
-    rv = gemmk_gemm(w->kctx, &kp, w->stream, NULL);
+    const char *kname = j->kernel[0] != '\0' ? j->kernel : NULL;
+    const char *ran = kname;
+    if (ran == NULL && gemmk_select(w->kctx, &kp, &ran) != GEMM_OK)
+        ran = "auto";
+    snprintf(j->ran, sizeof(j->ran), "%s", ran);
+    rv = gemmk_gemm(w->kctx, &kp, w->stream, kname);
     if (rv != GEMM_OK) {
-        snprintf(m, ml, "kernel launch failed: %s", gemm_strerror(rv));
+        snprintf(m, ml, "kernel %s failed to launch: %s", j->ran,
+                 gemm_strerror(rv));
         goto fail;
     }
     CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
@@ -383,12 +389,11 @@ fail:
     return rv;
 }
 
-/* A resident tensor: 16-bit ones on the device with a 16-byte pitch (what
- * the kernels read); fp32 ones in host memory for the CPU path. */
+/* A resident tensor: on the device with a row pitch of 8 elements (what
+ * the kernels read). */
 typedef struct cuda_tensor {
-    void *dev;    /* device memory, or NULL */
+    void *dev;    /* device memory */
     size_t bytes; /* counted against --max-device-bytes */
-    void *host;   /* host copy (fp32), or NULL */
 } cuda_tensor;
 
 static int cuda_upload(gemmd_backend *be, gemmd_job *j)
@@ -396,20 +401,6 @@ static int cuda_upload(gemmd_backend *be, gemmd_job *j)
     cuda_priv *p = be->priv;
     cuda_worker *w;
     int rv;
-    if (j->dtype == GEMM_FP32) { /* the CPU path computes with it */
-        rv = gemmd_backend_cpu.upload(be, j);
-        if (rv != GEMM_OK)
-            return rv;
-        cuda_tensor *t = calloc(1, sizeof(*t));
-        if (t == NULL) {
-            gemmd_backend_cpu.tensor_free(be, j->tensor->pin);
-            j->tensor->pin = NULL;
-            return GEMM_ERR_NOMEM;
-        }
-        t->host = j->tensor->pin;
-        j->tensor->pin = t;
-        return GEMM_OK;
-    }
     if ((rv = worker_state(p, &w, j->msg, sizeof(j->msg))) != GEMM_OK)
         return rv;
     cuda_tensor *t = calloc(1, sizeof(*t));
@@ -451,8 +442,6 @@ static void cuda_tensor_free(gemmd_backend *be, void *handle)
                       cudaGetErrorString(e));
         atomic_fetch_sub(&p->device_bytes, t->bytes);
     }
-    if (t->host != NULL)
-        gemmd_backend_cpu.tensor_free(be, t->host);
     free(t);
 }
 
@@ -471,6 +460,60 @@ static void cuda_stats(gemmd_backend *be, gemmd_backend_stats *out)
     pthread_mutex_unlock(&p->mu);
 }
 
+static bool cuda_kernel_at(gemmd_backend *be, size_t i, gemmd_kernel *out)
+{
+    (void)be;
+    const gemmk_kernel_desc *k =
+        i < (size_t)gemmk_catalog_size() ? gemmk_catalog_entry((int)i) : NULL;
+    if (k == NULL)
+        return false;
+    *out = (gemmd_kernel){
+        .name = k->name,
+        .summary = k->summary,
+        .ladder = k->ladder > 0 ? (unsigned)k->ladder : 0,
+        .reference = k->reference != 0,
+        .ab_types = k->ab_types,
+        .cd_types = k->cd_types,
+        .precisions = k->precisions,
+        .transposes = k->transposes,
+    };
+    return true;
+}
+
+static int cuda_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
+                             size_t len)
+{
+    (void)be;
+    const char *name = j->kernel[0] != '\0' ? j->kernel : NULL;
+    if (name != NULL && gemmk_catalog_find(name) == NULL) {
+        snprintf(msg, len,
+                 "kernel '%s' is not available on the cuda backend "
+                 "(gemmctl kernels lists them)",
+                 name);
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    gemmk_problem kp = {
+        .m = (int64_t)j->m,
+        .n = (int64_t)j->n,
+        .k = (int64_t)j->k,
+        .ab_type = j->ab_type,
+        .cd_type = j->cd_type,
+        .trans_a = j->trans_a,
+        .trans_b = j->trans_b,
+        .alpha = j->alpha,
+        .beta = j->has_c ? j->beta : 0.0f,
+        .precision = (gemm_precision)j->precision,
+    };
+    const char *why = NULL;
+    if (gemmk_check(name, &kp, &why) != GEMM_OK) {
+        snprintf(msg, len, "kernel '%s' cannot serve this request: %s",
+                 name != NULL ? name : "auto",
+                 why != NULL ? why : "unsupported");
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    return GEMM_OK;
+}
+
 const gemmd_backend_ops gemmd_backend_cuda = {
     .name = "cuda",
     .available = cuda_available,
@@ -482,4 +525,6 @@ const gemmd_backend_ops gemmd_backend_cuda = {
     .upload = cuda_upload,
     .tensor_free = cuda_tensor_free,
     .stats = cuda_stats,
+    .kernel_at = cuda_kernel_at,
+    .kernel_check = cuda_kernel_check,
 };

@@ -4,16 +4,20 @@
 # they need, into DIR (default .gpu-svc, git-ignored) for the device tool:
 # carry DIR and run scripts/gpu/suite.sh there. cuBLAS is left out: the GPU
 # host's CUDA toolkit has it.
+# GEMM_BENCH=OFF leaves the benchmarks out (e.g. while theirs do not
+# build). integration_access is left out: it needs its probe at the build
+# tree's absolute path and a second uid.
 set -eu
 cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
 out=${1:-.gpu-svc}
-cmake -S . -B "$build" -DGEMM_TESTS=ON -DGEMM_BENCH=ON -DGEMM_WITH_CUDA=ON \
-    >/dev/null
+cmake -S . -B "$build" -DGEMM_TESTS=ON -DGEMM_BENCH="${GEMM_BENCH:-ON}" \
+    -DGEMM_WITH_CUDA=ON >/dev/null
 cmake --build "$build" -j "$(nproc)" >/dev/null
 rm -rf "$out"
 exes="$build/daemon/gemmd $build/client/gemmctl"
-exes="$exes $(ls "$build"/tests/integration_* | tr '\n' ' ')"
+exes="$exes $(ls "$build"/tests/integration_* | grep -v integration_access |
+    tr '\n' ' ')"
 exes="$exes $build/tests/fault_probe"
 for e in "$build/bench/e2e/gemm_e2e" "$build/bench/e2e/fresh_cublas"; do
     [ -x "$e" ] && exes="$exes $e"

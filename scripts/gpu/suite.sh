@@ -1,14 +1,19 @@
 #!/bin/bash
-# suite.sh [DIR]: on the GPU host, from a bundle made by scripts/gpu/bundle.sh:
-# a smoke test through gemmctl, then every integration suite against gemmd's
-# CUDA backend (GEMM_TEST_BACKEND=cuda). Logs go to $OUT; a summary last.
+# suite.sh [DIR [SUITES]]: on the GPU host, from a bundle made by
+# scripts/gpu/bundle.sh: a smoke test through gemmctl (kernels, mm over the
+# dtypes and fp32 precisions, a small ladder bench whose CSV lands in $OUT),
+# then the integration suites against gemmd's CUDA backend
+# (GEMM_TEST_BACKEND=cuda): every one, or those named in SUITES (e.g.
+# "cuda selection gemmctl gemm"). Logs go to $OUT; a summary last.
 set -uo pipefail
 D=$(cd "${1:-.gpu-svc}" && pwd)
+SUITES=${2:-}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
 export GEMM_TEST_GEMMD=$D/bin/gemmd GEMM_TEST_BACKEND=cuda
 export GEMM_TEST_FAULT_PROBE=$D/bin/fault_probe
+export GEMM_TEST_GEMMCTL=$D/bin/gemmctl
 nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
 sock=/tmp/gemmd-smoke.sock
 $D/bin/gemmd --backend cuda --listen ipc://$sock --log-level info \
@@ -27,6 +32,15 @@ summary=""
         --dtype bf16 --repeat 3 --check
     $D/bin/gemmctl --url ipc://$sock mm -m 300 -n 200 -k 100 --dtype fp32 \
         --check
+    $D/bin/gemmctl --url ipc://$sock kernels
+    for p in tf32 fp32; do
+        $D/bin/gemmctl --url ipc://$sock mm -m 4096 -n 4096 -k 4096 \
+            --dtype fp32 --precision $p --repeat 5 --check
+    done
+    $D/bin/gemmctl --url ipc://$sock bench --ladder --sizes 512,1024 \
+        --repeat 3 --csv "$OUT/bench-ladder.csv"
+    $D/bin/gemmctl --url ipc://$sock bench --dtype fp32 --precision tf32 \
+        --sizes 1024 --repeat 3
     $D/bin/gemmctl --url ipc://$sock status
 } > "$OUT/smoke.log" 2>&1
 summary+="smoke rc=$?"$'\n'
@@ -34,10 +48,14 @@ kill $pid; wait $pid
 summary+="gemmd exit=$?"$'\n'
 for t in $D/bin/integration_*; do
     n=$(basename "$t")
+    if [ -n "$SUITES" ] && ! [[ " $SUITES " == *" ${n#integration_} "* ]]; then
+        continue
+    fi
     timeout 400 "$t" --verbose=0 -j1 > "$OUT/$n.log" 2>&1
     rc=$?
     summary+="$n rc=$rc $(grep -a Synthesis "$OUT/$n.log" | tail -1)"$'\n'
 done
-grep -aE "check|rate|time|stages|tensor maps|memory" "$OUT/smoke.log"
+grep -aE "check|rate|time|stages|tensor maps|memory|kernel|skipped|^[a-z0-9-]+ +([0-9]+|ref|-) " \
+    "$OUT/smoke.log"
 echo "==== summary"
 printf "%s" "$summary"
