@@ -2,7 +2,9 @@
  * bench.c: `gemmctl bench`, the daemon's kernels timed through the daemon.
  * For each size: random A and B in shared memory; the backend's reference
  * kernel (cuBLAS on the GPU, OpenBLAS on the CPU) computes the expected D;
- * then each chosen kernel runs once to warm up and R times timed. A row
+ * then each chosen kernel runs W times to warm up (default 3: the CUDA
+ * backend spreads requests over three workers, each with its own cuBLAS
+ * handle and tensor maps made on first use) and R times timed. A row
  * reports the median time of the kernel alone (the daemon's kernel_ns;
  * its compute time when the backend does not measure the kernel), TFLOP/s,
  * the ratio to the reference's TFLOP/s in the same run, and the largest
@@ -33,8 +35,8 @@ static const char bench_usage[] =
     "\n"
     "Times the daemon's kernels (gemmctl kernels lists them) against its\n"
     "reference kernel on random inputs, through the daemon. For each size\n"
-    "the reference computes the expected D; each kernel then runs once to\n"
-    "warm up and R times timed. Reported: the median time of the kernel\n"
+    "the reference computes the expected D; each kernel then runs W times\n"
+    "to warm up and R times timed. Reported: the median time of the kernel\n"
     "alone (the daemon's compute time where it does not measure kernels),\n"
     "TFLOP/s, the ratio to the reference, and the max relative error\n"
     "max|D - D_ref| / max|D_ref|.\n"
@@ -48,6 +50,7 @@ static const char bench_usage[] =
     "  --cd-dtype T         C and D (default fp32)\n"
     "  --precision P        fp32 inputs: default, tf32 or fp32\n"
     "  --repeat R           timed runs per kernel and size (default 5)\n"
+    "  --warmup W           untimed runs first (default 3)\n"
     "  --seed S             random seed (default 42)\n"
     "  --csv FILE           also write the rows as CSV:\n"
     "                       " BENCH_CSV_HEADER "\n";
@@ -63,7 +66,7 @@ struct bench_args {
     size_t nsizes;
     gemm_dtype ab, cd;
     gemm_precision precision;
-    unsigned repeat;
+    unsigned repeat, warmup;
     uint64_t seed;
     const char *csv;
 };
@@ -151,6 +154,7 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
         O_CD,
         O_PRECISION,
         O_REPEAT,
+        O_WARMUP,
         O_SEED,
         O_CSV
     };
@@ -162,6 +166,7 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
         {"cd-dtype", required_argument, NULL, O_CD},
         {"precision", required_argument, NULL, O_PRECISION},
         {"repeat", required_argument, NULL, O_REPEAT},
+        {"warmup", required_argument, NULL, O_WARMUP},
         {"seed", required_argument, NULL, O_SEED},
         {"csv", required_argument, NULL, O_CSV},
         {"help", no_argument, NULL, 'h'},
@@ -174,6 +179,7 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
     a->ab = GEMM_BF16;
     a->cd = GEMM_FP32;
     a->repeat = 5;
+    a->warmup = 3;
     a->seed = 42;
     parse_sizes("256,512,1024,2048,4096", a);
     optind = 0;
@@ -211,6 +217,15 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
                 optarg[0] == '-' || a->repeat == 0 || a->repeat > 10000)
                 rv = ctl_error(EXIT_USAGE,
                                "bench: --repeat wants 1..10000, not '%s'",
+                               optarg);
+            break;
+        case O_WARMUP:
+            errno = 0;
+            a->warmup = (unsigned)strtoul(optarg, &end, 10);
+            if (errno != 0 || end == optarg || *end != '\0' ||
+                optarg[0] == '-' || a->warmup > 1000)
+                rv = ctl_error(EXIT_USAGE,
+                               "bench: --warmup wants 0..1000, not '%s'",
                                optarg);
             break;
         case O_SEED:
@@ -319,13 +334,16 @@ static int cmp_u64(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-/* Runs op once to warm up, then `repeat` times; *ns is the median time of
- * the kernel (or the compute time). Returns the first failure's code. */
-static int timed(gemm_client *c, const gemm_op *op, unsigned repeat,
-                 uint64_t *times, uint64_t *ns)
+/* Runs op `warmup` times (at least once: a refusal shows there), then
+ * `repeat` times; *ns is the median time of the kernel (or the compute
+ * time). Returns the first failure's code. */
+static int timed(gemm_client *c, const gemm_op *op, unsigned warmup,
+                 unsigned repeat, uint64_t *times, uint64_t *ns)
 {
     gemm_timings t;
     int rv = gemm_run(c, op, &t);
+    for (unsigned r = 1; rv == GEMM_OK && r < warmup; r++)
+        rv = gemm_run(c, op, &t);
     for (unsigned r = 0; rv == GEMM_OK && r < repeat; r++) {
         if ((rv = gemm_run(c, op, &t)) == GEMM_OK)
             times[r] = t.kernel_ns ? t.kernel_ns : t.compute_us * 1000;
@@ -466,7 +484,7 @@ static int bench_size(gemm_client *c, const struct bench_args *a,
     op.b.buf = b.b;
     op.d.buf = b.dref;
     op.kernel = ref->name;
-    if ((rv = timed(c, &op, a->repeat, times, &ns)) != GEMM_OK) {
+    if ((rv = timed(c, &op, a->warmup, a->repeat, times, &ns)) != GEMM_OK) {
         char what[128];
         snprintf(what, sizeof(what),
                  "bench: reference %s at %" PRIu64 "x%" PRIu64 "x%" PRIu64,
@@ -484,7 +502,7 @@ static int bench_size(gemm_client *c, const struct bench_args *a,
     for (size_t i = 0; i < nsel; i++) {
         op.kernel = sel[i]->name;
         memset(gemm_buffer_data(b.d), 0xff, mn * cs); /* NaN: unwritten */
-        rv = timed(c, &op, a->repeat, times, &ns);
+        rv = timed(c, &op, a->warmup, a->repeat, times, &ns);
         if (rv == GEMM_ERR_UNSUPPORTED || rv == GEMM_ERR_DTYPE) {
             note_skip(notes, nnotes, sel[i], s, rv, gemm_last_error_message());
             continue;

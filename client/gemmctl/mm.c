@@ -624,9 +624,11 @@ int cmd_mm(const char *url, int argc, char **argv)
            "out%s%s, alpha %g, beta %g\n",
            j.m, j.n, j.k, gemm_dtype_name(ab), gemm_dtype_name(cd),
            a.ta ? ", A^T" : "", a.tb ? ", B^T" : "", a.alpha, a.beta);
-    printf("kernel: %s%s%s", t.kernel[0] ? t.kernel : "?",
+    printf("kernel: %s%s%s%s", t.kernel[0] ? t.kernel : "?",
            ab == GEMM_FP32 ? ", precision " : "",
-           ab == GEMM_FP32 ? gemm_precision_name(op.precision) : "");
+           ab == GEMM_FP32 ? gemm_precision_name(op.precision) : "",
+           ab == GEMM_FP32 && op.precision == GEMM_PRECISION_DEFAULT ? " (fp32)"
+                                                                     : "");
     if (kern[a.repeat / 2] != 0)
         printf(", kernel time %s%.3f ms (%.3g TFLOP/s)",
                a.repeat > 1 ? "median " : "", (double)kern[a.repeat / 2] / 1e6,

@@ -269,5 +269,10 @@ Test(gemmctl, bench_ladder_fp32_and_errors)
     cr_expect_eq(ctl("bench", "--dtype", "bf16", "--precision", "tf32", NULL),
                  2);
     cr_expect_eq(ctl("bench", "--repeat", "0", NULL), 2);
+    cr_expect_eq(ctl("bench", "--warmup", "x", NULL), 2);
+    cr_expect_eq(ctl("bench", "--kernels", "auto", "--sizes", "16", "--warmup",
+                     "0", "--repeat", "1", NULL),
+                 0, "stdout: %s\nstderr: %s", out_text, err_text);
+    EXPECT_IN(out_text, "auto ");
     tu_assert_healthy(g_client);
 }
