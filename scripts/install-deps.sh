@@ -4,7 +4,7 @@
 set -eu
 pkgs="build-essential cmake pkg-config libuv1-dev libnng-dev libprotobuf-c-dev
 protobuf-c-compiler libcriterion-dev libopenblas-dev python3 systemd
-clang libclang-rt-dev"
+clang libclang-rt-dev gnuplot-nox"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then
