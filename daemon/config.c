@@ -45,6 +45,7 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->stats_interval_s = 60.0;
     cfg->drain_timeout_s = 30.0;
     cfg->watchdog_s = 0.5;
+    cfg->spin_us = 200;
     cfg->log_level = LOG_INFO;
 }
 
@@ -91,6 +92,11 @@ static void usage(FILE *f)
             "and re-create it\n"
             "                           if new connections go unserved, 0 = "
             "off (default 0.5)\n"
+            "  --spin-us N              after a request or a finished GEMM, "
+            "poll N us for the\n"
+            "                           next before sleeping (cuts wake-up "
+            "latency), 0 = off\n"
+            "                           (default 200)\n"
             "  --log-level LEVEL        err|warning|notice|info|debug "
             "(default info)\n"
             "  --version                print the version and exit\n"
@@ -142,6 +148,7 @@ enum {
     OPT_STATS,
     OPT_DRAIN,
     OPT_WATCHDOG,
+    OPT_SPIN,
     OPT_LOG_LEVEL,
     OPT_VERSION,
     OPT_HELP,
@@ -168,6 +175,7 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
         {"stats-interval", required_argument, NULL, OPT_STATS},
         {"drain-timeout", required_argument, NULL, OPT_DRAIN},
         {"watchdog", required_argument, NULL, OPT_WATCHDOG},
+        {"spin-us", required_argument, NULL, OPT_SPIN},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
@@ -284,6 +292,12 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
         case OPT_WATCHDOG:
             if (parse_seconds(optarg, &cfg->watchdog_s) != 0)
                 bad = "--watchdog needs seconds";
+            break;
+        case OPT_SPIN:
+            if (parse_u64(optarg, 0, 1000000, 10, &v) != 0)
+                bad = "--spin-us needs 0..1000000";
+            else
+                cfg->spin_us = (uint32_t)v;
             break;
         case OPT_LOG_LEVEL: {
             int l = gemmd_log_parse_level(optarg);

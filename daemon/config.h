@@ -27,6 +27,8 @@ typedef struct gemmd_config {
     double stats_interval_s;   /* stats log line period; 0 = never */
     double drain_timeout_s;    /* SIGTERM: longest wait for in-flight work */
     double watchdog_s;         /* listener self-probe period; 0 = off */
+    uint32_t spin_us;          /* after any event, the loop and the workers
+                                  poll this long before sleeping; 0 = off */
     int log_level;             /* syslog level */
 } gemmd_config;
 

@@ -60,6 +60,10 @@ typedef struct gemmd {
     gemmd_config cfg; /* read-only after start: any thread */
     uv_loop_t *loop;
     uv_async_t wake;
+    /* polls the inbox while events keep coming (--spin-us): a loop asleep
+     * in epoll takes 5-20 us to notice a worker's uv_async_send */
+    uv_idle_t spin;
+    uint64_t spin_until; /* ns */
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_timer_t stats_timer, drain_timer;
 

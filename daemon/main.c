@@ -27,11 +27,13 @@ static void free_tensor(void *arg, void *handle)
     be->ops->tensor_free(be, handle);
 }
 
-/* Loop thread: the inbox has events. */
-static void on_wake(uv_async_t *h)
+/* Loop thread: dispatches what the inbox holds; returns whether it held
+ * anything. */
+static bool run_inbox(gemmd *d)
 {
-    gemmd *d = h->data;
     gemmd_event *ev = srv_take_inbox(d);
+    if (ev == NULL)
+        return false;
     while (ev != NULL) {
         gemmd_event *next = ev->next;
         gemmd_dispatch(d, ev);
@@ -39,6 +41,31 @@ static void on_wake(uv_async_t *h)
     }
     if (d->draining && d->inflight == 0 && !d->stopped)
         close_all(d);
+    return true;
+}
+
+/* Loop thread, while spinning: poll the inbox; stop after spin_us without
+ * an event (the loop then sleeps in epoll until the next uv_async_send). */
+static void on_spin(uv_idle_t *h)
+{
+    gemmd *d = h->data;
+    uint64_t now = gemmd_now_ns();
+    if (run_inbox(d))
+        d->spin_until = now + (uint64_t)d->cfg.spin_us * 1000;
+    else if (now >= d->spin_until || d->stopped)
+        uv_idle_stop(h);
+}
+
+/* Loop thread: the inbox has events. */
+static void on_wake(uv_async_t *h)
+{
+    gemmd *d = h->data;
+    run_inbox(d);
+    if (d->cfg.spin_us != 0 && !d->stopped) {
+        d->spin_until = gemmd_now_ns() + (uint64_t)d->cfg.spin_us * 1000;
+        if (!uv_is_active((uv_handle_t *)&d->spin))
+            uv_idle_start(&d->spin, on_spin);
+    }
 }
 
 static void on_stats(uv_timer_t *t)
@@ -93,6 +120,7 @@ static void on_last_replies(uv_timer_t *t)
     watchdog_stop(&d->watchdog);
     srv_close(d);
     uv_close((uv_handle_t *)&d->wake, NULL);
+    uv_close((uv_handle_t *)&d->spin, NULL);
     uv_close((uv_handle_t *)&d->sig_term, NULL);
     uv_close((uv_handle_t *)&d->sig_int, NULL);
     uv_close((uv_handle_t *)&d->sig_hup, NULL);
@@ -156,6 +184,8 @@ int main(int argc, char **argv)
     d->loop = uv_default_loop();
     uv_async_init(d->loop, &d->wake, on_wake);
     d->wake.data = d;
+    uv_idle_init(d->loop, &d->spin);
+    d->spin.data = d;
     uv_signal_init(d->loop, &d->sig_term);
     uv_signal_init(d->loop, &d->sig_int);
     uv_signal_init(d->loop, &d->sig_hup);
@@ -171,7 +201,8 @@ int main(int argc, char **argv)
         uv_timer_start(&d->stats_timer, on_stats, ms, ms);
     }
 
-    if ((rv = sched_start(&d->sched, &d->be, gemmd_job_done, d)) != 0) {
+    if ((rv = sched_start(&d->sched, &d->be, gemmd_job_done, d,
+                          d->cfg.spin_us)) != 0) {
         gemmd_log(LOG_ERR, "cannot start workers: %s", gemm_strerror(rv));
         return 1;
     }

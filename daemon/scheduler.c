@@ -44,13 +44,32 @@ static gemmd_job *take(sched *s)
         free(q);
     }
     j->next = NULL;
+    atomic_fetch_sub_explicit(&s->pending, 1, memory_order_relaxed);
     return j;
+}
+
+/* Polls (without the lock) until a job is pending, the scheduler stops, or
+ * spin_ns pass. */
+static void spin_for_work(sched *s)
+{
+    uint64_t until = gemmd_now_ns() + s->spin_ns;
+    unsigned i = 0;
+    while (atomic_load_explicit(&s->pending, memory_order_relaxed) == 0 &&
+           !atomic_load_explicit(&s->stop_flag, memory_order_relaxed)) {
+        if ((++i & 63) == 0 && gemmd_now_ns() >= until)
+            return;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
 }
 
 static void *worker(void *arg)
 {
     sched *s = arg;
-    for (;;) {
+    for (bool first = true;; first = false) {
+        if (!first && s->spin_ns != 0)
+            spin_for_work(s);
         pthread_mutex_lock(&s->mu);
         gemmd_job *j;
         while ((j = take(s)) == NULL && !s->stopping)
@@ -74,9 +93,13 @@ static void *worker(void *arg)
     }
 }
 
-int sched_start(sched *s, gemmd_backend *be, sched_done_fn done, void *arg)
+int sched_start(sched *s, gemmd_backend *be, sched_done_fn done, void *arg,
+                unsigned spin_us)
 {
     memset(s, 0, sizeof(*s));
+    atomic_init(&s->pending, 0);
+    atomic_init(&s->stop_flag, false);
+    s->spin_ns = (uint64_t)spin_us * 1000;
     s->be = be;
     s->done = done;
     s->done_arg = arg;
@@ -126,6 +149,7 @@ int sched_submit(sched *s, gemmd_job *job)
         q->head = job;
     q->tail = job;
     s->queued++;
+    atomic_fetch_add_explicit(&s->pending, 1, memory_order_relaxed);
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return GEMM_OK;
@@ -135,6 +159,7 @@ void sched_stop(sched *s)
 {
     pthread_mutex_lock(&s->mu);
     s->stopping = true;
+    atomic_store(&s->stop_flag, true);
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     for (unsigned i = 0; i < s->nthreads; i++)

@@ -13,6 +13,7 @@
 #include "job.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 typedef void (*sched_done_fn)(void *arg, gemmd_job *job);
@@ -37,12 +38,20 @@ typedef struct sched {
     sched_queue *queues[SCHED_BUCKETS];
     unsigned queued; /* jobs waiting, all clients */
     bool stopping;
+    /* mirrors of queued and stopping that a worker polls without the lock
+     * for spin_ns after each job before it sleeps on cv */
+    atomic_uint pending;
+    atomic_bool stop_flag;
+    uint64_t spin_ns;
     pthread_t *threads;
     unsigned nthreads;
 } sched;
 
 /* Starts be->workers threads. Returns a gemm_error. Main thread. */
-int sched_start(sched *s, gemmd_backend *be, sched_done_fn done, void *arg);
+/* spin_us: after each job a worker polls this long for the next before it
+ * sleeps (a sleeping thread takes 5-20 us to wake); 0 = never. */
+int sched_start(sched *s, gemmd_backend *be, sched_done_fn done, void *arg,
+                unsigned spin_us);
 
 /* Queues a job behind its owner's earlier ones; never blocks on the
  * backend. Returns GEMM_OK or GEMM_ERR_NOMEM. Any thread. */

@@ -54,6 +54,12 @@ Test(config, options)
     cr_expect_eq(c.socket_mode, 0600);
     cr_expect_eq(parse(&c, "--max-dim", "100"), 0);
     cr_expect_eq(c.max_dim, 100);
+    cr_expect_eq(parse(&c, "--spin-us", "0"), 0);
+    cr_expect_eq(c.spin_us, 0);
+    cr_expect_eq(parse(&c, "--spin-us", "750"), 0);
+    cr_expect_eq(c.spin_us, 750);
+    gemmd_config_defaults(&c);
+    cr_expect_eq(c.spin_us, 200);
 }
 
 Test(config, refusals)
@@ -67,6 +73,8 @@ Test(config, refusals)
     cr_expect_eq(parse(&c, "--max-message-bytes", "10"), 2);
     cr_expect_eq(parse(&c, "--socket-mode", "0666"), 2);
     cr_expect_eq(parse(&c, "--log-level", "loud"), 2);
+    cr_expect_eq(parse(&c, "--spin-us", "2000000"), 2);
+    cr_expect_eq(parse(&c, "--spin-us", "fast"), 2);
     cr_expect_eq(parse(&c, "--no-such-option", NULL), 2);
     cr_expect_eq(parse(&c, "stray", NULL), 2);
 }
