@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "gemm_kernels.h"
 
@@ -19,8 +20,14 @@ namespace gemmk
 namespace ladder
 {
 
-__device__ __forceinline__ float to_f(float v) { return v; }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(float v)
+{
+    return v;
+}
+__device__ __forceinline__ float to_f(__half v)
+{
+    return __half2float(v);
+}
 __device__ __forceinline__ float to_f(__nv_bfloat16 v)
 {
     return __bfloat162float(v);
@@ -55,6 +62,42 @@ template <typename T, bool TRANS> struct OpView {
     }
 };
 
+/*
+ * Four consecutive elements of row `row` of a row-major matrix (rows x
+ * cols, leading dimension ld), from column col (a multiple of 4), as fp32:
+ * one 16-byte (fp32) or 8-byte (16-bit) load when all four are in range
+ * (ld a multiple of 8 and a 16-byte aligned base make it aligned), else
+ * element by element with zeros outside the matrix.
+ */
+template <typename T>
+__device__ __forceinline__ void load4(const T *p, int64_t ld, int64_t rows,
+                                      int64_t cols, int64_t row, int64_t col,
+                                      float (&v)[4])
+{
+    if (row < rows && col + 3 < cols) {
+        const T *q = p + row * ld + col;
+        if constexpr (sizeof(T) == 4) {
+            const float4 x = *reinterpret_cast<const float4 *>(q);
+            v[0] = x.x;
+            v[1] = x.y;
+            v[2] = x.z;
+            v[3] = x.w;
+        } else {
+            const uint2 x = *reinterpret_cast<const uint2 *>(q);
+            T e[4];
+            memcpy(e, &x, sizeof(x));
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                v[i] = to_f(e[i]);
+        }
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        v[i] =
+            (row < rows && col + i < cols) ? to_f(p[row * ld + col + i]) : 0.0f;
+}
+
 /* The epilogue's view of C and D: D[i][j] = alpha * acc + beta * C[i][j];
  * C is not read when beta == 0. */
 struct Epilogue {
@@ -76,8 +119,7 @@ struct Epilogue {
     }
 
     /* The same, with cd chosen at run time. */
-    __device__ __forceinline__ void store(int64_t i, int64_t j,
-                                          float acc) const
+    __device__ __forceinline__ void store(int64_t i, int64_t j, float acc) const
     {
         switch (cd) {
         case GEMM_FP32:

@@ -1,12 +1,13 @@
 /*
  * cublas.cu: the catalog's reference entry, cuBLASLt with its heuristic's
- * first algorithm. Row-major D = op(A) op(B) is the column-major product
- * D^T = op(B)^T op(A)^T, so B goes in cuBLASLt's A slot and A in its B
- * slot, with m and n swapped. Type pairs cuBLASLt has no kernel for (bf16
- * in, fp16 out; fp16 in, bf16 out; fp32 in, 16-bit out) run as an fp32
- * product into a stream-ordered temporary and a small epilogue kernel.
- * fp32 inputs: precision TF32 -> CUBLAS_COMPUTE_32F_FAST_TF32, FP32 and
- * DEFAULT -> CUBLAS_COMPUTE_32F (true fp32).
+ * first algorithm (split-K reductions in the compute type only). Row-major D =
+ * op(A) op(B) is the column-major product D^T = op(B)^T op(A)^T, so B goes in
+ * cuBLASLt's A slot and A in its B slot, with m and n swapped. Type pairs
+ * cuBLASLt has no kernel for (bf16 in, fp16 out; fp16 in, bf16 out; fp32 in,
+ * 16-bit out) run as an fp32 product into a stream-ordered temporary and a
+ * small epilogue kernel. fp32 inputs: precision TF32 ->
+ * CUBLAS_COMPUTE_32F_FAST_TF32, FP32 and DEFAULT -> CUBLAS_COMPUTE_32F (true
+ * fp32).
  */
 #include <cublasLt.h>
 #include <stdlib.h>
@@ -171,9 +172,17 @@ gemm_error prepare(CublasState *st, const gemmk_problem &p, bool native)
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmulPreferenceSetAttribute(
             pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+    /* Split-K partials reduced in the output type (bf16/fp16) lose
+     * ~2^-9 of the partial sums: not what a reference may do. */
+    uint32_t schemes =
+        CUBLASLT_REDUCTION_SCHEME_MASK & ~CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulAlgoGetHeuristic(st->lt, op, la, lb, lc, ld, pref,
-                                           1, &res, &found);
+        s = cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
+            sizeof(schemes));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulAlgoGetHeuristic(st->lt, op, la, lb, lc, ld, pref, 1,
+                                           &res, &found);
     if (s == CUBLAS_STATUS_SUCCESS && found < 1)
         s = CUBLAS_STATUS_NOT_SUPPORTED;
     if (pref)
@@ -224,8 +233,7 @@ gemm_error create(CublasState **out)
 
 } // namespace
 
-gemm_error cublas_run(CublasState **stp, const gemmk_problem &p,
-                      cudaStream_t s)
+gemm_error cublas_run(CublasState **stp, const gemmk_problem &p, cudaStream_t s)
 {
     if (!stp)
         return GEMM_ERR_INVALID;
@@ -257,8 +265,8 @@ gemm_error cublas_run(CublasState **stp, const gemmk_problem &p,
         return from_cuda(e);
     float zero = 0.0f;
     cublasStatus_t cs = cublasLtMatmul(
-        st->lt, st->op, &p.alpha, p.b, st->la, p.a, st->lb, &zero, tmp,
-        st->lc, tmp, st->ld, &st->algo, st->ws, kWorkspaceBytes, s);
+        st->lt, st->op, &p.alpha, p.b, st->la, p.a, st->lb, &zero, tmp, st->lc,
+        tmp, st->ld, &st->algo, st->ws, kWorkspaceBytes, s);
     rv = from_status(cs);
     if (rv == GEMM_OK) {
         Epilogue ep = make_epilogue(p);

@@ -28,17 +28,16 @@ const gemmk_kernel_desc kDescs[] = {
     {"smem-tiled", 2, 0, "32x32 tiles of A and B staged in shared memory",
      kAllTypes, kAllTypes, kPrecFp32, GEMMK_TRANS_ALL},
     {"reg-tiled-2d", 3, 0,
-     "64x64 smem tiles, each thread an 8x8 block of C in registers",
-     kAllTypes, kAllTypes, kPrecFp32, GEMMK_TRANS_ALL},
+     "64x64 smem tiles, each thread an 8x8 block of C in registers", kAllTypes,
+     kAllTypes, kPrecFp32, GEMMK_TRANS_ALL},
     {"warp-tiled", 4, 0,
      "128x128 blocks, 64x64 warp tiles, 8x4 thread tiles (seed 000 v1)",
      kAllTypes, kAllTypes, kPrecFp32, GEMMK_TRANS_ALL},
     {"wgmma-basic", 5, 0,
      "TMA + one warpgroup wgmma m64n64k16, 64x64x64 blocks, no pipeline",
      kAll16, kAllTypes, 0, GEMMK_TRANS_ALL},
-    {"cublas", 0, 1,
-     "cuBLASLt (heuristic's first algorithm), the reference", kAllTypes,
-     kAllTypes, kPrecAll, GEMMK_TRANS_ALL},
+    {"cublas", 0, 1, "cuBLASLt (heuristic's first algorithm), the reference",
+     kAllTypes, kAllTypes, kPrecAll, GEMMK_TRANS_ALL},
 };
 const int kNumDescs = sizeof(kDescs) / sizeof(kDescs[0]);
 

@@ -25,8 +25,8 @@ constexpr int kThreads = kThreads1 * kThreads1;
 
 template <typename T, bool TA, bool TB>
 __global__ void __launch_bounds__(kThreads)
-    reg_tiled_2d_kernel(OpView<T, TA> a, OpView<T, TB> b, Epilogue e,
-                        int64_t m, int64_t n, int64_t k)
+    reg_tiled_2d_kernel(OpView<T, TA> a, OpView<T, TB> b, Epilogue e, int64_t m,
+                        int64_t n, int64_t k)
 {
     __shared__ float sa[kTile][kTile + 1]; /* [m][k] */
     __shared__ float sb[kTile][kTile + 1]; /* [k][n] */

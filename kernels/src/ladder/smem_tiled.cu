@@ -21,9 +21,9 @@ namespace
 constexpr int kTile = 32;
 
 template <typename T, bool TA, bool TB>
-__global__ void __launch_bounds__(kTile * kTile)
-    smem_tiled_kernel(OpView<T, TA> a, OpView<T, TB> b, Epilogue e,
-                      int64_t m, int64_t n, int64_t k)
+__global__ void __launch_bounds__(kTile *kTile)
+    smem_tiled_kernel(OpView<T, TA> a, OpView<T, TB> b, Epilogue e, int64_t m,
+                      int64_t n, int64_t k)
 {
     __shared__ float sa[kTile][kTile + 1]; /* [m][k] */
     __shared__ float sb[kTile][kTile + 1]; /* [k][n] */

@@ -4,7 +4,8 @@
  * each warp a 64 x 64 warp tile, which it covers in WMITER x WNITER
  * sub-tiles of WSUBM x WSUBN; within a sub-tile each lane owns a TM x TN
  * thread tile. Per K step of BK the block stages op(A) k-major (As[k][m])
- * and op(B) (Bs[k][n]) in shared memory; per k each lane loads its
+ * and op(B) (Bs[k][n]) in shared memory, loading 4 elements at a time
+ * (16 bytes for fp32) as the seed does; per k each lane loads its
  * WMITER*TM values of A and WNITER*TN of B into registers (16-byte shared
  * loads) and accumulates their outer product. Compared with rung 3 the
  * lanes of a warp read few, contiguous shared-memory words (the warp tile
@@ -38,11 +39,16 @@ static_assert(WMITER * WSUBM == WM && WNITER * WSUBN == WN, "sub-tiles");
 static_assert((WSUBM / TM) * (WSUBN / TN) == kWarpSize,
               "a sub-tile is one thread tile per lane");
 static_assert(TM % 4 == 0 && TN % 4 == 0, "16-byte register loads");
+static_assert(BK % 4 == 0 && (BM * BK / 4) % kThreads == 0 &&
+                  (BK * BN / 4) % kThreads == 0,
+              "whole 4-element vectors per thread");
 
+/* 3 blocks an SM: caps registers at 168 (no spills), 12 warps to hide the
+ * load latency of the unpipelined K loop instead of 8. */
 template <typename T, bool TA, bool TB>
-__global__ void __launch_bounds__(kThreads)
-    warp_tiled_kernel(OpView<T, TA> a, OpView<T, TB> b, Epilogue e,
-                      int64_t m, int64_t n, int64_t k)
+__global__ void __launch_bounds__(kThreads, 3)
+    warp_tiled_kernel(OpView<T, TA> a, OpView<T, TB> b, Epilogue e, int64_t m,
+                      int64_t n, int64_t k)
 {
     __shared__ __align__(16) float As[BK * kLdA]; /* [k][m] */
     __shared__ __align__(16) float Bs[BK * kLdB]; /* [k][n] */
@@ -58,21 +64,40 @@ __global__ void __launch_bounds__(kThreads)
     float reg_m[WMITER * TM], reg_n[WNITER * TN];
 
     for (int64_t k0 = 0; k0 < k; k0 += BK) {
-        /* Global -> shared, consecutive threads along the operand's
-         * contiguous dimension; zeros outside the matrices. */
+        /* Global -> shared, 4 elements a load along the operand's
+         * contiguous dimension (consecutive threads, consecutive
+         * vectors); zeros outside the matrices. */
 #pragma unroll
-        for (int id = tid; id < BM * BK; id += kThreads) {
-            const int r = TA ? id % BM : id / BK; /* m in tile */
-            const int c = TA ? id / BM : id % BK; /* k in tile */
-            const int64_t gm = block_row + r, gk = k0 + c;
-            As[c * kLdA + r] = (gm < m && gk < k) ? a.at(gm, gk) : 0.0f;
+        for (int v = tid; v < BM * BK / 4; v += kThreads) {
+            float x[4];
+            if (!TA) { /* A stored M x K: vectors along k */
+                const int r = v / (BK / 4), c = v % (BK / 4) * 4;
+                load4(a.p, a.ld, m, k, block_row + r, k0 + c, x);
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    As[(c + q) * kLdA + r] = x[q];
+            } else { /* A stored K x M: vectors along m */
+                const int r = v / (BM / 4), c = v % (BM / 4) * 4;
+                load4(a.p, a.ld, k, m, k0 + r, block_row + c, x);
+                *reinterpret_cast<float4 *>(&As[r * kLdA + c]) =
+                    make_float4(x[0], x[1], x[2], x[3]);
+            }
         }
 #pragma unroll
-        for (int id = tid; id < BK * BN; id += kThreads) {
-            const int r = TB ? id % BK : id / BN; /* k in tile */
-            const int c = TB ? id / BK : id % BN; /* n in tile */
-            const int64_t gk = k0 + r, gn = block_col + c;
-            Bs[r * kLdB + c] = (gk < k && gn < n) ? b.at(gk, gn) : 0.0f;
+        for (int v = tid; v < BK * BN / 4; v += kThreads) {
+            float x[4];
+            if (!TB) { /* B stored K x N: vectors along n */
+                const int r = v / (BN / 4), c = v % (BN / 4) * 4;
+                load4(b.p, b.ld, k, n, k0 + r, block_col + c, x);
+                *reinterpret_cast<float4 *>(&Bs[r * kLdB + c]) =
+                    make_float4(x[0], x[1], x[2], x[3]);
+            } else { /* B stored N x K: vectors along k */
+                const int r = v / (BK / 4), c = v % (BK / 4) * 4;
+                load4(b.p, b.ld, n, k, block_col + r, k0 + c, x);
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+                    Bs[(c + q) * kLdB + r] = x[q];
+            }
         }
         __syncthreads();
 
@@ -117,8 +142,8 @@ __global__ void __launch_bounds__(kThreads)
         for (int wm = 0; wm < WMITER; ++wm)
 #pragma unroll
             for (int i = 0; i < TM; ++i) {
-                const int64_t row = block_row + warp_row * WM + wm * WSUBM +
-                                    t_row * TM + i;
+                const int64_t row =
+                    block_row + warp_row * WM + wm * WSUBM + t_row * TM + i;
 #pragma unroll
                 for (int wn = 0; wn < WNITER; ++wn)
 #pragma unroll
