@@ -18,6 +18,16 @@ gemm_test(kernels_tf32_test
   TIMEOUT 30)
 target_include_directories(kernels_tf32_test PRIVATE ${GEMMK_SRC})
 
+# The catalog's listing and gemmk_check: host code of the kernels library
+# (needs the CUDA toolkit to build, no GPU to run).
+if(GEMM_HAVE_CUDA)
+  gemm_test(kernels_catalog_test
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels/catalog_test.c
+    LIBS gemm_kernels
+    TIMEOUT 30)
+  set_target_properties(kernels_catalog_test PROPERTIES LINKER_LANGUAGE CUDA)
+endif()
+
 # GPU: a plain program (no Criterion, so it runs on the bare device host);
 # prints "skipped: no CUDA device" and passes where there is none.
 if(GEMM_HAVE_CUDA)
@@ -28,4 +38,11 @@ if(GEMM_HAVE_CUDA)
   target_include_directories(kernels_gpu_test PRIVATE ${GEMMK_SRC})
   add_test(NAME kernels_gpu_test COMMAND kernels_gpu_test)
   set_tests_properties(kernels_gpu_test PROPERTIES TIMEOUT 600)
+  add_executable(kernels_catalog_gpu_test
+    ${CMAKE_CURRENT_LIST_DIR}/kernels/catalog_gpu_test.cu)
+  set_target_properties(kernels_catalog_gpu_test PROPERTIES
+    CUDA_ARCHITECTURES "${GEMM_CUDA_ARCHS}" CUDA_STANDARD 17)
+  target_link_libraries(kernels_catalog_gpu_test PRIVATE gemm_kernels)
+  add_test(NAME kernels_catalog_gpu_test COMMAND kernels_catalog_gpu_test)
+  set_tests_properties(kernels_catalog_gpu_test PROPERTIES TIMEOUT 900)
 endif()
