@@ -58,6 +58,7 @@ typedef struct cuda_priv {
 static _Thread_local cuda_worker *tls_worker;
 
 static int worker_create(cuda_priv *p, cuda_worker *w, char *msg, size_t len);
+static void cuda_fini(gemmd_backend *be);
 
 /* Maps a CUDA error to a gemm_error and a message naming the call. */
 static int cuda_fail(cudaError_t e, const char *what, const char *file,
@@ -140,18 +141,13 @@ static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
               prop.totalGlobalMem / (double)(1u << 30));
     return GEMM_OK;
 fail:
-    for (unsigned i = 0; i < p->nworkers; i++) {
-        gemmk_ctx_destroy(p->workers[i].kctx);
-        for (int e = 0; e < 4; e++)
-            cudaEventDestroy(p->workers[i].ev[e]);
-        cudaStreamDestroy(p->workers[i].stream);
-    }
-    pthread_mutex_destroy(&p->mu);
-    free(p);
-    be->priv = NULL;
+    be->priv = p;
+    cuda_fini(be);
     return rv;
 }
 
+/* Frees the workers made so far and the backend state (init's failure
+ * path too). */
 static void cuda_fini(gemmd_backend *be)
 {
     cuda_priv *p = be->priv;
