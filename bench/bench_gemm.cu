@@ -9,7 +9,7 @@
  * Usage: bench_gemm [--set all|quick|squares|big|skinny|trans|misc]
  *                   [--shapes MxNxK[tAB],...] [--type bf16|fp16|both]
  *                   [--reps N] [--blocks N] [--csv FILE] [--kernel NAME,...]
- *        bench_gemm --type fp32 [--set fp32|fp32quick] [--reps N]
+ *        bench_gemm --type fp32 [--set fp32|fp32quick|fp32sq] [--reps N]
  *                   [--csv FILE]
  * --shapes replaces the set (tAB: trans_a, trans_b, e.g. 4096x4096x4096t01).
  * Several kernels (auto: the heuristic) are timed in the same blocks,
@@ -204,6 +204,9 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         shapes.push_back({4096, 4096, 4096, 0, 0, "fp32"});
         shapes.push_back({8192, 8192, 8192, 0, 0, "fp32"});
         shapes.push_back({8192, 8192, 8192, 0, 1, "fp32"});
+    } else if (!strcmp(set, "fp32sq")) { /* the NN squares only */
+        for (long long v : {1024ll, 2048ll, 4096ll, 8192ll})
+            shapes.push_back({v, v, v, 0, 0, "fp32"});
     } else {
         for (long long v : {1024ll, 2048ll, 4096ll, 8192ll})
             shapes.push_back({v, v, v, 0, 0, "fp32"});

@@ -8,6 +8,7 @@
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -281,7 +282,7 @@ double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
 }
 
 gemm_error plan(const gemmk_ctx *ctx, const gemmk_problem *p, int cfg,
-                Plan *out)
+                Plan *out, int max_bn = 256)
 {
     const Config &c = kConfigs[cfg];
     int64_t nkb = cdiv(p->k, gemmk::BK);
@@ -293,6 +294,8 @@ gemm_error plan(const gemmk_ctx *ctx, const gemmk_problem *p, int cfg,
     for (int ci = 0; ci < 4; ci++) {
         int bn = cand[ci][0], cl = cand[ci][1];
         if ((c.bn && c.bn != bn) || (c.cluster && c.cluster != cl))
+            continue;
+        if (bn > max_bn)
             continue;
         /* The 2-CTA cluster kernel runs at the plain one's speed since v5
          * (it was ~0.55x, v2) but has not measured faster: by name only. */
@@ -336,7 +339,7 @@ gemm_error plan(const gemmk_ctx *ctx, const gemmk_problem *p, int cfg,
         out->epi = 2;
     if (best == 1e30) { /* K too small to split, or no cluster fits */
         out->cfg = cfg;
-        out->bn = c.bn ? c.bn : 128;
+        out->bn = c.bn ? c.bn : (max_bn < 128 ? max_bn : 128);
         out->cluster = 1;
         out->splits = 1;
         out->kbps = (int)nkb;
@@ -483,6 +486,41 @@ size_t align256(size_t x)
     return (x + 255) & ~(size_t)255;
 }
 
+/* 3xTF32 promotion chunk in k-blocks of 32 (kernel PR), whether the two
+ * consumers' chunks are skewed, and the widest tile; GEMMK_X3_PROMO,
+ * GEMMK_X3_SKEW, GEMMK_X3_BN override them for measurement. */
+int x3_promo(int64_t k)
+{
+    static int v = [] {
+        const char *e = getenv("GEMMK_X3_PROMO");
+        int x = e ? atoi(e) : 0;
+        return x >= 1 ? x : 0;
+    }();
+    if (v)
+        return v;
+    /* measured error ~3.5e-7 * P / sqrt(K) (random signed data); SGEMM's
+     * is ~4e-8..1.4e-7: P = sqrt(K) / 8 in [4, 16] keeps within ~2x */
+    int p = (int)(sqrt((double)k) / 8);
+    return p < 4 ? 4 : p > 16 ? 16 : p;
+}
+int x3_skew()
+{
+    static int v = [] {
+        const char *e = getenv("GEMMK_X3_SKEW");
+        return e ? atoi(e) != 0 : 1;
+    }();
+    return v;
+}
+int x3_max_bn()
+{
+    static int v = [] {
+        const char *e = getenv("GEMMK_X3_BN");
+        int x = e ? atoi(e) : 0;
+        return x == 64 || x == 128 ? x : 256;
+    }();
+    return v;
+}
+
 /*
  * fp32 A/B (tf32 tensor cores). Kernel `name` is "auto", "ws-tf32",
  * "ws-3xtf32" or "wgmma-ws-tf32" (gemmk_check has matched the precision).
@@ -508,9 +546,12 @@ gemm_error gemm_fp32(gemmk_ctx *ctx, const gemmk_problem *p,
     const int64_t keff = three ? 3 * kseg : p->k;
     size_t bytes_a = pack_a ? align256((size_t)p->m * nseg * kseg * 4) : 0;
     size_t bytes_b = pack_b ? align256((size_t)p->n * nseg * kseg * 4) : 0;
+    /* 3xTF32: the promoted accumulators, one 128 x 256 fp32 slot per CTA */
+    size_t bytes_p =
+        three ? (size_t)ctx->num_sms * gemmk::BM * 256 * sizeof(float) : 0;
     gemm_error e;
     if (pack_a || pack_b) {
-        e = grow(&ctx->prep, &ctx->prep_bytes, bytes_a + bytes_b);
+        e = grow(&ctx->prep, &ctx->prep_bytes, bytes_a + bytes_b + bytes_p);
         if (e != GEMM_OK)
             return e;
     }
@@ -541,7 +582,8 @@ gemm_error gemm_fp32(gemmk_ctx *ctx, const gemmk_problem *p,
         gemmk_problem q = *p;
         q.k = 2 * keff;
         q.ab_type = GEMM_BF16;
-        plan(ctx, &q, find_config("ws-tf32"), &pl);
+        plan(ctx, &q, find_config("ws-tf32"), &pl,
+             three ? x3_max_bn() : 256);
     }
 
     gemmk_tmap_key ka = {};
@@ -572,13 +614,20 @@ gemm_error gemm_fp32(gemmk_ctx *ctx, const gemmk_problem *p,
         return e;
     l.tf32 = true;
     l.stream = stream;
+    if (three) {
+        l.p.pws = reinterpret_cast<float *>(reinterpret_cast<char *>(pb) +
+                                            bytes_b);
+        l.p.promo_first = (int)(2 * kseg / 32);
+        l.p.promo = x3_promo(p->k);
+        l.p.promo_skew = x3_skew();
+    }
     if (rung6) {
         l.p.num_m = l.p.num_mu = (int)cdiv(p->m, 64);
         l.p.units = l.p.num_m * l.p.num_n;
         l.grid = l.p.units;
         ce = gemmk::launch_tf32_ws64(l);
     } else {
-        ce = gemmk::launch_tf32(l, pl.bn);
+        ce = gemmk::launch_tf32(l, pl.bn, three);
     }
     if (ce != cudaSuccess)
         return cuda_err(ce);

@@ -57,6 +57,12 @@ struct KParams {
     float alpha, beta;
     float *ws;     /* split-K partials: splits x m x ldw fp32 */
     long long ldw; /* workspace row pitch, a multiple of 8 */
+    /* PR kernels (3xTF32): promoted accumulation, see gemm_ws_kernel */
+    float *pws;      /* gridDim.x x BM x BN fp32, fragment order */
+    int promo_first; /* k-blocks of the first chunk (the small segments) */
+    int promo;       /* k-blocks per chunk after it (>= 1) */
+    int promo_skew;  /* consumer 1's chunks are offset by promo / 2, so the
+                        two consumers do not drain at the same k-block */
 };
 
 __device__ __forceinline__ uint32_t smem_u32(const void *p)
@@ -347,8 +353,24 @@ template <int BN> struct Cfg {
  * multicast into both CTAs' shared memory, so each SM pulls 32 KB instead
  * of 48 KB from L2 per k-block. empty[s] then waits for the consumers of
  * both CTAs (16 warp arrivals), since either producer writes both CTAs.
+ *
+ * PR (3xTF32 only): promoted accumulation. The tensor cores' fp32
+ * accumulation truncates each k8 step, an error that grows with the
+ * accumulator's magnitude. With PR the k-blocks of a unit run in chunks
+ * (global k-block boundaries: promo_first, then every promo, skewed for
+ * consumer 1); at a chunk's end the consumer waits for its wgmmas, adds d
+ * into an fp32 accumulator in global memory (this CTA's slot of p.pws, L2
+ * resident; fragment order, so each thread's 4 values are one float4; only
+ * this thread touches them) with round-to-nearest FADDs, and restarts d
+ * from zero (scale-d 0 on the chunk's first wgmma). atomicAdd(float4)
+ * (red.global) instead measured ~2x slower: L2 fp32 atomics ran at
+ * ~0.4 TB/s.
+ * The first chunk stores instead of adding; the last one is not written:
+ * its d plus the slot (read back through L2) is the result. A 128 x 256
+ * tile's second accumulator does not fit in registers (2 x 128 per thread)
+ * nor beside the stage ring in shared memory.
  */
-template <int BN, int AB, int AMN, int BMN, int CL>
+template <int BN, int AB, int AMN, int BMN, int CL, bool PR = false>
 __global__ void __launch_bounds__(384, 1)
     gemm_ws_kernel(const __grid_constant__ CUtensorMap tma,
                    const __grid_constant__ CUtensorMap tmb,
@@ -436,6 +458,12 @@ __global__ void __launch_bounds__(384, 1)
         const int c = wg - 1;
         const int warp = tid / 32, lane = tid % 32;
         float d[BN / 2];
+        static_assert(!PR || CL == 1, "promotion: no clusters");
+        /* PR: this consumer's 64 x BN slot, [BN / 8][128 threads][4] */
+        float4 *pslot = nullptr;
+        if constexpr (PR)
+            pslot = reinterpret_cast<float4 *>(p.pws) +
+                    ((long long)blockIdx.x * 2 + c) * (16 * BN) + tid;
         int s = 0;
         uint32_t ph = 0;
         /* descriptor constants (bytes) */
@@ -454,6 +482,13 @@ __global__ void __launch_bounds__(384, 1)
             int kb0 = split * p.kb_per_split;
             int kb1 = min(p.nkb, kb0 + p.kb_per_split);
             int prev = -1;
+            /* PR: chunk ends after k-block kb when kb + 1 - pfirst is a
+             * positive multiple of promo (or kb + 1 == pfirst) */
+            const int pskew =
+                (p.promo_skew && c == 1 && p.promo > 1) ? p.promo / 2 : 0;
+            const int pfirst = p.promo_first;
+            bool fresh = true; /* PR: the slot not yet written this unit */
+            int chunk0 = kb0;  /* PR: first k-block of the chunk */
             for (int kb = kb0; kb < kb1; kb++) {
                 mbar_wait(&full[s], ph);
                 fence_regs(d);
@@ -462,10 +497,65 @@ __global__ void __launch_bounds__(384, 1)
                 for (int kk = 0; kk < BK / 16; kk++) {
                     uint64_t da = da0 + ((s * A_BYTES + kk * A_KSTEP) >> 4);
                     uint64_t db = db0 + ((s * B_BYTES + kk * B_KSTEP) >> 4);
-                    mma_k16<BN, AB, AMN, BMN>(d, da, db,
-                                               (kb != kb0 || kk != 0));
+                    mma_k16<BN, AB, AMN, BMN>(
+                        d, da, db, (kb != (PR ? chunk0 : kb0) || kk != 0));
                 }
                 wgmma_commit();
+                if constexpr (PR) {
+                    const int e = kb + 1 - pfirst;
+                    const bool last = kb == kb1 - 1;
+                    if (e == 0 || (e > 0 && (e + pskew) % p.promo == 0) ||
+                        last) {
+                        /* promote: drain, release both stages */
+                        wgmma_wait<0>();
+                        fence_regs(d);
+                        if (lane == 0) {
+                            if (prev >= 0)
+                                mbar_arrive(&empty[prev]);
+                            mbar_arrive(&empty[s]);
+                        }
+                        prev = -1;
+                        if (last) {
+                            if (!fresh) { /* d += slot */
+                                __threadfence();
+#pragma unroll
+                                for (int i = 0; i < BN / 8; i++) {
+                                    float4 w = __ldcg(pslot + i * 128);
+                                    d[4 * i] = __fadd_rn(d[4 * i], w.x);
+                                    d[4 * i + 1] =
+                                        __fadd_rn(d[4 * i + 1], w.y);
+                                    d[4 * i + 2] =
+                                        __fadd_rn(d[4 * i + 2], w.z);
+                                    d[4 * i + 3] =
+                                        __fadd_rn(d[4 * i + 3], w.w);
+                                }
+                            }
+                        } else if (fresh) {
+#pragma unroll
+                            for (int i = 0; i < BN / 8; i++)
+                                __stcg(pslot + i * 128,
+                                       make_float4(d[4 * i], d[4 * i + 1],
+                                                   d[4 * i + 2], d[4 * i + 3]));
+                            fresh = false;
+                        } else { /* slot += d */
+#pragma unroll
+                            for (int i = 0; i < BN / 8; i++) {
+                                float4 w = __ldcg(pslot + i * 128);
+                                w.x = __fadd_rn(w.x, d[4 * i]);
+                                w.y = __fadd_rn(w.y, d[4 * i + 1]);
+                                w.z = __fadd_rn(w.z, d[4 * i + 2]);
+                                w.w = __fadd_rn(w.w, d[4 * i + 3]);
+                                __stcg(pslot + i * 128, w);
+                            }
+                        }
+                        chunk0 = kb + 1;
+                        if (++s == STAGES) {
+                            s = 0;
+                            ph ^= 1;
+                        }
+                        continue;
+                    }
+                }
                 wgmma_wait<1>();
                 fence_regs(d);
                 if (prev >= 0 && lane == 0) {
@@ -479,12 +569,14 @@ __global__ void __launch_bounds__(384, 1)
                     ph ^= 1;
                 }
             }
-            wgmma_wait<0>();
-            fence_regs(d);
-            if (lane == 0) {
-                mbar_arrive(&empty[prev]);
-                if constexpr (CL > 1)
-                    mbar_arrive_cluster(&empty[prev], rank ^ 1);
+            if constexpr (!PR) {
+                wgmma_wait<0>();
+                fence_regs(d);
+                if (lane == 0) {
+                    mbar_arrive(&empty[prev]);
+                    if constexpr (CL > 1)
+                        mbar_arrive_cluster(&empty[prev], rank ^ 1);
+                }
             }
 
             int row0 = mt * BM + c * 64, col0 = nt * BN;

@@ -14,8 +14,19 @@
 namespace gemmk
 {
 
-cudaError_t launch_tf32(const Launch &l, int bn)
+cudaError_t launch_tf32(const Launch &l, int bn, bool promo)
 {
+    if (promo) {
+        if (l.p.promo < 1 || !l.p.pws)
+            return cudaErrorInvalidValue;
+        if (bn == 256)
+            return launch_one<256, 2, 0, 0, 1, true>(l);
+        if (bn == 128)
+            return launch_one<128, 2, 0, 0, 1, true>(l);
+        if (bn == 64)
+            return launch_one<64, 2, 0, 0, 1, true>(l);
+        return cudaErrorInvalidValue;
+    }
     switch (bn) {
     case 256:
         return launch_one<256, 2, 0, 0, 1>(l);

@@ -31,8 +31,9 @@ cudaError_t launch_n128(const Launch &l);
 cudaError_t launch_n64(const Launch &l);
 cudaError_t launch_pp128(const Launch &l);
 /* fp32 inputs as tf32 (kern_tf32.cu): the 128 x bn warp-specialized kernel
- * (bn 64, 128, 256; no cluster), both operands K-major. */
-cudaError_t launch_tf32(const Launch &l, int bn);
+ * (bn 64, 128, 256; no cluster), both operands K-major. promo: the
+ * promoted-accumulation variant (3xTF32; l.p.pws, promo_first, promo). */
+cudaError_t launch_tf32(const Launch &l, int bn, bool promo = false);
 /* The ladder's rung 6, "wgmma-ws-tf32" (kern_tf32_ws.cu): seed 001 made
  * right. ta's box is 32 x 64, tb's 32 x 128; both K-major. */
 cudaError_t launch_tf32_ws64(const Launch &l);
@@ -55,10 +56,10 @@ int smem_bytes(int bn);
 
 int max_clusters2();
 
-template <int BN, int AB, int AMN, int BMN, int CL>
+template <int BN, int AB, int AMN, int BMN, int CL, bool PR = false>
 cudaError_t launch_one(const Launch &l)
 {
-    auto kern = gemm_ws_kernel<BN, AB, AMN, BMN, CL>;
+    auto kern = gemm_ws_kernel<BN, AB, AMN, BMN, CL, PR>;
     cudaError_t e = cudaFuncSetAttribute(
         kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg<BN>::SMEM);
     if (e != cudaSuccess)
