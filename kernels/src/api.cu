@@ -503,6 +503,16 @@ int x3_promo(int64_t k)
     int p = (int)(sqrt((double)k) / 8);
     return p < 4 ? 4 : p > 16 ? 16 : p;
 }
+/* Where the promoted accumulator lives: 1 global slot (L2), 2 shared
+ * memory (2-stage ring); GEMMK_X3_WHERE. */
+int x3_where()
+{
+    static int v = [] {
+        const char *e = getenv("GEMMK_X3_WHERE");
+        return e && atoi(e) == 2 ? 2 : 1;
+    }();
+    return v;
+}
 int x3_skew()
 {
     static int v = [] {
@@ -627,7 +637,7 @@ gemm_error gemm_fp32(gemmk_ctx *ctx, const gemmk_problem *p,
         l.grid = l.p.units;
         ce = gemmk::launch_tf32_ws64(l);
     } else {
-        ce = gemmk::launch_tf32(l, pl.bn, three);
+        ce = gemmk::launch_tf32(l, pl.bn, three ? x3_where() : 0);
     }
     if (ce != cudaSuccess)
         return cuda_err(ce);

@@ -370,13 +370,23 @@ template <int BN> struct Cfg {
  * tile's second accumulator does not fit in registers (2 x 128 per thread)
  * nor beside the stage ring in shared memory.
  */
-template <int BN, int AB, int AMN, int BMN, int CL, bool PR = false>
+/* The promoted kernel with the accumulator copy in shared memory (PR 2):
+ * 2 stages + 128 x BN fp32. */
+template <int BN> struct CfgP2 {
+    static constexpr int STAGES = 2;
+    static constexpr int ACC = BM * BN * 4;
+    static constexpr int SMEM =
+        STAGES * (Cfg<BN>::A_BYTES + Cfg<BN>::B_BYTES) + ACC + 1024 + 256;
+    static_assert(SMEM <= 227 * 1024, "over the opt-in shared memory limit");
+};
+
+template <int BN, int AB, int AMN, int BMN, int CL, int PR = 0>
 __global__ void __launch_bounds__(384, 1)
     gemm_ws_kernel(const __grid_constant__ CUtensorMap tma,
                    const __grid_constant__ CUtensorMap tmb,
                    const __grid_constant__ KParams p)
 {
-    constexpr int STAGES = Cfg<BN>::STAGES;
+    constexpr int STAGES = PR == 2 ? CfgP2<BN>::STAGES : Cfg<BN>::STAGES;
     constexpr int A_BYTES = Cfg<BN>::A_BYTES;
     constexpr int B_BYTES = Cfg<BN>::B_BYTES;
     extern __shared__ uint8_t smem_raw[];
@@ -461,9 +471,12 @@ __global__ void __launch_bounds__(384, 1)
         static_assert(!PR || CL == 1, "promotion: no clusters");
         /* PR: this consumer's 64 x BN slot, [BN / 8][128 threads][4] */
         float4 *pslot = nullptr;
-        if constexpr (PR)
+        if constexpr (PR == 1)
             pslot = reinterpret_cast<float4 *>(p.pws) +
                     ((long long)blockIdx.x * 2 + c) * (16 * BN) + tid;
+        else if constexpr (PR == 2) /* after the barriers */
+            pslot = reinterpret_cast<float4 *>(sb + STAGES * B_BYTES + 256) +
+                    c * (16 * BN) + tid;
         int s = 0;
         uint32_t ph = 0;
         /* descriptor constants (bytes) */
@@ -484,8 +497,11 @@ __global__ void __launch_bounds__(384, 1)
             int prev = -1;
             /* PR: chunk ends after k-block kb when kb + 1 - pfirst is a
              * positive multiple of promo (or kb + 1 == pfirst) */
-            const int pskew =
-                (p.promo_skew && c == 1 && p.promo > 1) ? p.promo / 2 : 0;
+            /* warp-uniform for the compiler: control flow that depends on
+             * threadIdx (c) around wgmma makes ptxas serialize them */
+            const int pskew = __shfl_sync(
+                0xffffffffu,
+                (p.promo_skew && c == 1 && p.promo > 1) ? p.promo / 2 : 0, 0);
             const int pfirst = p.promo_first;
             bool fresh = true; /* PR: the slot not yet written this unit */
             int chunk0 = kb0;  /* PR: first k-block of the chunk */
@@ -517,10 +533,12 @@ __global__ void __launch_bounds__(384, 1)
                         prev = -1;
                         if (last) {
                             if (!fresh) { /* d += slot */
-                                __threadfence();
+                                if constexpr (PR == 1)
+                                    __threadfence();
 #pragma unroll
                                 for (int i = 0; i < BN / 8; i++) {
-                                    float4 w = __ldcg(pslot + i * 128);
+                                    float4 w = PR == 1 ? __ldcg(pslot + i * 128)
+                                                       : pslot[i * 128];
                                     d[4 * i] = __fadd_rn(d[4 * i], w.x);
                                     d[4 * i + 1] =
                                         __fadd_rn(d[4 * i + 1], w.y);
@@ -532,20 +550,29 @@ __global__ void __launch_bounds__(384, 1)
                             }
                         } else if (fresh) {
 #pragma unroll
-                            for (int i = 0; i < BN / 8; i++)
-                                __stcg(pslot + i * 128,
-                                       make_float4(d[4 * i], d[4 * i + 1],
-                                                   d[4 * i + 2], d[4 * i + 3]));
+                            for (int i = 0; i < BN / 8; i++) {
+                                float4 w = make_float4(d[4 * i], d[4 * i + 1],
+                                                       d[4 * i + 2],
+                                                       d[4 * i + 3]);
+                                if constexpr (PR == 1)
+                                    __stcg(pslot + i * 128, w);
+                                else
+                                    pslot[i * 128] = w;
+                            }
                             fresh = false;
                         } else { /* slot += d */
 #pragma unroll
                             for (int i = 0; i < BN / 8; i++) {
-                                float4 w = __ldcg(pslot + i * 128);
+                                float4 w = PR == 1 ? __ldcg(pslot + i * 128)
+                                                   : pslot[i * 128];
                                 w.x = __fadd_rn(w.x, d[4 * i]);
                                 w.y = __fadd_rn(w.y, d[4 * i + 1]);
                                 w.z = __fadd_rn(w.z, d[4 * i + 2]);
                                 w.w = __fadd_rn(w.w, d[4 * i + 3]);
-                                __stcg(pslot + i * 128, w);
+                                if constexpr (PR == 1)
+                                    __stcg(pslot + i * 128, w);
+                                else
+                                    pslot[i * 128] = w;
                             }
                         }
                         chunk0 = kb + 1;

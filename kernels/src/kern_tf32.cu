@@ -14,17 +14,28 @@
 namespace gemmk
 {
 
-cudaError_t launch_tf32(const Launch &l, int bn, bool promo)
+cudaError_t launch_tf32(const Launch &l, int bn, int promo)
 {
+    if (promo == 2) { /* accumulator copy in shared memory, 2 stages */
+        if (l.p.promo < 1)
+            return cudaErrorInvalidValue;
+        if (bn == 256)
+            return launch_one<256, 2, 0, 0, 1, 2>(l);
+        if (bn == 128)
+            return launch_one<128, 2, 0, 0, 1, 2>(l);
+        if (bn == 64)
+            return launch_one<64, 2, 0, 0, 1, 2>(l);
+        return cudaErrorInvalidValue;
+    }
     if (promo) {
         if (l.p.promo < 1 || !l.p.pws)
             return cudaErrorInvalidValue;
         if (bn == 256)
-            return launch_one<256, 2, 0, 0, 1, true>(l);
+            return launch_one<256, 2, 0, 0, 1, 1>(l);
         if (bn == 128)
-            return launch_one<128, 2, 0, 0, 1, true>(l);
+            return launch_one<128, 2, 0, 0, 1, 1>(l);
         if (bn == 64)
-            return launch_one<64, 2, 0, 0, 1, true>(l);
+            return launch_one<64, 2, 0, 0, 1, 1>(l);
         return cudaErrorInvalidValue;
     }
     switch (bn) {

@@ -33,7 +33,7 @@ cudaError_t launch_pp128(const Launch &l);
 /* fp32 inputs as tf32 (kern_tf32.cu): the 128 x bn warp-specialized kernel
  * (bn 64, 128, 256; no cluster), both operands K-major. promo: the
  * promoted-accumulation variant (3xTF32; l.p.pws, promo_first, promo). */
-cudaError_t launch_tf32(const Launch &l, int bn, bool promo = false);
+cudaError_t launch_tf32(const Launch &l, int bn, int promo = 0);
 /* The ladder's rung 6, "wgmma-ws-tf32" (kern_tf32_ws.cu): seed 001 made
  * right. ta's box is 32 x 64, tb's 32 x 128; both K-major. */
 cudaError_t launch_tf32_ws64(const Launch &l);
@@ -56,16 +56,17 @@ int smem_bytes(int bn);
 
 int max_clusters2();
 
-template <int BN, int AB, int AMN, int BMN, int CL, bool PR = false>
+template <int BN, int AB, int AMN, int BMN, int CL, int PR = 0>
 cudaError_t launch_one(const Launch &l)
 {
     auto kern = gemm_ws_kernel<BN, AB, AMN, BMN, CL, PR>;
+    constexpr int smem = PR == 2 ? CfgP2<BN>::SMEM : Cfg<BN>::SMEM;
     cudaError_t e = cudaFuncSetAttribute(
-        kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg<BN>::SMEM);
+        kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess)
         return e;
     if constexpr (CL == 1) {
-        kern<<<l.grid, 384, Cfg<BN>::SMEM, l.stream>>>(l.ta, l.tb, l.p);
+        kern<<<l.grid, 384, smem, l.stream>>>(l.ta, l.tb, l.p);
     } else {
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = dim3(l.grid, 1, 1);
