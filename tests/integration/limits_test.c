@@ -254,6 +254,17 @@ Test(limits, deadline_expires_in_queue)
 
     rv = gemm_submit(g_client, &slow, &rs);
     cr_assert_eq(rv, GEMM_OK, "submit slow: %s", gemm_strerror(rv));
+    /* Requests on different nng contexts may reach the loop in either
+     * order (a spinning loop takes whichever lands first): send the small
+     * one only once the slow one is queued, so it waits behind it. */
+    gemm_status st;
+    for (int i = 0; i < 2000; i++) {
+        cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK, "status");
+        if (st.queue_depth >= 1)
+            break;
+        tu_sleep_ms(1);
+    }
+    cr_assert_geq(st.queue_depth, 1, "the slow GEMM never showed as queued");
     rv = gemm_submit(g_client, &p.op, &rq);
     cr_assert_eq(rv, GEMM_OK, "submit small: %s", gemm_strerror(rv));
     rv = gemm_wait(rq, NULL);
