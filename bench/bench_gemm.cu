@@ -36,26 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda_check.h"
 #include "gemm_kernels.h"
-
-#define CK(x)                                                                  \
-    do {                                                                       \
-        cudaError_t e_ = (x);                                                  \
-        if (e_ != cudaSuccess) {                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,         \
-                    cudaGetErrorString(e_));                                   \
-            exit(2);                                                           \
-        }                                                                      \
-    } while (0)
-#define CL(x)                                                                  \
-    do {                                                                       \
-        cublasStatus_t s_ = (x);                                               \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                     \
-            fprintf(stderr, "%s:%d: %s: cublas %d\n", __FILE__, __LINE__, #x,  \
-                    (int)s_);                                                  \
-            exit(2);                                                           \
-        }                                                                      \
-    } while (0)
 
 struct Shape {
     long long m, n, k;
@@ -119,6 +101,25 @@ static double median(std::vector<float> v)
     return v[v.size() / 2];
 }
 
+/* Median ms of n runs of fn(i), each timed alone between events e0, e1 on
+ * the default stream. */
+template <typename F>
+static double time_runs(cudaEvent_t e0, cudaEvent_t e1, F fn, int n)
+{
+    std::vector<float> ts;
+    for (int i = 0; i < n; i++) {
+        CK(cudaEventRecord(e0));
+        fn(i);
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        ts.push_back(ms);
+    }
+    CK(cudaGetLastError());
+    return median(ts);
+}
+
 static cublasLtHandle_t lt;
 static void *lt_ws;
 static const size_t LT_WS = 64ull << 20;
@@ -134,23 +135,23 @@ struct LtPlan {
 static void lt_make(LtPlan &p, const Shape &s, cudaDataType_t t,
                     cublasComputeType_t ct = CUBLAS_COMPUTE_32F)
 {
-    CL(cublasLtMatmulDescCreate(&p.op, ct, CUDA_R_32F));
+    CB(cublasLtMatmulDescCreate(&p.op, ct, CUDA_R_32F));
     cublasOperation_t opa = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opb = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    CL(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &opa,
+    CB(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &opa,
                                       sizeof(opa)));
-    CL(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &opb,
+    CB(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &opb,
                                       sizeof(opb)));
     /* our B: stored KxN (ld N) or NxK (ld K) row-major */
     if (s.tb)
-        CL(cublasLtMatrixLayoutCreate(&p.la, t, s.k, s.n, s.ldb()));
+        CB(cublasLtMatrixLayoutCreate(&p.la, t, s.k, s.n, s.ldb()));
     else
-        CL(cublasLtMatrixLayoutCreate(&p.la, t, s.n, s.k, s.ldb()));
+        CB(cublasLtMatrixLayoutCreate(&p.la, t, s.n, s.k, s.ldb()));
     if (s.ta)
-        CL(cublasLtMatrixLayoutCreate(&p.lb, t, s.m, s.k, s.lda()));
+        CB(cublasLtMatrixLayoutCreate(&p.lb, t, s.m, s.k, s.lda()));
     else
-        CL(cublasLtMatrixLayoutCreate(&p.lb, t, s.k, s.m, s.lda()));
-    CL(cublasLtMatrixLayoutCreate(&p.ld, t, s.n, s.m, s.ldd()));
+        CB(cublasLtMatrixLayoutCreate(&p.lb, t, s.k, s.m, s.lda()));
+    CB(cublasLtMatrixLayoutCreate(&p.ld, t, s.n, s.m, s.ldd()));
 }
 
 static void lt_free(LtPlan &p)
@@ -165,7 +166,7 @@ static void lt_run(LtPlan &p, const void *a, const void *b, void *d,
                    const cublasLtMatmulAlgo_t *algo)
 {
     float one = 1, zero = 0;
-    CL(cublasLtMatmul(lt, p.op, &one, b, p.la, a, p.lb, &zero, d, p.ld, d, p.ld,
+    CB(cublasLtMatmul(lt, p.op, &one, b, p.la, a, p.lb, &zero, d, p.ld, d, p.ld,
                       algo, lt_ws, LT_WS, 0));
 }
 
@@ -174,7 +175,6 @@ struct Row {
     double ours_tf, blas_tf, ratio, err, ours_tbs, blas_tbs;
     bool skinny;
 };
-
 
 static __global__ void fill_f32_kernel(float *p, long long n, uint64_t seed)
 {
@@ -248,20 +248,7 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         p.lda = s.lda(), p.ldb = s.ldb(), p.ldc = p.ldd = s.ldd();
         p.alpha = 1, p.beta = 0;
         p.d = D;
-        auto time_fn = [&](auto fn, int n) {
-            std::vector<float> ts;
-            for (int i = 0; i < n; i++) {
-                CK(cudaEventRecord(e0));
-                fn(i);
-                CK(cudaEventRecord(e1));
-                CK(cudaEventSynchronize(e1));
-                float ms;
-                CK(cudaEventElapsedTime(&ms, e0, e1));
-                ts.push_back(ms);
-            }
-            CK(cudaGetLastError());
-            return median(ts);
-        };
+        auto time_fn = [&](auto fn, int n) { return time_runs(e0, e1, fn, n); };
         bool fail = false;
         auto ours = [&](const char *k, gemm_precision pr, int i) {
             p.a = A[i % nsets], p.b = B[i % nsets], p.precision = pr;
@@ -276,13 +263,13 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                            cublasLtMatmulAlgo_t &algo) {
             lt_make(lp, s, CUDA_R_32F, ct);
             cublasLtMatmulPreference_t pref;
-            CL(cublasLtMatmulPreferenceCreate(&pref));
-            CL(cublasLtMatmulPreferenceSetAttribute(
+            CB(cublasLtMatmulPreferenceCreate(&pref));
+            CB(cublasLtMatmulPreferenceSetAttribute(
                 pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &LT_WS,
                 sizeof(LT_WS)));
             cublasLtMatmulHeuristicResult_t heur[8];
             int nres = 0;
-            CL(cublasLtMatmulAlgoGetHeuristic(lt, lp.op, lp.la, lp.lb, lp.ld,
+            CB(cublasLtMatmulAlgoGetHeuristic(lt, lp.op, lp.la, lp.lb, lp.ld,
                                               lp.ld, pref, 8, heur, &nres));
             cublasLtMatmulPreferenceDestroy(pref);
             if (nres == 0)
@@ -519,7 +506,7 @@ int main(int argc, char **argv)
     int sms = 0, mc2 = 0;
     gemmk_ctx_info(ctx, &sms, &mc2);
     printf("device: %d SMs, %d co-resident 2-CTA clusters\n", sms, mc2);
-    CL(cublasLtCreate(&lt));
+    CB(cublasLtCreate(&lt));
     CK(cudaMalloc(&lt_ws, LT_WS));
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
@@ -598,13 +585,13 @@ int main(int argc, char **argv)
             LtPlan lp;
             lt_make(lp, s, ct);
             cublasLtMatmulPreference_t pref;
-            CL(cublasLtMatmulPreferenceCreate(&pref));
-            CL(cublasLtMatmulPreferenceSetAttribute(
+            CB(cublasLtMatmulPreferenceCreate(&pref));
+            CB(cublasLtMatmulPreferenceSetAttribute(
                 pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &LT_WS,
                 sizeof(LT_WS)));
             cublasLtMatmulHeuristicResult_t heur[8];
             int nres = 0;
-            CL(cublasLtMatmulAlgoGetHeuristic(lt, lp.op, lp.la, lp.lb, lp.ld,
+            CB(cublasLtMatmulAlgoGetHeuristic(lt, lp.op, lp.la, lp.lb, lp.ld,
                                               lp.ld, pref, 8, heur, &nres));
             cublasLtMatmulPreferenceDestroy(pref);
             if (nres == 0) {
@@ -612,18 +599,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             auto time_fn = [&](auto fn, int n) {
-                std::vector<float> ts;
-                for (int i = 0; i < n; i++) {
-                    CK(cudaEventRecord(e0));
-                    fn(i);
-                    CK(cudaEventRecord(e1));
-                    CK(cudaEventSynchronize(e1));
-                    float ms;
-                    CK(cudaEventElapsedTime(&ms, e0, e1));
-                    ts.push_back(ms);
-                }
-                CK(cudaGetLastError());
-                return median(ts);
+                return time_runs(e0, e1, fn, n);
             };
             /* pick cuBLASLt's fastest of its heuristic's candidates */
             int best = 0;

@@ -35,26 +35,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda_check.h"
 #include "gemm_kernels.h"
-
-#define CK(x)                                                                  \
-    do {                                                                       \
-        cudaError_t e_ = (x);                                                  \
-        if (e_ != cudaSuccess) {                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,         \
-                    cudaGetErrorString(e_));                                   \
-            exit(2);                                                           \
-        }                                                                      \
-    } while (0)
-#define CB(x)                                                                  \
-    do {                                                                       \
-        cublasStatus_t s_ = (x);                                               \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                     \
-            fprintf(stderr, "%s:%d: %s: cublas status %d\n", __FILE__,         \
-                    __LINE__, #x, (int)s_);                                    \
-            exit(2);                                                           \
-        }                                                                      \
-    } while (0)
 
 /* ---- device helpers ---- */
 

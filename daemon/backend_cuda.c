@@ -297,6 +297,37 @@ static void stage_free(cuda_priv *p, cuda_worker *w, staged *s)
     }
 }
 
+/* The kernels' view of job j with its operands at a, b, c, d (leading
+ * dimensions lda.. in elements): shape, types, transposes, alpha, beta (0
+ * without C, which is then never read) and precision. */
+static gemmk_problem job_problem(const gemmd_job *j, const void *a,
+                                 uint64_t lda, const void *b, uint64_t ldb,
+                                 const void *c, uint64_t ldc, void *d,
+                                 uint64_t ldd)
+{
+    gemmk_problem kp = {
+        .m = (int64_t)j->m,
+        .n = (int64_t)j->n,
+        .k = (int64_t)j->k,
+        .ab_type = j->ab_type,
+        .cd_type = j->cd_type,
+        .trans_a = j->trans_a,
+        .trans_b = j->trans_b,
+        .a = a,
+        .b = b,
+        .c = j->has_c ? c : NULL,
+        .d = d,
+        .lda = (int64_t)lda,
+        .ldb = (int64_t)ldb,
+        .ldc = (int64_t)(j->has_c ? ldc : ldd),
+        .ldd = (int64_t)ldd,
+        .alpha = j->alpha,
+        .beta = j->has_c ? j->beta : 0.0f,
+        .precision = (gemm_precision)j->precision,
+    };
+    return kp;
+}
+
 static bool aligned_ld(const void *ptr, uint64_t ld)
 {
     return ((uintptr_t)ptr & 15) == 0 && ld % 8 == 0;
@@ -330,27 +361,11 @@ static int gemm_direct(cuda_worker *w, gemmd_job *j)
     int rv = GEMM_OK;
     char *m = j->msg;
     size_t ml = sizeof(j->msg);
-    gemmk_problem kp = {
-        .m = (int64_t)j->m,
-        .n = (int64_t)j->n,
-        .k = (int64_t)j->k,
-        .ab_type = j->ab_type,
-        .cd_type = j->cd_type,
-        .trans_a = j->trans_a,
-        .trans_b = j->trans_b,
-        .a = j->a,
-        .b = j->b,
-        .c = j->has_c ? j->c : NULL,
-        .d = j->d,
-        .lda = (int64_t)j->lda,
-        .ldb = (int64_t)j->ldb,
-        .ldc = (int64_t)(j->has_c ? j->ldc : j->ldd),
-        .ldd = (int64_t)j->ldd,
-        .alpha = j->alpha,
-        .beta = j->has_c ? j->beta : 0.0f,
-        .precision = j->ab_type == GEMM_FP32 ? GEMM_PRECISION_FP32
-                                             : GEMM_PRECISION_DEFAULT,
-    };
+    gemmk_problem kp = job_problem(j, j->a, j->lda, j->b, j->ldb, j->c,
+                                   j->ldc, j->d, j->ldd);
+    /* the kernel computes in full fp32 (direct_ok keeps tf32 away) */
+    kp.precision = j->ab_type == GEMM_FP32 ? GEMM_PRECISION_FP32
+                                           : GEMM_PRECISION_DEFAULT;
     snprintf(j->ran, sizeof(j->ran), "smem-tiled");
     CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
     rv = gemmk_gemm(w->kctx, &kp, w->stream, "smem-tiled");
@@ -420,26 +435,8 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
         ldc = c.ld;
     }
     CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
-    gemmk_problem kp = {
-        .m = (int64_t)j->m,
-        .n = (int64_t)j->n,
-        .k = (int64_t)j->k,
-        .ab_type = j->ab_type,
-        .cd_type = j->cd_type,
-        .trans_a = j->trans_a,
-        .trans_b = j->trans_b,
-        .a = da,
-        .b = db,
-        .c = j->has_c ? dc : NULL,
-        .d = d.dev,
-        .lda = (int64_t)lda,
-        .ldb = (int64_t)ldb,
-        .ldc = (int64_t)(j->has_c ? ldc : d.ld),
-        .ldd = (int64_t)d.ld,
-        .alpha = j->alpha,
-        .beta = j->has_c ? j->beta : 0.0f,
-        .precision = (gemm_precision)j->precision,
-    };
+    gemmk_problem kp =
+        job_problem(j, da, lda, db, ldb, dc, ldc, d.dev, d.ld);
     const char *kname = j->kernel[0] != '\0' ? j->kernel : NULL;
     const char *ran = kname;
     if (ran == NULL && gemmk_select(w->kctx, &kp, &ran) != GEMM_OK)
@@ -580,18 +577,8 @@ static int cuda_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
                  name);
         return GEMM_ERR_UNSUPPORTED;
     }
-    gemmk_problem kp = {
-        .m = (int64_t)j->m,
-        .n = (int64_t)j->n,
-        .k = (int64_t)j->k,
-        .ab_type = j->ab_type,
-        .cd_type = j->cd_type,
-        .trans_a = j->trans_a,
-        .trans_b = j->trans_b,
-        .alpha = j->alpha,
-        .beta = j->has_c ? j->beta : 0.0f,
-        .precision = (gemm_precision)j->precision,
-    };
+    /* no operands yet: gemmk_check looks at types and transposes only */
+    gemmk_problem kp = job_problem(j, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
     const char *why = NULL;
     if (gemmk_check(name, &kp, &why) != GEMM_OK) {
         snprintf(msg, len, "kernel '%s' cannot serve this request: %s",

@@ -35,7 +35,8 @@ if(GEMM_HAVE_CUDA)
   set_target_properties(kernels_gpu_test PROPERTIES
     CUDA_ARCHITECTURES "${GEMM_CUDA_ARCHS}" CUDA_STANDARD 17)
   target_link_libraries(kernels_gpu_test PRIVATE gemm_kernels CUDA::cublas)
-  target_include_directories(kernels_gpu_test PRIVATE ${GEMMK_SRC})
+  target_include_directories(kernels_gpu_test PRIVATE ${GEMMK_SRC}
+    ${gemmd_SOURCE_DIR}/kernels/tools)
   add_test(NAME kernels_gpu_test COMMAND kernels_gpu_test)
   set_tests_properties(kernels_gpu_test PROPERTIES TIMEOUT 600)
   add_executable(kernels_catalog_gpu_test
@@ -43,6 +44,8 @@ if(GEMM_HAVE_CUDA)
   set_target_properties(kernels_catalog_gpu_test PROPERTIES
     CUDA_ARCHITECTURES "${GEMM_CUDA_ARCHS}" CUDA_STANDARD 17)
   target_link_libraries(kernels_catalog_gpu_test PRIVATE gemm_kernels)
+  target_include_directories(kernels_catalog_gpu_test PRIVATE
+    ${gemmd_SOURCE_DIR}/kernels/tools)
   add_test(NAME kernels_catalog_gpu_test COMMAND kernels_catalog_gpu_test)
   set_tests_properties(kernels_catalog_gpu_test PROPERTIES TIMEOUT 900)
 endif()

@@ -35,17 +35,8 @@
 
 #include <vector>
 
+#include "cuda_check.h"
 #include "gemm_kernels.h"
-
-#define CK(x)                                                                  \
-    do {                                                                       \
-        cudaError_t e_ = (x);                                                  \
-        if (e_ != cudaSuccess) {                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,         \
-                    cudaGetErrorString(e_));                                   \
-            exit(2);                                                           \
-        }                                                                      \
-    } while (0)
 
 /* ---- random inputs on the device ---- */
 
