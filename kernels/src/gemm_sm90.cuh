@@ -380,73 +380,6 @@ template <int BN> struct CfgP2 {
     static_assert(SMEM <= 227 * 1024, "over the opt-in shared memory limit");
 };
 
-/*
- * The producer of every warp-specialized kernel here (ws, pp and the
- * TMA-store kernel of gemm_sm90_tstore.cuh): one thread walks the CTA's
- * work units (u0, u0 + ustep, ...) and, per k-block, waits for the stage
- * to be free, arms full[s] with the stage's bytes and issues the TMA loads
- * of A (one box, or two 64-wide slabs when MN-major) and of B (BN / 64
- * slabs when MN-major; with CL = 2, this CTA's share, multicast to the
- * pair). Called by the producer warpgroup; only tid 0 loads.
- */
-template <int BN, int AB, int AMN, int BMN, int CL, int STAGES, int A_BYTES,
-          int B_BYTES>
-__device__ __forceinline__ void
-produce(const KParams &p, const CUtensorMap *tma, const CUtensorMap *tmb,
-        uint8_t *sa, uint8_t *sb, uint64_t *full, uint64_t *empty, int tid,
-        int u0, int ustep, uint32_t rank)
-{
-    int s = 0;
-    uint32_t ph = 0;
-    for (int u = u0; tid == 0 && u < p.units; u += ustep) {
-        int mt, nt, split;
-        unit_coords(p, u, mt, nt, split);
-        mt = mt * CL + rank;
-        int kb0 = split * p.kb_per_split;
-        int kb1 = min(p.nkb, kb0 + p.kb_per_split);
-        int m0 = mt * BM, n0 = nt * BN;
-        for (int kb = kb0; kb < kb1; kb++) {
-            mbar_wait(&empty[s], ph ^ 1);
-            mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
-            int k0 = kb * kblock_elems<AB>();
-            uint8_t *a = sa + s * A_BYTES;
-            uint8_t *b = sb + s * B_BYTES;
-            if constexpr (AMN) {
-                tma_load_2d(a, tma, m0, k0, &full[s]);
-                tma_load_2d(a + SLAB, tma, m0 + 64, k0, &full[s]);
-            } else {
-                tma_load_2d(a, tma, k0, m0, &full[s]);
-            }
-            if constexpr (CL == 1) {
-                if constexpr (BMN) {
-#pragma unroll
-                    for (int j = 0; j < BN / 64; j++)
-                        tma_load_2d(b + j * SLAB, tmb, n0 + 64 * j, k0,
-                                    &full[s]);
-                } else {
-                    tma_load_2d(b, tmb, k0, n0, &full[s]);
-                }
-            } else {
-                const uint16_t mask = (1u << CL) - 1;
-                if constexpr (BMN) {
-#pragma unroll
-                    for (int j = rank; j < BN / 64; j += CL)
-                        tma_load_2d_mc(b + j * SLAB, tmb, n0 + 64 * j, k0,
-                                       &full[s], mask);
-                } else {
-                    constexpr int part = BN / CL;
-                    tma_load_2d_mc(b + rank * part * 128, tmb, k0,
-                                   n0 + rank * part, &full[s], mask);
-                }
-            }
-            if (++s == STAGES) {
-                s = 0;
-                ph ^= 1;
-            }
-        }
-    }
-}
-
 template <int BN, int AB, int AMN, int BMN, int CL, int PR = 0>
 __global__ void __launch_bounds__(384, 1)
     gemm_ws_kernel(const __grid_constant__ CUtensorMap tma,
@@ -481,8 +414,55 @@ __global__ void __launch_bounds__(384, 1)
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        produce<BN, AB, AMN, BMN, CL, STAGES, A_BYTES, B_BYTES>(
-            p, &tma, &tmb, sa, sb, full, empty, tid, u0, ustep, rank);
+        int s = 0;
+        uint32_t ph = 0;
+        for (int u = u0; tid == 0 && u < p.units; u += ustep) {
+            int mt, nt, split;
+            unit_coords(p, u, mt, nt, split);
+            mt = mt * CL + rank;
+            int kb0 = split * p.kb_per_split;
+            int kb1 = min(p.nkb, kb0 + p.kb_per_split);
+            int m0 = mt * BM, n0 = nt * BN;
+            for (int kb = kb0; kb < kb1; kb++) {
+                mbar_wait(&empty[s], ph ^ 1);
+                mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
+                int k0 = kb * kblock_elems<AB>();
+                uint8_t *a = sa + s * A_BYTES;
+                uint8_t *b = sb + s * B_BYTES;
+                if constexpr (AMN) {
+                    tma_load_2d(a, &tma, m0, k0, &full[s]);
+                    tma_load_2d(a + SLAB, &tma, m0 + 64, k0, &full[s]);
+                } else {
+                    tma_load_2d(a, &tma, k0, m0, &full[s]);
+                }
+                if constexpr (CL == 1) {
+                    if constexpr (BMN) {
+#pragma unroll
+                        for (int j = 0; j < BN / 64; j++)
+                            tma_load_2d(b + j * SLAB, &tmb, n0 + 64 * j, k0,
+                                        &full[s]);
+                    } else {
+                        tma_load_2d(b, &tmb, k0, n0, &full[s]);
+                    }
+                } else {
+                    const uint16_t mask = (1u << CL) - 1;
+                    if constexpr (BMN) {
+#pragma unroll
+                        for (int j = rank; j < BN / 64; j += CL)
+                            tma_load_2d_mc(b + j * SLAB, &tmb, n0 + 64 * j, k0,
+                                           &full[s], mask);
+                    } else {
+                        constexpr int part = BN / CL;
+                        tma_load_2d_mc(b + rank * part * 128, &tmb, k0,
+                                       n0 + rank * part, &full[s], mask);
+                    }
+                }
+                if (++s == STAGES) {
+                    s = 0;
+                    ph ^= 1;
+                }
+            }
+        }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         const int c = wg - 1;
@@ -699,9 +679,38 @@ __global__ void __launch_bounds__(384, 1)
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        produce<BN, AB, AMN, BMN, 1, STAGES, A_BYTES, B_BYTES>(
-            p, &tma, &tmb, sa, sb, full, empty, tid, blockIdx.x, gridDim.x,
-            0);
+        int s = 0;
+        uint32_t ph = 0;
+        for (int u = blockIdx.x; tid == 0 && u < p.units; u += gridDim.x) {
+            int mt, nt, split;
+            unit_coords(p, u, mt, nt, split);
+            int kb0 = split * p.kb_per_split;
+            int kb1 = min(p.nkb, kb0 + p.kb_per_split);
+            int m0 = mt * BM, n0 = nt * BN;
+            for (int kb = kb0; kb < kb1; kb++) {
+                mbar_wait(&empty[s], ph ^ 1);
+                mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
+                int k0 = kb * kblock_elems<AB>();
+                uint8_t *a = sa + s * A_BYTES;
+                uint8_t *b = sb + s * B_BYTES;
+                if constexpr (AMN) {
+                    tma_load_2d(a, &tma, m0, k0, &full[s]);
+                    tma_load_2d(a + SLAB, &tma, m0 + 64, k0, &full[s]);
+                } else {
+                    tma_load_2d(a, &tma, k0, m0, &full[s]);
+                }
+                if constexpr (BMN) {
+                    tma_load_2d(b, &tmb, n0, k0, &full[s]);
+                    tma_load_2d(b + SLAB, &tmb, n0 + 64, k0, &full[s]);
+                } else {
+                    tma_load_2d(b, &tmb, k0, n0, &full[s]);
+                }
+                if (++s == STAGES) {
+                    s = 0;
+                    ph ^= 1;
+                }
+            }
+        }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         const int c = wg - 1;

@@ -2,8 +2,7 @@
  * gemm_sm90_tstore.cuh: the 128 x 256 cooperative kernel of gemm_sm90.cuh
  * with a TMA-store epilogue (v7, docs/kernel-notes.md).
  *
- * The producer is gemm_sm90.cuh's produce(); the consumers' main loop
- * is gemm_ws_kernel's (BN = 256, no cluster). The epilogue
+ * The main loop is gemm_ws_kernel's (BN = 256, no cluster). The epilogue
  * differs: each consumer warpgroup converts its 64 x 256 accumulators to
  * the output type, writes them with stmatrix into shared memory in the
  * 128B-swizzled layout of a 64 x 64 TMA box, and one thread stores the
@@ -225,9 +224,40 @@ __global__ void __launch_bounds__(384, 1)
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        produce<BN, F16 ? 1 : 0, AMN, BMN, 1, STAGES, A_BYTES, B_BYTES>(
-            p, &tma, &tmb, sa, sb, full, empty, tid, blockIdx.x, gridDim.x,
-            0);
+        int s = 0;
+        uint32_t ph = 0;
+        for (int u = blockIdx.x; tid == 0 && u < p.units; u += gridDim.x) {
+            int mt, nt, split;
+            unit_coords(p, u, mt, nt, split);
+            int kb0 = split * p.kb_per_split;
+            int kb1 = min(p.nkb, kb0 + p.kb_per_split);
+            int m0 = mt * BM, n0 = nt * BN;
+            for (int kb = kb0; kb < kb1; kb++) {
+                mbar_wait(&empty[s], ph ^ 1);
+                mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
+                int k0 = kb * BK;
+                uint8_t *a = sa + s * A_BYTES;
+                uint8_t *b = sb + s * B_BYTES;
+                if constexpr (AMN) {
+                    tma_load_2d(a, &tma, m0, k0, &full[s]);
+                    tma_load_2d(a + SLAB, &tma, m0 + 64, k0, &full[s]);
+                } else {
+                    tma_load_2d(a, &tma, k0, m0, &full[s]);
+                }
+                if constexpr (BMN) {
+#pragma unroll
+                    for (int j = 0; j < BN / 64; j++)
+                        tma_load_2d(b + j * SLAB, &tmb, n0 + 64 * j, k0,
+                                    &full[s]);
+                } else {
+                    tma_load_2d(b, &tmb, k0, n0, &full[s]);
+                }
+                if (++s == STAGES) {
+                    s = 0;
+                    ph ^= 1;
+                }
+            }
+        }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         const int c = wg - 1;
