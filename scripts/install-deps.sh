@@ -4,7 +4,8 @@
 set -eu
 pkgs="build-essential cmake pkg-config libuv1-dev libnng-dev libprotobuf-c-dev
 protobuf-c-compiler libcriterion-dev libopenblas-dev python3 systemd
-clang libclang-rt-dev gnuplot-nox"
+clang libclang-rt-dev gnuplot-nox
+python3-venv python3-numpy python3-pytest python3-hypothesis python3-setuptools"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

@@ -1,0 +1,430 @@
+"""The Client: a connection to gemmd (reopened after gemmd restarts and in a
+forked child), numpy arrays in its shared memory, matmul, futures, resident
+tensors, ping/status/kernels.
+
+What lives on a connection does not carry over to the next one: arrays
+over its buffers stay readable and are copied (staged) when used, tensors
+raise ConnectionClosed. A request is sent again on a new connection only
+when it cannot have reached the old one (it failed at send).
+
+Thread-safe: every public method may be called from any thread.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+import weakref
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Optional,
+                    Tuple)
+
+import numpy as np
+
+from . import _capi, _copy, _dtypes
+from ._capi import GemmMatrix
+from ._conn import _Conn, _Lost, _buffer_of, _OK, _ERR_CLOSED
+from ._errors import (ClientClosed, ConnectionClosed, GemmError,
+                      InvalidArgument, ShapeError, error_for)
+from ._gemm import (ArrayLike, DTypeLike, Operand, _Call, _Plan, _locate,
+                    _run)
+from ._tensor import Tensor, _TensorHandle
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+__all__ = ["Client", "Tensor"]
+
+
+# ---- the client ---------------------------------------------------------
+
+_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+def _resolve_dtype(spec: DTypeLike) -> np.dtype:
+    """numpy dtype for a spec; gemmd's names ("bf16", "bfloat16") too."""
+    if isinstance(spec, str):
+        row = _dtypes.lookup(spec)
+        if row is not None:
+            return row.np
+    dt = np.dtype(spec)
+    if dt.hasobject:
+        raise TypeError("gemmd arrays cannot hold Python objects")
+    return dt
+
+
+def _shape_of(shape: Any) -> Tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError("negative dimensions are not allowed")
+    return shape
+
+
+class Client:
+    """A connection to gemmd. Thread-safe; a context manager (close() on
+    exit). Made by gemmd.connect().
+
+    url: the daemon's address (None: $GEMM_URL, else
+    ipc://$XDG_RUNTIME_DIR/gemmd.sock if that socket exists, else
+    ipc:///run/gemmd/gemmd.sock). timeout: seconds a request may wait for
+    its reply (None: forever). pool_bytes: how much idle shared memory to
+    keep for reuse as staging buffers and results.
+
+    Raises DaemonNotRunning when nothing listens at url.
+    """
+
+    def __init__(self, url: Optional[str] = None, *,
+                 timeout: Optional[float] = 60.0,
+                 pool_bytes: int = 2 << 30) -> None:
+        if url is None:
+            lib = _capi.lib()
+            buf = ctypes.create_string_buffer(1024)
+            rv = lib.gemm_default_url(buf, len(buf))
+            if rv != _OK:
+                raise error_for(rv, "cannot form the default URL")
+            url = buf.value.decode()
+        if timeout is None:
+            self._timeout_ms = -1
+        else:
+            if timeout <= 0:
+                raise InvalidArgument("timeout must be > 0 seconds or None")
+            self._timeout_ms = max(1, int(round(timeout * 1000)))
+        self.url: str = url
+        self._pool_limit = int(pool_bytes)
+        self._lock = threading.Lock()
+        self._closed = False
+        self._conn: Optional[_Conn] = _Conn(url, self._timeout_ms,
+                                            self._pool_limit)
+        _clients.add(self)
+
+    # -- connection management --
+
+    def _live(self) -> _Conn:
+        """The connection to use now: the current one, or a new one after
+        gemmd went away or in a forked child. ClientClosed after close()."""
+        conn = self._conn
+        if conn is not None and not conn.lost and conn.pid == os.getpid():
+            return conn
+        with self._lock:
+            if self._closed:
+                raise ClientClosed("gemmd client is closed (%s)" % self.url)
+            conn = self._conn
+            if conn is None or conn.lost or conn.pid != os.getpid():
+                if conn is not None:
+                    if conn.pid != os.getpid():
+                        conn.abandon()
+                    else:
+                        conn.close(by_user=False)
+                self._conn = None
+                self._conn = conn = _Conn(self.url, self._timeout_ms,
+                                          self._pool_limit)
+            return conn
+
+    def _with_conn(self, fn: Callable[[_Conn], Any],
+                   idempotent: bool = False) -> Any:
+        """Runs fn(conn) holding conn.enter(); again on a new connection
+        if the first was lost before fn's request could have had an effect
+        (fn raises _Lost, or the connection is found lost at enter), or
+        after any GEMM_ERR_CLOSED when fn is idempotent."""
+        for _ in range(3):
+            conn = self._live()
+            try:
+                conn.enter()
+            except _Lost:
+                continue
+            try:
+                return fn(conn)
+            except _Lost:
+                continue
+            except GemmError as e:
+                if e.code == _ERR_CLOSED and idempotent:
+                    continue
+                raise
+            finally:
+                conn.exit()
+        raise ConnectionClosed(
+            "lost the connection to gemmd at %s again and again" % self.url)
+
+    def close(self) -> None:
+        """Closes the connection (waiting for requests in flight). Arrays
+        made by this client stay valid numpy arrays until they are
+        collected; GEMMs on a closed client raise ClientClosed. Closing
+        twice does nothing."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            if conn.pid != os.getpid():
+                conn.abandon()
+            else:
+                conn.close(by_user=True)
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+        return self._closed
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return "<gemmd.Client %s%s>" % (self.url,
+                                        " closed" if self._closed else "")
+
+    # -- daemon information --
+
+    def ping(self) -> Dict[str, Any]:
+        """One round trip: {'protocol_version', 'server_version', 'backend',
+        'device', 'round_trip_us'}."""
+        def fn(conn: _Conn) -> Dict[str, Any]:
+            info = _capi.GemmServerInfo()
+            t0 = time.perf_counter()
+            conn.check(conn.lib.gemm_ping(conn.h, ctypes.byref(info)))
+            rtt = (time.perf_counter() - t0) * 1e6
+            return {
+                "protocol_version": info.protocol_version,
+                "server_version": info.server_version.decode(),
+                "backend": info.backend.decode(),
+                "device": info.device.decode(),
+                "round_trip_us": rtt,
+            }
+        return self._with_conn(fn, idempotent=True)
+
+    def status(self) -> Dict[str, Any]:
+        """The daemon's counters (gemm_status of gemm.h) as a dict:
+        uptime_s, backend, device, requests_served, queue_depth, latency
+        percentiles, pinned_bytes, ..."""
+        def fn(conn: _Conn) -> Dict[str, Any]:
+            st = _capi.GemmStatus()
+            conn.check(conn.lib.gemm_get_status(conn.h, ctypes.byref(st)))
+            out: Dict[str, Any] = {}
+            for name, _ in _capi.GemmStatus._fields_:
+                v = getattr(st, name)
+                out[name] = v.decode() if isinstance(v, bytes) else v
+            return out
+        return self._with_conn(fn, idempotent=True)
+
+    def kernels(self) -> List[Dict[str, Any]]:
+        """The backend's kernel catalog: one dict per kernel with name,
+        ladder (rung, 0 = off the ladder), reference, summary, ab_types and
+        cd_types (dtype names), precisions and transposes ('nn', 'tn',
+        'nt', 'tt'; t = that operand transposed)."""
+        def fn(conn: _Conn) -> List[Dict[str, Any]]:
+            arr = ctypes.POINTER(_capi.GemmKernelInfo)()
+            n = ctypes.c_size_t()
+            conn.check(conn.lib.gemm_list_kernels(
+                conn.h, ctypes.byref(arr), ctypes.byref(n)))
+            try:
+                return [_kernel_dict(arr[i]) for i in range(n.value)]
+            finally:
+                conn.lib.gemm_kernel_info_free(arr)
+        return self._with_conn(fn, idempotent=True)
+
+    # -- arrays in gemmd memory --
+
+    def empty(self, shape: Any, dtype: DTypeLike = np.float32) -> np.ndarray:
+        """A new uninitialised C-ordered array in gemmd's shared memory:
+        GEMMs read and write it in place. Its buffer is released (or kept
+        for reuse) when the last array over it goes away. (An array of no
+        elements is a plain numpy array.)"""
+        return self._new(shape, dtype, False)
+
+    def zeros(self, shape: Any, dtype: DTypeLike = np.float32) -> np.ndarray:
+        """Like empty(), filled with zeros."""
+        return self._new(shape, dtype, True)
+
+    def _new(self, shape: Any, dtype: DTypeLike, zero: bool) -> np.ndarray:
+        shape = _shape_of(shape)
+        dt = _resolve_dtype(dtype)
+        if int(np.prod(shape, dtype=np.int64)) == 0:
+            return np.zeros(shape, dt)
+        return self._with_conn(lambda conn: conn.array(shape, dt, zero),
+                               idempotent=True)
+
+    def asarray(self, a: ArrayLike, dtype: Optional[DTypeLike] = None
+                ) -> np.ndarray:
+        """a in gemmd's shared memory: a itself if it already is this
+        client's memory of that dtype, else a C-ordered copy (converted to
+        dtype when given)."""
+        arr = a if isinstance(a, np.ndarray) else np.asarray(a)
+        dt = _resolve_dtype(dtype) if dtype is not None else arr.dtype
+        buf = _buffer_of(arr)
+        conn = self._conn
+        if buf is not None and buf.conn is conn and arr.dtype == dt and \
+                conn is not None and conn.pid == os.getpid():
+            return arr
+        out = self.empty(arr.shape, dt)
+        _copy.copy(out, arr)
+        return out
+
+    def trim(self) -> None:
+        """Frees the idle shared-memory buffers kept for reuse."""
+        conn = self._conn
+        if conn is not None and conn.pid == os.getpid():
+            conn.trim()
+
+    def is_gemmd_array(self, a: Any) -> bool:
+        """Whether a lives in a buffer of this client's current connection
+        (so GEMMs use it in place)."""
+        buf = _buffer_of(a)
+        return buf is not None and buf.conn is self._conn
+
+    # -- GEMM --
+
+    def matmul(self, a: Operand, b: Operand,
+               out: Optional[np.ndarray] = None, *,
+               c: Optional[Operand] = None, alpha: float = 1.0,
+               beta: float = 0.0, dtype: Optional[DTypeLike] = None,
+               out_dtype: Optional[DTypeLike] = None,
+               precision: Optional[str] = None,
+               kernel: Optional[str] = None) -> Any:
+        """alpha * a @ b + beta * c, computed by gemmd; numpy's matmul
+        for 2-D and 1-D operands.
+
+        a, b: numpy arrays (anything np.asarray takes) or resident Tensors.
+        Arrays in this client's memory (empty/zeros/asarray, results of
+        matmul) are used in place, transposed views and row strides
+        included; other arrays are copied into shared memory first.
+        out: the result array (shape (m, n), dtype out_dtype), written in
+        place when it is gemmd memory. c: C, broadcast to the result's
+        shape, read when beta != 0 (default: out itself). dtype: the type
+        a and b are multiplied in (default: numpy's promotion of theirs;
+        bfloat16, float16, float32). out_dtype: the result's type (default
+        dtype; 16-bit inputs may give float32). precision: for float32
+        inputs, 'tf32' (fast) or 'fp32' (the default: float32 accuracy).
+        kernel: a kernel name from kernels() (default: gemmd picks).
+
+        Returns out, or a new array in gemmd memory. Raises ShapeError and
+        DTypeError (before sending anything) and the GemmError of a
+        refusal.
+        """
+        plan = _Plan(a, b, out, c, alpha, beta, dtype, out_dtype, precision,
+                     kernel, self)
+        if plan.empty:
+            return plan.local_result()
+        return self._with_conn(lambda conn: _run(conn, plan))
+
+    def submit(self, a: Operand, b: Operand,
+               out: Optional[np.ndarray] = None, *,
+               c: Optional[Operand] = None, alpha: float = 1.0,
+               beta: float = 0.0, dtype: Optional[DTypeLike] = None,
+               out_dtype: Optional[DTypeLike] = None,
+               precision: Optional[str] = None,
+               kernel: Optional[str] = None) -> "Future":
+        """matmul() without waiting: returns a concurrent.futures.Future of
+        its result. Inputs that are not gemmd memory are copied before
+        submit() returns; gemmd memory is read in place, so leave it alone
+        until the future is done. Many may be in flight."""
+        from concurrent.futures import Future
+
+        plan = _Plan(a, b, out, c, alpha, beta, dtype, out_dtype, precision,
+                     kernel, self)
+        fut: Future = Future()
+        fut.set_running_or_notify_cancel()
+        if plan.empty:
+            fut.set_result(plan.local_result())
+            return fut
+        for _ in range(3):
+            conn = self._live()
+            try:
+                conn.enter()
+            except _Lost:
+                continue
+            try:
+                call = _Call(conn, plan)
+                req = ctypes.c_void_p()
+                rv = conn.lib.gemm_submit(conn.h, ctypes.byref(call.op),
+                                          ctypes.byref(req))
+                if rv == _ERR_CLOSED:
+                    conn.lost = True
+                    raise _Lost()
+                conn.check(rv)
+            except _Lost:
+                conn.exit()
+                continue
+            except BaseException:
+                conn.exit()
+                raise
+            conn.post(req.value, call, fut)  # the waiter calls conn.exit()
+            return fut
+        raise ConnectionClosed(
+            "lost the connection to gemmd at %s again and again" % self.url)
+
+    # -- resident tensors --
+
+    def upload(self, a: ArrayLike, dtype: Optional[DTypeLike] = None
+               ) -> Tensor:
+        """Copies the 2-D array a into gemmd's memory (the GPU's on the
+        cuda backend) and keeps it there: a Tensor, usable in place of an
+        array in matmul, whose copy is then skipped."""
+        arr = a if isinstance(a, np.ndarray) else np.asarray(a)
+        if arr.ndim != 2:
+            raise ShapeError("upload: a must be 2-D, not of shape %s" %
+                             (arr.shape,))
+        row = _dtypes.require(dtype if dtype is not None else arr.dtype,
+                              "upload")
+        if arr.size == 0:
+            raise ShapeError("upload: a has no elements (shape %s)" %
+                             (arr.shape,))
+
+        def fn(conn: _Conn) -> Tensor:
+            loc = _locate(arr, conn, row.np)
+            keep = None
+            if loc is None or loc[3]:
+                keep = conn.array(arr.shape, row.np)
+                _copy.copy(keep, arr)
+                m = GemmMatrix(_buffer_of(keep).ptr, 0, arr.shape[1], 0)
+            else:
+                m = GemmMatrix(loc[0].ptr, loc[1], loc[2], 0)
+            tid = ctypes.c_uint64()
+            conn.check(conn.lib.gemm_tensor_upload(
+                conn.h, ctypes.byref(m), arr.shape[0], arr.shape[1],
+                row.code, ctypes.byref(tid)))
+            del keep
+            return Tensor(_TensorHandle(conn, tid.value,
+                                        (arr.shape[0], arr.shape[1]),
+                                        row.np), self)
+        return self._with_conn(fn, idempotent=True)
+
+
+def _bits(mask: int, names: Callable[[int], str]) -> List[str]:
+    return [names(i) for i in range(32) if mask & (1 << i)]
+
+
+def _kernel_dict(k: _capi.GemmKernelInfo) -> Dict[str, Any]:
+    def dname(code: int) -> str:
+        row = _dtypes.BY_CODE.get(code)
+        return row.name if row is not None else "dtype%d" % code
+
+    prec = {0: "default", 1: "tf32", 2: "fp32"}
+    return {
+        "name": k.name.decode(),
+        "ladder": k.ladder,
+        "reference": bool(k.reference),
+        "summary": k.summary.decode(errors="replace"),
+        "ab_types": _bits(k.ab_types, dname),
+        "cd_types": _bits(k.cd_types, dname),
+        "precisions": _bits(k.precisions, lambda i: prec.get(i, str(i))),
+        "transposes": _bits(k.transposes,
+                            lambda i: ("n" if i & 1 == 0 else "t") +
+                            ("n" if i & 2 == 0 else "t")),
+    }
+
+
+# ---- fork ---------------------------------------------------------------
+
+
+def _after_fork_in_child() -> None:
+    # Locks another thread of the parent held at fork would stay locked.
+    for cl in list(_clients):
+        cl._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

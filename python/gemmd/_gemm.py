@@ -1,0 +1,411 @@
+"""One GEMM: its plan (shapes, types, options checked before anything is
+sent, with numpy's wording) and its call on a connection (operands in
+place or copied into staging buffers, the gemm_op, what happens when it
+completes).
+
+An operand already in a buffer of the connection is used in place: a
+transposed view becomes the transpose flag, a row stride the leading
+dimension. Anything else is copied into a pooled staging buffer (a
+column-ordered array as its transpose, so the copy runs along rows). D is
+the caller's ``out`` in place when it can be, else a buffer of ours that
+becomes the result (or is copied into ``out``).
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+
+import numpy as np
+
+from . import _capi, _copy, _dtypes
+from ._capi import GemmMatrix, GemmOp
+from ._conn import _Buffer, _Conn, _Lost, _buffer_of, _OK, _ERR_CLOSED
+from ._errors import (ConnectionClosed, DTypeError, InvalidArgument,
+                      ShapeError)
+from ._tensor import Tensor
+
+if TYPE_CHECKING:
+    from ._client import Client
+
+# Failures after which the daemon may still write the request's D.
+_MAYBE_RUNNING = {4, 5, 6, 21, 23}  # TIMEOUT, CLOSED, PROTOCOL, IO, INTERNAL
+
+_SIG = "(n?,k),(k,m?)->(n?,m?)"
+_PRECISIONS = {None: 0, "default": 0, "tf32": 1, "fp32": 2}
+
+ArrayLike = Any  # numpy array, or anything np.asarray takes
+Operand = Any  # Tensor or ArrayLike
+DTypeLike = Any  # numpy dtype, type, name ("bfloat16", "fp16", ...)
+
+
+# ---- planning a GEMM ----------------------------------------------------
+
+
+def _core_mismatch(kind: str, i: int, dim: int, got: int,
+                   want: int) -> ShapeError:
+    return ShapeError(
+        "matmul: %s operand %d has a mismatch in its core dimension %d, "
+        "with gufunc signature %s (size %d is different from %d)" %
+        (kind, i, dim, _SIG, got, want))
+
+
+class _Plan:
+    """A GEMM's shapes, types and options, checked before anything is sent;
+    independent of the connection it will run on."""
+
+    def __init__(self, a: Operand, b: Operand, out: Optional[np.ndarray],
+                 c: Optional[Operand], alpha: float, beta: float,
+                 dtype: Optional[DTypeLike], out_dtype: Optional[DTypeLike],
+                 precision: Optional[str], kernel: Optional[str],
+                 client: "Client") -> None:
+        self.A, sq_m = self._input(a, 0, client)
+        self.B, sq_n = self._input(b, 1, client)
+        if sq_n:  # b 1-D: (k,) -> (k, 1)
+            self.B = self.B.reshape(-1, 1)
+        self.m, self.k = self.A.shape
+        k2, self.n = self.B.shape
+        if k2 != self.k:
+            raise _core_mismatch("Input", 1, 0, k2, self.k)
+        if sq_m and sq_n:
+            self.shape: Tuple[int, ...] = ()
+        elif sq_m:
+            self.shape = (self.n,)
+        elif sq_n:
+            self.shape = (self.m,)
+        else:
+            self.shape = (self.m, self.n)
+
+        # types
+        ta = self.A.dtype if isinstance(self.A, Tensor) else None
+        tb = self.B.dtype if isinstance(self.B, Tensor) else None
+        if dtype is not None:
+            self.ab = _dtypes.require(dtype, "matmul: dtype")
+        else:
+            spec = _dtypes.promote(np.dtype(self.A.dtype),
+                                   np.dtype(self.B.dtype))
+            try:
+                self.ab = _dtypes.require(spec, "matmul")
+            except DTypeError as e:
+                raise DTypeError(
+                    "%s; pass dtype= (e.g. dtype='float32') to convert the "
+                    "inputs" % e.message) from None
+        for t, i in ((ta, 0), (tb, 1)):
+            if t is not None and t != self.ab.np:
+                raise DTypeError(
+                    "matmul: resident tensor operand %d holds %s, the "
+                    "multiply is in %s (tensors are not converted)" %
+                    (i, t, self.ab.name))
+        if out is not None and not isinstance(out, np.ndarray):
+            raise TypeError("matmul: out must be a numpy array, not %s" %
+                            type(out).__name__)
+        if out_dtype is not None:
+            self.cd = _dtypes.require(out_dtype, "matmul: out_dtype")
+        elif out is not None:
+            self.cd = _dtypes.require(out.dtype, "matmul: out")
+        elif self.ab.name in self.ab.outs:
+            self.cd = self.ab
+        else:
+            self.cd = _dtypes.TABLE[self.ab.outs[0]]
+        if self.cd.name not in self.ab.outs:
+            raise DTypeError(
+                "matmul: gemmd cannot write a %s result from %s inputs "
+                "(it writes %s)" %
+                (self.cd.name, self.ab.name, ", ".join(self.ab.outs)))
+        if out is not None and out.dtype != self.cd.np:
+            raise DTypeError(
+                "matmul: out has dtype %s but the result is %s (pass "
+                "out_dtype=%r)" % (out.dtype, self.cd.name, out.dtype.name))
+
+        # options
+        if precision is not None and not isinstance(precision, str):
+            raise InvalidArgument("matmul: precision must be a string "
+                                  "('default', 'tf32', 'fp32') or None")
+        p = precision.lower() if precision is not None else None
+        if p not in _PRECISIONS:
+            raise InvalidArgument(
+                "matmul: precision=%r is not one of 'default', 'tf32', "
+                "'fp32'" % precision)
+        self.precision = _PRECISIONS[p]
+        if self.precision != 0 and not self.ab.precision:
+            raise InvalidArgument(
+                "matmul: precision=%r applies to float32 inputs; these are "
+                "%s" % (precision, self.ab.name))
+        self.kernel: Optional[bytes] = None
+        if kernel is not None:
+            if not isinstance(kernel, str):
+                raise InvalidArgument("matmul: kernel must be a string, not "
+                                      "%s" % type(kernel).__name__)
+            kb = kernel.encode()
+            if len(kb) > _capi.GEMM_KERNEL_NAME_MAX:
+                raise InvalidArgument(
+                    "matmul: kernel name %r is longer than %d bytes" %
+                    (kernel, _capi.GEMM_KERNEL_NAME_MAX))
+            self.kernel = kb
+        try:
+            self.alpha = float(alpha)
+            self.beta = float(beta)
+        except TypeError:
+            raise DTypeError("matmul: alpha and beta must be real numbers "
+                             "for %s (got %r, %r)" %
+                             (self.ab.name, alpha, beta)) from None
+
+        # out, then C (beta != 0: c, else out itself)
+        self.out = out
+        self.out2: Optional[np.ndarray] = None
+        if out is not None:
+            if out.shape != self.shape:
+                if out.ndim != len(self.shape):
+                    raise ShapeError(
+                        "matmul: out has shape %s, the result has shape %s" %
+                        (out.shape, self.shape))
+                for d, (g, w) in enumerate(zip(out.shape, self.shape)):
+                    if g != w:
+                        raise _core_mismatch("Output", 0, d, g, w)
+            if not out.flags.writeable:
+                raise InvalidArgument("matmul: output array is read-only")
+            self.out2 = out.reshape(self.m, self.n)  # a view: same size
+        self.C: Optional[Any] = None
+        self.c_is_out = False
+        if self.beta != 0.0:
+            if c is None and out is None:
+                raise InvalidArgument(
+                    "matmul: beta=%g needs c= (or out=, which is then C)" %
+                    self.beta)
+            if c is None:
+                self.C, self.c_is_out = self.out2, True
+            elif isinstance(c, Tensor):
+                if c.client is not client:
+                    raise InvalidArgument("matmul: tensor c belongs to "
+                                          "another client")
+                if c.shape != (self.m, self.n) or c.trans:
+                    raise ShapeError(
+                        "matmul: tensor c is %s, C must be %dx%d as stored" %
+                        ("x".join(map(str, c.shape)), self.m, self.n))
+                if c.dtype != self.cd.np:
+                    raise DTypeError(
+                        "matmul: tensor c holds %s, C is %s" %
+                        (c.dtype, self.cd.name))
+                self.C = c
+            else:
+                carr = np.asarray(c)
+                try:
+                    cb = np.broadcast_to(carr, self.shape)
+                except ValueError:
+                    raise ShapeError(
+                        "matmul: c of shape %s cannot be broadcast to the "
+                        "result's shape %s" % (carr.shape, self.shape)) \
+                        from None
+                self.C = cb.reshape(self.m, self.n)
+
+    def _input(self, x: Operand, i: int,
+               client: "Client") -> Tuple[Any, bool]:
+        if isinstance(x, Tensor):
+            if x.client is not client:
+                raise InvalidArgument("matmul: tensor operand %d belongs to "
+                                      "another client" % i)
+            return x, False
+        arr = x if isinstance(x, np.ndarray) else np.asarray(x)
+        if arr.ndim == 0:
+            raise ShapeError(
+                "matmul: Input operand %d does not have enough dimensions "
+                "(has 0, gufunc core with signature %s requires 1)" %
+                (i, _SIG))
+        if arr.ndim > 2:
+            raise ShapeError(
+                "matmul: operand %d has shape %s: gemmd multiplies "
+                "matrices (2-D) and vectors, not stacks of them" %
+                (i, arr.shape))
+        if arr.ndim == 1:
+            return (arr.reshape(1, -1) if i == 0 else arr), True
+        return arr, False
+
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing for gemmd to compute."""
+        return self.m == 0 or self.n == 0 or self.k == 0
+
+    def local_result(self) -> Any:
+        """The result of a GEMM with a zero dimension, computed here:
+        zeros, or beta * C when k is 0 (numpy's answer)."""
+        d = np.zeros((self.m, self.n), self.cd.np)
+        if self.k == 0 and self.C is not None:
+            if isinstance(self.C, Tensor):
+                raise InvalidArgument("matmul: k = 0 with a resident "
+                                      "tensor as C is not supported")
+            d[...] = (self.beta * self.C.astype(np.float64)).astype(
+                self.cd.np)
+        if self.out is not None:
+            np.copyto(self.out2, d, casting="unsafe")
+            return self.out
+        return d.reshape(self.shape) if self.shape else d[0, 0]
+
+
+# ---- one GEMM on one connection ------------------------------------------
+
+
+def _locate(arr: np.ndarray, conn: _Conn, dt: np.dtype
+            ) -> Optional[Tuple[_Buffer, int, int, bool]]:
+    """Where a 2-D array sits in one of conn's buffers as a GEMM operand:
+    (buffer, byte offset, ld, transposed), or None when it must be copied
+    (another type, not gemmd memory of this connection, a layout that is
+    neither rows nor columns with a stride)."""
+    if arr.dtype != dt:
+        return None
+    buf = _buffer_of(arr)
+    if buf is None or buf.conn is not conn:
+        return None
+    r, c = arr.shape
+    s0, s1 = arr.strides
+    isz = dt.itemsize
+    if (c == 1 or s1 == isz) and (r == 1 or (s0 > 0 and s0 % isz == 0 and
+                                            s0 // isz >= c)):
+        trans, ld = False, (s0 // isz if r > 1 else c)
+        rows, cols = r, c
+    elif (r == 1 or s0 == isz) and (c == 1 or (s1 > 0 and s1 % isz == 0 and
+                                              s1 // isz >= r)):
+        trans, ld = True, (s1 // isz if c > 1 else r)
+        rows, cols = c, r
+    else:
+        return None
+    off = arr.__array_interface__["data"][0] - buf.addr
+    if off < 0 or off % isz != 0:
+        return None
+    if off + ((rows - 1) * ld + cols) * isz > buf.size:
+        return None
+    return buf, off, ld, trans
+
+
+class _Call:
+    """A _Plan made concrete on one connection: the gemm_op, the staging
+    copies, and what to do when it completes. Built and sent by the caller
+    holding conn.enter()."""
+
+    def __init__(self, conn: _Conn, plan: _Plan) -> None:
+        self.conn = conn
+        self.plan = plan
+        self.keep: List[Any] = []  # staging arrays: alive until done
+        op = self.op = GemmOp()
+        op.m, op.n, op.k = plan.m, plan.n, plan.k
+        op.ab_type, op.cd_type = plan.ab.code, plan.cd.code
+        op.alpha, op.beta = plan.alpha, plan.beta
+        op.precision = plan.precision
+        if plan.kernel is not None:
+            op.kernel = plan.kernel
+        ab, cd = plan.ab.np, plan.cd.np
+        op.a, op.trans_a, a_loc = self._input(plan.A, ab)
+        op.b, op.trans_b, b_loc = self._input(plan.B, ab)
+
+        # D: the caller's out in place, else a buffer of ours
+        self.d_direct = False
+        self.d_arr: np.ndarray
+        out = plan.out2
+        if out is not None:
+            loc = _locate(out, conn, cd)
+            if loc is not None and not loc[3] and not any(
+                    x is not None and x[0] is loc[0] and
+                    np.may_share_memory(out, arr)
+                    for x, arr in ((a_loc, plan.A), (b_loc, plan.B))):
+                self.d_direct = True
+                self.d_arr = out
+                op.d = GemmMatrix(loc[0].ptr, loc[1], loc[2], 0)
+        if not self.d_direct:
+            self.d_arr = conn.array((plan.m, plan.n), cd)
+            op.d = GemmMatrix(_buffer_of(self.d_arr).ptr, 0, plan.n, 0)
+
+        # C (read when beta != 0): in place, D's memory, or a copy
+        C = plan.C
+        if C is None:
+            pass
+        elif isinstance(C, Tensor):
+            op.c = GemmMatrix(None, 0, 0, self._tensor_id(C))
+        elif plan.c_is_out and self.d_direct:
+            op.c = op.d  # D = alpha*A*B + beta*D, in place
+        else:
+            loc = _locate(C, conn, cd)
+            if loc is not None and not loc[3] and not (
+                    self.d_direct and loc[0].ptr == op.d.buf and
+                    np.may_share_memory(C, out) and
+                    (loc[1], loc[2]) != (op.d.offset, op.d.ld)):
+                op.c = GemmMatrix(loc[0].ptr, loc[1], loc[2], 0)
+            elif not self.d_direct:
+                _copy.copy(self.d_arr, C)  # C in D's own buffer
+                op.c = op.d
+            else:
+                cs = conn.array((plan.m, plan.n), cd)
+                _copy.copy(cs, C)
+                self.keep.append(cs)
+                op.c = GemmMatrix(_buffer_of(cs).ptr, 0, plan.n, 0)
+
+    def _tensor_id(self, t: "Tensor") -> int:
+        h = t._h
+        if h.freed:
+            raise InvalidArgument("matmul: resident tensor %#x was freed" %
+                                  h.id)
+        if h.conn is not self.conn:
+            raise ConnectionClosed(
+                "matmul: resident tensor %#x was lost with the connection "
+                "it was uploaded on (gemmd restarted, or this is a forked "
+                "child); upload it again" % h.id)
+        return h.id
+
+    def _input(self, x: Any, dt: np.dtype
+               ) -> Tuple[GemmMatrix, bool, Optional[Tuple]]:
+        """A or B as a gemm_matrix and its transpose flag: a tensor, the
+        array in place, or a copy in a staging buffer."""
+        if isinstance(x, Tensor):
+            return GemmMatrix(None, 0, 0, self._tensor_id(x)), x.trans, None
+        loc = _locate(x, self.conn, dt)
+        if loc is not None:
+            buf, off, ld, trans = loc
+            return GemmMatrix(buf.ptr, off, ld, 0), trans, loc
+        # Copy. Column-ordered input (x.T of a C array) is copied as its
+        # transpose, row by row, and sent with the transpose flag.
+        trans = x.strides[0] < x.strides[1] and x.shape[0] > 1
+        src = x.T if trans else x
+        st = self.conn.array(src.shape, dt)
+        _copy.copy(st, src)
+        self.keep.append(st)
+        return GemmMatrix(_buffer_of(st).ptr, 0, src.shape[1], 0), trans, None
+
+    def failed(self, rv: int) -> None:
+        """After a failure that may leave the request running in gemmd:
+        our D buffer must never be handed out again."""
+        if rv in _MAYBE_RUNNING and not self.d_direct:
+            buf = _buffer_of(self.d_arr)
+            if buf is not None:
+                buf.tainted = True
+
+    def finish(self) -> Any:
+        """The result after success: out (filled), or the new array."""
+        p = self.plan
+        if p.out is not None:
+            if not self.d_direct:
+                _copy.copy(p.out2, self.d_arr)
+            return p.out
+        d = self.d_arr
+        return d.reshape(p.shape) if p.shape else d[0, 0]
+
+    def release(self) -> None:
+        """Drops the staging arrays (their buffers return to the pool)."""
+        self.keep = []
+        self.d_arr = None  # type: ignore[assignment]
+
+
+def _run(conn: _Conn, plan: _Plan) -> Any:
+    """One GEMM on conn, waiting for it (caller holds conn.enter())."""
+    call = _Call(conn, plan)
+    try:
+        req = ctypes.c_void_p()
+        rv = conn.lib.gemm_submit(conn.h, ctypes.byref(call.op),
+                                  ctypes.byref(req))
+        if rv == _ERR_CLOSED:  # not sent: safe to send on a new connection
+            conn.lost = True
+            raise _Lost()
+        conn.check(rv)
+        rv = conn.lib.gemm_wait(req.value, None)
+        if rv != _OK:
+            call.failed(rv)
+            conn.check(rv)
+        return call.finish()
+    finally:
+        call.release()

@@ -1,0 +1,129 @@
+"""Resident tensors: matrices gemmd keeps in its memory (the GPU's on the
+cuda backend), made by Client.upload() and used in place of arrays in
+matmul.
+
+A _TensorHandle is the tensor in gemmd, shared by a Tensor and its ``.T``
+views; it is freed by free() or when the last view is collected. It lives
+on the connection it was uploaded on: after gemmd restarted (or in a
+forked child) using it raises ConnectionClosed. Thread-safe.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Any, Tuple
+
+import numpy as np
+
+from . import _conn
+from ._conn import _Conn, _Lost, _OK, _ERR_CLOSED
+from ._errors import GemmError, ShapeError
+
+if TYPE_CHECKING:
+    from ._client import Client
+
+
+# ---- resident tensors ---------------------------------------------------
+
+
+class _TensorHandle:
+    """A resident tensor in gemmd, shared by a Tensor and its .T views."""
+
+    def __init__(self, conn: _Conn, tid: int, shape: Tuple[int, int],
+                 dtype: np.dtype) -> None:
+        self.conn = conn
+        self.id = tid
+        self.shape = shape  # as stored (rows, cols)
+        self.dtype = dtype
+        self.freed = False
+        self.lock = threading.Lock()
+
+    def free(self, quiet: bool) -> None:
+        with self.lock:
+            if self.freed:
+                return
+            self.freed = True
+        conn = self.conn
+        if _conn.exiting() or conn.pid != os.getpid() or conn.lost:
+            return  # gone with its connection
+        try:
+            conn.enter()
+        except (GemmError, _Lost):
+            return
+        try:
+            rv = conn.lib.gemm_tensor_free(conn.h, self.id)
+            if rv not in (_OK, _ERR_CLOSED) and not quiet:
+                conn.check(rv)
+        finally:
+            conn.exit()
+
+    def __del__(self) -> None:
+        try:
+            self.free(quiet=True)
+        except Exception:
+            pass
+
+
+class Tensor:
+    """A matrix kept resident in gemmd (in GPU memory on the cuda backend),
+    made by Client.upload(). Use it in place of an array in matmul (``.T``
+    for its transpose); free it with free() or let it be collected. It
+    lives on its connection: after gemmd restarts, using it raises
+    ConnectionClosed."""
+
+    __slots__ = ("_h", "client", "trans")
+
+    def __init__(self, handle: _TensorHandle, client: "Client",
+                 trans: bool = False) -> None:
+        self._h = handle
+        self.client = client
+        self.trans = trans  # this view is the stored matrix transposed
+
+    @property
+    def id(self) -> int:
+        """gemmd's tensor id."""
+        return self._h.id
+
+    @property
+    def shape(self) -> Tuple[int, int]:
+        """The shape as this view presents it."""
+        r, c = self._h.shape
+        return (c, r) if self.trans else (r, c)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type (numpy dtype)."""
+        return self._h.dtype
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    @property
+    def T(self) -> "Tensor":
+        """The transposed view (no copy: a transpose flag in the GEMM)."""
+        return Tensor(self._h, self.client, not self.trans)
+
+    @property
+    def freed(self) -> bool:
+        """Whether free() was called."""
+        return self._h.freed
+
+    def free(self) -> None:
+        """Frees the tensor in gemmd (GEMMs already queued that use it
+        finish first). Freeing twice, or after the client closed, does
+        nothing."""
+        self._h.free(quiet=False)
+
+    def reshape(self, *shape: Any) -> "Tensor":
+        want = tuple(shape[0]) if len(shape) == 1 and isinstance(
+            shape[0], (tuple, list)) else tuple(shape)
+        if want != self.shape:
+            raise ShapeError("a resident tensor cannot be reshaped")
+        return self
+
+    def __repr__(self) -> str:
+        return "<gemmd.Tensor %#x %s %s%s%s>" % (
+            self._h.id, "x".join(map(str, self.shape)), self.dtype.name,
+            " (transposed view)" if self.trans else "",
+            " freed" if self._h.freed else "")

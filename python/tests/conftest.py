@@ -1,0 +1,203 @@
+"""Fixtures for the gemmd package's tests: a real gemmd on a private socket.
+
+As tests/util/daemon.c does for the C suite: a private directory
+(mkdtemp, under $TMPDIR when its path is short), gemmd listening on
+ipc://DIR/gemmd.sock with its log in DIR/gemmd.log, started with
+--backend $GEMM_TEST_BACKEND (cpu by default) and --threads 2, ready when a
+ping answers; stopped with SIGTERM and required to exit 0.
+
+Environment: GEMM_TEST_GEMMD (the gemmd binary; required),
+GEMM_TEST_BACKEND (cpu or cuda), GEMM_TEST_KEEP=1 (keep the directories
+and their logs).
+
+Fixtures: ``daemon`` (one per session), ``client`` (a new connection to it
+per test), ``make_daemon(*extra_args)`` (a private daemon for one test,
+with options such as --max-queue).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from typing import Callable, Iterator, List, Optional, Sequence
+
+import numpy as np
+import pytest
+
+import gemmd
+
+BACKEND = os.environ.get("GEMM_TEST_BACKEND") or "cpu"
+
+
+def gemmd_path() -> str:
+    path = os.environ.get("GEMM_TEST_GEMMD")
+    if not path:
+        pytest.exit("GEMM_TEST_GEMMD must name the gemmd binary "
+                    "(tests/run.sh sets it)", returncode=2)
+    return path
+
+
+class Daemon:
+    """One gemmd process on a private socket."""
+
+    def __init__(self, extra: Sequence[str] = ()) -> None:
+        tmp = os.environ.get("TMPDIR")
+        if not tmp or len(tmp) > 60:
+            tmp = "/tmp"
+        self.dir = tempfile.mkdtemp(prefix="gemmd-py-", dir=tmp)
+        self.sock = os.path.join(self.dir, "gemmd.sock")
+        self.url = "ipc://" + self.sock
+        self.log = os.path.join(self.dir, "gemmd.log")
+        self.extra = list(extra)
+        self.proc: Optional[subprocess.Popen] = None
+        self.start()
+
+    def argv(self) -> List[str]:
+        args = [gemmd_path(), "--listen", self.url]
+        if "--backend" not in self.extra:
+            args += ["--backend", BACKEND]
+        if "--threads" not in self.extra:
+            args += ["--threads", "2"]
+        if "--log-level" not in self.extra:
+            args += ["--log-level", "info"]
+        args += self.extra
+        # never outlive the test process
+        if shutil.which("setpriv"):
+            args = ["setpriv", "--pdeathsig", "KILL", "--"] + args
+        return args
+
+    def start(self) -> None:
+        """Starts gemmd and waits (10 s at most) until it answers a ping."""
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=log)
+        until = time.monotonic() + 10
+        last: Exception = RuntimeError("no attempt")
+        while time.monotonic() < until:
+            if self.proc.poll() is not None:
+                raise RuntimeError("gemmd exited during start-up (status %s)"
+                                   ":\n%s" % (self.proc.returncode,
+                                              self.log_tail()))
+            try:
+                with gemmd.connect(self.url, timeout=1.0) as c:
+                    c.ping()
+                return
+            except gemmd.GemmError as e:
+                last = e
+                time.sleep(0.01)
+        self.kill()
+        raise RuntimeError("gemmd did not answer a ping within 10 s: %s\n%s"
+                           % (last, self.log_tail()))
+
+    def log_tail(self, n: int = 4000) -> str:
+        try:
+            with open(self.log, "rb") as f:
+                data = f.read()
+        except OSError:
+            return ""
+        return data[-n:].decode(errors="replace")
+
+    def stop(self, timeout: float = 20.0) -> Optional[int]:
+        """SIGTERM; the exit status, or None if it had to be killed."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def destroy(self) -> None:
+        self.kill()
+        if os.environ.get("GEMM_TEST_KEEP", "0") not in ("", "0"):
+            print("kept %s (GEMM_TEST_KEEP)" % self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def stop_checked(self) -> None:
+        """Stops gemmd and fails the test unless it exits 0."""
+        try:
+            st = self.stop()
+            assert st == 0, ("gemmd did not exit 0 after SIGTERM (status "
+                             "%s):\n%s" % (st, self.log_tail()))
+        finally:
+            self.destroy()
+
+
+def pytest_report_header(config: object) -> List[str]:
+    from gemmd import _capi
+
+    return ["gemmd package: %s" % os.path.dirname(gemmd.__file__),
+            "libgemmclient: %s (%s)" % (_capi.lib().path, _capi.lib().how),
+            "gemmd: %s --backend %s" % (os.environ.get("GEMM_TEST_GEMMD"),
+                                        BACKEND)]
+
+
+@pytest.fixture(scope="session")
+def daemon() -> Iterator[Daemon]:
+    d = Daemon()
+    yield d
+    d.stop_checked()
+
+
+@pytest.fixture
+def client(daemon: Daemon) -> Iterator["gemmd.Client"]:
+    with gemmd.connect(daemon.url, timeout=120.0) as c:
+        yield c
+
+
+@pytest.fixture
+def make_daemon() -> Iterator[Callable[..., Daemon]]:
+    made: List[Daemon] = []
+
+    def make(*extra: str) -> Daemon:
+        d = Daemon(extra)
+        made.append(d)
+        return d
+
+    yield make
+    for d in made:
+        if d.proc is not None and d.proc.poll() is None:
+            d.stop_checked()
+        else:
+            d.destroy()
+
+
+# ---- numerical checks ---------------------------------------------------
+
+# Relative Frobenius error allowed against an fp64 reference computed from
+# the inputs as gemmd saw them (gemmctl --check's bounds): the loosest type
+# of the request decides.
+TOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2, "tf32": 2e-3,
+       "float64": 1e-12, "complex64": 1e-5, "complex128": 1e-12}
+
+
+def tolerance(*types: str) -> float:
+    return max(TOL[t] for t in types)
+
+
+def rel_err(got: np.ndarray, ref: np.ndarray) -> float:
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    num = np.linalg.norm((got - ref).ravel())
+    den = np.linalg.norm(ref.ravel())
+    return float(num / den) if den > 0 else float(num)
+
+
+def rand(rng: np.random.Generator, shape: Sequence[int],
+         dtype: object = np.float32) -> np.ndarray:
+    """Uniform in [-1, 1), of dtype (never zeros)."""
+    return (rng.random(shape) * 2 - 1).astype(dtype)
+
+
+def f64(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a).astype(np.float64)
