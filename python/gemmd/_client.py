@@ -163,6 +163,17 @@ class Client:
             else:
                 conn.close(by_user=True)
 
+    def set_timeout(self, timeout: Optional[float]) -> None:
+        """How long requests started from now on wait for their reply, in
+        seconds (None: forever)."""
+        if timeout is not None and timeout <= 0:
+            raise InvalidArgument("timeout must be > 0 seconds or None")
+        ms = -1 if timeout is None else max(1, int(round(timeout * 1000)))
+        self._timeout_ms = ms
+        conn = self._conn
+        if conn is not None and conn.pid == os.getpid():
+            conn.lib.gemm_client_set_timeout(conn.h, ms)
+
     @property
     def closed(self) -> bool:
         """Whether close() was called."""
