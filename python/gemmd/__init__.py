@@ -18,15 +18,18 @@ use (PEP 562 module attributes).
 """
 from __future__ import annotations
 
-import threading
-from typing import TYPE_CHECKING, Any, Optional
+import _thread  # builtin: threading and typing cost ~10 ms to import
+import os as _os
 
 from ._errors import (GemmError, DaemonNotRunning, ConnectionClosed,
                       ClientClosed, ShuttingDown, InvalidArgument, ShapeError,
                       DTypeError, Busy, Limit, Timeout, Unsupported,
                       OutOfMemory, LibraryNotFound, ERRORS, CODES, error_for)
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Optional
+
     from ._client import Client, Tensor
 
 __version__ = "0.1.0"
@@ -54,7 +57,7 @@ def connect(url: Optional[str] = None, *, timeout: Optional[float] = 60.0,
 
 
 _default: Optional["Client"] = None
-_default_lock = threading.Lock()
+_default_lock = _thread.allocate_lock()
 
 
 def default_client() -> "Client":
@@ -85,7 +88,7 @@ def library_path() -> str:
 
 def _after_fork_in_child() -> None:
     global _default_lock
-    _default_lock = threading.Lock()
+    _default_lock = _thread.allocate_lock()
 
 
 def __getattr__(name: str) -> Any:
@@ -96,7 +99,5 @@ def __getattr__(name: str) -> Any:
         return getattr(_client, name)
     raise AttributeError("module 'gemmd' has no attribute %r" % name)
 
-
-import os as _os  # noqa: E402
 
 _os.register_at_fork(after_in_child=_after_fork_in_child)
