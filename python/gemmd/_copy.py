@@ -3,14 +3,17 @@ across a few threads when large.
 
 numpy releases the GIL while it copies or casts built-in types (and
 ml_dtypes' bfloat16), so a copy of tens of MiB into a staging buffer runs on
-several cores at once. The thread pool is made on first use and made again
-in a child after fork (the parent's threads do not exist there).
+several cores at once. The worker threads are started on first use (a small
+pool of our own: concurrent.futures would cost a fresh process ~15 ms of
+imports before its first result) and again in a child after fork, where the
+parent's threads do not exist.
 """
 from __future__ import annotations
 
+import collections
 import os
 import threading
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 import numpy as np
 
@@ -18,26 +21,68 @@ import numpy as np
 PARALLEL_BYTES = 8 << 20
 THREADS = max(1, min(8, os.cpu_count() or 1))
 
-_pool: Optional[Any] = None
-_pool_lock = threading.Lock()
+
+class _Workers:
+    """THREADS - 1 daemon threads running callables from a queue."""
+
+    def __init__(self, n: int) -> None:
+        self.q: collections.deque = collections.deque()
+        self.cv = threading.Condition(threading.Lock())
+        for i in range(n):
+            threading.Thread(target=self._loop, name="gemmd-copy-%d" % i,
+                             daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            with self.cv:
+                while not self.q:
+                    self.cv.wait()
+                fn = self.q.popleft()
+            fn()
+
+    def run(self, fns: List[Callable[[], None]]) -> None:
+        """Runs fns[1:] on the workers and fns[0] here; returns when all
+        are done, raising the first exception."""
+        done = threading.Semaphore(0)
+        errors: List[BaseException] = []
+
+        def wrap(fn: Callable[[], None]) -> Callable[[], None]:
+            def task() -> None:
+                try:
+                    fn()
+                except BaseException as e:  # re-raised in the caller
+                    errors.append(e)
+                finally:
+                    done.release()
+            return task
+
+        with self.cv:
+            self.q.extend(wrap(f) for f in fns[1:])
+            self.cv.notify(len(fns) - 1)
+        wrap(fns[0])()
+        for _ in fns:
+            done.acquire()
+        if errors:
+            raise errors[0]
 
 
-def _get_pool() -> Any:
-    global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                from concurrent.futures import ThreadPoolExecutor
+_workers: Optional[_Workers] = None
+_lock = threading.Lock()
 
-                _pool = ThreadPoolExecutor(THREADS - 1,
-                                           thread_name_prefix="gemmd-copy")
-    return _pool
+
+def _get_workers() -> _Workers:
+    global _workers
+    if _workers is None:
+        with _lock:
+            if _workers is None:
+                _workers = _Workers(THREADS - 1)
+    return _workers
 
 
 def _after_fork_in_child() -> None:
-    global _pool, _pool_lock
-    _pool = None
-    _pool_lock = threading.Lock()
+    global _workers, _lock
+    _workers = None
+    _lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -47,8 +92,7 @@ def copy(dst: np.ndarray, src: Any) -> None:
     """dst[...] = src, converting the element type as needed (casting
     'unsafe': the caller chose the types). Large copies are split by rows
     over THREADS threads, the caller's included. Any thread."""
-    nbytes = dst.nbytes
-    parts = min(THREADS, nbytes // (PARALLEL_BYTES // 2))
+    parts = min(THREADS, dst.nbytes // (PARALLEL_BYTES // 2))
     if parts < 2 or dst.ndim == 0 or dst.shape[0] < parts:
         np.copyto(dst, src, casting="unsafe")
         return
@@ -57,11 +101,9 @@ def copy(dst: np.ndarray, src: Any) -> None:
         src = np.broadcast_to(src, dst.shape)
     rows = dst.shape[0]
     step = (rows + parts - 1) // parts
-    pool = _get_pool()
-    futs: List[Any] = []
-    for lo in range(step, rows, step):
-        futs.append(pool.submit(np.copyto, dst[lo:lo + step],
-                                src[lo:lo + step], casting="unsafe"))
-    np.copyto(dst[:step], src[:step], casting="unsafe")
-    for f in futs:
-        f.result()
+
+    def part(lo: int) -> Callable[[], None]:
+        return lambda: np.copyto(dst[lo:lo + step], src[lo:lo + step],
+                                 casting="unsafe")
+
+    _get_workers().run([part(lo) for lo in range(0, rows, step)])

@@ -89,6 +89,9 @@ def served_names() -> str:
     return ", ".join(r.name for r in TABLE.values() if r.available)
 
 
+_BY_NP: Dict[np.dtype, Optional[DType]] = {}  # cache: dtype.name is slow
+
+
 def lookup(spec: Any) -> Optional[DType]:
     """The row for a dtype spec (a name, a numpy dtype or type,
     ml_dtypes.bfloat16), or None if gemmd does not know the type. Raises
@@ -97,8 +100,12 @@ def lookup(spec: Any) -> Optional[DType]:
         key = ALIASES.get(spec.lower(), spec.lower())
         if key in TABLE:
             return TABLE[key]
-    dt = np.dtype(spec)
-    return TABLE.get(dt.name)
+    dt = spec if isinstance(spec, np.dtype) else np.dtype(spec)
+    try:
+        return _BY_NP[dt]
+    except KeyError:
+        row = _BY_NP[dt] = TABLE.get(dt.name)
+        return row
 
 
 def require(spec: Any, what: str) -> DType:
@@ -118,11 +125,6 @@ def require(spec: Any, what: str) -> DType:
             "one multiplies %s); pass dtype='float32' to convert" %
             (what, row.name, served_names()))
     return row
-
-
-def of_array(dt: np.dtype) -> Optional[DType]:
-    """The row for an array's dtype, or None."""
-    return TABLE.get(dt.name)
 
 
 def promote(x: np.dtype, y: np.dtype) -> np.dtype:

@@ -338,3 +338,21 @@ def test_result_reuses_buffers(client: gemmd.Client) -> None:
         d = client.matmul(a, b)
     del d
     assert client.status()["buffers"] <= before
+
+
+def test_large_copies_run_on_several_threads(client: gemmd.Client,
+                                             monkeypatch: pytest.MonkeyPatch
+                                             ) -> None:
+    """Staging copies past _copy.PARALLEL_BYTES are split over threads:
+    plain, converting (fp32 -> bf16) and from a transposed view."""
+    monkeypatch.setattr(_copy, "THREADS", 4)
+    rng = np.random.default_rng(25)
+    a = rand(rng, (1536, 1536))  # 9 MiB
+    b = rand(rng, (1536, 16))
+    for x, dt in ((a, "float32"), (a, "bfloat16"), (a.T, "float32")):
+        d = client.matmul(x, b, dtype=dt, out_dtype="float32")
+        assert_close(d, reference(x, b, dt), dt)
+    out = np.empty((1536, 1536), np.float32)  # the copy back, too
+    e = rand(rng, (1536, 1))
+    client.matmul(e, e.T, out=out)
+    assert_close(out, reference(e, e.T, "float32"), "float32")
