@@ -148,7 +148,9 @@ class _Conn:
         self.pid = os.getpid()
         self.url = url
         lib.gemm_client_set_timeout(self.h, timeout_ms)
-        self.lock = threading.Lock()
+        # Re-entrant: a lease collected by the garbage collector while this
+        # thread holds the lock gives its buffer back through it.
+        self.lock = threading.RLock()
         self.idle = threading.Condition(self.lock)  # active reached 0
         self.state = _OPEN
         self.closed_by_user = False
@@ -270,6 +272,9 @@ class _Conn:
     def _alloc(self, nbytes: int) -> _Buffer:
         ptr = ctypes.c_void_p()
         rv = self.lib.gemm_buffer_alloc(self.h, nbytes, ctypes.byref(ptr))
+        if rv == _ERR_CLOSED:  # an allocation is safe to retry elsewhere
+            self.lost = True
+            raise _Lost()
         self.check(rv)
         p = ptr.value
         return _Buffer(self, p, self.lib.gemm_buffer_data(p),

@@ -172,6 +172,18 @@ def make_daemon() -> Iterator[Callable[..., Daemon]]:
             d.destroy()
 
 
+def eventually(fn: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Polls fn until it is true (True) or timeout seconds pass (False):
+    for what gemmd does asynchronously, such as dropping a closed
+    connection's buffers and tensors."""
+    until = time.monotonic() + timeout
+    while not fn():
+        if time.monotonic() > until:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 # ---- numerical checks ---------------------------------------------------
 
 # Relative Frobenius error allowed against an fp64 reference computed from

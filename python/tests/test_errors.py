@@ -194,9 +194,10 @@ def _slow_gemm(c: gemmd.Client, n: int = 0) -> tuple:
 
 def test_timeout_and_the_late_result(make_daemon: Any) -> None:
     d = make_daemon()
-    c = gemmd.connect(d.url, timeout=0.005)
+    c = gemmd.connect(d.url, timeout=60)
     (a, b), kw = _slow_gemm(c)
     ones = c.asarray(np.ones(a.shape, a.dtype))  # in place: D is pooled
+    c.set_timeout(0.005)
     with pytest.raises(gemmd.Timeout) as ei:
         c.matmul(a, b, **kw)
     assert ei.value.code == 4 and isinstance(ei.value, TimeoutError)
