@@ -41,6 +41,7 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     openblas_set_num_threads(threads);
     be->workers = 1;
     be->threads = (unsigned)threads;
+    be->host_tensors = true;
     /* The CPU model from /proc/cpuinfo, for Hello and Status. */
     snprintf(be->device, sizeof(be->device), "cpu");
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -175,6 +176,22 @@ static void naive_sgemm(const gemmd_job *j, const float *A, uint64_t lda,
     }
 }
 
+/* The fp32 copies cpu_gemm makes: A and B when they are not fp32 (or are
+ * rounded to tf32), D when it is not fp32. */
+static uint64_t cpu_job_memory(gemmd_backend *be, const gemmd_job *j)
+{
+    (void)be;
+    if (j->kind != JOB_GEMM)
+        return 0;
+    uint64_t bytes = 0;
+    bool tf32 = j->ab_type == GEMM_FP32 && j->precision == GEMM_PRECISION_TF32;
+    if (j->ab_type != GEMM_FP32 || tf32)
+        bytes += (j->m * j->k + j->k * j->n) * sizeof(float);
+    if (j->cd_type != GEMM_FP32)
+        bytes += j->m * j->n * sizeof(float);
+    return bytes;
+}
+
 static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
 {
     (void)be;
@@ -297,6 +314,7 @@ const gemmd_backend_ops gemmd_backend_cpu = {
     .pin = NULL,
     .unpin = NULL,
     .gemm = cpu_gemm,
+    .job_memory = cpu_job_memory,
     .upload = cpu_upload,
     .tensor_free = cpu_tensor_free,
     .stats = NULL,

@@ -255,8 +255,7 @@ static int run_gemmd(const char *const *args)
         int fd = open("/dev/null", O_WRONLY);
         dup2(fd, 1);
         dup2(fd, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
+        tu_exec_gemmd((char *const *)argv);
     }
     gemmd_proc p = {.pid = pid};
     if (!gemmd_wait_exit(&p, 5.0)) {
