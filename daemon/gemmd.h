@@ -140,7 +140,9 @@ typedef struct gemmd {
     uv_idle_t spin;
     uint64_t spin_until; /* ns */
     uv_signal_t sig_term, sig_int, sig_hup;
-    uv_timer_t stats_timer, drain_timer, sweep_timer;
+    uv_timer_t stats_timer, drain_timer;
+    uv_timer_t sweep_timer; /* the next deadline of a connection or ticket */
+    uint64_t sweep_at_ns;   /* when it fires; 0 = not armed */
 
     /* the listening socket and the connections */
     int listen_fd;
@@ -187,7 +189,8 @@ void srv_close(gemmd *d);
 bool srv_flushed(const gemmd *d);
 /* Queues r as q's reply (q is freed; its connection may be gone). */
 void srv_reply(gemmd *d, srv_req *q, Gemm__Reply *r);
-/* Periodic: deadlines of greetings, messages, stalled writes, tickets. */
+/* Closes connections past their deadlines (greeting, message, unread
+ * replies) and drops expired tickets; arms the timer for the next one. */
 void srv_sweep(gemmd *d);
 /* Takes descriptor `ticket` for a RegisterBuffer of uid: the fd, or -1. */
 int srv_ticket_take(gemmd *d, uint64_t ticket, uint64_t uid);

@@ -81,10 +81,6 @@ static void on_stats(uv_timer_t *t)
     metrics_write_file(t->data);
 }
 
-static void on_sweep(uv_timer_t *t)
-{
-    srv_sweep(t->data);
-}
 
 static void on_drain_timeout(uv_timer_t *t)
 {
@@ -140,7 +136,6 @@ static void on_last_replies(uv_timer_t *t)
     uv_close((uv_handle_t *)&d->sig_hup, NULL);
     uv_close((uv_handle_t *)&d->stats_timer, NULL);
     uv_close((uv_handle_t *)&d->drain_timer, NULL);
-    uv_close((uv_handle_t *)&d->sweep_timer, NULL);
 }
 
 static void close_all(gemmd *d)
@@ -242,9 +237,7 @@ int main(int argc, char **argv)
     uv_signal_start(&d->sig_hup, on_signal, SIGHUP);
     uv_timer_init(d->loop, &d->stats_timer);
     uv_timer_init(d->loop, &d->drain_timer);
-    uv_timer_init(d->loop, &d->sweep_timer);
-    d->stats_timer.data = d->drain_timer.data = d->sweep_timer.data = d;
-    uv_timer_start(&d->sweep_timer, on_sweep, 100, 100);
+    d->stats_timer.data = d->drain_timer.data = d;
     if (d->cfg.stats_interval_s > 0) {
         uint64_t ms = (uint64_t)(d->cfg.stats_interval_s * 1000);
         uv_timer_start(&d->stats_timer, on_stats, ms, ms);

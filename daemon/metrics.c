@@ -47,10 +47,8 @@ void metrics_observe(gemmd_metrics *m, int kind, int status, uint64_t ns)
     int b = 0;
     while (b < METRICS_BUCKETS && s > bucket_le[b])
         b++;
-    if (b < METRICS_BUCKETS)
+    if (b < METRICS_BUCKETS) /* beyond the last: only in +Inf (the total) */
         m->lat_count[kind][b]++;
-    else
-        m->lat_count[kind][METRICS_BUCKETS - 1] += 0; /* +Inf: in total */
 }
 
 /* "ok", "invalid", "busy", ...: the gemm_error's name in lower case. */
@@ -343,9 +341,11 @@ typedef struct http_conn {
     size_t got;
     char *resp;
     int closing; /* handles still to close */
+    struct http_conn *prev, *next;
 } http_conn;
 
 static int http_open;
+static http_conn *http_conns; /* open ones, closed by metrics_stop */
 
 static void http_closed(uv_handle_t *h)
 {
@@ -361,6 +361,12 @@ static void http_close(http_conn *c)
 {
     if (c->closing != 0)
         return;
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        http_conns = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
     c->closing = 2;
     uv_close((uv_handle_t *)&c->tcp, http_closed);
     uv_close((uv_handle_t *)&c->timer, http_closed);
@@ -459,6 +465,10 @@ static void http_accept(uv_stream_t *server, int status)
     }
     uv_timer_init(d->loop, &c->timer);
     c->timer.data = c;
+    c->next = http_conns;
+    if (http_conns != NULL)
+        http_conns->prev = c;
+    http_conns = c;
     uv_timer_start(&c->timer, http_timeout, 5000, 0);
     uv_read_start((uv_stream_t *)&c->tcp, http_alloc, http_read);
 }
@@ -509,6 +519,8 @@ int metrics_start(gemmd *d, char *msg, size_t len)
 
 void metrics_stop(gemmd *d)
 {
+    while (http_conns != NULL)
+        http_close(http_conns);
     if (d->metrics.http_on) {
         d->metrics.http_on = 0;
         uv_close((uv_handle_t *)&d->metrics.http, NULL);

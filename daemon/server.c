@@ -57,6 +57,7 @@ static const uint8_t fd_hdr[8] = {0, 'G', 'F', 'D', 0, 1, 0, 0};
 
 static void conn_io(uv_poll_t *h, int status, int events);
 static void srv_flush(srv_conn *c);
+static void arm(gemmd *d, uint64_t at_ns);
 
 /* ---- the inbox (finished jobs from the workers) ---- */
 
@@ -191,6 +192,9 @@ static void conn_send(srv_conn *c, srv_out *o)
     } else {
         c->out_head = o;
         c->out_since = gemmd_now_ns();
+        if (c->d->cfg.send_timeout_s > 0)
+            arm(c->d, c->out_since +
+                          (uint64_t)(c->d->cfg.send_timeout_s * 1e9));
     }
     c->out_tail = o;
     if (c->out_head == o)
@@ -348,10 +352,12 @@ static void sp_read(srv_conn *c)
                           SP_FRAME_HEAD - c->head_got);
             if (r <= 0)
                 return;
-            if (c->head_got == 0)
+            if (c->head_got == 0) {
                 c->deadline_ns =
                     gemmd_now_ns() +
                     (uint64_t)(d->cfg.message_timeout_s * 1e9);
+                arm(d, c->deadline_ns);
+            }
             c->head_got += (unsigned)r;
             if (c->head_got < SP_FRAME_HEAD)
                 continue;
@@ -501,6 +507,7 @@ static int ticket_add(gemmd *d, srv_conn *c, int fd, uint64_t *out)
     t->uid = c->uid;
     t->chan = c;
     t->expires_ns = gemmd_now_ns() + 30ull * 1000000000u;
+    arm(d, t->expires_ns);
     srv_ticket **l = &d->tickets[t->ticket % SRV_TICKET_BUCKETS];
     t->next = *l;
     *l = t;
@@ -718,6 +725,7 @@ static void conn_accept(gemmd *d, int fd)
     c->refs = 1;
     c->deadline_ns =
         gemmd_now_ns() + (uint64_t)(d->cfg.handshake_timeout_s * 1e9);
+    arm(d, c->deadline_ns);
     c->next = d->conns;
     if (d->conns != NULL)
         d->conns->prev = c;
@@ -761,38 +769,71 @@ static void on_listen(uv_poll_t *h, int status, int events)
     }
 }
 
+static void on_sweep(uv_timer_t *t)
+{
+    gemmd *d = t->data;
+    d->sweep_at_ns = 0;
+    srv_sweep(d);
+}
+
+/* Makes sure the sweep runs by at_ns. The timer runs only when a deadline
+ * is pending: an idle daemon does not wake. */
+static void arm(gemmd *d, uint64_t at_ns)
+{
+    if (d->stopped || (d->sweep_at_ns != 0 && d->sweep_at_ns <= at_ns))
+        return;
+    d->sweep_at_ns = at_ns;
+    uint64_t now = gemmd_now_ns();
+    uint64_t ms = at_ns > now ? (at_ns - now + 999999) / 1000000 : 0;
+    uv_timer_start(&d->sweep_timer, on_sweep, ms, 0);
+}
+
 void srv_sweep(gemmd *d)
 {
     uint64_t now = gemmd_now_ns();
     uint64_t send_ns = (uint64_t)(d->cfg.send_timeout_s * 1e9);
+    uint64_t next = UINT64_MAX;
     char why[96];
-    for (srv_conn *c = d->conns, *next; c != NULL; c = next) {
-        next = c->next;
-        if (c->deadline_ns != 0 && now > c->deadline_ns) {
+    for (srv_conn *c = d->conns, *nx; c != NULL; c = nx) {
+        nx = c->next;
+        if (c->deadline_ns != 0 && now >= c->deadline_ns) {
             d->metrics.conns_timed_out++;
             snprintf(why, sizeof(why), "%s not whole within %.3g s",
                      c->kind == CONN_NEW ? "greeting" : "message",
                      c->kind == CONN_NEW ? d->cfg.handshake_timeout_s
                                          : d->cfg.message_timeout_s);
             conn_close(c, LOG_INFO, why);
-        } else if (c->out_head != NULL && send_ns != 0 &&
-                   now - c->out_since > send_ns) {
+            continue;
+        }
+        if (c->out_head != NULL && send_ns != 0 &&
+            now - c->out_since >= send_ns) {
             d->metrics.conns_dropped++;
             snprintf(why, sizeof(why),
                      "its replies were not read for %.3g s",
                      d->cfg.send_timeout_s);
             conn_close(c, LOG_NOTICE, why);
+            continue;
         }
+        if (c->deadline_ns != 0 && c->deadline_ns < next)
+            next = c->deadline_ns;
+        if (c->out_head != NULL && send_ns != 0 &&
+            c->out_since + send_ns < next)
+            next = c->out_since + send_ns;
     }
     for (int b = 0; b < SRV_TICKET_BUCKETS; b++) {
         srv_ticket **l = &d->tickets[b];
         while (*l != NULL) {
-            if (now > (*l)->expires_ns)
+            if (now >= (*l)->expires_ns) {
                 ticket_drop(d, l);
-            else
-                l = &(*l)->next;
+                continue;
+            }
+            if ((*l)->expires_ns < next)
+                next = (*l)->expires_ns;
+            l = &(*l)->next;
         }
     }
+    if (next != UINT64_MAX)
+        arm(d, next);
 }
 
 /* ---- the listening socket ---- */
@@ -885,6 +926,8 @@ int srv_open(gemmd *d, char *msg, size_t len)
     }
     d->listen_fd = fd;
     d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    uv_timer_init(d->loop, &d->sweep_timer);
+    d->sweep_timer.data = d;
     d->max_conns = conn_cap(d);
     uv_poll_init(d->loop, &d->listen_poll, fd);
     d->listen_poll.data = d;
@@ -917,6 +960,7 @@ bool srv_flushed(const gemmd *d)
 void srv_close(gemmd *d)
 {
     srv_stop_listening(d);
+    uv_close((uv_handle_t *)&d->sweep_timer, NULL);
     while (d->conns != NULL)
         conn_close(d->conns, LOG_DEBUG, "gemmd is stopping");
     for (int b = 0; b < SRV_TICKET_BUCKETS; b++)

@@ -3,7 +3,7 @@
 # and comes from the CUDA Toolkit under /usr/local/cuda when present.
 set -eu
 pkgs="build-essential cmake pkg-config libuv1-dev libnng-dev libprotobuf-c-dev
-protobuf-c-compiler libcriterion-dev libopenblas-dev python3 systemd
+protobuf-c-compiler libcriterion-dev libopenblas-dev python3 systemd prometheus
 clang libclang-rt-dev gnuplot-nox"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done

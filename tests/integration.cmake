@@ -53,6 +53,8 @@ target_compile_definitions(integration_gemmctl PRIVATE
   GEMMCTL_PATH="$<TARGET_FILE:gemmctl>")
 add_dependencies(integration_gemmctl gemmctl)
 gemm_itest(limits 60)       # per-client caps, deadlines, fairness
+gemm_itest(tenancy 240)     # a hostile local user: lockouts, floods, memory
+gemm_itest(metrics 60)      # Prometheus endpoint and textfile, promtool
 gemm_itest(faults 60)       # dying clients, shm truncation, daemon restart
 add_executable(fault_probe integration/fault_probe.c)
 target_link_libraries(fault_probe PRIVATE gemm_itest_util)

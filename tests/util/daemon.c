@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,6 +28,7 @@
 
 gemmd_proc g_gemmd;
 gemm_client *g_client;
+unsigned tu_daemon_nofile;
 
 double tu_now(void)
 {
@@ -259,6 +261,11 @@ int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        if (tu_daemon_nofile != 0) {
+            struct rlimit rl = {tu_daemon_nofile, tu_daemon_nofile};
+            if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+                _exit(124);
+        }
         tu_exec_gemmd((char *const *)argv);
     }
     p->pid = pid;

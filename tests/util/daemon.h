@@ -41,6 +41,10 @@ typedef struct gemmd_proc {
     char log[192];  /* DIR/gemmd.log: gemmd's stderr */
 } gemmd_proc;
 
+/* When non-zero, gemmd_start() runs gemmd with RLIMIT_NOFILE (soft and
+ * hard) of this many descriptors. */
+extern unsigned tu_daemon_nofile;
+
 /* The user gemmd runs as (see above), or NULL for the tests' own. */
 const struct passwd *tu_daemon_user(void);
 
