@@ -93,4 +93,18 @@ typedef struct gemmd_job {
 /* Monotonic clock in nanoseconds. Thread-safe. */
 uint64_t gemmd_now_ns(void);
 
+/* The address of a validated operand: its place in a mapped buffer, or a
+ * resident tensor's data (device memory when the tensor is on_device).
+ * Loop thread (the registry's entries are the loop's). */
+void *job_operand_ptr(const val_matrix *m);
+
+/*
+ * Fills the problem of GEMM job j (zeroed by the caller) from the
+ * validated request v and its resolved operands res: shape, types,
+ * transposes, scalars, precision, requested kernel, operand addresses and
+ * leading dimensions. Takes no references (the caller holds the buffers).
+ * Returns GEMM_OK or a gemm_error with j->msg set. Loop thread.
+ */
+int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res);
+
 #endif
