@@ -321,8 +321,8 @@ static gemmk_problem job_problem(const gemmd_job *j, const void *a,
         .ldb = (int64_t)ldb,
         .ldc = (int64_t)(j->has_c ? ldc : ldd),
         .ldd = (int64_t)ldd,
-        .alpha = j->alpha,
-        .beta = j->has_c ? j->beta : 0.0f,
+        .alpha = (float)j->alpha,
+        .beta = j->has_c ? (float)j->beta : 0.0f,
         .precision = (gemm_precision)j->precision,
     };
     return kp;

@@ -37,9 +37,13 @@ int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res)
     j->cd_type = v->cd_type;
     j->trans_a = v->trans_a;
     j->trans_b = v->trans_b;
+    j->conj_a = v->conj_a;
+    j->conj_b = v->conj_b;
     j->has_c = res->has_c;
     j->alpha = v->alpha;
     j->beta = v->beta;
+    j->alpha_im = v->alpha_im;
+    j->beta_im = v->beta_im;
     j->shape = *res;
     j->a = job_operand_ptr(&res->a);
     j->b = job_operand_ptr(&res->b);

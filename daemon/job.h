@@ -48,8 +48,11 @@ typedef struct gemmd_job {
     uint64_t m, n, k;
     int ab_type, cd_type;
     bool trans_a, trans_b;
-    bool has_c; /* beta != 0 */
-    float alpha, beta;
+    bool conj_a, conj_b; /* conjugate transpose (complex; with trans_x) */
+    bool has_c;          /* beta != 0 */
+    /* alpha = alpha + i alpha_im, beta likewise (imaginary parts 0 for
+     * real types); backends of 16/32-bit types use them as float */
+    double alpha, beta, alpha_im, beta_im;
     const void *a, *b, *c; /* c == NULL when !has_c */
     void *d;
     uint64_t lda, ldb, ldc, ldd; /* elements */
