@@ -1,15 +1,25 @@
 /*
  * real.c: the real CPU BLAS behind libgemmblas. On the first forwarded
  * call (or the first GEMM the CPU must compute) it is dlopened with
- * RTLD_LOCAL | RTLD_DEEPBIND, so its own symbols neither leak into the
- * program nor bind to ours: $GEMMBLAS_CPU_BLAS when set, else the first
- * of the Debian BLAS builds that exists (OpenBLAS pthread, openmp,
- * serial, BLIS, ATLAS, netlib), else libopenblas.so.0 by soname. Never
- * the alternative's /usr/lib/<multiarch>/libblas.so.3, which may be this
- * very library; and any candidate whose dgemm_ turns out to be ours is
- * closed again. Netlib's libblas.so.3, when present and not the one
- * loaded, serves the few names the loaded BLAS lacks (OpenBLAS has no
- * cdotcsub_, for one).
+ * RTLD_LOCAL, so its symbols do not leak into the program:
+ * $GEMMBLAS_CPU_BLAS when set, else the first of the Debian BLAS builds
+ * that exists (OpenBLAS pthread, openmp, serial, BLIS, ATLAS, netlib),
+ * else libopenblas.so.0 by soname. Never the alternative's
+ * /usr/lib/<multiarch>/libblas.so.3, which may be this very library; and
+ * any candidate whose dgemm_ turns out to be ours is closed again.
+ * Netlib's libblas.so.3, when present and not the one loaded, serves the
+ * few names the loaded BLAS lacks (OpenBLAS has no cdotcsub_, for one).
+ *
+ * Not RTLD_DEEPBIND by default (GEMMBLAS_DEEPBIND=1 asks for it): with it
+ * the real BLAS's references to xerbla_ and RowMajorStrg bind to its own
+ * copies, so a program's own xerbla_ is never called for a forwarded
+ * routine and reference CBLAS's row-major error numbers go wrong. Measured
+ * with libgemmblas as libblas.so.3 (LD_LIBRARY_PATH): netlib's xblat3d
+ * fails 139 error-exit checks and xzcblat3/xdcblat3 crash with DEEPBIND
+ * over netlib's BLAS, and DSYMM's error exits go unseen over OpenBLAS;
+ * without it all pass over both. Without DEEPBIND the real BLAS's calls of
+ * standard names (netlib's cblas_dgemm -> dgemm_) come back through
+ * libgemmblas's exports, which end in the real functions again: no loop.
  *
  * gb_fwd_table holds one function pointer per forwarded name (NULL until
  * its first call); the trampolines of forward_x86_64.S read it.
@@ -51,15 +61,14 @@ static void *spare_h; /* netlib's, for the names real_h lacks */
 static char real_path[PATH_MAX];
 static void *self_base; /* where this library is mapped */
 
-/* dlopen flags: RTLD_DEEPBIND keeps the real BLAS's internal calls
- * (netlib's cblas_dgemm -> dgemm_) inside it; AddressSanitizer refuses
- * DEEPBIND, so an ASan build (and GEMMBLAS_DEEPBIND=0) goes without. */
+/* dlopen flags: RTLD_LOCAL, and RTLD_DEEPBIND only when asked for
+ * (GEMMBLAS_DEEPBIND=1; never under AddressSanitizer, which refuses it). */
 static int open_flags(void)
 {
     int flags = RTLD_LAZY | RTLD_LOCAL;
 #if !defined(__SANITIZE_ADDRESS__)
     const char *d = getenv("GEMMBLAS_DEEPBIND");
-    if (d == NULL || strcmp(d, "0") != 0)
+    if (d != NULL && strcmp(d, "1") == 0)
         flags |= RTLD_DEEPBIND;
 #endif
     return flags;
