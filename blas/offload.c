@@ -23,15 +23,21 @@
  * still be written by the daemon: it is dropped, never reused.
  *
  * fork: nng (1.5) cannot be used in a child once the parent has used it
- * ("nng is not fork-reentrant safe": it aborts). So a child whose parent
- * had opened a connection computes on the CPU; a child of a process that
- * never did connects like any process. Either way the parent's buffers
- * are unmapped in the child without a word to the daemon.
+ * ("nng is not fork-reentrant safe": it aborts). Before every fork (an
+ * atfork handler registered when the library loads) we note whether nng
+ * is in use in the process: our own connection, or nng's threads (named
+ * "nng:..."), which anyone else using nng (libgemmclient directly, the
+ * Python package) starts. A child of such a process computes on the CPU;
+ * a child of a process that never used nng connects like any process.
+ * Either way the parent's buffers are unmapped in the child without a
+ * word to the daemon.
  */
 #include "gemmblas.h"
 
 #include <gemm/gemm.h>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -56,6 +62,8 @@ static struct {
     _Atomic uint64_t retry_at; /* ns: no connect attempt before this */
     atomic_bool nng_used;      /* this process has initialised nng */
     atomic_bool disabled;      /* forked after nng use: CPU only */
+    atomic_bool fork_nng;      /* nng was in use when fork() was called */
+    atomic_bool inited;        /* init() has run */
 } conn;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -94,26 +102,7 @@ static void thread_exit(void *arg)
     free(t);
 }
 
-/* In the child after fork: fresh locks and no connection; the parent's
- * client is forgotten, not closed (closing needs nng). */
-static void atfork_child(void)
-{
-    pthread_rwlockattr_t at;
-    pthread_rwlockattr_init(&at);
-    pthread_rwlockattr_setkind_np(&at,
-                                  PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&conn.lock, &at);
-    pthread_rwlockattr_destroy(&at);
-    conn.client = NULL;
-    conn.gen++;
-    atomic_store(&conn.broken, false);
-    atomic_store(&conn.retry_at, 0);
-    if (atomic_load(&conn.nng_used))
-        atomic_store(&conn.disabled, true);
-    gb_copy_atfork_child();
-}
-
-static void init(void)
+static void lock_init(void)
 {
     pthread_rwlockattr_t at;
     pthread_rwlockattr_init(&at);
@@ -122,8 +111,70 @@ static void init(void)
                                   PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     pthread_rwlock_init(&conn.lock, &at);
     pthread_rwlockattr_destroy(&at);
+}
+
+/* Whether a thread of this process is nng's (they are named "nng:...");
+ * true when /proc cannot tell (the safe answer). */
+static bool nng_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (d == NULL)
+        return true;
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        char path[64], comm[8] = "";
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%.20s/comm", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        found = read(fd, comm, 4) == 4 && memcmp(comm, "nng:", 4) == 0;
+        close(fd);
+    }
+    closedir(d);
+    return found;
+}
+
+/* Before fork (the forking thread): note whether nng is in use. */
+static void atfork_prepare(void)
+{
+    atomic_store(&conn.fork_nng, atomic_load(&conn.nng_used) || nng_threads());
+}
+
+/* In the child after fork: fresh locks and no connection; the parent's
+ * client is forgotten, not closed (closing needs nng); no nng at all if
+ * the parent had it running. */
+static void atfork_child(void)
+{
+    if (atomic_load(&conn.inited))
+        lock_init();
+    else
+        init_once = (pthread_once_t)PTHREAD_ONCE_INIT; /* not half-run */
+    conn.client = NULL;
+    conn.gen++;
+    atomic_store(&conn.broken, false);
+    atomic_store(&conn.retry_at, 0);
+    if (atomic_load(&conn.fork_nng)) {
+        atomic_store(&conn.disabled, true);
+        atomic_store(&conn.nng_used, true);
+    }
+    gb_copy_atfork_child();
+}
+
+/* When the library is loaded: the fork handlers, so that even a process
+ * that forks before its first GEMM is covered. */
+__attribute__((constructor)) static void gb_load(void)
+{
+    pthread_atfork(atfork_prepare, NULL, atfork_child);
+}
+
+static void init(void)
+{
+    lock_init();
     pthread_key_create(&thread_key, thread_exit);
-    pthread_atfork(NULL, NULL, atfork_child);
+    atomic_store(&conn.inited, true);
 }
 
 /* The calling thread's state (made on first use), or NULL without
@@ -328,9 +379,14 @@ bool gb_offload(const gb_gemm *g)
     const gb_config *cfg = gb_cfg();
     double flops =
         (g->t >= GB_C ? 8.0 : 2.0) * (double)g->m * (double)g->n * (double)g->k;
-    if (cfg->min_flops < 0 || flops < cfg->min_flops ||
-        atomic_load(&conn.disabled))
+    if (cfg->min_flops < 0 || flops < cfg->min_flops)
         return false;
+    if (atomic_load(&conn.disabled)) {
+        gb_log(2, "%cgemm on the CPU: forked from a process using nng, "
+                  "which cannot be used in a child of fork",
+               "sdcz"[g->t]);
+        return false;
+    }
     pthread_once(&init_once, init);
     gb_thread *t = thread_state();
     if (t == NULL)
