@@ -280,19 +280,6 @@ static void *tensor_lookup(void *arg, uint64_t id, val_tensor *out)
     return t;
 }
 
-static void *operand_ptr(const val_matrix *m)
-{
-    const reg_buffer *b = m->handle;
-    if (m->tensor)
-        return b->data;
-    return (char *)b->base + m->offset;
-}
-
-static bool operand_on_device(const val_matrix *m)
-{
-    return m->tensor && ((const reg_buffer *)m->handle)->on_device;
-}
-
 /* Admission of work (a GEMM or an upload) from q's connection that needs
  * mem bytes of the memory budget: the queue, the connection's and the
  * user's shares of it, and the budget have room. Replies with the error
@@ -420,31 +407,11 @@ static void do_gemm(gemmd *d, srv_req *q, const Gemm__GemmRequest *g)
         reply_error(d, q, GEMM_ERR_NOMEM, "out of memory for a job");
         return;
     }
-    j->precision = v.precision;
-    if (v.kernel != NULL && strcmp(v.kernel, "auto") != 0)
-        snprintf(j->kernel, sizeof(j->kernel), "%s", v.kernel);
-    j->m = v.m;
-    j->n = v.n;
-    j->k = v.k;
-    j->ab_type = v.ab_type;
-    j->cd_type = v.cd_type;
-    j->trans_a = v.trans_a;
-    j->trans_b = v.trans_b;
-    j->has_c = res.has_c;
-    j->alpha = v.alpha;
-    j->beta = v.beta;
-    j->shape = res;
-    j->a = operand_ptr(&res.a);
-    j->b = operand_ptr(&res.b);
-    j->d = operand_ptr(&res.d);
-    j->c = res.has_c ? operand_ptr(&res.c) : NULL;
-    j->a_dev = operand_on_device(&res.a);
-    j->b_dev = operand_on_device(&res.b);
-    j->c_dev = res.has_c && operand_on_device(&res.c);
-    j->lda = res.a.ld;
-    j->ldb = res.b.ld;
-    j->ldc = res.has_c ? res.c.ld : 0;
-    j->ldd = res.d.ld;
+    if ((rv = job_fill_gemm(j, &v, &res)) != GEMM_OK) {
+        reply_error(d, q, rv, "%s", j->msg);
+        free(j);
+        return;
+    }
     if (d->be.ops->kernel_check != NULL &&
         (rv = d->be.ops->kernel_check(&d->be, j, msg, sizeof(msg))) !=
             GEMM_OK) {
@@ -515,7 +482,7 @@ static void do_upload(gemmd *d, srv_req *q,
     j->cols = t->cols = cols;
     j->dtype = t->dtype = dtype;
     j->tensor = t;
-    j->a = operand_ptr(&src);
+    j->a = job_operand_ptr(&src);
     j->lda = src.ld;
     j->bufs[j->nbufs] = src.handle;
     reg_hold(j->bufs[j->nbufs++]);

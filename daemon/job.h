@@ -37,8 +37,11 @@ typedef struct gemmd_job {
     uint64_t m, n, k;
     int ab_type, cd_type;
     bool trans_a, trans_b;
-    bool has_c; /* beta != 0 */
-    float alpha, beta;
+    bool conj_a, conj_b; /* conjugate transpose (complex; with trans_x) */
+    bool has_c;          /* beta != 0 */
+    /* alpha = alpha + i alpha_im, beta likewise (imaginary parts 0 for
+     * real types); backends of 16/32-bit types use them as float */
+    double alpha, beta, alpha_im, beta_im;
     const void *a, *b, *c; /* c == NULL when !has_c */
     void *d;
     uint64_t lda, ldb, ldc, ldd; /* elements */
@@ -83,5 +86,19 @@ typedef struct gemmd_job {
 
 /* Monotonic clock in nanoseconds. Thread-safe. */
 uint64_t gemmd_now_ns(void);
+
+/* The address of a validated operand: its place in a mapped buffer, or a
+ * resident tensor's data (device memory when the tensor is on_device).
+ * Loop thread (the registry's entries are the loop's). */
+void *job_operand_ptr(const val_matrix *m);
+
+/*
+ * Fills the problem of GEMM job j (zeroed by the caller) from the
+ * validated request v and its resolved operands res: shape, types,
+ * transposes, scalars, precision, requested kernel, operand addresses and
+ * leading dimensions. Takes no references (the caller holds the buffers).
+ * Returns GEMM_OK or a gemm_error with j->msg set. Loop thread.
+ */
+int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res);
 
 #endif

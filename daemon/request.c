@@ -95,8 +95,14 @@ void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v)
     v->cd_type = g->has_cd_type ? (int)g->cd_type : 0;
     v->trans_a = g->has_trans_a && g->trans_a;
     v->trans_b = g->has_trans_b && g->trans_b;
-    v->alpha = g->alpha; /* protobuf-c applies the defaults 1 and 0 */
-    v->beta = g->beta;
+    /* alpha64/beta64 over the float fields, to which protobuf-c applies
+     * the defaults 1 and 0 */
+    v->alpha = g->has_alpha64 ? g->alpha64 : (double)g->alpha;
+    v->beta = g->has_beta64 ? g->beta64 : (double)g->beta;
+    v->alpha_im = g->has_alpha_imag ? g->alpha_imag : 0.0;
+    v->beta_im = g->has_beta_imag ? g->beta_imag : 0.0;
+    v->conj_a = g->has_conj_a && g->conj_a;
+    v->conj_b = g->has_conj_b && g->conj_b;
     v->precision = g->has_precision ? (int)g->precision : 0;
     v->kernel = g->kernel;
     operand_desc(&v->a, g->a);

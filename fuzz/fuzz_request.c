@@ -121,7 +121,9 @@ static int fuzz_gemm(const Gemm__GemmRequest *g, char *msg, size_t len)
     check_matrix(&res.b, v.trans_b ? v.n : v.k, v.trans_b ? v.k : v.n, ab);
     check_matrix(&res.d, v.m, v.n, cd);
     CHECK(apart(&res.d, &res.a) && apart(&res.d, &res.b));
-    CHECK(res.has_c == (v.beta != 0.0f));
+    CHECK(res.has_c == (v.beta != 0.0 || v.beta_im != 0.0));
+    CHECK(!v.conj_a || (v.trans_a && gemm_dtype_is_complex(v.ab_type)));
+    CHECK(!v.conj_b || (v.trans_b && gemm_dtype_is_complex(v.ab_type)));
     if (res.has_c) {
         check_matrix(&res.c, v.m, v.n, cd);
         CHECK(apart(&res.c, &res.d) ||

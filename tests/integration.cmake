@@ -29,6 +29,7 @@ function(gemm_itest name timeout)
 endfunction()
 
 gemm_itest(gemm 150)        # shapes x transposes x dtypes x alpha/beta x ld
+gemm_itest(gemm64 150)      # fp64, complex64, complex128: ops N/T/C, scalars
 gemm_itest(errors 90)       # every bad input gets its code; daemon goes on
 gemm_itest(protocol 90)     # raw bytes: undecodable, version, size limits
 gemm_itest(ownership 60)    # buffers belong to their connection

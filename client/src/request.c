@@ -214,8 +214,9 @@ int cli_req_start(gemm_client *c, Gemm__Request *req, const char *what,
     return req_start(c, req, what, atomic_load(&c->timeout_ms), out);
 }
 
-/* How long a Cancel may wait for a request that already started. */
-#define CLI_CANCEL_WAIT_MS 60000
+/* How long a Cancel may wait at least for a request that already started
+ * (otherwise as long as the request's own timeout again). */
+#define CLI_CANCEL_MIN_MS 1000
 
 /*
  * r (a GEMM or an upload) timed out: asks the daemon to cancel it and
@@ -240,7 +241,9 @@ static int req_cancel(struct gemm_request *r, Gemm__Reply **out,
     cq.request_id = id;
     req.body_case = GEMM__REQUEST__BODY_CANCEL;
     req.cancel = &cq;
-    rv = req_start(c, &req, "cancel", CLI_CANCEL_WAIT_MS, &cr);
+    rv = req_start(c, &req, "cancel",
+                   waited > CLI_CANCEL_MIN_MS ? waited : CLI_CANCEL_MIN_MS,
+                   &cr);
     if (rtt_us != NULL)
         *rtt_us = (cli_now_ns() - r->t0_ns) / 1000u;
     req_free(r); /* a late reply to r is dropped by nng */
@@ -254,8 +257,9 @@ static int req_cancel(struct gemm_request *r, Gemm__Reply **out,
             gemm__reply__free_unpacked(rep, NULL);
         return cli_error(GEMM_ERR_ABANDONED,
                          "%s: no reply within %d ms, and gemmd at %s did not "
-                         "confirm a cancel (request %" PRIu64 "): it may "
-                         "still run and write its output",
+                         "confirm a cancel in as long again (request "
+                         "%" PRIu64 "): it may still run and write its "
+                         "output",
                          what, waited, c->url, id);
     }
     if (rep->cancel->canceled) {

@@ -64,8 +64,13 @@ static int as_probe(bool in_group, char *const argv[])
         unsetenv("LSAN_OPTIONS");
         unsetenv("UBSAN_OPTIONS");
         unsetenv("BXFI_MAP"); /* the probe is not a Criterion worker */
+        /* GEMM_TEST_ACCESS_PROBE: the probe's path where the suite runs
+         * from a bundle (a GPU host) rather than the build tree */
+        const char *probe = getenv("GEMM_TEST_ACCESS_PROBE");
         tu_exec_as(pw->pw_uid, pw->pw_gid, in_group ? &g : NULL,
-                   in_group ? 1 : 0, ACCESS_PROBE, argv);
+                   in_group ? 1 : 0,
+                   probe != NULL && *probe != '\0' ? probe : ACCESS_PROBE,
+                   argv);
     }
     int st;
     waitpid(pid, &st, 0);
