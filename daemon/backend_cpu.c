@@ -1,7 +1,11 @@
 /*
  * backend_cpu.c: the CPU backend. OpenBLAS's cblas_sgemm does the work;
  * bf16 and fp16 operands are widened to fp32 first and D is narrowed after,
- * so accumulation is fp32 as on the GPU. Serves hosts without a GPU, and CI.
+ * so accumulation is fp32 as on the GPU. fp64, complex64 and complex128
+ * go to cblas_dgemm, cblas_cgemm and cblas_zgemm on the operands as they
+ * are (row-major, the caller's leading dimensions, conjugate transposes
+ * as CblasConjTrans), accumulating in their own type. Serves hosts without
+ * a GPU, and CI.
  * One worker thread runs GEMMs one at a time, each using --threads OpenBLAS
  * threads (concurrent OpenBLAS calls would only fight over the cores).
  *
@@ -41,6 +45,7 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     openblas_set_num_threads(threads);
     be->workers = 1;
     be->threads = (unsigned)threads;
+    be->host_tensors = true;
     /* The CPU model from /proc/cpuinfo, for Hello and Status. */
     snprintf(be->device, sizeof(be->device), "cpu");
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -105,12 +110,16 @@ static void round_tf32(float *dst, const float *src, uint64_t rows,
 static const gemmd_kernel cpu_kernels[] = {
     {
         .name = "openblas",
-        .summary = "OpenBLAS cblas_sgemm (bf16/fp16 widened to fp32), the "
-                   "reference",
+        .summary = "OpenBLAS cblas_sgemm (bf16/fp16 widened to fp32), "
+                   "dgemm, cgemm, zgemm; the reference",
         .ladder = 0,
         .reference = true,
-        .ab_types = 1u << GEMM_BF16 | 1u << GEMM_FP16 | 1u << GEMM_FP32,
-        .cd_types = 1u << GEMM_BF16 | 1u << GEMM_FP16 | 1u << GEMM_FP32,
+        .ab_types = 1u << GEMM_BF16 | 1u << GEMM_FP16 | 1u << GEMM_FP32 |
+                    1u << GEMM_FP64 | 1u << GEMM_COMPLEX64 |
+                    1u << GEMM_COMPLEX128,
+        .cd_types = 1u << GEMM_BF16 | 1u << GEMM_FP16 | 1u << GEMM_FP32 |
+                    1u << GEMM_FP64 | 1u << GEMM_COMPLEX64 |
+                    1u << GEMM_COMPLEX128,
         .precisions = 1u << GEMM_PRECISION_DEFAULT | 1u << GEMM_PRECISION_TF32 |
                       1u << GEMM_PRECISION_FP32,
         .transposes = 0xfu,
@@ -138,17 +147,32 @@ static bool cpu_kernel_at(gemmd_backend *be, size_t i, gemmd_kernel *out)
     return true;
 }
 
-/* Both kernels serve every type, precision and transpose: only the name
- * matters. */
+/* Whether t is one of the types computed in their own precision (fp64,
+ * complex64, complex128) rather than in fp32. */
+static bool wide_type(int t)
+{
+    return t == GEMM_FP64 || t == GEMM_COMPLEX64 || t == GEMM_COMPLEX128;
+}
+
+/* A kernel serves j when the name is known and its catalog entry has j's
+ * types (every precision and transpose is served). */
 static int cpu_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
                             size_t len)
 {
     (void)be;
     if (j->kernel[0] == '\0')
         return GEMM_OK;
-    for (size_t i = 0; i < CPU_NKERNELS; i++)
-        if (strcmp(j->kernel, cpu_kernels[i].name) == 0)
+    for (size_t i = 0; i < CPU_NKERNELS; i++) {
+        if (strcmp(j->kernel, cpu_kernels[i].name) != 0)
+            continue;
+        if (cpu_kernels[i].ab_types & (1u << j->ab_type))
             return GEMM_OK;
+        snprintf(msg, len,
+                 "kernel '%s' cannot serve this request: it has no %s "
+                 "inputs (openblas has)",
+                 j->kernel, gemm_dtype_name(j->ab_type));
+        return GEMM_ERR_UNSUPPORTED;
+    }
     snprintf(msg, len,
              "kernel '%s' is not available on the cpu backend (it has "
              "openblas and cpu-naive; gemmctl kernels lists them)",
@@ -170,9 +194,82 @@ static void naive_sgemm(const gemmd_job *j, const float *A, uint64_t lda,
                 acc += a * b;
             }
             float *d = &D[i * ldd + q];
-            *d = j->alpha * acc + (j->has_c ? j->beta * *d : 0.0f);
+            *d =
+                (float)j->alpha * acc + (j->has_c ? (float)j->beta * *d : 0.0f);
         }
     }
+}
+
+/* The fp32 copies cpu_gemm makes: A and B when they are 16-bit (or fp32
+ * rounded to tf32), D when it is 16-bit. The wide types (fp64, complex)
+ * run on the operands where they are. */
+static uint64_t cpu_job_memory(gemmd_backend *be, const gemmd_job *j)
+{
+    (void)be;
+    if (j->kind != JOB_GEMM)
+        return 0;
+    uint64_t bytes = 0;
+    bool tf32 = j->ab_type == GEMM_FP32 && j->precision == GEMM_PRECISION_TF32;
+    bool half_ab = j->ab_type == GEMM_BF16 || j->ab_type == GEMM_FP16;
+    bool half_cd = j->cd_type == GEMM_BF16 || j->cd_type == GEMM_FP16;
+    if (half_ab || tf32)
+        bytes += (j->m * j->k + j->k * j->n) * sizeof(float);
+    if (half_cd)
+        bytes += j->m * j->n * sizeof(float);
+    return bytes;
+}
+
+static CBLAS_TRANSPOSE cblas_op(bool trans, bool conj)
+{
+    return !trans ? CblasNoTrans : conj ? CblasConjTrans : CblasTrans;
+}
+
+/* fp64, complex64, complex128: D = alpha op(A) op(B) + beta C with
+ * OpenBLAS in the type itself, on the operands where they are (C copied
+ * into D first when it is elsewhere). The caller checked the 32-bit
+ * limits. Worker thread. */
+static int cpu_gemm_wide(gemmd_job *j)
+{
+    CBLAS_TRANSPOSE ta = cblas_op(j->trans_a, j->conj_a);
+    CBLAS_TRANSPOSE tb = cblas_op(j->trans_b, j->conj_b);
+    int m = (int)j->m, n = (int)j->n, k = (int)j->k;
+    int lda = (int)j->lda, ldb = (int)j->ldb, ldd = (int)j->ldd;
+    size_t es = gemm_dtype_size(j->cd_type);
+    if (j->has_c && j->c != j->d)
+        for (uint64_t r = 0; r < j->m; r++)
+            memcpy((char *)j->d + r * j->ldd * es,
+                   (const char *)j->c + r * j->ldc * es, j->n * es);
+    uint64_t t0 = gemmd_now_ns();
+    switch (j->ab_type) {
+    case GEMM_FP64:
+        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, j->alpha, j->a, lda, j->b,
+                    ldb, j->has_c ? j->beta : 0.0, j->d, ldd);
+        break;
+    case GEMM_COMPLEX64: {
+        float al[2] = {(float)j->alpha, (float)j->alpha_im};
+        float be[2] = {j->has_c ? (float)j->beta : 0.0f,
+                       j->has_c ? (float)j->beta_im : 0.0f};
+        cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, al, j->a, lda, j->b, ldb,
+                    be, j->d, ldd);
+        break;
+    }
+    case GEMM_COMPLEX128: {
+        double al[2] = {j->alpha, j->alpha_im};
+        double be[2] = {j->has_c ? j->beta : 0.0, j->has_c ? j->beta_im : 0.0};
+        cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, al, j->a, lda, j->b, ldb,
+                    be, j->d, ldd);
+        break;
+    }
+    default:
+        snprintf(j->msg, sizeof(j->msg), "cpu backend: no BLAS for %s",
+                 gemm_dtype_name(j->ab_type));
+        return GEMM_ERR_INTERNAL;
+    }
+    j->ns_kernel = gemmd_now_ns() - t0;
+    if (j->ns_kernel == 0)
+        j->ns_kernel = 1;
+    snprintf(j->ran, sizeof(j->ran), "openblas");
+    return GEMM_OK;
 }
 
 static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
@@ -188,6 +285,8 @@ static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
                  "dimensions exceed the CPU backend's 32-bit BLAS");
         return GEMM_ERR_UNSUPPORTED;
     }
+    if (wide_type(j->ab_type))
+        return cpu_gemm_wide(j);
     const val_matrix *sa = &j->shape.a, *sb = &j->shape.b;
     const float *A = j->a, *B = j->b;
     int lda = (int)j->lda, ldb = (int)j->ldb;
@@ -234,8 +333,8 @@ static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
     else
         cblas_sgemm(CblasRowMajor, j->trans_a ? CblasTrans : CblasNoTrans,
                     j->trans_b ? CblasTrans : CblasNoTrans, (int)j->m,
-                    (int)j->n, (int)j->k, j->alpha, A, lda, B, ldb,
-                    j->has_c ? j->beta : 0.0f, D, ldd);
+                    (int)j->n, (int)j->k, (float)j->alpha, A, lda, B, ldb,
+                    j->has_c ? (float)j->beta : 0.0f, D, ldd);
     j->ns_kernel = gemmd_now_ns() - t0;
     if (j->ns_kernel == 0)
         j->ns_kernel = 1; /* measured, if below the clock's grain */
@@ -297,6 +396,7 @@ const gemmd_backend_ops gemmd_backend_cpu = {
     .pin = NULL,
     .unpin = NULL,
     .gemm = cpu_gemm,
+    .job_memory = cpu_job_memory,
     .upload = cpu_upload,
     .tensor_free = cpu_tensor_free,
     .stats = NULL,

@@ -13,6 +13,9 @@
  * precision. A request may name a kernel of the catalog (gemmk_catalog_*):
  * it is checked against the request (gemmk_check) before it is queued,
  * and the reply names the kernel that ran (gemmk_select for auto).
+ * fp64, complex64 and complex128 (gemm_wide) take the same staging and
+ * overlap and run cuBLAS DGEMM, CGEMM and ZGEMM on the worker's stream
+ * (wide_multiply: the one place where another fp64 kernel plugs in).
  */
 #include "backend.h"
 #include "log.h"
@@ -20,6 +23,7 @@
 #include <gemm/gemm.h>
 #include <gemm_kernels.h>
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -29,10 +33,24 @@
 
 #define CUDA_WORKERS 3 /* one copying in, one computing, one copying out */
 
+/* A freed tensor's range, for a worker to drop from its tensor-map cache. */
+typedef struct cuda_forget {
+    const void *base;
+    size_t bytes;
+    struct cuda_forget *next;
+} cuda_forget;
+
 typedef struct cuda_worker {
     cudaStream_t stream;
-    gemmk_ctx *kctx;
-    cudaEvent_t ev[4]; /* start, copies in done, kernel done, copy out done */
+    gemmk_ctx *kctx; /* used by its worker thread alone */
+    cudaEvent_t ev[4];   /* start, copies in done, kernel done, copy out done */
+    cublasHandle_t blas; /* cuBLAS on stream: fp64 and complex GEMMs */
+    /* ranges freed by the loop thread, applied to kctx's cache by the
+     * worker before its next job (the cache is not thread-safe; its keys
+     * hold everything a map encodes, so an entry left over until then is
+     * never wrong, only a slot taken) */
+    pthread_mutex_t forget_mu;
+    cuda_forget *forget;
 } cuda_worker;
 
 typedef struct cuda_priv {
@@ -59,6 +77,7 @@ static _Thread_local cuda_worker *tls_worker;
 
 static int worker_create(cuda_priv *p, cuda_worker *w, char *msg, size_t len);
 static void cuda_fini(gemmd_backend *be);
+static void worker_forget(cuda_worker *w);
 
 /* Maps a CUDA error to a gemm_error and a message naming the call. */
 static int cuda_fail(cudaError_t e, const char *what, const char *file,
@@ -78,6 +97,41 @@ static int cuda_fail(cudaError_t e, const char *what, const char *file,
             goto fail;                                                         \
         }                                                                      \
     } while (0)
+
+/* Maps a cuBLAS status to a gemm_error and a message naming the call. */
+static int cublas_fail(cublasStatus_t s, const char *what, const char *file,
+                       int line, char *msg, size_t len)
+{
+    snprintf(msg, len, "%s failed: %s (%s:%d)", what, cublasGetStatusString(s),
+             file, line);
+    switch (s) {
+    case CUBLAS_STATUS_ALLOC_FAILED:
+        return GEMM_ERR_DEVICE_MEMORY;
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+        return GEMM_ERR_UNSUPPORTED;
+    default:
+        return GEMM_ERR_DEVICE;
+    }
+}
+
+#define CB(call, msg, len)                                                     \
+    do {                                                                       \
+        cublasStatus_t s_ = (call);                                            \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                     \
+            rv = cublas_fail(s_, #call, __FILE__, __LINE__, msg, len);         \
+            goto fail;                                                         \
+        }                                                                      \
+    } while (0)
+
+/* The types computed in their own precision with cuBLAS (gemm_wide). */
+#define WIDE_TYPES                                                             \
+    (1u << GEMM_FP64 | 1u << GEMM_COMPLEX64 | 1u << GEMM_COMPLEX128)
+
+static bool wide_type(int t)
+{
+    return t > 0 && t < 32 && (WIDE_TYPES & (1u << t)) != 0;
+}
 
 static bool cuda_available(void)
 {
@@ -154,6 +208,10 @@ static void cuda_fini(gemmd_backend *be)
     if (p == NULL)
         return;
     for (unsigned i = 0; i < p->nworkers; i++) {
+        worker_forget(&p->workers[i]); /* workers are joined: safe */
+        pthread_mutex_destroy(&p->workers[i].forget_mu);
+        if (p->workers[i].blas != NULL)
+            cublasDestroy(p->workers[i].blas);
         gemmk_ctx_destroy(p->workers[i].kctx);
         for (int e = 0; e < 4; e++)
             cudaEventDestroy(p->workers[i].ev[e]);
@@ -198,12 +256,13 @@ static void cuda_unpin(gemmd_backend *be, void *base, void *handle)
     atomic_fetch_sub(&p->pinned_bytes, (size_t)(uintptr_t)handle);
 }
 
-/* Makes worker w's stream, events and kernel context. Main thread, at
- * start-up: nothing is created later, so the daemon's memory and mappings
- * are the same after the first request as before it. */
+/* Makes worker w's stream, events, kernel context and cuBLAS handle. Main
+ * thread, at start-up: nothing is created later, so the daemon's memory
+ * and mappings are the same after the first request as before it. */
 static int worker_create(cuda_priv *p, cuda_worker *w, char *msg, size_t len)
 {
     int rv = GEMM_OK;
+    pthread_mutex_init(&w->forget_mu, NULL);
     CK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), msg, len);
     for (int e = 0; e < 4; e++)
         CK(cudaEventCreate(&w->ev[e]), msg, len);
@@ -213,8 +272,14 @@ static int worker_create(cuda_priv *p, cuda_worker *w, char *msg, size_t len)
                  gemm_strerror(rv));
         goto fail;
     }
+    CB(cublasCreate(&w->blas), msg, len);
+    CB(cublasSetStream(w->blas, w->stream), msg, len);
+    CB(cublasSetPointerMode(w->blas, CUBLAS_POINTER_MODE_HOST), msg, len);
     return GEMM_OK;
 fail:
+    if (w->blas != NULL)
+        cublasDestroy(w->blas);
+    gemmk_ctx_destroy(w->kctx);
     for (int e = 0; e < 4; e++)
         if (w->ev[e] != NULL)
             cudaEventDestroy(w->ev[e]);
@@ -321,8 +386,8 @@ static gemmk_problem job_problem(const gemmd_job *j, const void *a,
         .ldb = (int64_t)ldb,
         .ldc = (int64_t)(j->has_c ? ldc : ldd),
         .ldd = (int64_t)ldd,
-        .alpha = j->alpha,
-        .beta = j->has_c ? j->beta : 0.0f,
+        .alpha = (float)j->alpha,
+        .beta = j->has_c ? (float)j->beta : 0.0f,
         .precision = (gemm_precision)j->precision,
     };
     return kp;
@@ -386,6 +451,140 @@ fail:
     return rv;
 }
 
+static cublasOperation_t blas_op(bool trans, bool conj)
+{
+    return !trans ? CUBLAS_OP_N : conj ? CUBLAS_OP_C : CUBLAS_OP_T;
+}
+
+/*
+ * The multiply of a wide job (fp64, complex64, complex128) on w's stream:
+ * D (device, ld ldd; holding C when j->has_c) = alpha op(A) op(B) + beta
+ * D, with A and B on the device. Row-major D = op(A) op(B) is the
+ * column-major D^T = op(B)^T op(A)^T: B goes first and m, n swap; a
+ * row-major X seen column-major is X^T, so the ops stay N, T or C as the
+ * request says. All fp64 dispatch is here (cuBLAS DGEMM today; our own
+ * fp64 kernel, when it wins, plugs in before it). Sets j->ran. Returns a
+ * gemm_error with j->msg. Worker thread.
+ */
+static int wide_multiply(cuda_worker *w, gemmd_job *j, const void *a,
+                         uint64_t lda, const void *b, uint64_t ldb, void *d,
+                         uint64_t ldd)
+{
+    int rv = GEMM_OK;
+    char *m = j->msg;
+    size_t ml = sizeof(j->msg);
+    cublasOperation_t opb = blas_op(j->trans_b, j->conj_b);
+    cublasOperation_t opa = blas_op(j->trans_a, j->conj_a);
+    int64_t cm = (int64_t)j->n, cn = (int64_t)j->m, ck = (int64_t)j->k;
+    snprintf(j->ran, sizeof(j->ran), "cublas");
+    switch (j->ab_type) {
+    case GEMM_FP64: {
+        double al = j->alpha, be = j->has_c ? j->beta : 0.0;
+        CB(cublasDgemm_64(w->blas, opb, opa, cm, cn, ck, &al, b, (int64_t)ldb,
+                          a, (int64_t)lda, &be, d, (int64_t)ldd),
+           m, ml);
+        break;
+    }
+    case GEMM_COMPLEX64: {
+        cuComplex al = {(float)j->alpha, (float)j->alpha_im};
+        cuComplex be = {j->has_c ? (float)j->beta : 0.0f,
+                        j->has_c ? (float)j->beta_im : 0.0f};
+        CB(cublasCgemm_64(w->blas, opb, opa, cm, cn, ck, &al, b, (int64_t)ldb,
+                          a, (int64_t)lda, &be, d, (int64_t)ldd),
+           m, ml);
+        break;
+    }
+    case GEMM_COMPLEX128: {
+        cuDoubleComplex al = {j->alpha, j->alpha_im};
+        cuDoubleComplex be = {j->has_c ? j->beta : 0.0,
+                              j->has_c ? j->beta_im : 0.0};
+        CB(cublasZgemm_64(w->blas, opb, opa, cm, cn, ck, &al, b, (int64_t)ldb,
+                          a, (int64_t)lda, &be, d, (int64_t)ldd),
+           m, ml);
+        break;
+    }
+    default:
+        snprintf(m, ml, "cuda backend: %s is not a wide type",
+                 gemm_dtype_name(j->ab_type));
+        return GEMM_ERR_INTERNAL;
+    }
+    CK(cudaGetLastError(), m, ml);
+    return GEMM_OK;
+fail:
+    return rv;
+}
+
+/*
+ * fp64, complex64, complex128: A and B staged (unless resident) as the
+ * 16-bit path stages them, C copied into D's staging (cuBLAS updates in
+ * place), wide_multiply, D copied back; the same events time each stage,
+ * and the three workers overlap one request's copies with another's
+ * multiply. Worker thread.
+ */
+static int gemm_wide(cuda_priv *p, cuda_worker *w, gemmd_job *j)
+{
+    int rv = GEMM_OK;
+    size_t es = gemm_dtype_size(j->ab_type);
+    const val_matrix *sa = &j->shape.a, *sb = &j->shape.b;
+    staged a = {0}, b = {0}, d = {0};
+    char *m = j->msg;
+    size_t ml = sizeof(j->msg);
+    const void *da = j->a, *db = j->b;
+    uint64_t lda = j->lda, ldb = j->ldb;
+    if ((!j->a_dev &&
+         (rv = stage_alloc(p, w, &a, sa->rows, sa->cols, es, m, ml))) ||
+        (!j->b_dev &&
+         (rv = stage_alloc(p, w, &b, sb->rows, sb->cols, es, m, ml))) ||
+        (rv = stage_alloc(p, w, &d, j->m, j->n, es, m, ml)))
+        goto fail;
+    CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
+    if (!j->a_dev) {
+        CK(cudaMemcpy2DAsync(a.dev, a.ld * es, j->a, j->lda * es, sa->cols * es,
+                             sa->rows, cudaMemcpyHostToDevice, w->stream),
+           m, ml);
+        da = a.dev;
+        lda = a.ld;
+    }
+    if (!j->b_dev) {
+        CK(cudaMemcpy2DAsync(b.dev, b.ld * es, j->b, j->ldb * es, sb->cols * es,
+                             sb->rows, cudaMemcpyHostToDevice, w->stream),
+           m, ml);
+        db = b.dev;
+        ldb = b.ld;
+    }
+    if (j->has_c)
+        CK(cudaMemcpy2DAsync(
+               d.dev, d.ld * es, j->c, j->ldc * es, j->n * es, j->m,
+               j->c_dev ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
+               w->stream),
+           m, ml);
+    CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
+    if ((rv = wide_multiply(w, j, da, lda, db, ldb, d.dev, d.ld)) != GEMM_OK)
+        goto fail;
+    CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
+    CK(cudaMemcpy2DAsync(j->d, j->ldd * es, d.dev, d.ld * es, j->n * es, j->m,
+                         cudaMemcpyDeviceToHost, w->stream),
+       m, ml);
+    CK(cudaEventRecord(w->ev[3], w->stream), m, ml);
+    stage_free(p, w, &a);
+    stage_free(p, w, &b);
+    stage_free(p, w, &d);
+    CK(cudaStreamSynchronize(w->stream), m, ml);
+    float ms[3];
+    for (int i = 0; i < 3; i++)
+        CK(cudaEventElapsedTime(&ms[i], w->ev[i], w->ev[i + 1]), m, ml);
+    j->ns_h2d = (uint64_t)(ms[0] * 1e6);
+    j->ns_kernel = (uint64_t)(ms[1] * 1e6);
+    j->ns_d2h = (uint64_t)(ms[2] * 1e6);
+    return GEMM_OK;
+fail:
+    stage_free(p, w, &a);
+    stage_free(p, w, &b);
+    stage_free(p, w, &d);
+    cudaStreamSynchronize(w->stream);
+    return rv;
+}
+
 static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
 {
     cuda_priv *p = be->priv;
@@ -393,6 +592,9 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
     int rv;
     if ((rv = worker_state(p, &w, j->msg, sizeof(j->msg))) != GEMM_OK)
         return rv;
+    worker_forget(w);
+    if (wide_type(j->ab_type))
+        return gemm_wide(p, w, j);
     if (direct_ok(p, j))
         return gemm_direct(w, j);
 
@@ -514,13 +716,40 @@ fail:
     return rv;
 }
 
+/* Worker thread: drops the freed ranges queued for w from its cache. */
+static void worker_forget(cuda_worker *w)
+{
+    pthread_mutex_lock(&w->forget_mu);
+    cuda_forget *f = w->forget;
+    w->forget = NULL;
+    pthread_mutex_unlock(&w->forget_mu);
+    while (f != NULL) {
+        cuda_forget *next = f->next;
+        gemmk_cache_forget(w->kctx, f->base, f->bytes);
+        free(f);
+        f = next;
+    }
+}
+
+/* Loop thread: frees a tensor's device memory; each worker forgets its
+ * tensor maps on its own thread (worker_forget). */
 static void cuda_tensor_free(gemmd_backend *be, void *handle)
 {
     cuda_priv *p = be->priv;
     cuda_tensor *t = handle;
     if (t->dev != NULL) {
-        for (unsigned i = 0; i < p->nworkers; i++)
-            gemmk_cache_forget(p->workers[i].kctx, t->dev, t->bytes);
+        for (unsigned i = 0; i < p->nworkers; i++) {
+            cuda_worker *w = &p->workers[i];
+            cuda_forget *f = malloc(sizeof(*f));
+            if (f == NULL)
+                continue; /* a stale entry is harmless, see cuda_worker */
+            f->base = t->dev;
+            f->bytes = t->bytes;
+            pthread_mutex_lock(&w->forget_mu);
+            f->next = w->forget;
+            w->forget = f;
+            pthread_mutex_unlock(&w->forget_mu);
+        }
         cudaError_t e = cudaFree(t->dev); /* waits for work using it */
         if (e != cudaSuccess)
             gemmd_log(LOG_WARNING, "cudaFree of a tensor: %s",
@@ -562,6 +791,10 @@ static bool cuda_kernel_at(gemmd_backend *be, size_t i, gemmd_kernel *out)
         .precisions = k->precisions,
         .transposes = k->transposes,
     };
+    if (k->reference) { /* cuBLAS: also DGEMM, CGEMM, ZGEMM (gemm_wide) */
+        out->ab_types |= WIDE_TYPES;
+        out->cd_types |= WIDE_TYPES;
+    }
     return true;
 }
 
@@ -570,6 +803,17 @@ static int cuda_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
 {
     (void)be;
     const char *name = j->kernel[0] != '\0' ? j->kernel : NULL;
+    if (wide_type(j->ab_type)) { /* gemm_wide: cuBLAS, "auto" or by name */
+        const gemmk_kernel_desc *k =
+            name != NULL ? gemmk_catalog_find(name) : NULL;
+        if (name == NULL || (k != NULL && k->reference))
+            return GEMM_OK;
+        snprintf(msg, len,
+                 "kernel '%s' cannot serve this request: %s inputs run on "
+                 "cuBLAS (auto or cublas)",
+                 name, gemm_dtype_name(j->ab_type));
+        return GEMM_ERR_UNSUPPORTED;
+    }
     if (name != NULL && gemmk_catalog_find(name) == NULL) {
         snprintf(msg, len,
                  "kernel '%s' is not available on the cuda backend "

@@ -14,25 +14,14 @@
 
 #include <stdint.h>
 
-/* An item on the loop's inbox: a received request, a finished job, or a
- * connection coming or going. Embedded in its owner (slot, job) or
- * allocated alone (pipe events). */
+/* An item on the loop's inbox: a finished job, embedded in it. */
 enum gemmd_event_kind {
-    EV_REQUEST,
     EV_DONE,
-    EV_PIPE_ADD,
-    EV_PIPE_REM,
-    EV_RELISTEN, /* the watchdog found the listener wedged */
 };
 
 typedef struct gemmd_event {
     int kind;
     struct gemmd_event *next;
-    uint32_t pipe; /* EV_PIPE_*: the connection */
-    uint64_t uid;  /* EV_PIPE_ADD: its peer's uid, if known */
-    bool has_uid;
-    bool internal;     /* EV_PIPE_ADD: our own watchdog's connection */
-    uint32_t listener; /* EV_PIPE_ADD: the listener that accepted it */
 } gemmd_event;
 
 enum gemmd_job_kind {
@@ -48,8 +37,11 @@ typedef struct gemmd_job {
     uint64_t m, n, k;
     int ab_type, cd_type;
     bool trans_a, trans_b;
-    bool has_c; /* beta != 0 */
-    float alpha, beta;
+    bool conj_a, conj_b; /* conjugate transpose (complex; with trans_x) */
+    bool has_c;          /* beta != 0 */
+    /* alpha = alpha + i alpha_im, beta likewise (imaginary parts 0 for
+     * real types); backends of 16/32-bit types use them as float */
+    double alpha, beta, alpha_im, beta_im;
     const void *a, *b, *c; /* c == NULL when !has_c */
     void *d;
     uint64_t lda, ldb, ldc, ldd; /* elements */
@@ -80,11 +72,13 @@ typedef struct gemmd_job {
                                           measures them */
     char ran[GEMM_KERNEL_NAME_MAX + 1]; /* the kernel that ran */
 
-    uint32_t owner;       /* the client (nng pipe) that asked */
+    uint32_t owner;       /* the connection that asked */
     uint64_t deadline_ns; /* drop unstarted after this; 0 = none */
+    uint64_t mem;         /* of the daemon's memory budget, reserved */
+    bool canceled;        /* dropped before it started (Cancel) */
 
     /* where the reply goes */
-    void *slot;      /* the server slot (nng context) that received it */
+    void *slot;      /* the srv_req it answers */
     uint64_t req_id; /* the request's id */
 
     struct gemmd_job *next; /* queue link */
@@ -92,5 +86,19 @@ typedef struct gemmd_job {
 
 /* Monotonic clock in nanoseconds. Thread-safe. */
 uint64_t gemmd_now_ns(void);
+
+/* The address of a validated operand: its place in a mapped buffer, or a
+ * resident tensor's data (device memory when the tensor is on_device).
+ * Loop thread (the registry's entries are the loop's). */
+void *job_operand_ptr(const val_matrix *m);
+
+/*
+ * Fills the problem of GEMM job j (zeroed by the caller) from the
+ * validated request v and its resolved operands res: shape, types,
+ * transposes, scalars, precision, requested kernel, operand addresses and
+ * leading dimensions. Takes no references (the caller holds the buffers).
+ * Returns GEMM_OK or a gemm_error with j->msg set. Loop thread.
+ */
+int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res);
 
 #endif

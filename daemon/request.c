@@ -45,12 +45,32 @@ int req_check_envelope(const Gemm__Request *rq, char *msg, size_t msglen)
     case GEMM__REQUEST__BODY_TENSOR_UPLOAD:
     case GEMM__REQUEST__BODY_TENSOR_FREE:
     case GEMM__REQUEST__BODY_LIST_KERNELS:
+    case GEMM__REQUEST__BODY_CANCEL:
         return GEMM_OK;
     default:
         snprintf(msg, msglen,
                  "request has no body (or one this gemmd does not know)");
         return GEMM_ERR_PROTOCOL;
     }
+}
+
+int req_register_check(const Gemm__RegisterBufferRequest *r, char *msg,
+                       size_t msglen)
+{
+    if (!r->has_fd_ticket) {
+        snprintf(msg, msglen, "%s",
+                 r->name != NULL
+                     ? "registration by shm name is no longer served: pass "
+                       "the memfd over the descriptor channel and name its "
+                       "ticket (libgemmclient 0.2 does)"
+                     : "RegisterBuffer needs a descriptor ticket and a size");
+        return GEMM_ERR_INVALID;
+    }
+    if (!r->has_size || r->size == 0) {
+        snprintf(msg, msglen, "RegisterBuffer needs a size of at least 1");
+        return GEMM_ERR_INVALID;
+    }
+    return GEMM_OK;
 }
 
 static void operand_desc(val_operand *o, const Gemm__Operand *p)
@@ -75,8 +95,14 @@ void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v)
     v->cd_type = g->has_cd_type ? (int)g->cd_type : 0;
     v->trans_a = g->has_trans_a && g->trans_a;
     v->trans_b = g->has_trans_b && g->trans_b;
-    v->alpha = g->alpha; /* protobuf-c applies the defaults 1 and 0 */
-    v->beta = g->beta;
+    /* alpha64/beta64 over the float fields, to which protobuf-c applies
+     * the defaults 1 and 0 */
+    v->alpha = g->has_alpha64 ? g->alpha64 : (double)g->alpha;
+    v->beta = g->has_beta64 ? g->beta64 : (double)g->beta;
+    v->alpha_im = g->has_alpha_imag ? g->alpha_imag : 0.0;
+    v->beta_im = g->has_beta_imag ? g->beta_imag : 0.0;
+    v->conj_a = g->has_conj_a && g->conj_a;
+    v->conj_b = g->has_conj_b && g->conj_b;
     v->precision = g->has_precision ? (int)g->precision : 0;
     v->kernel = g->kernel;
     operand_desc(&v->a, g->a);

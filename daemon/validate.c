@@ -16,7 +16,40 @@ bool val_dtypes_supported(int ab, int cd)
     bool cd_any = (cd == GEMM_BF16 || cd == GEMM_FP16 || cd == GEMM_FP32);
     if (ab16)
         return cd_any;
-    return ab == GEMM_FP32 && cd == GEMM_FP32;
+    bool same = ab == GEMM_FP32 || ab == GEMM_FP64 || ab == GEMM_COMPLEX64 ||
+                ab == GEMM_COMPLEX128;
+    return same && cd == ab;
+}
+
+int val_ops_scalars(const val_gemm *g, char *msg, size_t len)
+{
+    bool cplx = gemm_dtype_is_complex(g->ab_type);
+    if ((g->conj_a || g->conj_b) && !cplx) {
+        snprintf(msg, len,
+                 "conjugate transpose of %s asked for %s inputs: it is for "
+                 "complex types only (use the plain transpose)",
+                 g->conj_a ? "A" : "B", gemm_dtype_name(g->ab_type));
+        return GEMM_ERR_INVALID;
+    }
+    if ((g->conj_a && !g->trans_a) || (g->conj_b && !g->trans_b)) {
+        bool a = g->conj_a && !g->trans_a;
+        snprintf(msg, len,
+                 "conj_%s without trans_%s: op C is the conjugate "
+                 "transpose, set both (a conjugate without transpose is "
+                 "no BLAS operation)",
+                 a ? "a" : "b", a ? "a" : "b");
+        return GEMM_ERR_INVALID;
+    }
+    if (!cplx && (g->alpha_im != 0.0 || g->beta_im != 0.0)) {
+        snprintf(msg, len,
+                 "%s has an imaginary part (%g) but the inputs are %s: "
+                 "complex scalars are for complex types only",
+                 g->alpha_im != 0.0 ? "alpha" : "beta",
+                 g->alpha_im != 0.0 ? g->alpha_im : g->beta_im,
+                 gemm_dtype_name(g->ab_type));
+        return GEMM_ERR_INVALID;
+    }
+    return GEMM_OK;
 }
 
 int val_kernel_name(const char *name, char *msg, size_t len)
@@ -135,7 +168,8 @@ static int check_matrix(const char *what, const val_operand *op, uint64_t rows,
                             len);
     }
     size_t size = 0;
-    void *h = lookup(arg, op->buffer_id, &size);
+    uint64_t object = 0;
+    void *h = lookup(arg, op->buffer_id, &size, &object);
     if (h == NULL) {
         snprintf(msg, len,
                  "operand %s: buffer id %#llx is not registered on this "
@@ -172,6 +206,7 @@ static int check_matrix(const char *what, const val_operand *op, uint64_t rows,
         return GEMM_ERR_BOUNDS;
     }
     out->handle = h;
+    out->object = object;
     out->tensor = false;
     out->offset = op->offset;
     out->ld = ld;
@@ -201,9 +236,14 @@ int val_operand_check(const char *what, const val_operand *op, uint64_t rows,
                         len);
 }
 
+/* Whether x and y share bytes: the same buffer, or two buffers of the same
+ * memory object (both map it from offset 0); tensors never overlap a
+ * buffer. */
 static bool overlap(const val_matrix *x, const val_matrix *y)
 {
-    if (x->handle != y->handle)
+    if (x->tensor || y->tensor)
+        return x->handle == y->handle;
+    if (x->handle != y->handle && x->object != y->object)
         return false;
     return x->offset < y->offset + y->extent &&
            y->offset < x->offset + x->extent;
@@ -217,12 +257,14 @@ int val_gemm_check(const val_gemm *g, const val_limits *lim,
     if (!val_dtypes_supported(g->ab_type, g->cd_type)) {
         snprintf(msg, len,
                  "unsupported types: A/B %s (%d) with C/D %s (%d); A/B may "
-                 "be bf16 or fp16 with any C/D, or fp32 with fp32",
+                 "be bf16 or fp16 with C/D bf16, fp16 or fp32, or fp32, "
+                 "fp64, c64, c128 with C/D of the same type",
                  gemm_dtype_name(g->ab_type), g->ab_type,
                  gemm_dtype_name(g->cd_type), g->cd_type);
         return GEMM_ERR_DTYPE;
     }
     if ((rv = val_precision(g->ab_type, g->precision, msg, len)) != GEMM_OK ||
+        (rv = val_ops_scalars(g, msg, len)) != GEMM_OK ||
         (rv = val_kernel_name(g->kernel, msg, len)) != GEMM_OK)
         return rv;
     if (g->m == 0 || g->n == 0 || g->k == 0 || g->m > lim->max_dim ||
@@ -249,11 +291,11 @@ int val_gemm_check(const val_gemm *g, const val_limits *lim,
                       msg, len);
     if (rv != GEMM_OK)
         return rv;
-    out->has_c = (g->beta != 0.0f);
+    out->has_c = g->beta != 0.0 || g->beta_im != 0.0;
     if (out->has_c) {
         if (!g->c.present) {
-            snprintf(msg, len, "beta is %g but operand C is missing",
-                     (double)g->beta);
+            snprintf(msg, len, "beta is %g%+gi but operand C is missing",
+                     g->beta, g->beta_im);
             return GEMM_ERR_INVALID;
         }
         rv = check_matrix("C", &g->c, g->m, g->n, cd, lim, lookup, arg, &out->c,

@@ -24,7 +24,9 @@ typedef struct val_gemm {
     int ab_type; /* gemm_dtype numbers */
     int cd_type;
     bool trans_a, trans_b;
-    float alpha, beta;
+    bool conj_a, conj_b;      /* conjugate transpose (complex, with trans_x) */
+    double alpha, beta;       /* real parts (alpha64 over the float alpha) */
+    double alpha_im, beta_im; /* imaginary parts (complex types) */
     val_operand a, b, c, d;
     int precision;      /* gemm_precision number (0 when absent) */
     const char *kernel; /* the requested kernel; NULL when absent */
@@ -48,6 +50,7 @@ typedef struct val_limits {
 /* A matrix as stored, resolved: rows x cols with leading dimension ld. */
 typedef struct val_matrix {
     void *handle;    /* what lookup returned */
+    uint64_t object; /* buffer: the memory object behind it (lookup's) */
     bool tensor;     /* a resident tensor (offset 0, extent 0) */
     uint64_t offset; /* bytes into the buffer */
     uint64_t ld;     /* elements, >= cols */
@@ -58,12 +61,14 @@ typedef struct val_matrix {
 
 typedef struct val_resolved {
     val_matrix a, b, c, d;
-    bool has_c; /* beta != 0: C is read */
+    bool has_c; /* beta != 0 (real or imaginary part): C is read */
 } val_resolved;
 
-/* Finds buffer id for the requester: its handle and size, or NULL when the
- * id is unknown or belongs to someone else. */
-typedef void *(*val_lookup_fn)(void *arg, uint64_t id, size_t *size);
+/* Finds buffer id for the requester: its handle, size and the memory object
+ * it maps (two buffers of one object alias each other at equal offsets), or
+ * NULL when the id is unknown or belongs to someone else. */
+typedef void *(*val_lookup_fn)(void *arg, uint64_t id, size_t *size,
+                               uint64_t *object);
 
 /* Resolves one operand stored rows x cols of dtype (a buffer region or a
  * resident tensor); what names it in messages ("A", "B", "C", "D", "src").
@@ -73,8 +78,16 @@ int val_operand_check(const char *what, const val_operand *op, uint64_t rows,
                       val_lookup_fn lookup, void *arg, val_matrix *out,
                       char *msg, size_t len);
 
-/* Whether (ab_type, cd_type) is a combination the service computes. */
+/* Whether (ab_type, cd_type) is a combination the service computes:
+ * bf16/fp16 -> bf16, fp16, fp32; fp32 -> fp32; fp64 -> fp64; complex64 ->
+ * complex64; complex128 -> complex128. */
 bool val_dtypes_supported(int ab_type, int cd_type);
+
+/* The operator and scalar rules of g's types: conj_x only on complex
+ * types and with trans_x (op C is the conjugate transpose), imaginary
+ * parts of alpha and beta only on complex types. Returns GEMM_OK or
+ * GEMM_ERR_INVALID with a message. */
+int val_ops_scalars(const val_gemm *g, char *msg, size_t len);
 
 /* Kernel names on the wire: 1..GEMM_KERNEL_NAME_MAX bytes of
  * [A-Za-z0-9._+-]. NULL (absent) is fine: the backend picks. Returns
@@ -89,7 +102,8 @@ int val_precision(int ab_type, int precision, char *msg, size_t len);
 /*
  * Checks g against the limits and the caller's buffers. Returns GEMM_OK and
  * fills *out, or a gemm_error (DTYPE, DIMS, INVALID, NO_BUFFER, LD, ALIGN,
- * BOUNDS) with a message in msg. The kernel name and precision are checked
+ * BOUNDS) with a message in msg. Offsets must be multiples of the element
+ * size (16 bytes for complex128). The kernel name and precision are checked
  * for form here; whether the backend has that kernel, and whether it
  * serves the request, is the backend's check.
  */

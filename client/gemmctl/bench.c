@@ -260,6 +260,14 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
     if (a->kernels != NULL && a->ladder)
         return ctl_error(EXIT_USAGE,
                          "bench: give --kernels or --ladder, not both");
+    if (gemm_dtype_size(a->ab) > 4 || gemm_dtype_size(a->cd) > 4)
+        return ctl_error(
+            EXIT_USAGE,
+            "bench: compares the kernels of the bf16, fp16 and "
+            "fp32 types; %s runs on the reference alone (time "
+            "it with gemmctl mm --dtype %s --repeat N)",
+            gemm_dtype_name(gemm_dtype_size(a->ab) > 4 ? a->ab : a->cd),
+            gemm_dtype_name(gemm_dtype_size(a->ab) > 4 ? a->ab : a->cd));
     if (a->ab == GEMM_FP32 && a->cd != GEMM_FP32)
         return ctl_error(EXIT_USAGE, "bench: fp32 inputs need --cd-dtype "
                                      "fp32");

@@ -18,7 +18,9 @@ static const char kernels_usage[] =
     "the A/B and C/D types, the precisions served for fp32 inputs, and the\n"
     "transposes (nn, tn = A transposed, nt = B transposed, tt).\n";
 
-static const gemm_dtype all_types[] = {GEMM_BF16, GEMM_FP16, GEMM_FP32};
+static const gemm_dtype all_types[] = {GEMM_BF16,      GEMM_FP16,
+                                       GEMM_FP32,      GEMM_FP64,
+                                       GEMM_COMPLEX64, GEMM_COMPLEX128};
 static const char *const trans_names[] = {"nn", "tn", "nt", "tt"};
 
 /* Appends word to buf (comma-separated). */
@@ -31,7 +33,7 @@ static void add_word(char *buf, size_t len, const char *word)
 const char *ctl_types_str(uint32_t mask, char *buf, size_t len)
 {
     buf[0] = '\0';
-    for (size_t i = 0; i < 3; i++)
+    for (size_t i = 0; i < sizeof(all_types) / sizeof(all_types[0]); i++)
         if (mask & (1u << all_types[i]))
             add_word(buf, len, gemm_dtype_name(all_types[i]));
     if (buf[0] == '\0')
@@ -124,16 +126,25 @@ static void print_json(const gemm_kernel_info *ks, size_t n)
     printf("%s]\n", n ? "\n" : "");
 }
 
+/* The table; the type columns as wide as their longest entry (a kernel
+ * of every type lists six). */
 static void print_table(const gemm_kernel_info *ks, size_t n)
 {
-    char rung[16], ab[32], cd[32], pr[32], tr[32];
-    printf("%-16s %-4s %-15s %-15s %-10s %-11s %s\n", "KERNEL", "RUNG", "A/B",
-           "C/D", "FP32 AS", "TRANSPOSES", "SUMMARY");
+    char rung[16], ab[48], cd[48], pr[32], tr[32];
+    int wab = 15, wcd = 15;
+    for (size_t i = 0; i < n; i++) {
+        int la = (int)strlen(ctl_types_str(ks[i].ab_types, ab, sizeof(ab)));
+        int lc = (int)strlen(ctl_types_str(ks[i].cd_types, cd, sizeof(cd)));
+        wab = la > wab ? la : wab;
+        wcd = lc > wcd ? lc : wcd;
+    }
+    printf("%-16s %-4s %-*s %-*s %-10s %-11s %s\n", "KERNEL", "RUNG", wab,
+           "A/B", wcd, "C/D", "FP32 AS", "TRANSPOSES", "SUMMARY");
     for (size_t i = 0; i < n; i++) {
         const gemm_kernel_info *k = &ks[i];
-        printf("%-16s %-4s %-15s %-15s %-10s %-11s %s\n", k->name,
-               ctl_rung_str(k, rung, sizeof(rung)),
-               ctl_types_str(k->ab_types, ab, sizeof(ab)),
+        printf("%-16s %-4s %-*s %-*s %-10s %-11s %s\n", k->name,
+               ctl_rung_str(k, rung, sizeof(rung)), wab,
+               ctl_types_str(k->ab_types, ab, sizeof(ab)), wcd,
                ctl_types_str(k->cd_types, cd, sizeof(cd)),
                ctl_precisions_str(k, pr, sizeof(pr)),
                ctl_transposes_str(k->transposes, tr, sizeof(tr)), k->summary);

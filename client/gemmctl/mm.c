@@ -2,8 +2,11 @@
  * mm.c: `gemmctl mm`, one GEMM through gemmd. Either from .npy files
  * (--a, --b, optional --c) with D printed or written to --out, or from
  * random inputs (-m -n -k) timed over --repeat runs. --check compares D
- * with an fp64 reference computed here on the CPU from the inputs exactly
- * as the daemon saw them (after conversion to the request's dtype).
+ * with a reference computed here on the CPU from the inputs exactly as the
+ * daemon saw them (after conversion to the request's dtype): in fp64 for
+ * the 16/32-bit types, in long double for fp64, complex64 and complex128
+ * (the "wide" types, which also take conjugate transposes and complex
+ * alpha and beta).
  */
 #include "gemmctl.h"
 #include "npy.h"
@@ -17,8 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Reference work above which --check samples rows: 2^30 multiply-adds. */
-#define MM_CHECK_FULL_MACS (1ull << 30)
+/* Reference work above which --check samples rows: 2^30 multiply-adds
+ * (2^27 in long double complex for the wide types). */
+#define MM_CHECK_FULL_MACS      (1ull << 30)
+#define MM_CHECK_FULL_MACS_WIDE (1ull << 27)
 
 static const char mm_usage[] =
     "usage: gemmctl [--url URL] mm --a A.npy --b B.npy [options]\n"
@@ -29,8 +34,8 @@ static const char mm_usage[] =
     "B is stored N x K.\n"
     "\n"
     "Inputs:\n"
-    "  --a FILE, --b FILE   .npy matrices (float16, float32 or float64;\n"
-    "                       float64 is narrowed to float32)\n"
+    "  --a FILE, --b FILE   .npy matrices (float16, float32, float64,\n"
+    "                       complex64, complex128)\n"
     "  --c FILE             C, M x N (beta defaults to 1 with --c)\n"
     "  -m M -n N -k K       random inputs, uniform in [-1, 1)\n"
     "  --seed S             random seed (default 42)\n"
@@ -38,10 +43,15 @@ static const char mm_usage[] =
     "  --alpha X            (default 1)\n"
     "  --beta X             (default 0; needs --c with file inputs; random\n"
     "                       C with -m -n -k)\n"
+    "  --alpha-im X, --beta-im X  imaginary parts (complex types)\n"
     "  --ta, --tb           transpose A, B\n"
+    "  --op-a OP, --op-b OP N, T (= --ta, --tb) or C (conjugate transpose,\n"
+    "                       complex types)\n"
     "  --dtype T            type of A and B on the daemon: bf16, fp16,\n"
-    "                       fp32 (default: fp16 if both files are float16,\n"
-    "                       else fp32; fp32 for random inputs)\n"
+    "                       fp32, fp64, c64, c128 (default: fp16 if both\n"
+    "                       files are float16, fp64 if both are float64,\n"
+    "                       c64/c128 if one is complex, else fp32; fp32 for\n"
+    "                       random inputs)\n"
     "  --cd-dtype T         type of C and D (default: as --dtype)\n"
     "  --kernel NAME        run this kernel (gemmctl kernels lists them;\n"
     "                       default: the daemon picks)\n"
@@ -49,17 +59,20 @@ static const char mm_usage[] =
     "                       fp32 (accurate); default is fp32\n"
     "Output:\n"
     "  --out FILE           write D as .npy (else D is printed)\n"
-    "  --out-dtype T        fp32 or fp16 for --out (default: fp16 if D is\n"
-    "                       fp16, else fp32)\n"
-    "  --check              compare with an fp64 CPU reference; prints the\n"
-    "                       relative Frobenius error and PASS/FAIL (fp32\n"
-    "                       1e-5, tf32 2e-3, fp16 2e-3, bf16 1e-2)\n"
+    "  --out-dtype T        fp16, fp32, fp64, c64 or c128 for --out\n"
+    "                       (default: fp16 if D is fp16, D's type if it is\n"
+    "                       fp64 or complex, else fp32)\n"
+    "  --check              compare with a CPU reference (fp64; long double\n"
+    "                       for fp64, c64, c128); prints the relative\n"
+    "                       Frobenius error and PASS/FAIL (fp64 and c128\n"
+    "                       1e-12, fp32 and c64 1e-5, tf32 2e-3, fp16 2e-3,\n"
+    "                       bf16 1e-2)\n"
     "  --repeat R           run R times, report median and best (random)\n";
 
 struct mm_args {
     const char *a_path, *b_path, *c_path, *out_path;
-    float alpha, beta;
-    bool have_beta, ta, tb, check;
+    double alpha, beta, alpha_im, beta_im;
+    bool have_beta, ta, tb, ca, cb, check;
     bool have_dtype, have_cd, have_out_dtype;
     gemm_dtype dtype, cd, out_dtype;
     uint64_t m, n, k;
@@ -93,11 +106,11 @@ static int parse_u64(const char *opt, const char *s, uint64_t *out)
     return EXIT_OK;
 }
 
-static int parse_float(const char *opt, const char *s, float *out)
+static int parse_float(const char *opt, const char *s, double *out)
 {
     char *end;
     errno = 0;
-    float v = strtof(s, &end);
+    double v = strtod(s, &end);
     if (errno != 0 || end == s || *end != '\0' || !isfinite(v))
         return ctl_error(EXIT_USAGE, "mm: %s wants a number, not '%s'", opt, s);
     *out = v;
@@ -108,8 +121,30 @@ static int parse_dtype(const char *opt, const char *s, gemm_dtype *out)
 {
     if (gemm_dtype_parse(s, out) != GEMM_OK)
         return ctl_error(EXIT_USAGE,
-                         "mm: %s wants bf16, fp16 or fp32, not '%s'", opt, s);
+                         "mm: %s wants bf16, fp16, fp32, fp64, c64 or c128, "
+                         "not '%s'",
+                         opt, s);
     return EXIT_OK;
+}
+
+/* --op-a/--op-b: N, T or C into the transpose and conjugate flags. */
+static int parse_op(const char *opt, const char *s, bool *trans, bool *conj)
+{
+    if (s[0] == '\0' || s[1] != '\0' || strchr("NnTtCc", s[0]) == NULL)
+        return ctl_error(EXIT_USAGE,
+                         "mm: %s wants N, T or C (conjugate transpose), not "
+                         "'%s'",
+                         opt, s);
+    *trans = s[0] != 'N' && s[0] != 'n';
+    *conj = s[0] == 'C' || s[0] == 'c';
+    return EXIT_OK;
+}
+
+/* fp64 and the complex types: computed in their own type, checked in long
+ * double. */
+static bool wide_type(gemm_dtype t)
+{
+    return t == GEMM_FP64 || gemm_dtype_is_complex(t);
 }
 
 static int mm_parse(int argc, char **argv, struct mm_args *a)
@@ -130,7 +165,11 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
         O_REPEAT,
         O_SEED,
         O_KERNEL,
-        O_PRECISION
+        O_PRECISION,
+        O_ALPHA_IM,
+        O_BETA_IM,
+        O_OP_A,
+        O_OP_B
     };
     static const struct option opts[] = {
         {"a", required_argument, NULL, O_A},
@@ -149,6 +188,10 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
         {"seed", required_argument, NULL, O_SEED},
         {"kernel", required_argument, NULL, O_KERNEL},
         {"precision", required_argument, NULL, O_PRECISION},
+        {"alpha-im", required_argument, NULL, O_ALPHA_IM},
+        {"beta-im", required_argument, NULL, O_BETA_IM},
+        {"op-a", required_argument, NULL, O_OP_A},
+        {"op-b", required_argument, NULL, O_OP_B},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -183,6 +226,19 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
             rv = parse_float("--beta", optarg, &a->beta);
             a->have_beta = true;
             break;
+        case O_ALPHA_IM:
+            rv = parse_float("--alpha-im", optarg, &a->alpha_im);
+            break;
+        case O_BETA_IM:
+            rv = parse_float("--beta-im", optarg, &a->beta_im);
+            a->have_beta = true;
+            break;
+        case O_OP_A:
+            rv = parse_op("--op-a", optarg, &a->ta, &a->ca);
+            break;
+        case O_OP_B:
+            rv = parse_op("--op-b", optarg, &a->tb, &a->cb);
+            break;
         case O_TA:
             a->ta = true;
             break;
@@ -204,7 +260,7 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
             rv = parse_dtype("--out-dtype", optarg, &a->out_dtype);
             if (rv == EXIT_OK && a->out_dtype == GEMM_BF16)
                 rv = ctl_error(EXIT_USAGE, "mm: --out-dtype: .npy has no "
-                                           "bf16; use fp32 or fp16");
+                                           "bf16; use fp16, fp32 or fp64");
             a->have_out_dtype = true;
             break;
         case O_REPEAT:
@@ -275,10 +331,11 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
                                      "and -k");
     if (random && (a->m == 0 || a->n == 0 || a->k == 0))
         return ctl_error(EXIT_USAGE, "mm: -m, -n and -k must be positive");
-    if (files && a->have_beta && !a->c_path && a->beta != 0.0f)
+    bool beta_nz = a->beta != 0.0 || a->beta_im != 0.0;
+    if (files && a->have_beta && !a->c_path && beta_nz)
         return ctl_error(EXIT_USAGE, "mm: --beta needs --c C.npy");
     if (files && a->c_path && !a->have_beta)
-        a->beta = 1.0f;
+        a->beta = 1.0;
     if (files && a->repeat != 1)
         return ctl_error(EXIT_USAGE, "mm: --repeat is for random inputs "
                                      "(-m -n -k)");
@@ -294,13 +351,24 @@ static uint64_t rnd_next(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-/* Uniform values in [-1, 1), never 0. fp32 gets 24 random bits per value;
- * the 16-bit types keep at most 11 significant bits, so each draw gives
- * four values of 16 bits, (u - 32767.5) / 32768 (exact in fp32, rounded
- * once to the type). */
+/* Uniform values in [-1, 1), never 0. fp64 gets 53 random bits per value,
+ * fp32 24; the 16-bit types keep at most 11 significant bits, so each draw
+ * gives four values of 16 bits, (u - 32767.5) / 32768 (exact in fp32,
+ * rounded once to the type). Complex types: both parts so. */
 void ctl_fill_random(void *dst, gemm_dtype t, size_t n, uint64_t *state)
 {
     float tmp[4096];
+    if (t == GEMM_FP64 || t == GEMM_COMPLEX128) {
+        double *d = dst;
+        size_t parts = t == GEMM_FP64 ? n : 2 * n;
+        for (size_t i = 0; i < parts; i++)
+            d[i] = (double)(rnd_next(state) >> 11) * 0x1p-52 - 1.0 + 0x1p-53;
+        return;
+    }
+    if (t == GEMM_COMPLEX64) {
+        t = GEMM_FP32; /* 2n fp32 parts */
+        n *= 2;
+    }
     size_t esize = gemm_dtype_size(t);
     for (size_t off = 0; off < n; off += 4096) {
         size_t len = n - off < 4096 ? n - off : 4096;
@@ -349,6 +417,10 @@ static float *to_f32(const gemm_buffer *b, gemm_dtype t, size_t count)
 static double tolerance(gemm_dtype ab, gemm_dtype cd, gemm_precision p,
                         const char **what)
 {
+    if (ab == GEMM_FP64 || ab == GEMM_COMPLEX128)
+        return *what = gemm_dtype_name(ab), 1e-12;
+    if (ab == GEMM_COMPLEX64)
+        return *what = "c64", 1e-5;
     if (ab == GEMM_BF16 || cd == GEMM_BF16)
         return *what = "bf16", 1e-2;
     if (ab == GEMM_FP16 || cd == GEMM_FP16)
@@ -418,6 +490,102 @@ static double check_error(const struct mm_job *j, const struct mm_args *a,
     return den == 0.0 ? sqrt(num) : sqrt(num / den);
 }
 
+/* A complex number in long double, for the wide reference. */
+typedef struct ldc {
+    long double re, im;
+} ldc;
+
+/* Element i of a wide matrix (fp64: imaginary part 0), conjugated when
+ * conj. */
+static ldc load_wide(const void *p, gemm_dtype t, size_t i, bool conj)
+{
+    ldc z = {0.0L, 0.0L};
+    if (t == GEMM_FP64) {
+        z.re = ((const double *)p)[i];
+    } else if (t == GEMM_COMPLEX64) {
+        z.re = ((const float *)p)[2 * i];
+        z.im = ((const float *)p)[2 * i + 1];
+    } else {
+        z.re = ((const double *)p)[2 * i];
+        z.im = ((const double *)p)[2 * i + 1];
+    }
+    if (conj)
+        z.im = -z.im;
+    return z;
+}
+
+static ldc ldc_mul(ldc x, ldc y)
+{
+    return (ldc){x.re * y.re - x.im * y.im, x.re * y.im + x.im * y.re};
+}
+
+/*
+ * The same error for fp64, complex64 and complex128, with the reference in
+ * long double (complex) from the buffers as the daemon read them (tight
+ * A, B, C; D in its own buffer, so the inputs are unchanged), honouring
+ * the conjugate transposes and complex alpha and beta. Rows are sampled
+ * as in check_error().
+ */
+static double check_error_wide(const struct mm_job *j, const struct mm_args *a,
+                               gemm_dtype ab, uint64_t *rows_checked,
+                               bool *absolute)
+{
+    uint64_t m = j->m, n = j->n, k = j->k, rows = m;
+    const void *A = gemm_buffer_data(j->a), *B = gemm_buffer_data(j->b);
+    const void *C = j->c != NULL ? gemm_buffer_data(j->c) : NULL;
+    const void *D = gemm_buffer_data(j->d);
+    ldc alpha = {a->alpha, a->alpha_im}, beta = {a->beta, a->beta_im};
+    long double num = 0.0L, den = 0.0L;
+    ldc *acc = calloc(n, sizeof(ldc));
+
+    if (acc == NULL)
+        return NAN;
+    if ((double)m * (double)n * (double)k > (double)MM_CHECK_FULL_MACS_WIDE) {
+        rows = MM_CHECK_FULL_MACS_WIDE / (n * k);
+        rows = rows < 1 ? 1 : rows > m ? m : rows;
+    }
+    for (uint64_t r = 0; r < rows; r++) {
+        uint64_t i = rows == m ? r : r * m / rows;
+        memset(acc, 0, n * sizeof(ldc));
+        if (a->tb) { /* B is n x k: a dot product per output */
+            for (uint64_t q = 0; q < n; q++)
+                for (uint64_t p = 0; p < k; p++) {
+                    ldc x = a->ta ? load_wide(A, ab, p * m + i, a->ca)
+                                  : load_wide(A, ab, i * k + p, false);
+                    ldc pr = ldc_mul(x, load_wide(B, ab, q * k + p, a->cb));
+                    acc[q].re += pr.re;
+                    acc[q].im += pr.im;
+                }
+        } else { /* B is k x n: rows of B scaled and added */
+            for (uint64_t p = 0; p < k; p++) {
+                ldc x = a->ta ? load_wide(A, ab, p * m + i, a->ca)
+                              : load_wide(A, ab, i * k + p, false);
+                for (uint64_t q = 0; q < n; q++) {
+                    ldc pr = ldc_mul(x, load_wide(B, ab, p * n + q, false));
+                    acc[q].re += pr.re;
+                    acc[q].im += pr.im;
+                }
+            }
+        }
+        for (uint64_t q = 0; q < n; q++) {
+            ldc ref = ldc_mul(alpha, acc[q]);
+            if (C != NULL) {
+                ldc bc = ldc_mul(beta, load_wide(C, ab, i * n + q, false));
+                ref.re += bc.re;
+                ref.im += bc.im;
+            }
+            ldc got = load_wide(D, ab, i * n + q, false);
+            long double er = got.re - ref.re, ei = got.im - ref.im;
+            num += er * er + ei * ei;
+            den += ref.re * ref.re + ref.im * ref.im;
+        }
+    }
+    free(acc);
+    *rows_checked = rows;
+    *absolute = den == 0.0L;
+    return (double)(den == 0.0L ? sqrtl(num) : sqrtl(num / den));
+}
+
 static int do_check(const struct mm_job *j, const struct mm_args *a,
                     gemm_dtype ab, gemm_dtype cd, const float *d32)
 {
@@ -425,11 +593,14 @@ static int do_check(const struct mm_job *j, const struct mm_args *a,
     bool absolute = false;
     const char *what;
     double tol = tolerance(ab, cd, a->precision, &what);
-    double err = check_error(j, a, d32, &rows, &absolute);
+    bool wide = wide_type(ab);
+    double err = wide ? check_error_wide(j, a, ab, &rows, &absolute)
+                      : check_error(j, a, d32, &rows, &absolute);
     bool pass = err <= tol;
 
-    printf("check: %s error %.3g vs fp64 reference",
-           absolute ? "absolute" : "relative", err);
+    printf("check: %s error %.3g vs %s reference",
+           absolute ? "absolute" : "relative", err,
+           wide ? "long double" : "fp64");
     if (rows < j->m)
         printf(" (%" PRIu64 " of %" PRIu64 " rows sampled)", rows, j->m);
     printf(", tolerance %.0e (%s): %s\n", tol, what, pass ? "PASS" : "FAIL");
@@ -466,6 +637,74 @@ static void print_matrix(const float *d, uint64_t m, uint64_t n)
     }
     if (rm < m)
         printf("         ...\n");
+}
+
+/* Prints a wide D (fp64, complex) whole when small, else its top-left
+ * corner. */
+static void print_wide(const void *d, gemm_dtype t, uint64_t m, uint64_t n)
+{
+    bool cplx = gemm_dtype_is_complex(t);
+    bool whole = m <= 12 && n <= 12;
+    uint64_t rm = whole ? m : (m < 4 ? m : 4), rn = whole ? n : (n < 4 ? n : 4);
+    if (!whole)
+        printf("D is %" PRIu64 "x%" PRIu64 " %s; top-left corner:\n", m, n,
+               gemm_dtype_name(t));
+    for (uint64_t i = 0; i < rm; i++) {
+        for (uint64_t q = 0; q < rn; q++) {
+            ldc z = load_wide(d, t, i * n + q, false);
+            if (cplx)
+                printf("%s%12.6g%+.6gj", q ? " " : "", (double)z.re,
+                       (double)z.im);
+            else
+                printf("%s%17.10g", q ? " " : "", (double)z.re);
+        }
+        printf("%s\n", rn < n ? " ..." : "");
+    }
+    if (rm < m)
+        printf("         ...\n");
+}
+
+/* Copies count elements of a file's type st into a buffer of type dt: as
+ * gemm_convert, and real files into complex buffers (imaginary 0). A
+ * complex file for a real type is an error (message printed). */
+static int load_input(const char *name, void *dst, gemm_dtype dt,
+                      const npy_matrix *f, size_t count)
+{
+    bool cd = gemm_dtype_is_complex(dt), cs = gemm_dtype_is_complex(f->dtype);
+    if (cs && !cd)
+        return ctl_error(EXIT_USAGE,
+                         "mm: %s is complex (%s) but the GEMM is %s: give "
+                         "--dtype c64 or c128",
+                         name, f->descr, gemm_dtype_name(dt));
+    if (cd && !cs) { /* real parts, then spread out with imaginary 0 */
+        gemm_dtype part = dt == GEMM_COMPLEX64 ? GEMM_FP32 : GEMM_FP64;
+        size_t ps = gemm_dtype_size(part);
+        char *p = dst;
+        gemm_convert(p + count * ps, part, f->data, f->dtype, count);
+        for (size_t i = 0; i < count; i++) {
+            memmove(p + 2 * i * ps, p + (count + i) * ps, ps);
+            memset(p + (2 * i + 1) * ps, 0, ps);
+        }
+        return EXIT_OK;
+    }
+    gemm_convert(dst, dt, f->data, f->dtype, count);
+    return EXIT_OK;
+}
+
+/* The default A/B type of file inputs: complex if one is (complex128 if
+ * one is double precision), fp16 if both are float16, fp64 if both are
+ * float64, else fp32. */
+static gemm_dtype file_type(const npy_matrix *A, const npy_matrix *B)
+{
+    bool cplx =
+        gemm_dtype_is_complex(A->dtype) || gemm_dtype_is_complex(B->dtype);
+    bool dbl = A->dtype == GEMM_FP64 || A->dtype == GEMM_COMPLEX128 ||
+               B->dtype == GEMM_FP64 || B->dtype == GEMM_COMPLEX128;
+    if (cplx)
+        return dbl ? GEMM_COMPLEX128 : GEMM_COMPLEX64;
+    if (A->dtype == B->dtype && (A->dtype == GEMM_FP16 || dbl))
+        return A->dtype;
+    return GEMM_FP32;
 }
 
 static int cmp_u64(const void *x, const void *y)
@@ -541,9 +780,7 @@ int cmd_mm(const char *url, int argc, char **argv)
             goto out;
         j.a_rows = A.rows, j.a_cols = A.cols;
         j.b_rows = B.rows, j.b_cols = B.cols;
-        ab = a.have_dtype                                     ? a.dtype
-             : (A.dtype == GEMM_FP16 && B.dtype == GEMM_FP16) ? GEMM_FP16
-                                                              : GEMM_FP32;
+        ab = a.have_dtype ? a.dtype : file_type(&A, &B);
     } else {
         j.m = a.m, j.n = a.n, j.k = a.k;
         j.a_rows = a.ta ? a.k : a.m, j.a_cols = a.ta ? a.m : a.k;
@@ -551,6 +788,25 @@ int cmd_mm(const char *url, int argc, char **argv)
         ab = a.have_dtype ? a.dtype : GEMM_FP32;
     }
     cd = a.have_cd ? a.cd : ab;
+    bool wide = wide_type(ab);
+    if ((a.ca || a.cb) && !gemm_dtype_is_complex(ab)) {
+        code = ctl_error(EXIT_USAGE,
+                         "mm: op C (conjugate transpose) is for complex "
+                         "inputs; these are %s (use T, or --dtype c64/c128)",
+                         gemm_dtype_name(ab));
+        goto out;
+    }
+    if ((a.alpha_im != 0.0 || a.beta_im != 0.0) && !gemm_dtype_is_complex(ab)) {
+        code = ctl_error(EXIT_USAGE,
+                         "mm: --alpha-im/--beta-im are for complex inputs; "
+                         "these are %s",
+                         gemm_dtype_name(ab));
+        goto out;
+    }
+    if (!wide) { /* what the daemon computes with: float scalars */
+        a.alpha = (float)a.alpha;
+        a.beta = (float)a.beta;
+    }
     if (ab != GEMM_FP32 && a.precision != GEMM_PRECISION_DEFAULT) {
         code = ctl_error(EXIT_USAGE,
                          "mm: --precision %s is for fp32 inputs; these are "
@@ -558,9 +814,17 @@ int cmd_mm(const char *url, int argc, char **argv)
                          gemm_precision_name(a.precision), gemm_dtype_name(ab));
         goto out;
     }
-    outt = a.have_out_dtype  ? a.out_dtype
-           : cd == GEMM_FP16 ? GEMM_FP16
-                             : GEMM_FP32;
+    outt = a.have_out_dtype                   ? a.out_dtype
+           : cd == GEMM_FP16 || wide_type(cd) ? cd
+                                              : GEMM_FP32;
+    if (gemm_dtype_is_complex(outt) != gemm_dtype_is_complex(cd)) {
+        code = ctl_error(EXIT_USAGE,
+                         "mm: --out-dtype %s for a %s D: a complex D is "
+                         "written as c64 or c128, a real one as fp16, fp32 "
+                         "or fp64",
+                         gemm_dtype_name(outt), gemm_dtype_name(cd));
+        goto out;
+    }
     if (j.m > SIZE_MAX / j.n || j.k > SIZE_MAX / j.m || j.k > SIZE_MAX / j.n) {
         code = ctl_error(EXIT_USAGE, "mm: dimensions too large");
         goto out;
@@ -572,15 +836,18 @@ int cmd_mm(const char *url, int argc, char **argv)
         (code = alloc_matrix(cl, j.k * j.n, ab, "B", &j.b)) != EXIT_OK ||
         (code = alloc_matrix(cl, j.m * j.n, cd, "D", &j.d)) != EXIT_OK)
         goto out;
-    if (a.beta != 0.0f &&
+    if ((a.beta != 0.0 || a.beta_im != 0.0) &&
         (code = alloc_matrix(cl, j.m * j.n, cd, "C", &j.c)) != EXIT_OK)
         goto out;
 
     if (files) {
-        gemm_convert(gemm_buffer_data(j.a), ab, A.data, A.dtype, j.m * j.k);
-        gemm_convert(gemm_buffer_data(j.b), ab, B.data, B.dtype, j.k * j.n);
-        if (j.c != NULL)
-            gemm_convert(gemm_buffer_data(j.c), cd, C.data, C.dtype, j.m * j.n);
+        if ((code = load_input("A", gemm_buffer_data(j.a), ab, &A,
+                               j.m * j.k)) != EXIT_OK ||
+            (code = load_input("B", gemm_buffer_data(j.b), ab, &B,
+                               j.k * j.n)) != EXIT_OK ||
+            (j.c != NULL && (code = load_input("C", gemm_buffer_data(j.c), cd,
+                                               &C, j.m * j.n)) != EXIT_OK))
+            goto out;
     } else {
         uint64_t state = a.seed;
         ctl_fill_random(gemm_buffer_data(j.a), ab, j.m * j.k, &state);
@@ -588,7 +855,7 @@ int cmd_mm(const char *url, int argc, char **argv)
         if (j.c != NULL)
             ctl_fill_random(gemm_buffer_data(j.c), cd, j.m * j.n, &state);
     }
-    if (a.check) { /* the inputs exactly as the daemon sees them */
+    if (a.check && !wide) { /* the inputs exactly as the daemon sees them */
         j.a32 = to_f32(j.a, ab, j.m * j.k);
         j.b32 = to_f32(j.b, ab, j.k * j.n);
         if (j.c != NULL)
@@ -602,8 +869,12 @@ int cmd_mm(const char *url, int argc, char **argv)
     gemm_op_init(&op, j.m, j.n, j.k, ab, cd);
     op.trans_a = a.ta;
     op.trans_b = a.tb;
-    op.alpha = a.alpha;
-    op.beta = a.beta;
+    op.conj_a = a.ca;
+    op.conj_b = a.cb;
+    op.alpha = (float)a.alpha;
+    op.beta = (float)a.beta;
+    if (wide)
+        gemm_op_set_scalars(&op, a.alpha, a.alpha_im, a.beta, a.beta_im);
     op.a.buf = j.a;
     op.b.buf = j.b;
     op.c.buf = j.c;
@@ -627,16 +898,25 @@ int cmd_mm(const char *url, int argc, char **argv)
         kern[r] = t.kernel_ns;
     }
 
-    double flops = 2.0 * (double)j.m * (double)j.n * (double)j.k;
+    /* a complex multiply-add is 4 multiplies and 4 adds */
+    double flops = (gemm_dtype_is_complex(ab) ? 8.0 : 2.0) * (double)j.m *
+                   (double)j.n * (double)j.k;
     qsort(rtt, a.repeat, sizeof(*rtt), cmp_u64);
     qsort(comp, a.repeat, sizeof(*comp), cmp_u64);
     qsort(kern, a.repeat, sizeof(*kern), cmp_u64);
     double rt_med = (double)rtt[a.repeat / 2],
            cp_med = (double)comp[a.repeat / 2];
     printf("mm %" PRIu64 "x%" PRIu64 "x%" PRIu64 " (m x n x k), %s in, %s "
-           "out%s%s, alpha %g, beta %g\n",
+           "out%s%s, alpha %g",
            j.m, j.n, j.k, gemm_dtype_name(ab), gemm_dtype_name(cd),
-           a.ta ? ", A^T" : "", a.tb ? ", B^T" : "", a.alpha, a.beta);
+           a.ta ? (a.ca ? ", A^H" : ", A^T") : "",
+           a.tb ? (a.cb ? ", B^H" : ", B^T") : "", a.alpha);
+    if (gemm_dtype_is_complex(ab))
+        printf("%+gj", a.alpha_im);
+    printf(", beta %g", a.beta);
+    if (gemm_dtype_is_complex(ab))
+        printf("%+gj", a.beta_im);
+    putchar('\n');
     printf("kernel: %s%s%s%s", t.kernel[0] ? t.kernel : "?",
            ab == GEMM_FP32 ? ", precision " : "",
            ab == GEMM_FP32 ? gemm_precision_name(op.precision) : "",
@@ -645,8 +925,7 @@ int cmd_mm(const char *url, int argc, char **argv)
     if (kern[a.repeat / 2] != 0)
         printf(", kernel time %s%.3f ms (%.3g TFLOP/s)",
                a.repeat > 1 ? "median " : "", (double)kern[a.repeat / 2] / 1e6,
-               2.0 * (double)j.m * (double)j.n * (double)j.k /
-                   (double)kern[a.repeat / 2] / 1e3);
+               flops / (double)kern[a.repeat / 2] / 1e3);
     putchar('\n');
     if (a.repeat > 1)
         printf("time: round trip median %.3f ms (best %.3f), daemon compute "
@@ -664,7 +943,7 @@ int cmd_mm(const char *url, int argc, char **argv)
 
     /* D as fp32 only where it is read: --check, or printing file results
      * (a random 4096^3 run skipped 16.7M conversions and 64 MiB) */
-    if ((a.check || (files && a.out_path == NULL)) &&
+    if (!wide && (a.check || (files && a.out_path == NULL)) &&
         (d32 = to_f32(j.d, cd, j.m * j.n)) == NULL) {
         code = ctl_error(EXIT_RUNTIME, "mm: out of memory");
         goto out;
@@ -683,7 +962,9 @@ int cmd_mm(const char *url, int argc, char **argv)
             goto out;
         }
         printf("wrote D (%" PRIu64 "x%" PRIu64 ", %s) to %s\n", j.m, j.n,
-               outt == GEMM_FP16 ? "float16" : "float32", a.out_path);
+               npy_type_name(outt), a.out_path);
+    } else if (files && wide) {
+        print_wide(gemm_buffer_data(j.d), cd, j.m, j.n);
     } else if (files) {
         print_matrix(d32, j.m, j.n);
     }

@@ -190,12 +190,18 @@ int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen)
         dtype = GEMM_FP32;
         esize = 4;
     } else if (strcmp(descr, "<f8") == 0) {
-        dtype = GEMM_FP32;
+        dtype = GEMM_FP64;
         esize = 8;
+    } else if (strcmp(descr, "<c8") == 0) {
+        dtype = GEMM_COMPLEX64;
+        esize = 8;
+    } else if (strcmp(descr, "<c16") == 0) {
+        dtype = GEMM_COMPLEX128;
+        esize = 16;
     } else {
         npy_fail(err, errlen,
-                 "%s: dtype '%s' is not supported; use float16, float32 "
-                 "or float64",
+                 "%s: dtype '%s' is not supported; use float16, float32, "
+                 "float64, complex64 or complex128",
                  path, descr);
         goto fail;
     }
@@ -240,13 +246,6 @@ int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen)
                  ferror(f) ? strerror(errno) : "truncated");
         goto fail;
     }
-    if (esize == 8) { /* narrow float64 to float32 in place */
-        const double *s = raw;
-        float *d = raw;
-        for (size_t i = 0; i < count; i++)
-            d[i] = (float)s[i];
-        esize = 4;
-    }
     if (fortran) { /* column-major: element (i, j) at j * rows + i */
         if ((data = malloc(count * esize)) == NULL) {
             npy_fail(err, errlen, "%s: out of memory", path);
@@ -279,22 +278,20 @@ int npy_write(const char *path, const void *data, gemm_dtype dtype, size_t rows,
               size_t cols, char *err, size_t errlen)
 {
     char hdr[256];
-    size_t esize, nbytes;
+    size_t esize = gemm_dtype_size(dtype), nbytes;
     int n;
     FILE *f;
 
-    if (dtype == GEMM_FP32)
-        esize = 4;
-    else if (dtype == GEMM_FP16)
-        esize = 2;
-    else
-        return npy_fail(err, errlen, "%s: can only write float16 or float32",
+    if (dtype == GEMM_BF16 || esize == 0)
+        return npy_fail(err, errlen,
+                        "%s: can only write float16, float32, float64, "
+                        "complex64 or complex128",
                         path);
     /* 10 bytes of preamble + dict + padding + '\n', a multiple of 64. */
     n = snprintf(hdr + 10, sizeof(hdr) - 10,
-                 "{'descr': '<f%zu', 'fortran_order': False, "
+                 "{'descr': '<%c%zu', 'fortran_order': False, "
                  "'shape': (%zu, %zu), }",
-                 esize, rows, cols);
+                 gemm_dtype_is_complex(dtype) ? 'c' : 'f', esize, rows, cols);
     size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
     memcpy(hdr, NPY_MAGIC, NPY_MAGIC_LEN);
     hdr[6] = 1;
@@ -317,6 +314,24 @@ int npy_write(const char *path, const void *data, gemm_dtype dtype, size_t rows,
         return npy_fail(err, errlen, "%s: write error: %s", path,
                         strerror(errno));
     return 0;
+}
+
+const char *npy_type_name(gemm_dtype t)
+{
+    switch (t) {
+    case GEMM_FP16:
+        return "float16";
+    case GEMM_FP32:
+        return "float32";
+    case GEMM_FP64:
+        return "float64";
+    case GEMM_COMPLEX64:
+        return "complex64";
+    case GEMM_COMPLEX128:
+        return "complex128";
+    default:
+        return "?";
+    }
 }
 
 void npy_free(npy_matrix *m)

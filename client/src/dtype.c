@@ -1,8 +1,9 @@
 /*
- * dtype.c: element types and conversions between bf16, fp16 and fp32,
- * round-to-nearest-even, NaN preserved; the names of the precisions. Shared by
- * the client library (to fill buffers, gemmctl's .npy files) and the daemon's
- * CPU backend.
+ * dtype.c: element types and conversions between bf16, fp16, fp32 and
+ * fp64 (and between complex64 and complex128, part by part),
+ * round-to-nearest-even, NaN preserved; the names of the precisions.
+ * Shared by the client library (to fill buffers, gemmctl's .npy files) and
+ * the daemon's CPU backend.
  */
 #include <gemm/gemm.h>
 
@@ -17,8 +18,18 @@ GEMM_API size_t gemm_dtype_size(gemm_dtype t)
         return 2;
     case GEMM_FP32:
         return 4;
+    case GEMM_FP64:
+    case GEMM_COMPLEX64:
+        return 8;
+    case GEMM_COMPLEX128:
+        return 16;
     }
     return 0;
+}
+
+GEMM_API bool gemm_dtype_is_complex(gemm_dtype t)
+{
+    return t == GEMM_COMPLEX64 || t == GEMM_COMPLEX128;
 }
 
 GEMM_API const char *gemm_dtype_name(gemm_dtype t)
@@ -30,6 +41,12 @@ GEMM_API const char *gemm_dtype_name(gemm_dtype t)
         return "fp16";
     case GEMM_FP32:
         return "fp32";
+    case GEMM_FP64:
+        return "fp64";
+    case GEMM_COMPLEX64:
+        return "c64";
+    case GEMM_COMPLEX128:
+        return "c128";
     }
     return "?";
 }
@@ -40,10 +57,15 @@ GEMM_API int gemm_dtype_parse(const char *s, gemm_dtype *out)
         const char *name;
         gemm_dtype t;
     } names[] = {
-        {"bf16", GEMM_BF16},    {"bfloat16", GEMM_BF16}, {"fp16", GEMM_FP16},
-        {"f16", GEMM_FP16},     {"half", GEMM_FP16},     {"float16", GEMM_FP16},
-        {"fp32", GEMM_FP32},    {"f32", GEMM_FP32},      {"float", GEMM_FP32},
-        {"float32", GEMM_FP32},
+        {"bf16", GEMM_BF16},       {"bfloat16", GEMM_BF16},
+        {"fp16", GEMM_FP16},       {"f16", GEMM_FP16},
+        {"half", GEMM_FP16},       {"float16", GEMM_FP16},
+        {"fp32", GEMM_FP32},       {"f32", GEMM_FP32},
+        {"float", GEMM_FP32},      {"float32", GEMM_FP32},
+        {"fp64", GEMM_FP64},       {"f64", GEMM_FP64},
+        {"double", GEMM_FP64},     {"float64", GEMM_FP64},
+        {"c64", GEMM_COMPLEX64},   {"complex64", GEMM_COMPLEX64},
+        {"c128", GEMM_COMPLEX128}, {"complex128", GEMM_COMPLEX128},
     };
     if (s == NULL || out == NULL)
         return GEMM_ERR_INVALID;
@@ -153,6 +175,21 @@ static inline uint16_t f32_to_fp16(float f)
     return sign | (uint16_t)(r >> 13);
 }
 
+/* fp64 to fp32 rounded to odd: truncated toward zero, the last bit set
+ * when inexact. Rounding that to a type of at most 22 significant bits
+ * (bf16, fp16) gives the correctly rounded result: one rounding, not
+ * two. */
+static inline float f64_to_f32_odd(double d)
+{
+    float f = (float)d;
+    if (d != d || (double)f == d)
+        return f; /* NaN, exact (infinities included) */
+    uint32_t u = f32_bits(f);
+    if (!(((double)f < 0 ? -(double)f : (double)f) <= (d < 0 ? -d : d)))
+        u--; /* rounded away from zero (inf too): one step back */
+    return bits_f32(u | 1u);
+}
+
 static inline float load_f32(const void *p, gemm_dtype t, size_t i)
 {
     switch (t) {
@@ -162,8 +199,51 @@ static inline float load_f32(const void *p, gemm_dtype t, size_t i)
         return fp16_to_f32(((const uint16_t *)p)[i]);
     case GEMM_FP32:
         return ((const float *)p)[i];
+    case GEMM_FP64: /* rounded to odd: only for narrowing to 16 bits */
+        return f64_to_f32_odd(((const double *)p)[i]);
+    default:
+        break;
     }
     return 0.0f;
+}
+
+/* Conversions that involve fp64 or the complex types; the caller has
+ * checked the types and handled dt == st. */
+static int convert_wide(void *dst, gemm_dtype dt, const void *src,
+                        gemm_dtype st, size_t n)
+{
+    bool cs = gemm_dtype_is_complex(st), cd = gemm_dtype_is_complex(dt);
+    if (cs != cd)
+        return GEMM_ERR_DTYPE; /* real <-> complex: no meaning */
+    if (cs) {                  /* complex64 <-> complex128: 2n parts */
+        dt = dt == GEMM_COMPLEX64 ? GEMM_FP32 : GEMM_FP64;
+        st = st == GEMM_COMPLEX64 ? GEMM_FP32 : GEMM_FP64;
+        n *= 2;
+    }
+    if (dt == GEMM_FP64) { /* widening is exact */
+        double *o = dst;
+        for (size_t i = 0; i < n; i++)
+            o[i] = (double)load_f32(src, st, i);
+        return GEMM_OK;
+    }
+    const double *in = src; /* st == GEMM_FP64 */
+    switch (dt) {
+    case GEMM_FP32:
+        for (size_t i = 0; i < n; i++)
+            ((float *)dst)[i] = (float)in[i];
+        break;
+    case GEMM_BF16:
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)dst)[i] = f32_to_bf16(f64_to_f32_odd(in[i]));
+        break;
+    case GEMM_FP16:
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)dst)[i] = f32_to_fp16(f64_to_f32_odd(in[i]));
+        break;
+    default:
+        return GEMM_ERR_DTYPE;
+    }
+    return GEMM_OK;
 }
 
 GEMM_API int gemm_convert(void *dst, gemm_dtype dt, const void *src,
@@ -180,6 +260,8 @@ GEMM_API int gemm_convert(void *dst, gemm_dtype dt, const void *src,
             memmove(dst, src, n * gemm_dtype_size(dt));
         return GEMM_OK;
     }
+    if (gemm_dtype_size(dt) > 4 || gemm_dtype_size(st) > 4)
+        return convert_wide(dst, dt, src, st, n);
     /* fp32 <-> 16-bit, the common pairs, as plain loops the compiler
      * vectorizes (load_f32's per-element switch kept it from that: ~8 ns
      * an element); the 16-bit <-> 16-bit pairs go through fp32 */
@@ -217,6 +299,8 @@ GEMM_API int gemm_convert(void *dst, gemm_dtype dt, const void *src,
         for (size_t i = 0; i < n; i++)
             ((uint16_t *)dst)[i] = f32_to_fp16(load_f32(src, st, i));
         break;
+    default:
+        return GEMM_ERR_DTYPE;
     }
     return GEMM_OK;
 }

@@ -4,9 +4,12 @@
  * GemmRequest of (buffer id, byte offset, ld) operands and comes back as a
  * status and the daemon's timings (with the kernel that ran and its own
  * time). The op may name a kernel and, for fp32 inputs, a precision; both
- * travel as given. gemm_run() is gemm_submit() followed by
- * gemm_wait(). All validation of shapes, bounds and ownership is the
- * daemon's; only what cannot be expressed on the wire is refused here.
+ * travel as given. Double and complex scalars (scalars64) travel in the
+ * request's alpha64/beta64/alpha_imag/beta_imag, with the float fields
+ * beside them for older daemons; conjugate transposes as conj_a/conj_b.
+ * gemm_run() is gemm_submit() followed by gemm_wait(). All validation of
+ * shapes, bounds and ownership is the daemon's; only what cannot be expressed
+ * on the wire is refused here.
  */
 #include "internal.h"
 
@@ -27,6 +30,21 @@ GEMM_API void gemm_op_init(gemm_op *op, uint64_t m, uint64_t n, uint64_t k,
     op->cd_type = cd_type;
     op->alpha = 1.0f;
     op->beta = 0.0f;
+    op->alpha_re = 1.0;
+}
+
+GEMM_API void gemm_op_set_scalars(gemm_op *op, double alpha_re, double alpha_im,
+                                  double beta_re, double beta_im)
+{
+    if (op == NULL)
+        return;
+    op->scalars64 = true;
+    op->alpha_re = alpha_re;
+    op->alpha_im = alpha_im;
+    op->beta_re = beta_re;
+    op->beta_im = beta_im;
+    op->alpha = (float)alpha_re;
+    op->beta = (float)beta_re;
 }
 
 static Gemm__DType wire_dtype(gemm_dtype t)
@@ -38,6 +56,12 @@ static Gemm__DType wire_dtype(gemm_dtype t)
         return GEMM__DTYPE__FP16;
     case GEMM_FP32:
         return GEMM__DTYPE__FP32;
+    case GEMM_FP64:
+        return GEMM__DTYPE__FP64;
+    case GEMM_COMPLEX64:
+        return GEMM__DTYPE__COMPLEX64;
+    case GEMM_COMPLEX128:
+        return GEMM__DTYPE__COMPLEX128;
     }
     return GEMM__DTYPE__DTYPE_INVALID;
 }
@@ -88,6 +112,24 @@ GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out)
     g.has_alpha = g.has_beta = true;
     g.alpha = op->alpha;
     g.beta = op->beta;
+    bool beta_nz = op->beta != 0.0f;
+    if (op->scalars64) {
+        g.alpha = (float)op->alpha_re; /* what an older daemon reads */
+        g.beta = (float)op->beta_re;
+        g.has_alpha64 = g.has_beta64 = true;
+        g.alpha64 = op->alpha_re;
+        g.beta64 = op->beta_re;
+        g.has_alpha_imag = op->alpha_im != 0.0;
+        g.alpha_imag = op->alpha_im;
+        g.has_beta_imag = op->beta_im != 0.0;
+        g.beta_imag = op->beta_im;
+        beta_nz = op->beta_re != 0.0 || op->beta_im != 0.0;
+    }
+    /* only when set: an older daemon then sees the request it knows */
+    g.has_conj_a = op->conj_a;
+    g.conj_a = op->conj_a;
+    g.has_conj_b = op->conj_b;
+    g.conj_b = op->conj_b;
     if (op->timeout_ms != 0) {
         g.has_timeout_ms = true;
         g.timeout_ms = op->timeout_ms;
@@ -112,7 +154,7 @@ GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out)
     g.b = &b;
     g.d = &d;
     /* C is read only when beta != 0; without a buffer the daemon says so. */
-    if (op->beta != 0.0f && (op->c.buf != NULL || op->c.tensor != 0)) {
+    if (beta_nz && (op->c.buf != NULL || op->c.tensor != 0)) {
         wire_operand(&cc, &op->c);
         g.c = &cc;
     }

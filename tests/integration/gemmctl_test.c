@@ -276,3 +276,112 @@ Test(gemmctl, bench_ladder_fp32_and_errors)
     EXPECT_IN(out_text, "auto ");
     tu_assert_healthy(g_client);
 }
+
+/* Writes a rows x cols .npy of descr ("<f8", "<c16", ...) from raw
+ * little-endian data of bytes bytes. */
+static void write_npy(const char *path, const char *descr, int rows, int cols,
+                      const void *data, size_t bytes)
+{
+    char dict[128];
+    int n = snprintf(dict, sizeof(dict),
+                     "{'descr': '%s', 'fortran_order': False, 'shape': "
+                     "(%d, %d), }",
+                     descr, rows, cols);
+    size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
+    char hdr[256];
+    memcpy(hdr, "\x93NUMPY\x01\x00", 8);
+    hdr[8] = (char)((total - 10) & 0xff);
+    hdr[9] = (char)((total - 10) >> 8);
+    memcpy(hdr + 10, dict, (size_t)n);
+    memset(hdr + 10 + n, ' ', total - 10 - (size_t)n - 1);
+    hdr[total - 1] = '\n';
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(hdr, 1, total, f), total);
+    cr_assert_eq(fwrite(data, 1, bytes, f), bytes);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* fp64 and complex GEMMs through `gemmctl mm`: random inputs with every
+ * operator and complex scalars pass --check; complex .npy files in and
+ * out give the exact product of small integers (op C included); the rules
+ * are usage errors with their reason. */
+Test(gemmctl, mm_wide_types)
+{
+    static const char *const runs[][8] = {
+        {"fp64", "N", "T", "1.5", "0", "-1", "0", NULL}, /* imaginary 0 */
+        {"c64", "C", "T", "0.5", "2", "-1", "0.25", NULL},
+        {"c128", "T", "C", "-1", "0.5", "0", "1", NULL},
+        {"c128", "C", "C", "1", "0", "0", "0", NULL},
+    };
+    for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+        const char *const *r = runs[i];
+        int rv =
+            ctl("mm", "-m", "37", "-n", "29", "-k", "41", "--dtype", r[0],
+                "--op-a", r[1], "--op-b", r[2], "--alpha", r[3], "--alpha-im",
+                r[4], "--beta", r[5], "--beta-im", r[6], "--check", NULL);
+        cr_expect_eq(rv, 0, "%s: stdout: %s\nstderr: %s", r[0], out_text,
+                     err_text);
+        EXPECT_IN(out_text, "PASS");
+        EXPECT_IN(out_text, "long double reference");
+    }
+    /* A = [[1+2i, 3], [-1i, 2-1i], [4, 1+1i]] (3x2), B = [[1, 1i], [2-2i,
+     * 0]] (2x2 stored, op C): D = A B^H with alpha = 1 */
+    const double a[] = {1, 2, 3, 0, 0, -1, 2, -1, 4, 0, 1, 1};
+    const double b[] = {1, 0, 0, 1, 2, -2, 0, 0};
+    char pa[256], pb[256], pd[256];
+    snprintf(pa, sizeof(pa), "%s/a.npy", g_gemmd.dir);
+    snprintf(pb, sizeof(pb), "%s/b.npy", g_gemmd.dir);
+    snprintf(pd, sizeof(pd), "%s/d.npy", g_gemmd.dir);
+    write_npy(pa, "<c16", 3, 2, a, sizeof(a));
+    write_npy(pb, "<c16", 2, 2, b, sizeof(b));
+    cr_assert_eq(
+        ctl("mm", "--a", pa, "--b", pb, "--op-b", "C", "--out", pd, NULL), 0,
+        "stdout: %s\nstderr: %s", out_text, err_text);
+    EXPECT_IN(out_text, "complex128");
+    /* D[i][j] = sum_l A[i][l] conj(B[j][l]) */
+    double want[12];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++) {
+            double re = 0, im = 0;
+            for (int l = 0; l < 2; l++) {
+                double ar = a[2 * (i * 2 + l)], ai = a[2 * (i * 2 + l) + 1];
+                double br = b[2 * (j * 2 + l)], bi = -b[2 * (j * 2 + l) + 1];
+                re += ar * br - ai * bi;
+                im += ar * bi + ai * br;
+            }
+            want[2 * (i * 2 + j)] = re;
+            want[2 * (i * 2 + j) + 1] = im;
+        }
+    static char text[4096];
+    FILE *f = fopen(pd, "rb");
+    cr_assert_not_null(f);
+    size_t got = fread(text, 1, sizeof(text), f);
+    fclose(f);
+    cr_assert_eq(got, 128 + sizeof(want), "D.npy is %zu bytes", got);
+    cr_expect(strstr(text + 10, "'descr': '<c16'") != NULL, "%.118s",
+              text + 10);
+    cr_expect(strstr(text + 10, "'shape': (3, 2)") != NULL, "%.118s",
+              text + 10);
+    cr_expect_arr_eq(text + 128, want, sizeof(want), "D = A B^H exactly");
+    /* a float64 file pair runs as fp64 and writes float64 */
+    const double x[] = {0.1, 0.2, 0.3, 0.4};
+    write_npy(pa, "<f8", 2, 2, x, sizeof(x));
+    cr_assert_eq(ctl("mm", "--a", pa, "--b", pa, "--check", NULL), 0,
+                 "stdout: %s\nstderr: %s", out_text, err_text);
+    EXPECT_IN(out_text, "fp64 in, fp64 out");
+    /* rules */
+    cr_expect_eq(ctl("mm", "-m", "4", "-n", "4", "-k", "4", "--dtype", "fp64",
+                     "--op-a", "C", NULL),
+                 2);
+    EXPECT_IN(err_text, "complex inputs");
+    cr_expect_eq(
+        ctl("mm", "-m", "4", "-n", "4", "-k", "4", "--op-b", "X", NULL), 2);
+    EXPECT_IN(err_text, "N, T or C");
+    cr_expect_eq(
+        ctl("mm", "-m", "4", "-n", "4", "-k", "4", "--alpha-im", "1", NULL), 2);
+    EXPECT_IN(err_text, "complex inputs");
+    cr_expect_eq(ctl("bench", "--dtype", "fp64", NULL), 2);
+    EXPECT_IN(err_text, "reference alone");
+    tu_assert_healthy(g_client);
+}

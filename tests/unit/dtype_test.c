@@ -1,8 +1,9 @@
 /*
  * dtype_test.c: gemm_convert() between bf16, fp16 and fp32: exact values,
  * round-to-nearest-even, subnormals, overflow to infinity, NaN kept, and a
- * sweep of every 16-bit pattern through fp32 and back; the precision
- * names.
+ * sweep of every 16-bit pattern through fp32 and back; fp64 and the
+ * complex types (one rounding from fp64 to 16 bits, complex64 <->
+ * complex128, real <-> complex refused); the precision names.
  */
 #include <gemm/gemm.h>
 
@@ -133,4 +134,89 @@ Test(dtype, precision_names_parse)
     cr_expect_eq(gemm_precision_parse(NULL, &p), GEMM_ERR_INVALID);
     cr_expect_eq(gemm_precision_parse("fp32", NULL), GEMM_ERR_INVALID);
     cr_expect_eq(p, GEMM_PRECISION_TF32, "untouched on failure");
+}
+
+Test(dtype, wide_sizes_names_parse)
+{
+    cr_expect_eq(gemm_dtype_size(GEMM_FP64), 8);
+    cr_expect_eq(gemm_dtype_size(GEMM_COMPLEX64), 8);
+    cr_expect_eq(gemm_dtype_size(GEMM_COMPLEX128), 16);
+    cr_expect_str_eq(gemm_dtype_name(GEMM_FP64), "fp64");
+    cr_expect_str_eq(gemm_dtype_name(GEMM_COMPLEX64), "c64");
+    cr_expect_str_eq(gemm_dtype_name(GEMM_COMPLEX128), "c128");
+    cr_expect(gemm_dtype_is_complex(GEMM_COMPLEX64));
+    cr_expect(gemm_dtype_is_complex(GEMM_COMPLEX128));
+    cr_expect_not(gemm_dtype_is_complex(GEMM_FP64));
+    static const struct {
+        const char *s;
+        gemm_dtype t;
+    } names[] = {
+        {"fp64", GEMM_FP64},
+        {"double", GEMM_FP64},
+        {"Float64", GEMM_FP64},
+        {"c64", GEMM_COMPLEX64},
+        {"complex64", GEMM_COMPLEX64},
+        {"C128", GEMM_COMPLEX128},
+        {"complex128", GEMM_COMPLEX128},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        gemm_dtype t;
+        cr_expect_eq(gemm_dtype_parse(names[i].s, &t), GEMM_OK, "%s",
+                     names[i].s);
+        cr_expect_eq(t, names[i].t, "%s", names[i].s);
+    }
+}
+
+static uint16_t d_to16(double d, gemm_dtype t)
+{
+    uint16_t h;
+    cr_assert_eq(gemm_convert(&h, t, &d, GEMM_FP64, 1), GEMM_OK);
+    return h;
+}
+
+Test(dtype, fp64_conversions)
+{
+    /* 1 + 2^-8 + 2^-40 is just above bf16's tie: it rounds up. Through a
+     * plain fp32 rounding it would become the tie 1 + 2^-8 and round to
+     * even (down): the conversion must round once. */
+    cr_expect_eq(d_to16(1.0 + 0x1p-8 + 0x1p-40, GEMM_BF16), 0x3f81);
+    cr_expect_eq(d_to16(1.0 + 0x1p-8, GEMM_BF16), 0x3f80, "the tie: even");
+    cr_expect_eq(d_to16(1.0 + 0x1p-11 + 0x1p-45, GEMM_FP16), 0x3c01);
+    cr_expect_eq(d_to16(-1.0 - 0x1p-11 - 0x1p-45, GEMM_FP16), 0xbc01);
+    cr_expect_eq(d_to16(1e300, GEMM_BF16), 0x7f80, "overflow: inf");
+    cr_expect_eq(d_to16(-1e300, GEMM_FP16), 0xfc00, "overflow: -inf");
+    cr_expect_eq(d_to16(1e-300, GEMM_BF16), 0x0000, "underflow: 0");
+    cr_expect_eq(d_to16(0x1p-24 * 1.5, GEMM_FP16), 0x0002, "tie to even");
+    cr_expect_eq(d_to16(0x1p-24 * (1.5 - 0x1p-30), GEMM_FP16), 0x0001);
+    cr_expect(isnan(from16(d_to16(NAN, GEMM_BF16), GEMM_BF16)));
+    double d[3] = {1.0 / 3.0, -1e40, 0x1p-149};
+    float f[3];
+    cr_assert_eq(gemm_convert(f, GEMM_FP32, d, GEMM_FP64, 3), GEMM_OK);
+    cr_expect_eq(f[0], (float)(1.0 / 3.0));
+    cr_expect(isinf(f[1]) && f[1] < 0);
+    cr_expect_eq(f[2], 0x1p-149f);
+    uint16_t h = 0x3555; /* fp16 -> fp64 exact */
+    cr_assert_eq(gemm_convert(d, GEMM_FP64, &h, GEMM_FP16, 1), GEMM_OK);
+    cr_expect_eq(d[0], 0.33325195312500);
+}
+
+Test(dtype, complex_conversions)
+{
+    double z[4] = {1.0 / 3.0, -2.5, 1e-50, 7.0};
+    float c[4];
+    double back[4];
+    cr_assert_eq(gemm_convert(c, GEMM_COMPLEX64, z, GEMM_COMPLEX128, 2),
+                 GEMM_OK);
+    cr_expect_eq(c[0], (float)(1.0 / 3.0));
+    cr_expect_eq(c[1], -2.5f);
+    cr_expect_eq(c[2], 0.0f);
+    cr_expect_eq(c[3], 7.0f);
+    cr_assert_eq(gemm_convert(back, GEMM_COMPLEX128, c, GEMM_COMPLEX64, 2),
+                 GEMM_OK);
+    for (int i = 0; i < 4; i++)
+        cr_expect_eq(back[i], (double)c[i], "part %d", i);
+    cr_expect_eq(gemm_convert(c, GEMM_FP32, z, GEMM_COMPLEX128, 2),
+                 GEMM_ERR_DTYPE, "complex -> real has no meaning");
+    cr_expect_eq(gemm_convert(z, GEMM_COMPLEX128, c, GEMM_FP64, 2),
+                 GEMM_ERR_DTYPE, "real -> complex neither");
 }

@@ -10,18 +10,22 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Two fake buffers: id 1 of 1 MiB, id 2 of 4 KiB; anything else unknown. */
-static char buf1, buf2;
+/* Fake buffers: id 1 of 1 MiB, id 2 of 4 KiB, and id 3, a second
+ * registration of id 1's memory object (as when a client registers one
+ * memfd twice); anything else unknown. */
+static char buf1, buf2, buf3;
 
-static void *lookup(void *arg, uint64_t id, size_t *size)
+static void *lookup(void *arg, uint64_t id, size_t *size, uint64_t *object)
 {
     (void)arg;
-    if (id == 1) {
+    if (id == 1 || id == 3) {
         *size = 1 << 20;
-        return &buf1;
+        *object = 100;
+        return id == 1 ? &buf1 : &buf3;
     }
     if (id == 2) {
         *size = 4096;
+        *object = 200;
         return &buf2;
     }
     return NULL;
@@ -91,10 +95,13 @@ Test(validate, valid_request_resolves)
 
 Test(validate, dtype_combinations)
 {
-    int types[] = {GEMM_BF16, GEMM_FP16, GEMM_FP32};
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            bool want = types[i] != GEMM_FP32 || types[j] == GEMM_FP32;
+    int types[] = {GEMM_BF16, GEMM_FP16,      GEMM_FP32,
+                   GEMM_FP64, GEMM_COMPLEX64, GEMM_COMPLEX128};
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+            /* 16-bit A/B: any of the three narrow C/D; else C/D = A/B */
+            bool want = types[i] <= GEMM_FP16 ? types[j] <= GEMM_FP32
+                                              : types[j] == types[i];
             cr_expect_eq(val_dtypes_supported(types[i], types[j]), want,
                          "ab %d cd %d", types[i], types[j]);
         }
@@ -225,6 +232,24 @@ Test(validate, overlaps)
     g.c = g.d; /* in place: allowed */
     EXPECT_RV(g, GEMM_OK);
     g.c.offset = g.d.offset + 64; /* partly overlapping: not */
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+}
+
+Test(validate, overlap_through_a_second_registration)
+{
+    /* buffer 3 is buffer 1's memory object registered again: D there at
+     * A's offset is D on top of A */
+    val_gemm g = base();
+    g.d.buffer_id = 3;
+    g.d.offset = 512;
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g.d.offset = 4096 + 512; /* on top of B */
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g.d.offset = 65536; /* clear of both */
+    EXPECT_RV(g, GEMM_OK);
+    g.beta = 1; /* C in buffer 1 is D's memory through buffer 3 */
+    g.c.buffer_id = 1;
+    g.c.offset = 65536 + 64;
     EXPECT_RV(g, GEMM_ERR_INVALID);
 }
 
@@ -372,4 +397,93 @@ Test(validate, gemm_checks_kernel_and_precision)
     EXPECT_RV(g, GEMM_ERR_INVALID);
     g.precision = GEMM_PRECISION_DEFAULT;
     EXPECT_RV(g, GEMM_OK);
+}
+
+/* The wide types: fp64, complex64 and complex128 with C/D of their own
+ * type; offsets in multiples of their element size; extents by it. */
+Test(validate, wide_types)
+{
+    val_gemm g = base();
+    g.ab_type = g.cd_type = GEMM_FP64;
+    val_resolved r;
+    cr_assert_eq(check(&g, &r), GEMM_OK);
+    cr_expect_eq(r.a.esize, 8);
+    cr_expect_eq(r.a.extent, 16 * 16 * 8);
+    g.cd_type = GEMM_FP32;
+    EXPECT_RV(g, GEMM_ERR_DTYPE);
+    g = base();
+    g.ab_type = g.cd_type = GEMM_COMPLEX128;
+    cr_assert_eq(check(&g, &r), GEMM_OK);
+    cr_expect_eq(r.d.extent, 16 * 16 * 16);
+    g.a.offset = 8; /* half a complex128 */
+    EXPECT_RV(g, GEMM_ERR_ALIGN);
+    g.a.offset = 16;
+    EXPECT_RV(g, GEMM_OK);
+    g = base();
+    g.ab_type = GEMM_COMPLEX64;
+    g.cd_type = GEMM_COMPLEX128;
+    EXPECT_RV(g, GEMM_ERR_DTYPE);
+    g.cd_type = GEMM_COMPLEX64;
+    g.d.buffer_id = 2; /* 4 KiB: 16x16 complex64 is 2 KiB */
+    g.d.offset = 2048;
+    EXPECT_RV(g, GEMM_OK);
+    g.d.offset = 2056;
+    EXPECT_RV(g, GEMM_ERR_BOUNDS);
+    g = base();
+    g.ab_type = g.cd_type = GEMM_FP64;
+    g.precision = GEMM_PRECISION_TF32;
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+}
+
+/* Conjugate transposes: complex types only, and only with the transpose;
+ * the message says which rule. */
+Test(validate, conjugate_rules)
+{
+    char msg[256];
+    val_gemm g = base();
+    g.ab_type = g.cd_type = GEMM_COMPLEX64;
+    g.trans_a = g.conj_a = true;
+    g.trans_b = g.conj_b = true;
+    EXPECT_RV(g, GEMM_OK);
+    g.trans_b = false; /* conj_b alone */
+    cr_expect_eq(val_ops_scalars(&g, msg, sizeof(msg)), GEMM_ERR_INVALID);
+    cr_expect(strstr(msg, "conj_b without trans_b") != NULL, "%s", msg);
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g = base(); /* fp32 */
+    g.trans_a = g.conj_a = true;
+    cr_expect_eq(val_ops_scalars(&g, msg, sizeof(msg)), GEMM_ERR_INVALID);
+    cr_expect(strstr(msg, "complex types only") != NULL, "%s", msg);
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g.ab_type = g.cd_type = GEMM_FP64;
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g.ab_type = g.cd_type = GEMM_COMPLEX128;
+    EXPECT_RV(g, GEMM_OK);
+}
+
+/* Imaginary scalars only on complex types; beta's imaginary part alone
+ * makes C read (and required). */
+Test(validate, complex_scalars)
+{
+    char msg[256];
+    val_gemm g = base();
+    g.alpha_im = 0.5;
+    cr_expect_eq(val_ops_scalars(&g, msg, sizeof(msg)), GEMM_ERR_INVALID);
+    cr_expect(strstr(msg, "alpha has an imaginary part") != NULL, "%s", msg);
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g.ab_type = g.cd_type = GEMM_FP64;
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g.ab_type = g.cd_type = GEMM_COMPLEX64;
+    EXPECT_RV(g, GEMM_OK);
+    g = base();
+    g.ab_type = g.cd_type = GEMM_COMPLEX128;
+    g.beta = 0.0;
+    g.beta_im = -1.0;
+    val_resolved r;
+    cr_assert_eq(check(&g, &r), GEMM_OK);
+    cr_expect(r.has_c, "beta = -i: C is read");
+    g.c.present = false;
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g.beta_im = 0.0;
+    cr_assert_eq(check(&g, &r), GEMM_OK);
+    cr_expect_not(r.has_c);
 }

@@ -84,6 +84,10 @@ double tu_load(const void *base, gemm_dtype t, size_t i)
         return tu_fp16_to_f64(((const uint16_t *)base)[i]);
     case GEMM_FP32:
         return ((const float *)base)[i];
+    case GEMM_FP64:
+        return ((const double *)base)[i];
+    default: /* complex: the wide tests have their own (gemm64_test.c) */
+        break;
     }
     abort();
 }
@@ -100,6 +104,11 @@ void tu_store(void *base, gemm_dtype t, size_t i, float v)
     case GEMM_FP32:
         ((float *)base)[i] = v;
         return;
+    case GEMM_FP64:
+        ((double *)base)[i] = v;
+        return;
+    default:
+        break;
     }
     abort();
 }

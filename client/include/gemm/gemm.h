@@ -65,7 +65,9 @@ extern "C" {
     X(GEMM_ERR_INTERNAL, 23, "internal error")                                 \
     X(GEMM_ERR_DEVICE, 24, "GPU error")                                        \
     X(GEMM_ERR_DEVICE_MEMORY, 25, "out of GPU memory")                         \
-    X(GEMM_ERR_BUFFER_FAULT, 26, "buffer truncated or unmapped under a request")
+    X(GEMM_ERR_BUFFER_FAULT, 26, "buffer truncated or unmapped under a request") \
+    X(GEMM_ERR_ABANDONED, 27,                                                  \
+      "gave up waiting: the request may still run and write its output")
 
 typedef enum gemm_error {
 #define GEMM_X_ENUM(name, num, msg) name = num,
@@ -80,11 +82,20 @@ GEMM_API const char *gemm_strerror(int err);
 /* "0.1.0": the library's version. Thread-safe. */
 GEMM_API const char *gemm_version_string(void);
 
-/* Element types. The numbers are the wire protocol's DType. */
+/*
+ * Element types. The numbers are the wire protocol's DType. Complex types
+ * are interleaved (real, imaginary) pairs, as BLAS, C99 _Complex and NumPy
+ * store them. Combinations (A/B -> C/D): bf16 or fp16 -> bf16, fp16 or
+ * fp32; fp32 -> fp32; fp64 -> fp64; complex64 -> complex64; complex128
+ * -> complex128. fp64 and the complex types accumulate in their own type.
+ */
 typedef enum gemm_dtype {
     GEMM_BF16 = 1,
     GEMM_FP16 = 2,
     GEMM_FP32 = 3,
+    GEMM_FP64 = 4,
+    GEMM_COMPLEX64 = 5,  /* two fp32 */
+    GEMM_COMPLEX128 = 6, /* two fp64 */
 } gemm_dtype;
 
 /*
@@ -108,19 +119,28 @@ GEMM_API const char *gemm_precision_name(gemm_precision p);
 /* Parses "default", "tf32", "fp32". GEMM_ERR_INVALID if unknown. */
 GEMM_API int gemm_precision_parse(const char *s, gemm_precision *out);
 
-/* Bytes per element: 2, 2, 4; 0 for an unknown type. Thread-safe. */
+/* Bytes per element: 2, 2, 4, 8, 8, 16 (a complex element counts once);
+ * 0 for an unknown type. Thread-safe. */
 GEMM_API size_t gemm_dtype_size(gemm_dtype t);
-/* "bf16", "fp16", "fp32"; "?" for an unknown type. Thread-safe. */
+/* "bf16", "fp16", "fp32", "fp64", "c64", "c128"; "?" for an unknown type.
+ * Thread-safe. */
 GEMM_API const char *gemm_dtype_name(gemm_dtype t);
-/* Parses "bf16", "fp16"/"f16"/"half", "fp32"/"f32"/"float".
- * Returns GEMM_ERR_DTYPE if unknown. Thread-safe. */
+/* Parses "bf16", "fp16"/"f16"/"half", "fp32"/"f32"/"float",
+ * "fp64"/"f64"/"double"/"float64", "c64"/"complex64",
+ * "c128"/"complex128" (any case). Returns GEMM_ERR_DTYPE if unknown.
+ * Thread-safe. */
 GEMM_API int gemm_dtype_parse(const char *s, gemm_dtype *out);
+/* Whether t is a complex type. Thread-safe. */
+GEMM_API bool gemm_dtype_is_complex(gemm_dtype t);
 
 /*
- * Converts n elements from src (type st) to dst (type dt); any pair of types,
- * round-to-nearest-even when narrowing, NaN kept NaN. src and dst must not
- * overlap unless they are the same pointer and the types have equal size.
- * Returns GEMM_ERR_DTYPE for an unknown type. Thread-safe.
+ * Converts n elements from src (type st) to dst (type dt): any pair of
+ * real types, or complex64 <-> complex128 (each part converted); real <->
+ * complex is GEMM_ERR_DTYPE. Round-to-nearest-even when narrowing (fp64
+ * to 16-bit rounds once: through fp32 rounded to odd), NaN kept NaN. src
+ * and dst must not overlap unless they are the same pointer and the types
+ * have equal size. Returns GEMM_ERR_DTYPE for an unknown type or pair.
+ * Thread-safe.
  */
 GEMM_API int gemm_convert(void *dst, gemm_dtype dt, const void *src,
                           gemm_dtype st, size_t n);
@@ -160,6 +180,16 @@ GEMM_API void gemm_client_close(gemm_client *c);
 /*
  * Per-request timeout in milliseconds for requests started after this call
  * (default 60000; -1 waits forever). Thread-safe.
+ *
+ * What a timeout means for a GEMM or a tensor upload: the client then asks
+ * the daemon to cancel it. If it had not started, the daemon drops it and
+ * the call returns GEMM_ERR_TIMEOUT: nothing was written, D is as before.
+ * If it had started, the call waits for it to finish (as long as the
+ * timeout again, at least 1 s) and returns its real outcome. Only if the
+ * daemon does not answer the cancel in that time does the call return
+ * GEMM_ERR_ABANDONED: the request may still run and write D later, so D
+ * must not be reused until the connection is closed. Other requests (ping, status, ...) change nothing
+ * and simply time out.
  */
 GEMM_API int gemm_client_set_timeout(gemm_client *c, int ms);
 
@@ -204,6 +234,10 @@ typedef struct gemm_status {
     double stage_h2d_us;             /* copies to the device */
     double stage_kernel_us;          /* compute */
     double stage_d2h_us;             /* copy back */
+    uint32_t connections;            /* open connections, all kinds */
+    uint32_t users;                  /* uids connected */
+    uint64_t memory_budget;          /* the daemon's own memory budget */
+    uint64_t memory_used;            /* of it, in use */
 } gemm_status;
 
 /* Fetches the daemon's counters into *out. Thread-safe. */
@@ -215,12 +249,15 @@ typedef struct gemm_buffer gemm_buffer;
 
 /*
  * Creates a shared-memory buffer of size bytes (rounded up to a page),
- * registers it with the daemon and maps it here. The shm object gets an
- * unguessable name, O_EXCL, mode 0600, and its space is reserved up front
- * (GEMM_ERR_SHM / NOMEM if /dev/shm is full); the name is unlinked once the
- * daemon has mapped it, so nothing is left behind if anyone crashes.
- * On success *out is a new buffer the caller must gemm_buffer_free(); its
- * memory is zero-filled. Thread-safe.
+ * registers it with the daemon and maps it here. The memory is an anonymous
+ * memfd (no name anywhere: nothing is left behind if anyone crashes) whose
+ * pages are allocated up front, to this process (GEMM_ERR_SHM / NOMEM when
+ * memory is short); its descriptor goes to the daemon over a second
+ * connection to the same socket (SCM_RIGHTS), so a daemon running as
+ * another user maps it too. The daemon seals it: from then on it cannot be
+ * resized or have pages removed, by anyone. On success *out is a new
+ * buffer the caller must gemm_buffer_free(); its memory is zero-filled.
+ * Thread-safe.
  */
 GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size, gemm_buffer **out);
 
@@ -256,6 +293,14 @@ typedef struct gemm_matrix {
  * k x n. With trans_a, A is stored k x m; with trans_b, B is stored n x k.
  * A and B are of ab_type, C and D of cd_type. C is read only when
  * beta != 0 (c.buf may be NULL otherwise). D may be the same memory as C.
+ *
+ * Scalars: alpha and beta (float) serve the 16/32-bit types. fp64 and
+ * complex GEMMs want double and complex scalars: gemm_op_set_scalars()
+ * sets alpha_re .. beta_im and scalars64, and then those are used and
+ * alpha/beta ignored (the library still sends alpha/beta, rounded, for
+ * older daemons). The fields after `kernel` were appended after 0.1.0:
+ * code built against 0.1.0's header must be rebuilt (the struct grew;
+ * the older fields keep their offsets).
  */
 typedef struct gemm_op {
     uint64_t m, n, k;
@@ -276,14 +321,30 @@ typedef struct gemm_op {
      * that cannot serve this op is GEMM_ERR_UNSUPPORTED. Copied by
      * gemm_submit. */
     const char *kernel;
+    /* complex A/B only: with trans_a, op(A) is the conjugate transpose
+     * A^H (BLAS op 'C') instead of A^T; refused (GEMM_ERR_INVALID) without
+     * trans_a or on a real type. Same for B. */
+    bool conj_a, conj_b;
+    /* true: alpha = alpha_re + i alpha_im, beta = beta_re + i beta_im
+     * (imaginary parts must be 0 for real types); false: alpha, beta */
+    bool scalars64;
+    double alpha_re, alpha_im, beta_re, beta_im;
 } gemm_op;
 
 #define GEMM_KERNEL_NAME_MAX 31
 
-/* Fills *op with m, n, k, types, alpha = 1, beta = 0, no transposes, tight
- * leading dimensions and no buffers. Thread-safe. */
+/* Fills *op with m, n, k, types, alpha = 1, beta = 0 (float and double
+ * forms, scalars64 off), no transposes, tight leading dimensions and no
+ * buffers. Thread-safe. */
 GEMM_API void gemm_op_init(gemm_op *op, uint64_t m, uint64_t n, uint64_t k,
                            gemm_dtype ab_type, gemm_dtype cd_type);
+
+/* Sets op's scalars to alpha = alpha_re + i alpha_im and beta = beta_re +
+ * i beta_im in double precision (scalars64 on; alpha and beta get the
+ * real parts rounded to float). Thread-safe. */
+GEMM_API void gemm_op_set_scalars(gemm_op *op, double alpha_re,
+                                  double alpha_im, double beta_re,
+                                  double beta_im);
 
 typedef struct gemm_timings {
     uint64_t queued_us;     /* in the daemon's queue */

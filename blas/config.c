@@ -1,0 +1,86 @@
+/*
+ * config.c: libgemmblas's settings, read from the environment once (the
+ * first BLAS call), and its one-line diagnostics. A malformed value is
+ * reported (with GEMMBLAS_VERBOSE) and the default kept: a library in
+ * someone else's program does not fail over a typo.
+ */
+#include "gemmblas.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static gb_config cfg;
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+
+/* A number from variable name, within [lo, hi]; def when unset or bad. */
+static double env_num(const char *name, double def, double lo, double hi)
+{
+    const char *s = getenv(name);
+    if (s == NULL || s[0] == '\0')
+        return def;
+    if (strcasecmp(s, "inf") == 0 || strcasecmp(s, "never") == 0)
+        return hi;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || isnan(v) || v < lo ||
+        v > hi) {
+        fprintf(stderr,
+                "gemmblas: %s='%s' is not a number in [%g, %g]; using %g\n",
+                name, s, lo, hi, def);
+        return def;
+    }
+    return v;
+}
+
+static void cfg_read(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg.verbose = (int)env_num("GEMMBLAS_VERBOSE", 0, 0, 9);
+    /* -1 (or "never"): nothing goes to gemmd */
+    cfg.min_flops =
+        env_num("GEMMBLAS_MIN_FLOPS", GB_DEFAULT_MIN_FLOPS, -1, INFINITY);
+    if (isinf(cfg.min_flops))
+        cfg.min_flops = -1;
+    cfg.timeout_ms = (int)env_num("GEMMBLAS_TIMEOUT_MS", 60000, 1, 3.6e6);
+    cfg.connect_ms =
+        (int)env_num("GEMMBLAS_CONNECT_TIMEOUT_MS", 2000, 1, 600000);
+    cfg.retry_ms = (int)env_num("GEMMBLAS_RETRY_MS", 1000, 0, 3.6e6);
+    cfg.queue_ms = (int)env_num("GEMMBLAS_QUEUE_MS", 10000, 0, 3.6e6);
+    double ct = cpus > 16 ? 16 : cpus > 0 ? (double)cpus : 1;
+    cfg.copy_threads = (int)env_num("GEMMBLAS_COPY_THREADS", ct, 1, 256);
+    const char *p = getenv("GEMMBLAS_PRECISION");
+    cfg.tf32 = p != NULL && strcasecmp(p, "tf32") == 0;
+    if (p != NULL && !cfg.tf32 && strcasecmp(p, "fp32") != 0 && p[0] != '\0')
+        fprintf(stderr,
+                "gemmblas: GEMMBLAS_PRECISION='%s': fp32 or tf32; using "
+                "fp32\n",
+                p);
+    const char *blas = getenv("GEMMBLAS_CPU_BLAS");
+    cfg.cpu_blas = blas != NULL && blas[0] != '\0' ? blas : NULL;
+}
+
+const gb_config *gb_cfg(void)
+{
+    pthread_once(&cfg_once, cfg_read);
+    return &cfg;
+}
+
+void gb_log(int level, const char *fmt, ...)
+{
+    if (gb_cfg()->verbose < level)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "gemmblas[%d]: %s\n", (int)getpid(), line);
+}

@@ -1,0 +1,165 @@
+/*
+ * gemmblas.h: what the files of libgemmblas share (nothing here is
+ * exported; the exports are listed in own.list and symbols.list).
+ *
+ * libgemmblas is a complete libblas.so.3: ?gemm_ and cblas_?gemm are its
+ * own (gemm.c: reference argument checks, then offload.c: gemmd or the CPU
+ * BLAS), every other BLAS/CBLAS name is a trampoline into a real CPU BLAS
+ * that real.c dlopens on first use. A GEMM travels as a gb_gemm: the
+ * caller's problem restated row-major (a column-major call is the
+ * row-major product of the transposes: A and B swap places, m and n
+ * swap, the operators N/T/C stay), so the offload and the CPU paths each
+ * have one form to serve.
+ */
+#ifndef GEMMBLAS_H
+#define GEMMBLAS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GB_HIDDEN __attribute__((visibility("hidden")))
+
+/* CBLAS's enumerations (the values of every cblas.h). */
+enum { GB_ROW_MAJOR = 101, GB_COL_MAJOR = 102 };
+enum { GB_NO_TRANS = 111, GB_TRANS = 112, GB_CONJ_TRANS = 113 };
+
+/* The four BLAS types: s, d, c, z. */
+typedef enum gb_type { GB_S, GB_D, GB_C, GB_Z } gb_type;
+
+/*
+ * One GEMM, row-major: C (m x n, ldc) = alpha op(A) op(B) + beta C, op
+ * 'N', 'T' or 'C' (conjugate transpose; 'C' on a real type means 'T').
+ * A is stored m x k ('N') or k x m, B k x n ('N') or n x k; ld in
+ * elements, >= the stored row length. alpha and beta point at one scalar
+ * of the type (two parts for c and z). The caller's memory: read A, B (C
+ * when beta != 0), write C.
+ */
+typedef struct gb_gemm {
+    gb_type t;
+    int64_t m, n, k;
+    char opa, opb;
+    const void *a, *b;
+    void *c;
+    int64_t lda, ldb, ldc;
+    const void *alpha, *beta;
+} gb_gemm;
+
+/* ---- gemm.c ---- */
+
+/* Bytes of one element of t (4, 8, 8, 16). */
+GB_HIDDEN size_t gb_esize(gb_type t);
+/* Whether *s (a scalar of t) is 0, or 1. */
+GB_HIDDEN bool gb_is_zero(gb_type t, const void *s);
+GB_HIDDEN bool gb_is_one(gb_type t, const void *s);
+
+/*
+ * The reference BLAS argument checks of ?GEMM, in the reference order:
+ * TRANSA (1), TRANSB (2), M (3), N (4), K (5), LDA (8), LDB (10), LDC
+ * (13). Returns 0 when all are legal, else the position of the first
+ * illegal one. ta/tb: any case of N, T, C. Thread-safe.
+ */
+GB_HIDDEN int gb_check_f77(char ta, char tb, int64_t m, int64_t n, int64_t k,
+                           int64_t lda, int64_t ldb, int64_t ldc);
+
+/*
+ * The same for cblas_?gemm, as the reference CBLAS reports them to
+ * cblas_xerbla: layout (1), TransA (2), TransB (3), then the Fortran
+ * checks of the call the reference makes (row-major: A and B, M and N
+ * swapped) at their Fortran position + 1. Returns 0 or that number.
+ * Thread-safe.
+ */
+GB_HIDDEN int gb_check_cblas(int layout, int ta, int tb, int64_t m, int64_t n,
+                             int64_t k, int64_t lda, int64_t ldb, int64_t ldc);
+
+/*
+ * The row-major form of a column-major (Fortran) GEMM: C^T = op(B)^T
+ * op(A)^T, so B's memory is the row-major problem's A and m, n swap; no
+ * data moves. ta/tb are the Fortran characters (any case). Thread-safe.
+ */
+GB_HIDDEN void gb_from_colmajor(gb_gemm *g, gb_type t, char ta, char tb,
+                                int64_t m, int64_t n, int64_t k,
+                                const void *alpha, const void *a, int64_t lda,
+                                const void *b, int64_t ldb, const void *beta,
+                                void *c, int64_t ldc);
+
+/*
+ * Runs a checked GEMM: m or n 0 returns; alpha 0 or k 0 scales C here
+ * (beta 1: untouched, beta 0: zeroed without reading it); else gemmd when
+ * the policy says so and it succeeds, the CPU BLAS otherwise (C zeroed
+ * first when beta is 0, so a NaN there never propagates). Any thread.
+ */
+GB_HIDDEN void gb_run(const gb_gemm *g);
+
+/* ---- offload.c ---- */
+
+/*
+ * Sends g to gemmd when its flops reach GEMMBLAS_MIN_FLOPS: staged into
+ * the calling thread's registered buffer, run, copied back. Returns true
+ * when C holds the result; false (C untouched) when the CPU must compute:
+ * below the threshold, no daemon, a refusal or any failure (one line on
+ * stderr with GEMMBLAS_VERBOSE). Never blocks past the configured
+ * timeouts. Any thread.
+ */
+GB_HIDDEN bool gb_offload(const gb_gemm *g);
+
+/* ---- real.c ---- */
+
+/* The real CPU BLAS's ?gemm_ (Fortran ABI, trailing string lengths), or
+ * NULL when no CPU BLAS can be loaded (the reason printed once). Any
+ * thread. */
+typedef void (*gb_f77_gemm)(const char *, const char *, const int *,
+                            const int *, const int *, const void *,
+                            const void *, const int *, const void *,
+                            const int *, const void *, void *, const int *,
+                            size_t, size_t);
+GB_HIDDEN gb_f77_gemm gb_real_gemm(gb_type t);
+
+/* The path of the CPU BLAS in use ("" before it is loaded). */
+GB_HIDDEN const char *gb_real_path(void);
+
+/* Resolves forwarded function i (forward_names.h) and fills its table
+ * entry; called by gb_fwd_lazy. Never returns NULL: a name no CPU BLAS
+ * has gets a function that says so and aborts. */
+GB_HIDDEN void *gb_fwd_resolve(unsigned i);
+
+/* ---- copy.c ---- */
+
+/*
+ * Copies a rows x cols matrix of es-byte elements from src (leading
+ * dimension lds elements) to dst (ldd), splitting large copies over the
+ * copy threads (GEMMBLAS_COPY_THREADS). Any thread.
+ */
+GB_HIDDEN void gb_copy2d(void *dst, size_t ldd, const void *src, size_t lds,
+                         size_t rows, size_t cols, size_t es);
+
+/* Forgets the copy threads in a child after fork (they do not exist
+ * there). */
+GB_HIDDEN void gb_copy_atfork_child(void);
+
+/* ---- config.c ---- */
+
+typedef struct gb_config {
+    double min_flops;     /* GEMMBLAS_MIN_FLOPS; < 0: never offload */
+    int verbose;          /* GEMMBLAS_VERBOSE: 0, 1 (failures), 2 (all) */
+    int timeout_ms;       /* GEMMBLAS_TIMEOUT_MS: one request */
+    int connect_ms;       /* GEMMBLAS_CONNECT_TIMEOUT_MS: first ping */
+    int retry_ms;         /* GEMMBLAS_RETRY_MS: after a failed connect */
+    int queue_ms;         /* GEMMBLAS_QUEUE_MS: start deadline, 0 none */
+    int copy_threads;     /* GEMMBLAS_COPY_THREADS */
+    bool tf32;            /* GEMMBLAS_PRECISION=tf32 for sgemm */
+    const char *cpu_blas; /* GEMMBLAS_CPU_BLAS or NULL */
+} gb_config;
+
+/* The configuration, read from the environment once. Any thread. */
+GB_HIDDEN const gb_config *gb_cfg(void);
+
+/* "gemmblas: ..." on stderr when GEMMBLAS_VERBOSE >= level. */
+GB_HIDDEN void gb_log(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The default GEMMBLAS_MIN_FLOPS (see blas/README.md for the
+ * measurement). */
+#define GB_DEFAULT_MIN_FLOPS 4e9
+
+#endif /* GEMMBLAS_H */

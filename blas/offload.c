@@ -1,0 +1,417 @@
+/*
+ * offload.c: a GEMM through gemmd, on the public client API only.
+ *
+ * Policy: a call goes to gemmd when its flops (2mnk, 8mnk complex) reach
+ * GEMMBLAS_MIN_FLOPS; whatever goes wrong on the way (no daemon, a
+ * refusal, a timeout, a lost connection) the caller's C is untouched and
+ * the CPU BLAS computes instead: never an abort, never a wait past the
+ * configured timeouts.
+ *
+ * Connection: one gemm_client per process, opened on the first offloaded
+ * call and shared by all threads (the client is thread-safe). A
+ * read-write lock lets calls use it concurrently and a reconnect replace
+ * it once none does. A failed connect is not retried for GEMMBLAS_RETRY_MS
+ * (calls in between go to the CPU at once). When the daemon goes away
+ * (restart, shutdown) the call that notices reconnects and, on success,
+ * tries once more; every connection has a generation number.
+ *
+ * Staging: each thread has one shm buffer registered on the connection,
+ * grown when a call needs more and freed at thread exit. A call packs A,
+ * B and (beta != 0) C tightly into it: the row-major problem (gemmblas.h)
+ * is what gemmd computes, so a column-major call needs no transposing
+ * copy, only the swap of A and B. A buffer whose request timed out may
+ * still be written by the daemon: it is dropped, never reused.
+ *
+ * fork: nng (1.5) cannot be used in a child once the parent has used it
+ * ("nng is not fork-reentrant safe": it aborts). Before every fork (an
+ * atfork handler registered when the library loads) we note whether nng
+ * is in use in the process: our own connection, or nng's threads (named
+ * "nng:..."), which anyone else using nng (libgemmclient directly, the
+ * Python package) starts. A child of such a process computes on the CPU;
+ * a child of a process that never used nng connects like any process.
+ * Either way the parent's buffers are unmapped in the child without a
+ * word to the daemon.
+ */
+#include "gemmblas.h"
+
+#include <gemm/gemm.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A thread's staging buffer. */
+typedef struct gb_thread {
+    gemm_buffer *buf; /* NULL: none yet */
+    uint64_t gen;     /* the connection it is registered on */
+    pid_t pid;        /* the process that made it */
+} gb_thread;
+
+static struct {
+    pthread_rwlock_t lock;     /* read: a call uses client; write: replace it */
+    gemm_client *client;       /* NULL: not connected */
+    uint64_t gen;              /* bumps with every new client */
+    atomic_bool broken;        /* a call saw the connection fail */
+    _Atomic uint64_t retry_at; /* ns: no connect attempt before this */
+    atomic_bool nng_used;      /* this process has initialised nng */
+    atomic_bool disabled;      /* forked after nng use: CPU only */
+    atomic_bool fork_nng;      /* nng was in use when fork() was called */
+    atomic_bool inited;        /* init() has run */
+} conn;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pthread_key_t thread_key;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Drops t's buffer. Under the read lock (or in a child of fork, where
+ * the parent's buffer is only unmapped: its client belongs to nng state
+ * the child cannot use). */
+static void drop_buffer(gb_thread *t)
+{
+    if (t->buf == NULL)
+        return;
+    if (t->pid != getpid())
+        munmap(gemm_buffer_data(t->buf), gemm_buffer_size(t->buf));
+    else
+        gemm_buffer_free(t->buf);
+    t->buf = NULL;
+}
+
+/* Thread exit: the thread's buffer goes back. */
+static void thread_exit(void *arg)
+{
+    gb_thread *t = arg;
+    if (t->buf != NULL && t->pid == getpid()) {
+        pthread_rwlock_rdlock(&conn.lock);
+        drop_buffer(t);
+        pthread_rwlock_unlock(&conn.lock);
+    }
+    free(t);
+}
+
+static void lock_init(void)
+{
+    pthread_rwlockattr_t at;
+    pthread_rwlockattr_init(&at);
+    /* a reconnect must not starve behind a stream of calls */
+    pthread_rwlockattr_setkind_np(&at,
+                                  PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&conn.lock, &at);
+    pthread_rwlockattr_destroy(&at);
+}
+
+/* Whether a thread of this process is nng's (they are named "nng:...");
+ * true when /proc cannot tell (the safe answer). */
+static bool nng_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (d == NULL)
+        return true;
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        char path[64], comm[8] = "";
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%.20s/comm", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        found = read(fd, comm, 4) == 4 && memcmp(comm, "nng:", 4) == 0;
+        close(fd);
+    }
+    closedir(d);
+    return found;
+}
+
+/* Before fork (the forking thread): note whether nng is in use. */
+static void atfork_prepare(void)
+{
+    atomic_store(&conn.fork_nng, atomic_load(&conn.nng_used) || nng_threads());
+}
+
+/* In the child after fork: fresh locks and no connection; the parent's
+ * client is forgotten, not closed (closing needs nng); no nng at all if
+ * the parent had it running. */
+static void atfork_child(void)
+{
+    if (atomic_load(&conn.inited))
+        lock_init();
+    else
+        init_once = (pthread_once_t)PTHREAD_ONCE_INIT; /* not half-run */
+    conn.client = NULL;
+    conn.gen++;
+    atomic_store(&conn.broken, false);
+    atomic_store(&conn.retry_at, 0);
+    if (atomic_load(&conn.fork_nng)) {
+        atomic_store(&conn.disabled, true);
+        atomic_store(&conn.nng_used, true);
+    }
+    gb_copy_atfork_child();
+}
+
+/* When the library is loaded: the fork handlers, so that even a process
+ * that forks before its first GEMM is covered. */
+__attribute__((constructor)) static void gb_load(void)
+{
+    pthread_atfork(atfork_prepare, NULL, atfork_child);
+}
+
+static void init(void)
+{
+    lock_init();
+    pthread_key_create(&thread_key, thread_exit);
+    atomic_store(&conn.inited, true);
+}
+
+/* The calling thread's state (made on first use), or NULL without
+ * memory. */
+static gb_thread *thread_state(void)
+{
+    gb_thread *t = pthread_getspecific(thread_key);
+    if (t == NULL) {
+        if ((t = calloc(1, sizeof(*t))) == NULL)
+            return NULL;
+        t->pid = getpid();
+        if (pthread_setspecific(thread_key, t) != 0) {
+            free(t);
+            return NULL;
+        }
+    }
+    if (t->pid != getpid()) { /* this thread forked: the buffer is the
+                                 parent's */
+        drop_buffer(t);
+        t->pid = getpid();
+    }
+    return t;
+}
+
+/* Replaces a missing or broken connection (write lock). Returns true
+ * when a working one is there afterwards. */
+static bool reconnect(void)
+{
+    const gb_config *cfg = gb_cfg();
+    if (atomic_load(&conn.disabled) || now_ns() < atomic_load(&conn.retry_at))
+        return false;
+    pthread_rwlock_wrlock(&conn.lock);
+    bool ok = conn.client != NULL && !atomic_load(&conn.broken);
+    if (ok || now_ns() < atomic_load(&conn.retry_at)) {
+        pthread_rwlock_unlock(&conn.lock);
+        return ok;
+    }
+    if (conn.client != NULL) { /* every call on it is over (write lock) */
+        gemm_client_close(conn.client);
+        conn.client = NULL;
+    }
+    atomic_store(&conn.broken, false);
+    atomic_store(&conn.nng_used, true);
+    gemm_client *c = NULL;
+    int rv = gemm_client_open(&c, NULL);
+    if (rv == GEMM_OK) {
+        gemm_client_set_timeout(c, cfg->connect_ms);
+        rv = gemm_ping(c, NULL);
+        gemm_client_set_timeout(c, cfg->timeout_ms);
+    }
+    if (rv != GEMM_OK) {
+        gb_log(1, "no gemmd (%s): CPU BLAS; next try in %d ms",
+               gemm_last_error_message()[0] ? gemm_last_error_message()
+                                            : gemm_strerror(rv),
+               cfg->retry_ms);
+        gemm_client_close(c);
+        atomic_store(&conn.retry_at,
+                     now_ns() + (uint64_t)cfg->retry_ms * 1000000u);
+        pthread_rwlock_unlock(&conn.lock);
+        return false;
+    }
+    conn.client = c;
+    conn.gen++;
+    gb_log(2, "connected to gemmd (connection %llu)",
+           (unsigned long long)conn.gen);
+    pthread_rwlock_unlock(&conn.lock);
+    return true;
+}
+
+/* The connection with the read lock held (release with
+ * pthread_rwlock_unlock), or NULL (no lock held). */
+static gemm_client *acquire(uint64_t *gen)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        pthread_rwlock_rdlock(&conn.lock);
+        if (conn.client != NULL && !atomic_load(&conn.broken)) {
+            *gen = conn.gen;
+            return conn.client;
+        }
+        pthread_rwlock_unlock(&conn.lock);
+        if (attempt == 1 || !reconnect())
+            break;
+    }
+    return NULL;
+}
+
+static gemm_dtype wire_type(gb_type t)
+{
+    static const gemm_dtype ty[] = {GEMM_FP32, GEMM_FP64, GEMM_COMPLEX64,
+                                    GEMM_COMPLEX128};
+    return ty[t];
+}
+
+static size_t align_up(size_t x, size_t a)
+{
+    return (x + a - 1) / a * a;
+}
+
+/* Stored shape of op(X) = rows x cols (row-major), X stored rows_x x
+ * cols_x. */
+static void stored(char op, int64_t rows, int64_t cols, size_t *sr, size_t *sc)
+{
+    *sr = (size_t)(op == 'N' ? rows : cols);
+    *sc = (size_t)(op == 'N' ? cols : rows);
+}
+
+/* Why an attempt ended: what becomes of the connection and the buffer. */
+enum outcome { DONE, CPU, CPU_DROP_BUFFER, RETRY_CONNECTION };
+
+/* One attempt on connection c (read lock held): stage, run, copy back. */
+static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
+                            const gb_gemm *g, int *err)
+{
+    const gb_config *cfg = gb_cfg();
+    size_t es = gb_esize(g->t);
+    size_t ar, ac, br, bc;
+    stored(g->opa, g->m, g->k, &ar, &ac);
+    stored(g->opb, g->k, g->n, &br, &bc);
+    size_t mn = (size_t)g->m * (size_t)g->n;
+    size_t off_b = align_up(ar * ac * es, 4096);
+    size_t off_d = off_b + align_up(br * bc * es, 4096);
+    size_t need = off_d + mn * es;
+    *err = GEMM_OK;
+
+    if (t->buf != NULL && t->gen != gen)
+        drop_buffer(t); /* registered on a connection that is gone */
+    if (t->buf != NULL && gemm_buffer_size(t->buf) < need)
+        drop_buffer(t);
+    if (t->buf == NULL) {
+        size_t size = align_up(need + need / 4, 2u << 20);
+        int rv = gemm_buffer_alloc(c, size, &t->buf);
+        if (rv != GEMM_OK) {
+            t->buf = NULL;
+            *err = rv;
+            return rv == GEMM_ERR_CLOSED ? RETRY_CONNECTION : CPU;
+        }
+        t->gen = gen;
+    }
+    char *base = gemm_buffer_data(t->buf);
+    gb_copy2d(base, ac, g->a, (size_t)g->lda, ar, ac, es);
+    gb_copy2d(base + off_b, bc, g->b, (size_t)g->ldb, br, bc, es);
+    bool beta0 = gb_is_zero(g->t, g->beta);
+    if (!beta0)
+        gb_copy2d(base + off_d, (size_t)g->n, g->c, (size_t)g->ldc,
+                  (size_t)g->m, (size_t)g->n, es);
+
+    gemm_op op;
+    gemm_dtype ty = wire_type(g->t);
+    gemm_op_init(&op, (uint64_t)g->m, (uint64_t)g->n, (uint64_t)g->k, ty, ty);
+    op.trans_a = g->opa != 'N';
+    op.conj_a = g->opa == 'C';
+    op.trans_b = g->opb != 'N';
+    op.conj_b = g->opb == 'C';
+    double al[2] = {0, 0}, be[2] = {0, 0};
+    for (int i = 0; i < (g->t >= GB_C ? 2 : 1); i++) {
+        al[i] = g->t == GB_S || g->t == GB_C ? ((const float *)g->alpha)[i]
+                                             : ((const double *)g->alpha)[i];
+        be[i] = g->t == GB_S || g->t == GB_C ? ((const float *)g->beta)[i]
+                                             : ((const double *)g->beta)[i];
+    }
+    gemm_op_set_scalars(&op, al[0], al[1], be[0], be[1]);
+    op.a = (gemm_matrix){t->buf, 0, 0, 0};
+    op.b = (gemm_matrix){t->buf, off_b, 0, 0};
+    op.d = (gemm_matrix){t->buf, off_d, 0, 0};
+    if (!beta0)
+        op.c = op.d; /* in place: C was copied where D goes */
+    op.timeout_ms = (uint32_t)cfg->queue_ms;
+    if (g->t == GB_S)
+        op.precision = cfg->tf32 ? GEMM_PRECISION_TF32 : GEMM_PRECISION_FP32;
+    gemm_timings tm;
+    int rv = gemm_run(c, &op, &tm);
+    if (rv == GEMM_OK) {
+        gb_copy2d(g->c, (size_t)g->ldc, base + off_d, (size_t)g->n,
+                  (size_t)g->m, (size_t)g->n, es);
+        gb_log(2,
+               "%cgemm %lldx%lldx%lld op %c%c: gemmd %s, %.3f ms "
+               "(daemon %.3f)",
+               "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
+               (long long)g -> k, g -> opa, g -> opb, tm.kernel,
+               (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3);
+        return DONE;
+    }
+    *err = rv;
+    switch (rv) {
+    case GEMM_ERR_CLOSED:
+    case GEMM_ERR_CONNECT:
+    case GEMM_ERR_PROTOCOL:
+    case GEMM_ERR_VERSION:
+    case GEMM_ERR_SHUTDOWN:
+        return RETRY_CONNECTION;
+    case GEMM_ERR_TIMEOUT:      /* the daemon may still write into it */
+    case GEMM_ERR_BUFFER_FAULT: /* lost on the daemon's side */
+    case GEMM_ERR_NO_BUFFER:
+        return CPU_DROP_BUFFER;
+    default: /* busy, limits, device errors, ...: this call only */
+        return CPU;
+    }
+}
+
+bool gb_offload(const gb_gemm *g)
+{
+    const gb_config *cfg = gb_cfg();
+    double flops =
+        (g->t >= GB_C ? 8.0 : 2.0) * (double)g->m * (double)g->n * (double)g->k;
+    if (cfg->min_flops < 0 || flops < cfg->min_flops)
+        return false;
+    if (atomic_load(&conn.disabled)) {
+        gb_log(2, "%cgemm on the CPU: forked from a process using nng, "
+                  "which cannot be used in a child of fork",
+               "sdcz"[g->t]);
+        return false;
+    }
+    pthread_once(&init_once, init);
+    gb_thread *t = thread_state();
+    if (t == NULL)
+        return false;
+    int err = GEMM_OK;
+    for (int round = 0; round < 2; round++) {
+        uint64_t gen;
+        gemm_client *c = acquire(&gen);
+        if (c == NULL)
+            return false; /* acquire said why (verbose) */
+        enum outcome o = attempt(c, gen, t, g, &err);
+        if (o == CPU_DROP_BUFFER || o == RETRY_CONNECTION)
+            drop_buffer(t);
+        if (o == RETRY_CONNECTION)
+            atomic_store(&conn.broken, true);
+        pthread_rwlock_unlock(&conn.lock);
+        if (o == DONE)
+            return true;
+        gb_log(1, "%cgemm %lldx%lldx%lld on the CPU: gemmd: %s: %s",
+               "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
+               (long long)g -> k, gemm_strerror(err),
+               gemm_last_error_message());
+        if (o != RETRY_CONNECTION)
+            return false;
+        /* the daemon went away (a restart?): reconnect and try once more */
+    }
+    return false;
+}

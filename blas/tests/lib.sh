@@ -1,0 +1,64 @@
+# lib.sh: what the libgemmblas test scripts share (sourced, POSIX sh).
+# A private gemmd (the CPU backend, the one just built: $GEMMD) on a
+# socket in a fresh temporary directory, its counters through $GEMMCTL,
+# and loud failures: a missing tool or package is an error naming the
+# package, never a silent skip (scripts/install-deps.sh installs them).
+#
+# The test's environment (set by CMake): GEMMD, GEMMCTL, GEMMBLAS_LIB
+# (libgemmblas.so.0), GEMMBLAS_LIB3 (the directory of lib3/libblas.so.3).
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# need FILE PACKAGE: FILE must exist, else the test fails naming PACKAGE.
+need() {
+    [ -e "$1" ] || fail "$1 is missing: install the Debian package $2 (scripts/install-deps.sh does)"
+}
+
+# start_gemmd [gemmd options]: a private gemmd; sets T (its directory, also
+# the test's scratch space), GEMM_URL (exported) and GEMMD_PID; removed at
+# exit.
+start_gemmd() {
+    T=$(mktemp -d "${TMPDIR:-/tmp}/gemmblas-test.XXXXXX")
+    GEMM_URL="ipc://$T/gemmd.sock"
+    export GEMM_URL
+    "$GEMMD" --backend cpu --threads 2 --listen "$GEMM_URL" \
+        --log-level warning "$@" </dev/null >"$T/gemmd.out" 2>"$T/gemmd.log" &
+    GEMMD_PID=$!
+    trap 'stop_gemmd' EXIT
+    i=0
+    until "$GEMMCTL" ping >/dev/null 2>&1; do
+        i=$((i + 1))
+        [ $i -lt 100 ] || { cat "$T/gemmd.log" >&2; fail "gemmd did not start"; }
+        kill -0 "$GEMMD_PID" 2>/dev/null || { cat "$T/gemmd.log" >&2; fail "gemmd exited"; }
+        sleep 0.1
+    done
+}
+
+stop_gemmd() {
+    if [ -n "${GEMMD_PID:-}" ]; then
+        kill "$GEMMD_PID" 2>/dev/null && wait "$GEMMD_PID" 2>/dev/null
+        GEMMD_PID=
+    fi
+    [ -n "${T:-}" ] && [ -z "${GEMM_TEST_KEEP:-}" ] && rm -rf "$T"
+    T=
+}
+
+# counter NAME: a number from gemmctl status --json (requests_served,
+# gemm_flops, ...).
+counter() {
+    "$GEMMCTL" status --json | sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p"
+}
+
+# expect_served BEFORE MIN: requests_served grew by at least MIN since
+# BEFORE (so the GEMMs really went through gemmd).
+expect_served() {
+    now=$(counter requests_served)
+    [ -n "$now" ] || fail "no requests_served from gemmctl status"
+    grew=$((now - $1))
+    [ "$grew" -ge "$2" ] ||
+        fail "gemmd served $grew requests, expected at least $2: the calls did not go through gemmd"
+    echo "gemmd served $grew requests"
+}

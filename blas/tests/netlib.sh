@@ -1,0 +1,78 @@
+#!/bin/sh
+# netlib.sh MODE TESTER INPUT: one of netlib's level-3 testers (Debian's
+# libblas-test) through libgemmblas against a private gemmd, every GEMM
+# sent there (GEMMBLAS_MIN_FLOPS=0). MODE says how the program finds
+# libgemmblas: preload (LD_PRELOAD=libgemmblas.so.0), path
+# (LD_LIBRARY_PATH to the directory where it is libblas.so.3) or
+# alternative (gemmblas-alternative registers it in a private
+# alternatives tree, GEMMBLAS_ALT_ROOT, whose libblas.so.3 link the
+# program then loads; the library and script as `cmake --install` puts
+# them in a private prefix). Passes when every routine of the tester PASSED, no
+# line says FAIL, and gemmd's served counter grew by the tester's GEMMs.
+set -eu
+. "$(dirname "$0")/lib.sh"
+mode=$1 tester=$2 input=$3
+dir=/usr/lib/x86_64-linux-gnu/blas
+need "$dir/$tester" libblas-test
+need "$dir/$input" libblas-test
+start_gemmd
+cd "$T"
+before=$(counter requests_served)
+export GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1
+case $mode in
+preload)
+    LD_PRELOAD=$GEMMBLAS_LIB "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
+        { cat out.txt err.txt; fail "$tester exited $?"; }
+    ;;
+path)
+    LD_LIBRARY_PATH=$GEMMBLAS_LIB3 "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
+        { cat out.txt err.txt; fail "$tester exited $?"; }
+    ;;
+alternative)
+    # cmake --install into a private prefix, then the installed script
+    # registers the installed library in a private alternatives tree
+    "$CMAKE" --install "$GEMM_BUILD_DIR" --prefix "$T/inst" >inst.txt 2>&1 ||
+        { cat inst.txt; fail "cmake --install"; }
+    alt=$T/inst/sbin/gemmblas-alternative
+    [ -x "$alt" ] || fail "cmake --install did not install $alt"
+    export GEMMBLAS_ALT_ROOT="$T/alt"
+    "$alt" register >alt.txt 2>&1 || { cat alt.txt; fail "$alt register"; }
+    target=$(readlink -f "$T/alt/lib/libblas.so.3")
+    case $target in
+    "$T"/inst/*/gemmblas/libblas.so.3) ;;
+    *) fail "the alternative's libblas.so.3 is $target" ;;
+    esac
+    LD_LIBRARY_PATH=$T/alt/lib "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
+        { cat out.txt err.txt; fail "$tester exited $?"; }
+    grep -q "CPU BLAS: .*openblas\|CPU BLAS: .*blas/libblas" err.txt ||
+        { cat err.txt; fail "no real CPU BLAS named"; }
+    "$alt" unregister >>alt.txt 2>&1 || { cat alt.txt; fail "unregister"; }
+    [ ! -e "$T/alt/lib/libblas.so.3" ] || fail "unregister left the link"
+    ;;
+*)
+    fail "unknown mode $mode"
+    ;;
+esac
+cat err.txt
+# Fortran testers write their summary to the file their input names;
+# the CBLAS ones to stdout.
+summary=out.txt
+case $tester in
+xblat3*) summary=$(sed -n "1s/^'\([^']*\)'.*/\1/p" "$dir/$input") ;;
+esac
+[ -s "$summary" ] || fail "no summary file '$summary'"
+if grep -E "FAIL|SUSPECT|\*\*\*\*\*" "$summary"; then
+    fail "$tester: see the lines above ($summary)"
+fi
+passed=$(grep -c "PASSED" "$summary")
+case $tester in
+xblat3s | xblat3d) want=12 ;;
+xblat3c | xblat3z) want=18 ;;
+xscblat3 | xdcblat3) want=18 ;;
+*) want=27 ;;
+esac
+[ "$passed" -eq "$want" ] ||
+    { cat "$summary"; fail "$tester: $passed PASSED lines, expected $want"; }
+grep -q "END OF TESTS" "$summary" || fail "$tester did not finish"
+echo "$tester ($mode): $passed PASSED"
+expect_served "$before" 1000

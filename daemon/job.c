@@ -1,0 +1,60 @@
+/*
+ * job.c: from a validated GEMM request to a gemmd_job: the problem (shape,
+ * types, transposes, scalars, precision, requested kernel) and the
+ * operands' addresses in the mapped buffers or resident tensors. Kept out
+ * of dispatch.c so that what a job holds can grow (new types, scalars)
+ * without touching the request plumbing.
+ */
+#include "job.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void *job_operand_ptr(const val_matrix *m)
+{
+    const reg_buffer *b = m->handle;
+    if (m->tensor)
+        return b->data;
+    return (char *)b->base + m->offset;
+}
+
+/* Whether operand m is a resident tensor held in device memory. */
+static bool operand_on_device(const val_matrix *m)
+{
+    return m->tensor && ((const reg_buffer *)m->handle)->on_device;
+}
+
+int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res)
+{
+    j->kind = JOB_GEMM;
+    j->precision = v->precision;
+    if (v->kernel != NULL && strcmp(v->kernel, "auto") != 0)
+        snprintf(j->kernel, sizeof(j->kernel), "%s", v->kernel);
+    j->m = v->m;
+    j->n = v->n;
+    j->k = v->k;
+    j->ab_type = v->ab_type;
+    j->cd_type = v->cd_type;
+    j->trans_a = v->trans_a;
+    j->trans_b = v->trans_b;
+    j->conj_a = v->conj_a;
+    j->conj_b = v->conj_b;
+    j->has_c = res->has_c;
+    j->alpha = v->alpha;
+    j->beta = v->beta;
+    j->alpha_im = v->alpha_im;
+    j->beta_im = v->beta_im;
+    j->shape = *res;
+    j->a = job_operand_ptr(&res->a);
+    j->b = job_operand_ptr(&res->b);
+    j->d = job_operand_ptr(&res->d);
+    j->c = res->has_c ? job_operand_ptr(&res->c) : NULL;
+    j->a_dev = operand_on_device(&res->a);
+    j->b_dev = operand_on_device(&res->b);
+    j->c_dev = res->has_c && operand_on_device(&res->c);
+    j->lda = res->a.ld;
+    j->ldb = res->b.ld;
+    j->ldc = res->has_c ? res->c.ld : 0;
+    j->ldd = res->d.ld;
+    return GEMM_OK;
+}
