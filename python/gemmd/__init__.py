@@ -23,7 +23,8 @@ import os as _os
 
 from ._errors import (GemmError, DaemonNotRunning, ConnectionClosed,
                       ClientClosed, ShuttingDown, InvalidArgument, ShapeError,
-                      DTypeError, Busy, Limit, Timeout, Unsupported,
+                      DTypeError, Busy, Limit, Timeout, Abandoned,
+                      Unsupported,
                       OutOfMemory, LibraryNotFound, ERRORS, CODES, error_for)
 
 TYPE_CHECKING = False
@@ -38,7 +39,8 @@ __all__ = [
     "connect", "Client", "Tensor", "matmul", "default_client",
     "GemmError", "DaemonNotRunning", "ConnectionClosed", "ClientClosed",
     "ShuttingDown", "InvalidArgument", "ShapeError", "DTypeError", "Busy",
-    "Limit", "Timeout", "Unsupported", "OutOfMemory", "LibraryNotFound",
+    "Limit", "Timeout", "Abandoned", "Unsupported", "OutOfMemory",
+    "LibraryNotFound",
     "ERRORS", "CODES", "error_for", "library_path", "__version__",
 ]
 

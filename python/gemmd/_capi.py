@@ -40,8 +40,9 @@ from ._errors import LibraryNotFound
 GEMM_BF16 = 1
 GEMM_FP16 = 2
 GEMM_FP32 = 3
-# (branch blas) GEMM_FP64 = 4, GEMM_COMPLEX64 = 5, GEMM_COMPLEX128 = 6:
-# add them here and in _dtypes.TABLE once gemm.h has them.
+GEMM_FP64 = 4
+GEMM_COMPLEX64 = 5
+GEMM_COMPLEX128 = 6
 
 GEMM_PRECISION_DEFAULT = 0
 GEMM_PRECISION_TF32 = 1
@@ -49,9 +50,9 @@ GEMM_PRECISION_FP32 = 2
 
 GEMM_KERNEL_NAME_MAX = 31
 
-# Whether gemm_op has the fp64/complex scalars and conj flags of branch
-# blas; the dtype table enables float64/complex only when it does.
-HAS_WIDE_SCALARS = False
+# Whether gemm_op has the double/complex scalars and conj flags (gemm.h
+# after 0.1.0); the dtype table serves float64/complex only when it does.
+HAS_WIDE_SCALARS = True
 
 # ---- structs ------------------------------------------------------------
 
@@ -90,7 +91,24 @@ class GemmOp(ctypes.Structure):
         ("timeout_ms", ctypes.c_uint32),
         ("precision", c_enum),
         ("kernel", ctypes.c_char_p),
+        # appended after 0.1.0: conjugate transposes (complex), and double
+        # or complex scalars used instead of alpha/beta when scalars64
+        ("conj_a", ctypes.c_bool),
+        ("conj_b", ctypes.c_bool),
+        ("scalars64", ctypes.c_bool),
+        ("alpha_re", ctypes.c_double),
+        ("alpha_im", ctypes.c_double),
+        ("beta_re", ctypes.c_double),
+        ("beta_im", ctypes.c_double),
     ]
+
+
+class GemmOpBox(ctypes.Structure):
+    """A gemm_op with zeroed room after it. gemm_op grows by appending
+    fields whose zero value keeps the old behaviour; a libgemmclient newer
+    than this mirror then reads zeros there, not whatever follows."""
+
+    _fields_ = [("op", GemmOp), ("_room", ctypes.c_char * 256)]
 
 
 class GemmTimings(ctypes.Structure):
@@ -147,6 +165,10 @@ class GemmStatus(ctypes.Structure):
         ("stage_h2d_us", ctypes.c_double),
         ("stage_kernel_us", ctypes.c_double),
         ("stage_d2h_us", ctypes.c_double),
+        ("connections", ctypes.c_uint32),
+        ("users", ctypes.c_uint32),
+        ("memory_budget", ctypes.c_uint64),
+        ("memory_used", ctypes.c_uint64),
     ]
 
 
@@ -180,6 +202,9 @@ ENUMS: Dict[str, int] = {
     "GEMM_BF16": GEMM_BF16,
     "GEMM_FP16": GEMM_FP16,
     "GEMM_FP32": GEMM_FP32,
+    "GEMM_FP64": GEMM_FP64,
+    "GEMM_COMPLEX64": GEMM_COMPLEX64,
+    "GEMM_COMPLEX128": GEMM_COMPLEX128,
     "GEMM_PRECISION_DEFAULT": GEMM_PRECISION_DEFAULT,
     "GEMM_PRECISION_TF32": GEMM_PRECISION_TF32,
     "GEMM_PRECISION_FP32": GEMM_PRECISION_FP32,

@@ -1,13 +1,11 @@
 """The element types gemmd multiplies and how they map to numpy.
 
 One row per type: the numpy name, libgemmclient's gemm_dtype number, the
-C/D types gemmd writes for it as A/B, and whether fp32-style precisions
-apply. bfloat16 is ml_dtypes.bfloat16 (imported only when a bfloat16 is
-asked for). float64 and the complex types are in the table already, marked
-``wide``: they are served once libgemmclient has GEMM_FP64 = 4,
-GEMM_COMPLEX64 = 5, GEMM_COMPLEX128 = 6 and the wide alpha/beta of gemm_op
-(_capi.HAS_WIDE_SCALARS; branch blas). Adding a type is a row here and, for
-its scalars, a field in _capi.GemmOp.
+C/D types gemmd writes for it as A/B (gemm.h's combinations), whether
+fp32-style precisions apply, and whether it needs the double/complex
+scalars of gemm_op (``wide``: float64, complex64, complex128; served when
+_capi.HAS_WIDE_SCALARS). bfloat16 is ml_dtypes.bfloat16 (imported only when
+a bfloat16 is asked for). Adding a type is a row here.
 """
 from __future__ import annotations
 

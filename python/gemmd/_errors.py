@@ -111,10 +111,19 @@ class Limit(GemmError):
 
 
 class Timeout(GemmError, TimeoutError):
-    """No reply within the client's timeout, or the request's deadline
-    passed in gemmd's queue (GEMM_ERR_TIMEOUT)."""
+    """No reply within the client's timeout and the request was cancelled
+    before it started (nothing was written), or its deadline passed in
+    gemmd's queue (GEMM_ERR_TIMEOUT)."""
 
     code = 4
+
+
+class Abandoned(Timeout):
+    """No reply within the timeout and gemmd did not confirm a cancel: the
+    request may still run and write its output later (GEMM_ERR_ABANDONED).
+    Do not reuse that output array until the client is closed."""
+
+    code = 27
 
 
 class Unsupported(GemmError):
@@ -170,6 +179,9 @@ ERRORS: Dict[int, Tuple[str, str, Type[GemmError]]] = {
     25: ("GEMM_ERR_DEVICE_MEMORY", "out of GPU memory", OutOfMemory),
     26: ("GEMM_ERR_BUFFER_FAULT",
          "buffer truncated or unmapped under a request", GemmError),
+    27: ("GEMM_ERR_ABANDONED",
+         "gave up waiting: the request may still run and write its output",
+         Abandoned),
 }
 
 # Codes by C name without the prefix: CODES["BUSY"] == 9.

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 import numpy as np
 
 from . import _capi, _copy, _dtypes
-from ._capi import GemmMatrix, GemmOp
+from ._capi import GemmMatrix, GemmOpBox
 from ._conn import _Buffer, _Conn, _Lost, _buffer_of, _OK, _ERR_CLOSED
 from ._errors import (ConnectionClosed, DTypeError, InvalidArgument,
                       ShapeError)
@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from ._client import Client
 
 # Failures after which the daemon may still write the request's D.
-_MAYBE_RUNNING = {4, 5, 6, 21, 23}  # TIMEOUT, CLOSED, PROTOCOL, IO, INTERNAL
+# TIMEOUT, CLOSED, PROTOCOL, IO, INTERNAL, ABANDONED (TIMEOUT means "not
+# started" since timeouts cancel; kept here for older libraries).
+_MAYBE_RUNNING = {4, 5, 6, 21, 23, 27}
 
 _SIG = "(n?,k),(k,m?)->(n?,m?)"
 _PRECISIONS = {None: 0, "default": 0, "tf32": 1, "fp32": 2}
@@ -142,8 +144,12 @@ class _Plan:
                     (kernel, _capi.GEMM_KERNEL_NAME_MAX))
             self.kernel = kb
         try:
-            self.alpha = float(alpha)
-            self.beta = float(beta)
+            if self.ab.complex:
+                self.alpha: Any = complex(alpha)
+                self.beta: Any = complex(beta)
+            else:
+                self.alpha = float(alpha)
+                self.beta = float(beta)
         except TypeError:
             raise DTypeError("matmul: alpha and beta must be real numbers "
                              "for %s (got %r, %r)" %
@@ -169,7 +175,7 @@ class _Plan:
         if self.beta != 0.0:
             if c is None and out is None:
                 raise InvalidArgument(
-                    "matmul: beta=%g needs c= (or out=, which is then C)" %
+                    "matmul: beta=%s needs c= (or out=, which is then C)" %
                     self.beta)
             if c is None:
                 self.C, self.c_is_out = self.out2, True
@@ -177,7 +183,7 @@ class _Plan:
                 if c.client is not client:
                     raise InvalidArgument("matmul: tensor c belongs to "
                                           "another client")
-                if c.shape != (self.m, self.n) or c.trans:
+                if c.shape != (self.m, self.n) or c.trans or c.conj:
                     raise ShapeError(
                         "matmul: tensor c is %s, C must be %dx%d as stored" %
                         ("x".join(map(str, c.shape)), self.m, self.n))
@@ -232,8 +238,8 @@ class _Plan:
             if isinstance(self.C, Tensor):
                 raise InvalidArgument("matmul: k = 0 with a resident "
                                       "tensor as C is not supported")
-            d[...] = (self.beta * self.C.astype(np.float64)).astype(
-                self.cd.np)
+            wide = np.complex128 if self.cd.complex else np.float64
+            d[...] = (self.beta * self.C.astype(wide)).astype(self.cd.np)
         if self.out is not None:
             np.copyto(self.out2, d, casting="unsafe")
             return self.out
@@ -284,16 +290,26 @@ class _Call:
         self.conn = conn
         self.plan = plan
         self.keep: List[Any] = []  # staging arrays: alive until done
-        op = self.op = GemmOp()
+        self.box = GemmOpBox()  # zeroed room past the mirror
+        op = self.op = self.box.op
         op.m, op.n, op.k = plan.m, plan.n, plan.k
         op.ab_type, op.cd_type = plan.ab.code, plan.cd.code
-        op.alpha, op.beta = plan.alpha, plan.beta
+        if plan.ab.wide:  # double (complex) scalars
+            op.scalars64 = True
+            a, b = complex(plan.alpha), complex(plan.beta)
+            op.alpha_re, op.alpha_im = a.real, a.imag
+            op.beta_re, op.beta_im = b.real, b.imag
+            op.alpha, op.beta = a.real, b.real
+        else:
+            op.alpha, op.beta = plan.alpha, plan.beta
         op.precision = plan.precision
         if plan.kernel is not None:
             op.kernel = plan.kernel
         ab, cd = plan.ab.np, plan.cd.np
         op.a, op.trans_a, a_loc = self._input(plan.A, ab)
         op.b, op.trans_b, b_loc = self._input(plan.B, ab)
+        op.conj_a = isinstance(plan.A, Tensor) and plan.A.conj
+        op.conj_b = isinstance(plan.B, Tensor) and plan.B.conj
 
         # D: the caller's out in place, else a buffer of ours
         self.d_direct = False

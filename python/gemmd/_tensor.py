@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _conn
 from ._conn import _Conn, _Lost, _OK, _ERR_CLOSED
-from ._errors import GemmError, ShapeError
+from ._errors import GemmError, InvalidArgument, ShapeError
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -71,13 +71,14 @@ class Tensor:
     lives on its connection: after gemmd restarts, using it raises
     ConnectionClosed."""
 
-    __slots__ = ("_h", "client", "trans")
+    __slots__ = ("_h", "client", "trans", "conj")
 
     def __init__(self, handle: _TensorHandle, client: "Client",
-                 trans: bool = False) -> None:
+                 trans: bool = False, conj: bool = False) -> None:
         self._h = handle
         self.client = client
         self.trans = trans  # this view is the stored matrix transposed
+        self.conj = conj  # ... and conjugated (complex; with trans only)
 
     @property
     def id(self) -> int:
@@ -102,7 +103,21 @@ class Tensor:
     @property
     def T(self) -> "Tensor":
         """The transposed view (no copy: a transpose flag in the GEMM)."""
+        if self.conj:
+            raise InvalidArgument("tensor.H.T (a conjugate without a "
+                                  "transpose) is not a GEMM operand")
         return Tensor(self._h, self.client, not self.trans)
+
+    @property
+    def H(self) -> "Tensor":
+        """The conjugate transpose (for real types the transpose): the
+        GEMM's transpose and conjugate flags, no copy."""
+        if not np.issubdtype(self._h.dtype, np.complexfloating):
+            return self.T
+        if self.trans != self.conj:
+            raise InvalidArgument("tensor.T.H (a conjugate without a "
+                                  "transpose) is not a GEMM operand")
+        return Tensor(self._h, self.client, not self.trans, not self.conj)
 
     @property
     def freed(self) -> bool:
@@ -125,5 +140,6 @@ class Tensor:
     def __repr__(self) -> str:
         return "<gemmd.Tensor %#x %s %s%s%s>" % (
             self._h.id, "x".join(map(str, self.shape)), self.dtype.name,
+            " (conjugate transposed view)" if self.conj else
             " (transposed view)" if self.trans else "",
             " freed" if self._h.freed else "")

@@ -198,8 +198,8 @@ def tolerance(*types: str) -> float:
 
 
 def rel_err(got: np.ndarray, ref: np.ndarray) -> float:
-    got = np.asarray(got, dtype=np.float64)
-    ref = np.asarray(ref, dtype=np.float64)
+    got = f64(got)
+    ref = f64(ref)
     num = np.linalg.norm((got - ref).ravel())
     den = np.linalg.norm(ref.ravel())
     return float(num / den) if den > 0 else float(num)
@@ -207,9 +207,16 @@ def rel_err(got: np.ndarray, ref: np.ndarray) -> float:
 
 def rand(rng: np.random.Generator, shape: Sequence[int],
          dtype: object = np.float32) -> np.ndarray:
-    """Uniform in [-1, 1), of dtype (never zeros)."""
-    return (rng.random(shape) * 2 - 1).astype(dtype)
+    """Uniform in [-1, 1), of dtype (never zeros); complex: both parts."""
+    x = rng.random(shape) * 2 - 1
+    if np.issubdtype(np.dtype(dtype), np.complexfloating):
+        x = x + 1j * (rng.random(shape) * 2 - 1)
+    return x.astype(dtype)
 
 
 def f64(a: np.ndarray) -> np.ndarray:
-    return np.asarray(a).astype(np.float64)
+    """a in float64 (complex128 when complex): the reference's type."""
+    a = np.asarray(a)
+    if np.issubdtype(a.dtype, np.complexfloating):
+        return a.astype(np.complex128)
+    return a.astype(np.float64)

@@ -10,9 +10,8 @@ import re
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
 
 import numpy as np
 import pytest

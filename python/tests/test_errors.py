@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import gemmd
-from gemmd import _errors
+from gemmd._conn import _buffer_of
 from conftest import BACKEND, f64, rand, rel_err
 
 
@@ -26,7 +26,7 @@ def test_every_code_has_a_class() -> None:
             13: gemmd.InvalidArgument, 14: gemmd.ShapeError,
             15: gemmd.InvalidArgument, 16: gemmd.InvalidArgument,
             17: gemmd.DTypeError, 20: gemmd.Limit, 22: gemmd.Unsupported,
-            25: gemmd.OutOfMemory}
+            25: gemmd.OutOfMemory, 27: gemmd.Abandoned}
     for code, (name, msg, _) in gemmd.ERRORS.items():
         e = gemmd.error_for(code, "")
         assert isinstance(e, gemmd.GemmError) and e.code == code
@@ -43,6 +43,7 @@ def test_every_code_has_a_class() -> None:
     assert issubclass(gemmd.DaemonNotRunning, ConnectionError)
     assert issubclass(gemmd.OutOfMemory, MemoryError)
     assert issubclass(gemmd.ClientClosed, gemmd.ConnectionClosed)
+    assert issubclass(gemmd.Abandoned, gemmd.Timeout)
 
 
 def test_daemon_not_running(tmp_path: Any) -> None:
@@ -94,8 +95,10 @@ def test_dtype_errors(client: gemmd.Client) -> None:
     with pytest.raises(gemmd.DTypeError, match="int32") as ei:
         client.matmul(i32, i32)
     assert ei.value.code == 17 and isinstance(ei.value, TypeError)
-    with pytest.raises(gemmd.DTypeError, match="float64"):
-        client.matmul(np.ones((4, 4)), np.ones((4, 4)))
+    with pytest.raises(gemmd.DTypeError, match="int64"):
+        client.matmul(np.ones((4, 4), np.int64), np.ones((4, 4), np.int64))
+    with pytest.raises(gemmd.DTypeError, match="bfloat16"):
+        client.matmul(f32, f32, dtype="bfloat16", out_dtype="float64")
     with pytest.raises(gemmd.DTypeError, match="cannot write a float16"):
         client.matmul(f32, f32, out_dtype="float16")
     with pytest.raises(gemmd.DTypeError, match="out has dtype"):
@@ -192,25 +195,57 @@ def _slow_gemm(c: gemmd.Client, n: int = 0) -> tuple:
     return (a, a), {"kernel": slow[0]} if slow else {}
 
 
-def test_timeout_and_the_late_result(make_daemon: Any) -> None:
+def test_timeout_cancels_a_queued_gemm(make_daemon: Any) -> None:
+    """A GEMM still queued when its timeout passes is cancelled: Timeout,
+    and its output untouched."""
+    d = make_daemon("--threads", "1")
+    with gemmd.connect(d.url, timeout=120) as busy, \
+            gemmd.connect(d.url, timeout=120) as c:
+        (a, b), kw = _slow_gemm(busy)
+        x = c.asarray(np.ones((64, 64), np.float32))
+        out = c.asarray(np.full((64, 64), 7.0, np.float32))
+        slow = busy.submit(a, b, **kw)
+        until = time.monotonic() + 10
+        while busy.status()["queue_depth"] < 1 and time.monotonic() < until:
+            time.sleep(0.002)
+        c.set_timeout(0.02)
+        with pytest.raises(gemmd.Timeout) as ei:
+            c.matmul(x, x, out=out)
+        assert type(ei.value) is gemmd.Timeout and ei.value.code == 4
+        assert isinstance(ei.value, TimeoutError)
+        assert np.all(out == 7.0), "a cancelled GEMM wrote its output"
+        slow.result(120)
+        c.set_timeout(120)
+        assert np.all(c.matmul(x, x, out=out) == 64)
+
+
+def test_abandoned_output_is_never_reused(make_daemon: Any) -> None:
+    """gemmd stopped (SIGSTOP) under a GEMM: no reply, no answer to the
+    cancel, Abandoned. The result buffer it may still write later must
+    not come back as anyone's buffer."""
     d = make_daemon()
-    c = gemmd.connect(d.url, timeout=60)
-    (a, b), kw = _slow_gemm(c)
-    ones = c.asarray(np.ones(a.shape, a.dtype))  # in place: D is pooled
-    c.set_timeout(0.005)
-    with pytest.raises(gemmd.Timeout) as ei:
-        c.matmul(a, b, **kw)
-    assert ei.value.code == 4 and isinstance(ei.value, TimeoutError)
-    # The timed-out GEMM still runs and will write its D. That buffer must
-    # not come back as the D of the next call of the same size.
-    c.set_timeout(120)
-    r = c.matmul(ones, ones)
-    until = time.monotonic() + 60
-    while c.status()["queue_depth"] > 0 and time.monotonic() < until:
-        time.sleep(0.01)
-    time.sleep(0.3)
-    assert np.all(r == a.shape[0]), "a late D landed in a reused buffer"
-    c.close()
+    with gemmd.connect(d.url, timeout=120) as c:
+        a = c.asarray(np.ones((256, 256), np.float32))
+        r0 = c.matmul(a, a)  # its buffer goes back to the pool ...
+        buf0 = _buffer_of(r0)
+        lib = c._conn.lib
+        id0 = lib.gemm_buffer_id(buf0.ptr)
+        del r0
+        assert buf0 in c._conn.pool
+        os.kill(d.proc.pid, signal.SIGSTOP)
+        try:
+            c.set_timeout(0.05)
+            with pytest.raises(gemmd.Abandoned) as ei:
+                c.matmul(a, a)  # ... and is taken again here
+            assert ei.value.code == 27 and isinstance(ei.value, gemmd.Timeout)
+        finally:
+            os.kill(d.proc.pid, signal.SIGCONT)
+        c.set_timeout(120)
+        assert buf0.tainted and buf0 not in c._conn.pool
+        r = c.matmul(a, a)
+        assert _buffer_of(r) is not buf0
+        assert lib.gemm_buffer_id(_buffer_of(r).ptr) != id0
+        assert np.all(r == 256)
 
 
 def test_shutting_down(make_daemon: Any) -> None:

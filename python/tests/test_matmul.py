@@ -12,9 +12,10 @@ import pytest
 
 import gemmd
 from gemmd import _copy
-from conftest import BACKEND, f64, rand, rel_err, tolerance
+from conftest import f64, rand, rel_err, tolerance
 
 DTYPES = ["bfloat16", "float16", "float32"]
+WIDE = ["float64", "complex64", "complex128"]
 
 
 def npdt(name: str) -> np.dtype:
@@ -56,7 +57,7 @@ class CopyCounter:
         monkeypatch.setattr(_copy, "copy", counting)
 
 
-@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("dt", DTYPES + WIDE)
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (1, 7, 5), (7, 1, 5),
                                    (5, 7, 1), (17, 13, 9), (64, 64, 64),
                                    (127, 65, 33), (300, 200, 100)])
@@ -122,7 +123,7 @@ def _views(client: gemmd.Client, rng: np.random.Generator, rows: int,
     return out
 
 
-@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("dt", DTYPES + WIDE)
 def test_gemmd_memory_in_place(client: gemmd.Client, dt: str,
                                monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(11)
@@ -356,3 +357,37 @@ def test_large_copies_run_on_several_threads(client: gemmd.Client,
     e = rand(rng, (1536, 1))
     client.matmul(e, e.T, out=out)
     assert_close(out, reference(e, e.T, "float32"), "float32")
+
+
+@pytest.mark.parametrize("dt", WIDE)
+def test_wide_types_alpha_beta_c(client: gemmd.Client, dt: str) -> None:
+    """float64 and complex with double (complex) alpha and beta."""
+    rng = np.random.default_rng(26)
+    a = rand(rng, (21, 13), npdt(dt))
+    b = client.asarray(rand(rng, (17, 13), npdt(dt))).T  # in place, T
+    c = rand(rng, (21, 17), npdt(dt))
+    cplx = dt.startswith("complex")
+    alpha = (1.25 - 0.5j) if cplx else 1.0 / 3.0
+    beta = (-0.75 + 2j) if cplx else -2.0 / 7.0
+    d = client.matmul(a, b, c=c, alpha=alpha, beta=beta)
+    assert d.dtype == npdt(dt)
+    ref = alpha * (f64(a) @ f64(b)) + beta * f64(c)
+    assert rel_err(d, ref) <= tolerance(dt)
+    assert np.asarray(client.matmul(a[0], b[:, 0])).dtype == npdt(dt)
+    if not cplx:
+        with pytest.raises(gemmd.DTypeError):
+            client.matmul(a, b, alpha=1j)
+    with pytest.raises(gemmd.DTypeError):
+        client.matmul(a, b, out_dtype="float32")
+
+
+def test_default_dtype_float64(client: gemmd.Client) -> None:
+    """Plain float64 numpy arrays are multiplied in float64 (numpy's type),
+    lists too."""
+    rng = np.random.default_rng(27)
+    a, b = rng.random((30, 20)), rng.random((20, 10))
+    d = client.matmul(a, b)
+    assert d.dtype == np.float64
+    assert rel_err(d, a @ b) <= tolerance("float64")
+    d = client.matmul(a.tolist(), b.tolist())
+    assert rel_err(d, a @ b) <= tolerance("float64")

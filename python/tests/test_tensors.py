@@ -114,3 +114,19 @@ def test_tensor_after_close(daemon: Any) -> None:
         c.matmul(np.ones((4, 4), np.float32), t)
     with gemmd.connect(daemon.url) as c2:  # gemmd drops them asynchronously
         assert eventually(lambda: tensors(c2) == 0), tensors(c2)
+
+
+@pytest.mark.parametrize("dt", ["complex64", "complex128", "float64"])
+def test_conjugate_transposed_tensor(client: gemmd.Client, dt: str) -> None:
+    rng = np.random.default_rng(8)
+    w = rand(rng, (12, 9), npdt(dt))
+    x = rand(rng, (5, 12), npdt(dt))
+    t = client.upload(w)
+    d = client.matmul(t.H, x.T)  # (9x12)^H-free: w^H @ x^T
+    assert rel_err(d, f64(w).conj().T @ f64(x).T) <= tolerance(dt)
+    d = client.matmul(x, t.H.H)  # .H.H is the tensor itself
+    assert rel_err(d, f64(x) @ f64(w)) <= tolerance(dt)
+    if dt.startswith("complex"):
+        with pytest.raises(gemmd.InvalidArgument):
+            t.H.T
+    t.free()
