@@ -63,7 +63,7 @@ grep -E '\| gemmd$' "$OUT/importtime.txt"
 
 if [ "${PY_TESTS:-1}" != 0 ]; then
     GEMM_TEST_GEMMD=$B/bin/gemmd GEMM_TEST_BACKEND=$BACKEND \
-        timeout 420 $PY -m pytest -p no:cacheprovider -rs -q \
+        timeout 280 $PY -m pytest -p no:cacheprovider -rs -q \
         --junitxml="$OUT/pytest-python.xml" python/tests \
         > "$OUT/pytest-python.log" 2>&1
     rc=$?
@@ -83,12 +83,12 @@ if [ "${PY_BENCH:-1}" != 0 ]; then
     done
     "$B/bin/gemmctl" --url "ipc://$sock" ping
     # shellcheck disable=SC2086
-    timeout 400 $PY bench/python/bench_python.py --url "ipc://$sock" \
+    timeout 200 $PY bench/python/bench_python.py --url "ipc://$sock" \
         --gemmctl "$B/bin/gemmctl" --csv "$OUT/bench-python.csv" \
         ${PY_BENCH_ARGS:-} > "$OUT/bench-python.log" 2>&1
     rc1=$?
     # shellcheck disable=SC2086
-    timeout 200 $PY bench/python/bench_python.py --url "ipc://$sock" \
+    timeout 100 $PY bench/python/bench_python.py --url "ipc://$sock" \
         --gemmctl "$B/bin/gemmctl" --fresh-dtype bf16 --skip-steady \
         --csv "$OUT/bench-python-bf16.csv" ${PY_BENCH_ARGS:-} \
         > "$OUT/bench-python-bf16.log" 2>&1
