@@ -278,8 +278,8 @@ Test(shutdown, sighup_keeps_serving)
     tu_assert_healthy(g_client);
 }
 
-/* Runs the gemmd under test with args; returns its exit status (-1 if it ran for
- * more than 5 s or died of a signal). Output goes to /dev/null. */
+/* Runs the gemmd under test with args; returns its exit status (-1 if it ran
+ * for more than 5 s or died of a signal). Output goes to /dev/null. */
 static int run_gemmd(const char *const *args)
 {
     const char *argv[16] = {tu_gemmd_path()};
@@ -316,8 +316,8 @@ Test(shutdown, command_line)
     const char *const bad_option[] = {"--listen", url, "--no-such-option",
                                       NULL};
     /* the fixture's socket is taken: a second daemon there must fail */
-    const char *const taken[] = {"--listen", g_gemmd.url, "--backend", tu_backend(),
-                                 NULL};
+    const char *const taken[] = {"--listen", g_gemmd.url, "--backend",
+                                 tu_backend(), NULL};
     cr_assert_eq(run_gemmd(version), 0, "gemmd --version");
     cr_assert_eq(run_gemmd(help), 0, "gemmd --help");
     int rv = run_gemmd(bad_backend);

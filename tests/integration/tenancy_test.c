@@ -57,8 +57,8 @@ static void assert_served_within(int ms, const char *after)
     gemm_client_set_timeout(c, ms);
     rv = gemm_ping(c, NULL);
     gemm_client_close(c);
-    cr_assert_eq(rv, GEMM_OK, "%s: a new client is not served: %s (%s)",
-                 after, gemm_strerror(rv), gemm_last_error_message());
+    cr_assert_eq(rv, GEMM_OK, "%s: a new client is not served: %s (%s)", after,
+                 gemm_strerror(rv), gemm_last_error_message());
     cr_assert_lt(tu_now() - t0, ms / 1000.0, "%s: served after %.0f ms", after,
                  (tu_now() - t0) * 1e3);
 }
@@ -157,8 +157,9 @@ Test(tenancy, client_that_never_reads_is_dropped)
     tu_sleep_ms(1500);
     gemm_status st;
     cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
-    cr_expect_eq(st.clients, 1, "the reader that stopped reading is still "
-                                "connected (%u clients)",
+    cr_expect_eq(st.clients, 1,
+                 "the reader that stopped reading is still "
+                 "connected (%u clients)",
                  st.clients);
     close(s);
 }
@@ -248,8 +249,8 @@ Test(tenancy, connection_caps)
             open_ok++;
     }
     /* g_client holds one (plus the fixture's ping that left) */
-    cr_expect_eq(open_ok, 19, "%d connections stayed open, %d refused",
-                 open_ok, refused);
+    cr_expect_eq(open_ok, 19, "%d connections stayed open, %d refused", open_ok,
+                 refused);
     cr_expect_eq(refused, 21);
     for (int i = 0; i < 40; i++)
         close(socks[i]);
@@ -276,13 +277,17 @@ static void flood(int n, unsigned cap)
     double c0 = daemon_cpu_s(), t0 = tu_now();
     tu_sleep_ms(1000);
     double used = (daemon_cpu_s() - c0) / (tu_now() - t0);
-    cr_expect_lt(used, 0.05, "daemon under a flood of %d used %.0f%% of a "
-                             "core", n, used * 100);
+    cr_expect_lt(used, 0.05,
+                 "daemon under a flood of %d used %.0f%% of a "
+                 "core",
+                 n, used * 100);
     tu_assert_healthy(g_client); /* an existing client goes on */
     gemm_status st;
     cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
-    cr_expect_leq(st.connections, cap, "%u connections open under a cap of "
-                                       "%u", st.connections, cap);
+    cr_expect_leq(st.connections, cap,
+                  "%u connections open under a cap of "
+                  "%u",
+                  st.connections, cap);
     for (int i = 0; i < n; i++)
         close(socks[i]);
     free(socks);
@@ -297,8 +302,7 @@ Test(tenancy, descriptor_floods)
     fixture_start(args);
     flood(200, 32);
     fixture_stop();
-    static const char *const args2[] = {"--user-connections", "100000",
-                                        NULL};
+    static const char *const args2[] = {"--user-connections", "100000", NULL};
     tu_daemon_nofile = 128;
     fixture_start(args2);
     tu_daemon_nofile = 0;
@@ -591,9 +595,8 @@ Test(tenancy, memory_cgroup_bounds_the_daemon)
                           (strcmp(file, "memory.max") != 0 && v1mem))) {
             p[strcspn(p, "\n")] = '\0';
             snprintf(home, sizeof(home), "%s%s/cgroup.procs",
-                     strcmp(file, "memory.max") == 0
-                         ? "/sys/fs/cgroup"
-                         : "/sys/fs/cgroup/memory",
+                     strcmp(file, "memory.max") == 0 ? "/sys/fs/cgroup"
+                                                     : "/sys/fs/cgroup/memory",
                      p + 1);
         }
     }
