@@ -149,6 +149,8 @@ typedef struct gemmd {
     uv_poll_t listen_poll;
     int reserve_fd; /* spent to refuse a connection at EMFILE */
     char sock_path[512];
+    dev_t sock_dev; /* the socket file we bound (unlinked only if so) */
+    ino_t sock_ino;
     srv_conn *conns;
     uint32_t nconns;    /* open connections, all kinds */
     uint32_t max_conns; /* from cfg and RLIMIT_NOFILE */

@@ -921,6 +921,10 @@ int srv_open(gemmd *d, char *msg, size_t len)
         close(fd);
         return GEMM_ERR_INTERNAL;
     }
+    if (stat(path, &st) == 0) {
+        d->sock_dev = st.st_dev;
+        d->sock_ino = st.st_ino;
+    }
     d->listen_fd = fd;
     d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     uv_timer_init(d->loop, &d->sweep_timer);
@@ -940,7 +944,12 @@ void srv_stop_listening(gemmd *d)
     uv_close((uv_handle_t *)&d->listen_poll, NULL);
     close(d->listen_fd);
     d->listen_fd = -1;
-    unlink(d->sock_path);
+    /* only our own socket: a daemon started meanwhile may have taken the
+     * path over */
+    struct stat st;
+    if (lstat(d->sock_path, &st) == 0 && st.st_dev == d->sock_dev &&
+        st.st_ino == d->sock_ino)
+        unlink(d->sock_path);
     if (d->reserve_fd >= 0)
         close(d->reserve_fd);
     d->reserve_fd = -1;
