@@ -33,19 +33,6 @@
 
 TestSuite(tenancy, .fini = fixture_teardown, .timeout = 120);
 
-/* A Status request, packed. */
-static size_t status_request(uint8_t *buf, uint64_t id)
-{
-    Gemm__Request rq = GEMM__REQUEST__INIT;
-    Gemm__StatusRequest st = GEMM__STATUS_REQUEST__INIT;
-    rq.has_version = rq.has_id = 1;
-    rq.version = GEMM_PROTOCOL_VERSION;
-    rq.id = id;
-    rq.body_case = GEMM__REQUEST__BODY_STATUS;
-    rq.status = &st;
-    return gemm__request__pack(&rq, buf);
-}
-
 /* A fresh client answers a ping within ms. */
 static void assert_served_within(int ms, const char *after)
 {
@@ -105,22 +92,9 @@ static bool closed_within(int sock, int ms)
 Test(tenancy, unread_replies_stall_only_their_client)
 {
     fixture_start(NULL);
-    int s = tu_sock_connect(g_gemmd.url, 5000);
+    int sent;
+    int s = tu_raw_unread_flood(g_gemmd.url, 400, &sent);
     cr_assert_geq(s, 0);
-    cr_assert_eq(tu_sp_handshake(s), 0);
-    /* a small receive buffer makes the attacker's socket fill at once */
-    int small = 4096;
-    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-    uint8_t req[64];
-    int sent = 0;
-    for (int i = 0; i < 400; i++) {
-        size_t n = status_request(req, (uint64_t)i + 1);
-        struct pollfd p = {.fd = s, .events = POLLOUT};
-        if (poll(&p, 1, 200) <= 0)
-            break; /* the daemon stopped reading us: as it should */
-        cr_assert_eq(tu_sp_send(s, 0x1000u + (uint32_t)i, req, n), 0);
-        sent++;
-    }
     cr_assert_gt(sent, 100, "only %d requests went out", sent);
     /* others are served at once, repeatedly */
     for (int i = 0; i < 5; i++)
@@ -140,20 +114,9 @@ Test(tenancy, client_that_never_reads_is_dropped)
 {
     static const char *const args[] = {"--send-timeout", "0.5", NULL};
     fixture_start(args);
-    int s = tu_sock_connect(g_gemmd.url, 5000);
+    int sent;
+    int s = tu_raw_unread_flood(g_gemmd.url, 300, &sent);
     cr_assert_geq(s, 0);
-    cr_assert_eq(tu_sp_handshake(s), 0);
-    int small = 4096;
-    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-    uint8_t req[64];
-    for (int i = 0; i < 300; i++) {
-        struct pollfd p = {.fd = s, .events = POLLOUT};
-        if (poll(&p, 1, 100) <= 0)
-            break;
-        size_t n = status_request(req, (uint64_t)i + 1);
-        if (tu_sp_send(s, 0x2000u + (uint32_t)i, req, n) != 0)
-            break;
-    }
     tu_sleep_ms(1500);
     gemm_status st;
     cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
