@@ -75,9 +75,9 @@ typedef struct gemmd_backend_ops {
 
 struct gemmd_backend {
     const gemmd_backend_ops *ops;
-    char device[128]; /* what Hello and Status report */
-    unsigned workers; /* worker threads the scheduler runs */
-    unsigned threads; /* compute threads (CPU backend) */
+    char device[128];  /* what Hello and Status report */
+    unsigned workers;  /* worker threads the scheduler runs */
+    unsigned threads;  /* compute threads (CPU backend) */
     bool host_tensors; /* resident tensors live in host memory (they count
                           against the daemon's memory budget) */
     void *priv;

@@ -42,7 +42,7 @@ typedef struct cuda_forget {
 
 typedef struct cuda_worker {
     cudaStream_t stream;
-    gemmk_ctx *kctx; /* used by its worker thread alone */
+    gemmk_ctx *kctx;     /* used by its worker thread alone */
     cudaEvent_t ev[4];   /* start, copies in done, kernel done, copy out done */
     cublasHandle_t blas; /* cuBLAS on stream: fp64 and complex GEMMs */
     /* ranges freed by the loop thread, applied to kctx's cache by the
@@ -172,9 +172,8 @@ static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     }
     CK(cudaFree(NULL), msg, len); /* create the context now */
     int direct = 0;
-    CK(cudaDeviceGetAttribute(&direct,
-                              cudaDevAttrCanUseHostPointerForRegisteredMem,
-                              p->device),
+    CK(cudaDeviceGetAttribute(
+           &direct, cudaDevAttrCanUseHostPointerForRegisteredMem, p->device),
        msg, len);
     p->host_direct = direct != 0;
     CK(cudaDeviceGetDefaultMemPool(&p->pool, p->device), msg, len);
@@ -426,11 +425,11 @@ static int gemm_direct(cuda_worker *w, gemmd_job *j)
     int rv = GEMM_OK;
     char *m = j->msg;
     size_t ml = sizeof(j->msg);
-    gemmk_problem kp = job_problem(j, j->a, j->lda, j->b, j->ldb, j->c,
-                                   j->ldc, j->d, j->ldd);
+    gemmk_problem kp =
+        job_problem(j, j->a, j->lda, j->b, j->ldb, j->c, j->ldc, j->d, j->ldd);
     /* the kernel computes in full fp32 (direct_ok keeps tf32 away) */
-    kp.precision = j->ab_type == GEMM_FP32 ? GEMM_PRECISION_FP32
-                                           : GEMM_PRECISION_DEFAULT;
+    kp.precision =
+        j->ab_type == GEMM_FP32 ? GEMM_PRECISION_FP32 : GEMM_PRECISION_DEFAULT;
     snprintf(j->ran, sizeof(j->ran), "smem-tiled");
     CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
     rv = gemmk_gemm(w->kctx, &kp, w->stream, "smem-tiled");
@@ -637,8 +636,7 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
         ldc = c.ld;
     }
     CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
-    gemmk_problem kp =
-        job_problem(j, da, lda, db, ldb, dc, ldc, d.dev, d.ld);
+    gemmk_problem kp = job_problem(j, da, lda, db, ldb, dc, ldc, d.dev, d.ld);
     const char *kname = j->kernel[0] != '\0' ? j->kernel : NULL;
     const char *ran = kname;
     if (ran == NULL && gemmk_select(w->kctx, &kp, &ran) != GEMM_OK)

@@ -203,8 +203,7 @@ static const num_opt num_opts[] = {
     {"handshake-timeout", K_SEC, O(handshake_timeout_s), 0, 0},
     {"message-timeout", K_SEC, O(message_timeout_s), 0, 0},
     {"send-timeout", K_SEC, O(send_timeout_s), 0, 0},
-    {"max-pinned-bytes", K_BYTES_NONE, O(max_pinned_bytes), 0,
-     UINT64_MAX / 2},
+    {"max-pinned-bytes", K_BYTES_NONE, O(max_pinned_bytes), 0, UINT64_MAX / 2},
     {"max-device-bytes", K_U64, O(max_device_bytes), 0, UINT64_MAX / 2},
     {"stats-interval", K_SEC, O(stats_interval_s), 0, 0},
     {"drain-timeout", K_SEC, O(drain_timeout_s), 0, 0},
@@ -287,9 +286,8 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
     struct option opts[NNAMED + NUM_OPTS + 1];
     memcpy(opts, named, sizeof(named));
     for (size_t i = 0; i < NUM_OPTS; i++)
-        opts[NNAMED + i] = (struct option){num_opts[i].name,
-                                           required_argument, NULL,
-                                           OPT_NUM + (int)i};
+        opts[NNAMED + i] = (struct option){num_opts[i].name, required_argument,
+                                           NULL, OPT_NUM + (int)i};
     memset(&opts[NNAMED + NUM_OPTS], 0, sizeof(opts[0]));
     uint64_t v;
     int c;
@@ -332,8 +330,8 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
                 bad = "--metrics-listen needs HOST:PORT (e.g. "
                       "127.0.0.1:9464)";
             else
-                snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen),
-                         "%s", optarg);
+                snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s",
+                         optarg);
             break;
         case OPT_METRICS_FILE:
             if (*optarg == '\0' || strlen(optarg) >= sizeof(cfg->metrics_file))

@@ -37,11 +37,10 @@ static void reply_init(Gemm__Reply *r, uint64_t id)
     r->status = GEMM_OK;
 }
 
-static void reply_error(gemmd *d, srv_req *q, int status, const char *fmt,
-                        ...) __attribute__((format(printf, 4, 5)));
+static void reply_error(gemmd *d, srv_req *q, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-static void reply_error(gemmd *d, srv_req *q, int status, const char *fmt,
-                        ...)
+static void reply_error(gemmd *d, srv_req *q, int status, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -322,8 +321,7 @@ static bool admit(gemmd *d, srv_req *q, uint64_t mem)
         reply_error(d, q, GEMM_ERR_LIMIT,
                     "this request needs %llu bytes of the daemon's memory, "
                     "more than a user's share (%llu of a %llu-byte budget)",
-                    (unsigned long long)mem,
-                    (unsigned long long)d->user_memory,
+                    (unsigned long long)mem, (unsigned long long)d->user_memory,
                     (unsigned long long)d->mem_budget);
         return false;
     }
@@ -419,9 +417,8 @@ static void do_gemm(gemmd *d, srv_req *q, const Gemm__GemmRequest *g)
         reply_error(d, q, rv, "%s", msg);
         return;
     }
-    uint64_t mem = d->be.ops->job_memory != NULL
-                       ? d->be.ops->job_memory(&d->be, j)
-                       : 0;
+    uint64_t mem =
+        d->be.ops->job_memory != NULL ? d->be.ops->job_memory(&d->be, j) : 0;
     if (!admit(d, q, mem)) {
         free(j);
         return;
@@ -437,8 +434,7 @@ static void do_gemm(gemmd *d, srv_req *q, const Gemm__GemmRequest *g)
     submit(d, q, j, mem);
 }
 
-static void do_upload(gemmd *d, srv_req *q,
-                      const Gemm__TensorUploadRequest *rq)
+static void do_upload(gemmd *d, srv_req *q, const Gemm__TensorUploadRequest *rq)
 {
     srv_conn *c = q->conn;
     if (rq->src != NULL && rq->src->has_tensor_id && rq->src->tensor_id) {
@@ -504,8 +500,7 @@ static void do_list_kernels(gemmd *d, srv_req *q)
     if (infos == NULL || ptrs == NULL) {
         free(infos);
         free(ptrs);
-        reply_error(d, q, GEMM_ERR_NOMEM,
-                    "out of memory for the kernel list");
+        reply_error(d, q, GEMM_ERR_NOMEM, "out of memory for the kernel list");
         return;
     }
     size_t filled = 0;
@@ -621,16 +616,26 @@ static int request_kind(const Gemm__Request *rq)
     if (rq == NULL)
         return MK_INVALID;
     switch (rq->body_case) {
-    case GEMM__REQUEST__BODY_HELLO: return MK_HELLO;
-    case GEMM__REQUEST__BODY_STATUS: return MK_STATUS;
-    case GEMM__REQUEST__BODY_REGISTER_BUFFER: return MK_REGISTER;
-    case GEMM__REQUEST__BODY_RELEASE_BUFFER: return MK_RELEASE;
-    case GEMM__REQUEST__BODY_GEMM: return MK_GEMM;
-    case GEMM__REQUEST__BODY_TENSOR_UPLOAD: return MK_UPLOAD;
-    case GEMM__REQUEST__BODY_TENSOR_FREE: return MK_TENSOR_FREE;
-    case GEMM__REQUEST__BODY_LIST_KERNELS: return MK_LIST_KERNELS;
-    case GEMM__REQUEST__BODY_CANCEL: return MK_CANCEL;
-    default: return MK_INVALID;
+    case GEMM__REQUEST__BODY_HELLO:
+        return MK_HELLO;
+    case GEMM__REQUEST__BODY_STATUS:
+        return MK_STATUS;
+    case GEMM__REQUEST__BODY_REGISTER_BUFFER:
+        return MK_REGISTER;
+    case GEMM__REQUEST__BODY_RELEASE_BUFFER:
+        return MK_RELEASE;
+    case GEMM__REQUEST__BODY_GEMM:
+        return MK_GEMM;
+    case GEMM__REQUEST__BODY_TENSOR_UPLOAD:
+        return MK_UPLOAD;
+    case GEMM__REQUEST__BODY_TENSOR_FREE:
+        return MK_TENSOR_FREE;
+    case GEMM__REQUEST__BODY_LIST_KERNELS:
+        return MK_LIST_KERNELS;
+    case GEMM__REQUEST__BODY_CANCEL:
+        return MK_CANCEL;
+    default:
+        return MK_INVALID;
     }
 }
 
@@ -649,8 +654,8 @@ void gemmd_dispatch(gemmd *d, srv_req *q)
         reply_error(d, q, rv, "%s", msg);
         return;
     }
-    bool work = q->kind == MK_GEMM || q->kind == MK_REGISTER ||
-                q->kind == MK_UPLOAD;
+    bool work =
+        q->kind == MK_GEMM || q->kind == MK_REGISTER || q->kind == MK_UPLOAD;
     if (d->draining && work) {
         reply_error(d, q, GEMM_ERR_SHUTDOWN,
                     "gemmd is shutting down and takes no new work");
@@ -659,8 +664,8 @@ void gemmd_dispatch(gemmd *d, srv_req *q)
     switch (rq->body_case) {
     case GEMM__REQUEST__BODY_HELLO:
         if (rq->hello->client_name != NULL)
-            gemmd_log(LOG_DEBUG, "hello on connection %u: %.64s",
-                      q->conn->id, rq->hello->client_name);
+            gemmd_log(LOG_DEBUG, "hello on connection %u: %.64s", q->conn->id,
+                      rq->hello->client_name);
         do_hello(d, q);
         return;
     case GEMM__REQUEST__BODY_STATUS:
@@ -720,8 +725,8 @@ static void reply_job_error(gemmd *d, srv_req *q, gemmd_job *j)
     r.status = j->status;
     r.message = j->msg[0] ? j->msg : (char *)gemm_strerror(j->status);
     gemmd_log(LOG_DEBUG, "request %llu on connection %u: %s: %s",
-              (unsigned long long)q->id, q->conn->id,
-              gemm_strerror(j->status), r.message);
+              (unsigned long long)q->id, q->conn->id, gemm_strerror(j->status),
+              r.message);
     reply_job(d, q, &r, j->canceled);
 }
 
@@ -844,14 +849,13 @@ void gemmd_status_line(gemmd *d)
 {
     gemmd_latency lat;
     stats_latency(&d->stats, &lat);
-    gemmd_log(LOG_INFO,
-              "stats: %u clients (%u connections), %u buffers (%llu bytes), "
-              "queue %u/%u, memory %llu/%llu, served %llu, failed %llu, "
-              "latency p50 %.0f us p99 %.0f us",
-              d->nclients, d->nconns, d->reg.count,
-              (unsigned long long)d->reg.bytes, d->inflight, d->cfg.max_queue,
-              (unsigned long long)d->mem_used,
-              (unsigned long long)d->mem_budget,
-              (unsigned long long)d->stats.served,
-              (unsigned long long)d->stats.failed, lat.p50_us, lat.p99_us);
+    gemmd_log(
+        LOG_INFO,
+        "stats: %u clients (%u connections), %u buffers (%llu bytes), "
+        "queue %u/%u, memory %llu/%llu, served %llu, failed %llu, "
+        "latency p50 %.0f us p99 %.0f us",
+        d->nclients, d->nconns, d->reg.count, (unsigned long long)d->reg.bytes,
+        d->inflight, d->cfg.max_queue, (unsigned long long)d->mem_used,
+        (unsigned long long)d->mem_budget, (unsigned long long)d->stats.served,
+        (unsigned long long)d->stats.failed, lat.p50_us, lat.p99_us);
 }

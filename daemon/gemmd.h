@@ -29,9 +29,9 @@
 /* One reply waiting to be written to a connection. */
 typedef struct srv_out {
     struct srv_out *next;
-    size_t len;       /* bytes in data */
-    bool reply;       /* answers a request (counts in conn->pending) */
-    uint8_t data[];   /* frame header + backtrace + body */
+    size_t len;     /* bytes in data */
+    bool reply;     /* answers a request (counts in conn->pending) */
+    uint8_t data[]; /* frame header + backtrace + body */
 } srv_out;
 
 #define SRV_BT_MAX     32 /* SP backtrace bytes kept (8 hops) */
@@ -58,23 +58,23 @@ typedef struct srv_conn {
     uv_poll_t poll; /* first: the handle's data is the conn */
     struct gemmd *d;
     int fd;
-    uint32_t id;        /* owner key of buffers, tensors and jobs */
-    uint64_t uid;       /* SO_PEERCRED */
+    uint32_t id;  /* owner key of buffers, tensors and jobs */
+    uint64_t uid; /* SO_PEERCRED */
     pid_t pid;
-    gemmd_user *user;   /* per-uid usage */
-    int kind;           /* enum srv_conn_kind */
-    int events;         /* UV_READABLE | UV_WRITABLE polled now */
-    bool closed;        /* no more I/O */
-    bool read_paused;   /* too many replies outstanding */
-    unsigned refs;      /* 1 while open + 1 per request in flight */
+    gemmd_user *user; /* per-uid usage */
+    int kind;         /* enum srv_conn_kind */
+    int events;       /* UV_READABLE | UV_WRITABLE polled now */
+    bool closed;      /* no more I/O */
+    bool read_paused; /* too many replies outstanding */
+    unsigned refs;    /* 1 while open + 1 per request in flight */
 
     /* read side: the header being read (greeting, frame, fd message) */
     uint8_t head[16];
     unsigned head_got, head_want;
-    uint8_t *msg;         /* the message being read */
+    uint8_t *msg; /* the message being read */
     uint64_t msg_len, msg_got;
-    bool skipping;        /* an oversized message: keep its backtrace,
-                             discard the rest, answer TOO_LARGE */
+    bool skipping; /* an oversized message: keep its backtrace,
+                      discard the rest, answer TOO_LARGE */
     uint8_t bt[SRV_BT_MAX];
     unsigned bt_len;      /* backtrace bytes seen (skipping) */
     uint64_t deadline_ns; /* the greeting or message must be whole by
@@ -82,14 +82,14 @@ typedef struct srv_conn {
 
     /* write side */
     srv_out *out_head, *out_tail;
-    size_t out_off;       /* bytes of out_head already written */
-    uint64_t out_since;   /* last progress while the queue is non-empty */
-    unsigned pending;     /* requests read whose reply is not written */
+    size_t out_off;     /* bytes of out_head already written */
+    uint64_t out_since; /* last progress while the queue is non-empty */
+    unsigned pending;   /* requests read whose reply is not written */
 
     /* what this connection holds (limits) */
-    uint32_t buffers;  /* registered now */
-    uint64_t bytes;    /* their size + resident tensors' */
-    uint32_t inflight; /* jobs queued or running */
+    uint32_t buffers;     /* registered now */
+    uint64_t bytes;       /* their size + resident tensors' */
+    uint32_t inflight;    /* jobs queued or running */
     struct srv_req *reqs; /* requests in flight (Cancel finds them) */
     srv_recent recent[SRV_RECENT_MAX];
     unsigned recent_next;
@@ -108,13 +108,13 @@ typedef struct srv_req {
     uint8_t bt[SRV_BT_MAX];
     unsigned bt_len;
     uint64_t t_received;
-    uint64_t id;    /* Request.id */
-    int kind;       /* metrics request kind */
+    uint64_t id;        /* Request.id */
+    int kind;           /* metrics request kind */
     Gemm__Request *req; /* decoded; NULL if decode_status != 0 */
     int decode_status;
     char decode_msg[128];
-    gemmd_job *job;        /* queued or running work */
-    struct srv_req *cancel; /* a Cancel waiting for this one to finish */
+    gemmd_job *job;              /* queued or running work */
+    struct srv_req *cancel;      /* a Cancel waiting for this one to finish */
     struct srv_req *prev, *next; /* conn->reqs */
 } srv_req;
 
@@ -124,7 +124,7 @@ typedef struct srv_ticket {
     uint64_t ticket;
     int fd;
     uint64_t uid;
-    srv_conn *chan;    /* the channel it came on (NULL once closed) */
+    srv_conn *chan; /* the channel it came on (NULL once closed) */
     uint64_t expires_ns;
     struct srv_ticket *next;
 } srv_ticket;
@@ -147,11 +147,13 @@ typedef struct gemmd {
     /* the listening socket and the connections */
     int listen_fd;
     uv_poll_t listen_poll;
-    int reserve_fd;          /* spent to refuse a connection at EMFILE */
+    int reserve_fd; /* spent to refuse a connection at EMFILE */
     char sock_path[512];
+    dev_t sock_dev; /* the socket file we bound (unlinked only if so) */
+    ino_t sock_ino;
     srv_conn *conns;
-    uint32_t nconns;         /* open connections, all kinds */
-    uint32_t max_conns;      /* from cfg and RLIMIT_NOFILE */
+    uint32_t nconns;    /* open connections, all kinds */
+    uint32_t max_conns; /* from cfg and RLIMIT_NOFILE */
     uint32_t next_conn_id;
     srv_ticket *tickets[SRV_TICKET_BUCKETS];
     uint32_t ntickets;
@@ -168,15 +170,15 @@ typedef struct gemmd {
     gemmd_metrics metrics;
     gemmd_users users;
 
-    uint32_t nclients;  /* SP connections */
+    uint32_t nclients;     /* SP connections */
     uint32_t users_active; /* uids with a connection open */
-    uint32_t inflight;  /* jobs queued or running */
-    uint64_t mem_budget; /* --memory-budget, resolved */
-    uint64_t user_memory; /* each uid's share of it */
-    uint64_t mem_used;   /* reserved by jobs and host tensors */
-    bool draining;       /* SIGTERM seen: refuse new work */
-    bool stopped;        /* closing, loop about to end */
-    uint64_t stop_by_ns; /* last replies get until then */
+    uint32_t inflight;     /* jobs queued or running */
+    uint64_t mem_budget;   /* --memory-budget, resolved */
+    uint64_t user_memory;  /* each uid's share of it */
+    uint64_t mem_used;     /* reserved by jobs and host tensors */
+    bool draining;         /* SIGTERM seen: refuse new work */
+    bool stopped;          /* closing, loop about to end */
+    uint64_t stop_by_ns;   /* last replies get until then */
 } gemmd;
 
 /* server.c: connections and the wire (loop thread unless noted) */

@@ -81,7 +81,6 @@ static void on_stats(uv_timer_t *t)
     metrics_write_file(t->data);
 }
 
-
 static void on_drain_timeout(uv_timer_t *t)
 {
     gemmd *d = t->data;
@@ -175,8 +174,7 @@ static void resolve_limits(gemmd *d)
     gemmd_log(LOG_INFO,
               "memory: RAM %.1f GiB, cgroup limit %s; budget %.2f GiB (%.2f "
               "GiB per user), pinned cap %.1f GiB",
-              (double)ram / (1 << 30), cgs,
-              (double)d->mem_budget / (1 << 30),
+              (double)ram / (1 << 30), cgs, (double)d->mem_budget / (1 << 30),
               (double)d->user_memory / (1 << 30),
               (double)c->max_pinned_bytes / (1 << 30));
 }

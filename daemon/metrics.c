@@ -21,8 +21,8 @@
 
 /* Upper bounds of the latency buckets, seconds (+Inf is implied). */
 static const double bucket_le[METRICS_BUCKETS] = {
-    50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3,  10e-3,
-    25e-3, 50e-3,  100e-3, 250e-3, 500e-3, 1.0, 5.0, 30.0,
+    50e-6, 100e-6, 250e-6, 500e-6, 1e-3,   2.5e-3, 5e-3, 10e-3,
+    25e-3, 50e-3,  100e-3, 250e-3, 500e-3, 1.0,    5.0,  30.0,
 };
 
 static const char *kind_names[MK_COUNT] = {
@@ -91,8 +91,7 @@ static void put_label(FILE *f, const char *s)
     }
 }
 
-static void head(FILE *f, const char *name, const char *type,
-                 const char *help)
+static void head(FILE *f, const char *name, const char *type, const char *help)
 {
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -131,21 +130,37 @@ static void user_row(void *arg, const gemmd_user *u)
     struct user_rows *r = arg;
     uint64_t v = 0;
     switch (r->field) {
-    case UF_CONNS: v = u->conns; break;
-    case UF_BUFFERS: v = u->buffers; break;
-    case UF_BYTES: v = u->bytes; break;
-    case UF_MEMORY: v = u->memory; break;
-    case UF_INFLIGHT: v = u->inflight; break;
-    case UF_REQUESTS: v = u->requests; break;
-    case UF_FAILED: v = u->failed; break;
-    case UF_REFUSED: v = u->refused; break;
+    case UF_CONNS:
+        v = u->conns;
+        break;
+    case UF_BUFFERS:
+        v = u->buffers;
+        break;
+    case UF_BYTES:
+        v = u->bytes;
+        break;
+    case UF_MEMORY:
+        v = u->memory;
+        break;
+    case UF_INFLIGHT:
+        v = u->inflight;
+        break;
+    case UF_REQUESTS:
+        v = u->requests;
+        break;
+    case UF_FAILED:
+        v = u->failed;
+        break;
+    case UF_REFUSED:
+        v = u->refused;
+        break;
     }
     fprintf(r->f, "%s{uid=\"%llu\"} %llu\n", r->name,
             (unsigned long long)u->uid, (unsigned long long)v);
 }
 
-static void users(FILE *f, const gemmd *d, const char *name,
-                  const char *type, const char *help, int field)
+static void users(FILE *f, const gemmd *d, const char *name, const char *type,
+                  const char *help, int field)
 {
     struct user_rows r = {f, name, field};
     head(f, name, type, help);
@@ -225,8 +240,7 @@ char *metrics_render(gemmd *d, size_t *len)
             (unsigned long long)m->conns_timed_out);
     fprintf(f, "gemmd_connections_total{outcome=\"dropped\"} %llu\n",
             (unsigned long long)m->conns_dropped);
-    gauge(f, "gemmd_connections", "Open connections (all kinds).",
-          d->nconns);
+    gauge(f, "gemmd_connections", "Open connections (all kinds).", d->nconns);
     gauge(f, "gemmd_connections_limit",
           "Most connections at once (--max-connections, descriptors).",
           d->max_conns);
@@ -237,12 +251,10 @@ char *metrics_render(gemmd *d, size_t *len)
     counter(f, "gemmd_jobs_canceled_total",
             "Jobs dropped before they started (client cancel or gone).",
             (double)m->jobs_canceled);
-    gauge(f, "gemmd_buffers", "Registered buffers, all clients.",
-          d->reg.count);
+    gauge(f, "gemmd_buffers", "Registered buffers, all clients.", d->reg.count);
     gauge(f, "gemmd_buffer_bytes", "Bytes of registered buffers.",
           (double)d->reg.bytes);
-    gauge(f, "gemmd_tensors", "Resident tensors, all clients.",
-          d->reg.tensors);
+    gauge(f, "gemmd_tensors", "Resident tensors, all clients.", d->reg.tensors);
     gauge(f, "gemmd_tensor_bytes", "Bytes of resident tensors.",
           (double)d->reg.tensor_bytes);
     gauge(f, "gemmd_memory_budget_bytes",
@@ -250,8 +262,7 @@ char *metrics_render(gemmd *d, size_t *len)
           (double)d->mem_budget);
     gauge(f, "gemmd_memory_used_bytes", "Of the budget, in use now.",
           (double)d->mem_used);
-    counter(f, "gemmd_gemm_flops_total",
-            "2*M*N*K summed over GEMMs served.",
+    counter(f, "gemmd_gemm_flops_total", "2*M*N*K summed over GEMMs served.",
             (double)d->stats.gemm_flops);
 
     users(f, d, "gemmd_user_connections", "gauge",
@@ -284,12 +295,12 @@ char *metrics_render(gemmd *d, size_t *len)
         d->be.ops->stats(&d->be, &bs);
     head(f, "gemmd_device_pinned_bytes", "gauge",
          "Client memory pinned for the device (cudaHostRegister).");
-    fprintf(f, "gemmd_device_pinned_bytes{device=\"%d\"} %llu\n",
-            d->cfg.device, (unsigned long long)bs.pinned_bytes);
+    fprintf(f, "gemmd_device_pinned_bytes{device=\"%d\"} %llu\n", d->cfg.device,
+            (unsigned long long)bs.pinned_bytes);
     head(f, "gemmd_device_memory_bytes", "gauge",
          "Device memory in use for staging and resident tensors.");
-    fprintf(f, "gemmd_device_memory_bytes{device=\"%d\"} %llu\n",
-            d->cfg.device, (unsigned long long)bs.device_bytes);
+    fprintf(f, "gemmd_device_memory_bytes{device=\"%d\"} %llu\n", d->cfg.device,
+            (unsigned long long)bs.device_bytes);
     head(f, "gemmd_device_tensor_map_lookups_total", "counter",
          "Tensor-map cache lookups by result.");
     fprintf(f,

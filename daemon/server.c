@@ -50,9 +50,9 @@ static const uint8_t sp_rep_hdr[8] = {0, 'S', 'P', 0, 0, 0x31, 0, 0};
 static const uint8_t sp_req_hdr[8] = {0, 'S', 'P', 0, 0, 0x30, 0, 0};
 static const uint8_t fd_hdr[8] = {0, 'G', 'F', 'D', 0, 1, 0, 0};
 
-#define SP_FRAME_HEAD 9 /* 01 + u64 length */
-#define FD_MSG_LEN    8 /* u32 op + u32 0 */
-#define FD_OP_PASS    1
+#define SP_FRAME_HEAD  9 /* 01 + u64 length */
+#define FD_MSG_LEN     8 /* u32 op + u32 0 */
+#define FD_OP_PASS     1
 #define READS_PER_WAKE 16 /* messages taken from one connection at a time */
 
 static void conn_io(uv_poll_t *h, int status, int events);
@@ -193,8 +193,8 @@ static void conn_send(srv_conn *c, srv_out *o)
         c->out_head = o;
         c->out_since = gemmd_now_ns();
         if (c->d->cfg.send_timeout_s > 0)
-            arm(c->d, c->out_since +
-                          (uint64_t)(c->d->cfg.send_timeout_s * 1e9));
+            arm(c->d,
+                c->out_since + (uint64_t)(c->d->cfg.send_timeout_s * 1e9));
     }
     c->out_tail = o;
     if (c->out_head == o)
@@ -354,8 +354,7 @@ static void sp_read(srv_conn *c)
                 return;
             if (c->head_got == 0) {
                 c->deadline_ns =
-                    gemmd_now_ns() +
-                    (uint64_t)(d->cfg.message_timeout_s * 1e9);
+                    gemmd_now_ns() + (uint64_t)(d->cfg.message_timeout_s * 1e9);
                 arm(d, c->deadline_ns);
             }
             c->head_got += (unsigned)r;
@@ -496,8 +495,7 @@ static int ticket_add(gemmd *d, srv_conn *c, int fd, uint64_t *out)
         return GEMM_ERR_NOMEM;
     }
     do {
-        if (getrandom(&t->ticket, sizeof(t->ticket), 0) !=
-            sizeof(t->ticket)) {
+        if (getrandom(&t->ticket, sizeof(t->ticket), 0) != sizeof(t->ticket)) {
             free(t);
             close(fd);
             return GEMM_ERR_INTERNAL;
@@ -632,8 +630,8 @@ static void greet_read(srv_conn *c)
     if (memcmp(c->head, sp_req_hdr, 8) == 0) {
         c->kind = CONN_SP;
         d->nclients++;
-        gemmd_log(LOG_DEBUG, "client %u connected (uid %llu, pid %ld)",
-                  c->id, (unsigned long long)c->uid, (long)c->pid);
+        gemmd_log(LOG_DEBUG, "client %u connected (uid %llu, pid %ld)", c->id,
+                  (unsigned long long)c->uid, (long)c->pid);
     } else if (memcmp(c->head, fd_hdr, 8) == 0) {
         c->kind = CONN_FD;
     } else {
@@ -751,8 +749,8 @@ static void on_listen(uv_poll_t *h, int status, int events)
     if (status < 0)
         return;
     for (int i = 0; i < 64; i++) {
-        int fd = accept4(d->listen_fd, NULL, NULL,
-                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd =
+            accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
             conn_accept(d, fd);
             continue;
@@ -808,8 +806,7 @@ void srv_sweep(gemmd *d)
         if (c->out_head != NULL && send_ns != 0 &&
             now - c->out_since >= send_ns) {
             d->metrics.conns_dropped++;
-            snprintf(why, sizeof(why),
-                     "its replies were not read for %.3g s",
+            snprintf(why, sizeof(why), "its replies were not read for %.3g s",
                      d->cfg.send_timeout_s);
             conn_close(c, LOG_NOTICE, why);
             continue;
@@ -924,6 +921,10 @@ int srv_open(gemmd *d, char *msg, size_t len)
         close(fd);
         return GEMM_ERR_INTERNAL;
     }
+    if (stat(path, &st) == 0) {
+        d->sock_dev = st.st_dev;
+        d->sock_ino = st.st_ino;
+    }
     d->listen_fd = fd;
     d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     uv_timer_init(d->loop, &d->sweep_timer);
@@ -943,7 +944,12 @@ void srv_stop_listening(gemmd *d)
     uv_close((uv_handle_t *)&d->listen_poll, NULL);
     close(d->listen_fd);
     d->listen_fd = -1;
-    unlink(d->sock_path);
+    /* only our own socket: a daemon started meanwhile may have taken the
+     * path over */
+    struct stat st;
+    if (lstat(d->sock_path, &st) == 0 && st.st_dev == d->sock_dev &&
+        st.st_ino == d->sock_ino)
+        unlink(d->sock_path);
     if (d->reserve_fd >= 0)
         close(d->reserve_fd);
     d->reserve_fd = -1;

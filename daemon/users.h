@@ -12,14 +12,14 @@
 
 typedef struct gemmd_user {
     uint64_t uid;
-    uint32_t conns;      /* open connections */
-    uint32_t buffers;    /* registered buffers */
-    uint64_t bytes;      /* registered buffer bytes + resident tensors */
-    uint64_t memory;     /* of the daemon's memory budget, in use */
-    uint32_t inflight;   /* jobs queued or running */
-    uint64_t requests;   /* answered, all kinds */
-    uint64_t failed;     /* of which with an error */
-    uint64_t refused;    /* connections refused (caps) */
+    uint32_t conns;    /* open connections */
+    uint32_t buffers;  /* registered buffers */
+    uint64_t bytes;    /* registered buffer bytes + resident tensors */
+    uint64_t memory;   /* of the daemon's memory budget, in use */
+    uint32_t inflight; /* jobs queued or running */
+    uint64_t requests; /* answered, all kinds */
+    uint64_t failed;   /* of which with an error */
+    uint64_t refused;  /* connections refused (caps) */
     struct gemmd_user *next;
 } gemmd_user;
 
@@ -34,9 +34,8 @@ typedef struct gemmd_users {
 gemmd_user *users_get(gemmd_users *u, uint64_t uid);
 
 /* Calls fn for every user (bucket order). */
-void users_each(const gemmd_users *u, void (*fn)(void *arg,
-                                                 const gemmd_user *e),
-                void *arg);
+void users_each(const gemmd_users *u,
+                void (*fn)(void *arg, const gemmd_user *e), void *arg);
 
 void users_fini(gemmd_users *u);
 

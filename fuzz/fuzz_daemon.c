@@ -2,11 +2,11 @@
  * fuzz_daemon.c: libFuzzer target that drives a live gemmd. At start it
  * runs the gemmd built beside it (ASan + UBSan, --backend cpu, a private
  * socket), maps three 64 KiB memfds and registers them on its own
- * connection (descriptors through the descriptor channel). Each input is sent as one request message: when it decodes as
- * a gemm.Request without unknown fields, the operand buffer ids are first
- * mapped onto the real buffers (id % 3; ids with id % 7 == 6 stay unknown)
- * so that GEMMs get past validation and run; otherwise the bytes go as they
- * are.
+ * connection (descriptors through the descriptor channel). Each input is sent
+ * as one request message: when it decodes as a gemm.Request without unknown
+ * fields, the operand buffer ids are first mapped onto the real buffers (id %
+ * 3; ids with id % 7 == 6 stay unknown) so that GEMMs get past validation and
+ * run; otherwise the bytes go as they are.
  *
  * Checked: every message gets, within 10 s, a reply that decodes, carries a
  * known status and the request's id (0 when undecodable). A daemon that

@@ -44,8 +44,7 @@ static uint64_t fake_object(uint64_t id)
     return id & 1;
 }
 
-static void *fake_lookup(void *arg, uint64_t id, size_t *size,
-                         uint64_t *object)
+static void *fake_lookup(void *arg, uint64_t id, size_t *size, uint64_t *object)
 {
     (void)arg;
     static const size_t fixed[] = {4096, 1u << 20, (size_t)1 << 40};

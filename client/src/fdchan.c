@@ -149,9 +149,9 @@ int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket)
         pthread_mutex_lock(&c->mtx);
         lost = c->lost;
         pthread_mutex_unlock(&c->mtx);
-        rv = cli_error(lost || e == EPIPE || e == ECONNRESET
-                           ? GEMM_ERR_CLOSED
-                           : e == ETIMEDOUT ? GEMM_ERR_TIMEOUT : GEMM_ERR_IO,
+        rv = cli_error(lost || e == EPIPE || e == ECONNRESET ? GEMM_ERR_CLOSED
+                       : e == ETIMEDOUT                      ? GEMM_ERR_TIMEOUT
+                                                             : GEMM_ERR_IO,
                        "register buffer: passing the memfd to gemmd at %s: "
                        "%s%s",
                        c->url, strerror(e),
@@ -163,8 +163,7 @@ int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket)
         goto done;
     }
     int32_t status = (int32_t)((uint32_t)ans[0] | (uint32_t)ans[1] << 8 |
-                               (uint32_t)ans[2] << 16 |
-                               (uint32_t)ans[3] << 24);
+                               (uint32_t)ans[2] << 16 | (uint32_t)ans[3] << 24);
     if (status != GEMM_OK) {
         rv = cli_error(status,
                        "register buffer: gemmd refused the descriptor: %s%s",

@@ -241,9 +241,9 @@ static int req_cancel(struct gemm_request *r, Gemm__Reply **out,
     cq.request_id = id;
     req.body_case = GEMM__REQUEST__BODY_CANCEL;
     req.cancel = &cq;
-    rv = req_start(c, &req, "cancel",
-                   waited > CLI_CANCEL_MIN_MS ? waited : CLI_CANCEL_MIN_MS,
-                   &cr);
+    rv =
+        req_start(c, &req, "cancel",
+                  waited > CLI_CANCEL_MIN_MS ? waited : CLI_CANCEL_MIN_MS, &cr);
     if (rtt_us != NULL)
         *rtt_us = (cli_now_ns() - r->t0_ns) / 1000u;
     req_free(r); /* a late reply to r is dropped by nng */
@@ -279,9 +279,10 @@ static int req_cancel(struct gemm_request *r, Gemm__Reply **out,
                          what, c->url, id);
     if (inner->has_status && inner->status != GEMM_OK) {
         rv = inner->status;
-        cli_error(rv, "%s", inner->message != NULL && inner->message[0]
-                                ? inner->message
-                                : gemm_strerror(rv));
+        cli_error(rv, "%s",
+                  inner->message != NULL && inner->message[0]
+                      ? inner->message
+                      : gemm_strerror(rv));
         gemm__reply__free_unpacked(inner, NULL);
         return rv;
     }

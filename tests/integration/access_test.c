@@ -67,10 +67,9 @@ static int as_probe(bool in_group, char *const argv[])
         /* GEMM_TEST_ACCESS_PROBE: the probe's path where the suite runs
          * from a bundle (a GPU host) rather than the build tree */
         const char *probe = getenv("GEMM_TEST_ACCESS_PROBE");
-        tu_exec_as(pw->pw_uid, pw->pw_gid, in_group ? &g : NULL,
-                   in_group ? 1 : 0,
-                   probe != NULL && *probe != '\0' ? probe : ACCESS_PROBE,
-                   argv);
+        tu_exec_as(
+            pw->pw_uid, pw->pw_gid, in_group ? &g : NULL, in_group ? 1 : 0,
+            probe != NULL && *probe != '\0' ? probe : ACCESS_PROBE, argv);
     }
     int st;
     waitpid(pid, &st, 0);
@@ -88,8 +87,8 @@ Test(access, other_uid_outside_the_group_cannot_connect)
     cr_assert_eq(stat(d.sock, &st), 0);
     cr_expect_eq(st.st_mode & 0777, 0660, "socket mode %o", st.st_mode & 0777);
     cr_expect_eq(st.st_uid, tu_daemon_user()->pw_uid, "socket owner");
-    int rc = as_probe(false, (char *const[]){"access_probe", "connect", d.url,
-                                             NULL});
+    int rc = as_probe(false,
+                      (char *const[]){"access_probe", "connect", d.url, NULL});
     cr_expect_eq(rc, 0, "a user outside the socket's group: probe %d", rc);
     cr_expect_eq(gemmd_stop(&d, 20.0), 0);
     gemmd_destroy(&d);

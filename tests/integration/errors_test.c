@@ -443,8 +443,7 @@ Test(errors, register_buffer)
     expect_raw(rv, rep, GEMM_ERR_INVALID, "registration by name");
     rv = tu_raw_register(&g_raw, NULL, 0, 0, 1, 4096, &rep);
     expect_raw(rv, rep, GEMM_ERR_INVALID, "neither name nor ticket");
-    rv = tu_raw_register(&g_raw, NULL, 1, 0x1234567890abcdefULL, 1, 4096,
-                         &rep);
+    rv = tu_raw_register(&g_raw, NULL, 1, 0x1234567890abcdefULL, 1, 4096, &rep);
     expect_raw(rv, rep, GEMM_ERR_INVALID, "a ticket nobody issued");
 
     cr_assert_eq(tu_shm_create(&small, 4096), 0, "memfd");
@@ -580,9 +579,9 @@ Test(errors, registered_buffer_cannot_shrink)
                   0, "punching a hole succeeded");
     cr_expect_neq(madvise(shm.data, 1 << 20, MADV_REMOVE), 0,
                   "MADV_REMOVE succeeded");
-    cr_expect_eq(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, shm.fd,
-                      0),
-                 MAP_FAILED, "a new writable mapping succeeded");
+    cr_expect_eq(
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, shm.fd, 0),
+        MAP_FAILED, "a new writable mapping succeeded");
     struct stat st;
     cr_assert_eq(fstat(shm.fd, &st), 0);
     cr_expect_eq(st.st_size, 1 << 20);

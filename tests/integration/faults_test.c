@@ -307,8 +307,8 @@ Test(faults, buffer_cannot_shrink_while_queued_or_running)
     tu_sleep_ms(15);
     cr_assert_neq(ftruncate(y.fd, 4096), 0,
                   "the owner shrank a buffer under a running GEMM");
-    cr_assert_neq(fallocate(y.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                            0, (off_t)(3 * nn * 4)),
+    cr_assert_neq(fallocate(y.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+                            (off_t)(3 * nn * 4)),
                   0, "the owner punched a hole under a running GEMM");
     st = raw_recv_status(&r, msg, sizeof(msg));
     cr_assert_eq(st, GEMM_OK, "GEMM on the buffer while it ran: %s (\"%s\")",

@@ -368,8 +368,10 @@ Test(limits, client_timeout_cancels_queued_work)
      * for it and returns its outcome, with D whole and right */
     cr_assert_eq(gemm_client_set_timeout(g_client, 1), GEMM_OK);
     rv = gemm_run(g_client, &slow, NULL);
-    cr_assert_eq(rv, GEMM_OK, "a started GEMM past the client's timeout: "
-                 "%s (%s)", gemm_strerror(rv), gemm_last_error_message());
+    cr_assert_eq(rv, GEMM_OK,
+                 "a started GEMM past the client's timeout: "
+                 "%s (%s)",
+                 gemm_strerror(rv), gemm_last_error_message());
     tu_slow_check(&slow, slow_buf, "slow GEMM run past its timeout");
     cr_assert_eq(gemm_client_set_timeout(g_client, 30000), GEMM_OK);
     /* the late replies went nowhere: the next requests get their own */

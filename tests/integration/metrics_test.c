@@ -46,8 +46,8 @@ static char *http_get(int port, const char *path)
     cr_assert_eq(connect(s, (struct sockaddr *)&a, sizeof(a)), 0,
                  "connect to the metrics port");
     char req[256];
-    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n",
-                     path);
+    int n =
+        snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
     cr_assert_eq(send(s, req, (size_t)n, MSG_NOSIGNAL), n);
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
@@ -117,12 +117,20 @@ Test(metrics, http_endpoint_passes_promtool_and_counts)
     char why[512];
     cr_assert_eq(gemm_buffer_alloc(g_client, 1 << 16, &b), GEMM_OK);
     for (int i = 0; i < 3; i++) {
-        tu_case cs = {.m = 8, .n = 8, .k = 8, .ab = GEMM_FP32,
-                      .cd = GEMM_FP32, .alpha = 1, .c_mode = TU_C_NONE,
-                      .pad_a = TU_TIGHT, .pad_b = TU_TIGHT, .pad_c = TU_TIGHT,
-                      .pad_d = TU_TIGHT, .seed = (uint64_t)i + 1};
-        cr_assert_eq(tu_case_run(g_client, b, &cs, why, sizeof(why)),
-                     GEMM_OK, "%s", why);
+        tu_case cs = {.m = 8,
+                      .n = 8,
+                      .k = 8,
+                      .ab = GEMM_FP32,
+                      .cd = GEMM_FP32,
+                      .alpha = 1,
+                      .c_mode = TU_C_NONE,
+                      .pad_a = TU_TIGHT,
+                      .pad_b = TU_TIGHT,
+                      .pad_c = TU_TIGHT,
+                      .pad_d = TU_TIGHT,
+                      .seed = (uint64_t)i + 1};
+        cr_assert_eq(tu_case_run(g_client, b, &cs, why, sizeof(why)), GEMM_OK,
+                     "%s", why);
     }
     gemm_op bad;
     gemm_op_init(&bad, 8, 8, 8, GEMM_FP32, GEMM_FP32);

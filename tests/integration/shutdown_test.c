@@ -8,9 +8,7 @@
 #include "util/cases.h"
 #include "util/daemon.h"
 #include "util/data.h"
-#include "util/fdpass.h"
-
-#include "gemm.pb-c.h"
+#include "util/raw.h"
 
 #include <criterion/criterion.h>
 
@@ -241,27 +239,9 @@ Test(shutdown, sigint_idle_with_clients_connected)
  * --drain-timeout). */
 Test(shutdown, sigterm_with_a_client_that_reads_nothing)
 {
-    int s = tu_sock_connect(g_gemmd.url, 5000);
+    int sent;
+    int s = tu_raw_unread_flood(g_gemmd.url, 300, &sent);
     cr_assert_geq(s, 0);
-    cr_assert_eq(tu_sp_handshake(s), 0);
-    int small = 4096;
-    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-    Gemm__Request rq = GEMM__REQUEST__INIT;
-    Gemm__StatusRequest st = GEMM__STATUS_REQUEST__INIT;
-    rq.has_version = rq.has_id = 1;
-    rq.version = GEMM_PROTOCOL_VERSION;
-    rq.body_case = GEMM__REQUEST__BODY_STATUS;
-    rq.status = &st;
-    uint8_t buf[64];
-    for (int i = 0; i < 300; i++) {
-        struct pollfd p = {.fd = s, .events = POLLOUT};
-        if (poll(&p, 1, 100) <= 0)
-            break;
-        rq.id = (uint64_t)i + 1;
-        size_t n = gemm__request__pack(&rq, buf);
-        if (tu_sp_send(s, 0x3000u + (uint32_t)i, buf, n) != 0)
-            break;
-    }
     double t0 = tu_now();
     kill(g_gemmd.pid, SIGTERM);
     assert_exits_zero(5.0, "SIGTERM with a client reading nothing");
@@ -278,8 +258,8 @@ Test(shutdown, sighup_keeps_serving)
     tu_assert_healthy(g_client);
 }
 
-/* Runs the gemmd under test with args; returns its exit status (-1 if it ran for
- * more than 5 s or died of a signal). Output goes to /dev/null. */
+/* Runs the gemmd under test with args; returns its exit status (-1 if it ran
+ * for more than 5 s or died of a signal). Output goes to /dev/null. */
 static int run_gemmd(const char *const *args)
 {
     const char *argv[16] = {tu_gemmd_path()};
@@ -316,8 +296,8 @@ Test(shutdown, command_line)
     const char *const bad_option[] = {"--listen", url, "--no-such-option",
                                       NULL};
     /* the fixture's socket is taken: a second daemon there must fail */
-    const char *const taken[] = {"--listen", g_gemmd.url, "--backend", tu_backend(),
-                                 NULL};
+    const char *const taken[] = {"--listen", g_gemmd.url, "--backend",
+                                 tu_backend(), NULL};
     cr_assert_eq(run_gemmd(version), 0, "gemmd --version");
     cr_assert_eq(run_gemmd(help), 0, "gemmd --help");
     int rv = run_gemmd(bad_backend);

@@ -33,19 +33,6 @@
 
 TestSuite(tenancy, .fini = fixture_teardown, .timeout = 120);
 
-/* A Status request, packed. */
-static size_t status_request(uint8_t *buf, uint64_t id)
-{
-    Gemm__Request rq = GEMM__REQUEST__INIT;
-    Gemm__StatusRequest st = GEMM__STATUS_REQUEST__INIT;
-    rq.has_version = rq.has_id = 1;
-    rq.version = GEMM_PROTOCOL_VERSION;
-    rq.id = id;
-    rq.body_case = GEMM__REQUEST__BODY_STATUS;
-    rq.status = &st;
-    return gemm__request__pack(&rq, buf);
-}
-
 /* A fresh client answers a ping within ms. */
 static void assert_served_within(int ms, const char *after)
 {
@@ -57,8 +44,8 @@ static void assert_served_within(int ms, const char *after)
     gemm_client_set_timeout(c, ms);
     rv = gemm_ping(c, NULL);
     gemm_client_close(c);
-    cr_assert_eq(rv, GEMM_OK, "%s: a new client is not served: %s (%s)",
-                 after, gemm_strerror(rv), gemm_last_error_message());
+    cr_assert_eq(rv, GEMM_OK, "%s: a new client is not served: %s (%s)", after,
+                 gemm_strerror(rv), gemm_last_error_message());
     cr_assert_lt(tu_now() - t0, ms / 1000.0, "%s: served after %.0f ms", after,
                  (tu_now() - t0) * 1e3);
 }
@@ -105,22 +92,9 @@ static bool closed_within(int sock, int ms)
 Test(tenancy, unread_replies_stall_only_their_client)
 {
     fixture_start(NULL);
-    int s = tu_sock_connect(g_gemmd.url, 5000);
+    int sent;
+    int s = tu_raw_unread_flood(g_gemmd.url, 400, &sent);
     cr_assert_geq(s, 0);
-    cr_assert_eq(tu_sp_handshake(s), 0);
-    /* a small receive buffer makes the attacker's socket fill at once */
-    int small = 4096;
-    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-    uint8_t req[64];
-    int sent = 0;
-    for (int i = 0; i < 400; i++) {
-        size_t n = status_request(req, (uint64_t)i + 1);
-        struct pollfd p = {.fd = s, .events = POLLOUT};
-        if (poll(&p, 1, 200) <= 0)
-            break; /* the daemon stopped reading us: as it should */
-        cr_assert_eq(tu_sp_send(s, 0x1000u + (uint32_t)i, req, n), 0);
-        sent++;
-    }
     cr_assert_gt(sent, 100, "only %d requests went out", sent);
     /* others are served at once, repeatedly */
     for (int i = 0; i < 5; i++)
@@ -140,25 +114,15 @@ Test(tenancy, client_that_never_reads_is_dropped)
 {
     static const char *const args[] = {"--send-timeout", "0.5", NULL};
     fixture_start(args);
-    int s = tu_sock_connect(g_gemmd.url, 5000);
+    int sent;
+    int s = tu_raw_unread_flood(g_gemmd.url, 300, &sent);
     cr_assert_geq(s, 0);
-    cr_assert_eq(tu_sp_handshake(s), 0);
-    int small = 4096;
-    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-    uint8_t req[64];
-    for (int i = 0; i < 300; i++) {
-        struct pollfd p = {.fd = s, .events = POLLOUT};
-        if (poll(&p, 1, 100) <= 0)
-            break;
-        size_t n = status_request(req, (uint64_t)i + 1);
-        if (tu_sp_send(s, 0x2000u + (uint32_t)i, req, n) != 0)
-            break;
-    }
     tu_sleep_ms(1500);
     gemm_status st;
     cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
-    cr_expect_eq(st.clients, 1, "the reader that stopped reading is still "
-                                "connected (%u clients)",
+    cr_expect_eq(st.clients, 1,
+                 "the reader that stopped reading is still "
+                 "connected (%u clients)",
                  st.clients);
     close(s);
 }
@@ -248,8 +212,8 @@ Test(tenancy, connection_caps)
             open_ok++;
     }
     /* g_client holds one (plus the fixture's ping that left) */
-    cr_expect_eq(open_ok, 19, "%d connections stayed open, %d refused",
-                 open_ok, refused);
+    cr_expect_eq(open_ok, 19, "%d connections stayed open, %d refused", open_ok,
+                 refused);
     cr_expect_eq(refused, 21);
     for (int i = 0; i < 40; i++)
         close(socks[i]);
@@ -276,13 +240,17 @@ static void flood(int n, unsigned cap)
     double c0 = daemon_cpu_s(), t0 = tu_now();
     tu_sleep_ms(1000);
     double used = (daemon_cpu_s() - c0) / (tu_now() - t0);
-    cr_expect_lt(used, 0.05, "daemon under a flood of %d used %.0f%% of a "
-                             "core", n, used * 100);
+    cr_expect_lt(used, 0.05,
+                 "daemon under a flood of %d used %.0f%% of a "
+                 "core",
+                 n, used * 100);
     tu_assert_healthy(g_client); /* an existing client goes on */
     gemm_status st;
     cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
-    cr_expect_leq(st.connections, cap, "%u connections open under a cap of "
-                                       "%u", st.connections, cap);
+    cr_expect_leq(st.connections, cap,
+                  "%u connections open under a cap of "
+                  "%u",
+                  st.connections, cap);
     for (int i = 0; i < n; i++)
         close(socks[i]);
     free(socks);
@@ -297,8 +265,7 @@ Test(tenancy, descriptor_floods)
     fixture_start(args);
     flood(200, 32);
     fixture_stop();
-    static const char *const args2[] = {"--user-connections", "100000",
-                                        NULL};
+    static const char *const args2[] = {"--user-connections", "100000", NULL};
     tu_daemon_nofile = 128;
     fixture_start(args2);
     tu_daemon_nofile = 0;
@@ -591,9 +558,8 @@ Test(tenancy, memory_cgroup_bounds_the_daemon)
                           (strcmp(file, "memory.max") != 0 && v1mem))) {
             p[strcspn(p, "\n")] = '\0';
             snprintf(home, sizeof(home), "%s%s/cgroup.procs",
-                     strcmp(file, "memory.max") == 0
-                         ? "/sys/fs/cgroup"
-                         : "/sys/fs/cgroup/memory",
+                     strcmp(file, "memory.max") == 0 ? "/sys/fs/cgroup"
+                                                     : "/sys/fs/cgroup/memory",
                      p + 1);
         }
     }

@@ -117,9 +117,9 @@ Test(registry, seals_against_shrinking_and_hole_punching)
     cr_expect(seals & F_SEAL_GROW, "no F_SEAL_GROW");
     cr_expect(seals & F_SEAL_SEAL, "no F_SEAL_SEAL");
     cr_expect_neq(ftruncate(fd, 4096), 0, "shrunk after registration");
-    cr_expect_neq(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
-                            4096),
-                  0, "hole punched after registration");
+    cr_expect_neq(
+        fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096), 0,
+        "hole punched after registration");
     /* the daemon's mapping stays writable */
     reg_buffer *b = reg_lookup(&reg, 1, id);
     memset(b->base, 1, 1 << 16);
@@ -162,8 +162,7 @@ Test(registry, release_owner)
     uint64_t ids[5], charges;
     for (int i = 0; i < 5; i++) {
         int fd = make_memfd(4096, false);
-        cr_assert_eq(do_register(i < 3 ? 10 : 11, fd, 4096, &ids[i]),
-                     GEMM_OK);
+        cr_assert_eq(do_register(i < 3 ? 10 : 11, fd, 4096, &ids[i]), GEMM_OK);
         close(fd);
     }
     reg_buffer *t = calloc(1, sizeof(*t));

@@ -168,9 +168,8 @@ void tu_exec_as(uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
         fprintf(stderr, "open %s: %s\n", path, strerror(errno));
         _exit(126);
     }
-    if (uid != geteuid() &&
-        (setgroups((size_t)ngroups, groups) != 0 || setgid(gid) != 0 ||
-         setuid(uid) != 0)) {
+    if (uid != geteuid() && (setgroups((size_t)ngroups, groups) != 0 ||
+                             setgid(gid) != 0 || setuid(uid) != 0)) {
         fprintf(stderr, "becoming uid %u: %s\n", (unsigned)uid,
                 strerror(errno));
         _exit(125);

@@ -9,6 +9,8 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -126,6 +128,38 @@ int tu_raw_register_fd(tu_raw *r, int fd, uint64_t size, Gemm__Reply **out)
         return rv < 0 ? -1 : -rv;
     }
     return tu_raw_register(r, NULL, 1, ticket, 1, size, out);
+}
+
+int tu_raw_unread_flood(const char *url, int n, int *sent)
+{
+    int s = tu_sock_connect(url, 5000);
+    if (s < 0)
+        return -1;
+    int small = 4096;
+    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    if (tu_sp_handshake(s) != 0) {
+        close(s);
+        return -1;
+    }
+    Gemm__Request rq = GEMM__REQUEST__INIT;
+    Gemm__StatusRequest st = GEMM__STATUS_REQUEST__INIT;
+    rq.has_version = rq.has_id = 1;
+    rq.version = GEMM_PROTOCOL_VERSION;
+    rq.body_case = GEMM__REQUEST__BODY_STATUS;
+    rq.status = &st;
+    uint8_t buf[64];
+    *sent = 0;
+    for (int i = 0; i < n; i++) {
+        struct pollfd p = {.fd = s, .events = POLLOUT};
+        if (poll(&p, 1, 200) <= 0)
+            break; /* the daemon stopped reading this connection */
+        rq.id = (uint64_t)i + 1;
+        size_t len = gemm__request__pack(&rq, buf);
+        if (tu_sp_send(s, 0x1000u + (uint32_t)i, buf, len) != 0)
+            break;
+        (*sent)++;
+    }
+    return s;
 }
 
 int tu_raw_release(tu_raw *r, uint64_t id, Gemm__Reply **out)

@@ -54,6 +54,13 @@ int tu_raw_gemm(tu_raw *r, Gemm__GemmRequest *g, Gemm__Reply **out);
 /* Status of a reply (GEMM_ERR_INTERNAL + 1000 if it carries none). */
 int tu_reply_status(const Gemm__Reply *rep);
 
+/* A client that reads nothing: connects a plain socket to url with a 4 KiB
+ * receive buffer, does the SP handshake and sends up to n Status requests
+ * while the daemon reads them (each send waits up to 200 ms for room).
+ * Returns the socket (the caller closes it) and the count in *sent, or -1.
+ */
+int tu_raw_unread_flood(const char *url, int n, int *sent);
+
 typedef struct tu_shm {
     int fd; /* the memfd, kept open */
     void *data;

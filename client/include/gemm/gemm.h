@@ -65,7 +65,8 @@ extern "C" {
     X(GEMM_ERR_INTERNAL, 23, "internal error")                                 \
     X(GEMM_ERR_DEVICE, 24, "GPU error")                                        \
     X(GEMM_ERR_DEVICE_MEMORY, 25, "out of GPU memory")                         \
-    X(GEMM_ERR_BUFFER_FAULT, 26, "buffer truncated or unmapped under a request") \
+    X(GEMM_ERR_BUFFER_FAULT, 26,                                               \
+      "buffer truncated or unmapped under a request")                          \
     X(GEMM_ERR_ABANDONED, 27,                                                  \
       "gave up waiting: the request may still run and write its output")
 
@@ -188,8 +189,8 @@ GEMM_API void gemm_client_close(gemm_client *c);
  * timeout again, at least 1 s) and returns its real outcome. Only if the
  * daemon does not answer the cancel in that time does the call return
  * GEMM_ERR_ABANDONED: the request may still run and write D later, so D
- * must not be reused until the connection is closed. Other requests (ping, status, ...) change nothing
- * and simply time out.
+ * must not be reused until the connection is closed. Other requests (ping,
+ * status, ...) change nothing and simply time out.
  */
 GEMM_API int gemm_client_set_timeout(gemm_client *c, int ms);
 
@@ -342,9 +343,8 @@ GEMM_API void gemm_op_init(gemm_op *op, uint64_t m, uint64_t n, uint64_t k,
 /* Sets op's scalars to alpha = alpha_re + i alpha_im and beta = beta_re +
  * i beta_im in double precision (scalars64 on; alpha and beta get the
  * real parts rounded to float). Thread-safe. */
-GEMM_API void gemm_op_set_scalars(gemm_op *op, double alpha_re,
-                                  double alpha_im, double beta_re,
-                                  double beta_im);
+GEMM_API void gemm_op_set_scalars(gemm_op *op, double alpha_re, double alpha_im,
+                                  double beta_re, double beta_im);
 
 typedef struct gemm_timings {
     uint64_t queued_us;     /* in the daemon's queue */
