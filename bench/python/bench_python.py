@@ -316,10 +316,10 @@ def main() -> int:
               (args.fresh_n, args.fresh_runs))
         g = next((r[2] for r in fresh if r[0] == "gemmd"), float("nan"))
         print("%-8s %-5s %12s %12s %12s %10s %s" % (
-            "who", "dtype", "to result s", "process s", "gemmd faster",
+            "who", "dtype", "to result s", "process s", "vs gemmd",
             "error", "check"))
         for r in fresh:
-            print("%-8s %-5s %12.3f %12.3f %11.1fx %10.1e %s" % (
+            print("%-8s %-5s %12.3f %12.3f %11.1fx %10.1e %s" % (  # x: its time / gemmd's
                 r[0], r[1], r[2], r[3], r[2] / g, r[4], r[5]))
             bad |= r[5] != "ok"
     if steady:
