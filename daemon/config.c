@@ -40,7 +40,7 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->client_buffers = 1024;
     cfg->client_bytes = 0;
     cfg->client_inflight = 64;
-    cfg->client_pending = 128;
+    cfg->client_pending = 0; /* = client_inflight */
     cfg->user_connections = 64;
     cfg->user_buffers = 4096;
     cfg->user_bytes = 0;
@@ -87,10 +87,12 @@ static void usage(FILE *f)
             "  --client-bytes N         registered and resident bytes "
             "(default: the host's RAM)\n"
             "  --client-inflight N      jobs queued or running (default 64)\n"
-            "  --client-pending N       requests whose replies are not yet "
-            "written before\n"
-            "                           the connection is no longer read "
-            "(default 128)\n"
+            "  --client-pending N       requests read whose replies are not "
+            "yet written: past it\n"
+            "                           the connection is not read until they "
+            "drain (default:\n"
+            "                           --client-inflight; above it, jobs past "
+            "that are refused)\n"
             "Per user (uid), over all its connections:\n"
             "  --user-connections N     (default 64)\n"
             "  --user-buffers N         (default 4096)\n"

@@ -22,7 +22,8 @@ typedef struct gemmd_config {
     uint64_t client_bytes;    /* registered + resident bytes; 0 = RAM */
     uint32_t client_inflight; /* jobs queued or running */
     uint32_t client_pending;  /* requests read, reply not yet written:
-                                 past it the connection is not read */
+                                  past it the connection is not read
+                                  (back-pressure); 0 = client_inflight */
     /* per uid, over all its connections */
     uint32_t user_connections;
     uint32_t user_buffers;

@@ -160,6 +160,8 @@ static void resolve_limits(gemmd *d)
         ram = avail;
     d->mem_budget = c->memory_budget != 0 ? c->memory_budget : avail / 2;
     d->user_memory = c->user_memory != 0 ? c->user_memory : d->mem_budget / 2;
+    if (c->client_pending == 0)
+        c->client_pending = c->client_inflight;
     if (c->client_bytes == 0)
         c->client_bytes = ram;
     if (c->user_bytes == 0)

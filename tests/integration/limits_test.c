@@ -68,6 +68,28 @@ static void expect_limit(int rv, const char *what)
               gemm_last_error_message());
 }
 
+/* Waits until the daemon shows at least n jobs queued or running; when it
+ * never does, says how request r (the one expected there) ended. */
+static void wait_queued_or(gemm_request *r, unsigned n)
+{
+    gemm_status st;
+    for (int i = 0; i < 2000; i++) {
+        cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK, "status");
+        if (st.queue_depth >= n)
+            return;
+        tu_sleep_ms(1);
+    }
+    int rv = r != NULL ? gemm_wait(r, NULL) : GEMM_OK;
+    cr_assert_fail("queue depth %u, never %u (the request: %s, %s)",
+                   st.queue_depth, n, gemm_strerror(rv),
+                   gemm_last_error_message());
+}
+
+static void wait_queued(unsigned n)
+{
+    wait_queued_or(NULL, n);
+}
+
 static bool on_cpu(void)
 {
     return strcmp(tu_backend(), "cpu") == 0;
@@ -145,10 +167,17 @@ Test(limits, client_bytes)
 
 #define SMALLS 4
 
+/* With --client-pending above --client-inflight, jobs past the cap are
+ * read and refused with LIMIT. */
 Test(limits, client_inflight)
 {
-    static const char *const args[] = {"--client-inflight", "2", "--threads",
-                                       "1", NULL};
+    static const char *const args[] = {"--client-inflight",
+                                       "2",
+                                       "--client-pending",
+                                       "16",
+                                       "--threads",
+                                       "1",
+                                       NULL};
     if (!on_cpu())
         cr_skip_test("needs a GEMM that outlasts several requests: the "
                      "slow fp32 GEMM is sized for the cpu backend");
@@ -254,17 +283,9 @@ Test(limits, deadline_expires_in_queue)
 
     rv = gemm_submit(g_client, &slow, &rs);
     cr_assert_eq(rv, GEMM_OK, "submit slow: %s", gemm_strerror(rv));
-    /* Requests on different nng contexts may reach the loop in either
-     * order (a spinning loop takes whichever lands first): send the small
-     * one only once the slow one is queued, so it waits behind it. */
-    gemm_status st;
-    for (int i = 0; i < 2000; i++) {
-        cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK, "status");
-        if (st.queue_depth >= 1)
-            break;
-        tu_sleep_ms(1);
-    }
-    cr_assert_geq(st.queue_depth, 1, "the slow GEMM never showed as queued");
+    /* send the small one only once the slow one is queued, so it waits
+     * behind it */
+    wait_queued_or(rs, 1);
     rv = gemm_submit(g_client, &p.op, &rq);
     cr_assert_eq(rv, GEMM_OK, "submit small: %s", gemm_strerror(rv));
     rv = gemm_wait(rq, NULL);
@@ -303,17 +324,55 @@ Test(limits, deadline_expires_in_queue)
     gemm_buffer_free(slow_buf);
 }
 
-/* Waits until the daemon shows at least n jobs queued or running. */
-static void wait_queued(unsigned n)
+/* By default (--client-pending = --client-inflight) a client that
+ * pipelines past its cap is not refused: the daemon stops reading its
+ * connection until jobs finish, and every GEMM completes, right; another
+ * client is served meanwhile. */
+Test(limits, client_inflight_backpressure)
 {
-    gemm_status st;
-    for (int i = 0; i < 2000; i++) {
-        cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK, "status");
-        if (st.queue_depth >= n)
-            return;
-        tu_sleep_ms(1);
+    static const char *const args[] = {"--client-inflight", "2", "--threads",
+                                       "1", NULL};
+    if (!on_cpu())
+        cr_skip_test("needs a GEMM that outlasts several requests: the "
+                     "slow fp32 GEMM is sized for the cpu backend");
+    fixture_start(args);
+    gemm_buffer *slow_buf, *buf;
+    gemm_op slow;
+    gemm_request *rs, *rq[SMALLS];
+    tu_prepared p[SMALLS];
+    char why[512];
+    tu_slow_op(g_client, &slow_buf, &slow);
+    int rv = gemm_buffer_alloc(g_client, SMALLS * 16384, &buf);
+    cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
+    cr_assert_eq(gemm_submit(g_client, &slow, &rs), GEMM_OK);
+    for (int i = 0; i < SMALLS; i++) {
+        tu_case cs = small_case((uint64_t)i * 16384, 200 + i);
+        cr_assert(tu_case_prepare(&cs, buf, &p[i], why, sizeof(why)), "%s",
+                  why);
+        cr_assert_eq(gemm_submit(g_client, &p[i].op, &rq[i]), GEMM_OK);
     }
-    cr_assert_fail("queue depth %u, never %u", st.queue_depth, n);
+    gemm_client *other = tu_client(&g_gemmd, 30000);
+    gemm_status st;
+    cr_assert_eq(gemm_get_status(other, &st), GEMM_OK);
+    cr_expect_leq(st.queue_depth, 2, "%u jobs admitted past a cap of 2",
+                  st.queue_depth);
+    gemm_buffer *obuf;
+    cr_assert_eq(gemm_buffer_alloc(other, 16384, &obuf), GEMM_OK);
+    compute_ok(other, obuf, "other client while the capped one waits");
+    for (int i = 0; i < SMALLS; i++) {
+        rv = gemm_wait(rq[i], NULL);
+        cr_assert_eq(rv, GEMM_OK, "small %d past the cap: %s (%s)", i,
+                     gemm_strerror(rv), gemm_last_error_message());
+        cr_assert(tu_case_verify(&p[i], why, sizeof(why)), "small %d: %s", i,
+                  why);
+        tu_case_free(&p[i]);
+    }
+    cr_assert_eq(gemm_wait(rs, NULL), GEMM_OK);
+    tu_slow_check(&slow, slow_buf, "slow GEMM");
+    gemm_buffer_free(obuf);
+    gemm_client_close(other);
+    gemm_buffer_free(buf);
+    gemm_buffer_free(slow_buf);
 }
 
 /* A client-side timeout is the daemon's too: the client cancels, a GEMM
