@@ -12,7 +12,7 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 mode=$1 tester=$2 input=$3
-dir=/usr/lib/x86_64-linux-gnu/blas
+dir=${BLAS_TESTER_DIR:-/usr/lib/x86_64-linux-gnu/blas} # testers, inputs
 need "$dir/$tester" libblas-test
 need "$dir/$input" libblas-test
 start_gemmd
