@@ -16,7 +16,8 @@
  * tries once more; every connection has a generation number.
  *
  * Staging: each thread has one shm buffer registered on the connection,
- * grown when a call needs more and freed at thread exit. A call packs A,
+ * grown (by a quarter more than needed) when a call needs more, freed at
+ * thread exit. A call packs A,
  * B and (beta != 0) C tightly into it: the row-major problem (gemmblas.h)
  * is what gemmd computes, so a column-major call needs no transposing
  * copy, only the swap of A and B. A buffer whose request timed out may
@@ -301,10 +302,15 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
 
     if (t->buf != NULL && t->gen != gen)
         drop_buffer(t); /* registered on a connection that is gone */
-    if (t->buf != NULL && gemm_buffer_size(t->buf) < need)
+    bool grow = t->buf != NULL && gemm_buffer_size(t->buf) < need;
+    if (grow)
         drop_buffer(t);
     if (t->buf == NULL) {
-        size_t size = align_up(need + need / 4, 2u << 20);
+        /* the first buffer fits this call (making and pinning it is the
+         * first call's main cost); a thread that needed more once gets a
+         * quarter extra, so a slowly growing size does not re-register
+         * every time */
+        size_t size = align_up(grow ? need + need / 4 : need, 2u << 20);
         int rv = gemm_buffer_alloc(c, size, &t->buf);
         if (rv != GEMM_OK) {
             t->buf = NULL;
@@ -382,8 +388,9 @@ bool gb_offload(const gb_gemm *g)
     if (cfg->min_flops < 0 || flops < cfg->min_flops)
         return false;
     if (atomic_load(&conn.disabled)) {
-        gb_log(2, "%cgemm on the CPU: forked from a process using nng, "
-                  "which cannot be used in a child of fork",
+        gb_log(2,
+               "%cgemm on the CPU: forked from a process using nng, "
+               "which cannot be used in a child of fork",
                "sdcz"[g->t]);
         return false;
     }
