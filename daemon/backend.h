@@ -48,6 +48,10 @@ typedef struct gemmd_backend_ops {
     int (*pin)(gemmd_backend *be, void *base, size_t size, void **handle,
                char *msg, size_t len);
     void (*unpin)(gemmd_backend *be, void *base, void *handle);
+    /* optional: bytes of host memory job j will allocate while it runs
+     * (scratch, conversions), reserved from the daemon's memory budget
+     * before it is queued. Loop thread. */
+    uint64_t (*job_memory)(gemmd_backend *be, const gemmd_job *j);
     /* runs job; on failure sets job->msg; returns a gemm_error. Worker
      * threads; up to be->workers at once. */
     int (*gemm)(gemmd_backend *be, gemmd_job *job);
@@ -71,9 +75,11 @@ typedef struct gemmd_backend_ops {
 
 struct gemmd_backend {
     const gemmd_backend_ops *ops;
-    char device[128]; /* what Hello and Status report */
-    unsigned workers; /* worker threads the scheduler runs */
-    unsigned threads; /* compute threads (CPU backend) */
+    char device[128];  /* what Hello and Status report */
+    unsigned workers;  /* worker threads the scheduler runs */
+    unsigned threads;  /* compute threads (CPU backend) */
+    bool host_tensors; /* resident tensors live in host memory (they count
+                          against the daemon's memory budget) */
     void *priv;
 };
 

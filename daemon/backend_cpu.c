@@ -45,6 +45,7 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     openblas_set_num_threads(threads);
     be->workers = 1;
     be->threads = (unsigned)threads;
+    be->host_tensors = true;
     /* The CPU model from /proc/cpuinfo, for Hello and Status. */
     snprintf(be->device, sizeof(be->device), "cpu");
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -197,6 +198,25 @@ static void naive_sgemm(const gemmd_job *j, const float *A, uint64_t lda,
                 (float)j->alpha * acc + (j->has_c ? (float)j->beta * *d : 0.0f);
         }
     }
+}
+
+/* The fp32 copies cpu_gemm makes: A and B when they are 16-bit (or fp32
+ * rounded to tf32), D when it is 16-bit. The wide types (fp64, complex)
+ * run on the operands where they are. */
+static uint64_t cpu_job_memory(gemmd_backend *be, const gemmd_job *j)
+{
+    (void)be;
+    if (j->kind != JOB_GEMM)
+        return 0;
+    uint64_t bytes = 0;
+    bool tf32 = j->ab_type == GEMM_FP32 && j->precision == GEMM_PRECISION_TF32;
+    bool half_ab = j->ab_type == GEMM_BF16 || j->ab_type == GEMM_FP16;
+    bool half_cd = j->cd_type == GEMM_BF16 || j->cd_type == GEMM_FP16;
+    if (half_ab || tf32)
+        bytes += (j->m * j->k + j->k * j->n) * sizeof(float);
+    if (half_cd)
+        bytes += j->m * j->n * sizeof(float);
+    return bytes;
 }
 
 static CBLAS_TRANSPOSE cblas_op(bool trans, bool conj)
@@ -376,6 +396,7 @@ const gemmd_backend_ops gemmd_backend_cpu = {
     .pin = NULL,
     .unpin = NULL,
     .gemm = cpu_gemm,
+    .job_memory = cpu_job_memory,
     .upload = cpu_upload,
     .tensor_free = cpu_tensor_free,
     .stats = NULL,

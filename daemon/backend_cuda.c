@@ -33,11 +33,24 @@
 
 #define CUDA_WORKERS 3 /* one copying in, one computing, one copying out */
 
+/* A freed tensor's range, for a worker to drop from its tensor-map cache. */
+typedef struct cuda_forget {
+    const void *base;
+    size_t bytes;
+    struct cuda_forget *next;
+} cuda_forget;
+
 typedef struct cuda_worker {
     cudaStream_t stream;
-    gemmk_ctx *kctx;
+    gemmk_ctx *kctx;     /* used by its worker thread alone */
     cudaEvent_t ev[4];   /* start, copies in done, kernel done, copy out done */
     cublasHandle_t blas; /* cuBLAS on stream: fp64 and complex GEMMs */
+    /* ranges freed by the loop thread, applied to kctx's cache by the
+     * worker before its next job (the cache is not thread-safe; its keys
+     * hold everything a map encodes, so an entry left over until then is
+     * never wrong, only a slot taken) */
+    pthread_mutex_t forget_mu;
+    cuda_forget *forget;
 } cuda_worker;
 
 typedef struct cuda_priv {
@@ -64,6 +77,7 @@ static _Thread_local cuda_worker *tls_worker;
 
 static int worker_create(cuda_priv *p, cuda_worker *w, char *msg, size_t len);
 static void cuda_fini(gemmd_backend *be);
+static void worker_forget(cuda_worker *w);
 
 /* Maps a CUDA error to a gemm_error and a message naming the call. */
 static int cuda_fail(cudaError_t e, const char *what, const char *file,
@@ -158,9 +172,8 @@ static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     }
     CK(cudaFree(NULL), msg, len); /* create the context now */
     int direct = 0;
-    CK(cudaDeviceGetAttribute(&direct,
-                              cudaDevAttrCanUseHostPointerForRegisteredMem,
-                              p->device),
+    CK(cudaDeviceGetAttribute(
+           &direct, cudaDevAttrCanUseHostPointerForRegisteredMem, p->device),
        msg, len);
     p->host_direct = direct != 0;
     CK(cudaDeviceGetDefaultMemPool(&p->pool, p->device), msg, len);
@@ -194,6 +207,8 @@ static void cuda_fini(gemmd_backend *be)
     if (p == NULL)
         return;
     for (unsigned i = 0; i < p->nworkers; i++) {
+        worker_forget(&p->workers[i]); /* workers are joined: safe */
+        pthread_mutex_destroy(&p->workers[i].forget_mu);
         if (p->workers[i].blas != NULL)
             cublasDestroy(p->workers[i].blas);
         gemmk_ctx_destroy(p->workers[i].kctx);
@@ -246,6 +261,7 @@ static void cuda_unpin(gemmd_backend *be, void *base, void *handle)
 static int worker_create(cuda_priv *p, cuda_worker *w, char *msg, size_t len)
 {
     int rv = GEMM_OK;
+    pthread_mutex_init(&w->forget_mu, NULL);
     CK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), msg, len);
     for (int e = 0; e < 4; e++)
         CK(cudaEventCreate(&w->ev[e]), msg, len);
@@ -409,11 +425,11 @@ static int gemm_direct(cuda_worker *w, gemmd_job *j)
     int rv = GEMM_OK;
     char *m = j->msg;
     size_t ml = sizeof(j->msg);
-    gemmk_problem kp = job_problem(j, j->a, j->lda, j->b, j->ldb, j->c,
-                                   j->ldc, j->d, j->ldd);
+    gemmk_problem kp =
+        job_problem(j, j->a, j->lda, j->b, j->ldb, j->c, j->ldc, j->d, j->ldd);
     /* the kernel computes in full fp32 (direct_ok keeps tf32 away) */
-    kp.precision = j->ab_type == GEMM_FP32 ? GEMM_PRECISION_FP32
-                                           : GEMM_PRECISION_DEFAULT;
+    kp.precision =
+        j->ab_type == GEMM_FP32 ? GEMM_PRECISION_FP32 : GEMM_PRECISION_DEFAULT;
     snprintf(j->ran, sizeof(j->ran), "smem-tiled");
     CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
     rv = gemmk_gemm(w->kctx, &kp, w->stream, "smem-tiled");
@@ -575,6 +591,7 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
     int rv;
     if ((rv = worker_state(p, &w, j->msg, sizeof(j->msg))) != GEMM_OK)
         return rv;
+    worker_forget(w);
     if (wide_type(j->ab_type))
         return gemm_wide(p, w, j);
     if (direct_ok(p, j))
@@ -619,8 +636,7 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
         ldc = c.ld;
     }
     CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
-    gemmk_problem kp =
-        job_problem(j, da, lda, db, ldb, dc, ldc, d.dev, d.ld);
+    gemmk_problem kp = job_problem(j, da, lda, db, ldb, dc, ldc, d.dev, d.ld);
     const char *kname = j->kernel[0] != '\0' ? j->kernel : NULL;
     const char *ran = kname;
     if (ran == NULL && gemmk_select(w->kctx, &kp, &ran) != GEMM_OK)
@@ -698,13 +714,40 @@ fail:
     return rv;
 }
 
+/* Worker thread: drops the freed ranges queued for w from its cache. */
+static void worker_forget(cuda_worker *w)
+{
+    pthread_mutex_lock(&w->forget_mu);
+    cuda_forget *f = w->forget;
+    w->forget = NULL;
+    pthread_mutex_unlock(&w->forget_mu);
+    while (f != NULL) {
+        cuda_forget *next = f->next;
+        gemmk_cache_forget(w->kctx, f->base, f->bytes);
+        free(f);
+        f = next;
+    }
+}
+
+/* Loop thread: frees a tensor's device memory; each worker forgets its
+ * tensor maps on its own thread (worker_forget). */
 static void cuda_tensor_free(gemmd_backend *be, void *handle)
 {
     cuda_priv *p = be->priv;
     cuda_tensor *t = handle;
     if (t->dev != NULL) {
-        for (unsigned i = 0; i < p->nworkers; i++)
-            gemmk_cache_forget(p->workers[i].kctx, t->dev, t->bytes);
+        for (unsigned i = 0; i < p->nworkers; i++) {
+            cuda_worker *w = &p->workers[i];
+            cuda_forget *f = malloc(sizeof(*f));
+            if (f == NULL)
+                continue; /* a stale entry is harmless, see cuda_worker */
+            f->base = t->dev;
+            f->bytes = t->bytes;
+            pthread_mutex_lock(&w->forget_mu);
+            f->next = w->forget;
+            w->forget = f;
+            pthread_mutex_unlock(&w->forget_mu);
+        }
         cudaError_t e = cudaFree(t->dev); /* waits for work using it */
         if (e != cudaSuccess)
             gemmd_log(LOG_WARNING, "cudaFree of a tensor: %s",

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,16 +36,26 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->max_queue = 256;
     cfg->max_message_bytes = 64 * 1024;
     cfg->max_dim = 1u << 20;
-    cfg->contexts = 64;
+    cfg->max_connections = 0;
     cfg->client_buffers = 1024;
-    cfg->client_bytes = 64ull << 30;
+    cfg->client_bytes = 0;
     cfg->client_inflight = 64;
+    cfg->client_pending = 128;
+    cfg->user_connections = 64;
+    cfg->user_buffers = 4096;
+    cfg->user_bytes = 0;
+    cfg->user_inflight = 0;
+    cfg->memory_budget = 0;
+    cfg->user_memory = 0;
+    cfg->fd_tickets = 16;
+    cfg->handshake_timeout_s = 5.0;
+    cfg->message_timeout_s = 10.0;
+    cfg->send_timeout_s = 30.0;
     cfg->max_pinned_bytes = 0;
     cfg->max_device_bytes = 0;
     cfg->socket_mode = 0660;
     cfg->stats_interval_s = 60.0;
     cfg->drain_timeout_s = 30.0;
-    cfg->watchdog_s = 0.5;
     cfg->spin_us = 200;
     cfg->log_level = LOG_INFO;
 }
@@ -53,7 +64,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: gemmd [options]\n"
-            "Serve matrix multiplies to local processes over nng ipc.\n\n"
+            "Serve matrix multiplies to local processes over a Unix socket "
+            "(SP REQ/REP).\n\n"
             "  --listen URL             socket to listen on (default: "
             "ipc://$XDG_RUNTIME_DIR/gemmd.sock,\n"
             "                           or ipc:///run/gemmd/gemmd.sock as a "
@@ -63,35 +75,65 @@ static void usage(FILE *f)
             "  --device N               CUDA device ordinal (default 0)\n"
             "  --threads N              CPU backend threads (default: all "
             "cores)\n"
-            "  --max-queue N            GEMMs queued or running before "
+            "  --max-queue N            jobs queued or running before "
             "'busy' (default 256)\n"
             "  --max-message-bytes N    largest request accepted (default "
             "65536)\n"
             "  --max-dim N              largest m, n or k (default 1048576)\n"
-            "  --contexts N             requests received concurrently "
-            "(default 64)\n"
-            "  --client-buffers N       buffers one client may register "
-            "(default 1024)\n"
-            "  --client-bytes N         bytes one client may register "
-            "(default 64 GiB)\n"
-            "  --client-inflight N      GEMMs one client may have queued "
-            "(default 64)\n"
+            "  --max-connections N      connections at once (default: from "
+            "the descriptor limit)\n"
+            "Per connection:\n"
+            "  --client-buffers N       registered buffers (default 1024)\n"
+            "  --client-bytes N         registered and resident bytes "
+            "(default: the host's RAM)\n"
+            "  --client-inflight N      jobs queued or running (default 64)\n"
+            "  --client-pending N       requests whose replies are not yet "
+            "written before\n"
+            "                           the connection is no longer read "
+            "(default 128)\n"
+            "Per user (uid), over all its connections:\n"
+            "  --user-connections N     (default 64)\n"
+            "  --user-buffers N         (default 4096)\n"
+            "  --user-bytes N           registered and resident bytes "
+            "(default: the host's RAM)\n"
+            "  --user-inflight N        jobs queued or running (default: "
+            "no cap; with several\n"
+            "                           users connected each gets an equal "
+            "share of max-queue)\n"
+            "  --user-memory N          share of the memory budget (default "
+            "half of it)\n"
+            "Memory and time:\n"
+            "  --memory-budget N        the daemon's own memory for client "
+            "work (CPU scratch,\n"
+            "                           host tensors); default half of "
+            "min(RAM, cgroup limit)\n"
+            "  --fd-tickets N           descriptors a channel may hold "
+            "unregistered (default 16)\n"
+            "  --handshake-timeout SEC  a new connection's greeting (default "
+            "5)\n"
+            "  --message-timeout SEC    one message, first byte to last "
+            "(default 10)\n"
+            "  --send-timeout SEC       drop a client whose replies stay "
+            "unread this long,\n"
+            "                           0 = never (default 30)\n"
             "  --max-pinned-bytes N     CUDA: cap on pinned client memory "
-            "(default: none)\n"
+            "(default: half of RAM;\n"
+            "                           'none': no cap)\n"
             "  --max-device-bytes N     CUDA: cap on device staging memory "
             "(default: none)\n"
+            "Operations:\n"
             "  --socket-mode MODE       octal permissions of the ipc socket "
             "(default 0660)\n"
             "  --socket-group NAME      group of the ipc socket (clients in it "
             "may connect)\n"
+            "  --metrics-listen H:P     serve Prometheus metrics at "
+            "http://H:P/metrics\n"
+            "  --metrics-file PATH      write them to PATH every "
+            "stats interval (textfile)\n"
             "  --stats-interval SEC     log a stats line every SEC seconds, "
             "0 = never (default 60)\n"
             "  --drain-timeout SEC      on SIGTERM, wait at most SEC for "
             "in-flight work (default 30)\n"
-            "  --watchdog SEC           probe the listener every SEC seconds "
-            "and re-create it\n"
-            "                           if new connections go unserved, 0 = "
-            "off (default 0.5)\n"
             "  --spin-us N              after a request or a finished GEMM, "
             "poll N us for the\n"
             "                           next before sleeping (cuts wake-up "
@@ -129,60 +171,127 @@ static int parse_seconds(const char *s, double *out)
     return 0;
 }
 
+/* Numeric options: where they go and their range. */
+enum opt_kind { K_U32, K_U64, K_SIZE, K_SEC, K_BYTES_NONE };
+
+typedef struct num_opt {
+    const char *name;
+    int kind;
+    size_t off;
+    uint64_t lo, hi;
+} num_opt;
+
+#define O(f) offsetof(gemmd_config, f)
+static const num_opt num_opts[] = {
+    {"threads", K_U32, O(threads), 0, 4096},
+    {"device", K_U32, O(device), 0, 1024},
+    {"max-queue", K_U32, O(max_queue), 1, 1u << 20},
+    {"max-message-bytes", K_SIZE, O(max_message_bytes), 1024, 64u << 20},
+    {"max-dim", K_U64, O(max_dim), 1, 1ull << 31},
+    {"max-connections", K_U32, O(max_connections), 1, 1u << 24},
+    {"client-buffers", K_U32, O(client_buffers), 1, 1u << 20},
+    {"client-bytes", K_U64, O(client_bytes), 4096, UINT64_MAX / 2},
+    {"client-inflight", K_U32, O(client_inflight), 1, 1u << 20},
+    {"client-pending", K_U32, O(client_pending), 1, 1u << 20},
+    {"user-connections", K_U32, O(user_connections), 1, 1u << 24},
+    {"user-buffers", K_U32, O(user_buffers), 1, 1u << 24},
+    {"user-bytes", K_U64, O(user_bytes), 4096, UINT64_MAX / 2},
+    {"user-inflight", K_U32, O(user_inflight), 1, 1u << 20},
+    {"user-memory", K_U64, O(user_memory), 1, UINT64_MAX / 2},
+    {"memory-budget", K_U64, O(memory_budget), 1, UINT64_MAX / 2},
+    {"fd-tickets", K_U32, O(fd_tickets), 1, 4096},
+    {"handshake-timeout", K_SEC, O(handshake_timeout_s), 0, 0},
+    {"message-timeout", K_SEC, O(message_timeout_s), 0, 0},
+    {"send-timeout", K_SEC, O(send_timeout_s), 0, 0},
+    {"max-pinned-bytes", K_BYTES_NONE, O(max_pinned_bytes), 0, UINT64_MAX / 2},
+    {"max-device-bytes", K_U64, O(max_device_bytes), 0, UINT64_MAX / 2},
+    {"stats-interval", K_SEC, O(stats_interval_s), 0, 0},
+    {"drain-timeout", K_SEC, O(drain_timeout_s), 0, 0},
+    {"spin-us", K_U32, O(spin_us), 0, 1000000},
+};
+#undef O
+
+#define NUM_OPTS (sizeof(num_opts) / sizeof(num_opts[0]))
+
+/* Sets numeric option o from s; returns 0 or -1 (with the message why). */
+static int set_num(gemmd_config *cfg, const num_opt *o, const char *s,
+                   char *why, size_t len)
+{
+    char *p = (char *)cfg + o->off;
+    uint64_t v;
+    double sec;
+    switch (o->kind) {
+    case K_SEC:
+        if (parse_seconds(s, &sec) != 0)
+            break;
+        *(double *)p = sec;
+        return 0;
+    case K_BYTES_NONE:
+        if (strcmp(s, "none") == 0) {
+            *(uint64_t *)p = UINT64_MAX;
+            return 0;
+        }
+        /* fall through */
+    default:
+        if (parse_u64(s, o->lo, o->hi, 10, &v) != 0)
+            break;
+        if (o->kind == K_U32)
+            *(uint32_t *)p = (uint32_t)v;
+        else if (o->kind == K_SIZE)
+            *(size_t *)p = (size_t)v;
+        else
+            *(uint64_t *)p = v;
+        return 0;
+    }
+    if (o->kind == K_SEC)
+        snprintf(why, len, "--%s needs seconds", o->name);
+    else
+        snprintf(why, len, "--%s needs a number in %llu..%llu%s", o->name,
+                 (unsigned long long)o->lo, (unsigned long long)o->hi,
+                 o->kind == K_BYTES_NONE ? " or 'none'" : "");
+    return -1;
+}
+
 enum {
     OPT_LISTEN = 256,
     OPT_BACKEND,
-    OPT_DEVICE,
-    OPT_THREADS,
-    OPT_MAX_QUEUE,
-    OPT_MAX_MSG,
-    OPT_MAX_DIM,
-    OPT_CONTEXTS,
     OPT_SOCKET_MODE,
     OPT_SOCKET_GROUP,
-    OPT_CLIENT_BUFFERS,
-    OPT_MAX_PINNED,
-    OPT_MAX_DEVICE,
-    OPT_CLIENT_BYTES,
-    OPT_CLIENT_INFLIGHT,
-    OPT_STATS,
-    OPT_DRAIN,
-    OPT_WATCHDOG,
-    OPT_SPIN,
+    OPT_METRICS_LISTEN,
+    OPT_METRICS_FILE,
+    OPT_OBSOLETE,
     OPT_LOG_LEVEL,
     OPT_VERSION,
     OPT_HELP,
+    OPT_NUM, /* + index into num_opts */
 };
 
 int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
 {
-    static const struct option opts[] = {
+    static const struct option named[] = {
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"backend", required_argument, NULL, OPT_BACKEND},
-        {"device", required_argument, NULL, OPT_DEVICE},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
-        {"max-message-bytes", required_argument, NULL, OPT_MAX_MSG},
-        {"max-dim", required_argument, NULL, OPT_MAX_DIM},
-        {"contexts", required_argument, NULL, OPT_CONTEXTS},
         {"socket-mode", required_argument, NULL, OPT_SOCKET_MODE},
         {"socket-group", required_argument, NULL, OPT_SOCKET_GROUP},
-        {"client-buffers", required_argument, NULL, OPT_CLIENT_BUFFERS},
-        {"max-pinned-bytes", required_argument, NULL, OPT_MAX_PINNED},
-        {"max-device-bytes", required_argument, NULL, OPT_MAX_DEVICE},
-        {"client-bytes", required_argument, NULL, OPT_CLIENT_BYTES},
-        {"client-inflight", required_argument, NULL, OPT_CLIENT_INFLIGHT},
-        {"stats-interval", required_argument, NULL, OPT_STATS},
-        {"drain-timeout", required_argument, NULL, OPT_DRAIN},
-        {"watchdog", required_argument, NULL, OPT_WATCHDOG},
-        {"spin-us", required_argument, NULL, OPT_SPIN},
+        {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
+        {"metrics-file", required_argument, NULL, OPT_METRICS_FILE},
+        /* nng-era options, accepted and ignored */
+        {"watchdog", required_argument, NULL, OPT_OBSOLETE},
+        {"contexts", required_argument, NULL, OPT_OBSOLETE},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
-        {NULL, 0, NULL, 0},
     };
+    enum { NNAMED = sizeof(named) / sizeof(named[0]) };
+    struct option opts[NNAMED + NUM_OPTS + 1];
+    memcpy(opts, named, sizeof(named));
+    for (size_t i = 0; i < NUM_OPTS; i++)
+        opts[NNAMED + i] = (struct option){num_opts[i].name, required_argument,
+                                           NULL, OPT_NUM + (int)i};
+    memset(&opts[NNAMED + NUM_OPTS], 0, sizeof(opts[0]));
     uint64_t v;
     int c;
+    char why[160];
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         const char *bad = NULL;
@@ -201,72 +310,6 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
             else
                 snprintf(cfg->backend, sizeof(cfg->backend), "%s", optarg);
             break;
-        case OPT_DEVICE:
-            if (parse_u64(optarg, 0, 1024, 10, &v) != 0)
-                bad = "--device needs a device ordinal";
-            else
-                cfg->device = (int)v;
-            break;
-        case OPT_THREADS:
-            if (parse_u64(optarg, 0, 4096, 10, &v) != 0)
-                bad = "--threads needs a number in 0..4096";
-            else
-                cfg->threads = (int)v;
-            break;
-        case OPT_MAX_QUEUE:
-            if (parse_u64(optarg, 1, 1u << 20, 10, &v) != 0)
-                bad = "--max-queue needs a number in 1..1048576";
-            else
-                cfg->max_queue = (uint32_t)v;
-            break;
-        case OPT_MAX_MSG:
-            if (parse_u64(optarg, 1024, 64u << 20, 10, &v) != 0)
-                bad = "--max-message-bytes needs a number in 1024..67108864";
-            else
-                cfg->max_message_bytes = (size_t)v;
-            break;
-        case OPT_MAX_DIM:
-            if (parse_u64(optarg, 1, 1ull << 31, 10, &v) != 0)
-                bad = "--max-dim needs a number in 1..2^31";
-            else
-                cfg->max_dim = v;
-            break;
-        case OPT_CONTEXTS:
-            if (parse_u64(optarg, 1, 4096, 10, &v) != 0)
-                bad = "--contexts needs a number in 1..4096";
-            else
-                cfg->contexts = (uint32_t)v;
-            break;
-        case OPT_MAX_PINNED:
-            if (parse_u64(optarg, 0, UINT64_MAX / 2, 10, &v) != 0)
-                bad = "--max-pinned-bytes needs a number of bytes";
-            else
-                cfg->max_pinned_bytes = v;
-            break;
-        case OPT_MAX_DEVICE:
-            if (parse_u64(optarg, 0, UINT64_MAX / 2, 10, &v) != 0)
-                bad = "--max-device-bytes needs a number of bytes";
-            else
-                cfg->max_device_bytes = v;
-            break;
-        case OPT_CLIENT_BUFFERS:
-            if (parse_u64(optarg, 1, 1u << 20, 10, &v) != 0)
-                bad = "--client-buffers needs a number in 1..1048576";
-            else
-                cfg->client_buffers = (uint32_t)v;
-            break;
-        case OPT_CLIENT_BYTES:
-            if (parse_u64(optarg, 4096, UINT64_MAX / 2, 10, &v) != 0)
-                bad = "--client-bytes needs a number of bytes >= 4096";
-            else
-                cfg->client_bytes = v;
-            break;
-        case OPT_CLIENT_INFLIGHT:
-            if (parse_u64(optarg, 1, 1u << 20, 10, &v) != 0)
-                bad = "--client-inflight needs a number in 1..1048576";
-            else
-                cfg->client_inflight = (uint32_t)v;
-            break;
         case OPT_SOCKET_MODE:
             if (parse_u64(optarg, 0, 0777, 8, &v) != 0 || (v & 0007) != 0)
                 bad = "--socket-mode needs an octal mode with no bits for "
@@ -281,23 +324,26 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
                 snprintf(cfg->socket_group, sizeof(cfg->socket_group), "%s",
                          optarg);
             break;
-        case OPT_STATS:
-            if (parse_seconds(optarg, &cfg->stats_interval_s) != 0)
-                bad = "--stats-interval needs seconds";
-            break;
-        case OPT_DRAIN:
-            if (parse_seconds(optarg, &cfg->drain_timeout_s) != 0)
-                bad = "--drain-timeout needs seconds";
-            break;
-        case OPT_WATCHDOG:
-            if (parse_seconds(optarg, &cfg->watchdog_s) != 0)
-                bad = "--watchdog needs seconds";
-            break;
-        case OPT_SPIN:
-            if (parse_u64(optarg, 0, 1000000, 10, &v) != 0)
-                bad = "--spin-us needs 0..1000000";
+        case OPT_METRICS_LISTEN:
+            if (strchr(optarg, ':') == NULL ||
+                strlen(optarg) >= sizeof(cfg->metrics_listen))
+                bad = "--metrics-listen needs HOST:PORT (e.g. "
+                      "127.0.0.1:9464)";
             else
-                cfg->spin_us = (uint32_t)v;
+                snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s",
+                         optarg);
+            break;
+        case OPT_METRICS_FILE:
+            if (*optarg == '\0' || strlen(optarg) >= sizeof(cfg->metrics_file))
+                bad = "--metrics-file needs a path";
+            else
+                snprintf(cfg->metrics_file, sizeof(cfg->metrics_file), "%s",
+                         optarg);
+            break;
+        case OPT_OBSOLETE:
+            fprintf(stderr, "gemmd: --watchdog and --contexts are obsolete "
+                            "(gemmd no longer uses nng's listener) and "
+                            "ignored\n");
             break;
         case OPT_LOG_LEVEL: {
             int l = gemmd_log_parse_level(optarg);
@@ -316,6 +362,12 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
             usage(stdout);
             return 1;
         default:
+            if (c >= OPT_NUM && c < OPT_NUM + (int)NUM_OPTS) {
+                if (set_num(cfg, &num_opts[c - OPT_NUM], optarg, why,
+                            sizeof(why)) != 0)
+                    bad = why;
+                break;
+            }
             usage(stderr);
             return 2;
         }

@@ -9,27 +9,46 @@
 #include <stdint.h>
 
 typedef struct gemmd_config {
-    char listen[512];          /* nng URL, ipc://... */
-    char backend[16];          /* "auto", "cpu" or "cuda" */
-    int threads;               /* CPU backend threads (0 = all cores) */
-    int device;                /* CUDA device ordinal */
-    uint32_t max_queue;        /* GEMMs queued or running, all clients */
-    size_t max_message_bytes;  /* larger requests get GEMM_ERR_TOO_LARGE */
-    uint64_t max_dim;          /* upper limit for m, n and k */
-    uint32_t contexts;         /* nng contexts: requests received at once */
-    uint32_t client_buffers;   /* per client: registered buffers */
-    uint64_t client_bytes;     /* per client: registered bytes */
-    uint32_t client_inflight;  /* per client: GEMMs queued or running */
-    uint64_t max_pinned_bytes; /* CUDA: pinned client memory; 0 = no cap */
-    uint64_t max_device_bytes; /* CUDA: staging memory; 0 = no cap */
-    unsigned socket_mode;      /* permissions of the ipc socket file */
-    char socket_group[64];     /* group of the socket file; "" = ours */
-    double stats_interval_s;   /* stats log line period; 0 = never */
-    double drain_timeout_s;    /* SIGTERM: longest wait for in-flight work */
-    double watchdog_s;         /* listener self-probe period; 0 = off */
-    uint32_t spin_us;          /* after any event, the loop and the workers
-                                  poll this long before sleeping; 0 = off */
-    int log_level;             /* syslog level */
+    char listen[512];         /* ipc://PATH: the Unix socket */
+    char backend[16];         /* "auto", "cpu" or "cuda" */
+    int threads;              /* CPU backend threads (0 = all cores) */
+    int device;               /* CUDA device ordinal */
+    uint32_t max_queue;       /* jobs queued or running, all clients */
+    size_t max_message_bytes; /* larger requests get GEMM_ERR_TOO_LARGE */
+    uint64_t max_dim;         /* upper limit for m, n and k */
+    uint32_t max_connections; /* 0 = from RLIMIT_NOFILE */
+    /* per connection */
+    uint32_t client_buffers;  /* registered buffers */
+    uint64_t client_bytes;    /* registered + resident bytes; 0 = RAM */
+    uint32_t client_inflight; /* jobs queued or running */
+    uint32_t client_pending;  /* requests read, reply not yet written:
+                                 past it the connection is not read */
+    /* per uid, over all its connections */
+    uint32_t user_connections;
+    uint32_t user_buffers;
+    uint64_t user_bytes;        /* 0 = the host's RAM */
+    uint32_t user_inflight;     /* 0 = no cap: a fair share of max_queue
+                                   while several users are connected */
+    uint64_t memory_budget;     /* the daemon's own memory for client work
+                                   (CPU scratch, host tensors); 0 = half of
+                                   min(RAM, cgroup limit) */
+    uint64_t user_memory;       /* one uid's share of it; 0 = half */
+    uint32_t fd_tickets;        /* descriptors a channel may hold unused */
+    double handshake_timeout_s; /* greeting must be whole by then */
+    double message_timeout_s;   /* a message, from its first byte */
+    double send_timeout_s;      /* replies unread this long: drop; 0 = no */
+    uint64_t max_pinned_bytes;  /* CUDA: pinned client memory; 0 = half of
+                                   RAM, UINT64_MAX = no cap */
+    uint64_t max_device_bytes;  /* CUDA: staging memory; 0 = no cap */
+    unsigned socket_mode;       /* permissions of the ipc socket file */
+    char socket_group[64];      /* group of the socket file; "" = ours */
+    char metrics_listen[160];   /* HOST:PORT for GET /metrics; "" = off */
+    char metrics_file[512];     /* textfile-collector file; "" = off */
+    double stats_interval_s;    /* stats log line period; 0 = never */
+    double drain_timeout_s;     /* SIGTERM: longest wait for in-flight work */
+    uint32_t spin_us;           /* after any event, the loop and the workers
+                                   poll this long before sleeping; 0 = off */
+    int log_level;              /* syslog level */
 } gemmd_config;
 
 /* Fills *cfg with the defaults (listen URL from the environment). */

@@ -1,9 +1,15 @@
 /*
- * dispatch.c: what the loop thread does with each event: a request (Hello,
- * Status, RegisterBuffer, ReleaseBuffer, Gemm, TensorUpload, TensorFree,
- * ListKernels), a finished job, a connection arriving or leaving. Every
- * request ends in exactly one reply; a failure is a reply with a gemm_error
- * and a message, never a crash.
+ * dispatch.c: what the loop thread does with each request (Hello, Status,
+ * RegisterBuffer, ReleaseBuffer, Gemm, TensorUpload, TensorFree,
+ * ListKernels, Cancel), with each finished job, and with a connection that
+ * closed. Every request ends in exactly one reply; a failure is a reply
+ * with a gemm_error and a message, never a crash.
+ *
+ * Limits are checked here, per connection, per user (uid) and for the
+ * whole daemon: registered buffers and bytes (resident tensors count as
+ * bytes too), jobs queued or running, and the daemon's memory budget (the
+ * scratch a job needs and tensors held in host memory), which is reserved
+ * when a job is admitted and given back when it ends.
  */
 #include "gemmd.h"
 #include "log.h"
@@ -12,120 +18,13 @@
 #include <gemm/gemm.h>
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- clients (one per nng pipe) ---- */
-
-static gemmd_client **client_link(gemmd *d, uint32_t pipe)
-{
-    gemmd_client **l = &d->clients[pipe % GEMMD_CLIENT_BUCKETS];
-    while (*l != NULL && (*l)->pipe != pipe)
-        l = &(*l)->next;
-    return l;
-}
-
-static gemmd_client *client_find(gemmd *d, uint32_t pipe)
-{
-    return *client_link(d, pipe);
-}
-
-static void client_add(gemmd *d, const gemmd_event *ev)
-{
-    gemmd_client **l = client_link(d, ev->pipe);
-    if (*l != NULL)
-        return;
-    gemmd_client *c = calloc(1, sizeof(*c));
-    if (c == NULL) {
-        gemmd_log(LOG_ERR, "out of memory for client %u", ev->pipe);
-        return; /* its requests will be refused: unknown connection */
-    }
-    c->pipe = ev->pipe;
-    c->uid = ev->uid;
-    c->has_uid = ev->has_uid;
-    c->internal = ev->internal;
-    c->listener = ev->listener;
-    *l = c;
-    if (!c->internal)
-        d->nclients++;
-    gemmd_log(LOG_DEBUG, "client %u connected (uid %llu)", c->pipe,
-              (unsigned long long)c->uid);
-}
-
-static bool listener_retired(const gemmd *d, uint32_t id)
-{
-    for (uint32_t i = 0; i < d->nretired; i++)
-        if ((uint32_t)nng_listener_id(d->retired[i]) == id)
-            return true;
-    return false;
-}
-
-static bool listener_in_use(const gemmd *d, uint32_t id)
-{
-    for (int i = 0; i < GEMMD_CLIENT_BUCKETS; i++)
-        for (const gemmd_client *c = d->clients[i]; c != NULL; c = c->next)
-            if (c->listener == id)
-                return true;
-    return false;
-}
-
-static void client_remove(gemmd *d, uint32_t pipe)
-{
-    gemmd_client **l = client_link(d, pipe);
-    gemmd_client *c = *l;
-    if (c == NULL)
-        return;
-    uint32_t n = reg_release_owner(&d->reg, pipe);
-    gemmd_log(LOG_DEBUG, "client %u disconnected: %u buffers released", pipe,
-              n);
-    *l = c->next;
-    if (!c->internal)
-        d->nclients--;
-    uint32_t listener = c->listener;
-    free(c);
-    if (listener_retired(d, listener) && !listener_in_use(d, listener))
-        srv_retire_done(d, listener);
-}
-
-void gemmd_clients_free(gemmd *d)
-{
-    for (int i = 0; i < GEMMD_CLIENT_BUCKETS; i++) {
-        while (d->clients[i] != NULL) {
-            gemmd_client *c = d->clients[i];
-            d->clients[i] = c->next;
-            free(c);
-        }
-    }
-    d->nclients = 0;
-}
+#include <unistd.h>
 
 /* ---- replies ---- */
-
-static void reply_error(gemmd *d, srv_slot *s, uint64_t id, int status,
-                        const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static void reply_error(gemmd *d, srv_slot *s, uint64_t id, int status,
-                        const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    Gemm__Reply r = GEMM__REPLY__INIT;
-    r.has_version = true;
-    r.version = GEMM_PROTOCOL_VERSION;
-    r.has_id = true;
-    r.id = id;
-    r.has_status = true;
-    r.status = status;
-    r.message = msg;
-    gemmd_log(LOG_DEBUG, "request %llu from client %u: %s: %s",
-              (unsigned long long)id, s->pipe, gemm_strerror(status), msg);
-    srv_reply(d, s, &r);
-}
 
 static void reply_init(Gemm__Reply *r, uint64_t id)
 {
@@ -138,13 +37,33 @@ static void reply_init(Gemm__Reply *r, uint64_t id)
     r->status = GEMM_OK;
 }
 
+static void reply_error(gemmd *d, srv_req *q, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void reply_error(gemmd *d, srv_req *q, int status, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    Gemm__Reply r;
+    reply_init(&r, q->id);
+    r.status = status;
+    r.message = msg;
+    gemmd_log(LOG_DEBUG, "request %llu on connection %u: %s: %s",
+              (unsigned long long)q->id, q->conn->id, gemm_strerror(status),
+              msg);
+    srv_reply(d, q, &r);
+}
+
 /* ---- requests ---- */
 
-static void do_hello(gemmd *d, srv_slot *s, uint64_t id)
+static void do_hello(gemmd *d, srv_req *q)
 {
     Gemm__Reply r;
     Gemm__HelloReply h = GEMM__HELLO_REPLY__INIT;
-    reply_init(&r, id);
+    reply_init(&r, q->id);
     h.has_protocol_version = true;
     h.protocol_version = GEMM_PROTOCOL_VERSION;
     h.server_version = (char *)GEMM_VERSION_STRING;
@@ -152,16 +71,16 @@ static void do_hello(gemmd *d, srv_slot *s, uint64_t id)
     h.device = d->be.device;
     r.body_case = GEMM__REPLY__BODY_HELLO;
     r.hello = &h;
-    srv_reply(d, s, &r);
+    srv_reply(d, q, &r);
 }
 
-static void do_status(gemmd *d, srv_slot *s, uint64_t id)
+static void do_status(gemmd *d, srv_req *q)
 {
     Gemm__Reply r;
     Gemm__StatusReply st = GEMM__STATUS_REPLY__INIT;
     gemmd_latency lat;
     stats_latency(&d->stats, &lat);
-    reply_init(&r, id);
+    reply_init(&r, q->id);
 #define SET(f, v)                                                              \
     do {                                                                       \
         st.has_##f = true;                                                     \
@@ -197,109 +116,160 @@ static void do_status(gemmd *d, srv_slot *s, uint64_t id)
     SET(stage_h2d_us, d->stats.ns_h2d / n / 1e3);
     SET(stage_kernel_us, d->stats.ns_kernel / n / 1e3);
     SET(stage_d2h_us, d->stats.ns_d2h / n / 1e3);
+    SET(connections, d->nconns);
+    SET(memory_budget, d->mem_budget);
+    SET(memory_used, d->mem_used);
+    SET(users, d->users_active);
 #undef SET
     r.body_case = GEMM__REPLY__BODY_STATUS_REPLY;
     r.status_reply = &st;
-    srv_reply(d, s, &r);
+    srv_reply(d, q, &r);
 }
 
-static void do_register(gemmd *d, srv_slot *s, uint64_t id,
+/* Whether bytes more fit under the connection's and the user's byte caps;
+ * if not, replies LIMIT and returns false. */
+static bool bytes_fit(gemmd *d, srv_req *q, uint64_t bytes, const char *what)
+{
+    srv_conn *c = q->conn;
+    if (bytes > d->cfg.client_bytes - c->bytes) {
+        reply_error(d, q, GEMM_ERR_LIMIT,
+                    "%s of %llu bytes would pass this connection's limit of "
+                    "%llu bytes (buffers and tensors; %llu in use)",
+                    what, (unsigned long long)bytes,
+                    (unsigned long long)d->cfg.client_bytes,
+                    (unsigned long long)c->bytes);
+        return false;
+    }
+    if (bytes > d->cfg.user_bytes - c->user->bytes) {
+        reply_error(d, q, GEMM_ERR_LIMIT,
+                    "%s of %llu bytes would pass this user's limit of %llu "
+                    "bytes (buffers and tensors, all connections; %llu in "
+                    "use)",
+                    what, (unsigned long long)bytes,
+                    (unsigned long long)d->cfg.user_bytes,
+                    (unsigned long long)c->user->bytes);
+        return false;
+    }
+    return true;
+}
+
+static void charge_bytes(srv_conn *c, int64_t bytes)
+{
+    c->bytes += (uint64_t)bytes;
+    c->user->bytes += (uint64_t)bytes;
+}
+
+static void do_register(gemmd *d, srv_req *q,
                         const Gemm__RegisterBufferRequest *rq)
 {
-    gemmd_client *c = client_find(d, s->pipe);
-    if (c == NULL) {
-        reply_error(d, s, id, GEMM_ERR_CLOSED, "connection is closing");
-        return;
-    }
-    if (!c->has_uid) {
-        reply_error(d, s, id, GEMM_ERR_PERMISSION,
-                    "the peer's uid is unknown: buffers can only be "
-                    "registered over ipc://");
-        return;
-    }
-    if (rq->name == NULL || !rq->has_size) {
-        reply_error(d, s, id, GEMM_ERR_INVALID,
-                    "RegisterBuffer needs a name and a size");
-        return;
-    }
-    if (c->buffers >= d->cfg.client_buffers) {
-        reply_error(d, s, id, GEMM_ERR_LIMIT,
-                    "this connection already holds its limit of %u buffers",
-                    d->cfg.client_buffers);
-        return;
-    }
-    if (rq->size > d->cfg.client_bytes - c->bytes) {
-        reply_error(d, s, id, GEMM_ERR_LIMIT,
-                    "registering %llu more bytes would pass this "
-                    "connection's limit of %llu",
-                    (unsigned long long)rq->size,
-                    (unsigned long long)d->cfg.client_bytes);
-        return;
-    }
+    srv_conn *c = q->conn;
     char msg[512];
-    uint64_t bid;
-    int rv = reg_register(&d->reg, s->pipe, c->uid, rq->name, rq->size, &bid,
-                          msg, sizeof(msg));
+    int rv = req_register_check(rq, msg, sizeof(msg));
     if (rv != GEMM_OK) {
-        reply_error(d, s, id, rv, "%s", msg);
+        reply_error(d, q, rv, "%s", msg);
+        return;
+    }
+    int fd = srv_ticket_take(d, rq->fd_ticket, c->uid);
+    if (fd < 0) {
+        reply_error(d, q, GEMM_ERR_INVALID,
+                    "descriptor ticket %#llx is unknown, used, expired or "
+                    "another user's",
+                    (unsigned long long)rq->fd_ticket);
+        return;
+    }
+    const char *cap = NULL;
+    uint32_t n = 0;
+    if (c->buffers >= d->cfg.client_buffers)
+        cap = "this connection", n = d->cfg.client_buffers;
+    else if (c->user->buffers >= d->cfg.user_buffers)
+        cap = "this user", n = d->cfg.user_buffers;
+    if (cap != NULL) {
+        close(fd);
+        reply_error(d, q, GEMM_ERR_LIMIT,
+                    "%s already holds its limit of %u buffers", cap, n);
+        return;
+    }
+    if (!bytes_fit(d, q, rq->size, "registering a buffer")) {
+        close(fd);
+        return;
+    }
+    uint64_t bid;
+    rv = reg_register_fd(&d->reg, c->id, fd, rq->size, &bid, msg, sizeof(msg));
+    if (rv != GEMM_OK) {
+        reply_error(d, q, rv, "%s", msg);
         return;
     }
     c->buffers++;
-    c->bytes += rq->size;
+    c->user->buffers++;
+    charge_bytes(c, (int64_t)rq->size);
     Gemm__Reply r;
     Gemm__RegisterBufferReply rb = GEMM__REGISTER_BUFFER_REPLY__INIT;
-    reply_init(&r, id);
+    reply_init(&r, q->id);
     rb.has_buffer_id = true;
     rb.buffer_id = bid;
     r.body_case = GEMM__REPLY__BODY_REGISTER_BUFFER;
     r.register_buffer = &rb;
-    srv_reply(d, s, &r);
+    srv_reply(d, q, &r);
 }
 
-static void do_release(gemmd *d, srv_slot *s, uint64_t id,
+/* Takes entry id of kind from q's connection and gives back what it
+ * counted. GEMM_OK or GEMM_ERR_NO_BUFFER. */
+static int release_entry(gemmd *d, srv_conn *c, uint64_t id, int kind)
+{
+    reg_buffer *b = reg_find(&d->reg, c->id, id, kind);
+    if (b == NULL)
+        return GEMM_ERR_NO_BUFFER;
+    size_t size = b->size;
+    uint64_t charge = b->charge;
+    reg_release_kind(&d->reg, c->id, id, kind);
+    charge_bytes(c, -(int64_t)size);
+    if (kind == REG_BUFFER) {
+        c->buffers--;
+        c->user->buffers--;
+    }
+    d->mem_used -= charge;
+    c->user->memory -= charge;
+    return GEMM_OK;
+}
+
+static void do_release(gemmd *d, srv_req *q,
                        const Gemm__ReleaseBufferRequest *rq)
 {
     uint64_t bid = rq->has_buffer_id ? rq->buffer_id : 0;
-    reg_buffer *b = reg_lookup(&d->reg, s->pipe, bid);
-    size_t size = b != NULL ? b->size : 0;
-    if (reg_release(&d->reg, s->pipe, bid) != GEMM_OK) {
-        reply_error(d, s, id, GEMM_ERR_NO_BUFFER,
+    if (release_entry(d, q->conn, bid, REG_BUFFER) != GEMM_OK) {
+        reply_error(d, q, GEMM_ERR_NO_BUFFER,
                     "buffer id %#llx is not registered on this connection",
                     (unsigned long long)bid);
         return;
     }
-    gemmd_client *c = client_find(d, s->pipe);
-    if (c != NULL && c->buffers > 0) {
-        c->buffers--;
-        c->bytes -= size;
-    }
     Gemm__Reply r;
     Gemm__ReleaseBufferReply rr = GEMM__RELEASE_BUFFER_REPLY__INIT;
-    reply_init(&r, id);
+    reply_init(&r, q->id);
     r.body_case = GEMM__REPLY__BODY_RELEASE_BUFFER;
     r.release_buffer = &rr;
-    srv_reply(d, s, &r);
+    srv_reply(d, q, &r);
 }
 
 struct lookup_arg {
     gemmd *d;
-    uint32_t pipe;
+    uint32_t owner;
 };
 
-static void *lookup(void *arg, uint64_t id, size_t *size)
+static void *lookup(void *arg, uint64_t id, size_t *size, uint64_t *object)
 {
     struct lookup_arg *la = arg;
-    reg_buffer *b = reg_lookup(&la->d->reg, la->pipe, id);
+    reg_buffer *b = reg_lookup(&la->d->reg, la->owner, id);
     if (b == NULL)
         return NULL;
     *size = b->size;
+    *object = b->object;
     return b;
 }
 
 static void *tensor_lookup(void *arg, uint64_t id, val_tensor *out)
 {
     struct lookup_arg *la = arg;
-    reg_buffer *t = reg_find(&la->d->reg, la->pipe, id, REG_TENSOR);
+    reg_buffer *t = reg_find(&la->d->reg, la->owner, id, REG_TENSOR);
     if (t == NULL)
         return NULL;
     out->rows = t->rows;
@@ -309,88 +279,134 @@ static void *tensor_lookup(void *arg, uint64_t id, val_tensor *out)
     return t;
 }
 
-/* Admission of work (a GEMM or an upload) from s's connection: it is
- * still known, the queue and the connection's share of it have room.
- * Returns the client, or NULL after replying with the error. */
-static gemmd_client *admit(gemmd *d, srv_slot *s, uint64_t id)
+/* Admission of work (a GEMM or an upload) from q's connection that needs
+ * mem bytes of the memory budget: the queue, the connection's and the
+ * user's shares of it, and the budget have room. Replies with the error
+ * and returns false otherwise. */
+static bool admit(gemmd *d, srv_req *q, uint64_t mem)
 {
-    gemmd_client *c = client_find(d, s->pipe);
-    if (c == NULL) {
-        reply_error(d, s, id, GEMM_ERR_CLOSED, "connection is closing");
-        return NULL;
-    }
+    srv_conn *c = q->conn;
+    gemmd_user *u = c->user;
     if (d->inflight >= d->cfg.max_queue) {
-        reply_error(d, s, id, GEMM_ERR_BUSY,
+        reply_error(d, q, GEMM_ERR_BUSY,
                     "queue full: %u requests queued or running", d->inflight);
-        return NULL;
+        return false;
     }
     if (c->inflight >= d->cfg.client_inflight) {
-        reply_error(d, s, id, GEMM_ERR_LIMIT,
+        reply_error(d, q, GEMM_ERR_LIMIT,
                     "this connection already has its limit of %u requests "
                     "queued or running",
                     d->cfg.client_inflight);
-        return NULL;
+        return false;
     }
-    return c;
+    if (d->cfg.user_inflight != 0 && u->inflight >= d->cfg.user_inflight) {
+        reply_error(d, q, GEMM_ERR_LIMIT,
+                    "this user already has its limit of %u requests queued "
+                    "or running (all connections)",
+                    d->cfg.user_inflight);
+        return false;
+    }
+    /* fair share: with several users connected, none holds more than its
+     * part of the queue, so one cannot fill it against the others */
+    uint32_t n = d->users_active ? d->users_active : 1;
+    uint32_t share = d->cfg.max_queue / n ? d->cfg.max_queue / n : 1;
+    if (n > 1 && u->inflight >= share) {
+        reply_error(d, q, GEMM_ERR_BUSY,
+                    "this user holds its share of the queue (%u of %u, %u "
+                    "users connected): try again later",
+                    u->inflight, d->cfg.max_queue, d->users_active);
+        return false;
+    }
+    if (mem > d->user_memory || mem > d->mem_budget) {
+        reply_error(d, q, GEMM_ERR_LIMIT,
+                    "this request needs %llu bytes of the daemon's memory, "
+                    "more than a user's share (%llu of a %llu-byte budget)",
+                    (unsigned long long)mem, (unsigned long long)d->user_memory,
+                    (unsigned long long)d->mem_budget);
+        return false;
+    }
+    if (mem > d->user_memory - u->memory || mem > d->mem_budget - d->mem_used) {
+        reply_error(d, q, GEMM_ERR_BUSY,
+                    "the daemon's memory budget is in use (needs %llu bytes; "
+                    "this user holds %llu of %llu, all users %llu of %llu): "
+                    "try again later",
+                    (unsigned long long)mem, (unsigned long long)u->memory,
+                    (unsigned long long)d->user_memory,
+                    (unsigned long long)d->mem_used,
+                    (unsigned long long)d->mem_budget);
+        return false;
+    }
+    return true;
 }
 
-/* Hands job j (its buffers held) of client c to the scheduler; on failure
- * drops the references, frees j (and an upload's tensor) and replies. */
-static void submit(gemmd *d, srv_slot *s, gemmd_client *c, gemmd_job *j,
-                   uint64_t id)
+/* Hands job j (its buffers held) of q to the scheduler with mem bytes of
+ * the budget; on failure drops the references, frees j (and an upload's
+ * tensor) and replies. */
+static void submit(gemmd *d, srv_req *q, gemmd_job *j, uint64_t mem)
 {
-    j->t_received = s->t_received;
-    j->owner = s->pipe;
-    j->slot = s;
-    j->req_id = id;
+    srv_conn *c = q->conn;
+    j->t_received = q->t_received;
+    j->owner = c->id;
+    j->slot = q;
+    j->req_id = q->id;
+    j->mem = mem;
     if (sched_submit(&d->sched, j) != GEMM_OK) {
         for (int i = 0; i < j->nbufs; i++)
             reg_put(&d->reg, j->bufs[i]);
         free(j->tensor);
         free(j);
-        reply_error(d, s, id, GEMM_ERR_NOMEM, "out of memory for a queue");
+        reply_error(d, q, GEMM_ERR_NOMEM, "out of memory for a queue");
         return;
     }
+    q->job = j;
     d->inflight++;
     c->inflight++;
+    c->user->inflight++;
+    d->mem_used += mem;
+    c->user->memory += mem;
 }
 
-static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
-                    const Gemm__GemmRequest *g)
+/* Gives back what an admitted job holds (queue places, budget, buffer
+ * references). */
+static void job_release(gemmd *d, gemmd_job *j)
 {
-    gemmd_client *c = admit(d, s, id);
-    if (c == NULL)
-        return;
+    srv_req *q = j->slot;
+    srv_conn *c = q->conn;
+    for (int i = 0; i < j->nbufs; i++)
+        reg_put(&d->reg, j->bufs[i]);
+    j->nbufs = 0;
+    d->inflight--;
+    c->inflight--;
+    c->user->inflight--;
+    d->mem_used -= j->mem;
+    c->user->memory -= j->mem;
+    q->job = NULL;
+}
+
+static void do_gemm(gemmd *d, srv_req *q, const Gemm__GemmRequest *g)
+{
+    srv_conn *c = q->conn;
     val_gemm v;
     req_gemm_desc(g, &v);
     val_limits lim = {.max_dim = d->cfg.max_dim,
                       .tensor_lookup = tensor_lookup};
-    struct lookup_arg la = {d, s->pipe};
+    struct lookup_arg la = {d, c->id};
     val_resolved res;
     char msg[512];
     int rv = val_gemm_check(&v, &lim, lookup, &la, &res, msg, sizeof(msg));
     if (rv != GEMM_OK) {
-        reply_error(d, s, id, rv, "%s", msg);
+        reply_error(d, q, rv, "%s", msg);
         return;
     }
     const val_matrix *ms[4] = {&res.a, &res.b, &res.d,
                                res.has_c ? &res.c : NULL};
-    for (int i = 0; i < 4; i++) {
-        if (ms[i] != NULL && reg_faulted(ms[i]->handle)) {
-            reply_error(d, s, id, GEMM_ERR_BUFFER_FAULT,
-                        "buffer %#llx was shrunk by its owner under the "
-                        "mapping; its contents are lost: release it",
-                        (unsigned long long)((reg_buffer *)ms[i]->handle)->id);
-            return;
-        }
-    }
     gemmd_job *j = calloc(1, sizeof(*j));
     if (j == NULL) {
-        reply_error(d, s, id, GEMM_ERR_NOMEM, "out of memory for a job");
+        reply_error(d, q, GEMM_ERR_NOMEM, "out of memory for a job");
         return;
     }
     if ((rv = job_fill_gemm(j, &v, &res)) != GEMM_OK) {
-        reply_error(d, s, id, rv, "%s", j->msg);
+        reply_error(d, q, rv, "%s", j->msg);
         free(j);
         return;
     }
@@ -398,7 +414,13 @@ static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
         (rv = d->be.ops->kernel_check(&d->be, j, msg, sizeof(msg))) !=
             GEMM_OK) {
         free(j);
-        reply_error(d, s, id, rv, "%s", msg);
+        reply_error(d, q, rv, "%s", msg);
+        return;
+    }
+    uint64_t mem =
+        d->be.ops->job_memory != NULL ? d->be.ops->job_memory(&d->be, j) : 0;
+    if (!admit(d, q, mem)) {
+        free(j);
         return;
     }
     for (int i = 0; i < 4; i++) {
@@ -408,18 +430,15 @@ static void do_gemm(gemmd *d, srv_slot *s, uint64_t id,
         reg_hold(j->bufs[j->nbufs++]);
     }
     if (g->has_timeout_ms && g->timeout_ms > 0)
-        j->deadline_ns = s->t_received + (uint64_t)g->timeout_ms * 1000000u;
-    submit(d, s, c, j, id);
+        j->deadline_ns = q->t_received + (uint64_t)g->timeout_ms * 1000000u;
+    submit(d, q, j, mem);
 }
 
-static void do_upload(gemmd *d, srv_slot *s, uint64_t id,
-                      const Gemm__TensorUploadRequest *rq)
+static void do_upload(gemmd *d, srv_req *q, const Gemm__TensorUploadRequest *rq)
 {
-    gemmd_client *c = admit(d, s, id);
-    if (c == NULL)
-        return;
+    srv_conn *c = q->conn;
     if (rq->src != NULL && rq->src->has_tensor_id && rq->src->tensor_id) {
-        reply_error(d, s, id, GEMM_ERR_INVALID,
+        reply_error(d, q, GEMM_ERR_INVALID,
                     "a tensor is uploaded from a buffer, not a tensor");
         return;
     }
@@ -428,7 +447,7 @@ static void do_upload(gemmd *d, srv_slot *s, uint64_t id,
     g.a = rq->src;
     req_gemm_desc(&g, &v);
     val_limits lim = {.max_dim = d->cfg.max_dim};
-    struct lookup_arg la = {d, s->pipe};
+    struct lookup_arg la = {d, c->id};
     val_matrix src;
     char msg[512];
     uint64_t rows = rq->has_rows ? rq->rows : 0;
@@ -437,15 +456,21 @@ static void do_upload(gemmd *d, srv_slot *s, uint64_t id,
     int rv = val_operand_check("src", &v.a, rows, cols, dtype, &lim, lookup,
                                &la, &src, msg, sizeof(msg));
     if (rv != GEMM_OK) {
-        reply_error(d, s, id, rv, "%s", msg);
+        reply_error(d, q, rv, "%s", msg);
         return;
     }
+    /* the tensor counts against the byte caps (and, held in host memory,
+     * the budget) from now on; its copy's exact size is the backend's */
+    uint64_t bytes = rows * cols * src.esize;
+    uint64_t mem = d->be.host_tensors ? bytes : 0;
+    if (!bytes_fit(d, q, bytes, "a resident tensor") || !admit(d, q, mem))
+        return;
     gemmd_job *j = calloc(1, sizeof(*j));
     reg_buffer *t = calloc(1, sizeof(*t));
     if (j == NULL || t == NULL) {
         free(j);
         free(t);
-        reply_error(d, s, id, GEMM_ERR_NOMEM, "out of memory for a job");
+        reply_error(d, q, GEMM_ERR_NOMEM, "out of memory for a job");
         return;
     }
     j->kind = JOB_UPLOAD;
@@ -457,11 +482,14 @@ static void do_upload(gemmd *d, srv_slot *s, uint64_t id,
     j->lda = src.ld;
     j->bufs[j->nbufs] = src.handle;
     reg_hold(j->bufs[j->nbufs++]);
-    submit(d, s, c, j, id);
+    charge_bytes(c, (int64_t)bytes); /* given back if the upload fails */
+    submit(d, q, j, mem);
+    if (q->job == NULL)
+        charge_bytes(c, -(int64_t)bytes);
 }
 
 /* ListKernels: the backend's catalog, answered at once. */
-static void do_list_kernels(gemmd *d, srv_slot *s, uint64_t id)
+static void do_list_kernels(gemmd *d, srv_req *q)
 {
     size_t n = 0;
     gemmd_kernel k;
@@ -472,8 +500,7 @@ static void do_list_kernels(gemmd *d, srv_slot *s, uint64_t id)
     if (infos == NULL || ptrs == NULL) {
         free(infos);
         free(ptrs);
-        reply_error(d, s, id, GEMM_ERR_NOMEM,
-                    "out of memory for the kernel list");
+        reply_error(d, q, GEMM_ERR_NOMEM, "out of memory for the kernel list");
         return;
     }
     size_t filled = 0;
@@ -495,88 +522,178 @@ static void do_list_kernels(gemmd *d, srv_slot *s, uint64_t id)
     }
     Gemm__Reply r;
     Gemm__ListKernelsReply lk = GEMM__LIST_KERNELS_REPLY__INIT;
-    reply_init(&r, id);
+    reply_init(&r, q->id);
     lk.n_kernels = filled;
     lk.kernels = ptrs;
     r.body_case = GEMM__REPLY__BODY_LIST_KERNELS;
     r.list_kernels = &lk;
-    srv_reply(d, s, &r);
+    srv_reply(d, q, &r);
     free(infos);
     free(ptrs);
 }
 
-static void do_tensor_free(gemmd *d, srv_slot *s, uint64_t id,
+static void do_tensor_free(gemmd *d, srv_req *q,
                            const Gemm__TensorFreeRequest *rq)
 {
     uint64_t tid = rq->has_tensor_id ? rq->tensor_id : 0;
-    if (reg_release_kind(&d->reg, s->pipe, tid, REG_TENSOR) != GEMM_OK) {
-        reply_error(d, s, id, GEMM_ERR_NO_BUFFER,
+    if (release_entry(d, q->conn, tid, REG_TENSOR) != GEMM_OK) {
+        reply_error(d, q, GEMM_ERR_NO_BUFFER,
                     "tensor id %#llx is not resident on this connection",
                     (unsigned long long)tid);
         return;
     }
     Gemm__Reply r;
     Gemm__TensorFreeReply tf = GEMM__TENSOR_FREE_REPLY__INIT;
-    reply_init(&r, id);
+    reply_init(&r, q->id);
     r.body_case = GEMM__REPLY__BODY_TENSOR_FREE;
     r.tensor_free = &tf;
-    srv_reply(d, s, &r);
+    srv_reply(d, q, &r);
 }
 
-static void handle_request(gemmd *d, srv_slot *s)
+/* Answers Cancel q with its target's outcome: not found, canceled before
+ * it started, or the reply it got (r, or only its status). */
+static void reply_cancel(gemmd *d, srv_req *q, bool found, bool canceled,
+                         Gemm__Reply *target)
 {
-    gemmd_client *c = client_find(d, s->pipe);
-    s->internal = c != NULL && c->internal;
-    if (s->decode_status != GEMM_OK) {
-        reply_error(d, s, 0, s->decode_status, "%s", s->decode_msg);
+    Gemm__Reply r;
+    Gemm__CancelReply cr = GEMM__CANCEL_REPLY__INIT;
+    reply_init(&r, q->id);
+    cr.has_found = cr.has_canceled = true;
+    cr.found = found;
+    cr.canceled = canceled;
+    cr.reply = target;
+    r.body_case = GEMM__REPLY__BODY_CANCEL;
+    r.cancel = &cr;
+    srv_reply(d, q, &r);
+}
+
+static void finish_job(gemmd *d, gemmd_job *j);
+
+static void do_cancel(gemmd *d, srv_req *q, const Gemm__CancelRequest *rq)
+{
+    srv_conn *c = q->conn;
+    uint64_t target = rq->has_request_id ? rq->request_id : 0;
+    srv_req *t = c->reqs;
+    while (t != NULL && (t == q || t->id != target || t->job == NULL))
+        t = t->next;
+    if (t != NULL) {
+        if (t->cancel != NULL) {
+            reply_error(d, q, GEMM_ERR_INVALID,
+                        "request %llu already has a cancel waiting",
+                        (unsigned long long)target);
+            return;
+        }
+        gemmd_job *j = t->job;
+        if (sched_cancel(&d->sched, j)) {
+            /* not started: it ends here, having written nothing */
+            d->metrics.jobs_canceled++;
+            j->canceled = true;
+            j->status = GEMM_ERR_TIMEOUT;
+            snprintf(j->msg, sizeof(j->msg),
+                     "canceled by the client before it started");
+            j->t_started = j->t_finished = gemmd_now_ns();
+            t->cancel = q;
+            finish_job(d, j);
+            return;
+        }
+        t->cancel = q; /* answered when the running job finishes */
         return;
     }
-    const Gemm__Request *rq = s->req;
-    uint64_t id = rq->has_id ? rq->id : 0;
+    for (unsigned i = 0; i < SRV_RECENT_MAX; i++) {
+        if (c->recent[i].id == target && target != 0) {
+            Gemm__Reply r;
+            reply_init(&r, target);
+            r.status = c->recent[i].status;
+            reply_cancel(d, q, true, false, &r);
+            return;
+        }
+    }
+    reply_cancel(d, q, false, false, NULL);
+}
+
+static int request_kind(const Gemm__Request *rq)
+{
+    if (rq == NULL)
+        return MK_INVALID;
+    switch (rq->body_case) {
+    case GEMM__REQUEST__BODY_HELLO:
+        return MK_HELLO;
+    case GEMM__REQUEST__BODY_STATUS:
+        return MK_STATUS;
+    case GEMM__REQUEST__BODY_REGISTER_BUFFER:
+        return MK_REGISTER;
+    case GEMM__REQUEST__BODY_RELEASE_BUFFER:
+        return MK_RELEASE;
+    case GEMM__REQUEST__BODY_GEMM:
+        return MK_GEMM;
+    case GEMM__REQUEST__BODY_TENSOR_UPLOAD:
+        return MK_UPLOAD;
+    case GEMM__REQUEST__BODY_TENSOR_FREE:
+        return MK_TENSOR_FREE;
+    case GEMM__REQUEST__BODY_LIST_KERNELS:
+        return MK_LIST_KERNELS;
+    case GEMM__REQUEST__BODY_CANCEL:
+        return MK_CANCEL;
+    default:
+        return MK_INVALID;
+    }
+}
+
+void gemmd_dispatch(gemmd *d, srv_req *q)
+{
+    const Gemm__Request *rq = q->req;
+    q->kind = request_kind(rq);
+    if (q->decode_status != GEMM_OK) {
+        reply_error(d, q, q->decode_status, "%s", q->decode_msg);
+        return;
+    }
+    q->id = rq->has_id ? rq->id : 0;
     char msg[256];
     int rv = req_check_envelope(rq, msg, sizeof(msg));
     if (rv != GEMM_OK) {
-        reply_error(d, s, id, rv, "%s", msg);
+        reply_error(d, q, rv, "%s", msg);
         return;
     }
-    bool work = rq->body_case == GEMM__REQUEST__BODY_GEMM ||
-                rq->body_case == GEMM__REQUEST__BODY_REGISTER_BUFFER ||
-                rq->body_case == GEMM__REQUEST__BODY_TENSOR_UPLOAD;
+    bool work =
+        q->kind == MK_GEMM || q->kind == MK_REGISTER || q->kind == MK_UPLOAD;
     if (d->draining && work) {
-        reply_error(d, s, id, GEMM_ERR_SHUTDOWN,
+        reply_error(d, q, GEMM_ERR_SHUTDOWN,
                     "gemmd is shutting down and takes no new work");
         return;
     }
     switch (rq->body_case) {
     case GEMM__REQUEST__BODY_HELLO:
         if (rq->hello->client_name != NULL)
-            gemmd_log(LOG_DEBUG, "hello from client %u (%.64s)", s->pipe,
+            gemmd_log(LOG_DEBUG, "hello on connection %u: %.64s", q->conn->id,
                       rq->hello->client_name);
-        do_hello(d, s, id);
+        do_hello(d, q);
         return;
     case GEMM__REQUEST__BODY_STATUS:
-        do_status(d, s, id);
+        do_status(d, q);
         return;
     case GEMM__REQUEST__BODY_REGISTER_BUFFER:
-        do_register(d, s, id, rq->register_buffer);
+        do_register(d, q, rq->register_buffer);
         return;
     case GEMM__REQUEST__BODY_RELEASE_BUFFER:
-        do_release(d, s, id, rq->release_buffer);
+        do_release(d, q, rq->release_buffer);
         return;
     case GEMM__REQUEST__BODY_GEMM:
-        do_gemm(d, s, id, rq->gemm);
+        do_gemm(d, q, rq->gemm);
         return;
     case GEMM__REQUEST__BODY_TENSOR_UPLOAD:
-        do_upload(d, s, id, rq->tensor_upload);
+        do_upload(d, q, rq->tensor_upload);
         return;
     case GEMM__REQUEST__BODY_TENSOR_FREE:
-        do_tensor_free(d, s, id, rq->tensor_free);
+        do_tensor_free(d, q, rq->tensor_free);
         return;
     case GEMM__REQUEST__BODY_LIST_KERNELS:
-        do_list_kernels(d, s, id);
+        do_list_kernels(d, q);
+        return;
+    case GEMM__REQUEST__BODY_CANCEL:
+        do_cancel(d, q, rq->cancel);
         return;
     default:
-        reply_error(d, s, id, GEMM_ERR_PROTOCOL,
+        reply_error(d, q, GEMM_ERR_PROTOCOL,
                     "request has no body (or one this gemmd does not "
                     "know)");
         return;
@@ -591,69 +708,86 @@ void gemmd_job_done(void *arg, gemmd_job *job)
     srv_push(d, &job->ev);
 }
 
-/* Loop thread: an upload finished; the tensor joins the registry. */
-static void finish_upload(gemmd *d, srv_slot *s, gemmd_job *j)
+/* Replies r to the job's request and, when a Cancel waits for it, to the
+ * Cancel with r inside. */
+static void reply_job(gemmd *d, srv_req *q, Gemm__Reply *r, bool canceled)
 {
+    srv_req *cancel = q->cancel;
+    srv_reply(d, q, r);
+    if (cancel != NULL)
+        reply_cancel(d, cancel, true, canceled, canceled ? NULL : r);
+}
+
+static void reply_job_error(gemmd *d, srv_req *q, gemmd_job *j)
+{
+    Gemm__Reply r;
+    reply_init(&r, q->id);
+    r.status = j->status;
+    r.message = j->msg[0] ? j->msg : (char *)gemm_strerror(j->status);
+    gemmd_log(LOG_DEBUG, "request %llu on connection %u: %s: %s",
+              (unsigned long long)q->id, q->conn->id, gemm_strerror(j->status),
+              r.message);
+    reply_job(d, q, &r, j->canceled);
+}
+
+/* Loop thread: an upload finished; the tensor joins the registry. */
+static void finish_upload(gemmd *d, srv_req *q, gemmd_job *j)
+{
+    srv_conn *c = q->conn;
     reg_buffer *t = j->tensor;
+    uint64_t bytes = j->rows * j->cols * gemm_dtype_size(j->dtype);
     uint64_t tid = 0;
     int rv = j->status;
-    if (rv == GEMM_OK && client_find(d, s->pipe) == NULL) {
+    if (rv == GEMM_OK && c->closed) {
         rv = GEMM_ERR_CLOSED; /* the client left meanwhile */
         snprintf(j->msg, sizeof(j->msg), "connection closed");
     }
-    if (rv == GEMM_OK && (rv = reg_add_tensor(&d->reg, s->pipe, t, &tid))) {
+    if (rv == GEMM_OK && (rv = reg_add_tensor(&d->reg, c->id, t, &tid)))
         snprintf(j->msg, sizeof(j->msg), "cannot draw a tensor id");
-    }
     if (rv != GEMM_OK) {
         if (t->pin != NULL) /* the backend made it: not kept */
             d->be.ops->tensor_free(&d->be, t->pin);
         free(t);
-        reply_error(d, s, j->req_id, rv, "%s",
-                    j->msg[0] ? j->msg : gemm_strerror(rv));
+        j->status = rv;
+        if (!c->closed) /* a closed connection gave its bytes back */
+            charge_bytes(c, -(int64_t)bytes);
+        reply_job_error(d, q, j);
         free(j);
         return;
     }
+    /* the tensor now holds its bytes (charged at admission) and, in host
+     * memory, its part of the budget */
+    t->charge = d->be.host_tensors ? bytes : 0;
+    d->mem_used += t->charge;
+    c->user->memory += t->charge;
+    if (t->size != bytes) /* the backend's copy may be padded */
+        charge_bytes(c, (int64_t)t->size - (int64_t)bytes);
     Gemm__Reply r;
     Gemm__TensorUploadReply u = GEMM__TENSOR_UPLOAD_REPLY__INIT;
-    reply_init(&r, j->req_id);
+    reply_init(&r, q->id);
     u.has_tensor_id = u.has_bytes = true;
     u.tensor_id = tid;
     u.bytes = t->size;
     r.body_case = GEMM__REPLY__BODY_TENSOR_UPLOAD;
     r.tensor_upload = &u;
     free(j);
-    srv_reply(d, s, &r);
+    reply_job(d, q, &r, false);
 }
 
 static void finish_job(gemmd *d, gemmd_job *j)
 {
-    srv_slot *s = j->slot;
-    for (int i = 0; i < j->nbufs && j->status == GEMM_OK; i++) {
-        if (reg_faulted(j->bufs[i])) {
-            j->status = GEMM_ERR_BUFFER_FAULT;
-            snprintf(j->msg, sizeof(j->msg),
-                     "buffer %#llx was shrunk by its owner while the "
-                     "request ran; the result is lost",
-                     (unsigned long long)j->bufs[i]->id);
-        }
-    }
-    for (int i = 0; i < j->nbufs; i++)
-        reg_put(&d->reg, j->bufs[i]);
-    d->inflight--;
-    gemmd_client *c = client_find(d, s->pipe);
-    if (c != NULL && c->inflight > 0)
-        c->inflight--;
-    uint64_t now = gemmd_now_ns();
+    srv_req *q = j->slot;
+    job_release(d, j);
     if (j->kind == JOB_UPLOAD) {
-        finish_upload(d, s, j);
+        finish_upload(d, q, j);
         return;
     }
     if (j->status != GEMM_OK) {
-        reply_error(d, s, j->req_id, j->status, "%s",
-                    j->msg[0] ? j->msg : gemm_strerror(j->status));
+        reply_job_error(d, q, j);
         free(j);
         return;
     }
+    uint64_t now = gemmd_now_ns();
     stats_record_latency(&d->stats, now - j->t_received);
     d->stats.gemm_flops += 2 * j->m * j->n * j->k;
     d->stats.stage_count++;
@@ -664,7 +798,7 @@ static void finish_job(gemmd *d, gemmd_job *j)
         j->ns_kernel ? j->ns_kernel : j->t_finished - j->t_started;
     Gemm__Reply r;
     Gemm__GemmReply g = GEMM__GEMM_REPLY__INIT;
-    reply_init(&r, j->req_id);
+    reply_init(&r, q->id);
     g.has_queued_us = g.has_compute_us = g.has_total_us = true;
     g.queued_us = (j->t_started - j->t_received) / 1000;
     g.compute_us = (j->t_finished - j->t_started) / 1000;
@@ -677,58 +811,51 @@ static void finish_job(gemmd *d, gemmd_job *j)
     }
     r.body_case = GEMM__REPLY__BODY_GEMM;
     r.gemm = &g;
-    srv_reply(d, s, &r); /* packs g, which points into j */
+    reply_job(d, q, &r, false); /* packs g, which points into j */
     free(j);
 }
 
-void gemmd_dispatch(gemmd *d, gemmd_event *ev)
+void gemmd_on_event(gemmd *d, gemmd_event *ev)
 {
-    switch (ev->kind) {
-    case EV_REQUEST:
-        handle_request(d, srv_slot_of(ev));
-        break;
-    case EV_DONE:
+    if (ev->kind == EV_DONE)
         finish_job(d, (gemmd_job *)((char *)ev - offsetof(gemmd_job, ev)));
-        break;
-    case EV_PIPE_ADD:
-        client_add(d, ev);
-        free(ev);
-        break;
-    case EV_PIPE_REM:
-        client_remove(d, ev->pipe);
-        free(ev);
-        break;
-    case EV_RELISTEN: {
-        char msg[512];
-        free(ev);
-        if (d->draining)
-            break;
-        atomic_fetch_add(&d->watchdog.restarts, 1);
-        uint32_t old = (uint32_t)nng_listener_id(d->listener);
-        int rv = srv_relisten(d, msg, sizeof(msg));
-        if (rv != GEMM_OK) {
-            gemmd_log(LOG_ERR, "re-creating the listener failed: %s", msg);
-            break;
-        }
-        gemmd_log(LOG_WARNING,
-                  "new connections were not being served (nng 1.5.2 "
-                  "listener wedge, nng#1518): listener re-created");
-        if (!listener_in_use(d, old))
-            srv_retire_done(d, old);
-        break;
+}
+
+void gemmd_conn_closed(gemmd *d, srv_conn *c)
+{
+    /* work not yet started is dropped: nobody waits for it */
+    for (gemmd_job *j = sched_cancel_owner(&d->sched, c->id), *next; j;
+         j = next) {
+        next = j->next;
+        d->metrics.jobs_canceled++;
+        j->status = GEMM_ERR_CLOSED;
+        snprintf(j->msg, sizeof(j->msg), "connection closed");
+        j->t_started = j->t_finished = gemmd_now_ns();
+        finish_job(d, j);
     }
-    }
+    uint64_t charges;
+    uint32_t n = reg_release_owner(&d->reg, c->id, &charges);
+    gemmd_log(LOG_DEBUG, "client %u gone: %u buffers and tensors released",
+              c->id, n);
+    c->user->buffers -= c->buffers;
+    c->user->bytes -= c->bytes;
+    c->buffers = 0;
+    c->bytes = 0;
+    d->mem_used -= charges; /* tensors in host memory held budget */
+    c->user->memory -= charges;
 }
 
 void gemmd_status_line(gemmd *d)
 {
     gemmd_latency lat;
     stats_latency(&d->stats, &lat);
-    gemmd_log(LOG_INFO,
-              "stats: %u clients, %u buffers (%llu bytes), queue %u/%u, "
-              "served %llu, failed %llu, latency p50 %.0f us p99 %.0f us",
-              d->nclients, d->reg.count, (unsigned long long)d->reg.bytes,
-              d->inflight, d->cfg.max_queue,
-              (unsigned long long)d->stats.served,
-              (unsigned long long)d->stats.failed, lat.p50_us, lat.p99_us);
+    gemmd_log(
+        LOG_INFO,
+        "stats: %u clients (%u connections), %u buffers (%llu bytes), "
+        "queue %u/%u, memory %llu/%llu, served %llu, failed %llu, "
+        "latency p50 %.0f us p99 %.0f us",
+        d->nclients, d->nconns, d->reg.count, (unsigned long long)d->reg.bytes,
+        d->inflight, d->cfg.max_queue, (unsigned long long)d->mem_used,
+        (unsigned long long)d->mem_budget, (unsigned long long)d->stats.served,
+        (unsigned long long)d->stats.failed, lat.p50_us, lat.p99_us);
 }

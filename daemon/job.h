@@ -14,25 +14,14 @@
 
 #include <stdint.h>
 
-/* An item on the loop's inbox: a received request, a finished job, or a
- * connection coming or going. Embedded in its owner (slot, job) or
- * allocated alone (pipe events). */
+/* An item on the loop's inbox: a finished job, embedded in it. */
 enum gemmd_event_kind {
-    EV_REQUEST,
     EV_DONE,
-    EV_PIPE_ADD,
-    EV_PIPE_REM,
-    EV_RELISTEN, /* the watchdog found the listener wedged */
 };
 
 typedef struct gemmd_event {
     int kind;
     struct gemmd_event *next;
-    uint32_t pipe; /* EV_PIPE_*: the connection */
-    uint64_t uid;  /* EV_PIPE_ADD: its peer's uid, if known */
-    bool has_uid;
-    bool internal;     /* EV_PIPE_ADD: our own watchdog's connection */
-    uint32_t listener; /* EV_PIPE_ADD: the listener that accepted it */
 } gemmd_event;
 
 enum gemmd_job_kind {
@@ -83,11 +72,13 @@ typedef struct gemmd_job {
                                           measures them */
     char ran[GEMM_KERNEL_NAME_MAX + 1]; /* the kernel that ran */
 
-    uint32_t owner;       /* the client (nng pipe) that asked */
+    uint32_t owner;       /* the connection that asked */
     uint64_t deadline_ns; /* drop unstarted after this; 0 = none */
+    uint64_t mem;         /* of the daemon's memory budget, reserved */
+    bool canceled;        /* dropped before it started (Cancel) */
 
     /* where the reply goes */
-    void *slot;      /* the server slot (nng context) that received it */
+    void *slot;      /* the srv_req it answers */
     uint64_t req_id; /* the request's id */
 
     struct gemmd_job *next; /* queue link */

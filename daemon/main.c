@@ -1,13 +1,15 @@
 /*
  * main.c: gemmd's start-up and shutdown. Reading order of the daemon:
- * main() -> gemmd_config_parse() -> gemmd_backend_open() -> sched_start()
- * -> srv_open() -> uv_run(): then on_wake() dispatches each event
- * (dispatch.c) until SIGTERM drains the queue and closes everything.
+ * main() -> gemmd_config_parse() -> resolve_limits() ->
+ * gemmd_backend_open() -> sched_start() -> srv_open() -> uv_run(): then
+ * server.c reads requests and hands each to gemmd_dispatch() (dispatch.c),
+ * and on_wake() takes finished jobs back from the workers, until SIGTERM
+ * drains the queue and closes everything.
  */
 #include "gemmd.h"
 #include "log.h"
 #include "notify.h"
-#include "shmguard.h"
+#include "sysmem.h"
 
 #include <gemm/gemm.h>
 
@@ -36,7 +38,7 @@ static bool run_inbox(gemmd *d)
         return false;
     while (ev != NULL) {
         gemmd_event *next = ev->next;
-        gemmd_dispatch(d, ev);
+        gemmd_on_event(d, ev);
         ev = next;
     }
     if (d->draining && d->inflight == 0 && !d->stopped)
@@ -56,11 +58,8 @@ static void on_spin(uv_idle_t *h)
         uv_idle_stop(h);
 }
 
-/* Loop thread: the inbox has events. */
-static void on_wake(uv_async_t *h)
+void gemmd_spin(gemmd *d)
 {
-    gemmd *d = h->data;
-    run_inbox(d);
     if (d->cfg.spin_us != 0 && !d->stopped) {
         d->spin_until = gemmd_now_ns() + (uint64_t)d->cfg.spin_us * 1000;
         if (!uv_is_active((uv_handle_t *)&d->spin))
@@ -68,9 +67,18 @@ static void on_wake(uv_async_t *h)
     }
 }
 
+/* Loop thread: the inbox has events. */
+static void on_wake(uv_async_t *h)
+{
+    gemmd *d = h->data;
+    run_inbox(d);
+    gemmd_spin(d);
+}
+
 static void on_stats(uv_timer_t *t)
 {
     gemmd_status_line(t->data);
+    metrics_write_file(t->data);
 }
 
 static void on_drain_timeout(uv_timer_t *t)
@@ -108,17 +116,18 @@ static void on_signal(uv_signal_t *h, int signum)
     begin_drain(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
-/* Closes the socket and every loop handle; uv_run then returns. The last
- * replies already handed to nng get a moment to leave first. */
+/* Closes every connection and loop handle; uv_run then returns. The last
+ * replies get a moment (at most 200 ms) to leave first: a client that reads
+ * none does not hold the exit up. */
 static void on_last_replies(uv_timer_t *t)
 {
     gemmd *d = t->data;
-    if (atomic_load(&d->sends_pending) != 0 && d->draining) {
-        uv_timer_start(t, on_last_replies, 5, 0); /* drain timer bounds it */
+    if (!srv_flushed(d) && gemmd_now_ns() < d->stop_by_ns) {
+        uv_timer_start(t, on_last_replies, 5, 0);
         return;
     }
-    watchdog_stop(&d->watchdog);
     srv_close(d);
+    metrics_stop(d);
     uv_close((uv_handle_t *)&d->wake, NULL);
     uv_close((uv_handle_t *)&d->spin, NULL);
     uv_close((uv_handle_t *)&d->sig_term, NULL);
@@ -131,9 +140,43 @@ static void on_last_replies(uv_timer_t *t)
 static void close_all(gemmd *d)
 {
     d->stopped = true;
+    d->stop_by_ns = gemmd_now_ns() + 200 * 1000000ull;
+    srv_stop_listening(d);
     uv_timer_stop(&d->stats_timer);
     /* the stats timer doubles as the wait for the last replies */
     uv_timer_start(&d->stats_timer, on_last_replies, 0, 0);
+}
+
+/* Fills the limits left at 0 ("from the host") from RAM and the cgroup. */
+static void resolve_limits(gemmd *d)
+{
+    gemmd_config *c = &d->cfg;
+    uint64_t ram = sysmem_total();
+    uint64_t cg = sysmem_cgroup_limit();
+    uint64_t avail = ram != 0 && ram < cg ? ram : cg;
+    if (avail == UINT64_MAX)
+        avail = 8ull << 30; /* nothing known: assume a small host */
+    if (ram == 0)
+        ram = avail;
+    d->mem_budget = c->memory_budget != 0 ? c->memory_budget : avail / 2;
+    d->user_memory = c->user_memory != 0 ? c->user_memory : d->mem_budget / 2;
+    if (c->client_bytes == 0)
+        c->client_bytes = ram;
+    if (c->user_bytes == 0)
+        c->user_bytes = ram;
+    if (c->max_pinned_bytes == 0)
+        c->max_pinned_bytes = ram / 2;
+    else if (c->max_pinned_bytes == UINT64_MAX)
+        c->max_pinned_bytes = 0; /* the backend's "no cap" */
+    char cgs[32] = "none";
+    if (cg != UINT64_MAX)
+        snprintf(cgs, sizeof(cgs), "%.2f GiB", (double)cg / (1 << 30));
+    gemmd_log(LOG_INFO,
+              "memory: RAM %.1f GiB, cgroup limit %s; budget %.2f GiB (%.2f "
+              "GiB per user), pinned cap %.1f GiB",
+              (double)ram / (1 << 30), cgs, (double)d->mem_budget / (1 << 30),
+              (double)d->user_memory / (1 << 30),
+              (double)c->max_pinned_bytes / (1 << 30));
 }
 
 int main(int argc, char **argv)
@@ -149,17 +192,14 @@ int main(int argc, char **argv)
         return rv == 1 ? 0 : 2;
     gemmd_log_level = d->cfg.log_level;
     signal(SIGPIPE, SIG_IGN);
-    /* one descriptor per registered buffer: allow as many as we may */
+    /* one descriptor per connection: allow as many as we may */
     struct rlimit nofile;
     if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&
         nofile.rlim_cur < nofile.rlim_max) {
         nofile.rlim_cur = nofile.rlim_max;
         setrlimit(RLIMIT_NOFILE, &nofile);
     }
-    if (shmguard_install() != 0) {
-        gemmd_log(LOG_ERR, "cannot install the SIGBUS handler");
-        return 1;
-    }
+    resolve_limits(d);
 
     stats_init(&d->stats);
     pthread_mutex_init(&d->inbox_mu, NULL);
@@ -211,8 +251,12 @@ int main(int argc, char **argv)
         sched_stop(&d->sched);
         return 1;
     }
-    if (watchdog_start(&d->watchdog, d, d->cfg.watchdog_s) != 0)
-        gemmd_log(LOG_WARNING, "cannot start the listener watchdog");
+    if ((rv = metrics_start(d, msg, sizeof(msg))) != 0) {
+        gemmd_log(LOG_ERR, "%s", msg);
+        srv_close(d);
+        sched_stop(&d->sched);
+        return 1;
+    }
     gemmd_log(LOG_NOTICE, "gemmd %s listening on %s (backend %s: %s)",
               GEMM_VERSION_STRING, d->cfg.listen, d->be.ops->name,
               d->be.device);
@@ -226,8 +270,8 @@ int main(int argc, char **argv)
     uv_run(d->loop, UV_RUN_DEFAULT);
 
     sched_stop(&d->sched);
-    gemmd_clients_free(d);
     reg_fini(&d->reg);
+    users_fini(&d->users);
     d->be.ops->fini(&d->be);
     uv_loop_close(d->loop);
     pthread_mutex_destroy(&d->inbox_mu);

@@ -1,9 +1,8 @@
 /*
- * registry.c: the buffer table (open hashing on random ids) and the shm
- * checks done before the daemon maps anything a client names.
+ * registry.c: the buffer table (open hashing on random ids) and the checks
+ * and seals a client's memfd gets before the daemon uses it.
  */
 #include "registry.h"
-#include "shmguard.h"
 
 #include <gemm/gemm.h>
 
@@ -39,10 +38,7 @@ static void unmap(registry *r, reg_buffer *b)
     }
     if (b->pin != NULL && r->hooks.unpin != NULL)
         r->hooks.unpin(r->hooks.arg, b->base, b->pin);
-    shmguard_remove(b->guard);
     munmap(b->base, b->size);
-    if (b->fd >= 0)
-        close(b->fd);
     r->mapped--;
     free(b);
 }
@@ -63,18 +59,6 @@ void reg_fini(registry *r)
     r->bytes = 0;
     r->tensors = 0;
     r->tensor_bytes = 0;
-}
-
-int reg_check_name(const char *name)
-{
-    if (name == NULL || name[0] != '/')
-        return GEMM_ERR_INVALID;
-    size_t n = strnlen(name, REG_NAME_MAX + 1);
-    if (n < 2 || n > REG_NAME_MAX)
-        return GEMM_ERR_INVALID;
-    if (strchr(name + 1, '/') != NULL)
-        return GEMM_ERR_INVALID;
-    return GEMM_OK;
 }
 
 static size_t bucket_of(const registry *r, uint64_t id)
@@ -157,8 +141,6 @@ int reg_add_tensor(registry *r, uint32_t owner, reg_buffer *t, uint64_t *id)
         return GEMM_ERR_INTERNAL;
     t->kind = REG_TENSOR;
     t->owner = owner;
-    t->guard = -1;
-    t->fd = -1;
     insert(r, t);
     r->tensors++;
     r->tensor_bytes += t->size;
@@ -166,82 +148,97 @@ int reg_add_tensor(registry *r, uint32_t owner, reg_buffer *t, uint64_t *id)
     return GEMM_OK;
 }
 
-int reg_register(registry *r, uint32_t owner, uint64_t peer_uid,
-                 const char *name, uint64_t size, uint64_t *id, char *msg,
-                 size_t len)
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010 /* Linux 5.1; older libc headers lack it */
+#endif
+
+/* Whether fd is a regular file of at least size bytes with every page
+ * allocated (fallocate counts; SEEK_HOLE would call such pages holes until
+ * written). Fills *st. Returns GEMM_OK or GEMM_ERR_SHM with a message. */
+static int check_object(int fd, uint64_t size, struct stat *st, char *msg,
+                        size_t len)
 {
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        snprintf(msg, len, "the descriptor is not a regular file");
+        return GEMM_ERR_SHM;
+    }
+    if ((uint64_t)st->st_size < size) {
+        snprintf(msg, len,
+                 "the memfd holds %lld bytes, less than the %llu declared",
+                 (long long)st->st_size, (unsigned long long)size);
+        return GEMM_ERR_SHM;
+    }
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t need = ((uint64_t)st->st_size + page - 1) / page * page;
+    if ((uint64_t)st->st_blocks * 512 < need) {
+        snprintf(msg, len,
+                 "the memfd is sparse (%llu of its %llu bytes allocated): "
+                 "allocate it all first (fallocate): registered memory "
+                 "must be the client's",
+                 (unsigned long long)st->st_blocks * 512,
+                 (unsigned long long)need);
+        return GEMM_ERR_SHM;
+    }
+    return GEMM_OK;
+}
+
+int reg_register_fd(registry *r, uint32_t owner, int fd, uint64_t size,
+                    uint64_t *id, char *msg, size_t len)
+{
+    const int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE;
     int rv;
-    int fd = -1;
     void *base = MAP_FAILED;
     reg_buffer *b = NULL;
     struct stat st;
 
-    if (reg_check_name(name) != GEMM_OK) {
-        snprintf(msg, len,
-                 "bad shm name: it must start with '/', contain no other "
-                 "'/', and be 2..%d bytes",
-                 REG_NAME_MAX);
-        return GEMM_ERR_INVALID;
-    }
     if (size == 0 || size > (uint64_t)SIZE_MAX / 2) {
+        rv = GEMM_ERR_INVALID;
         snprintf(msg, len, "bad buffer size %llu", (unsigned long long)size);
-        return GEMM_ERR_INVALID;
-    }
-    fd = shm_open(name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
-    if (fd < 0) {
-        rv = (errno == EACCES) ? GEMM_ERR_PERMISSION : GEMM_ERR_SHM;
-        snprintf(msg, len, "cannot open shm object %s: %s", name,
-                 strerror(errno));
         goto fail;
     }
-    if (fstat(fd, &st) != 0) {
-        rv = GEMM_ERR_SHM;
-        snprintf(msg, len, "cannot stat shm object %s: %s", name,
-                 strerror(errno));
+    if ((rv = check_object(fd, size, &st, msg, len)) != GEMM_OK)
         goto fail;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rv = GEMM_ERR_SHM;
-        snprintf(msg, len, "shm object %s is not a regular file", name);
-        goto fail;
-    }
-    if ((uint64_t)st.st_uid != peer_uid) {
-        rv = GEMM_ERR_PERMISSION;
-        snprintf(msg, len,
-                 "shm object %s is not owned by the connecting user "
-                 "(uid %llu)",
-                 name, (unsigned long long)peer_uid);
-        goto fail;
-    }
-    if ((uint64_t)st.st_size < size) {
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0) {
         rv = GEMM_ERR_SHM;
         snprintf(msg, len,
-                 "shm object %s holds %lld bytes, less than the %llu "
-                 "declared",
-                 name, (long long)st.st_size, (unsigned long long)size);
+                 "the descriptor cannot be sealed: pass a memfd made with "
+                 "MFD_ALLOW_SEALING");
+        goto fail;
+    }
+    if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
+        rv = GEMM_ERR_SHM;
+        snprintf(msg, len, "the memfd is sealed against writing");
+        goto fail;
+    }
+    if (seals & F_SEAL_SEAL) {
+        rv = GEMM_ERR_SHM;
+        snprintf(msg, len,
+                 "the memfd is sealed against further seals: leave the "
+                 "sealing to gemmd");
         goto fail;
     }
     base = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
         rv = (errno == ENOMEM) ? GEMM_ERR_NOMEM : GEMM_ERR_SHM;
-        snprintf(msg, len, "cannot map shm object %s: %s", name,
-                 strerror(errno));
+        snprintf(msg, len, "cannot map the memfd: %s", strerror(errno));
         goto fail;
     }
+    /* From here the object keeps its size and pages: check them now. */
+    if (fcntl(fd, F_ADD_SEALS, want | F_SEAL_SEAL) != 0) {
+        rv = GEMM_ERR_SHM;
+        snprintf(msg, len, "cannot seal the memfd: %s", strerror(errno));
+        goto fail;
+    }
+    if ((rv = check_object(fd, size, &st, msg, len)) != GEMM_OK)
+        goto fail; /* changed under us: sealed now, but not usable */
     if ((b = calloc(1, sizeof(*b))) == NULL) {
         rv = GEMM_ERR_NOMEM;
         snprintf(msg, len, "out of memory");
         goto fail;
     }
-    b->guard = -1;
     if ((rv = new_id(r, &b->id)) != GEMM_OK) {
         snprintf(msg, len, "cannot draw a buffer id");
-        goto fail;
-    }
-    if ((b->guard = shmguard_add(base, (size_t)size)) < 0) {
-        rv = GEMM_ERR_LIMIT;
-        snprintf(msg, len, "the daemon holds its maximum of %d buffers",
-                 SHMGUARD_SLOTS);
         goto fail;
     }
     if (r->hooks.pin != NULL) {
@@ -251,11 +248,12 @@ int reg_register(registry *r, uint32_t owner, uint64_t peer_uid,
             goto fail;
         }
     }
+    close(fd); /* the mapping keeps the object; seals keep it whole */
     b->kind = REG_BUFFER;
-    b->fd = fd; /* kept: fstat tells whether the owner shrinks it */
     b->owner = owner;
     b->base = base;
     b->size = (size_t)size;
+    b->object = (uint64_t)st.st_ino ^ (uint64_t)st.st_dev * 0x9e3779b97f4a7c15u;
     insert(r, b);
     r->count++;
     r->mapped++;
@@ -264,29 +262,11 @@ int reg_register(registry *r, uint32_t owner, uint64_t peer_uid,
     return GEMM_OK;
 
 fail:
-    if (b != NULL)
-        shmguard_remove(b->guard);
     free(b);
     if (base != MAP_FAILED)
         munmap(base, (size_t)size);
-    if (fd >= 0)
-        close(fd);
+    close(fd);
     return rv;
-}
-
-bool reg_faulted(const reg_buffer *b)
-{
-    if (b->kind != REG_BUFFER)
-        return false;
-    if (shmguard_faulted(b->guard))
-        return true;
-    struct stat st;
-    if (b->fd >= 0 && fstat(b->fd, &st) == 0 &&
-        (uint64_t)st.st_size < (uint64_t)b->size) {
-        shmguard_mark_faulted(b->guard);
-        return true;
-    }
-    return false;
 }
 
 void reg_hold(reg_buffer *b)
@@ -337,13 +317,15 @@ int reg_release(registry *r, uint32_t owner, uint64_t id)
     return reg_release_kind(r, owner, id, REG_BUFFER);
 }
 
-uint32_t reg_release_owner(registry *r, uint32_t owner)
+uint32_t reg_release_owner(registry *r, uint32_t owner, uint64_t *charges)
 {
     uint32_t n = 0;
+    *charges = 0;
     for (size_t i = 0; i < r->nbuckets; i++) {
         reg_buffer **l = &r->buckets[i];
         while (*l != NULL) {
             if ((*l)->owner == owner) {
+                *charges += (*l)->charge;
                 unregister(r, l);
                 n++;
             } else {

@@ -1,7 +1,8 @@
 /*
- * registry.h: the buffer registry. Clients' POSIX shm objects, mapped into
- * the daemon, and resident tensors (matrices kept in the backend's memory),
- * each owned by the connection (nng pipe) that made it and named by an
+ * registry.h: the buffer registry. Clients' memfds, handed over as
+ * descriptors, mapped into the daemon and sealed so they can neither shrink
+ * nor lose pages, and resident tensors (matrices kept in the backend's
+ * memory), each owned by the connection that made it and named by an
  * unguessable 64-bit id. Entries are reference counted: a queued
  * or running GEMM holds its buffers, so a release or a disconnect never
  * unmaps memory a backend is still using; the mapping goes when the last
@@ -14,22 +15,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define REG_NAME_MAX 255
-
 enum reg_kind {
-    REG_BUFFER, /* a client's shm object, mapped */
+    REG_BUFFER, /* a client's memfd, mapped */
     REG_TENSOR, /* a resident tensor in the backend's memory */
 };
 
 typedef struct reg_buffer {
     int kind; /* enum reg_kind */
     uint64_t id;
-    uint32_t owner;  /* nng pipe id of the registering connection */
+    uint32_t owner;  /* connection id of the registering connection */
     void *base;      /* buffer: mapping, size bytes */
     size_t size;     /* buffer: mapped bytes; tensor: its memory */
     void *pin;       /* backend handle (pinned buffer, tensor) */
-    int guard;       /* shmguard slot (SIGBUS protection) */
-    int fd;          /* the shm object, to notice it shrinking */
+    uint64_t object; /* buffer: the file (device and inode mixed): two
+                        registrations of one memfd alias each other */
+    uint64_t charge; /* tensor: bytes of the memory budget it holds */
     unsigned refs;   /* 1 while registered + 1 per job using it */
     bool registered; /* still in the table (not yet released) */
     /* tensors: a rows x cols matrix of dtype, leading dimension ld, at data
@@ -68,19 +68,19 @@ int reg_init(registry *r, const reg_hooks *hooks);
 /* Releases and unmaps everything, whatever the references. */
 void reg_fini(registry *r);
 
-/* GEMM_OK if name is an acceptable shm name: '/' then 1..254 bytes with no
- * other '/'. */
-int reg_check_name(const char *name);
-
 /*
- * Opens shm object `name`, checks that it is a regular file owned by
- * peer_uid and at least size bytes, maps size bytes and registers it for
- * owner. On success *id is the new buffer's id. On failure returns a
- * gemm_error and writes a message into msg (nothing is left mapped or open).
+ * Registers descriptor fd (a memfd the client passed) for owner: checks
+ * that it is a regular file of at least size bytes that can be sealed and
+ * mapped writable, maps size bytes, seals it (F_SEAL_SHRINK, F_SEAL_GROW,
+ * F_SEAL_FUTURE_WRITE, F_SEAL_SEAL: no truncation, no hole punching, no
+ * new writable mappings) and checks that every page of the first size
+ * bytes is allocated (a sparse object would make the daemon allocate, and
+ * pay for, the client's memory). Takes fd (closed in every case). On
+ * success *id is the new buffer's id; on failure returns a gemm_error with
+ * a message in msg, and nothing is left mapped.
  */
-int reg_register(registry *r, uint32_t owner, uint64_t peer_uid,
-                 const char *name, uint64_t size, uint64_t *id, char *msg,
-                 size_t len);
+int reg_register_fd(registry *r, uint32_t owner, int fd, uint64_t size,
+                    uint64_t *id, char *msg, size_t len);
 
 /*
  * Adds a resident tensor for owner: t holds kind-independent fields set by
@@ -98,12 +98,6 @@ reg_buffer *reg_find(registry *r, uint32_t owner, uint64_t id, int kind);
 /* reg_find for buffers. */
 reg_buffer *reg_lookup(registry *r, uint32_t owner, uint64_t id);
 
-/* Whether the owner shrank the object under the mapping: a SIGBUS was
- * caught on it (shmguard.h), or its size is now below the mapping's (what
- * pinned pages, which never fault, leave as the only sign). The buffer's
- * contents are lost and every later use fails. */
-bool reg_faulted(const reg_buffer *b);
-
 /* Takes a reference; each needs one reg_put(). */
 void reg_hold(reg_buffer *b);
 void reg_put(registry *r, reg_buffer *b);
@@ -116,7 +110,7 @@ int reg_release_kind(registry *r, uint32_t owner, uint64_t id, int kind);
 int reg_release(registry *r, uint32_t owner, uint64_t id);
 
 /* Releases every buffer and tensor of owner (a connection went away);
- * returns how many. */
-uint32_t reg_release_owner(registry *r, uint32_t owner);
+ * returns how many, and in *charges the sum of the tensors' charges. */
+uint32_t reg_release_owner(registry *r, uint32_t owner, uint64_t *charges);
 
 #endif

@@ -45,12 +45,32 @@ int req_check_envelope(const Gemm__Request *rq, char *msg, size_t msglen)
     case GEMM__REQUEST__BODY_TENSOR_UPLOAD:
     case GEMM__REQUEST__BODY_TENSOR_FREE:
     case GEMM__REQUEST__BODY_LIST_KERNELS:
+    case GEMM__REQUEST__BODY_CANCEL:
         return GEMM_OK;
     default:
         snprintf(msg, msglen,
                  "request has no body (or one this gemmd does not know)");
         return GEMM_ERR_PROTOCOL;
     }
+}
+
+int req_register_check(const Gemm__RegisterBufferRequest *r, char *msg,
+                       size_t msglen)
+{
+    if (!r->has_fd_ticket) {
+        snprintf(msg, msglen, "%s",
+                 r->name != NULL
+                     ? "registration by shm name is no longer served: pass "
+                       "the memfd over the descriptor channel and name its "
+                       "ticket (libgemmclient 0.2 does)"
+                     : "RegisterBuffer needs a descriptor ticket and a size");
+        return GEMM_ERR_INVALID;
+    }
+    if (!r->has_size || r->size == 0) {
+        snprintf(msg, msglen, "RegisterBuffer needs a size of at least 1");
+        return GEMM_ERR_INVALID;
+    }
+    return GEMM_OK;
 }
 
 static void operand_desc(val_operand *o, const Gemm__Operand *p)

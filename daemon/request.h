@@ -26,6 +26,11 @@ int req_decode(const uint8_t *data, size_t len, size_t max, Gemm__Request **out,
  * GEMM_OK, VERSION or PROTOCOL with a message. */
 int req_check_envelope(const Gemm__Request *rq, char *msg, size_t msglen);
 
+/* Checks the form of a RegisterBuffer: a descriptor ticket and a size
+ * (names are refused). Returns GEMM_OK or INVALID with a message. */
+int req_register_check(const Gemm__RegisterBufferRequest *r, char *msg,
+                       size_t msglen);
+
 /* Fills *v from a GemmRequest (absent fields become 0 / not present). */
 void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v);
 

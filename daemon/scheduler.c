@@ -8,6 +8,7 @@
 
 #include <gemm/gemm.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,78 @@ int sched_submit(sched *s, gemmd_job *job)
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return GEMM_OK;
+}
+
+/* Unlinks queue q (empty now) from the ring and the hash and frees it.
+ * Under s->mu. */
+static void queue_drop(sched *s, sched_queue *q)
+{
+    sched_queue *p = s->ring;
+    while (p->ring_next != q)
+        p = p->ring_next;
+    if (p == q)
+        s->ring = NULL; /* it was the only one */
+    else {
+        p->ring_next = q->ring_next;
+        if (s->ring == q)
+            s->ring = p;
+    }
+    sched_queue **l = queue_link(s, q->owner);
+    *l = q->hash_next;
+    free(q);
+}
+
+/* Removes job (found in q) from q; under s->mu. */
+static void queue_unlink(sched *s, sched_queue *q, gemmd_job *job)
+{
+    gemmd_job **l = &q->head, *prev = NULL;
+    while (*l != job) {
+        prev = *l;
+        l = &(*l)->next;
+    }
+    *l = job->next;
+    if (q->tail == job)
+        q->tail = prev;
+    job->next = NULL;
+    s->queued--;
+    atomic_fetch_sub_explicit(&s->pending, 1, memory_order_relaxed);
+    if (q->head == NULL)
+        queue_drop(s, q);
+}
+
+bool sched_cancel(sched *s, gemmd_job *job)
+{
+    bool found = false;
+    pthread_mutex_lock(&s->mu);
+    sched_queue *q = *queue_link(s, job->owner);
+    for (gemmd_job *j = q != NULL ? q->head : NULL; j != NULL; j = j->next) {
+        if (j == job) {
+            queue_unlink(s, q, job);
+            found = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+gemmd_job *sched_cancel_owner(sched *s, uint32_t owner)
+{
+    pthread_mutex_lock(&s->mu);
+    sched_queue *q = *queue_link(s, owner);
+    gemmd_job *jobs = NULL;
+    if (q != NULL) {
+        jobs = q->head;
+        unsigned n = 0;
+        for (gemmd_job *j = jobs; j != NULL; j = j->next)
+            n++;
+        s->queued -= n;
+        atomic_fetch_sub_explicit(&s->pending, n, memory_order_relaxed);
+        q->head = q->tail = NULL;
+        queue_drop(s, q);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return jobs;
 }
 
 void sched_stop(sched *s)

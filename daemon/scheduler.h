@@ -57,6 +57,14 @@ int sched_start(sched *s, gemmd_backend *be, sched_done_fn done, void *arg,
  * backend. Returns GEMM_OK or GEMM_ERR_NOMEM. Any thread. */
 int sched_submit(sched *s, gemmd_job *job);
 
+/* Takes job off its queue if no worker has started it. Returns whether it
+ * did (the job is the caller's again). Any thread. */
+bool sched_cancel(sched *s, gemmd_job *job);
+
+/* Takes every queued job of owner off the queues; returns them linked by
+ * next (the caller's again), NULL if none. Any thread. */
+gemmd_job *sched_cancel_owner(sched *s, uint32_t owner);
+
 /* Lets queued jobs finish, then joins the workers. Main thread. */
 void sched_stop(sched *s);
 

@@ -168,7 +168,8 @@ static int check_matrix(const char *what, const val_operand *op, uint64_t rows,
                             len);
     }
     size_t size = 0;
-    void *h = lookup(arg, op->buffer_id, &size);
+    uint64_t object = 0;
+    void *h = lookup(arg, op->buffer_id, &size, &object);
     if (h == NULL) {
         snprintf(msg, len,
                  "operand %s: buffer id %#llx is not registered on this "
@@ -205,6 +206,7 @@ static int check_matrix(const char *what, const val_operand *op, uint64_t rows,
         return GEMM_ERR_BOUNDS;
     }
     out->handle = h;
+    out->object = object;
     out->tensor = false;
     out->offset = op->offset;
     out->ld = ld;
@@ -234,9 +236,14 @@ int val_operand_check(const char *what, const val_operand *op, uint64_t rows,
                         len);
 }
 
+/* Whether x and y share bytes: the same buffer, or two buffers of the same
+ * memory object (both map it from offset 0); tensors never overlap a
+ * buffer. */
 static bool overlap(const val_matrix *x, const val_matrix *y)
 {
-    if (x->handle != y->handle)
+    if (x->tensor || y->tensor)
+        return x->handle == y->handle;
+    if (x->handle != y->handle && x->object != y->object)
         return false;
     return x->offset < y->offset + y->extent &&
            y->offset < x->offset + x->extent;

@@ -50,6 +50,7 @@ typedef struct val_limits {
 /* A matrix as stored, resolved: rows x cols with leading dimension ld. */
 typedef struct val_matrix {
     void *handle;    /* what lookup returned */
+    uint64_t object; /* buffer: the memory object behind it (lookup's) */
     bool tensor;     /* a resident tensor (offset 0, extent 0) */
     uint64_t offset; /* bytes into the buffer */
     uint64_t ld;     /* elements, >= cols */
@@ -63,9 +64,11 @@ typedef struct val_resolved {
     bool has_c; /* beta != 0 (real or imaginary part): C is read */
 } val_resolved;
 
-/* Finds buffer id for the requester: its handle and size, or NULL when the
- * id is unknown or belongs to someone else. */
-typedef void *(*val_lookup_fn)(void *arg, uint64_t id, size_t *size);
+/* Finds buffer id for the requester: its handle, size and the memory object
+ * it maps (two buffers of one object alias each other at equal offsets), or
+ * NULL when the id is unknown or belongs to someone else. */
+typedef void *(*val_lookup_fn)(void *arg, uint64_t id, size_t *size,
+                               uint64_t *object);
 
 /* Resolves one operand stored rows x cols of dtype (a buffer region or a
  * resident tensor); what names it in messages ("A", "B", "C", "D", "src").

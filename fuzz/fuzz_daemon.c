@@ -1,12 +1,12 @@
 /*
  * fuzz_daemon.c: libFuzzer target that drives a live gemmd. At start it
  * runs the gemmd built beside it (ASan + UBSan, --backend cpu, a private
- * socket), maps three 64 KiB shm buffers and registers them on its own
- * connection. Each input is sent as one request message: when it decodes as
- * a gemm.Request without unknown fields, the operand buffer ids are first
- * mapped onto the real buffers (id % 3; ids with id % 7 == 6 stay unknown)
- * so that GEMMs get past validation and run; otherwise the bytes go as they
- * are.
+ * socket), maps three 64 KiB memfds and registers them on its own
+ * connection (descriptors through the descriptor channel). Each input is sent
+ * as one request message: when it decodes as a gemm.Request without unknown
+ * fields, the operand buffer ids are first mapped onto the real buffers (id %
+ * 3; ids with id % 7 == 6 stay unknown) so that GEMMs get past validation and
+ * run; otherwise the bytes go as they are.
  *
  * Checked: every message gets, within 10 s, a reply that decodes, carries a
  * known status and the request's id (0 when undecodable). A daemon that
@@ -18,6 +18,7 @@
  * daemon's branches (fuzz_request covers those in-process).
  */
 #include "proto_util.h"
+#include "util/fdpass.h"
 
 #include <gemm/gemm.h>
 
@@ -94,16 +95,19 @@ static void stop_daemon(void)
 
 static uint64_t register_buffer(int i)
 {
-    char name[64];
-    snprintf(name, sizeof(name), "/gemm-fuzz-%ld-%d", (long)getpid(), i);
-    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 || ftruncate(fd, BUF_BYTES) != 0)
-        die("shm_open/ftruncate", 0);
+    (void)i;
+    int fd = memfd_create("gemm-fuzz", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || ftruncate(fd, BUF_BYTES) != 0 ||
+        posix_fallocate(fd, 0, BUF_BYTES) != 0)
+        die("memfd", 0);
     void *p = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
         die("mmap", 0);
     for (size_t k = 0; k < BUF_BYTES / 4; k++) /* small finite floats */
         ((float *)p)[k] = (float)((k * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    uint64_t ticket;
+    if (tu_fd_ticket(url, fd, &ticket) != 0)
+        die("passing the memfd", 0);
 
     Gemm__Request rq = GEMM__REQUEST__INIT;
     Gemm__RegisterBufferRequest reg = GEMM__REGISTER_BUFFER_REQUEST__INIT;
@@ -111,7 +115,8 @@ static uint64_t register_buffer(int i)
     rq.version = GEMM_PROTOCOL_VERSION;
     rq.body_case = GEMM__REQUEST__BODY_REGISTER_BUFFER;
     rq.register_buffer = &reg;
-    reg.name = name;
+    reg.has_fd_ticket = 1;
+    reg.fd_ticket = ticket;
     reg.has_size = 1;
     reg.size = BUF_BYTES;
     uint8_t buf[512];
@@ -122,7 +127,6 @@ static uint64_t register_buffer(int i)
         die("RegisterBuffer failed", 0);
     uint64_t id = r->register_buffer->buffer_id;
     gemm__reply__free_unpacked(r, NULL);
-    shm_unlink(name);
     close(fd);
     return id; /* the mapping stays for the life of the run */
 }

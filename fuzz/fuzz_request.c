@@ -4,13 +4,14 @@
  * before any daemon state is touched: req_decode (size cap, protobuf
  * unpack), req_check_envelope, then per body req_gemm_desc + val_gemm_check
  * against a fake buffer table (kernel name and precision included), or
- * reg_check_name. A reply is packed as the daemon would (a GEMM's with the
+ * req_register_check. A reply is packed as the daemon would (a GEMM's with the
  * kernel that ran, ListKernels' with two entries) and decoded again.
  *
  * Beyond "no crash, no leak, no UB" the target checks what validation
  * promises: an accepted GEMM has every operand inside its buffer, aligned,
  * with ld >= its row length, D apart from A and B, C either D or apart from
- * it; an accepted shm name has the documented shape. A broken promise traps.
+ * it (also through a second buffer of the same memory object); an accepted
+ * RegisterBuffer names a ticket and a size. A broken promise traps.
  *
  * Fake buffers: ids 1, 2, 3 are 4 KiB, 1 MiB and 2^40 bytes; an id with bit
  * 63 set names a buffer whose size is the id's low 48 bits (so the fuzzer
@@ -36,10 +37,18 @@
             __builtin_trap();                                                  \
     } while (0)
 
-static void *fake_lookup(void *arg, uint64_t id, size_t *size)
+/* The memory object of a fake buffer: ids of equal parity share one (as
+ * two registrations of one memfd do). */
+static uint64_t fake_object(uint64_t id)
+{
+    return id & 1;
+}
+
+static void *fake_lookup(void *arg, uint64_t id, size_t *size, uint64_t *object)
 {
     (void)arg;
     static const size_t fixed[] = {4096, 1u << 20, (size_t)1 << 40};
+    *object = fake_object(id);
     if (id >= 1 && id <= 3) {
         *size = fixed[id - 1];
         return (void *)(uintptr_t)(id << 4);
@@ -54,15 +63,19 @@ static void *fake_lookup(void *arg, uint64_t id, size_t *size)
 static size_t fake_size(void *handle)
 {
     size_t size = 0;
+    uint64_t object;
     uint64_t h = (uint64_t)(uintptr_t)handle;
     uint64_t id = (h & 8) ? (h >> 4) | (1ull << 63) : h >> 4;
-    CHECK(fake_lookup(NULL, id, &size) == handle);
+    CHECK(fake_lookup(NULL, id, &size, &object) == handle);
     return size;
 }
 
+/* Whether x and y share no byte: other memory objects, or disjoint ranges
+ * of one (tensors are never passed here: the fake table has none). */
 static bool apart(const val_matrix *x, const val_matrix *y)
 {
-    return x->handle != y->handle || x->offset + x->extent <= y->offset ||
+    return (x->handle != y->handle && x->object != y->object) ||
+           x->offset + x->extent <= y->offset ||
            y->offset + y->extent <= x->offset;
 }
 
@@ -113,20 +126,20 @@ static int fuzz_gemm(const Gemm__GemmRequest *g, char *msg, size_t len)
     if (res.has_c) {
         check_matrix(&res.c, v.m, v.n, cd);
         CHECK(apart(&res.c, &res.d) ||
-              (res.c.handle == res.d.handle && res.c.offset == res.d.offset &&
+              (res.c.object == res.d.object && res.c.offset == res.d.offset &&
                res.c.ld == res.d.ld));
     }
     return GEMM_OK;
 }
 
-static int fuzz_register(const Gemm__RegisterBufferRequest *r)
+static int fuzz_register(const Gemm__RegisterBufferRequest *r, char *msg,
+                         size_t len)
 {
-    int rv = reg_check_name(r->name);
-    if (rv == GEMM_OK) {
-        size_t n = strlen(r->name);
-        CHECK(r->name[0] == '/' && n >= 2 && n <= 255);
-        CHECK(strchr(r->name + 1, '/') == NULL);
-    }
+    int rv = req_register_check(r, msg, len);
+    if (rv == GEMM_OK)
+        CHECK(r->has_fd_ticket && r->has_size && r->size >= 1);
+    else
+        CHECK(rv == GEMM_ERR_INVALID);
     return rv;
 }
 
@@ -238,9 +251,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rv = fuzz_gemm(rq->gemm, msg, sizeof(msg));
             break;
         case GEMM__REQUEST__BODY_REGISTER_BUFFER:
-            rv = fuzz_register(rq->register_buffer);
-            if (rv != GEMM_OK)
-                strcpy(msg, "bad shm name");
+            rv = fuzz_register(rq->register_buffer, msg, sizeof(msg));
             break;
         default:
             break;

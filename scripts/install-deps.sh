@@ -6,7 +6,7 @@
 # and octave in 23 s.
 set -eu
 pkgs="build-essential cmake pkg-config libuv1-dev libnng-dev libprotobuf-c-dev
-protobuf-c-compiler libcriterion-dev libopenblas-dev python3 systemd
+protobuf-c-compiler libcriterion-dev libopenblas-dev python3 systemd prometheus
 clang libclang-rt-dev gnuplot-nox
 libblas-test python3-numpy r-base-core octave"
 missing=""

@@ -12,7 +12,7 @@ if(NOT TARGET gemmd OR NOT TARGET gemmclient OR NOT TARGET gemm_proto)
 endif()
 
 add_library(gemm_itest_util STATIC
-  util/daemon.c util/data.c util/cases.c util/raw.c)
+  util/daemon.c util/data.c util/cases.c util/raw.c util/fdpass.c)
 target_include_directories(gemm_itest_util PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_definitions(gemm_itest_util PUBLIC
   GEMMD_PATH="$<TARGET_FILE:gemmd>")
@@ -38,9 +38,13 @@ gemm_itest(shutdown 120)    # SIGTERM with requests in flight
 gemm_itest(status 60)       # counters in gemm_get_status
 gemm_itest(tensor 60)       # resident tensors: use, refusals, ownership
 gemm_itest(cuda 300)        # CUDA backend only (skips elsewhere)
-gemm_itest(access 60)       # another uid: socket group, buffers, shm owners
-add_executable(access_probe integration/access_probe.c)
-target_link_libraries(access_probe PRIVATE gemm_itest_util)
+gemm_itest(access 60)       # another uid: socket group, buffers, tickets
+# static: it runs as another user, who may not reach the build tree
+add_executable(access_probe integration/access_probe.c util/raw.c
+  util/fdpass.c)
+target_include_directories(access_probe PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(access_probe PRIVATE gemmclient_static gemm_proto
+  nng::nng m)
 target_compile_definitions(integration_access PRIVATE
   ACCESS_PROBE="$<TARGET_FILE:access_probe>")
 add_dependencies(integration_access access_probe)
@@ -50,6 +54,8 @@ target_compile_definitions(integration_gemmctl PRIVATE
   GEMMCTL_PATH="$<TARGET_FILE:gemmctl>")
 add_dependencies(integration_gemmctl gemmctl)
 gemm_itest(limits 60)       # per-client caps, deadlines, fairness
+gemm_itest(tenancy 240)     # a hostile local user: lockouts, floods, memory
+gemm_itest(metrics 60)      # Prometheus endpoint and textfile, promtool
 gemm_itest(faults 60)       # dying clients, shm truncation, daemon restart
 add_executable(fault_probe integration/fault_probe.c)
 target_link_libraries(fault_probe PRIVATE gemm_itest_util)

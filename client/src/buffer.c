@@ -1,11 +1,13 @@
 /*
- * buffer.c: shared-memory buffers. The client creates a POSIX shm object
- * with an unguessable name (O_EXCL, mode 0600), reserves its space with
- * posix_fallocate so that a full /dev/shm fails here rather than with a
- * SIGBUS later, maps it, and asks gemmd to map it too (RegisterBuffer).
- * The name is then unlinked whatever happened, so nothing is left in
- * /dev/shm. Which buffers a request may use is the daemon's business: a
- * buffer is not checked here against the client a GEMM is sent on.
+ * buffer.c: shared-memory buffers. The client makes an anonymous memfd
+ * (MFD_ALLOW_SEALING), allocates all its pages with posix_fallocate so
+ * that short memory fails here, and charged to this process, rather than
+ * later in the daemon, maps it, hands its descriptor to the daemon over
+ * the descriptor channel (fdchan.c) and registers it under the ticket it
+ * got (RegisterBuffer). The daemon maps and seals it. There is no name:
+ * nothing is left behind if anyone crashes, and no other process can find
+ * it. Which buffers a request may use is the daemon's business: a buffer
+ * is not checked here against the client a GEMM is sent on.
  */
 #include "internal.h"
 
@@ -16,29 +18,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <unistd.h>
 
-/* "/gemm-<pid>-<32 hex digits>": 128 random bits from getrandom(). */
-static int buffer_name(char *name, size_t len)
+/* MemAvailable in bytes (UINT64_MAX when unknown). A memfd has no size
+ * limit of its own: fallocate of more than the host can give would not
+ * fail, it would wake the OOM killer. */
+static uint64_t mem_available(void)
 {
-    unsigned char rnd[16];
-    size_t got = 0;
-    int n;
-
-    while (got < sizeof(rnd)) {
-        ssize_t r = getrandom(rnd + got, sizeof(rnd) - got, 0);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return cli_error(GEMM_ERR_SHM, "getrandom: %s", strerror(errno));
+    FILE *f = fopen("/proc/meminfo", "re");
+    char line[128];
+    unsigned long long kb;
+    uint64_t v = UINT64_MAX;
+    if (f == NULL)
+        return v;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+            v = (uint64_t)kb * 1024;
+            break;
         }
-        got += (size_t)r;
-    }
-    n = snprintf(name, len, "/gemm-%ld-", (long)getpid());
-    for (size_t i = 0; i < sizeof(rnd) && (size_t)n + 2 < len; i++)
-        n += snprintf(name + n, len - (size_t)n, "%02x", rnd[i]);
-    return GEMM_OK;
+    fclose(f);
+    return v;
 }
 
 static void buffer_link(gemm_client *c, gemm_buffer *b)
@@ -65,16 +64,20 @@ static void buffer_unlink(gemm_client *c, gemm_buffer *b)
     pthread_mutex_unlock(&c->mtx);
 }
 
-/* Sends RegisterBuffer{name, size}; on success *id is the daemon's id. */
-static int buffer_register(gemm_client *c, const char *name, size_t size,
-                           uint64_t *id)
+/* Passes fd and sends RegisterBuffer{ticket, size}; on success *id is the
+ * daemon's id. */
+static int buffer_register(gemm_client *c, int fd, size_t size, uint64_t *id)
 {
     Gemm__Request req = GEMM__REQUEST__INIT;
     Gemm__RegisterBufferRequest reg = GEMM__REGISTER_BUFFER_REQUEST__INIT;
     Gemm__Reply *rep;
+    uint64_t ticket;
     int rv;
 
-    reg.name = (char *)name;
+    if ((rv = cli_pass_fd(c, fd, &ticket)) != GEMM_OK)
+        return rv;
+    reg.has_fd_ticket = true;
+    reg.fd_ticket = ticket;
     reg.has_size = true;
     reg.size = size;
     req.body_case = GEMM__REQUEST__BODY_REGISTER_BUFFER;
@@ -95,7 +98,6 @@ static int buffer_register(gemm_client *c, const char *name, size_t size,
 GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size, gemm_buffer **out)
 {
     gemm_buffer *b = NULL;
-    char name[64];
     void *data = MAP_FAILED;
     long page = sysconf(_SC_PAGESIZE);
     size_t len;
@@ -111,28 +113,33 @@ GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size, gemm_buffer **out)
         return cli_error(GEMM_ERR_INVALID,
                          "gemm_buffer_alloc: size %zu too large", size);
     len = (size + (size_t)page - 1) / (size_t)page * (size_t)page;
+    uint64_t avail = mem_available();
+    if (len > avail)
+        return cli_error(GEMM_ERR_NOMEM,
+                         "cannot allocate %zu bytes (%.1f MiB) of shared "
+                         "memory: the host has %.1f MiB available",
+                         len, (double)len / (1024.0 * 1024.0),
+                         (double)avail / (1024.0 * 1024.0));
 
-    if ((rv = buffer_name(name, sizeof(name))) != GEMM_OK)
-        return rv;
     if ((b = calloc(1, sizeof(*b))) == NULL)
         return cli_error(GEMM_ERR_NOMEM, "gemm_buffer_alloc: out of memory");
-    fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    fd = memfd_create("gemm-buffer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) {
-        rv = cli_error(GEMM_ERR_SHM, "shm_open %s: %s", name, strerror(errno));
+        rv = cli_error(GEMM_ERR_SHM, "memfd_create: %s", strerror(errno));
         free(b);
         return rv;
     }
+    if (ftruncate(fd, (off_t)len) != 0) {
+        rv = cli_error(GEMM_ERR_SHM, "cannot size a %zu-byte memfd: %s", len,
+                       strerror(errno));
+        goto fail;
+    }
     if ((rv = posix_fallocate(fd, 0, (off_t)len)) != 0) {
-        if (rv == ENOSPC)
-            rv = cli_error(GEMM_ERR_SHM,
-                           "cannot reserve %zu bytes (%.1f MiB) of shared "
-                           "memory: /dev/shm is full (see df /dev/shm)",
-                           len, (double)len / (1024.0 * 1024.0));
-        else
-            rv = cli_error(rv == ENOMEM ? GEMM_ERR_NOMEM : GEMM_ERR_SHM,
-                           "cannot reserve %zu bytes of shared memory %s: "
-                           "%s",
-                           len, name, strerror(rv));
+        rv = cli_error(rv == ENOSPC || rv == ENOMEM ? GEMM_ERR_NOMEM
+                                                    : GEMM_ERR_SHM,
+                       "cannot allocate %zu bytes (%.1f MiB) of shared "
+                       "memory: %s",
+                       len, (double)len / (1024.0 * 1024.0), strerror(rv));
         goto fail;
     }
     data = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -142,9 +149,8 @@ GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size, gemm_buffer **out)
                        strerror(errno));
         goto fail;
     }
-    if ((rv = buffer_register(c, name, len, &b->id)) != GEMM_OK)
+    if ((rv = buffer_register(c, fd, len, &b->id)) != GEMM_OK)
         goto fail;
-    shm_unlink(name);
     close(fd);
 
     b->client = c;
@@ -157,7 +163,6 @@ GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size, gemm_buffer **out)
 fail:
     if (data != MAP_FAILED)
         munmap(data, len);
-    shm_unlink(name);
     close(fd);
     free(b);
     return rv;

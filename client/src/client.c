@@ -123,6 +123,8 @@ GEMM_API int gemm_client_open(gemm_client **out, const char *url)
     atomic_init(&c->timeout_ms, CLI_DEFAULT_TIMEOUT_MS);
     atomic_init(&c->next_id, 1);
     pthread_mutex_init(&c->mtx, NULL);
+    pthread_mutex_init(&c->fd_mtx, NULL);
+    c->fdchan = -1;
 
     if ((rv = nng_req0_open(&c->sock)) != 0) {
         rv = cli_error(GEMM_ERR_NOMEM, "cannot open an nng req socket: %s",
@@ -149,6 +151,7 @@ fail_sock:
     nng_close(c->sock);
 fail_mtx:
     pthread_mutex_destroy(&c->mtx);
+    pthread_mutex_destroy(&c->fd_mtx);
     free(c);
     return rv;
 }
@@ -159,12 +162,14 @@ GEMM_API void gemm_client_close(gemm_client *c)
         return;
     /* nng_close() returns once every pipe callback has run. */
     nng_close(c->sock);
+    cli_fdchan_close(c);
     pthread_mutex_lock(&c->mtx);
     for (struct gemm_buffer *b = c->buffers; b != NULL; b = b->next)
         b->client = NULL;
     c->buffers = NULL;
     pthread_mutex_unlock(&c->mtx);
     pthread_mutex_destroy(&c->mtx);
+    pthread_mutex_destroy(&c->fd_mtx);
     free(c);
 }
 
@@ -266,6 +271,10 @@ GEMM_API int gemm_get_status(gemm_client *c, gemm_status *out)
     out->stage_h2d_us = s->stage_h2d_us;
     out->stage_kernel_us = s->stage_kernel_us;
     out->stage_d2h_us = s->stage_d2h_us;
+    out->connections = s->connections;
+    out->users = s->users;
+    out->memory_budget = s->memory_budget;
+    out->memory_used = s->memory_used;
     gemm__reply__free_unpacked(rep, NULL);
     return GEMM_OK;
 }

@@ -29,6 +29,8 @@ struct gemm_client {
     bool lost;                    /* the daemon's pipe went away */
     struct gemm_request *pending; /* requests in flight (doubly linked) */
     struct gemm_buffer *buffers;  /* buffers allocated on this client */
+    pthread_mutex_t fd_mtx;       /* guards fdchan: one exchange at once */
+    int fdchan;                   /* descriptor channel, -1 until used */
 };
 
 struct gemm_buffer {
@@ -51,6 +53,7 @@ struct gemm_request {
     uint64_t t0_ns;                   /* CLOCK_MONOTONIC when sent */
     int timeout_ms;                   /* as it was when the request started */
     const char *what;                 /* "gemm", "ping", ... for messages */
+    bool cancelable;                  /* a job: Cancel it on a timeout */
     struct gemm_request *prev, *next; /* on client->pending */
 };
 
@@ -75,6 +78,14 @@ int cli_req_finish(struct gemm_request *r, Gemm__Reply **out, uint64_t *rtt_us);
 /* cli_req_start() then cli_req_finish(). Thread-safe. */
 int cli_call(gemm_client *c, Gemm__Request *req, const char *what,
              Gemm__Reply **out, uint64_t *rtt_us);
+
+/* Hands memfd fd to the daemon over the descriptor channel (fdchan.c);
+ * on success *ticket names it in a RegisterBuffer. fd stays the caller's.
+ * Thread-safe. */
+int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket);
+
+/* Closes the descriptor channel, if open. */
+void cli_fdchan_close(gemm_client *c);
 
 /* Sets the calling thread's error message (printf format); returns err so
  * that callers may `return cli_error(GEMM_ERR_X, "...")`. */

@@ -136,8 +136,9 @@ static int req_begin(struct gemm_request *r, bool send)
     return 0;
 }
 
-int cli_req_start(gemm_client *c, Gemm__Request *req, const char *what,
-                  struct gemm_request **out)
+/* cli_req_start() with a timeout of its own. */
+static int req_start(gemm_client *c, Gemm__Request *req, const char *what,
+                     int timeout_ms, struct gemm_request **out)
 {
     struct gemm_request *r;
     nng_msg *msg = NULL;
@@ -148,7 +149,9 @@ int cli_req_start(gemm_client *c, Gemm__Request *req, const char *what,
         return cli_error(GEMM_ERR_NOMEM, "%s: out of memory", what);
     r->client = c;
     r->what = what;
-    r->timeout_ms = atomic_load(&c->timeout_ms);
+    r->timeout_ms = timeout_ms;
+    r->cancelable = req->body_case == GEMM__REQUEST__BODY_GEMM ||
+                    req->body_case == GEMM__REQUEST__BODY_TENSOR_UPLOAD;
     r->id = atomic_fetch_add(&c->next_id, 1);
 
     req->has_version = true;
@@ -205,6 +208,88 @@ fail:
     return rv;
 }
 
+int cli_req_start(gemm_client *c, Gemm__Request *req, const char *what,
+                  struct gemm_request **out)
+{
+    return req_start(c, req, what, atomic_load(&c->timeout_ms), out);
+}
+
+/* How long a Cancel may wait at least for a request that already started
+ * (otherwise as long as the request's own timeout again). */
+#define CLI_CANCEL_MIN_MS 1000
+
+/*
+ * r (a GEMM or an upload) timed out: asks the daemon to cancel it and
+ * returns the outcome: TIMEOUT when it was dropped before it started (it
+ * wrote nothing), else its own reply (*out on GEMM_OK), or ABANDONED when
+ * the daemon does not tell. Frees r.
+ */
+static int req_cancel(struct gemm_request *r, Gemm__Reply **out,
+                      uint64_t *rtt_us)
+{
+    gemm_client *c = r->client;
+    Gemm__Request req = GEMM__REQUEST__INIT;
+    Gemm__CancelRequest cq = GEMM__CANCEL_REQUEST__INIT;
+    struct gemm_request *cr;
+    Gemm__Reply *rep = NULL, *inner;
+    const char *what = r->what;
+    uint64_t id = r->id;
+    int waited = r->timeout_ms;
+    int rv;
+
+    cq.has_request_id = true;
+    cq.request_id = id;
+    req.body_case = GEMM__REQUEST__BODY_CANCEL;
+    req.cancel = &cq;
+    rv =
+        req_start(c, &req, "cancel",
+                  waited > CLI_CANCEL_MIN_MS ? waited : CLI_CANCEL_MIN_MS, &cr);
+    if (rtt_us != NULL)
+        *rtt_us = (cli_now_ns() - r->t0_ns) / 1000u;
+    req_free(r); /* a late reply to r is dropped by nng */
+    if (rv == GEMM_OK)
+        rv = cli_req_finish(cr, &rep, NULL);
+    if (rv == GEMM_ERR_CLOSED)
+        return rv;
+    if (rv != GEMM_OK || rep->body_case != GEMM__REPLY__BODY_CANCEL ||
+        !rep->cancel->found) {
+        if (rep != NULL)
+            gemm__reply__free_unpacked(rep, NULL);
+        return cli_error(GEMM_ERR_ABANDONED,
+                         "%s: no reply within %d ms, and gemmd at %s did not "
+                         "confirm a cancel in as long again (request "
+                         "%" PRIu64 "): it may still run and write its "
+                         "output",
+                         what, waited, c->url, id);
+    }
+    if (rep->cancel->canceled) {
+        gemm__reply__free_unpacked(rep, NULL);
+        return cli_error(GEMM_ERR_TIMEOUT,
+                         "%s: not started within %d ms; canceled (nothing "
+                         "was written)",
+                         what, waited);
+    }
+    inner = rep->cancel->reply;
+    rep->cancel->reply = NULL;
+    gemm__reply__free_unpacked(rep, NULL);
+    if (inner == NULL)
+        return cli_error(GEMM_ERR_ABANDONED,
+                         "%s: gemmd at %s gave no outcome for request "
+                         "%" PRIu64,
+                         what, c->url, id);
+    if (inner->has_status && inner->status != GEMM_OK) {
+        rv = inner->status;
+        cli_error(rv, "%s",
+                  inner->message != NULL && inner->message[0]
+                      ? inner->message
+                      : gemm_strerror(rv));
+        gemm__reply__free_unpacked(inner, NULL);
+        return rv;
+    }
+    *out = inner; /* it ran to the end after all: its own reply */
+    return GEMM_OK;
+}
+
 int cli_req_finish(struct gemm_request *r, Gemm__Reply **out, uint64_t *rtt_us)
 {
     gemm_client *c = r->client;
@@ -214,6 +299,8 @@ int cli_req_finish(struct gemm_request *r, Gemm__Reply **out, uint64_t *rtt_us)
 
     nng_aio_wait(r->aio);
     if ((rv = nng_aio_result(r->aio)) != 0) {
+        if (rv == NNG_ETIMEDOUT && r->cancelable && !c->lost)
+            return req_cancel(r, out, rtt_us);
         rv = req_nng_error(r, rv, "waiting for the reply");
         goto fail;
     }

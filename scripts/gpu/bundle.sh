@@ -5,8 +5,7 @@
 # carry DIR and run scripts/gpu/suite.sh there. cuBLAS is left out: the GPU
 # host's CUDA toolkit has it.
 # GEMM_BENCH=OFF leaves the benchmarks out (e.g. while theirs do not
-# build). integration_access is left out: it needs its probe at the build
-# tree's absolute path and a second uid.
+# build).
 set -eu
 cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
@@ -16,9 +15,8 @@ cmake -S . -B "$build" -DGEMM_TESTS=ON -DGEMM_BENCH="${GEMM_BENCH:-ON}" \
 cmake --build "$build" -j "$(nproc)" >/dev/null
 rm -rf "$out"
 exes="$build/daemon/gemmd $build/client/gemmctl"
-exes="$exes $(ls "$build"/tests/integration_* | grep -v integration_access |
-    tr '\n' ' ')"
-exes="$exes $build/tests/fault_probe"
+exes="$exes $(ls "$build"/tests/integration_* | tr '\n' ' ')"
+exes="$exes $build/tests/fault_probe $build/tests/access_probe"
 for e in "$build/bench/e2e/gemm_e2e" "$build/bench/e2e/fresh_cublas"; do
     [ -x "$e" ] && exes="$exes $e"
 done

@@ -6,14 +6,19 @@
 # (GEMM_TEST_BACKEND=cuda): every one, or those named in SUITES (e.g.
 # "cuda selection gemmctl gemm"). Logs go to $OUT; a summary last.
 set -uo pipefail
-D=$(cd "${1:-.gpu-svc}" && pwd)
 SUITES=${2:-}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
+# The suite runs gemmd as nobody (as root, the fixture's default): the
+# bundle moves to a directory every user can read
+D=/tmp/gemmd-bundle
+rm -rf $D && cp -r "${1:-.gpu-svc}" $D && chmod -R a+rX $D
 export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
 export GEMM_TEST_GEMMD=$D/bin/gemmd GEMM_TEST_BACKEND=cuda
 export GEMM_TEST_FAULT_PROBE=$D/bin/fault_probe
+export GEMM_TEST_ACCESS_PROBE=$D/bin/access_probe
 export GEMM_TEST_GEMMCTL=$D/bin/gemmctl
+ls -l /dev/nvidia* | head -3
 nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
 sock=/tmp/gemmd-smoke.sock
 $D/bin/gemmd --backend cuda --listen ipc://$sock --log-level info \

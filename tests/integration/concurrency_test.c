@@ -323,57 +323,6 @@ Test(backpressure, burst_gets_busy_and_correct_results)
     gemm_buffer_free(buf);
 }
 
-/* A client timeout shorter than the GEMM: GEMM_ERR_TIMEOUT, and the client,
- * its buffer and the daemon are all usable afterwards (the late reply is
- * discarded, not delivered to the next request). */
-Test(backpressure, client_timeout_then_recover)
-{
-    const uint64_t n = 1024;
-    const size_t mat = n * n * 4;
-    gemm_buffer *buf;
-    gemm_op op;
-    uint64_t seed = 11;
-    int rv = gemm_buffer_alloc(g_client, 3 * mat, &buf);
-    cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
-    tu_fill(gemm_buffer_data(buf), GEMM_FP32, 2 * n, n, n, &seed);
-    gemm_op_init(&op, n, n, n, GEMM_FP32, GEMM_FP32);
-    op.a.buf = op.b.buf = op.d.buf = buf;
-    op.b.offset = mat;
-    op.d.offset = 2 * mat;
-    int timeouts = 0;
-    cr_assert_eq(gemm_client_set_timeout(g_client, 1), GEMM_OK);
-    for (int i = 0; i < 3; i++) {
-        rv = gemm_run(g_client, &op, NULL);
-        cr_assert(rv == GEMM_ERR_TIMEOUT || rv == GEMM_OK ||
-                      rv == GEMM_ERR_BUSY,
-                  "1 ms timeout on a %llu^3 GEMM: %s", (unsigned long long)n,
-                  gemm_strerror(rv));
-        timeouts += rv == GEMM_ERR_TIMEOUT;
-    }
-    cr_assert_gt(timeouts, 0, "a 1 ms timeout never fired on %llu^3 GEMMs",
-                 (unsigned long long)n);
-    cr_assert_eq(gemm_client_set_timeout(g_client, 30000), GEMM_OK);
-    /* the next requests get their own replies */
-    for (int i = 0; i < 20; i++) {
-        gemm_server_info info;
-        rv = gemm_ping(g_client, &info);
-        cr_assert_eq(rv, GEMM_OK, "ping %d after timeouts: %s", i,
-                     gemm_strerror(rv));
-    }
-    /* the abandoned GEMMs still run in the daemon; let them drain */
-    gemm_status st;
-    double until = tu_now() + 20;
-    do {
-        rv = gemm_get_status(g_client, &st);
-        cr_assert_eq(rv, GEMM_OK, "status after timeouts: %s",
-                     gemm_strerror(rv));
-    } while (st.queue_depth != 0 && tu_now() < until && (tu_sleep_ms(5), 1));
-    cr_assert_eq(st.queue_depth, 0, "queue_depth %u 20 s after the timeouts",
-                 st.queue_depth);
-    tu_assert_healthy(g_client);
-    gemm_buffer_free(buf);
-}
-
 /* Threads that allocate, compute, free, ping and read status at once, and
  * others that connect and disconnect: the registry and the connection
  * bookkeeping under contention. */

@@ -9,6 +9,7 @@
 #include "util/cases.h"
 #include "util/daemon.h"
 #include "util/data.h"
+#include "util/fdpass.h"
 #include "util/raw.h"
 
 #include <criterion/criterion.h>
@@ -411,59 +412,95 @@ Test(errors, unknown_dtype_numbers)
     tu_raw_close(&g_raw);
 }
 
+/* Registers fd with size on g_raw; returns the reply's status, or the
+ * daemon's refusal of the descriptor itself. */
+static int register_fd(int fd, uint64_t size, uint64_t *id)
+{
+    Gemm__Reply *rep;
+    int rv = tu_raw_register_fd(&g_raw, fd, size, &rep);
+    if (rv < -1)
+        return -rv;
+    cr_assert_eq(rv, 0, "RegisterBuffer: no reply");
+    int st = tu_reply_status(rep);
+    if (st == GEMM_OK && id != NULL)
+        *id = rep->register_buffer->buffer_id;
+    cr_expect(st == GEMM_OK || (rep->message && rep->message[0]),
+              "refusal without a message");
+    gemm__reply__free_unpacked(rep, NULL);
+    return st;
+}
+
 Test(errors, register_buffer)
 {
     Gemm__Reply *rep;
-    tu_shm small, ok;
-    char longname[300];
+    tu_shm small, ok, sparse;
+    uint64_t ticket;
     int rv;
 
     raw_open();
-    rv = tu_raw_register(&g_raw, "no-slash", 1, 4096, &rep);
-    expect_raw(rv, rep, GEMM_ERR_INVALID, "name without a leading '/'");
-    rv = tu_raw_register(&g_raw, "/a/b", 1, 4096, &rep);
-    expect_raw(rv, rep, GEMM_ERR_INVALID, "name with a second '/'");
-    rv = tu_raw_register(&g_raw, "/../../etc/passwd", 1, 4096, &rep);
-    expect_raw(rv, rep, GEMM_ERR_INVALID, "name with a path");
-    rv = tu_raw_register(&g_raw, "", 1, 4096, &rep);
-    expect_raw(rv, rep, GEMM_ERR_INVALID, "empty name");
-    rv = tu_raw_register(&g_raw, NULL, 1, 4096, &rep);
-    expect_raw(rv, rep, GEMM_ERR_INVALID, "no name");
-    longname[0] = '/';
-    memset(longname + 1, 'x', 256);
-    longname[257] = '\0';
-    rv = tu_raw_register(&g_raw, longname, 1, 4096, &rep);
-    expect_raw(rv, rep, GEMM_ERR_INVALID, "name of 257 bytes");
-    rv = tu_raw_register(&g_raw, "/gemmd-test-does-not-exist-7f3a9", 1, 4096,
-                         &rep);
-    expect_raw(rv, rep, GEMM_ERR_SHM, "a name that does not exist");
+    /* names are no longer served, whatever they are */
+    rv = tu_raw_register(&g_raw, "/gemm-1-0123", 0, 0, 1, 4096, &rep);
+    expect_raw(rv, rep, GEMM_ERR_INVALID, "registration by name");
+    rv = tu_raw_register(&g_raw, NULL, 0, 0, 1, 4096, &rep);
+    expect_raw(rv, rep, GEMM_ERR_INVALID, "neither name nor ticket");
+    rv = tu_raw_register(&g_raw, NULL, 1, 0x1234567890abcdefULL, 1, 4096, &rep);
+    expect_raw(rv, rep, GEMM_ERR_INVALID, "a ticket nobody issued");
 
-    cr_assert_eq(tu_shm_create(&small, 4096), 0, "shm_open");
-    rv = tu_raw_register(&g_raw, small.name, 1, 8192, &rep);
-    expect_raw(rv, rep, GEMM_ERR_SHM, "object smaller than declared");
-    rv = tu_raw_register(&g_raw, small.name, 1, 0, &rep);
-    expect_raw(rv, rep, GEMM_ERR_INVALID, "declared size 0");
-    rv = tu_raw_register(&g_raw, small.name, 0, 0, &rep);
+    cr_assert_eq(tu_shm_create(&small, 4096), 0, "memfd");
+    cr_expect_eq(register_fd(small.fd, 8192, NULL), GEMM_ERR_SHM,
+                 "object smaller than declared");
+    cr_expect_eq(register_fd(small.fd, 0, NULL), GEMM_ERR_INVALID,
+                 "declared size 0");
+    cr_assert_eq(tu_fd_ticket(g_raw.url, small.fd, &ticket), 0);
+    rv = tu_raw_register(&g_raw, NULL, 1, ticket, 0, 0, &rep);
     expect_raw(rv, rep, GEMM_ERR_INVALID, "no size");
-    rv = tu_raw_register(&g_raw, small.name, 1, 1ULL << 30, &rep);
-    expect_raw(rv, rep, GEMM_ERR_SHM, "declared size 1 GiB, object 4 KiB");
+    cr_expect_eq(register_fd(small.fd, 1ULL << 30, NULL), GEMM_ERR_SHM,
+                 "declared size 1 GiB, object 4 KiB");
     /* beyond off_t or any limit: refused as invalid, over a limit, or too
      * small an object; but refused */
-    rv = tu_raw_register(&g_raw, small.name, 1, UINT64_MAX, &rep);
-    cr_assert_eq(rv, 0, "no reply");
-    cr_assert(tu_reply_status(rep) == GEMM_ERR_SHM ||
-                  tu_reply_status(rep) == GEMM_ERR_INVALID ||
-                  tu_reply_status(rep) == GEMM_ERR_LIMIT,
-              "declared size 2^64 - 1: %s",
-              gemm_strerror(tu_reply_status(rep)));
-    expect_raw(0, rep, tu_reply_status(rep), "declared size 2^64 - 1");
+    rv = register_fd(small.fd, UINT64_MAX, NULL);
+    cr_expect(rv == GEMM_ERR_SHM || rv == GEMM_ERR_INVALID ||
+                  rv == GEMM_ERR_LIMIT,
+              "declared size 2^64 - 1: %s", gemm_strerror(rv));
     tu_shm_destroy(&small);
 
-    cr_assert_eq(tu_shm_create(&ok, 8192), 0, "shm_open");
-    rv = tu_raw_register(&g_raw, ok.name, 1, 4096, &rep);
+    cr_assert_eq(tu_shm_create(&ok, 8192), 0, "memfd");
+    cr_assert_eq(tu_fd_ticket(g_raw.url, ok.fd, &ticket), 0);
+    rv = tu_raw_register(&g_raw, NULL, 1, ticket, 1, 4096, &rep);
     expect_raw(rv, rep, GEMM_OK, "object larger than declared");
+    rv = tu_raw_register(&g_raw, NULL, 1, ticket, 1, 4096, &rep);
+    expect_raw(rv, rep, GEMM_ERR_INVALID, "a ticket used once already");
+    /* the same memfd again: refused (sealed, it could alias D onto A) */
+    cr_expect_eq(register_fd(ok.fd, 4096, NULL), GEMM_ERR_SHM,
+                 "a registered memfd registered again");
+    tu_shm_destroy(&ok);
+
+    /* a sparse object would make the daemon allocate (and pay for) the
+     * client's pages: refused */
+    cr_assert_eq(tu_shm_create_sparse(&sparse, 1 << 20), 0, "memfd");
+    cr_expect_eq(register_fd(sparse.fd, 1 << 20, NULL), GEMM_ERR_SHM,
+                 "a sparse memfd");
+    tu_shm_destroy(&sparse);
+
+    /* not a memfd: a plain file cannot be sealed */
+    char path[] = "/tmp/gemmd-test-file-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    unlink(path);
+    cr_assert_eq(posix_fallocate(fd, 0, 4096), 0);
+    cr_expect_eq(register_fd(fd, 4096, NULL), GEMM_ERR_SHM, "a plain file");
+    close(fd);
+
+    /* a memfd sealed against writes cannot be written by the daemon */
+    cr_assert_eq(tu_shm_create(&ok, 4096), 0, "memfd");
+    munmap(ok.data, ok.size);
+    ok.data = NULL;
+    cr_assert_eq(fcntl(ok.fd, F_ADD_SEALS, F_SEAL_WRITE), 0);
+    cr_expect_eq(register_fd(ok.fd, 4096, NULL), GEMM_ERR_SHM,
+                 "a memfd sealed against writing");
     tu_shm_destroy(&ok);
     tu_raw_close(&g_raw);
+    tu_assert_healthy(g_client);
 }
 
 Test(errors, missing_fields)
@@ -501,35 +538,29 @@ Test(errors, missing_fields)
     tu_raw_close(&g_raw);
 }
 
-/* A FIFO in /dev/shm is not a buffer, and opening it must not hang the
- * daemon. */
+/* A FIFO is not a buffer, and handling it must not hang the daemon. */
 Test(errors, register_fifo)
 {
-    Gemm__Reply *rep;
-    char name[64], path[96];
-    snprintf(name, sizeof(name), "/gemmd-test-fifo-%d", (int)getpid());
-    snprintf(path, sizeof(path), "/dev/shm%s", name);
+    char path[96];
+    snprintf(path, sizeof(path), "/tmp/gemmd-test-fifo-%d", (int)getpid());
     unlink(path);
     cr_assert_eq(mkfifo(path, 0600), 0, "mkfifo %s", path);
-    raw_open();
-    int rv = tu_raw_register(&g_raw, name, 1, 4096, &rep);
+    int fd = open(path, O_RDWR | O_NONBLOCK);
     unlink(path);
-    cr_assert_eq(rv, 0,
-                 "RegisterBuffer of a FIFO: no reply within 10 s "
-                 "(%s): the daemon blocks opening it?",
-                 rv > 0 ? nng_strerror(rv) : "undecodable");
-    int st = tu_reply_status(rep);
-    cr_assert(st == GEMM_ERR_SHM || st == GEMM_ERR_PERMISSION ||
-                  st == GEMM_ERR_INVALID,
+    cr_assert_geq(fd, 0);
+    raw_open();
+    int st = register_fd(fd, 4096, NULL);
+    close(fd);
+    cr_assert(st == GEMM_ERR_SHM || st == GEMM_ERR_INVALID,
               "RegisterBuffer of a FIFO: %s", gemm_strerror(st));
-    gemm__reply__free_unpacked(rep, NULL);
     tu_raw_close(&g_raw);
     tu_assert_healthy(g_client);
 }
 
-/* The client shrinks its shm object after registering it: the daemon must
- * refuse the GEMM (not die of SIGBUS) and go on serving. */
-Test(errors, buffer_truncated_after_register)
+/* Once registered, a buffer keeps its size and its pages whatever its
+ * owner does: the daemon sealed it. (Before memfds, a client could
+ * ftruncate its shm object under the daemon: SIGBUS.) */
+Test(errors, registered_buffer_cannot_shrink)
 {
     Gemm__GemmRequest g;
     Gemm__Operand ops[4];
@@ -541,28 +572,34 @@ Test(errors, buffer_truncated_after_register)
     raw_open();
     rv = tu_raw_buffer(&g_raw, &shm, 1 << 20, &id);
     cr_assert_eq(rv, GEMM_OK, "raw RegisterBuffer: %s", gemm_strerror(rv));
-    int fd = shm_open(shm.name, O_RDWR, 0);
-    cr_assert_geq(fd, 0, "shm_open %s", shm.name);
-    cr_assert_eq(ftruncate(fd, 4096), 0, "ftruncate");
-    close(fd);
-    /* A in the first page (still there), B and D beyond it */
+    cr_expect_neq(ftruncate(shm.fd, 4096), 0, "ftruncate succeeded");
+    cr_expect_neq(ftruncate(shm.fd, 2 << 20), 0, "growing succeeded");
+    cr_expect_neq(fallocate(shm.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                            0, 1 << 20),
+                  0, "punching a hole succeeded");
+    cr_expect_neq(madvise(shm.data, 1 << 20, MADV_REMOVE), 0,
+                  "MADV_REMOVE succeeded");
+    cr_expect_eq(
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, shm.fd, 0),
+        MAP_FAILED, "a new writable mapping succeeded");
+    struct stat st;
+    cr_assert_eq(fstat(shm.fd, &st), 0);
+    cr_expect_eq(st.st_size, 1 << 20);
+    /* the old mapping still works both ways */
+    float *p = shm.data;
+    for (int i = 0; i < 64 * 64 * 2; i++)
+        p[i] = (float)(i % 7) - 3.0f;
     tu_raw_gemm_init(&g, ops, id, 64, 64, 64, 0, 65536, 131072);
     rv = tu_raw_gemm(&g_raw, &g, &rep);
-    cr_assert_eq(rv, 0,
-                 "GEMM on a truncated buffer: no reply (%s); did "
-                 "the daemon die of SIGBUS?",
-                 rv > 0 ? nng_strerror(rv) : "undecodable");
-    int st = tu_reply_status(rep);
-    cr_assert(st == GEMM_ERR_BUFFER_FAULT || st == GEMM_ERR_SHM ||
-                  st == GEMM_ERR_BOUNDS,
-              "GEMM on a truncated buffer: %s (\"%s\"), want %s",
-              gemm_strerror(st), rep->message ? rep->message : "",
-              gemm_strerror(GEMM_ERR_BUFFER_FAULT));
-    cr_assert(rep->message && rep->message[0], "no message");
-    gemm__reply__free_unpacked(rep, NULL);
+    expect_raw(rv, rep, GEMM_OK, "GEMM on the sealed buffer");
+    float *dd = (float *)((char *)shm.data + 131072);
+    double want = 0;
+    for (int k = 0; k < 64; k++)
+        want += (double)p[k] * p[16384 + k * 64];
+    cr_expect_float_eq(dd[0], (float)want, 1e-4, "D[0] %g want %g", dd[0],
+                       want);
     rv = tu_raw_release(&g_raw, id, &rep);
-    cr_assert_eq(rv, 0, "no reply to the release");
-    gemm__reply__free_unpacked(rep, NULL);
+    expect_raw(rv, rep, GEMM_OK, "release");
     tu_shm_destroy(&shm);
     tu_raw_close(&g_raw);
     tu_assert_healthy(g_client);

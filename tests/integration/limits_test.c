@@ -303,6 +303,86 @@ Test(limits, deadline_expires_in_queue)
     gemm_buffer_free(slow_buf);
 }
 
+/* Waits until the daemon shows at least n jobs queued or running. */
+static void wait_queued(unsigned n)
+{
+    gemm_status st;
+    for (int i = 0; i < 2000; i++) {
+        cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK, "status");
+        if (st.queue_depth >= n)
+            return;
+        tu_sleep_ms(1);
+    }
+    cr_assert_fail("queue depth %u, never %u", st.queue_depth, n);
+}
+
+/* A client-side timeout is the daemon's too: the client cancels, a GEMM
+ * that had not started is dropped and writes nothing, ever (it used to go
+ * on in the daemon and write D after the client had been told TIMEOUT);
+ * one that had started is waited for and its real outcome returned. */
+Test(limits, client_timeout_cancels_queued_work)
+{
+    static const char *const args[] = {"--threads", "1", NULL};
+    if (!on_cpu())
+        cr_skip_test("orders GEMMs behind a slow one on the single CPU "
+                     "worker");
+    fixture_start(args);
+    gemm_buffer *slow_buf, *buf;
+    gemm_op slow;
+    gemm_request *rs;
+    tu_prepared p;
+    char why[512];
+    gemm_client *c2 = tu_client(&g_gemmd, 30000);
+
+    tu_slow_op(g_client, &slow_buf, &slow);
+    int rv = gemm_buffer_alloc(c2, 32768, &buf);
+    cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
+    tu_case cs = small_case(0, 99); /* D poisoned by prepare */
+    cr_assert(tu_case_prepare(&cs, buf, &p, why, sizeof(why)), "%s", why);
+
+    /* queued behind the slow GEMM, the client gives up after 20 ms */
+    rv = gemm_submit(g_client, &slow, &rs);
+    cr_assert_eq(rv, GEMM_OK, "submit slow: %s", gemm_strerror(rv));
+    wait_queued(1);
+    cr_assert_eq(gemm_client_set_timeout(c2, 20), GEMM_OK);
+    rv = gemm_run(c2, &p.op, NULL);
+    cr_assert_eq(rv, GEMM_ERR_TIMEOUT,
+                 "GEMM behind a slow one, client timeout 20 ms: %s (\"%s\")",
+                 gemm_strerror(rv), gemm_last_error_message());
+    cr_assert(strstr(gemm_last_error_message(), "nothing was written"),
+              "TIMEOUT message: \"%s\"", gemm_last_error_message());
+    rv = gemm_wait(rs, NULL);
+    cr_assert_eq(rv, GEMM_OK, "slow: %s (%s)", gemm_strerror(rv),
+                 gemm_last_error_message());
+    tu_slow_check(&slow, slow_buf, "slow GEMM");
+    cr_assert_eq(gemm_client_set_timeout(c2, 30000), GEMM_OK);
+    gemm_status st;
+    cr_assert_eq(gemm_get_status(c2, &st), GEMM_OK);
+    cr_assert_eq(st.queue_depth, 0, "the canceled GEMM is still queued");
+    tu_sleep_ms(50);
+    cr_assert_eq(memcmp(p.data + p.lo, p.snapshot, p.hi - p.lo), 0,
+                 "the canceled GEMM wrote its D after all");
+    tu_case_free(&p);
+
+    /* started: the client's timeout passes while it runs; the call waits
+     * for it and returns its outcome, with D whole and right */
+    cr_assert_eq(gemm_client_set_timeout(g_client, 1), GEMM_OK);
+    rv = gemm_run(g_client, &slow, NULL);
+    cr_assert_eq(rv, GEMM_OK,
+                 "a started GEMM past the client's timeout: "
+                 "%s (%s)",
+                 gemm_strerror(rv), gemm_last_error_message());
+    tu_slow_check(&slow, slow_buf, "slow GEMM run past its timeout");
+    cr_assert_eq(gemm_client_set_timeout(g_client, 30000), GEMM_OK);
+    /* the late replies went nowhere: the next requests get their own */
+    for (int i = 0; i < 20; i++)
+        cr_assert_eq(gemm_ping(c2, NULL), GEMM_OK, "ping %d", i);
+    tu_assert_healthy(c2);
+    gemm_buffer_free(buf);
+    gemm_buffer_free(slow_buf);
+    gemm_client_close(c2);
+}
+
 /* ---- fairness ---- */
 
 #define FLOOD   40

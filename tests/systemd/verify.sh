@@ -17,8 +17,9 @@ out=$(systemd-analyze verify "$dir/gemmd.service" 2>&1) || {
 # verify prints problems without failing for some of them: none allowed
 if [ -n "$out" ]; then echo "$out"; exit 1; fi
 for want in Type=notify NoNewPrivileges=yes ProtectSystem=strict \
-    ProtectHome=yes PrivateTmp=yes RestrictAddressFamilies=AF_UNIX \
-    RuntimeDirectory=gemmd User=gemmd Group=gemmd; do
+    ProtectHome=yes PrivateTmp=yes \
+    "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6" IPAddressDeny=any \
+    IPAddressAllow=localhost RuntimeDirectory=gemmd User=gemmd Group=gemmd; do
     grep -qx "$want" "$unit" || { echo "missing $want"; exit 1; }
 done
 if grep -q '^PrivateDevices=yes' "$unit"; then

@@ -10,18 +10,22 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Two fake buffers: id 1 of 1 MiB, id 2 of 4 KiB; anything else unknown. */
-static char buf1, buf2;
+/* Fake buffers: id 1 of 1 MiB, id 2 of 4 KiB, and id 3, a second
+ * registration of id 1's memory object (as when a client registers one
+ * memfd twice); anything else unknown. */
+static char buf1, buf2, buf3;
 
-static void *lookup(void *arg, uint64_t id, size_t *size)
+static void *lookup(void *arg, uint64_t id, size_t *size, uint64_t *object)
 {
     (void)arg;
-    if (id == 1) {
+    if (id == 1 || id == 3) {
         *size = 1 << 20;
-        return &buf1;
+        *object = 100;
+        return id == 1 ? &buf1 : &buf3;
     }
     if (id == 2) {
         *size = 4096;
+        *object = 200;
         return &buf2;
     }
     return NULL;
@@ -228,6 +232,24 @@ Test(validate, overlaps)
     g.c = g.d; /* in place: allowed */
     EXPECT_RV(g, GEMM_OK);
     g.c.offset = g.d.offset + 64; /* partly overlapping: not */
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+}
+
+Test(validate, overlap_through_a_second_registration)
+{
+    /* buffer 3 is buffer 1's memory object registered again: D there at
+     * A's offset is D on top of A */
+    val_gemm g = base();
+    g.d.buffer_id = 3;
+    g.d.offset = 512;
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g.d.offset = 4096 + 512; /* on top of B */
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g.d.offset = 65536; /* clear of both */
+    EXPECT_RV(g, GEMM_OK);
+    g.beta = 1; /* C in buffer 1 is D's memory through buffer 3 */
+    g.c.buffer_id = 1;
+    g.c.offset = 65536 + 64;
     EXPECT_RV(g, GEMM_ERR_INVALID);
 }
 

@@ -10,11 +10,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,6 +28,7 @@
 
 gemmd_proc g_gemmd;
 gemm_client *g_client;
+unsigned tu_daemon_nofile;
 
 double tu_now(void)
 {
@@ -134,6 +137,56 @@ int gemmd_stop(gemmd_proc *p, double timeout_s)
     return st;
 }
 
+const struct passwd *tu_daemon_user(void)
+{
+    static struct passwd pw;
+    static char name[64];
+    static int done;
+    if (done)
+        return done > 0 ? &pw : NULL;
+    done = -1;
+    const char *want = getenv("GEMM_TEST_DAEMON_USER");
+    if (want == NULL)
+        want = geteuid() == 0 ? "nobody" : "";
+    const struct passwd *p = *want != '\0' ? getpwnam(want) : NULL;
+    if (p != NULL && p->pw_uid != geteuid()) {
+        snprintf(name, sizeof(name), "%s", p->pw_name);
+        pw = *p;
+        pw.pw_name = name;
+        pw.pw_passwd = pw.pw_gecos = pw.pw_dir = pw.pw_shell = (char *)"";
+        done = 1;
+    }
+    return done > 0 ? &pw : NULL;
+}
+
+void tu_exec_as(uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+                const char *path, char *const argv[])
+{
+    extern char **environ;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "open %s: %s\n", path, strerror(errno));
+        _exit(126);
+    }
+    if (uid != geteuid() && (setgroups((size_t)ngroups, groups) != 0 ||
+                             setgid(gid) != 0 || setuid(uid) != 0)) {
+        fprintf(stderr, "becoming uid %u: %s\n", (unsigned)uid,
+                strerror(errno));
+        _exit(125);
+    }
+    fexecve(fd, argv, environ);
+    fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
+    _exit(127);
+}
+
+void tu_exec_gemmd(char *const argv[])
+{
+    const struct passwd *pw = tu_daemon_user();
+    if (pw == NULL)
+        tu_exec_as(geteuid(), getegid(), NULL, 0, tu_gemmd_path(), argv);
+    tu_exec_as(pw->pw_uid, pw->pw_gid, NULL, 0, tu_gemmd_path(), argv);
+}
+
 int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
                 size_t whylen)
 {
@@ -147,6 +200,13 @@ int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
     if (mkdtemp(p->dir) == NULL) {
         snprintf(why, whylen, "mkdtemp %s: %s", p->dir, strerror(errno));
         p->dir[0] = '\0';
+        return -1;
+    }
+    const struct passwd *pw = tu_daemon_user();
+    if (pw != NULL && chown(p->dir, pw->pw_uid, pw->pw_gid) != 0) {
+        snprintf(why, whylen, "chown %s to %s: %s", p->dir, pw->pw_name,
+                 strerror(errno));
+        gemmd_destroy(p);
         return -1;
     }
     snprintf(p->sock, sizeof(p->sock), "%s/gemmd.sock", p->dir);
@@ -200,9 +260,12 @@ int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        execv(argv[0], (char *const *)argv);
-        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
+        if (tu_daemon_nofile != 0) {
+            struct rlimit rl = {tu_daemon_nofile, tu_daemon_nofile};
+            if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+                _exit(124);
+        }
+        tu_exec_gemmd((char *const *)argv);
     }
     p->pid = pid;
 

@@ -6,9 +6,16 @@
  * gemm_ping answers. gemmd_stop() sends SIGTERM, waits for the exit and removes
  * the directory.
  *
+ * gemmd runs as its own unprivileged user, as the shipped unit runs it: when
+ * the tests run as root, as "nobody" (so every client of the suite is of
+ * another uid than the daemon, and every buffer crosses users through the
+ * descriptor channel); GEMM_TEST_DAEMON_USER names another user, or "" for
+ * the tests' own. It is exec'ed through a descriptor opened before the
+ * switch (fexecve), so the clone may sit in a 0700 home directory.
+ *
  * Environment: GEMM_TEST_GEMMD (another gemmd binary), GEMM_TEST_LOG_LEVEL
  * (gemmd's --log-level, default info), GEMM_TEST_KEEP=1 (keep each private
- * directory and its gemmd.log).
+ * directory and its gemmd.log), GEMM_TEST_DAEMON_USER (above).
  *
  * The Criterion helpers fixture_start()/fixture_stop() keep one daemon and
  * one connected client (g_client) per test and assert on every step
@@ -21,6 +28,7 @@
 
 #include <gemm/gemm.h>
 
+#include <pwd.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -32,6 +40,23 @@ typedef struct gemmd_proc {
     char url[224];  /* ipc://DIR/gemmd.sock */
     char log[192];  /* DIR/gemmd.log: gemmd's stderr */
 } gemmd_proc;
+
+/* When non-zero, gemmd_start() runs gemmd with RLIMIT_NOFILE (soft and
+ * hard) of this many descriptors. */
+extern unsigned tu_daemon_nofile;
+
+/* The user gemmd runs as (see above), or NULL for the tests' own. */
+const struct passwd *tu_daemon_user(void);
+
+/* In a forked child: opens path, becomes uid:gid with supplementary groups
+ * (when uid is not already ours) and execs it through the descriptor with
+ * argv. Returns only on failure (then _exits 125..127). */
+void tu_exec_as(uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+                const char *path, char *const argv[]);
+
+/* In a forked child: execs gemmd (argv[0] ignored: tu_gemmd_path()) as
+ * tu_daemon_user(). Returns only on failure. */
+void tu_exec_gemmd(char *const argv[]);
 
 /* Starts gemmd with the default options plus extra (NULL-terminated; an
  * option given there replaces the default one). Returns 0 when it answers a

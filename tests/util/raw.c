@@ -3,11 +3,15 @@
  * objects made by hand (see raw.h).
  */
 #include "util/raw.h"
+#include "util/fdpass.h"
 
 #include <gemm/gemm.h>
 #include <nng/protocol/reqrep0/req.h>
 
 #include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +26,7 @@ int tu_raw_open(tu_raw *r, const char *url, int timeout_ms)
     int rv;
     memset(r, 0, sizeof(*r));
     r->next_id = 1000;
+    snprintf(r->url, sizeof(r->url), "%s", url);
     if ((rv = nng_req0_open(&r->sock)) != 0)
         return rv;
     nng_socket_set_ms(r->sock, NNG_OPT_SENDTIMEO, timeout_ms);
@@ -96,12 +101,15 @@ int tu_raw_ping(tu_raw *r, Gemm__Reply **out)
     return tu_raw_call(r, &req, out);
 }
 
-int tu_raw_register(tu_raw *r, const char *name, int has_size, uint64_t size,
+int tu_raw_register(tu_raw *r, const char *name, int has_ticket,
+                    uint64_t ticket, int has_size, uint64_t size,
                     Gemm__Reply **out)
 {
     Gemm__Request req = GEMM__REQUEST__INIT;
     Gemm__RegisterBufferRequest rb = GEMM__REGISTER_BUFFER_REQUEST__INIT;
     rb.name = (char *)name;
+    rb.has_fd_ticket = has_ticket;
+    rb.fd_ticket = ticket;
     rb.has_size = has_size;
     rb.size = size;
     req.has_version = 1;
@@ -109,6 +117,49 @@ int tu_raw_register(tu_raw *r, const char *name, int has_size, uint64_t size,
     req.body_case = GEMM__REQUEST__BODY_REGISTER_BUFFER;
     req.register_buffer = &rb;
     return tu_raw_call(r, &req, out);
+}
+
+int tu_raw_register_fd(tu_raw *r, int fd, uint64_t size, Gemm__Reply **out)
+{
+    uint64_t ticket = 0;
+    int rv = tu_fd_ticket(r->url, fd, &ticket);
+    if (rv != 0) {
+        *out = NULL;
+        return rv < 0 ? -1 : -rv;
+    }
+    return tu_raw_register(r, NULL, 1, ticket, 1, size, out);
+}
+
+int tu_raw_unread_flood(const char *url, int n, int *sent)
+{
+    int s = tu_sock_connect(url, 5000);
+    if (s < 0)
+        return -1;
+    int small = 4096;
+    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    if (tu_sp_handshake(s) != 0) {
+        close(s);
+        return -1;
+    }
+    Gemm__Request rq = GEMM__REQUEST__INIT;
+    Gemm__StatusRequest st = GEMM__STATUS_REQUEST__INIT;
+    rq.has_version = rq.has_id = 1;
+    rq.version = GEMM_PROTOCOL_VERSION;
+    rq.body_case = GEMM__REQUEST__BODY_STATUS;
+    rq.status = &st;
+    uint8_t buf[64];
+    *sent = 0;
+    for (int i = 0; i < n; i++) {
+        struct pollfd p = {.fd = s, .events = POLLOUT};
+        if (poll(&p, 1, 200) <= 0)
+            break; /* the daemon stopped reading this connection */
+        rq.id = (uint64_t)i + 1;
+        size_t len = gemm__request__pack(&rq, buf);
+        if (tu_sp_send(s, 0x1000u + (uint32_t)i, buf, len) != 0)
+            break;
+        (*sent)++;
+    }
+    return s;
 }
 
 int tu_raw_release(tu_raw *r, uint64_t id, Gemm__Reply **out)
@@ -134,49 +185,52 @@ int tu_raw_gemm(tu_raw *r, Gemm__GemmRequest *g, Gemm__Reply **out)
     return tu_raw_call(r, &req, out);
 }
 
-int tu_shm_create(tu_shm *s, size_t size)
+static int shm_make(tu_shm *s, size_t size, bool populate)
 {
-    struct timespec ts;
-    int fd = -1;
     memset(s, 0, sizeof(*s));
-    clock_gettime(CLOCK_REALTIME, &ts);
-    for (int tries = 0; tries < 100 && fd < 0; tries++) {
-        snprintf(s->name, sizeof(s->name), "/gemmd-test-%d-%lx-%d", getpid(),
-                 (unsigned long)(ts.tv_nsec ^ random()), tries);
-        fd = shm_open(s->name, O_RDWR | O_CREAT | O_EXCL, 0600);
-        if (fd < 0 && errno != EEXIST)
-            return errno;
+    s->fd = memfd_create("gemmd-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (s->fd < 0)
+        return errno;
+    int e = 0;
+    if (size > 0 && ftruncate(s->fd, (off_t)size) != 0)
+        e = errno;
+    if (e == 0 && size > 0 && populate)
+        e = posix_fallocate(s->fd, 0, (off_t)size);
+    if (e == 0 && size > 0) {
+        s->data =
+            mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+        if (s->data == MAP_FAILED) {
+            e = errno;
+            s->data = NULL;
+        }
     }
-    if (fd < 0)
-        return EEXIST;
-    if (size > 0 && ftruncate(fd, (off_t)size) != 0) {
-        int e = errno;
-        close(fd);
-        shm_unlink(s->name);
+    if (e != 0) {
+        close(s->fd);
+        s->fd = -1;
         return e;
     }
     s->size = size;
-    if (size > 0) {
-        s->data = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (s->data == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            shm_unlink(s->name);
-            s->data = NULL;
-            return e;
-        }
-    }
-    close(fd);
     return 0;
+}
+
+int tu_shm_create(tu_shm *s, size_t size)
+{
+    return shm_make(s, size, true);
+}
+
+int tu_shm_create_sparse(tu_shm *s, size_t size)
+{
+    return shm_make(s, size, false);
 }
 
 void tu_shm_destroy(tu_shm *s)
 {
     if (s->data != NULL)
         munmap(s->data, s->size);
-    if (s->name[0] != '\0')
-        shm_unlink(s->name);
+    if (s->fd >= 0)
+        close(s->fd);
     memset(s, 0, sizeof(*s));
+    s->fd = -1;
 }
 
 int tu_raw_buffer(tu_raw *r, tu_shm *s, size_t size, uint64_t *id)
@@ -185,7 +239,9 @@ int tu_raw_buffer(tu_raw *r, tu_shm *s, size_t size, uint64_t *id)
     int rv = tu_shm_create(s, size);
     if (rv != 0)
         return GEMM_ERR_SHM;
-    rv = tu_raw_register(r, s->name, 1, size, &rep);
+    rv = tu_raw_register_fd(r, s->fd, size, &rep);
+    if (rv < -1)
+        return -rv; /* the daemon refused the descriptor */
     if (rv != 0)
         return GEMM_ERR_CLOSED;
     rv = tu_reply_status(rep);

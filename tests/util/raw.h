@@ -3,9 +3,9 @@
  * cannot express: undecodable bytes, a Request without a body, a wrong
  * protocol version, oversized messages, RegisterBuffer with bad names or
  * sizes, and buffer ids used on another connection. A tu_raw is one nng
- * req0 socket (one pipe, so one "client" to the daemon); tu_shm is a POSIX
- * shm object made the way the client library makes them. Not thread-safe:
- * one thread per tu_raw.
+ * req0 socket (one pipe, so one "client" to the daemon); tu_shm is a memfd
+ * made the way the client library makes them (its descriptor kept, so a
+ * test can try to shrink it). Not thread-safe: one thread per tu_raw.
  */
 #ifndef GEMM_TESTS_UTIL_RAW_H
 #define GEMM_TESTS_UTIL_RAW_H
@@ -20,6 +20,7 @@
 typedef struct tu_raw {
     nng_socket sock;
     uint64_t next_id;
+    char url[256]; /* for the descriptor channel */
 } tu_raw;
 
 /* Dials url (blocking) with send/receive timeouts of timeout_ms. Returns 0
@@ -38,23 +39,39 @@ int tu_raw_call(tu_raw *r, Gemm__Request *req, Gemm__Reply **out);
 
 /* Wrappers: each sets version 1 and a fresh id. */
 int tu_raw_ping(tu_raw *r, Gemm__Reply **out);
-int tu_raw_register(tu_raw *r, const char *name, int has_size, uint64_t size,
+/* RegisterBuffer with the fields as given (has_ticket 0 leaves the ticket
+ * out; name NULL leaves the name out). */
+int tu_raw_register(tu_raw *r, const char *name, int has_ticket,
+                    uint64_t ticket, int has_size, uint64_t size,
                     Gemm__Reply **out);
+/* Passes fd over a descriptor channel, then RegisterBuffer{ticket, size}.
+ * A refused descriptor gives a reply-less failure: the daemon's status is
+ * returned as a negative number. */
+int tu_raw_register_fd(tu_raw *r, int fd, uint64_t size, Gemm__Reply **out);
 int tu_raw_release(tu_raw *r, uint64_t id, Gemm__Reply **out);
 int tu_raw_gemm(tu_raw *r, Gemm__GemmRequest *g, Gemm__Reply **out);
 
 /* Status of a reply (GEMM_ERR_INTERNAL + 1000 if it carries none). */
 int tu_reply_status(const Gemm__Reply *rep);
 
+/* A client that reads nothing: connects a plain socket to url with a 4 KiB
+ * receive buffer, does the SP handshake and sends up to n Status requests
+ * while the daemon reads them (each send waits up to 200 ms for room).
+ * Returns the socket (the caller closes it) and the count in *sent, or -1.
+ */
+int tu_raw_unread_flood(const char *url, int n, int *sent);
+
 typedef struct tu_shm {
-    char name[64];
+    int fd; /* the memfd, kept open */
     void *data;
     size_t size;
 } tu_shm;
 
-/* Creates (O_EXCL, 0600) and maps a shm object of size bytes. Returns 0 or
- * errno. The name stays linked until tu_shm_destroy(). */
+/* Creates a memfd of size bytes (sealable), allocates its pages and maps
+ * it. Returns 0 or errno. */
 int tu_shm_create(tu_shm *s, size_t size);
+/* The same without allocating the pages: a sparse object. */
+int tu_shm_create_sparse(tu_shm *s, size_t size);
 void tu_shm_destroy(tu_shm *s);
 
 /* tu_shm_create + RegisterBuffer on r. Returns the reply status (or a

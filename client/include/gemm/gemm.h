@@ -65,7 +65,10 @@ extern "C" {
     X(GEMM_ERR_INTERNAL, 23, "internal error")                                 \
     X(GEMM_ERR_DEVICE, 24, "GPU error")                                        \
     X(GEMM_ERR_DEVICE_MEMORY, 25, "out of GPU memory")                         \
-    X(GEMM_ERR_BUFFER_FAULT, 26, "buffer truncated or unmapped under a request")
+    X(GEMM_ERR_BUFFER_FAULT, 26,                                               \
+      "buffer truncated or unmapped under a request")                          \
+    X(GEMM_ERR_ABANDONED, 27,                                                  \
+      "gave up waiting: the request may still run and write its output")
 
 typedef enum gemm_error {
 #define GEMM_X_ENUM(name, num, msg) name = num,
@@ -178,6 +181,16 @@ GEMM_API void gemm_client_close(gemm_client *c);
 /*
  * Per-request timeout in milliseconds for requests started after this call
  * (default 60000; -1 waits forever). Thread-safe.
+ *
+ * What a timeout means for a GEMM or a tensor upload: the client then asks
+ * the daemon to cancel it. If it had not started, the daemon drops it and
+ * the call returns GEMM_ERR_TIMEOUT: nothing was written, D is as before.
+ * If it had started, the call waits for it to finish (as long as the
+ * timeout again, at least 1 s) and returns its real outcome. Only if the
+ * daemon does not answer the cancel in that time does the call return
+ * GEMM_ERR_ABANDONED: the request may still run and write D later, so D
+ * must not be reused until the connection is closed. Other requests (ping,
+ * status, ...) change nothing and simply time out.
  */
 GEMM_API int gemm_client_set_timeout(gemm_client *c, int ms);
 
@@ -222,6 +235,10 @@ typedef struct gemm_status {
     double stage_h2d_us;             /* copies to the device */
     double stage_kernel_us;          /* compute */
     double stage_d2h_us;             /* copy back */
+    uint32_t connections;            /* open connections, all kinds */
+    uint32_t users;                  /* uids connected */
+    uint64_t memory_budget;          /* the daemon's own memory budget */
+    uint64_t memory_used;            /* of it, in use */
 } gemm_status;
 
 /* Fetches the daemon's counters into *out. Thread-safe. */
@@ -233,12 +250,15 @@ typedef struct gemm_buffer gemm_buffer;
 
 /*
  * Creates a shared-memory buffer of size bytes (rounded up to a page),
- * registers it with the daemon and maps it here. The shm object gets an
- * unguessable name, O_EXCL, mode 0600, and its space is reserved up front
- * (GEMM_ERR_SHM / NOMEM if /dev/shm is full); the name is unlinked once the
- * daemon has mapped it, so nothing is left behind if anyone crashes.
- * On success *out is a new buffer the caller must gemm_buffer_free(); its
- * memory is zero-filled. Thread-safe.
+ * registers it with the daemon and maps it here. The memory is an anonymous
+ * memfd (no name anywhere: nothing is left behind if anyone crashes) whose
+ * pages are allocated up front, to this process (GEMM_ERR_SHM / NOMEM when
+ * memory is short); its descriptor goes to the daemon over a second
+ * connection to the same socket (SCM_RIGHTS), so a daemon running as
+ * another user maps it too. The daemon seals it: from then on it cannot be
+ * resized or have pages removed, by anyone. On success *out is a new
+ * buffer the caller must gemm_buffer_free(); its memory is zero-filled.
+ * Thread-safe.
  */
 GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size, gemm_buffer **out);
 
@@ -323,9 +343,8 @@ GEMM_API void gemm_op_init(gemm_op *op, uint64_t m, uint64_t n, uint64_t k,
 /* Sets op's scalars to alpha = alpha_re + i alpha_im and beta = beta_re +
  * i beta_im in double precision (scalars64 on; alpha and beta get the
  * real parts rounded to float). Thread-safe. */
-GEMM_API void gemm_op_set_scalars(gemm_op *op, double alpha_re,
-                                  double alpha_im, double beta_re,
-                                  double beta_im);
+GEMM_API void gemm_op_set_scalars(gemm_op *op, double alpha_re, double alpha_im,
+                                  double beta_re, double beta_im);
 
 typedef struct gemm_timings {
     uint64_t queued_us;     /* in the daemon's queue */
