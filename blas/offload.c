@@ -20,8 +20,10 @@
  * thread exit. A call packs A,
  * B and (beta != 0) C tightly into it: the row-major problem (gemmblas.h)
  * is what gemmd computes, so a column-major call needs no transposing
- * copy, only the swap of A and B. A buffer whose request timed out may
- * still be written by the daemon: it is dropped, never reused.
+ * copy, only the swap of A and B. A request that times out is canceled
+ * by the client library: TIMEOUT means it never started (the buffer is
+ * fine); ABANDONED means the daemon may still write into the buffer: it
+ * is dropped, never reused.
  *
  * fork: nng (1.5) cannot be used in a child once the parent has used it
  * ("nng is not fork-reentrant safe": it aborts). Before every fork (an
@@ -371,7 +373,7 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
     case GEMM_ERR_VERSION:
     case GEMM_ERR_SHUTDOWN:
         return RETRY_CONNECTION;
-    case GEMM_ERR_TIMEOUT:      /* the daemon may still write into it */
+    case GEMM_ERR_ABANDONED:    /* the daemon may still write into it */
     case GEMM_ERR_BUFFER_FAULT: /* lost on the daemon's side */
     case GEMM_ERR_NO_BUFFER:
         return CPU_DROP_BUFFER;
