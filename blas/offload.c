@@ -16,11 +16,14 @@
  * tries once more; every connection has a generation number.
  *
  * Staging: each thread has one shm buffer registered on the connection,
- * grown when a call needs more and freed at thread exit. A call packs A,
+ * grown (by a quarter more than needed) when a call needs more, freed at
+ * thread exit. A call packs A,
  * B and (beta != 0) C tightly into it: the row-major problem (gemmblas.h)
  * is what gemmd computes, so a column-major call needs no transposing
- * copy, only the swap of A and B. A buffer whose request timed out may
- * still be written by the daemon: it is dropped, never reused.
+ * copy, only the swap of A and B. A request that times out is canceled
+ * by the client library: TIMEOUT means it never started (the buffer is
+ * fine); ABANDONED means the daemon may still write into the buffer: it
+ * is dropped, never reused.
  *
  * fork: nng (1.5) cannot be used in a child once the parent has used it
  * ("nng is not fork-reentrant safe": it aborts). Before every fork (an
@@ -301,10 +304,15 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
 
     if (t->buf != NULL && t->gen != gen)
         drop_buffer(t); /* registered on a connection that is gone */
-    if (t->buf != NULL && gemm_buffer_size(t->buf) < need)
+    bool grow = t->buf != NULL && gemm_buffer_size(t->buf) < need;
+    if (grow)
         drop_buffer(t);
     if (t->buf == NULL) {
-        size_t size = align_up(need + need / 4, 2u << 20);
+        /* the first buffer fits this call (making and pinning it is the
+         * first call's main cost); a thread that needed more once gets a
+         * quarter extra, so a slowly growing size does not re-register
+         * every time */
+        size_t size = align_up(grow ? need + need / 4 : need, 2u << 20);
         int rv = gemm_buffer_alloc(c, size, &t->buf);
         if (rv != GEMM_OK) {
             t->buf = NULL;
@@ -365,7 +373,7 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
     case GEMM_ERR_VERSION:
     case GEMM_ERR_SHUTDOWN:
         return RETRY_CONNECTION;
-    case GEMM_ERR_TIMEOUT:      /* the daemon may still write into it */
+    case GEMM_ERR_ABANDONED:    /* the daemon may still write into it */
     case GEMM_ERR_BUFFER_FAULT: /* lost on the daemon's side */
     case GEMM_ERR_NO_BUFFER:
         return CPU_DROP_BUFFER;
@@ -382,8 +390,9 @@ bool gb_offload(const gb_gemm *g)
     if (cfg->min_flops < 0 || flops < cfg->min_flops)
         return false;
     if (atomic_load(&conn.disabled)) {
-        gb_log(2, "%cgemm on the CPU: forked from a process using nng, "
-                  "which cannot be used in a child of fork",
+        gb_log(2,
+               "%cgemm on the CPU: forked from a process using nng, "
+               "which cannot be used in a child of fork",
                "sdcz"[g->t]);
         return false;
     }

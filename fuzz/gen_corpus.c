@@ -64,30 +64,41 @@ typedef struct seed_gemm {
     float alpha, beta;
     uint64_t lda, ldb, ldd, off; /* off: byte offset of D (C = D) */
     uint64_t buf_ab, buf_cd;
-    int precision;      /* gemm_precision; 0: absent */
-    const char *kernel; /* NULL: absent */
+    int precision;            /* gemm_precision; 0: absent */
+    const char *kernel;       /* NULL: absent */
+    int conj;                 /* bit 0: conj_a, bit 1: conj_b (complex) */
+    double alpha_im, beta_im; /* sent with alpha64/beta64 when non-zero */
 } seed_gemm;
 
+/* one seed a row */
+/* clang-format off */
 static const seed_gemm gemms[] = {
     {"gemm_f32_nn", 8, 8, 8, GEMM_FP32, GEMM_FP32, 0, 0, 1, 0, 0, 0, 0, 0, 1, 2,
-     0, NULL},
+     0, NULL, 0, 0, 0},
     {"gemm_bf16_f32_tn", 16, 4, 32, GEMM_BF16, GEMM_FP32, 1, 0, 1, 0, 0, 0, 0,
-     0, 2, 3, 0, NULL},
+     0, 2, 3, 0, NULL, 0, 0, 0},
     {"gemm_f16_f16_nt_beta", 7, 9, 5, GEMM_FP16, GEMM_FP16, 0, 1, 2, 0.5f, 0, 0,
-     16, 256, 2, 2, 0, NULL},
+     16, 256, 2, 2, 0, NULL, 0, 0, 0},
     {"gemm_bf16_bf16_tt_ld", 3, 5, 11, GEMM_BF16, GEMM_BF16, 1, 1, -1, 1, 4, 12,
-     8, 64, 3, 3, 0, NULL},
+     8, 64, 3, 3, 0, NULL, 0, 0, 0},
     {"gemm_f16_f32_ld", 33, 17, 65, GEMM_FP16, GEMM_FP32, 0, 0, 1, 0, 80, 24,
-     20, 4096, 2, 1ull << 63 | 65536, 0, NULL},
+     20, 4096, 2, 1ull << 63 | 65536, 0, NULL, 0, 0, 0},
     {"gemm_bf16_f16_big", 1024, 1024, 1024, GEMM_BF16, GEMM_FP16, 0, 1, 1, 0, 0,
-     0, 0, 0, 3, 3, 0, NULL},
+     0, 0, 0, 3, 3, 0, NULL, 0, 0, 0},
     {"gemm_f32_tf32_kernel", 24, 40, 16, GEMM_FP32, GEMM_FP32, 0, 1, 1, 0, 0, 0,
-     0, 0, 2, 2, GEMM_PRECISION_TF32, "openblas"},
+     0, 0, 2, 2, GEMM_PRECISION_TF32, "openblas", 0, 0, 0},
     {"gemm_f32_fp32_auto", 9, 7, 33, GEMM_FP32, GEMM_FP32, 1, 0, 1, 0, 0, 0, 0,
-     0, 2, 2, GEMM_PRECISION_FP32, "auto"},
+     0, 2, 2, GEMM_PRECISION_FP32, "auto", 0, 0, 0},
     {"gemm_bf16_naive", 5, 6, 7, GEMM_BF16, GEMM_FP32, 0, 0, 1, 0, 0, 0, 0, 0,
-     2, 2, 0, "cpu-naive"},
+     2, 2, 0, "cpu-naive", 0, 0, 0},
+    {"gemm_f64_nt_beta", 12, 10, 9, GEMM_FP64, GEMM_FP64, 0, 1, 0.5f, 2, 0, 0,
+     0, 0, 2, 2, 0, NULL, 0, 0, 0},
+    {"gemm_c128_conj_complex", 6, 5, 4, GEMM_COMPLEX128, GEMM_COMPLEX128, 1, 1,
+     1, 1, 0, 0, 0, 0, 2, 2, 0, NULL, 3, 0.5, -1},
+    {"gemm_c64_ct_ld", 7, 3, 5, GEMM_COMPLEX64, GEMM_COMPLEX64, 1, 0, 1, 0, 9,
+     0, 4, 0, 2, 2, 0, "openblas", 1, -2, 0},
 };
+/* clang-format on */
 
 static int write_gemm(const seed_gemm *s, uint64_t id)
 {
@@ -113,7 +124,7 @@ static int write_gemm(const seed_gemm *s, uint64_t id)
     g.beta = s->beta;
     /* A at 0, B after it, both in buf_ab; C = D at off in buf_cd (apart
      * from A and B even when buf_cd == buf_ab: off is past them then) */
-    uint64_t esize = s->ab == GEMM_FP32 ? 4 : 2;
+    uint64_t esize = gemm_dtype_size((gemm_dtype)s->ab);
     uint64_t arows = s->ta ? s->k : s->m, acols = s->ta ? s->m : s->k;
     uint64_t lda = s->lda ? s->lda : acols;
     uint64_t aext = ((arows - 1) * lda + acols) * esize;
@@ -138,6 +149,19 @@ static int write_gemm(const seed_gemm *s, uint64_t id)
         g.precision = (Gemm__Precision)s->precision;
     }
     g.kernel = (char *)s->kernel;
+    g.has_conj_a = g.conj_a = (s->conj & 1) != 0;
+    g.has_conj_b = g.conj_b = (s->conj & 2) != 0;
+    if (s->alpha_im != 0 || s->beta_im != 0) {
+        g.has_alpha64 = g.has_beta64 = 1;
+        g.alpha64 = s->alpha;
+        g.beta64 = s->beta;
+        g.has_alpha_imag = s->alpha_im != 0;
+        g.alpha_imag = s->alpha_im;
+        g.has_beta_imag = s->beta_im != 0;
+        g.beta_imag = s->beta_im;
+    }
+    if (s->beta_im != 0)
+        g.c = &d;
     rq.body_case = GEMM__REQUEST__BODY_GEMM;
     rq.gemm = &g;
     return write_request(s->name, &rq);

@@ -669,15 +669,17 @@ static int child_dgemm(void)
         a[i] = (i % 7) - 3;
     double one = 1, zero = 0;
     dgemm_("N", "T", &n, &n, &n, &one, a, &n, a, &n, &zero, c, &n);
+    int bad = 0;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
             double s = 0;
             for (int l = 0; l < n; l++)
                 s += a[l * n + i] * a[l * n + j];
-            if (c[j * n + i] != s)
-                return 1;
+            bad |= c[j * n + i] != s;
         }
-    return 0;
+    free(a);
+    free(c);
+    return bad;
 }
 
 static int wait_child(pid_t pid)

@@ -5,7 +5,21 @@
 # package, never a silent skip (scripts/install-deps.sh installs them).
 #
 # The test's environment (set by CMake): GEMMD, GEMMCTL, GEMMBLAS_LIB
-# (libgemmblas.so.0), GEMMBLAS_LIB3 (the directory of lib3/libblas.so.3).
+# (libgemmblas.so.0), GEMMBLAS_LIB3 (the directory of lib3/libblas.so.3),
+# GEMMBLAS_TEST_BACKEND (gemmd's backend, default cpu; scripts/gpu/blas.sh
+# sets cuda), and in an ASan build GEMMBLAS_ASAN_RUNTIME (libasan.so, which an
+# uninstrumented program must load before the instrumented library; their
+# own leaks are not ours to report, so LeakSanitizer is off for them).
+if [ -n "${GEMMBLAS_ASAN_RUNTIME:-}" ]; then
+    ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
+    export ASAN_OPTIONS
+fi
+
+# preload [LIB]: the LD_PRELOAD value for a foreign program: the ASan
+# runtime (ASan builds) and LIB.
+preload() {
+    echo "${GEMMBLAS_ASAN_RUNTIME:-}${GEMMBLAS_ASAN_RUNTIME:+${1:+ }}${1:-}"
+}
 
 fail() {
     echo "FAIL: $*" >&2
@@ -24,7 +38,8 @@ start_gemmd() {
     T=$(mktemp -d "${TMPDIR:-/tmp}/gemmblas-test.XXXXXX")
     GEMM_URL="ipc://$T/gemmd.sock"
     export GEMM_URL
-    "$GEMMD" --backend cpu --threads 2 --listen "$GEMM_URL" \
+    "$GEMMD" --backend "${GEMMBLAS_TEST_BACKEND:-cpu}" --threads 2 \
+        --listen "$GEMM_URL" \
         --log-level warning "$@" </dev/null >"$T/gemmd.out" 2>"$T/gemmd.log" &
     GEMMD_PID=$!
     trap 'stop_gemmd' EXIT

@@ -12,7 +12,7 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 mode=$1 tester=$2 input=$3
-dir=/usr/lib/x86_64-linux-gnu/blas
+dir=${BLAS_TESTER_DIR:-/usr/lib/x86_64-linux-gnu/blas} # testers, inputs
 need "$dir/$tester" libblas-test
 need "$dir/$input" libblas-test
 start_gemmd
@@ -21,11 +21,11 @@ before=$(counter requests_served)
 export GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1
 case $mode in
 preload)
-    LD_PRELOAD=$GEMMBLAS_LIB "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
+    LD_PRELOAD=$(preload "$GEMMBLAS_LIB") "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
         { cat out.txt err.txt; fail "$tester exited $?"; }
     ;;
 path)
-    LD_LIBRARY_PATH=$GEMMBLAS_LIB3 "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
+    LD_PRELOAD=$(preload) LD_LIBRARY_PATH=$GEMMBLAS_LIB3 "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
         { cat out.txt err.txt; fail "$tester exited $?"; }
     ;;
 alternative)
@@ -42,7 +42,7 @@ alternative)
     "$T"/inst/*/gemmblas/libblas.so.3) ;;
     *) fail "the alternative's libblas.so.3 is $target" ;;
     esac
-    LD_LIBRARY_PATH=$T/alt/lib "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
+    LD_PRELOAD=$(preload) LD_LIBRARY_PATH=$T/alt/lib "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
         { cat out.txt err.txt; fail "$tester exited $?"; }
     grep -q "CPU BLAS: .*openblas\|CPU BLAS: .*blas/libblas" err.txt ||
         { cat err.txt; fail "no real CPU BLAS named"; }

@@ -13,7 +13,7 @@ need /usr/bin/python3 python3
 start_gemmd
 /usr/bin/python3 "$here/numpy_check.py" ref "$T"
 before=$(counter requests_served)
-GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1 LD_PRELOAD=$GEMMBLAS_LIB \
+GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1 LD_PRELOAD=$(preload "$GEMMBLAS_LIB") \
     /usr/bin/python3 "$here/numpy_check.py" check "$T"
 # every case with all dimensions > 1 is a GEMM (28); numpy takes the
 # others (a 1 in the shape) to gemv or dot

@@ -31,6 +31,6 @@ printf("Octave OK\n");
 OM
 octave-cli --no-gui --quiet --no-window-system "$T/ref.m"
 before=$(counter requests_served)
-GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1 LD_PRELOAD=$GEMMBLAS_LIB \
+GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1 LD_PRELOAD=$(preload "$GEMMBLAS_LIB") \
     octave-cli --no-gui --quiet --no-window-system "$T/check.m"
 expect_served "$before" 4

@@ -35,6 +35,6 @@ if (!(res < 1e-8)) stop("solve")
 cat("R OK\n")
 RS
 before=$(counter requests_served)
-GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1 LD_PRELOAD=$GEMMBLAS_LIB \
+GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1 LD_PRELOAD=$(preload "$GEMMBLAS_LIB") \
     Rscript --vanilla "$T/check.R"
 expect_served "$before" 4
