@@ -11,7 +11,7 @@
  *                   [--reps N] [--blocks N] [--csv FILE] [--kernel NAME,...]
  *        bench_gemm --type fp32 [--set fp32|fp32quick|fp32sq] [--reps N]
  *                   [--csv FILE]
- *        bench_gemm --type int8 [--set int8|int8quick] [--reps N]
+ *        bench_gemm --type int8 [--set int8|int8quick|int8one] [--reps N]
  *        bench_gemm --type fp64 [--set fp64|fp64quick|fp64sq|fp64ksweep]
  *                   [--kernel auto,oz2,oz2-bytes,oz2-unfused,oz2-prep]
  *                   [--phi X] [--moduli N] [--reps N]
@@ -452,6 +452,8 @@ static int bench_int8(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
     std::vector<Shape> shapes;
     if (!strcmp(set, "int8quick")) {
         shapes.push_back({4096, 4096, 4096, 0, 1, "int8"});
+        shapes.push_back({8192, 8192, 8192, 0, 1, "int8"});
+    } else if (!strcmp(set, "int8one")) { /* for a profiler */
         shapes.push_back({8192, 8192, 8192, 0, 1, "int8"});
     } else {
         for (long long v : {2048ll, 4096ll, 8192ll, 16384ll})

@@ -41,6 +41,9 @@ struct S8Params {
     int m, n;
     int num_m, num_n, units, group_m;
     int nkb;         /* k-blocks per product */
+    int kch;         /* k-blocks per chunk: all moduli of a chunk run before
+                        the next chunk (OZ 1; nkb elsewhere) */
+    int kunit;       /* bytes per tensor-map element along K: 1 or 2 */
     int nmod;        /* products per tile */
     int mod0;        /* modulus of the first product (moduli constants) */
     int rows_a;      /* A map rows between moduli (0: one matrix) */
@@ -61,7 +64,7 @@ struct S8Params {
     double falpha, fbeta;
     const int *ea, *eb; /* row / column scale exponents E */
     int ebias;          /* -(beta_a + beta_b) */
-    double pscale;
+    double pscale, pscale_lo;
     /* moduli constants (ozaki.h), by modulus index */
     uint64_t gi[GEMMK_OZ_MAX];
     uint32_t gf[GEMMK_OZ_MAX];
@@ -159,19 +162,21 @@ __global__ void __launch_bounds__(384, 1)
         for (int u = blockIdx.x; tid == 0 && u < p.units; u += gridDim.x) {
             int mt, nt;
             s8_coords(p, u, mt, nt);
-            for (int l = 0; l < p.nmod; l++) {
-                const int ra = (p.mod0 + l) * p.rows_a + mt * BM;
-                const int rb = (p.mod0 + l) * p.rows_b + nt * BN;
-                for (int kb = 0; kb < p.nkb; kb++) {
-                    mbar_wait(&empty[s], ph ^ 1);
-                    mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
-                    tma_load_2d(sa + s * A_BYTES, &tma, kb * S8_BK, ra,
-                                &full[s]);
-                    tma_load_2d(sb + s * B_BYTES, &tmb, kb * S8_BK, rb,
-                                &full[s]);
-                    if (++s == STAGES) {
-                        s = 0;
-                        ph ^= 1;
+            for (int kc0 = 0; kc0 < p.nkb; kc0 += p.kch) {
+                const int kc1 = min(p.nkb, kc0 + p.kch);
+                for (int l = 0; l < p.nmod; l++) {
+                    const int ra = (p.mod0 + l) * p.rows_a + mt * BM;
+                    const int rb = (p.mod0 + l) * p.rows_b + nt * BN;
+                    for (int kb = kc0; kb < kc1; kb++) {
+                        mbar_wait(&empty[s], ph ^ 1);
+                        mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
+                        const int k0 = kb * (S8_BK / p.kunit);
+                        tma_load_2d(sa + s * A_BYTES, &tma, k0, ra, &full[s]);
+                        tma_load_2d(sb + s * B_BYTES, &tmb, k0, rb, &full[s]);
+                        if (++s == STAGES) {
+                            s = 0;
+                            ph ^= 1;
+                        }
                     }
                 }
             }
@@ -196,11 +201,13 @@ __global__ void __launch_bounds__(384, 1)
             int mt, nt;
             s8_coords(p, u, mt, nt);
             const int row0 = mt * BM + c * 64, col0 = nt * BN;
+            for (int kc0 = 0; kc0 < p.nkb; kc0 += p.kch) {
+            const int kc1 = min(p.nkb, kc0 + p.kch);
             for (int l = 0; l < p.nmod; l++) {
                 const int md = p.mod0 + l;
                 int prev = -1;
                 int fresh = 1; /* next wgmma starts the accumulator */
-                for (int kb = 0; kb < p.nkb; kb++) {
+                for (int kb = kc0; kb < kc1; kb++) {
                     mbar_wait(&full[s], ph);
                     fence_iregs(acc);
                     wgmma_fence();
@@ -221,8 +228,8 @@ __global__ void __launch_bounds__(384, 1)
                         s = 0;
                         ph ^= 1;
                     }
-                    if ((OZ != 0 || p.reduce) && (kb + 1) % S8_FLUSH == 0 &&
-                        kb + 1 < p.nkb) {
+                    if ((OZ != 0 || p.reduce) &&
+                        (kb + 1 - kc0) % S8_FLUSH == 0 && kb + 1 < kc1) {
                         /* keep |acc| bounded: reduce mod p, go on */
                         wgmma_wait<0>();
                         fence_iregs(acc);
@@ -243,7 +250,7 @@ __global__ void __launch_bounds__(384, 1)
                 if constexpr (OZ == 1) {
                     const uint64_t gi = p.gi[md];
                     const uint32_t gf = p.gf[md];
-                    if (l == 0) {
+                    if (l == 0 && kc0 == 0) {
 #pragma unroll
                         for (int i = 0; i < BN / 2; i++)
                             z[i] = gemmk_oz_zadd(0, acc[i], gi, gf);
@@ -307,6 +314,7 @@ __global__ void __launch_bounds__(384, 1)
                     }
                 }
             }
+            } /* k chunks */
             if constexpr (OZ == 1) {
                 /* the reconstruction: X = P centred(Z), times
                  * 2^(E_i + E_j - beta_a - beta_b), alpha, beta */
@@ -326,8 +334,9 @@ __global__ void __launch_bounds__(384, 1)
                             const int col = col0 + 8 * j + 2 * (lane & 3) + e;
                             if (col >= p.n)
                                 continue;
-                            double x = gemmk_oz_value(z[4 * j + 2 * h + e],
-                                                      p.pscale, er + p.eb[col]);
+                            double x = gemmk_oz_value(
+                                z[4 * j + 2 * h + e], p.pscale, p.pscale_lo,
+                                er + p.eb[col]);
                             x *= p.falpha;
                             if (crow)
                                 x = fma(p.fbeta, crow[col], x);

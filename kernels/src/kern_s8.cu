@@ -7,6 +7,7 @@
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctx_internal.h"
@@ -75,8 +76,19 @@ cudaError_t launch_s8(int bn, int oz, const CUtensorMap &ta,
     return cudaErrorInvalidValue;
 }
 
+int s8_map16()
+{
+    static int v = [] {
+        const char *e = getenv("GEMMK_S8_MAP16");
+        return e && atoi(e) ? 1 : 0;
+    }();
+    return v;
+}
+
 void s8_tiles(S8Params &p, int m, int n, int bn)
 {
+    p.kunit = 1;
+    p.kch = 1 << 30;
     p.m = m;
     p.n = n;
     p.num_m = (m + BM - 1) / BM;
@@ -200,14 +212,17 @@ extern "C" gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
     const int sms = ctx_num_sms(ctx);
     const int64_t t256 = ((p->m + 127) / 128) * ((p->n + 255) / 256);
     const int bn = force128 || t256 * 2 < sms ? 128 : 256;
+    /* the bytes as 16-bit elements where K allows (measurement knob
+     * GEMMK_S8_MAP16; docs/ozaki-notes.md) */
+    const int ku = s8_map16() && p->k % 2 == 0 ? 2 : 1;
     gemmk_tmap_key ka = {}, kb = {};
     ka.addr = (uint64_t)(uintptr_t)a;
-    ka.dtype = GEMMK_TMAP_U8;
+    ka.dtype = ku == 2 ? GEMM_BF16 : GEMMK_TMAP_U8;
     ka.swizzle = GEMMK_SWIZZLE_128B;
-    ka.dim0 = (uint64_t)p->k;
+    ka.dim0 = (uint64_t)(p->k / ku);
     ka.dim1 = (uint64_t)p->m;
     ka.stride1 = (uint64_t)lda;
-    ka.box0 = S8_BK;
+    ka.box0 = S8_BK / ku;
     ka.box1 = BM;
     kb = ka;
     kb.addr = (uint64_t)(uintptr_t)b;
@@ -224,6 +239,7 @@ extern "C" gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
     memset(&sp, 0, sizeof(sp));
     s8_tiles(sp, (int)p->m, (int)p->n, bn);
     sp.nkb = (int)((p->k + S8_BK - 1) / S8_BK);
+    sp.kunit = ku;
     sp.nmod = 1;
     sp.d = p->d;
     sp.c = p->beta ? p->c : nullptr;

@@ -21,6 +21,9 @@ cudaError_t launch_s8(int bn, int oz, const CUtensorMap &ta,
 /* Fills p's tile counts for an m x n output in 128 x bn tiles. */
 void s8_tiles(S8Params &p, int m, int n, int bn);
 int s8_smem(int bn);
+/* GEMMK_S8_MAP16=1: int8 tensor maps as 16-bit elements (a measurement
+ * knob). */
+int s8_map16();
 /* out (cols x ldo bytes) = in^T (in: rows x cols, pitch ldi), columns of
  * out from rows to ldo zeroed. */
 cudaError_t transpose_u8(const uint8_t *in, long long ldi, long long rows,

@@ -84,7 +84,7 @@ struct ModConsts {
 struct ReconConsts {
     int n;
     int ebias;
-    double pscale;
+    double pscale, pscale_lo;
     uint64_t gi[GEMMK_OZ_MAX];
     uint32_t gf[GEMMK_OZ_MAX];
 };
@@ -257,8 +257,9 @@ __global__ void __launch_bounds__(256)
 }
 
 /* Residues of the rows of op(X) scaled by 2^(beta - E[r]): int8, plane l
- * at out + l * plane, rows of kp bytes. */
-template <bool MN>
+ * at out + l * plane, rows of kp bytes. NL: 13-bit limbs per integer (5
+ * up to 2^65, 7 beyond). The residues run on the fp32 pipe (ozaki.h). */
+template <bool MN, int NL>
 __global__ void __launch_bounds__(256)
     oz_split_kernel(const double *__restrict__ x, long long ld, long long rows,
                     long long k, long long kp, const int *__restrict__ E,
@@ -275,20 +276,22 @@ __global__ void __launch_bounds__(256)
     if (r >= rows)
         return;
     const int s = beta - E[r];
-    uint32_t L[16][4];
-    uint32_t negs = 0;
+    float F[16][NL];
 #pragma unroll
     for (int j = 0; j < 16; j++)
-        negs |= (uint32_t)gemmk_oz_limbs(t[rl][20 * q + j], s, L[j]) << j;
+        gemmk_oz_flimbs(t[rl][20 * q + j], s, NL, F[j]);
     uint8_t *o = out + r * kp + h0 + 16 * q;
     for (int l = 0; l < mc.n; l++) {
-        const gemmk_oz_mod m = mc.mod[l];
+        const float p = mc.mod[l].fp, inv = mc.mod[l].finv;
+        float c[NL];
+#pragma unroll
+        for (int j = 0; j < NL; j++)
+            c[j] = mc.mod[l].fc[j];
         uint32_t w[4] = {0, 0, 0, 0};
 #pragma unroll
-        for (int j = 0; j < 16; j++) {
-            const int v = gemmk_oz_residue(L[j], (negs >> j) & 1, &m);
-            w[j >> 2] |= ((uint32_t)v & 0xffu) << (8 * (j & 3));
-        }
+        for (int j = 0; j < 16; j++)
+            w[j >> 2] |= gemmk_oz_fresidue_byte(F[j], NL, c, p, inv)
+                         << (8 * (j & 3));
         *reinterpret_cast<uint4 *>(o + (long long)l * plane) =
             make_uint4(w[0], w[1], w[2], w[3]);
     }
@@ -298,7 +301,8 @@ __device__ __forceinline__ double finish(uint64_t z, const ReconConsts &rc,
                                          int e, double alpha, double beta,
                                          const double *c)
 {
-    double x = gemmk_oz_value(z, rc.pscale, e + rc.ebias) * alpha;
+    double x = gemmk_oz_value(z, rc.pscale, rc.pscale_lo, e + rc.ebias) *
+               alpha;
     if (beta != 0.0)
         x = fma(beta, *c, x);
     return x;
@@ -543,6 +547,19 @@ gemm_error validate(const gemmk_problem_f64 *p)
     return GEMM_OK;
 }
 
+/* GEMMK_OZ_KCHUNK=n: the fused kernel runs all moduli over n k-blocks
+ * before the next n (smaller L2 working set, n x more epilogues; a
+ * measurement knob, docs/ozaki-notes.md). 0: the whole K. */
+int oz_kchunk()
+{
+    static int v = [] {
+        const char *e = getenv("GEMMK_OZ_KCHUNK");
+        int x = e ? atoi(e) : 0;
+        return x > 0 ? x : 0;
+    }();
+    return v;
+}
+
 /* Where the emulation pays (device calls of docs/ozaki-notes.md): large
  * enough in every dimension. */
 bool worth_emulating(const gemmk_problem_f64 *p)
@@ -602,12 +619,18 @@ gemm_error split(const Operand &o, long long k, long long kp, const int *E,
 {
     dim3 grid((unsigned)((o.rows + 63) / 64), (unsigned)(kp / 64));
     const long long plane = o.rows * kp;
-    if (o.mn)
-        oz_split_kernel<true><<<grid, 256, 0, stream>>>(o.x, o.ld, o.rows, k,
-                                                        kp, E, beta, mc, out,
-                                                        plane);
+    const bool wide = beta > 64; /* integers past 2^65: 7 limbs */
+    if (o.mn && !wide)
+        oz_split_kernel<true, 5><<<grid, 256, 0, stream>>>(
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+    else if (o.mn)
+        oz_split_kernel<true, 7><<<grid, 256, 0, stream>>>(
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+    else if (!wide)
+        oz_split_kernel<false, 5><<<grid, 256, 0, stream>>>(
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
     else
-        oz_split_kernel<false><<<grid, 256, 0, stream>>>(
+        oz_split_kernel<false, 7><<<grid, 256, 0, stream>>>(
             o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
     return cuerr(cudaGetLastError());
 }
@@ -774,14 +797,15 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         return GEMM_OK;
 
     /* tensor maps: the moduli stacked, rows x kp bytes each */
+    const int ku = s8_map16() ? 2 : 1; /* kp is a multiple of 128 */
     gemmk_tmap_key ka = {}, kb = {};
     ka.addr = (uint64_t)(uintptr_t)ra;
-    ka.dtype = GEMMK_TMAP_U8;
+    ka.dtype = ku == 2 ? GEMM_BF16 : GEMMK_TMAP_U8;
     ka.swizzle = GEMMK_SWIZZLE_128B;
-    ka.dim0 = (uint64_t)kp;
+    ka.dim0 = (uint64_t)(kp / ku);
     ka.dim1 = (uint64_t)nmod * p->m;
     ka.stride1 = (uint64_t)kp;
-    ka.box0 = S8_BK;
+    ka.box0 = S8_BK / ku;
     ka.box1 = BM;
     kb = ka;
     kb.addr = (uint64_t)(uintptr_t)rb;
@@ -794,6 +818,9 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
     if (e != GEMM_OK)
         return e;
     sp.nkb = (int)(kp / S8_BK);
+    sp.kunit = ku;
+    if (var == V_FUSED && oz_kchunk() > 0)
+        sp.kch = oz_kchunk();
     sp.rows_a = (int)p->m;
     sp.rows_b = (int)p->n;
     for (int l = 0; l < nmod; l++) {
@@ -810,6 +837,7 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
     rc.n = nmod;
     rc.ebias = -(beta_a + beta_b);
     rc.pscale = set.pscale;
+    rc.pscale_lo = set.pscale_lo;
     for (int l = 0; l < nmod; l++) {
         rc.gi[l] = set.mod[l].gi;
         rc.gf[l] = set.mod[l].gf;
@@ -827,6 +855,7 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         sp.eb = eb;
         sp.ebias = rc.ebias;
         sp.pscale = set.pscale;
+        sp.pscale_lo = set.pscale_lo;
         return cuerr(launch_s8(128, 1, ta, tb, sp, grid, stream));
     }
     dim3 rgrid;

@@ -5,11 +5,11 @@
  * exact 128-bit integer arithmetic, the very code the GPU runs.
  *
  * The scheme. Row i of op(A) is scaled by 2^s_i and column j of op(B) by
- * 2^t_j and rounded to integers A', B' (gemmk_oz_limbs). Their product
- * X = A'B' is an integer matrix; it is computed exactly modulo each of n
- * pairwise coprime moduli p_l <= 256 by an int8 GEMM of the residues
- * (gemmk_oz_residue: symmetric residues fit int8) with int32
- * accumulation. The Chinese remainder theorem gives X back when
+ * 2^t_j and rounded to integers A', B' (gemmk_oz_scale, gemmk_oz_flimbs).
+ * Their product X = A'B' is an integer matrix; it is computed exactly
+ * modulo each of n pairwise coprime moduli p_l <= 256 by an int8 GEMM of
+ * the residues (gemmk_oz_fresidue: symmetric residues fit int8, computed
+ * exactly on the fp32 pipe) with int32 accumulation. The Chinese remainder theorem gives X back when
  * |X| < P/2, P = prod p_l; then C = X 2^(-s_i - t_j).
  *
  * Reconstruction without big integers: with c_l = (P/p_l)^-1 mod p_l,
@@ -53,6 +53,8 @@
  * of at most 128 * 128 = 2^14 stay below 2^30 */
 #define GEMMK_OZ_FLUSH_KB 512
 
+#define GEMMK_OZ_NL 7 /* 13-bit limbs of a scaled integer (< 2^91) */
+
 /* Stats flags (gemmk_oz_stats.flags, per row in the stats pass). */
 #define GEMMK_OZ_NONFINITE 1u /* an inf or NaN */
 #define GEMMK_OZ_DENORMAL 2u  /* a subnormal */
@@ -65,13 +67,14 @@
 
 /* One modulus' constants (computed on the host, read by the kernels). */
 typedef struct gemmk_oz_mod {
-    uint32_t p;             /* the modulus */
-    uint32_t magic;         /* ceil(2^39 / p): v / p == (v * magic) >> 39 */
-    uint32_t c21, c42, c63; /* 2^21, 2^42, 2^63 mod p */
-    int32_t hmax;           /* residues lie in [hmax - p + 1, hmax] */
-    uint64_t gi;            /* floor(2^64 c / p), c = (P/p)^-1 mod p */
-    uint32_t gf;            /* floor(2^32 frac(2^64 c / p)) */
-    uint32_t pad;
+    uint32_t p;      /* the modulus */
+    uint32_t magic;  /* ceil(2^39 / p): v / p == (v * magic) >> 39 */
+    int32_t hmax;    /* symmetric residues lie in [hmax - p + 1, hmax] */
+    uint32_t gf;     /* floor(2^32 frac(2^64 c / p)) */
+    uint64_t gi;     /* floor(2^64 c / p), c = (P/p)^-1 mod p */
+    float fp, finv;  /* p and 1/p (rounded) as floats */
+    float fc[GEMMK_OZ_NL]; /* 2^(13 j) mod p, symmetric, as floats */
+    float pad;
 } gemmk_oz_mod;
 
 /* A set of n moduli. */
@@ -80,19 +83,20 @@ typedef struct gemmk_oz_set {
     int pad;
     double log2p;  /* log2 P */
     double pscale; /* P / 2^64, rounded to nearest */
+    double pscale_lo; /* P / 2^64 - pscale (to ~2^-64 relative) */
     gemmk_oz_mod mod[GEMMK_OZ_MAX];
 } gemmk_oz_set;
 
 /* --- scaling and residues (GPU split kernel) ----------------------------- */
 
 /*
- * |round(a 2^s)| as four 21-bit limbs l[0] (low) .. l[3] of an integer
- * below 2^84 (rounding half to even); returns 1 when a < 0. Zero, and
- * values that round to zero, give zero limbs. The caller keeps
- * |a| 2^s < 2^84 (scaling by the row norm guarantees it; beyond, the
- * limbs are wrong but nothing is undefined). a must be finite.
+ * |round(a 2^s)| as a 128-bit integer hi:lo (rounding half to even);
+ * returns 1 when a < 0. Zero, and values that round to zero, give zero.
+ * The caller keeps |a| 2^s < 2^84 (scaling by the row norm guarantees
+ * it; beyond, the value is wrong but nothing is undefined). a must be
+ * finite.
  */
-GEMMK_OZ_HD int gemmk_oz_limbs(double a, int s, uint32_t l[4])
+GEMMK_OZ_HD int gemmk_oz_scale(double a, int s, uint64_t *hi, uint64_t *lo)
 {
     uint64_t u;
     memcpy(&u, &a, sizeof(u));
@@ -107,48 +111,86 @@ GEMMK_OZ_HD int gemmk_oz_limbs(double a, int s, uint32_t l[4])
         e2 = ex - 1075;
     }
     int t = e2 + s; /* |a| 2^s = m 2^t */
-    uint64_t lo, hi;
     if (m == 0 || t < -54) {
-        lo = hi = 0;
+        *lo = *hi = 0;
     } else if (t < 0) {
         const int sh = -t; /* 1..54 */
         uint64_t q = m >> sh;
         const uint64_t rem = m & ((1ull << sh) - 1);
         const uint64_t half = 1ull << (sh - 1);
         q += (rem > half || (rem == half && (q & 1))) ? 1 : 0;
-        lo = q;
-        hi = 0;
+        *lo = q;
+        *hi = 0;
     } else if (t < 64) {
-        lo = m << t;
-        hi = t ? m >> (64 - t) : 0;
+        *lo = m << t;
+        *hi = t ? m >> (64 - t) : 0;
     } else { /* a subnormal's short mantissa shifted far */
-        lo = 0;
-        hi = m << (t > 83 ? 19 : t - 64);
+        *lo = 0;
+        *hi = m << (t > 83 ? 19 : t - 64);
     }
-    const uint64_t mask = (1ull << 21) - 1;
-    l[0] = (uint32_t)(lo & mask);
-    l[1] = (uint32_t)((lo >> 21) & mask);
-    l[2] = (uint32_t)((lo >> 42) & mask);
-    l[3] = (uint32_t)(((lo >> 63) | (hi << 1)) & mask);
     return neg;
 }
 
-/* The residue of (-1)^neg * L (limbs l) modulo m->p, in [hmax - p + 1,
- * hmax] (fits int8; for p = 256 the value 128 comes out as -128). */
-GEMMK_OZ_HD int gemmk_oz_residue(const uint32_t l[4], int neg,
-                                 const gemmk_oz_mod *m)
+/*
+ * round(a 2^s) as GEMMK_OZ_NL signed 13-bit limbs held in floats (exact):
+ * round(a 2^s) = sum_j f[j] 2^(13 j), every f[j] of a's sign. Only the
+ * first nl limbs are written (nl = 5 covers |a| 2^s < 2^65).
+ */
+GEMMK_OZ_HD void gemmk_oz_flimbs(double a, int s, int nl, float *f)
 {
-    /* < 2^21 + 3 * 2^29 < 2^31 */
-    const uint32_t v = l[0] + l[1] * m->c21 + l[2] * m->c42 + l[3] * m->c63;
-    const uint32_t q = (uint32_t)(((uint64_t)v * m->magic) >> 39);
-    int r = (int)(v - q * m->p); /* [0, p) */
-    if (r > m->hmax)
-        r -= (int)m->p;
-    if (neg)
-        r = -r;
-    if (r > 127) /* p = 256: -(-128) */
-        r -= 256;
-    return r;
+    uint64_t hi, lo;
+    const int neg = gemmk_oz_scale(a, s, &hi, &lo);
+    const uint32_t mask = (1u << 13) - 1;
+    for (int j = 0; j < nl; j++) {
+        const int b = 13 * j;
+        uint32_t v;
+        if (b + 13 <= 64)
+            v = (uint32_t)(lo >> b) & mask;
+        else if (b < 64)
+            v = (uint32_t)((lo >> b) | (hi << (64 - b))) & mask;
+        else
+            v = (uint32_t)(hi >> (b - 64)) & mask;
+        f[j] = neg ? -(float)v : (float)v;
+    }
+}
+
+/*
+ * The residue of sum_j f[j] 2^(13 j) modulo m->p, in [-(p-1)/2, (p-1)/2]
+ * for odd p and [-128, 128] for p = 256 (128 is stored as the byte 0x80,
+ * -128, which is the same residue), all in fp32 arithmetic, exact:
+ * v = sum f[j] c[j] with |c[j]| <= 128 stays below 2^13 (1 + 6 * 128) <
+ * 2^23, so every partial sum is an exact float; q = round(v / p) comes
+ * from one fma with the rounded 1/p (its error |v / p| 2^-24 < 1/(2p) is
+ * under the distance of v / p from a half-integer when p is odd; for 256
+ * it is exact) and v - q p is exact. Returns the residue as an int.
+ */
+GEMMK_OZ_HD int gemmk_oz_fresidue(const float *f, int nl, const float *c,
+                                  float p, float invp)
+{
+    float v = f[0];
+    for (int j = 1; j < nl; j++)
+        v = fmaf(f[j], c[j], v);
+    const float magic = 12582912.0f; /* 1.5 * 2^23: rounds to integers */
+    const float q = fmaf(v, invp, magic) - magic;
+    return (int)fmaf(-q, p, v);
+}
+
+/* The same residue as a byte (two's complement int8), read from the bits
+ * of r + 1.5 * 2^23 (exact) instead of a float-to-int conversion, which
+ * the GPU runs at a fraction of the fp32 rate. */
+GEMMK_OZ_HD uint32_t gemmk_oz_fresidue_byte(const float *f, int nl,
+                                            const float *c, float p,
+                                            float invp)
+{
+    float v = f[0];
+    for (int j = 1; j < nl; j++)
+        v = fmaf(f[j], c[j], v);
+    const float magic = 12582912.0f;
+    const float q = fmaf(v, invp, magic) - magic;
+    const float rb = fmaf(-q, p, v) + magic;
+    uint32_t bits;
+    memcpy(&bits, &rb, sizeof(bits));
+    return bits & 0xffu;
 }
 
 /* --- reconstruction (GPU GEMM epilogue) ---------------------------------- */
@@ -163,10 +205,15 @@ GEMMK_OZ_HD uint64_t gemmk_oz_zadd(uint64_t z, int32_t acc, uint64_t gi,
 }
 
 /* X 2^e, X = P * centred(z / 2^64): the reconstructed product scaled back
- * (e = -(s_i + t_j)). */
-GEMMK_OZ_HD double gemmk_oz_value(uint64_t z, double pscale, int e)
+ * (e = -(s_i + t_j)); P / 2^64 = ph + pl. The high 32 bits of z times ph
+ * and the rest are summed with fmas, so the result is rounded about once
+ * (the products a single DGEMM multiply would round once too). */
+GEMMK_OZ_HD double gemmk_oz_value(uint64_t z, double ph, double pl, int e)
 {
-    const double x = (double)(int64_t)z * pscale;
+    const int64_t zs = (int64_t)z;
+    const double hi = (double)(zs & ~(int64_t)0xffffffff); /* exact */
+    const double lo = (double)(uint32_t)z;                  /* exact */
+    const double x = fma(hi, ph, fma(hi, pl, lo * ph));
     return scalbn(x, e);
 }
 
@@ -220,16 +267,29 @@ GEMMK_OZ_H int gemmk_oz_set_init(gemmk_oz_set *s, int n)
         }
         int shift = bits > 64 ? bits - 64 : 0;
         s->pscale = ldexp((double)(top | (uint64_t)sticky), shift - 64);
+        /* the rest: P - pscale 2^64 from the limbs, in long double
+         * (exact to 64 bits: plenty for a correction term) */
+        long double pl = 0;
+        for (int w = 5; w >= 0; w--)
+            pl = pl * 4294967296.0L + (long double)big[w];
+        s->pscale_lo = (double)(ldexpl(pl, -64) - (long double)s->pscale);
     }
     for (int i = 0; i < n; i++) {
         const uint32_t p = (uint32_t)mods[i];
         gemmk_oz_mod *m = &s->mod[i];
         m->p = p;
         m->magic = (uint32_t)(((1ull << 39) + p - 1) / p);
-        m->c21 = (uint32_t)((1ull << 21) % p);
-        m->c42 = (uint32_t)((1ull << 42) % p);
-        m->c63 = (uint32_t)((1ull << 63) % p);
         m->hmax = p == 256 ? 127 : (int32_t)(p - 1) / 2;
+        m->fp = (float)p;
+        m->finv = 1.0f / (float)p;
+        for (int j = 0; j < GEMMK_OZ_NL; j++) {
+            /* 2^(13 j) mod p, then symmetric */
+            uint32_t c = 1 % p;
+            for (int b = 0; b < 13 * j; b++)
+                c = (c * 2) % p;
+            int cs = (int)c > m->hmax ? (int)c - (int)p : (int)c;
+            m->fc[j] = (float)cs;
+        }
         uint32_t q = 1 % p; /* (P / p) mod p */
         for (int j = 0; j < n; j++)
             if (j != i)

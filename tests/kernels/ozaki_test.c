@@ -2,7 +2,8 @@
  * ozaki_test.c: the Ozaki-II arithmetic of kernels/src/ozaki.h (the code
  * the GPU kernels run) against exact 128-bit integer arithmetic: the
  * moduli and their CRT constants, the magic-number division, scaling a
- * double to an integer, residues, the fixed-point reconstruction of
+ * double to an integer, residues (exact on the fp32 pipe), the fixed-point
+ * reconstruction of
  * products from int32 accumulators, the bit budget, the choice of moduli
  * and fallbacks, and a whole small GEMM emulated on the host against a
  * long double reference. Runs on any CPU (CI).
@@ -27,7 +28,7 @@ static uint64_t rnd64(void)
 }
 static double rnd_unit(void) /* [-1, 1), 53 random bits */
 {
-    return (double)(int64_t)(rnd64() >> 10) * 0x1p-53 * 2.0 - 1.0;
+    return (double)(rnd64() >> 11) * 0x1p-53 * 2.0 - 1.0;
 }
 
 static i128 mod_sym(i128 x, int p) /* symmetric residue as gemmk_oz_residue */
@@ -66,11 +67,20 @@ static i128 exact_scale(double a, int s)
     return a < 0 ? -v : v;
 }
 
-static i128 limbs_value(const uint32_t l[4], int neg)
+static i128 scaled_value(double a, int s)
 {
-    i128 v = (i128)l[0] | ((i128)l[1] << 21) | ((i128)l[2] << 42) |
-             ((i128)l[3] << 63);
+    uint64_t hi, lo;
+    int neg = gemmk_oz_scale(a, s, &hi, &lo);
+    i128 v = (i128)(((unsigned __int128)hi << 64) | lo);
     return neg ? -v : v;
+}
+
+static i128 flimbs_value(const float *f, int nl)
+{
+    i128 v = 0;
+    for (int j = nl - 1; j >= 0; j--)
+        v = v * 8192 + (i128)f[j];
+    return v;
 }
 
 Test(ozaki, moduli_pairwise_coprime)
@@ -119,16 +129,21 @@ Test(ozaki, crt_constants_exact)
             cr_assert_eq(m->gi, (uint64_t)(exact / p));
             uint64_t r = (uint64_t)(exact % p);
             cr_assert_eq(m->gf, (uint32_t)((r << 32) / p));
-            cr_assert_eq(m->c21, (1u << 21) % p);
-            cr_assert_eq(m->c42, (uint32_t)((1ull << 42) % p));
-            cr_assert_eq(m->c63, (uint32_t)((1ull << 63) % p));
+            for (int j = 0; j < GEMMK_OZ_NL; j++) {
+                i128 want = mod_sym((i128)1 << (13 * j), (int)p);
+                cr_assert_eq((i128)m->fc[j], want, "2^%d mod %u", 13 * j, p);
+            }
+            cr_assert_eq(m->fp, (float)p);
         }
         cr_assert_float_eq(s.log2p, l2, 1e-12);
         /* pscale = P / 2^64 to double precision (long double P is exact
-         * to 64 bits, more than enough to check a 53-bit rounding) */
+         * to 64 bits, more than enough to check a 53-bit rounding), and
+         * pscale + pscale_lo closer still */
         long double want = ldexpl(pl, -64);
-        cr_assert_leq(fabsl((long double)s.pscale - want) / want, 0x1p-52L,
+        cr_assert_leq(fabsl((long double)s.pscale - want) / want, 0x1p-53L,
                       "n %d pscale %a", n, s.pscale);
+        long double two = (long double)s.pscale + (long double)s.pscale_lo;
+        cr_assert_leq(fabsl(two - want) / want, 0x1p-62L, "n %d", n);
     }
 }
 
@@ -179,23 +194,55 @@ Test(ozaki, scale_and_residues_exact)
         int s_ = 80 - e - (int)(rnd64() % 140);
         if (a == 0)
             s_ = (int)(rnd64() % 100);
-        uint32_t l[4];
-        int neg = gemmk_oz_limbs(a, s_, l);
-        for (int j = 0; j < 4; j++)
-            cr_assert_lt(l[j], 1u << 21);
         i128 want = exact_scale(a, s_);
-        i128 got = limbs_value(l, neg);
+        i128 got = scaled_value(a, s_);
         cr_assert(got == want, "a %a s %d: %.17g vs %.17g", a, s_,
                   (double)got, (double)want);
+        float f[GEMMK_OZ_NL];
+        gemmk_oz_flimbs(a, s_, GEMMK_OZ_NL, f);
+        cr_assert(flimbs_value(f, GEMMK_OZ_NL) == want, "limbs of %a", a);
+        for (int j = 0; j < GEMMK_OZ_NL; j++)
+            cr_assert(fabsf(f[j]) < 8192.0f && (f[j] == 0 || (f[j] < 0) ==
+                                                                 (a < 0)));
+        /* 5 limbs when the integer is below 2^65 */
+        int nl = (want < ((i128)1 << 65) && want > -((i128)1 << 65)) ? 5 : 7;
         for (int i = 0; i < GEMMK_OZ_MAX; i++) {
-            int r = gemmk_oz_residue(l, neg, &s.mod[i]);
-            cr_assert(r >= -128 && r <= 127);
-            i128 d = (i128)r - mod_sym(want, (int)s.mod[i].p);
-            cr_assert(d % (int)s.mod[i].p == 0, "a %a s %d p %u: %d", a, s_,
-                      s.mod[i].p, r);
-            if (s.mod[i].p != 256)
-                cr_assert(r == (int)mod_sym(want, (int)s.mod[i].p));
+            const gemmk_oz_mod *m = &s.mod[i];
+            int r = gemmk_oz_fresidue(f, nl, m->fc, m->fp, m->finv);
+            uint32_t b = gemmk_oz_fresidue_byte(f, nl, m->fc, m->fp, m->finv);
+            cr_assert_eq(b, (uint32_t)r & 0xffu);
+            int p = (int)m->p;
+            cr_assert(((i128)r - want) % p == 0, "a %a s %d p %d: %d", a, s_,
+                      p, r);
+            if (p != 256)
+                cr_assert(r == (int)mod_sym(want, p), "a %a p %d: %d", a, p,
+                          r);
+            else
+                cr_assert(r >= -128 && r <= 128);
         }
+    }
+}
+
+Test(ozaki, fp32_residue_worst_cases)
+{
+    /* every limb at its extreme against every modulus: the sum stays an
+     * exact float and the quotient rounds right */
+    gemmk_oz_set s;
+    gemmk_oz_set_init(&s, GEMMK_OZ_MAX);
+    for (int t = 0; t < 400000; t++) {
+        float f[GEMMK_OZ_NL];
+        int sign = (t & 1) ? -1 : 1;
+        for (int j = 0; j < GEMMK_OZ_NL; j++) {
+            uint32_t v = (t % 3 == 0) ? 8191u : (uint32_t)(rnd64() % 8192);
+            f[j] = (float)(sign * (int)v);
+        }
+        i128 want = flimbs_value(f, GEMMK_OZ_NL);
+        const gemmk_oz_mod *m = &s.mod[t % GEMMK_OZ_MAX];
+        int r = gemmk_oz_fresidue(f, GEMMK_OZ_NL, m->fc, m->fp, m->finv);
+        cr_assert(((i128)r - want) % (int)m->p == 0, "p %u: %d", m->p, r);
+        cr_assert(r >= -128 && r <= 128);
+        if (m->p != 256)
+            cr_assert(r == (int)mod_sym(want, (int)m->p));
     }
 }
 
@@ -237,7 +284,8 @@ Test(ozaki, crt_reconstruction)
             if (t < 4)
                 x = t == 0 ? 0 : t == 1 ? lim - 1 : t == 2 ? -(lim - 1) : 1;
             uint64_t z = z_of(x, &s);
-            long double got = (long double)gemmk_oz_value(z, s.pscale, 0);
+            long double got =
+                (long double)gemmk_oz_value(z, s.pscale, s.pscale_lo, 0);
             long double want = (long double)x;
             long double err = fabsl(got - want);
             long double tol = bound + fabsl(want) * 0x1.0p-51L;
@@ -366,13 +414,15 @@ Test(ozaki, host_emulated_gemm)
             for (int l = 0; l < n; l++) {
                 int32_t acc = 0;
                 for (int h = 0; h < K; h++) {
-                    uint32_t la[4], lb[4];
-                    int na = gemmk_oz_limbs(A[i][h], ba - Ea[i], la);
-                    int nb = gemmk_oz_limbs(B[h][j], bb - Eb[j], lb);
-                    acc += gemmk_oz_residue(la, na, &s.mod[l]) *
-                           gemmk_oz_residue(lb, nb, &s.mod[l]);
+                    float fa[GEMMK_OZ_NL], fb[GEMMK_OZ_NL];
+                    gemmk_oz_flimbs(A[i][h], ba - Ea[i], 5, fa);
+                    gemmk_oz_flimbs(B[h][j], bb - Eb[j], 5, fb);
+                    const gemmk_oz_mod *md = &s.mod[l];
+                    acc += gemmk_oz_fresidue(fa, 5, md->fc, md->fp, md->finv) *
+                           gemmk_oz_fresidue(fb, 5, md->fc, md->fp, md->finv);
                     if (l == 0) {
-                        xs += limbs_value(la, na) * limbs_value(lb, nb);
+                        xs += scaled_value(A[i][h], ba - Ea[i]) *
+                              scaled_value(B[h][j], bb - Eb[j]);
                         ref += (long double)A[i][h] * B[h][j];
                         mag += fabsl((long double)A[i][h] * B[h][j]);
                     }
@@ -380,13 +430,15 @@ Test(ozaki, host_emulated_gemm)
                 z = gemmk_oz_zadd(z, acc, s.mod[l].gi, s.mod[l].gf);
             }
             /* the CRT gives the exact integer product back */
-            long double x = (long double)gemmk_oz_value(z, s.pscale, 0);
+            long double x =
+                (long double)gemmk_oz_value(z, s.pscale, s.pscale_lo, 0);
             long double xe = (long double)xs;
             cr_assert_leq(fabsl(x - xe),
                           (1.5L * n + 1) * ldexpl(s.pscale, 0) +
                               fabsl(xe) * 0x1p-51L,
                           "(%d,%d): %Lg vs %Lg", i, j, x, xe);
-            double c = gemmk_oz_value(z, s.pscale, Ea[i] + Eb[j] - ba - bb);
+            double c = gemmk_oz_value(z, s.pscale, s.pscale_lo,
+                                      Ea[i] + Eb[j] - ba - bb);
             /* error bound: 2^-s/2 ||b||_1 + 2^-t/2 ||a||_1, ~2^-beta */
             long double tol = (ldexpl(1, Ea[i] - ba) + ldexpl(1, Eb[j] - bb)) *
                                   K +
