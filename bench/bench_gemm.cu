@@ -461,7 +461,7 @@ static int bench_int8(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         shapes.push_back({8192, 8192, 2048, 0, 1, "int8"});
         shapes.push_back({4096, 4096, 4096, 0, 0, "int8"});
     }
-    const char *kernels[2] = {"ws-s8", "ws-s8x128"};
+    const char *kernels[3] = {"pp-s8", "ws-s8x256", "ws-s8x128"};
     std::vector<RowI8> rows;
     if (f)
         fprintf(f, "shape,ta,tb,kernel,ours_tops,cublaslt_tops,ratio,"
@@ -540,7 +540,7 @@ static int bench_int8(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         char nm[96];
         snprintf(nm, sizeof nm, "%lldx%lldx%lld%s", s.m, s.n, s.k,
                  s.ta || s.tb ? (s.ta ? (s.tb ? " TT" : " TN") : " NT") : "");
-        for (int ki = 0; ki < 2; ki++) {
+        for (int ki = 0; ki < 3; ki++) {
             auto ours = [&](int i) {
                 p.a = A[i % nsets], p.b = B[i % nsets];
                 int r = gemmk_gemm_s8(ctx, &p, 0, kernels[ki]);

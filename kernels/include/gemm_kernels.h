@@ -154,8 +154,9 @@ typedef struct gemmk_problem_s8 {
 } gemmk_problem_s8;
 
 /*
- * Enqueues an int8 GEMM on stream. kernel: NULL or "auto" or "ws-s8"
- * (128 x 256 or 128 x 128 tiles by shape), "ws-s8x128". Errors as
+ * Enqueues an int8 GEMM on stream. kernel: NULL, "auto" or "ws-s8" (the
+ * default kernel, pp-s8), "pp-s8" (ping-pong, a 128 x 128 tile per
+ * consumer warpgroup), "ws-s8x256", "ws-s8x128" (cooperative). Errors as
  * gemmk_gemm; GEMM_ERR_UNSUPPORTED for another kernel name.
  */
 gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,

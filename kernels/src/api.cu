@@ -131,19 +131,29 @@ const gemmk_kernel_desc kProdDescs[] = {
     /* int8 and fp64 (issue 14): their own entry points, gemmk_gemm_s8
      * and gemmk_gemm_f64; gemmk_gemm refuses them by type */
     {"ws-s8", 0, 0,
-     "int8 x int8 -> int32, warp-specialized TMA+WGMMA k32, 128x256 tiles "
-     "(128x128 for few tiles); K-major operands in place, others "
-     "transposed first (gemmk_gemm_s8)",
+     "int8 x int8 -> int32, warp-specialized TMA+WGMMA k32 (pp-s8 by "
+     "default); K-major operands in place, others transposed first "
+     "(gemmk_gemm_s8)",
      1u << GEMMK_TYPE_S8, 1u << GEMMK_TYPE_S32, 0, GEMMK_TRANS_ALL},
-    {"ws-s8x128", 0, 0, "int8 x int8 -> int32, 128x128 tiles (gemmk_gemm_s8)",
+    {"pp-s8", 0, 0,
+     "int8 ping-pong: a 128x128 tile per consumer warpgroup, one's "
+     "epilogue under the other's main loop (gemmk_gemm_s8)",
      1u << GEMMK_TYPE_S8, 1u << GEMMK_TYPE_S32, 0, GEMMK_TRANS_ALL},
+    {"ws-s8x256", 0, 0,
+     "int8 cooperative 128x256 tiles, two consumer warpgroups "
+     "(gemmk_gemm_s8)",
+     1u << GEMMK_TYPE_S8, 1u << GEMMK_TYPE_S32, 0, GEMMK_TRANS_ALL},
+    {"ws-s8x128", 0, 0,
+     "int8 cooperative 128x128 tiles (gemmk_gemm_s8)", 1u << GEMMK_TYPE_S8,
+     1u << GEMMK_TYPE_S32, 0, GEMMK_TRANS_ALL},
     {"oz2", 0, 0,
      "fp64 as Ozaki-II on int8 tensor cores: all moduli of a 128x128 tile "
      "in one CTA, CRT reconstruction in the epilogue (gemmk_gemm_f64)",
      1u << GEMMK_TYPE_F64, 1u << GEMMK_TYPE_F64, 0, GEMMK_TRANS_ALL},
     {"oz2-bytes", 0, 0,
-     "fp64 as Ozaki-II: 128x256 tiles, residues as bytes through memory, "
-     "then a reconstruction pass (gemmk_gemm_f64)",
+     "fp64 as Ozaki-II: int8 ping-pong kernel, all moduli of a tile in "
+     "one CTA, residues as bytes through memory, then a reconstruction "
+     "pass (gemmk_gemm_f64)",
      1u << GEMMK_TYPE_F64, 1u << GEMMK_TYPE_F64, 0, GEMMK_TRANS_ALL},
     {"oz2-unfused", 0, 0,
      "fp64 as Ozaki-II, one int8 GEMM per modulus with int32 products "

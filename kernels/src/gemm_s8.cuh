@@ -349,4 +349,230 @@ __global__ void __launch_bounds__(384, 1)
     }
 }
 
+/* One warpgroup's 64 x 128 block of a ping-pong unit: residue bytes
+ * (OZ 2, planes padded to whole tiles) or int32 D (OZ 0, bounded). */
+template <int OZ>
+__device__ __forceinline__ void s8_pp_store(const S8Params &p,
+                                            const int32_t (&acc)[64], int row0,
+                                            int col0, int md, int warp,
+                                            int lane)
+{
+    constexpr int BN = 128;
+    if constexpr (OZ == 2) {
+        uint8_t *pl = p.r + (long long)md * p.rplane;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int r = row0 + warp * 16 + (lane >> 2) + 8 * h;
+            uint8_t *rowp = pl + (long long)r * p.ldr + col0 + 2 * (lane & 3);
+#pragma unroll
+            for (int jj = 0; jj < BN / 8; jj++) {
+                uint32_t v0 = (uint32_t)s8_mod(acc[4 * jj + 2 * h], p.off[md],
+                                               p.magic[md], p.p[md]);
+                uint32_t v1 = (uint32_t)s8_mod(acc[4 * jj + 2 * h + 1],
+                                               p.off[md], p.magic[md], p.p[md]);
+                *reinterpret_cast<uint16_t *>(rowp + 8 * jj) =
+                    (uint16_t)(v0 | (v1 << 8));
+            }
+        }
+    } else {
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int r = row0 + warp * 16 + (lane >> 2) + 8 * h;
+            if (r >= p.m)
+                continue;
+            int32_t *orow = p.d + (long long)r * p.ldd;
+            const int32_t *crow = p.beta ? p.c + (long long)r * p.ldc : nullptr;
+#pragma unroll
+            for (int jj = 0; jj < BN / 8; jj++) {
+                const int col = col0 + 8 * jj + 2 * (lane & 3);
+                uint32_t v[2];
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int32_t a = acc[4 * jj + 2 * h + e];
+                    if (p.reduce)
+                        v[e] = (uint32_t)s8_mod(a, p.off[md], p.magic[md],
+                                                p.p[md]);
+                    else
+                        v[e] = (uint32_t)p.alpha * (uint32_t)a +
+                               (crow && col + e < p.n
+                                    ? (uint32_t)p.beta * (uint32_t)crow[col + e]
+                                    : 0u);
+                }
+                if (col + 1 < p.n && (p.ldd & 1) == 0) {
+                    *reinterpret_cast<int2 *>(orow + col) =
+                        make_int2((int32_t)v[0], (int32_t)v[1]);
+                } else {
+                    if (col < p.n)
+                        orow[col] = (int32_t)v[0];
+                    if (col + 1 < p.n)
+                        orow[col + 1] = (int32_t)v[1];
+                }
+            }
+        }
+    }
+}
+
+/*
+ * Ping-pong variant (what cuBLASLt's fastest int8 kernels are: 128 x 128
+ * x 128 tiles, one warpgroup per tile): each consumer warpgroup owns a
+ * whole 128 x 128 tile (two m64n128k32 per k32 step, 2 x 64 int32
+ * accumulators a thread). Work units are (tile, product) pairs in the
+ * CTA's order, products innermost; the two consumers take alternate
+ * units, so one's epilogue (OZ 0: int32 D; OZ 2: residue bytes) runs
+ * under the other's main loop. The producer fills the ring in unit order;
+ * a consumer skips the other's ring positions; turn[] orders the
+ * hand-off as in gemm_pp_kernel (gemm_sm90.cuh).
+ */
+template <int OZ>
+__global__ void __launch_bounds__(384, 1)
+    gemm_s8_pp_kernel(const __grid_constant__ CUtensorMap tma,
+                      const __grid_constant__ CUtensorMap tmb,
+                      const __grid_constant__ S8Params p)
+{
+    static_assert(OZ == 0 || OZ == 2, "ping-pong: int32 or residue bytes");
+    constexpr int BN = 128;
+    using C = S8Cfg<128>;
+    constexpr int STAGES = C::STAGES;
+    constexpr int A_BYTES = C::A_BYTES;
+    constexpr int B_BYTES = C::B_BYTES;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = reinterpret_cast<uint8_t *>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    uint8_t *sa = smem;
+    uint8_t *sb = smem + STAGES * A_BYTES;
+    uint64_t *full = reinterpret_cast<uint64_t *>(sb + STAGES * B_BYTES);
+    uint64_t *empty = full + STAGES;
+    uint64_t *turn = empty + STAGES;
+
+    const int wg = threadIdx.x / 128;
+    const int tid = threadIdx.x % 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 4); /* the 4 warps of the stage's consumer */
+        }
+        mbar_init(&turn[0], 1);
+        mbar_init(&turn[1], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    /* units of this CTA: tiles blockIdx.x + j gridDim.x, each nmod times */
+    const int ntiles = p.units > blockIdx.x
+                           ? (p.units - blockIdx.x + gridDim.x - 1) / gridDim.x
+                           : 0;
+    const int nunits = ntiles * p.nmod;
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        int s = 0;
+        uint32_t ph = 0;
+        for (int i = 0; tid == 0 && i < nunits; i++) {
+            const int l = i % p.nmod;
+            int mt, nt;
+            s8_coords(p, blockIdx.x + (i / p.nmod) * gridDim.x, mt, nt);
+            const int ra = (p.mod0 + l) * p.rows_a + mt * BM;
+            const int rb = (p.mod0 + l) * p.rows_b + nt * BN;
+            for (int kb = 0; kb < p.nkb; kb++) {
+                mbar_wait(&empty[s], ph ^ 1);
+                mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
+                const int k0 = kb * (S8_BK / p.kunit);
+                tma_load_2d(sa + s * A_BYTES, &tma, k0, ra, &full[s]);
+                tma_load_2d(sb + s * B_BYTES, &tmb, k0, rb, &full[s]);
+                if (++s == STAGES) {
+                    s = 0;
+                    ph ^= 1;
+                }
+            }
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        const int c = wg - 1;
+        const int warp = tid / 32, lane = tid % 32;
+        int32_t d0[BN / 2], d1[BN / 2];
+        int s = 0;
+        uint32_t ph = 0;
+        const uint64_t da0 =
+            gemmk_desc_encode(smem_u32(sa), 16, 1024, GEMMK_SWIZZLE_128B);
+        const uint64_t da1 = gemmk_desc_encode(smem_u32(sa) + 64 * S8_BK, 16,
+                                               1024, GEMMK_SWIZZLE_128B);
+        const uint64_t db0 =
+            gemmk_desc_encode(smem_u32(sb), 16, 1024, GEMMK_SWIZZLE_128B);
+        int j = 0; /* units this consumer has run */
+        for (int i = 0; i < nunits; i++) {
+            if ((i & 1) != c) { /* the other consumer's unit */
+                for (int n = p.nkb; n > 0;) {
+                    int step = min(n, STAGES - s);
+                    n -= step;
+                    s += step;
+                    if (s == STAGES) {
+                        s = 0;
+                        ph ^= 1;
+                    }
+                }
+                continue;
+            }
+            const int l = i % p.nmod;
+            const int md = p.mod0 + l;
+            int mt, nt;
+            s8_coords(p, blockIdx.x + (i / p.nmod) * gridDim.x, mt, nt);
+            if (c == 1)
+                mbar_wait(&turn[1], j & 1);
+            else if (j > 0)
+                mbar_wait(&turn[0], (j - 1) & 1);
+            j++;
+            int prev = -1;
+            for (int kb = 0; kb < p.nkb; kb++) {
+                mbar_wait(&full[s], ph);
+                fence_iregs(d0);
+                fence_iregs(d1);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < S8_BK / 32; kk++) {
+                    const uint32_t oa = (s * A_BYTES + kk * 32) >> 4;
+                    const uint64_t db = db0 + ((s * B_BYTES + kk * 32) >> 4);
+                    const int sc = (kb == 0 && kk == 0) ? 0 : 1;
+                    wgmma_m64n128k32_s8(d0, da0 + oa, db, sc);
+                    wgmma_m64n128k32_s8(d1, da1 + oa, db, sc);
+                }
+                wgmma_commit();
+                if (kb == p.nkb - 1 && tid == 0)
+                    mbar_arrive(&turn[c ^ 1]);
+                wgmma_wait<1>();
+                fence_iregs(d0);
+                fence_iregs(d1);
+                if (prev >= 0 && lane == 0)
+                    mbar_arrive(&empty[prev]);
+                prev = s;
+                if (++s == STAGES) {
+                    s = 0;
+                    ph ^= 1;
+                }
+                if ((OZ != 0 || p.reduce) && (kb + 1) % S8_FLUSH == 0 &&
+                    kb + 1 < p.nkb) {
+                    wgmma_wait<0>();
+                    fence_iregs(d0);
+                    fence_iregs(d1);
+                    if (lane == 0)
+                        mbar_arrive(&empty[prev]);
+                    prev = -1;
+#pragma unroll
+                    for (int t = 0; t < BN / 2; t++) {
+                        d0[t] = s8_mod(d0[t], p.off[md], p.magic[md], p.p[md]);
+                        d1[t] = s8_mod(d1[t], p.off[md], p.magic[md], p.p[md]);
+                    }
+                }
+            }
+            wgmma_wait<0>();
+            fence_iregs(d0);
+            fence_iregs(d1);
+            if (prev >= 0 && lane == 0)
+                mbar_arrive(&empty[prev]);
+
+            const int col0 = nt * BN;
+            s8_pp_store<OZ>(p, d0, mt * BM, col0, md, warp, lane);
+            s8_pp_store<OZ>(p, d1, mt * BM + 64, col0, md, warp, lane);
+        }
+    }
+}
+
 } // namespace gemmk

@@ -59,7 +59,31 @@ __global__ void __launch_bounds__(256)
     }
 }
 
+template <int OZ>
+cudaError_t launch_pp_s8(const CUtensorMap &ta, const CUtensorMap &tb,
+                         const S8Params &p, int grid, cudaStream_t st)
+{
+    auto kern = gemm_s8_pp_kernel<OZ>;
+    constexpr int smem = S8Cfg<128>::SMEM;
+    cudaError_t e = cudaFuncSetAttribute(
+        kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess)
+        return e;
+    kern<<<grid, 384, smem, st>>>(ta, tb, p);
+    return cudaGetLastError();
+}
+
 } // namespace
+
+cudaError_t launch_s8_pp(int oz, const CUtensorMap &ta, const CUtensorMap &tb,
+                         const S8Params &p, int grid, cudaStream_t st)
+{
+    if (oz == 0)
+        return launch_pp_s8<0>(ta, tb, p, grid, st);
+    if (oz == 2)
+        return launch_pp_s8<2>(ta, tb, p, grid, st);
+    return cudaErrorInvalidValue;
+}
 
 cudaError_t launch_s8(int bn, int oz, const CUtensorMap &ta,
                       const CUtensorMap &tb, const S8Params &p, int grid,
@@ -81,6 +105,16 @@ int s8_map16()
     static int v = [] {
         const char *e = getenv("GEMMK_S8_MAP16");
         return e && atoi(e) ? 1 : 0;
+    }();
+    return v;
+}
+
+int s8_default_kernel()
+{
+    static int v = [] {
+        const char *e = getenv("GEMMK_S8_KERNEL"); /* 1 coop128, 2 pp, 3 coop256 */
+        int x = e ? atoi(e) : 0;
+        return x >= 1 && x <= 3 ? x : 2;
     }();
     return v;
 }
@@ -172,11 +206,18 @@ extern "C" gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
     gemm_error e = validate_s8(p);
     if (e != GEMM_OK)
         return e;
-    int force128 = 0;
+    /* 0: pick, 1: cooperative 128 x 128, 2: ping-pong 128 x 128, 3:
+     * cooperative 128 x 256 */
+    int which = 0;
     if (kernel && strcmp(kernel, "auto") != 0 && strcmp(kernel, "ws-s8") != 0) {
-        if (strcmp(kernel, "ws-s8x128") != 0)
+        if (strcmp(kernel, "ws-s8x128") == 0)
+            which = 1;
+        else if (strcmp(kernel, "pp-s8") == 0)
+            which = 2;
+        else if (strcmp(kernel, "ws-s8x256") == 0)
+            which = 3;
+        else
             return GEMM_ERR_UNSUPPORTED;
-        force128 = 1;
     }
     /* K-major copies of MN-major operands: op(A) rows x kp, kp = K
      * rounded up to 16 bytes (TMA rows), zero-padded */
@@ -210,8 +251,9 @@ extern "C" gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
         }
     }
     const int sms = ctx_num_sms(ctx);
-    const int64_t t256 = ((p->m + 127) / 128) * ((p->n + 255) / 256);
-    const int bn = force128 || t256 * 2 < sms ? 128 : 256;
+    if (which == 0) /* the ping-pong kernel unless asked otherwise */
+        which = s8_default_kernel();
+    const int bn = which == 3 ? 256 : 128;
     /* the bytes as 16-bit elements where K allows (measurement knob
      * GEMMK_S8_MAP16; docs/ozaki-notes.md) */
     const int ku = s8_map16() && p->k % 2 == 0 ? 2 : 1;
@@ -248,5 +290,7 @@ extern "C" gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
     sp.alpha = p->alpha;
     sp.beta = p->beta;
     int grid = sp.units < sms ? sp.units : sms;
+    if (which == 2)
+        return cerr(launch_s8_pp(0, ta, tb, sp, grid, stream));
     return cerr(launch_s8(bn, 0, ta, tb, sp, grid, stream));
 }

@@ -18,6 +18,14 @@ struct S8Params;
 cudaError_t launch_s8(int bn, int oz, const CUtensorMap &ta,
                       const CUtensorMap &tb, const S8Params &p, int grid,
                       cudaStream_t st);
+/* The ping-pong kernel (128 x 128 tile per consumer warpgroup, units =
+ * (tile, product)), oz 0 or 2. */
+cudaError_t launch_s8_pp(int oz, const CUtensorMap &ta, const CUtensorMap &tb,
+                         const S8Params &p, int grid, cudaStream_t st);
+/* Which int8 kernel serves "ws-s8": 2 ping-pong (default), 1 cooperative
+ * 128 x 128, 3 cooperative 128 x 256 (GEMMK_S8_KERNEL, a measurement
+ * knob). */
+int s8_default_kernel();
 /* Fills p's tile counts for an m x n output in 128 x bn tiles. */
 void s8_tiles(S8Params &p, int m, int n, int bn);
 int s8_smem(int bn);

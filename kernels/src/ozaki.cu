@@ -560,6 +560,15 @@ int oz_kchunk()
     return v;
 }
 
+int oz_pp()
+{
+    static int v = [] {
+        const char *e = getenv("GEMMK_OZ_PP");
+        return e ? atoi(e) != 0 : 1;
+    }();
+    return v;
+}
+
 /* Where the emulation pays (device calls of docs/ozaki-notes.md): large
  * enough in every dimension. */
 bool worth_emulating(const gemmk_problem_f64 *p)
@@ -759,7 +768,11 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
     mc.n = nmod;
     memcpy(mc.mod, set.mod, sizeof(set.mod));
     const long long kp = (k + GEMMK_OZ_KB - 1) / GEMMK_OZ_KB * GEMMK_OZ_KB;
-    const int bn = var == V_FUSED ? 128 : 256;
+    /* the residue-byte and unfused variants run the ping-pong kernel
+     * (128 x 128 per warpgroup) unless GEMMK_OZ_PP=0 (cooperative 128 x
+     * 256; a measurement knob) */
+    const bool pp = var != V_FUSED && oz_pp();
+    const int bn = var == V_FUSED || pp ? 128 : 256;
     S8Params sp;
     memset(&sp, 0, sizeof(sp));
     s8_tiles(sp, (int)p->m, (int)p->n, bn);
@@ -864,7 +877,8 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         sp.r = pl;
         sp.ldr = ldr;
         sp.rplane = rplane;
-        ce = launch_s8(256, 2, ta, tb, sp, grid, stream);
+        ce = pp ? launch_s8_pp(2, ta, tb, sp, grid, stream)
+                : launch_s8(256, 2, ta, tb, sp, grid, stream);
         if (ce != cudaSuccess)
             return cuerr(ce);
         rgrid = dim3((unsigned)((p->n + 16 * 256 - 1) / (16 * 256)),
@@ -882,7 +896,8 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
     for (int l = 0; l < nmod; l++) {
         sp.mod0 = l;
         sp.d = wp + (long long)l * p->m * ldw;
-        ce = launch_s8(256, 0, ta, tb, sp, grid, stream);
+        ce = pp ? launch_s8_pp(0, ta, tb, sp, grid, stream)
+                : launch_s8(256, 0, ta, tb, sp, grid, stream);
         if (ce != cudaSuccess)
             return cuerr(ce);
     }

@@ -525,6 +525,9 @@ int main(int argc, char **argv)
     s8.push_back({257, 513, 129, 0, 1, 3, -2, 16, nullptr});
     s8.push_back({257, 513, 129, 1, 0, -1, 5, 32, "ws-s8x128"});
     s8.push_back({1000, 1000, 1000, 0, 1, 1, 0, 0, "ws-s8x128"});
+    s8.push_back({1000, 1000, 1000, 1, 1, 2, 3, 16, "ws-s8x256"});
+    s8.push_back({127, 129, 300, 0, 0, 1, 0, 0, "ws-s8x256"});
+    s8.push_back({300, 700, 1000, 0, 1, -1, 1, 0, "pp-s8"});
     s8.push_back({4096, 4096, 4096, 0, 1, 1, 0, 0, nullptr});
     s8.push_back({2048, 4096, 8192, 1, 1, 2, 1, 16, nullptr});
     if (!quick)
