@@ -167,9 +167,9 @@ gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
  * row-major with transposes and leading dimensions as above (any ld >= the
  * minimum; pointers 8-byte aligned). Either native DGEMM (cuBLAS) or the
  * Ozaki-II emulation on the int8 tensor cores: A and B scaled row- and
- * column-wise by powers of two to integers, multiplied exactly modulo n
- * moduli <= 256 (int8 GEMMs, int32 accumulation, all moduli of a tile in
- * one CTA) and rebuilt by the Chinese remainder theorem in the epilogue.
+ * column-wise (powers of two times j/8) to integers, multiplied exactly
+ * modulo n moduli <= 256 (int8 GEMMs, int32 accumulation) and rebuilt by
+ * the Chinese remainder theorem.
  *
  * moduli = 0 (the default): n is chosen from the inputs (their exponent
  * spread per row of A and column of B) so the error matches native
@@ -199,7 +199,7 @@ typedef struct gemmk_problem_f64 {
 typedef struct gemmk_f64_result {
     int emulated;       /* 1: Ozaki-II ran; 0: native DGEMM (or alpha == 0) */
     int moduli;         /* moduli used (0 when native) */
-    const char *kernel; /* static: "oz2", "oz2-bytes", "oz2-unfused",
+    const char *kernel; /* static: "oz2-bytes", "oz2", "oz2-unfused",
                            "cublas-dgemm", "scale" (alpha == 0) */
     const char *reason; /* static: why native ran; NULL when emulated */
     int beta_a, beta_b; /* bits of the scaled integers (diagnostics) */
@@ -208,9 +208,12 @@ typedef struct gemmk_f64_result {
 
 /*
  * Runs p on stream and says in *res (may be NULL) what ran. kernel: NULL
- * or "auto" (the choice above), "oz2" (fused emulation), "oz2-bytes"
- * (residue bytes through memory), "oz2-unfused" (int32 products through
- * memory, like GEMMul8; for measurements), "cublas-dgemm" (native).
+ * or "auto" (the choice above; emulation runs as "oz2-bytes"), "oz2-bytes"
+ * (one int8 GEMM per modulus whose epilogue keeps each product mod p as
+ * one byte, then a reconstruction pass), "oz2" (all moduli of a tile in
+ * one CTA, reconstruction in the epilogue), "oz2-unfused" (int32 products
+ * through memory, GEMMul8's structure), "cublas-dgemm" (native); the
+ * three emulations compute the same numbers.
  * Emulation reads the inputs' statistics back to the host first: the call
  * waits for the stream up to that point (one pass over A and B), the
  * products are then enqueued asynchronously. Returns GEMM_ERR_INVALID for

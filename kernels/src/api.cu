@@ -151,9 +151,9 @@ const gemmk_kernel_desc kProdDescs[] = {
      "in one CTA, CRT reconstruction in the epilogue (gemmk_gemm_f64)",
      1u << GEMMK_TYPE_F64, 1u << GEMMK_TYPE_F64, 0, GEMMK_TRANS_ALL},
     {"oz2-bytes", 0, 0,
-     "fp64 as Ozaki-II: int8 ping-pong kernel, all moduli of a tile in "
-     "one CTA, residues as bytes through memory, then a reconstruction "
-     "pass (gemmk_gemm_f64)",
+     "fp64 as Ozaki-II (the default emulation): one int8 ping-pong GEMM "
+     "per modulus keeping each product mod p as a byte, then a CRT "
+     "reconstruction pass (gemmk_gemm_f64)",
      1u << GEMMK_TYPE_F64, 1u << GEMMK_TYPE_F64, 0, GEMMK_TRANS_ALL},
     {"oz2-unfused", 0, 0,
      "fp64 as Ozaki-II, one int8 GEMM per modulus with int32 products "

@@ -62,7 +62,7 @@ struct S8Params {
     const double *fc;
     long long fldd, fldc;
     double falpha, fbeta;
-    const int *ea, *eb; /* row / column scale exponents E */
+    const int *ea, *eb; /* row / column scales (gemmk_oz_rowscale) */
     int ebias;          /* -(beta_a + beta_b) */
     double pscale, pscale_lo;
     /* moduli constants (ozaki.h), by modulus index */
@@ -323,7 +323,7 @@ __global__ void __launch_bounds__(384, 1)
                     const int r = row0 + warp * 16 + (lane >> 2) + 8 * h;
                     if (r >= p.m)
                         continue;
-                    const int er = p.ea[r] + p.ebias;
+                    const int er = p.ea[r];
                     double *orow = p.fd + (long long)r * p.fldd;
                     const double *crow =
                         p.fbeta != 0.0 ? p.fc + (long long)r * p.fldc : nullptr;
@@ -334,9 +334,9 @@ __global__ void __launch_bounds__(384, 1)
                             const int col = col0 + 8 * j + 2 * (lane & 3) + e;
                             if (col >= p.n)
                                 continue;
-                            double x = gemmk_oz_value(
+                            double x = gemmk_oz_result(
                                 z[4 * j + 2 * h + e], p.pscale, p.pscale_lo,
-                                er + p.eb[col]);
+                                er, p.eb[col], p.ebias);
                             x *= p.falpha;
                             if (crow)
                                 x = fma(p.fbeta, crow[col], x);

@@ -14,10 +14,12 @@
  *  2. split: a second pass turns each row into integers round(a 2^(beta -
  *     E)) and writes their residues modulo every modulus as int8, K-major
  *     (rows x kp bytes per modulus, kp = K rounded up to 128 with zeros).
- *  3. products: the int8 kernel runs all moduli of a tile in one CTA; in
- *     the fused variant ("oz2") the epilogue reconstructs and writes fp64
- *     D; "oz2-bytes" stores residue bytes and "oz2-unfused" int32 products
- *     (one launch per modulus), each reconstructed by a pass here.
+ *  3. products: "oz2-bytes" (the default) runs the int8 ping-pong kernel
+ *     once per modulus, its epilogue storing each product mod p as one
+ *     byte, and a pass here reconstructs (reading n bytes an output);
+ *     "oz2" runs all moduli of a 128 x 128 tile in one CTA and
+ *     reconstructs in the epilogue (fp64 D, nothing else leaves the SM);
+ *     "oz2-unfused" stores int32 products (GEMMul8's structure).
  */
 #include <cublasLt.h>
 #include <cuda.h>
@@ -215,8 +217,9 @@ __global__ void __launch_bounds__(256)
         part[(long long)blockIdx.y * rows + r0 + rl] = a;
 }
 
-/* One thread per row: merges the partials, writes E, folds the row into
- * the operand's DevStats. */
+/* One thread per row: merges the partials, writes the row's packed scale
+ * (gemmk_oz_rowscale; 0 for a zero row), folds the row into the operand's
+ * DevStats. */
 __global__ void __launch_bounds__(256)
     oz_rowfinal_kernel(const RowPart *part, int nparts, long long rows,
                        int *E, DevStats *g)
@@ -228,11 +231,8 @@ __global__ void __launch_bounds__(256)
         for (int i = 0; i < nparts; i++)
             a = part_merge(a, part[(long long)i * rows + r]);
         if (a.nnz > 0) {
-            /* 2^E > ||row||_2 (1 + 2^-20): the margin covers the sum's
-             * rounding */
-            int ee;
-            frexp(sqrt(a.ssq) * (1.0 + 0x1p-20), &ee);
-            e = a.emax + ee;
+            /* 2^E mu with mu 2^E > ||row||_2 (1 + 2^-20), packed */
+            e = gemmk_oz_rowscale(a.ssq, a.emax);
             double sp = (double)a.emax - a.esum / a.nnz;
             spread = (int)ceil(sp * 256.0);
         }
@@ -275,34 +275,43 @@ __global__ void __launch_bounds__(256)
     const long long r = r0 + rl;
     if (r >= rows)
         return;
-    const int s = beta - E[r];
-    float F[16][NL];
+    const int s = beta - gemmk_oz_rowscale_E(E[r]);
+    const int mu = gemmk_oz_rowscale_j(E[r]);
+    /* two passes of 8 values (K offsets 8q and 32 + 8q): fewer registers
+     * than 16 at once, so more blocks hide the loads; each pass stores 8
+     * bytes a modulus, the row's 4 threads 32 contiguous bytes */
+#pragma unroll 1
+    for (int half = 0; half < 2; half++) {
+        const int hb = 32 * half + 8 * q;
+        float F[8][NL];
 #pragma unroll
-    for (int j = 0; j < 16; j++)
-        gemmk_oz_flimbs(t[rl][20 * q + j], s, NL, F[j]);
-    uint8_t *o = out + r * kp + h0 + 16 * q;
-    for (int l = 0; l < mc.n; l++) {
-        const float p = mc.mod[l].fp, inv = mc.mod[l].finv;
-        float c[NL];
+        for (int j = 0; j < 8; j++)
+            gemmk_oz_flimbs(t[rl][tcol(hb + j)], s, mu, NL, F[j]);
+        uint8_t *o = out + r * kp + h0 + hb;
+        for (int l = 0; l < mc.n; l++) {
+            const float p = mc.mod[l].fp, inv = mc.mod[l].finv;
+            float c[NL];
 #pragma unroll
-        for (int j = 0; j < NL; j++)
-            c[j] = mc.mod[l].fc[j];
-        uint32_t w[4] = {0, 0, 0, 0};
+            for (int j = 0; j < NL; j++)
+                c[j] = mc.mod[l].fc[j];
+            uint32_t w[2] = {0, 0};
 #pragma unroll
-        for (int j = 0; j < 16; j++)
-            w[j >> 2] |= gemmk_oz_fresidue_byte(F[j], NL, c, p, inv)
-                         << (8 * (j & 3));
-        *reinterpret_cast<uint4 *>(o + (long long)l * plane) =
-            make_uint4(w[0], w[1], w[2], w[3]);
+            for (int j = 0; j < 8; j++)
+                w[j >> 2] |= gemmk_oz_fresidue_byte(F[j], NL, c, p, inv)
+                             << (8 * (j & 3));
+            *reinterpret_cast<uint2 *>(o + (long long)l * plane) =
+                make_uint2(w[0], w[1]);
+        }
     }
 }
 
 __device__ __forceinline__ double finish(uint64_t z, const ReconConsts &rc,
-                                         int e, double alpha, double beta,
-                                         const double *c)
+                                         int rs_i, int rs_j, double alpha,
+                                         double beta, const double *c)
 {
-    double x = gemmk_oz_value(z, rc.pscale, rc.pscale_lo, e + rc.ebias) *
-               alpha;
+    double x =
+        gemmk_oz_result(z, rc.pscale, rc.pscale_lo, rs_i, rs_j, rc.ebias) *
+        alpha;
     if (beta != 0.0)
         x = fma(beta, *c, x);
     return x;
@@ -341,7 +350,7 @@ __global__ void __launch_bounds__(256)
     for (int j = 0; j < 16; j++) {
         const long long col = j0 + j;
         if (col < n)
-            d[i * ldd + col] = finish(z[j], rc, ei + eb[col], alpha, beta,
+            d[i * ldd + col] = finish(z[j], rc, ei, eb[col], alpha, beta,
                                       beta != 0.0 ? c + i * ldc + col : c);
     }
 }
@@ -373,7 +382,7 @@ __global__ void __launch_bounds__(256)
     for (int j = 0; j < 4; j++) {
         const long long col = j0 + j;
         if (col < n)
-            d[i * ldd + col] = finish(z[j], rc, ei + eb[col], alpha, beta,
+            d[i * ldd + col] = finish(z[j], rc, ei, eb[col], alpha, beta,
                                       beta != 0.0 ? c + i * ldc + col : c);
     }
 }
@@ -560,6 +569,15 @@ int oz_kchunk()
     return v;
 }
 
+int oz_bytes_tile()
+{
+    static int v = [] {
+        const char *e = getenv("GEMMK_OZ_BYTES_TILE");
+        return e ? atoi(e) != 0 : 0;
+    }();
+    return v;
+}
+
 int oz_pp()
 {
     static int v = [] {
@@ -669,7 +687,7 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
 
     bool want_native = p->method == GEMMK_F64_NATIVE;
     bool named = false;
-    Variant var = V_FUSED;
+    Variant var = V_BYTES; /* what auto runs (docs/ozaki-notes.md) */
     if (kernel && strcmp(kernel, "auto") != 0) {
         named = true;
         if (strcmp(kernel, "cublas-dgemm") == 0)
@@ -769,9 +787,12 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
     memcpy(mc.mod, set.mod, sizeof(set.mod));
     const long long kp = (k + GEMMK_OZ_KB - 1) / GEMMK_OZ_KB * GEMMK_OZ_KB;
     /* the residue-byte and unfused variants run the ping-pong kernel
-     * (128 x 128 per warpgroup) unless GEMMK_OZ_PP=0 (cooperative 128 x
-     * 256; a measurement knob) */
-    const bool pp = var != V_FUSED && oz_pp();
+     * (128 x 128 per warpgroup), one launch per modulus, unless
+     * GEMMK_OZ_PP=0 (cooperative 128 x 256); GEMMK_OZ_BYTES_TILE=1 runs
+     * all moduli of a tile in one CTA instead (cooperative 128 x 256).
+     * Measurement knobs: docs/ozaki-notes.md. */
+    const bool tilewise = var == V_BYTES && oz_bytes_tile();
+    const bool pp = var != V_FUSED && !tilewise && oz_pp();
     const int bn = var == V_FUSED || pp ? 128 : 256;
     S8Params sp;
     memset(&sp, 0, sizeof(sp));
@@ -873,12 +894,21 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
     }
     dim3 rgrid;
     if (var == V_BYTES) {
-        sp.nmod = nmod;
         sp.r = pl;
         sp.ldr = ldr;
         sp.rplane = rplane;
-        ce = pp ? launch_s8_pp(2, ta, tb, sp, grid, stream)
-                : launch_s8(256, 2, ta, tb, sp, grid, stream);
+        if (tilewise) {
+            sp.nmod = nmod;
+            ce = launch_s8(256, 2, ta, tb, sp, grid, stream);
+        } else {
+            sp.nmod = 1;
+            ce = cudaSuccess;
+            for (int l = 0; l < nmod && ce == cudaSuccess; l++) {
+                sp.mod0 = l;
+                ce = pp ? launch_s8_pp(2, ta, tb, sp, grid, stream)
+                        : launch_s8(256, 2, ta, tb, sp, grid, stream);
+            }
+        }
         if (ce != cudaSuccess)
             return cuerr(ce);
         rgrid = dim3((unsigned)((p->n + 16 * 256 - 1) / (16 * 256)),

@@ -23,9 +23,10 @@
  * far under the rounding of the inputs (~2^-beta). Z is linear in the
  * accumulators, so partial sums over k (flushes, splits) simply add.
  *
- * Scaling (gemmk_oz_choose): s_i = beta_a - E_i with 2^E_i >= ||a_i||_2,
- * likewise for B; then |X_ij| <= ||A'_i|| ||B'_j|| < 2^(beta_a+beta_b)
- * (1 + tiny) < P/2 by Cauchy-Schwarz. The emulation's error comes from
+ * Scaling (gemmk_oz_choose, gemmk_oz_rowscale): row i of A is multiplied
+ * by mu_i 2^(beta_a - E_i), mu_i = j_i / 8 in [1, 2), so that its 2-norm
+ * lies in (7/8, 1] 2^beta_a; likewise for B. Then |X_ij| <= ||A'_i||
+ * ||B'_j|| < 2^(beta_a+beta_b) (1 + tiny) < P/2 by Cauchy-Schwarz. The emulation's error comes from
  * rounding A and B to those integers: |dC_ij| <= 2^(-s_i-1) ||b_j||_1 +
  * 2^(-t_j-1) ||a_i||_1 (+ the tiny reconstruction and final roundings),
  * typically ~0.3 * 2^-beta ||a_i|| ||b_j|| per side.
@@ -90,13 +91,15 @@ typedef struct gemmk_oz_set {
 /* --- scaling and residues (GPU split kernel) ----------------------------- */
 
 /*
- * |round(a 2^s)| as a 128-bit integer hi:lo (rounding half to even);
- * returns 1 when a < 0. Zero, and values that round to zero, give zero.
- * The caller keeps |a| 2^s < 2^84 (scaling by the row norm guarantees
- * it; beyond, the value is wrong but nothing is undefined). a must be
- * finite.
+ * |round(a mu 2^s)| as a 128-bit integer hi:lo (rounding half to even),
+ * mu = j / 8 with j in 8..15 (the row's fractional scale, see
+ * gemmk_oz_rowscale); returns 1 when a < 0. Zero, and values that round
+ * to zero, give zero. The caller keeps |a| mu 2^s < 2^84 (scaling by the
+ * row norm guarantees it; beyond, the value is wrong but nothing is
+ * undefined). a must be finite.
  */
-GEMMK_OZ_HD int gemmk_oz_scale(double a, int s, uint64_t *hi, uint64_t *lo)
+GEMMK_OZ_HD int gemmk_oz_scale(double a, int s, int j, uint64_t *hi,
+                               uint64_t *lo)
 {
     uint64_t u;
     memcpy(&u, &a, sizeof(u));
@@ -110,11 +113,12 @@ GEMMK_OZ_HD int gemmk_oz_scale(double a, int s, uint64_t *hi, uint64_t *lo)
         m |= 1ull << 52;
         e2 = ex - 1075;
     }
-    int t = e2 + s; /* |a| 2^s = m 2^t */
-    if (m == 0 || t < -54) {
+    m *= (uint64_t)j; /* < 2^57 */
+    int t = e2 + s - 3; /* |a| mu 2^s = m 2^t */
+    if (m == 0 || t < -58) {
         *lo = *hi = 0;
     } else if (t < 0) {
-        const int sh = -t; /* 1..54 */
+        const int sh = -t; /* 1..58 */
         uint64_t q = m >> sh;
         const uint64_t rem = m & ((1ull << sh) - 1);
         const uint64_t half = 1ull << (sh - 1);
@@ -131,15 +135,46 @@ GEMMK_OZ_HD int gemmk_oz_scale(double a, int s, uint64_t *hi, uint64_t *lo)
     return neg;
 }
 
+/* A row's scale as the kernels store it: 2^E mu, packed as 16 E + (j - 8)
+ * (mu = j / 8). */
+GEMMK_OZ_HD int gemmk_oz_rowscale_E(int packed)
+{
+    return packed >> 4; /* arithmetic shift: E may be negative */
+}
+GEMMK_OZ_HD int gemmk_oz_rowscale_j(int packed)
+{
+    return (packed & 15) + 8;
+}
+
 /*
- * round(a 2^s) as GEMMK_OZ_NL signed 13-bit limbs held in floats (exact):
- * round(a 2^s) = sum_j f[j] 2^(13 j), every f[j] of a's sign. Only the
- * first nl limbs are written (nl = 5 covers |a| 2^s < 2^65).
+ * The scale of a row of 2-norm nu = sqrt(ssq) 2^emax (ssq in [1, 4k]):
+ * the smallest E with 2^E > nu (1 + 2^-20) (the margin covers the sum's
+ * rounding) and the largest j in 8..15 with (j / 8) nu (1 + 2^-20) <=
+ * 2^E, so the row scaled by 2^(beta - E) j / 8 has a 2-norm at most
+ * 2^beta and above 2^beta 7/8: powers of two alone would waste half a bit
+ * a side on average. Returns the packed form (gemmk_oz_rowscale_E, _j).
  */
-GEMMK_OZ_HD void gemmk_oz_flimbs(double a, int s, int nl, float *f)
+GEMMK_OZ_HD int gemmk_oz_rowscale(double ssq, int emax)
+{
+    int ee;
+    const double f = frexp(sqrt(ssq) * (1.0 + 0x1p-20), &ee); /* [.5, 1) */
+    int j = (int)floor(8.0 / f);
+    if (j > 15)
+        j = 15;
+    if (j < 8)
+        j = 8;
+    return 16 * (emax + ee) + (j - 8);
+}
+
+/*
+ * round(a mu 2^s) (mu = j / 8) as GEMMK_OZ_NL signed 13-bit limbs held in
+ * floats (exact): the integer is sum_i f[i] 2^(13 i), every f[i] of a's
+ * sign. Only the first nl limbs are written (5 cover integers < 2^65).
+ */
+GEMMK_OZ_HD void gemmk_oz_flimbs(double a, int s, int j, int nl, float *f)
 {
     uint64_t hi, lo;
-    const int neg = gemmk_oz_scale(a, s, &hi, &lo);
+    const int neg = gemmk_oz_scale(a, s, j, &hi, &lo);
     const uint32_t mask = (1u << 13) - 1;
     for (int j = 0; j < nl; j++) {
         const int b = 13 * j;
@@ -215,6 +250,18 @@ GEMMK_OZ_HD double gemmk_oz_value(uint64_t z, double ph, double pl, int e)
     const double lo = (double)(uint32_t)z;                  /* exact */
     const double x = fma(hi, ph, fma(hi, pl, lo * ph));
     return scalbn(x, e);
+}
+
+/* The product back in the inputs' units from the packed row and column
+ * scales: X 2^(E_i + E_j - beta_a - beta_b) / (mu_i mu_j); the division
+ * by j_i j_j / 64 rounds once more. */
+GEMMK_OZ_HD double gemmk_oz_result(uint64_t z, double ph, double pl,
+                                   int rs_i, int rs_j, int ebias)
+{
+    const double x = gemmk_oz_value(
+        z, ph, pl,
+        gemmk_oz_rowscale_E(rs_i) + gemmk_oz_rowscale_E(rs_j) + ebias + 6);
+    return x / (double)(gemmk_oz_rowscale_j(rs_i) * gemmk_oz_rowscale_j(rs_j));
 }
 
 /* --- host: constants and the choice of moduli ---------------------------- */

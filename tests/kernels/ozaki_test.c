@@ -42,19 +42,19 @@ static i128 mod_sym(i128 x, int p) /* symmetric residue as gemmk_oz_residue */
     return r;
 }
 
-/* the exact value of round(a 2^s) (half to even), |.| < 2^100 */
-static i128 exact_scale(double a, int s)
+/* the exact value of round(a j/8 2^s) (half to even), |.| < 2^100 */
+static i128 exact_scale(double a, int s, int jm)
 {
     int e;
     double f = frexp(fabs(a), &e); /* |a| = f 2^e, f in [0.5, 1) */
     if (a == 0)
         return 0;
-    i128 m = (i128)ldexp(f, 53);   /* 53-bit integer */
-    int t = e - 53 + s;            /* |a| 2^s = m 2^t */
+    i128 m = (i128)ldexp(f, 53) * jm; /* 57-bit integer */
+    int t = e - 53 + s - 3;           /* |a| j/8 2^s = m 2^t */
     i128 v;
     if (t >= 0) {
         v = m << t;
-    } else if (t < -60) {
+    } else if (t < -64) {
         v = 0;
     } else {
         i128 q = m >> (-t);
@@ -67,10 +67,10 @@ static i128 exact_scale(double a, int s)
     return a < 0 ? -v : v;
 }
 
-static i128 scaled_value(double a, int s)
+static i128 scaled_value(double a, int s, int jm)
 {
     uint64_t hi, lo;
-    int neg = gemmk_oz_scale(a, s, &hi, &lo);
+    int neg = gemmk_oz_scale(a, s, jm, &hi, &lo);
     i128 v = (i128)(((unsigned __int128)hi << 64) | lo);
     return neg ? -v : v;
 }
@@ -194,12 +194,15 @@ Test(ozaki, scale_and_residues_exact)
         int s_ = 80 - e - (int)(rnd64() % 140);
         if (a == 0)
             s_ = (int)(rnd64() % 100);
-        i128 want = exact_scale(a, s_);
-        i128 got = scaled_value(a, s_);
-        cr_assert(got == want, "a %a s %d: %.17g vs %.17g", a, s_,
+        const int jm = 8 + (int)(rnd64() % 8);
+        if (s_ > -1000)
+            s_ -= 1; /* room for mu < 2 */
+        i128 want = exact_scale(a, s_, jm);
+        i128 got = scaled_value(a, s_, jm);
+        cr_assert(got == want, "a %a s %d j %d: %.17g vs %.17g", a, s_, jm,
                   (double)got, (double)want);
         float f[GEMMK_OZ_NL];
-        gemmk_oz_flimbs(a, s_, GEMMK_OZ_NL, f);
+        gemmk_oz_flimbs(a, s_, jm, GEMMK_OZ_NL, f);
         cr_assert(flimbs_value(f, GEMMK_OZ_NL) == want, "limbs of %a", a);
         for (int j = 0; j < GEMMK_OZ_NL; j++)
             cr_assert(fabsf(f[j]) < 8192.0f && (f[j] == 0 || (f[j] < 0) ==
@@ -387,24 +390,26 @@ Test(ozaki, host_emulated_gemm)
     cr_assert_null(gemmk_oz_choose(&sa, &sb, K, 0, &n, &ba, &bb));
     gemmk_oz_set s;
     gemmk_oz_set_init(&s, n);
-    int Ea[M], Eb[N];
+    int Ra[M], Rb[N], Ea[M], Eb[N], Ja[M], Jb[N]; /* packed scales */
     for (int i = 0; i < M; i++) {
         long double ss = 0;
         for (int h = 0; h < K; h++)
             ss += (long double)A[i][h] * A[i][h];
-        int e = 0;
-        if (ss > 0) {
-            frexp((double)sqrtl(ss) * (1 + 0x1p-20), &e);
-        }
-        Ea[i] = e; /* 2^e > norm */
+        Ra[i] = ss > 0 ? gemmk_oz_rowscale((double)ss, 0) : 0;
+        Ea[i] = gemmk_oz_rowscale_E(Ra[i]);
+        Ja[i] = gemmk_oz_rowscale_j(Ra[i]);
+        /* mu 2^E bounds the norm, within a factor 8/7 */
+        long double nu = sqrtl(ss), sc = ldexpl(Ja[i] / 8.0L, -Ea[i]);
+        cr_assert(nu * sc <= 1.0L && (ss == 0 || nu * sc > 0.874L),
+                  "row %d: %Lg", i, nu * sc);
     }
     for (int j = 0; j < N; j++) {
         long double ss = 0;
         for (int h = 0; h < K; h++)
             ss += (long double)B[h][j] * B[h][j];
-        int e;
-        frexp((double)sqrtl(ss) * (1 + 0x1p-20), &e);
-        Eb[j] = e;
+        Rb[j] = gemmk_oz_rowscale((double)ss, 0);
+        Eb[j] = gemmk_oz_rowscale_E(Rb[j]);
+        Jb[j] = gemmk_oz_rowscale_j(Rb[j]);
     }
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
@@ -415,14 +420,14 @@ Test(ozaki, host_emulated_gemm)
                 int32_t acc = 0;
                 for (int h = 0; h < K; h++) {
                     float fa[GEMMK_OZ_NL], fb[GEMMK_OZ_NL];
-                    gemmk_oz_flimbs(A[i][h], ba - Ea[i], 5, fa);
-                    gemmk_oz_flimbs(B[h][j], bb - Eb[j], 5, fb);
+                    gemmk_oz_flimbs(A[i][h], ba - Ea[i], Ja[i], 5, fa);
+                    gemmk_oz_flimbs(B[h][j], bb - Eb[j], Jb[j], 5, fb);
                     const gemmk_oz_mod *md = &s.mod[l];
                     acc += gemmk_oz_fresidue(fa, 5, md->fc, md->fp, md->finv) *
                            gemmk_oz_fresidue(fb, 5, md->fc, md->fp, md->finv);
                     if (l == 0) {
-                        xs += scaled_value(A[i][h], ba - Ea[i]) *
-                              scaled_value(B[h][j], bb - Eb[j]);
+                        xs += scaled_value(A[i][h], ba - Ea[i], Ja[i]) *
+                              scaled_value(B[h][j], bb - Eb[j], Jb[j]);
                         ref += (long double)A[i][h] * B[h][j];
                         mag += fabsl((long double)A[i][h] * B[h][j]);
                     }
@@ -437,8 +442,8 @@ Test(ozaki, host_emulated_gemm)
                           (1.5L * n + 1) * ldexpl(s.pscale, 0) +
                               fabsl(xe) * 0x1p-51L,
                           "(%d,%d): %Lg vs %Lg", i, j, x, xe);
-            double c = gemmk_oz_value(z, s.pscale, s.pscale_lo,
-                                      Ea[i] + Eb[j] - ba - bb);
+            double c = gemmk_oz_result(z, s.pscale, s.pscale_lo, Ra[i],
+                                       Rb[j], -(ba + bb));
             /* error bound: 2^-s/2 ||b||_1 + 2^-t/2 ||a||_1, ~2^-beta */
             long double tol = (ldexpl(1, Ea[i] - ba) + ldexpl(1, Eb[j] - bb)) *
                                   K +
