@@ -349,30 +349,42 @@ __global__ void __launch_bounds__(384, 1)
     }
 }
 
-/* One warpgroup's 64 x 128 block of a ping-pong unit: residue bytes
- * (OZ 2, planes padded to whole tiles) or int32 D (OZ 0, bounded). */
+/*
+ * One warpgroup's 64 x 128 block of a ping-pong unit: int32 D (OZ 0,
+ * bounded) or residue bytes (OZ 2) in fragment order: plane md holds the
+ * 128 x 128 tiles in (mt, nt) order, 16 KB each; in a tile, block half
+ * (rows 64 half ..) at 8192 half, then for q = 0..3 the 16 bytes of
+ * accumulators 16q..16q+15 of every thread at 2048 q + 16 tid: each store
+ * is 16 bytes and a warp's 512 contiguous (row-major bytes would be 2-byte
+ * stores into 8 rows). oz_recon_frag_kernel (ozaki.cu) reads it back.
+ */
 template <int OZ>
 __device__ __forceinline__ void s8_pp_store(const S8Params &p,
-                                            const int32_t (&acc)[64], int row0,
-                                            int col0, int md, int warp,
-                                            int lane)
+                                            const int32_t (&acc)[64], int mt,
+                                            int nt, int half, int md,
+                                            int warp, int lane)
 {
     constexpr int BN = 128;
+    const int row0 = mt * BM + 64 * half, col0 = nt * BN;
     if constexpr (OZ == 2) {
-        uint8_t *pl = p.r + (long long)md * p.rplane;
+        uint8_t *tile = p.r + (long long)md * p.rplane +
+                        ((long long)mt * p.num_n + nt) * (BM * BN) +
+                        8192 * half + 16 * (warp * 32 + lane);
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int r = row0 + warp * 16 + (lane >> 2) + 8 * h;
-            uint8_t *rowp = pl + (long long)r * p.ldr + col0 + 2 * (lane & 3);
+        for (int q = 0; q < 4; q++) {
+            uint32_t w[4];
 #pragma unroll
-            for (int jj = 0; jj < BN / 8; jj++) {
-                uint32_t v0 = (uint32_t)s8_mod(acc[4 * jj + 2 * h], p.off[md],
-                                               p.magic[md], p.p[md]);
-                uint32_t v1 = (uint32_t)s8_mod(acc[4 * jj + 2 * h + 1],
-                                               p.off[md], p.magic[md], p.p[md]);
-                *reinterpret_cast<uint16_t *>(rowp + 8 * jj) =
-                    (uint16_t)(v0 | (v1 << 8));
+            for (int b = 0; b < 4; b++) {
+                uint32_t x = 0;
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    x |= (uint32_t)s8_mod(acc[16 * q + 4 * b + e], p.off[md],
+                                          p.magic[md], p.p[md])
+                         << (8 * e);
+                w[b] = x;
             }
+            *reinterpret_cast<uint4 *>(tile + 2048 * q) =
+                make_uint4(w[0], w[1], w[2], w[3]);
         }
     } else {
 #pragma unroll
@@ -568,9 +580,8 @@ __global__ void __launch_bounds__(384, 1)
             if (prev >= 0 && lane == 0)
                 mbar_arrive(&empty[prev]);
 
-            const int col0 = nt * BN;
-            s8_pp_store<OZ>(p, d0, mt * BM, col0, md, warp, lane);
-            s8_pp_store<OZ>(p, d1, mt * BM + 64, col0, md, warp, lane);
+            s8_pp_store<OZ>(p, d0, mt, nt, 0, md, warp, lane);
+            s8_pp_store<OZ>(p, d1, mt, nt, 1, md, warp, lane);
         }
     }
 }

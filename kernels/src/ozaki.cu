@@ -4,7 +4,7 @@
  * arithmetic and its error model, gemm_s8.cuh the modular products).
  *
  * The emulation, step by step:
- *  1. stats: one pass over op(A)'s rows and op(B)'s columns (64 x 64
+ *  1. stats: one pass over op(A)'s rows and op(B)'s columns (32 x 128
  *     tiles through shared memory, so row- and column-major operands read
  *     coalesced): per row the largest exponent, the sum of squares scaled
  *     by it, the mean exponent, inf/NaN and subnormal flags. A second tiny
@@ -145,11 +145,13 @@ __device__ __forceinline__ RowPart part_merge(RowPart a, const RowPart &b)
     return a;
 }
 
-/* 64 rows x 64 of K of op(X) into t (zeros outside). Column h is stored at
- * 20 (h / 16) + h % 16 and rows are 81 doubles apart: both loaders and a
- * thread reading 16 consecutive h of its row (4 threads a row) hit distinct
- * banks. MN: X is stored K x rows (ld), else rows x K. */
-constexpr int TROW = 81;
+/* A tile of TR rows x TK of K of op(X) into t (zeros outside). Column h
+ * is stored at 20 (h / 16) + h % 16 and rows are TROW doubles apart (TROW
+ * = 1 mod 16): both loaders hit distinct banks. MN: X is stored K x rows
+ * (ld), else rows x K. 32 x 128: a K-major row reads 1 KB, an MN one 256
+ * bytes, and the split pass writes whole 128-byte lines of every
+ * residue plane. */
+constexpr int TR = 32, TK = 128, TROW = 161;
 __device__ __forceinline__ int tcol(int h)
 {
     return 20 * (h >> 4) + (h & 15);
@@ -162,24 +164,32 @@ __device__ __forceinline__ void load_tile(double (*t)[TROW], const double *x,
                                           long long h0)
 {
 #pragma unroll 4
-    for (int i = threadIdx.x; i < 64 * 64; i += 256) {
-        const int a = i >> 6, b = i & 63;
+    for (int i = threadIdx.x; i < TR * TK; i += 256) {
         long long r, h;
+        int a, b; /* t[a][tcol(b)] */
         if (MN) {
-            h = h0 + a;
-            r = r0 + b;
+            h = h0 + i / TR;
+            r = r0 + i % TR;
+            a = i % TR;
+            b = i / TR;
         } else {
-            r = r0 + a;
-            h = h0 + b;
+            r = r0 + i / TK;
+            h = h0 + i % TK;
+            a = i / TK;
+            b = i % TK;
         }
         double v = 0.0;
         if (r < rows && h < k)
             v = MN ? x[h * ld + r] : x[r * ld + h];
-        if (MN)
-            t[b][tcol(a)] = v;
-        else
-            t[a][tcol(b)] = v;
+        t[a][tcol(b)] = v;
     }
+}
+
+/* Thread (row tid / 8, chunk tid % 8) of a 32 x 128 tile: K offsets
+ * 8 chunk + j and 64 + 8 chunk + j, j < 8 (the two halves). */
+__device__ __forceinline__ int tile_h(int half, int chunk, int j)
+{
+    return 64 * half + 8 * chunk + j;
 }
 
 template <bool MN>
@@ -187,24 +197,24 @@ __global__ void __launch_bounds__(256)
     oz_stats_kernel(const double *__restrict__ x, long long ld, long long rows,
                     long long k, int tiles_per_block, RowPart *part)
 {
-    __shared__ double t[64][TROW];
-    const long long r0 = (long long)blockIdx.x * 64;
-    const int rl = threadIdx.x >> 2, q = threadIdx.x & 3;
+    __shared__ double t[TR][TROW];
+    const long long r0 = (long long)blockIdx.x * TR;
+    const int rl = threadIdx.x >> 3, q = threadIdx.x & 7;
     RowPart a = {0, 0, 0u, 0, 0.0, 0.0};
-    const long long ntiles = (k + 63) / 64;
+    const long long ntiles = (k + TK - 1) / TK;
     const long long t0 = (long long)blockIdx.y * tiles_per_block;
     const long long t1 =
         t0 + tiles_per_block < ntiles ? t0 + tiles_per_block : ntiles;
     for (long long ht = t0; ht < t1; ht++) {
         __syncthreads();
-        load_tile<MN>(t, x, ld, rows, k, r0, ht * 64);
+        load_tile<MN>(t, x, ld, rows, k, r0, ht * TK);
         __syncthreads();
 #pragma unroll 4
         for (int j = 0; j < 16; j++)
-            part_add(a, t[rl][20 * q + j]);
+            part_add(a, t[rl][tcol(tile_h(j >> 3, q, j & 7))]);
     }
 #pragma unroll
-    for (int o = 1; o < 4; o <<= 1) {
+    for (int o = 1; o < 8; o <<= 1) {
         RowPart b;
         b.emax = __shfl_xor_sync(0xffffffffu, a.emax, o);
         b.nnz = __shfl_xor_sync(0xffffffffu, a.nnz, o);
@@ -256,9 +266,12 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-/* Residues of the rows of op(X) scaled by 2^(beta - E[r]): int8, plane l
- * at out + l * plane, rows of kp bytes. NL: 13-bit limbs per integer (5
- * up to 2^65, 7 beyond). The residues run on the fp32 pipe (ozaki.h). */
+/* Residues of the rows of op(X) scaled by 2^(beta - E) mu (E[r] packed):
+ * int8, plane l at out + l * plane, rows of kp bytes. NL: 13-bit limbs per
+ * integer (5 up to 2^65, 7 beyond). The residues run on the fp32 pipe
+ * (ozaki.h). A thread takes 8 values of its row twice (fewer registers
+ * than 16 at once, so more blocks hide the loads); each pass stores 8
+ * bytes a modulus, a row's 8 threads 64 contiguous bytes. */
 template <bool MN, int NL>
 __global__ void __launch_bounds__(256)
     oz_split_kernel(const double *__restrict__ x, long long ld, long long rows,
@@ -266,28 +279,24 @@ __global__ void __launch_bounds__(256)
                     int beta, const __grid_constant__ ModConsts mc,
                     uint8_t *out, long long plane)
 {
-    __shared__ double t[64][TROW];
-    const long long r0 = (long long)blockIdx.x * 64;
-    const long long h0 = (long long)blockIdx.y * 64;
+    __shared__ double t[TR][TROW];
+    const long long r0 = (long long)blockIdx.x * TR;
+    const long long h0 = (long long)blockIdx.y * TK;
     load_tile<MN>(t, x, ld, rows, k, r0, h0);
     __syncthreads();
-    const int rl = threadIdx.x >> 2, q = threadIdx.x & 3;
+    const int rl = threadIdx.x >> 3, q = threadIdx.x & 7;
     const long long r = r0 + rl;
     if (r >= rows)
         return;
     const int s = beta - gemmk_oz_rowscale_E(E[r]);
     const int mu = gemmk_oz_rowscale_j(E[r]);
-    /* two passes of 8 values (K offsets 8q and 32 + 8q): fewer registers
-     * than 16 at once, so more blocks hide the loads; each pass stores 8
-     * bytes a modulus, the row's 4 threads 32 contiguous bytes */
 #pragma unroll 1
     for (int half = 0; half < 2; half++) {
-        const int hb = 32 * half + 8 * q;
         float F[8][NL];
 #pragma unroll
         for (int j = 0; j < 8; j++)
-            gemmk_oz_flimbs(t[rl][tcol(hb + j)], s, mu, NL, F[j]);
-        uint8_t *o = out + r * kp + h0 + hb;
+            gemmk_oz_flimbs(t[rl][tcol(tile_h(half, q, j))], s, mu, NL, F[j]);
+        uint8_t *o = out + r * kp + h0 + tile_h(half, q, 0);
         for (int l = 0; l < mc.n; l++) {
             const float p = mc.mod[l].fp, inv = mc.mod[l].finv;
             float c[NL];
@@ -352,6 +361,49 @@ __global__ void __launch_bounds__(256)
         if (col < n)
             d[i * ldd + col] = finish(z[j], rc, ei, eb[col], alpha, beta,
                                       beta != 0.0 ? c + i * ldc + col : c);
+    }
+}
+
+/* D from residue bytes in the ping-pong kernel's fragment order
+ * (s8_pp_store, gemm_s8.cuh): block (tile, 8 groups of half x q), thread
+ * tid reads the 16 bytes the GEMM's thread tid wrote for every modulus. */
+__global__ void __launch_bounds__(128)
+    oz_recon_frag_kernel(const uint8_t *__restrict__ R, long long plane,
+                         int num_n, const __grid_constant__ ReconConsts rc,
+                         const int *__restrict__ ea,
+                         const int *__restrict__ eb, double alpha, double beta,
+                         const double *c, long long ldc, double *d,
+                         long long ldd, long long m, long long n)
+{
+    const long long t = blockIdx.x;
+    const int half = blockIdx.y >> 2, q = blockIdx.y & 3;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const long long base = t * (128 * 128) + 8192 * half + 2048 * q + 16 * tid;
+    uint64_t z[16];
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+        z[j] = 0;
+    for (int l = 0; l < rc.n; l++) {
+        const uint4 v =
+            *reinterpret_cast<const uint4 *>(R + (long long)l * plane + base);
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+            z[j] = gemmk_oz_zadd(z[j], (int32_t)((w[j >> 2] >> (8 * (j & 3))) &
+                                                 0xffu),
+                                 rc.gi[l], rc.gf[l]);
+    }
+    const long long mt = t / num_n, nt = t % num_n;
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        const int i = 16 * q + j; /* accumulator index: 4 jj + 2 h + e */
+        const long long row = mt * 128 + 64 * half + 16 * warp + (lane >> 2) +
+                              8 * ((i >> 1) & 1);
+        const long long col = nt * 128 + 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
+        if (row < m && col < n)
+            d[row * ldd + col] =
+                finish(z[j], rc, ea[row], eb[col], alpha, beta,
+                       beta != 0.0 ? c + row * ldc + col : c);
     }
 }
 
@@ -607,8 +659,8 @@ struct Operand {
 gemm_error stats(const Operand &o, long long k, int sms, RowPart *part,
                  int nparts, int *E, DevStats *g, cudaStream_t stream)
 {
-    const long long rb = (o.rows + 63) / 64;
-    const long long ntiles = (k + 63) / 64;
+    const long long rb = (o.rows + TR - 1) / TR;
+    const long long ntiles = (k + TK - 1) / TK;
     const int tpb = (int)((ntiles + nparts - 1) / nparts);
     const int gy = (int)((ntiles + tpb - 1) / tpb);
     dim3 grid((unsigned)rb, (unsigned)gy);
@@ -630,8 +682,8 @@ gemm_error stats(const Operand &o, long long k, int sms, RowPart *part,
 /* The number of K partials per row: enough blocks for the device. */
 int stats_parts(long long rows, long long k, int sms)
 {
-    const long long rb = (rows + 63) / 64;
-    const long long ntiles = (k + 63) / 64;
+    const long long rb = (rows + TR - 1) / TR;
+    const long long ntiles = (k + TK - 1) / TK;
     long long gy = (4LL * sms + rb - 1) / rb;
     if (gy > ntiles)
         gy = ntiles;
@@ -644,7 +696,7 @@ gemm_error split(const Operand &o, long long k, long long kp, const int *E,
                  int beta, const ModConsts &mc, uint8_t *out,
                  cudaStream_t stream)
 {
-    dim3 grid((unsigned)((o.rows + 63) / 64), (unsigned)(kp / 64));
+    dim3 grid((unsigned)((o.rows + TR - 1) / TR), (unsigned)(kp / TK));
     const long long plane = o.rows * kp;
     const bool wide = beta > 64; /* integers past 2^65: 7 limbs */
     if (o.mn && !wide)
@@ -911,6 +963,13 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         }
         if (ce != cudaSuccess)
             return cuerr(ce);
+        if (pp) { /* fragment-ordered planes */
+            oz_recon_frag_kernel<<<dim3((unsigned)sp.units, 8), 128, 0,
+                                   stream>>>(pl, rplane, sp.num_n, rc, ea, eb,
+                                             p->alpha, p->beta, p->c, p->ldc,
+                                             p->d, p->ldd, p->m, p->n);
+            return cuerr(cudaGetLastError());
+        }
         rgrid = dim3((unsigned)((p->n + 16 * 256 - 1) / (16 * 256)),
                      (unsigned)p->m);
         oz_recon_bytes_kernel<<<rgrid, 256, 0, stream>>>(

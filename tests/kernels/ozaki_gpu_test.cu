@@ -453,7 +453,7 @@ static bool run_f64(const F64Case &c, const char *label)
             if (so.max_norm > 4 * sr.max_norm + 0x1p-52)
                 FAIL("%s: max error %.3g vs cuBLAS %.3g", name, so.max_norm,
                      sr.max_norm);
-            if (so.med_norm > 2 * sr.med_norm + 0x1p-53)
+            if (so.med_norm > 2 * sr.med_norm + 0x1p-52)
                 FAIL("%s: median error %.3g vs cuBLAS %.3g", name,
                      so.med_norm, sr.med_norm);
         }
