@@ -639,12 +639,24 @@ int oz_pp()
     return v;
 }
 
-/* Where the emulation pays (device calls of docs/ozaki-notes.md): large
- * enough in every dimension. */
+/*
+ * Where the emulation pays: a cost model with the rates measured on the
+ * H100 (docs/ozaki-notes.md, device calls 1-4): native DGEMM at 57
+ * TFLOP/s; emulation = two passes over A and B plus the residues written
+ * (16 (m + n) k + 15 (m + n) k bytes) and the reconstruction (15 bytes and
+ * a double an output) at an effective 1.5 TB/s, 15 int8 products at 1.3
+ * TOPS, 50 us of fixed cost (a synchronisation, ~20 launches). Emulate
+ * when that is at least 5% faster.
+ */
 bool worth_emulating(const gemmk_problem_f64 *p)
 {
-    return p->m >= 1024 && p->n >= 1024 && p->k >= 1024 &&
-           (double)p->m * p->n * p->k >= 0x1p33;
+    const double m = (double)p->m, n = (double)p->n, k = (double)p->k;
+    const double t_native = 2 * m * n * k / 57e12;
+    const double prep = (16 + 15) * (m + n) * k;
+    const double recon = (15 + 8 + (p->beta != 0.0 ? 8 : 0)) * m * n;
+    const double t_emul =
+        (prep + recon) / 1.5e12 + 15 * 2 * m * n * k / 1.3e15 + 50e-6;
+    return t_emul < 0.95 * t_native;
 }
 
 enum Variant { V_FUSED, V_BYTES, V_UNFUSED, V_PREP };

@@ -592,15 +592,21 @@ int main(int argc, char **argv)
                           0, SP_NONE, false, true}});
     f.push_back({"auto-small", {128, 128, 128, 0, 0, 1.0, 0.0, 0, 0.5,
                                 nullptr, AU, 0, SP_NONE, false, true}});
-    f.push_back({"auto", {2048, 2048, 2048, 0, 0, 1.0, 0.0, 0, 0.5, nullptr,
-                          AU, 0, SP_NONE, false, false}});
+    f.push_back({"emulate", {2048, 2048, 2048, 0, 0, 1.0, 0.0, 0, 0.5,
+                             nullptr, EM, 0, SP_NONE, false, false}});
+    /* the cost model: at 2048^3 native DGEMM is faster */
+    f.push_back({"auto-2048", {2048, 2048, 2048, 1, 1, 1.0, 0.0, 0, 0.5,
+                               nullptr, AU, 0, SP_NONE, false, true}});
     if (!quick) {
-        f.push_back({"auto", {4096, 4096, 4096, 0, 1, 1.0, 0.0, 0, 0.5,
-                              nullptr, AU, 0, SP_NONE, false, false}});
+        f.push_back({"emulate", {4096, 4096, 4096, 0, 1, 1.0, 0.0, 0, 0.5,
+                                 nullptr, EM, 0, SP_NONE, false, false}});
         f.push_back({"auto", {4096, 4096, 4096, 1, 0, 1.0, 0.0, 0, 0.5,
                               "oz2-bytes", AU, 0, SP_NONE, false, false}});
         f.push_back({"phi", {2048, 2048, 16384, 0, 0, 1.0, 0.0, 0, 1.0,
-                             nullptr, AU, 0, SP_NONE, false, false}});
+                             nullptr, EM, 0, SP_NONE, false, false}});
+        /* the cost model: at 8192 x 8192 x 8192 emulation */
+        f.push_back({"auto-8192", {8192, 8192, 8192, 0, 0, 1.0, 0.0, 0, 0.5,
+                                   nullptr, AU, 0, SP_NONE, false, false}});
     }
     if (!only_s8)
         for (auto &x : f)
