@@ -280,10 +280,8 @@ __global__ void __launch_bounds__(256)
                     uint8_t *out, long long plane)
 {
     __shared__ double t[TR][TROW];
-    /* K fastest across blocks: a row's lines of every plane are written
-     * one after another (DRAM pages), not 2^14 blocks apart */
-    const long long r0 = (long long)blockIdx.y * TR;
-    const long long h0 = (long long)blockIdx.x * TK;
+    const long long r0 = (long long)blockIdx.x * TR;
+    const long long h0 = (long long)blockIdx.y * TK;
     load_tile<MN>(t, x, ld, rows, k, r0, h0);
     __syncthreads();
     const int rl = threadIdx.x >> 3, q = threadIdx.x & 7;
@@ -710,9 +708,7 @@ gemm_error split(const Operand &o, long long k, long long kp, const int *E,
                  int beta, const ModConsts &mc, uint8_t *out,
                  cudaStream_t stream)
 {
-    if ((o.rows + TR - 1) / TR > 65535)
-        return GEMM_ERR_INVALID; /* > 2M rows: gridDim.y */
-    dim3 grid((unsigned)(kp / TK), (unsigned)((o.rows + TR - 1) / TR));
+    dim3 grid((unsigned)((o.rows + TR - 1) / TR), (unsigned)(kp / TK));
     const long long plane = o.rows * kp;
     const bool wide = beta > 64; /* integers past 2^65: 7 limbs */
     if (o.mn && !wide)
@@ -796,8 +792,6 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         !worth_emulating(p))
         return run_native("faster natively at this size");
 
-    if (p->m > 2000000 || p->n > 2000000) /* the split grid's y */
-        return run_native("over 2M rows or columns");
     const int sms = ctx_num_sms(ctx);
     const Operand oa = {p->a, p->lda, p->m, p->trans_a != 0};
     const Operand ob = {p->b, p->ldb, p->n, p->trans_b == 0};
