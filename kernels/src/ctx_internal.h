@@ -23,7 +23,7 @@ struct OzState; /* ozaki.cu */
 
 /* Workspaces of a context, each grown on demand (contents not kept). */
 enum CtxSlot {
-    SLOT_S8 = 0, /* int8 GEMM: transposed operands */
+    SLOT_S8 = 0,  /* int8 GEMM: transposed operands */
     SLOT_OZ = 1,  /* fp64 emulation: residues, planes */
     SLOT_OZS = 2, /* fp64 emulation: statistics and scale exponents */
     SLOT_COUNT
@@ -32,8 +32,7 @@ enum CtxSlot {
 int ctx_num_sms(const gemmk_ctx *ctx);
 /* The tensor map for key (cached); GEMM_ERR_INVALID if it cannot be
  * encoded. */
-gemm_error ctx_map(gemmk_ctx *ctx, const gemmk_tmap_key *key,
-                   CUtensorMap *out);
+gemm_error ctx_map(gemmk_ctx *ctx, const gemmk_tmap_key *key, CUtensorMap *out);
 /* At least `bytes` of device memory in slot (256-byte aligned); the old
  * contents are lost. GEMM_ERR_DEVICE_MEMORY when cudaMalloc fails. */
 gemm_error ctx_workspace(gemmk_ctx *ctx, int slot, size_t bytes, void **out);

@@ -34,21 +34,21 @@
 namespace gemmk
 {
 
-constexpr int S8_BK = 128; /* int8 per k-block: one 128-byte row */
+constexpr int S8_BK = 128;    /* int8 per k-block: one 128-byte row */
 constexpr int S8_FLUSH = 256; /* k-blocks between reductions: |acc| <= 2^29 */
 
 struct S8Params {
     int m, n;
     int num_m, num_n, units, group_m;
-    int nkb;         /* k-blocks per product */
-    int kch;         /* k-blocks per chunk: all moduli of a chunk run before
-                        the next chunk (OZ 1; nkb elsewhere) */
-    int kunit;       /* bytes per tensor-map element along K: 1 or 2 */
-    int nmod;        /* products per tile */
-    int mod0;        /* modulus of the first product (moduli constants) */
-    int rows_a;      /* A map rows between moduli (0: one matrix) */
+    int nkb;    /* k-blocks per product */
+    int kch;    /* k-blocks per chunk: all moduli of a chunk run before
+                   the next chunk (OZ 1; nkb elsewhere) */
+    int kunit;  /* bytes per tensor-map element along K: 1 or 2 */
+    int nmod;   /* products per tile */
+    int mod0;   /* modulus of the first product (moduli constants) */
+    int rows_a; /* A map rows between moduli (0: one matrix) */
     int rows_b;
-    int reduce;      /* OZ 0: store acc mod p (Ozaki unfused) */
+    int reduce; /* OZ 0: store acc mod p (Ozaki unfused) */
     /* OZ 0: int32 D */
     int32_t *d;
     const int32_t *c;
@@ -202,118 +202,121 @@ __global__ void __launch_bounds__(384, 1)
             s8_coords(p, u, mt, nt);
             const int row0 = mt * BM + c * 64, col0 = nt * BN;
             for (int kc0 = 0; kc0 < p.nkb; kc0 += p.kch) {
-            const int kc1 = min(p.nkb, kc0 + p.kch);
-            for (int l = 0; l < p.nmod; l++) {
-                const int md = p.mod0 + l;
-                int prev = -1;
-                int fresh = 1; /* next wgmma starts the accumulator */
-                for (int kb = kc0; kb < kc1; kb++) {
-                    mbar_wait(&full[s], ph);
-                    fence_iregs(acc);
-                    wgmma_fence();
+                const int kc1 = min(p.nkb, kc0 + p.kch);
+                for (int l = 0; l < p.nmod; l++) {
+                    const int md = p.mod0 + l;
+                    int prev = -1;
+                    int fresh = 1; /* next wgmma starts the accumulator */
+                    for (int kb = kc0; kb < kc1; kb++) {
+                        mbar_wait(&full[s], ph);
+                        fence_iregs(acc);
+                        wgmma_fence();
 #pragma unroll
-                    for (int kk = 0; kk < S8_BK / 32; kk++) {
-                        uint64_t da = da0 + ((s * A_BYTES + kk * 32) >> 4);
-                        uint64_t db = db0 + ((s * B_BYTES + kk * 32) >> 4);
-                        mma_s8<BN>(acc, da, db, (fresh && kk == 0) ? 0 : 1);
+                        for (int kk = 0; kk < S8_BK / 32; kk++) {
+                            uint64_t da = da0 + ((s * A_BYTES + kk * 32) >> 4);
+                            uint64_t db = db0 + ((s * B_BYTES + kk * 32) >> 4);
+                            mma_s8<BN>(acc, da, db, (fresh && kk == 0) ? 0 : 1);
+                        }
+                        wgmma_commit();
+                        fresh = 0;
+                        wgmma_wait<1>();
+                        fence_iregs(acc);
+                        if (prev >= 0 && lane == 0)
+                            mbar_arrive(&empty[prev]);
+                        prev = s;
+                        if (++s == STAGES) {
+                            s = 0;
+                            ph ^= 1;
+                        }
+                        if ((OZ != 0 || p.reduce) &&
+                            (kb + 1 - kc0) % S8_FLUSH == 0 && kb + 1 < kc1) {
+                            /* keep |acc| bounded: reduce mod p, go on */
+                            wgmma_wait<0>();
+                            fence_iregs(acc);
+                            if (lane == 0)
+                                mbar_arrive(&empty[prev]);
+                            prev = -1;
+#pragma unroll
+                            for (int i = 0; i < BN / 2; i++)
+                                acc[i] = s8_mod(acc[i], p.off[md], p.magic[md],
+                                                p.p[md]);
+                        }
                     }
-                    wgmma_commit();
-                    fresh = 0;
-                    wgmma_wait<1>();
+                    wgmma_wait<0>();
                     fence_iregs(acc);
                     if (prev >= 0 && lane == 0)
                         mbar_arrive(&empty[prev]);
-                    prev = s;
-                    if (++s == STAGES) {
-                        s = 0;
-                        ph ^= 1;
-                    }
-                    if ((OZ != 0 || p.reduce) &&
-                        (kb + 1 - kc0) % S8_FLUSH == 0 && kb + 1 < kc1) {
-                        /* keep |acc| bounded: reduce mod p, go on */
-                        wgmma_wait<0>();
-                        fence_iregs(acc);
-                        if (lane == 0)
-                            mbar_arrive(&empty[prev]);
-                        prev = -1;
-#pragma unroll
-                        for (int i = 0; i < BN / 2; i++)
-                            acc[i] = s8_mod(acc[i], p.off[md], p.magic[md],
-                                            p.p[md]);
-                    }
-                }
-                wgmma_wait<0>();
-                fence_iregs(acc);
-                if (prev >= 0 && lane == 0)
-                    mbar_arrive(&empty[prev]);
 
-                if constexpr (OZ == 1) {
-                    const uint64_t gi = p.gi[md];
-                    const uint32_t gf = p.gf[md];
-                    if (l == 0 && kc0 == 0) {
+                    if constexpr (OZ == 1) {
+                        const uint64_t gi = p.gi[md];
+                        const uint32_t gf = p.gf[md];
+                        if (l == 0 && kc0 == 0) {
 #pragma unroll
-                        for (int i = 0; i < BN / 2; i++)
-                            z[i] = gemmk_oz_zadd(0, acc[i], gi, gf);
-                    } else {
+                            for (int i = 0; i < BN / 2; i++)
+                                z[i] = gemmk_oz_zadd(0, acc[i], gi, gf);
+                        } else {
 #pragma unroll
-                        for (int i = 0; i < BN / 2; i++)
-                            z[i] = gemmk_oz_zadd(z[i], acc[i], gi, gf);
-                    }
-                } else if constexpr (OZ == 2) {
-                    /* fragment: acc[4j + 2h + e] is row 16 warp + lane/4
-                     * + 8h, column 8j + 2 (lane % 4) + e; the planes are
-                     * padded to whole tiles, so no bounds */
-                    uint8_t *pl = p.r + (long long)md * p.rplane;
-#pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const int r = row0 + warp * 16 + (lane >> 2) + 8 * h;
-                        uint8_t *rowp = pl + (long long)r * p.ldr + col0 +
-                                        2 * (lane & 3);
-#pragma unroll
-                        for (int j = 0; j < BN / 8; j++) {
-                            uint32_t v0 = (uint32_t)s8_mod(
-                                acc[4 * j + 2 * h], p.off[md], p.magic[md],
-                                p.p[md]);
-                            uint32_t v1 = (uint32_t)s8_mod(
-                                acc[4 * j + 2 * h + 1], p.off[md],
-                                p.magic[md], p.p[md]);
-                            *reinterpret_cast<uint16_t *>(rowp + 8 * j) =
-                                (uint16_t)(v0 | (v1 << 8));
+                            for (int i = 0; i < BN / 2; i++)
+                                z[i] = gemmk_oz_zadd(z[i], acc[i], gi, gf);
                         }
-                    }
-                } else {
-                    /* int32 D (bounded) */
+                    } else if constexpr (OZ == 2) {
+                        /* fragment: acc[4j + 2h + e] is row 16 warp + lane/4
+                         * + 8h, column 8j + 2 (lane % 4) + e; the planes are
+                         * padded to whole tiles, so no bounds */
+                        uint8_t *pl = p.r + (long long)md * p.rplane;
 #pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const int r = row0 + warp * 16 + (lane >> 2) + 8 * h;
-                        if (r >= p.m)
-                            continue;
-                        int32_t *orow = p.d + (long long)r * p.ldd;
-                        const int32_t *crow =
-                            p.beta ? p.c + (long long)r * p.ldc : nullptr;
+                        for (int h = 0; h < 2; h++) {
+                            const int r =
+                                row0 + warp * 16 + (lane >> 2) + 8 * h;
+                            uint8_t *rowp = pl + (long long)r * p.ldr + col0 +
+                                            2 * (lane & 3);
 #pragma unroll
-                        for (int j = 0; j < BN / 8; j++) {
+                            for (int j = 0; j < BN / 8; j++) {
+                                uint32_t v0 = (uint32_t)s8_mod(
+                                    acc[4 * j + 2 * h], p.off[md], p.magic[md],
+                                    p.p[md]);
+                                uint32_t v1 = (uint32_t)s8_mod(
+                                    acc[4 * j + 2 * h + 1], p.off[md],
+                                    p.magic[md], p.p[md]);
+                                *reinterpret_cast<uint16_t *>(rowp + 8 * j) =
+                                    (uint16_t)(v0 | (v1 << 8));
+                            }
+                        }
+                    } else {
+                        /* int32 D (bounded) */
 #pragma unroll
-                            for (int e = 0; e < 2; e++) {
-                                const int col = col0 + 8 * j + 2 * (lane & 3) + e;
-                                if (col >= p.n)
-                                    continue;
-                                int32_t a = acc[4 * j + 2 * h + e];
-                                uint32_t v;
-                                if (p.reduce)
-                                    v = (uint32_t)s8_mod(a, p.off[md],
-                                                         p.magic[md], p.p[md]);
-                                else
-                                    v = (uint32_t)p.alpha * (uint32_t)a +
-                                        (crow ? (uint32_t)p.beta *
-                                                    (uint32_t)crow[col]
-                                              : 0u);
-                                orow[col] = (int32_t)v;
+                        for (int h = 0; h < 2; h++) {
+                            const int r =
+                                row0 + warp * 16 + (lane >> 2) + 8 * h;
+                            if (r >= p.m)
+                                continue;
+                            int32_t *orow = p.d + (long long)r * p.ldd;
+                            const int32_t *crow =
+                                p.beta ? p.c + (long long)r * p.ldc : nullptr;
+#pragma unroll
+                            for (int j = 0; j < BN / 8; j++) {
+#pragma unroll
+                                for (int e = 0; e < 2; e++) {
+                                    const int col =
+                                        col0 + 8 * j + 2 * (lane & 3) + e;
+                                    if (col >= p.n)
+                                        continue;
+                                    int32_t a = acc[4 * j + 2 * h + e];
+                                    uint32_t v;
+                                    if (p.reduce)
+                                        v = (uint32_t)s8_mod(
+                                            a, p.off[md], p.magic[md], p.p[md]);
+                                    else
+                                        v = (uint32_t)p.alpha * (uint32_t)a +
+                                            (crow ? (uint32_t)p.beta *
+                                                        (uint32_t)crow[col]
+                                                  : 0u);
+                                    orow[col] = (int32_t)v;
+                                }
                             }
                         }
                     }
                 }
-            }
             } /* k chunks */
             if constexpr (OZ == 1) {
                 /* the reconstruction: X = P centred(Z), times
@@ -334,9 +337,9 @@ __global__ void __launch_bounds__(384, 1)
                             const int col = col0 + 8 * j + 2 * (lane & 3) + e;
                             if (col >= p.n)
                                 continue;
-                            double x = gemmk_oz_result(
-                                z[4 * j + 2 * h + e], p.pscale, p.pscale_lo,
-                                er, p.eb[col], p.ebias);
+                            double x = gemmk_oz_result(z[4 * j + 2 * h + e],
+                                                       p.pscale, p.pscale_lo,
+                                                       er, p.eb[col], p.ebias);
                             x *= p.falpha;
                             if (crow)
                                 x = fma(p.fbeta, crow[col], x);
@@ -359,10 +362,9 @@ __global__ void __launch_bounds__(384, 1)
  * stores into 8 rows). oz_recon_frag_kernel (ozaki.cu) reads it back.
  */
 template <int OZ>
-__device__ __forceinline__ void s8_pp_store(const S8Params &p,
-                                            const int32_t (&acc)[64], int mt,
-                                            int nt, int half, int md,
-                                            int warp, int lane)
+__device__ __forceinline__ void
+s8_pp_store(const S8Params &p, const int32_t (&acc)[64], int mt, int nt,
+            int half, int md, int warp, int lane)
 {
     constexpr int BN = 128;
     const int row0 = mt * BM + 64 * half, col0 = nt * BN;

@@ -112,7 +112,8 @@ int s8_map16()
 int s8_default_kernel()
 {
     static int v = [] {
-        const char *e = getenv("GEMMK_S8_KERNEL"); /* 1 coop128, 2 pp, 3 coop256 */
+        const char *e =
+            getenv("GEMMK_S8_KERNEL"); /* 1 coop128, 2 pp, 3 coop256 */
         int x = e ? atoi(e) : 0;
         return x >= 1 && x <= 3 ? x : 2;
     }();

@@ -62,7 +62,7 @@ namespace
 
 constexpr size_t kLtWorkspace = 32u << 20;
 
-struct RowPart { /* one row's statistics over part of K */
+struct RowPart {    /* one row's statistics over part of K */
     int emax;       /* largest exponent (ilogb) of a nonzero */
     int nnz;        /* finite nonzeros */
     unsigned flags; /* GEMMK_OZ_NONFINITE | GEMMK_OZ_DENORMAL */
@@ -137,8 +137,8 @@ __device__ __forceinline__ RowPart part_merge(RowPart a, const RowPart &b)
         return r;
     }
     const int e = a.emax > b.emax ? a.emax : b.emax;
-    a.ssq = pow2scale(a.ssq, 2 * (a.emax - e)) +
-            pow2scale(b.ssq, 2 * (b.emax - e));
+    a.ssq =
+        pow2scale(a.ssq, 2 * (a.emax - e)) + pow2scale(b.ssq, 2 * (b.emax - e));
     a.emax = e;
     a.nnz += b.nnz;
     a.esum += b.esum;
@@ -158,10 +158,9 @@ __device__ __forceinline__ int tcol(int h)
 }
 
 template <bool MN>
-__device__ __forceinline__ void load_tile(double (*t)[TROW], const double *x,
-                                          long long ld, long long rows,
-                                          long long k, long long r0,
-                                          long long h0)
+__device__ __forceinline__ void
+load_tile(double (*t)[TROW], const double *x, long long ld, long long rows,
+          long long k, long long r0, long long h0)
 {
 #pragma unroll 4
     for (int i = threadIdx.x; i < TR * TK; i += 256) {
@@ -231,8 +230,8 @@ __global__ void __launch_bounds__(256)
  * (gemmk_oz_rowscale; 0 for a zero row), folds the row into the operand's
  * DevStats. */
 __global__ void __launch_bounds__(256)
-    oz_rowfinal_kernel(const RowPart *part, int nparts, long long rows,
-                       int *E, DevStats *g)
+    oz_rowfinal_kernel(const RowPart *part, int nparts, long long rows, int *E,
+                       DevStats *g)
 {
     const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     RowPart a = {0, 0, 0u, 0, 0.0, 0.0};
@@ -328,16 +327,15 @@ __device__ __forceinline__ double finish(uint64_t z, const ReconConsts &rc,
 
 /* D from residue bytes R[l][i][j] (values in [0, p)), 16 columns a
  * thread. */
-__global__ void __launch_bounds__(256)
-    oz_recon_bytes_kernel(const uint8_t *__restrict__ R, long long ldr,
-                          long long plane, const __grid_constant__ ReconConsts rc,
-                          const int *__restrict__ ea,
-                          const int *__restrict__ eb, double alpha,
-                          double beta, const double *c, long long ldc,
-                          double *d, long long ldd, long long m, long long n)
+__global__ void __launch_bounds__(256) oz_recon_bytes_kernel(
+    const uint8_t *__restrict__ R, long long ldr, long long plane,
+    const __grid_constant__ ReconConsts rc, const int *__restrict__ ea,
+    const int *__restrict__ eb, double alpha, double beta, const double *c,
+    long long ldc, double *d, long long ldd, long long m, long long n)
 {
     const long long i = blockIdx.y;
-    const long long j0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 16;
+    const long long j0 =
+        ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 16;
     if (j0 >= n)
         return;
     uint64_t z[16];
@@ -350,9 +348,9 @@ __global__ void __launch_bounds__(256)
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int j = 0; j < 16; j++)
-            z[j] = gemmk_oz_zadd(z[j], (int32_t)((w[j >> 2] >> (8 * (j & 3))) &
-                                                 0xffu),
-                                 rc.gi[l], rc.gf[l]);
+            z[j] = gemmk_oz_zadd(
+                z[j], (int32_t)((w[j >> 2] >> (8 * (j & 3))) & 0xffu), rc.gi[l],
+                rc.gf[l]);
     }
     const int ei = ea[i];
 #pragma unroll
@@ -370,10 +368,10 @@ __global__ void __launch_bounds__(256)
 __global__ void __launch_bounds__(128)
     oz_recon_frag_kernel(const uint8_t *__restrict__ R, long long plane,
                          int num_n, const __grid_constant__ ReconConsts rc,
-                         const int *__restrict__ ea,
-                         const int *__restrict__ eb, double alpha, double beta,
-                         const double *c, long long ldc, double *d,
-                         long long ldd, long long m, long long n)
+                         const int *__restrict__ ea, const int *__restrict__ eb,
+                         double alpha, double beta, const double *c,
+                         long long ldc, double *d, long long ldd, long long m,
+                         long long n)
 {
     const long long t = blockIdx.x;
     const int half = blockIdx.y >> 2, q = blockIdx.y & 3;
@@ -389,21 +387,21 @@ __global__ void __launch_bounds__(128)
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int j = 0; j < 16; j++)
-            z[j] = gemmk_oz_zadd(z[j], (int32_t)((w[j >> 2] >> (8 * (j & 3))) &
-                                                 0xffu),
-                                 rc.gi[l], rc.gf[l]);
+            z[j] = gemmk_oz_zadd(
+                z[j], (int32_t)((w[j >> 2] >> (8 * (j & 3))) & 0xffu), rc.gi[l],
+                rc.gf[l]);
     }
     const long long mt = t / num_n, nt = t % num_n;
 #pragma unroll
     for (int j = 0; j < 16; j++) {
         const int i = 16 * q + j; /* accumulator index: 4 jj + 2 h + e */
-        const long long row = mt * 128 + 64 * half + 16 * warp + (lane >> 2) +
-                              8 * ((i >> 1) & 1);
-        const long long col = nt * 128 + 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
+        const long long row =
+            mt * 128 + 64 * half + 16 * warp + (lane >> 2) + 8 * ((i >> 1) & 1);
+        const long long col =
+            nt * 128 + 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
         if (row < m && col < n)
-            d[row * ldd + col] =
-                finish(z[j], rc, ea[row], eb[col], alpha, beta,
-                       beta != 0.0 ? c + row * ldc + col : c);
+            d[row * ldd + col] = finish(z[j], rc, ea[row], eb[col], alpha, beta,
+                                        beta != 0.0 ? c + row * ldc + col : c);
     }
 }
 
@@ -499,8 +497,7 @@ gemm_error lt_status(cublasStatus_t s)
 
 /* cuBLAS DGEMM (cuBLASLt, its heuristic's first algorithm). Row-major D =
  * op(A) op(B) is column-major D^T = op(B)^T op(A)^T: B in Lt's A slot. */
-gemm_error native(OzState *st, const gemmk_problem_f64 *p,
-                  cudaStream_t stream)
+gemm_error native(OzState *st, const gemmk_problem_f64 *p, cudaStream_t stream)
 {
     if (!st->lt) {
         if (cublasLtCreate(&st->lt) != CUBLAS_STATUS_SUCCESS) {
@@ -558,9 +555,9 @@ gemm_error native(OzState *st, const gemmk_problem_f64 *p,
     if (s == CUBLAS_STATUS_SUCCESS && found < 1)
         s = CUBLAS_STATUS_NOT_SUPPORTED;
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmul(st->lt, op, &p->alpha, p->b, la, p->a, lb,
-                           &p->beta, usec ? (const void *)p->c : p->d, lc,
-                           p->d, ld, &res.algo, st->lt_ws, ws, stream);
+        s = cublasLtMatmul(st->lt, op, &p->alpha, p->b, la, p->a, lb, &p->beta,
+                           usec ? (const void *)p->c : p->d, lc, p->d, ld,
+                           &res.algo, st->lt_ws, ws, stream);
     if (pref)
         cublasLtMatmulPreferenceDestroy(pref);
     if (op)
@@ -677,11 +674,11 @@ gemm_error stats(const Operand &o, long long k, int sms, RowPart *part,
     const int gy = (int)((ntiles + tpb - 1) / tpb);
     dim3 grid((unsigned)rb, (unsigned)gy);
     if (o.mn)
-        oz_stats_kernel<true><<<grid, 256, 0, stream>>>(o.x, o.ld, o.rows, k,
-                                                        tpb, part);
+        oz_stats_kernel<true>
+            <<<grid, 256, 0, stream>>>(o.x, o.ld, o.rows, k, tpb, part);
     else
-        oz_stats_kernel<false><<<grid, 256, 0, stream>>>(o.x, o.ld, o.rows, k,
-                                                         tpb, part);
+        oz_stats_kernel<false>
+            <<<grid, 256, 0, stream>>>(o.x, o.ld, o.rows, k, tpb, part);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return cuerr(e);
@@ -778,10 +775,10 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         res->kernel = "scale";
         res->reason = "alpha == 0";
         long long total = p->m * p->n;
-        int blocks = (int)((total + 255) / 256 < 4096 ? (total + 255) / 256
-                                                       : 4096);
-        oz_scale_kernel<<<blocks, 256, 0, stream>>>(p->beta, p->c, p->ldc,
-                                                    p->d, p->ldd, p->m, p->n);
+        int blocks =
+            (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
+        oz_scale_kernel<<<blocks, 256, 0, stream>>>(p->beta, p->c, p->ldc, p->d,
+                                                    p->ldd, p->m, p->n);
         return cuerr(cudaGetLastError());
     }
     if (want_native)
@@ -985,8 +982,8 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         rgrid = dim3((unsigned)((p->n + 16 * 256 - 1) / (16 * 256)),
                      (unsigned)p->m);
         oz_recon_bytes_kernel<<<rgrid, 256, 0, stream>>>(
-            pl, ldr, rplane, rc, ea, eb, p->alpha, p->beta, p->c, p->ldc,
-            p->d, p->ldd, p->m, p->n);
+            pl, ldr, rplane, rc, ea, eb, p->alpha, p->beta, p->c, p->ldc, p->d,
+            p->ldd, p->m, p->n);
         return cuerr(cudaGetLastError());
     }
     /* unfused: one int8 GEMM per modulus, int32 products */

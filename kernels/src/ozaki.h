@@ -9,8 +9,8 @@
  * Their product X = A'B' is an integer matrix; it is computed exactly
  * modulo each of n pairwise coprime moduli p_l <= 256 by an int8 GEMM of
  * the residues (gemmk_oz_fresidue: symmetric residues fit int8, computed
- * exactly on the fp32 pipe) with int32 accumulation. The Chinese remainder theorem gives X back when
- * |X| < P/2, P = prod p_l; then C = X 2^(-s_i - t_j).
+ * exactly on the fp32 pipe) with int32 accumulation. The Chinese remainder
+ * theorem gives X back when |X| < P/2, P = prod p_l; then C = X 2^(-s_i - t_j).
  *
  * Reconstruction without big integers: with c_l = (P/p_l)^-1 mod p_l,
  * X / P = sum_l c_l acc_l / p_l (mod 1) for any integers acc_l = X mod
@@ -26,10 +26,10 @@
  * Scaling (gemmk_oz_choose, gemmk_oz_rowscale): row i of A is multiplied
  * by mu_i 2^(beta_a - E_i), mu_i = j_i / 8 in [1, 2), so that its 2-norm
  * lies in (7/8, 1] 2^beta_a; likewise for B. Then |X_ij| <= ||A'_i||
- * ||B'_j|| < 2^(beta_a+beta_b) (1 + tiny) < P/2 by Cauchy-Schwarz. The emulation's error comes from
- * rounding A and B to those integers: |dC_ij| <= 2^(-s_i-1) ||b_j||_1 +
- * 2^(-t_j-1) ||a_i||_1 (+ the tiny reconstruction and final roundings),
- * typically ~0.3 * 2^-beta ||a_i|| ||b_j|| per side.
+ * ||B'_j|| < 2^(beta_a+beta_b) (1 + tiny) < P/2 by Cauchy-Schwarz. The
+ * emulation's error comes from rounding A and B to those integers: |dC_ij| <=
+ * 2^(-s_i-1) ||b_j||_1 + 2^(-t_j-1) ||a_i||_1 (+ the tiny reconstruction and
+ * final roundings), typically ~0.3 * 2^-beta ||a_i|| ||b_j|| per side.
  */
 #ifndef GEMMK_OZAKI_H
 #define GEMMK_OZAKI_H
@@ -40,16 +40,16 @@
 
 #ifdef __CUDACC__
 #define GEMMK_OZ_HD __host__ __device__ __forceinline__
-#define GEMMK_OZ_H static inline __host__
+#define GEMMK_OZ_H  static inline __host__
 #else
 #define GEMMK_OZ_HD static inline
-#define GEMMK_OZ_H static inline
+#define GEMMK_OZ_H  static inline
 #endif
 
-#define GEMMK_OZ_MAX 20      /* moduli at most */
-#define GEMMK_OZ_MIN 2       /* moduli at least (explicit requests) */
-#define GEMMK_OZ_BETA_MAX 80 /* scaled integers stay below 2^84 (4 limbs) */
-#define GEMMK_OZ_KB 128      /* int8 k-block (bytes of a 128B-swizzled row) */
+#define GEMMK_OZ_MAX      20  /* moduli at most */
+#define GEMMK_OZ_MIN      2   /* moduli at least (explicit requests) */
+#define GEMMK_OZ_BETA_MAX 80  /* scaled integers stay below 2^84 (4 limbs) */
+#define GEMMK_OZ_KB       128 /* int8 k-block (bytes of a 128B-swizzled row) */
 /* k-blocks between flushes of the int32 accumulators into Z: 65536 terms
  * of at most 128 * 128 = 2^14 stay below 2^30 */
 #define GEMMK_OZ_FLUSH_KB 512
@@ -58,22 +58,24 @@
 
 /* Stats flags (gemmk_oz_stats.flags, per row in the stats pass). */
 #define GEMMK_OZ_NONFINITE 1u /* an inf or NaN */
-#define GEMMK_OZ_DENORMAL 2u  /* a subnormal */
+#define GEMMK_OZ_DENORMAL  2u /* a subnormal */
 
 /* The moduli, largest first: pairwise coprime, at most 256 (int8
  * symmetric residues: [-128, 127] for 256, [-(p-1)/2, (p-1)/2] else). */
 #define GEMMK_OZ_MODULI                                                        \
-    {256, 255, 253, 251, 247, 241, 239, 233, 229, 227,                         \
-     223, 217, 211, 199, 197, 193, 191, 181, 179, 173}
+    {                                                                          \
+        256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199,  \
+            197, 193, 191, 181, 179, 173                                       \
+    }
 
 /* One modulus' constants (computed on the host, read by the kernels). */
 typedef struct gemmk_oz_mod {
-    uint32_t p;      /* the modulus */
-    uint32_t magic;  /* ceil(2^39 / p): v / p == (v * magic) >> 39 */
-    int32_t hmax;    /* symmetric residues lie in [hmax - p + 1, hmax] */
-    uint32_t gf;     /* floor(2^32 frac(2^64 c / p)) */
-    uint64_t gi;     /* floor(2^64 c / p), c = (P/p)^-1 mod p */
-    float fp, finv;  /* p and 1/p (rounded) as floats */
+    uint32_t p;            /* the modulus */
+    uint32_t magic;        /* ceil(2^39 / p): v / p == (v * magic) >> 39 */
+    int32_t hmax;          /* symmetric residues lie in [hmax - p + 1, hmax] */
+    uint32_t gf;           /* floor(2^32 frac(2^64 c / p)) */
+    uint64_t gi;           /* floor(2^64 c / p), c = (P/p)^-1 mod p */
+    float fp, finv;        /* p and 1/p (rounded) as floats */
     float fc[GEMMK_OZ_NL]; /* 2^(13 j) mod p, symmetric, as floats */
     float pad;
 } gemmk_oz_mod;
@@ -82,8 +84,8 @@ typedef struct gemmk_oz_mod {
 typedef struct gemmk_oz_set {
     int n;
     int pad;
-    double log2p;  /* log2 P */
-    double pscale; /* P / 2^64, rounded to nearest */
+    double log2p;     /* log2 P */
+    double pscale;    /* P / 2^64, rounded to nearest */
     double pscale_lo; /* P / 2^64 - pscale (to ~2^-64 relative) */
     gemmk_oz_mod mod[GEMMK_OZ_MAX];
 } gemmk_oz_set;
@@ -113,7 +115,7 @@ GEMMK_OZ_HD int gemmk_oz_scale(double a, int s, int j, uint64_t *hi,
         m |= 1ull << 52;
         e2 = ex - 1075;
     }
-    m *= (uint64_t)j; /* < 2^57 */
+    m *= (uint64_t)j;   /* < 2^57 */
     int t = e2 + s - 3; /* |a| mu 2^s = m 2^t */
     if (m == 0 || t < -58) {
         *lo = *hi = 0;
@@ -214,8 +216,7 @@ GEMMK_OZ_HD int gemmk_oz_fresidue(const float *f, int nl, const float *c,
  * of r + 1.5 * 2^23 (exact) instead of a float-to-int conversion, which
  * the GPU runs at a fraction of the fp32 rate. */
 GEMMK_OZ_HD uint32_t gemmk_oz_fresidue_byte(const float *f, int nl,
-                                            const float *c, float p,
-                                            float invp)
+                                            const float *c, float p, float invp)
 {
     float v = f[0];
     for (int j = 1; j < nl; j++)
@@ -247,7 +248,7 @@ GEMMK_OZ_HD double gemmk_oz_value(uint64_t z, double ph, double pl, int e)
 {
     const int64_t zs = (int64_t)z;
     const double hi = (double)(zs & ~(int64_t)0xffffffff); /* exact */
-    const double lo = (double)(uint32_t)z;                  /* exact */
+    const double lo = (double)(uint32_t)z;                 /* exact */
     const double x = fma(hi, ph, fma(hi, pl, lo * ph));
     return scalbn(x, e);
 }
@@ -255,12 +256,12 @@ GEMMK_OZ_HD double gemmk_oz_value(uint64_t z, double ph, double pl, int e)
 /* The product back in the inputs' units from the packed row and column
  * scales: X 2^(E_i + E_j - beta_a - beta_b) / (mu_i mu_j); the division
  * by j_i j_j / 64 rounds once more. */
-GEMMK_OZ_HD double gemmk_oz_result(uint64_t z, double ph, double pl,
-                                   int rs_i, int rs_j, int ebias)
+GEMMK_OZ_HD double gemmk_oz_result(uint64_t z, double ph, double pl, int rs_i,
+                                   int rs_j, int ebias)
 {
-    const double x = gemmk_oz_value(
-        z, ph, pl,
-        gemmk_oz_rowscale_E(rs_i) + gemmk_oz_rowscale_E(rs_j) + ebias + 6);
+    const double x = gemmk_oz_value(z, ph, pl,
+                                    gemmk_oz_rowscale_E(rs_i) +
+                                        gemmk_oz_rowscale_E(rs_j) + ebias + 6);
     return x / (double)(gemmk_oz_rowscale_j(rs_i) * gemmk_oz_rowscale_j(rs_j));
 }
 
@@ -376,15 +377,15 @@ GEMMK_OZ_H int gemmk_oz_budget(const gemmk_oz_set *s, int64_t k)
 
 /* Global statistics of one operand (the stats pass, reduced over rows). */
 typedef struct gemmk_oz_stats {
-    unsigned flags;  /* GEMMK_OZ_NONFINITE | GEMMK_OZ_DENORMAL, any row */
-    int nonzero;     /* rows with a nonzero element */
-    double spread;   /* max over rows of emax - mean exponent (nonzeros) */
+    unsigned flags; /* GEMMK_OZ_NONFINITE | GEMMK_OZ_DENORMAL, any row */
+    int nonzero;    /* rows with a nonzero element */
+    double spread;  /* max over rows of emax - mean exponent (nonzeros) */
 } gemmk_oz_stats;
 
 /* Accuracy model constants (docs/ozaki-notes.md): bits per side that
  * match cuBLAS DGEMM's error on inputs of small exponent spread, and how
  * much more a wide spread needs. */
-#define GEMMK_OZ_BETA0 55
+#define GEMMK_OZ_BETA0        55
 #define GEMMK_OZ_SPREAD_SLOPE 1.0
 
 /*
@@ -417,8 +418,7 @@ GEMMK_OZ_H const char *gemmk_oz_choose(const gemmk_oz_stats *a,
          * spread over log2 sqrt(k) is what the norms overstate */
         double sp = a->spread < b->spread ? a->spread : b->spread;
         double excess = sp - 0.5 * log2((double)(k > 1 ? k : 1));
-        int extra = excess > 0 ? (int)ceil(GEMMK_OZ_SPREAD_SLOPE * excess)
-                               : 0;
+        int extra = excess > 0 ? (int)ceil(GEMMK_OZ_SPREAD_SLOPE * excess) : 0;
         const int need = GEMMK_OZ_BETA0 + extra; /* per side */
         if (need > GEMMK_OZ_BETA_MAX)
             return "exponent spread too wide";

@@ -119,8 +119,8 @@ static bool run_s8(const S8Case &c)
     CK(cudaDeviceSynchronize());
     CK(cudaGetLastError());
     char name[160];
-    snprintf(name, sizeof name, "s8 %lldx%lldx%lld t%d%d a%d b%d pad%d %s",
-             c.m, c.n, c.k, c.ta, c.tb, c.alpha, c.beta, c.pad,
+    snprintf(name, sizeof name, "s8 %lldx%lldx%lld t%d%d a%d b%d pad%d %s", c.m,
+             c.n, c.k, c.ta, c.tb, c.alpha, c.beta, c.pad,
              c.kernel ? c.kernel : "auto");
     if (rv != GEMM_OK) {
         FAIL("%s: gemmk_gemm_s8 %d", name, rv);
@@ -208,7 +208,7 @@ struct F64Case {
     double alpha, beta;
     int pad; /* extra elements per ld (any) */
     double phi;
-    const char *kernel;   /* NULL: auto */
+    const char *kernel; /* NULL: auto */
     gemmk_f64_method method;
     int moduli;
     Special special;
@@ -334,8 +334,8 @@ static bool run_f64(const F64Case &c, const char *label)
     CK(cudaDeviceSynchronize());
     char name[200];
     snprintf(name, sizeof name,
-             "f64 %s %lldx%lldx%lld t%d%d a%g b%g pad%d phi%g %s%s%s",
-             label, c.m, c.n, c.k, c.ta, c.tb, c.alpha, c.beta, c.pad, c.phi,
+             "f64 %s %lldx%lldx%lld t%d%d a%g b%g pad%d phi%g %s%s%s", label,
+             c.m, c.n, c.k, c.ta, c.tb, c.alpha, c.beta, c.pad, c.phi,
              c.kernel ? c.kernel : "auto", c.in_place ? " C=D" : "",
              c.moduli ? " explicit" : "");
     if (rv != GEMM_OK || rq != GEMM_OK) {
@@ -367,8 +367,8 @@ static bool run_f64(const F64Case &c, const char *label)
             smp.push_back({si, sj});
             smp.push_back({si, c.n - 1});
             for (int t = 0; t < (quick ? 200 : 500); t++)
-                smp.push_back({(long long)(rnd64() % c.m),
-                               (long long)(rnd64() % c.n)});
+                smp.push_back(
+                    {(long long)(rnd64() % c.m), (long long)(rnd64() % c.n)});
         }
         std::vector<double> rel_o, nrm_o, rel_r, nrm_r;
         int bad = 0;
@@ -404,8 +404,8 @@ static bool run_f64(const F64Case &c, const char *label)
             double got = hd[i * ldd + j], nat = hr[i * ldd + j];
             if (!res.emulated) {
                 if (!same_bits_or_nan(got, nat) && bad++ < 3)
-                    FAIL("%s: native D[%lld][%lld] %.17g vs cuBLAS %.17g",
-                         name, i, j, got, nat);
+                    FAIL("%s: native D[%lld][%lld] %.17g vs cuBLAS %.17g", name,
+                         i, j, got, nat);
                 continue;
             }
             if (!isfinite(ref))
@@ -429,14 +429,14 @@ static bool run_f64(const F64Case &c, const char *label)
                 int Ei = Eof(true, i), Ej = Eof(false, j);
                 /* x2: the host's E may exceed the library's by one where
                  * a norm sits on a power of two */
-                double bnd = 2 * fabs(c.alpha) *
-                                 (ldexp(n1b, Ei - res.beta_a - 1) +
-                                  ldexp(n1a, Ej - res.beta_b - 1) +
-                                  ldexp(3.0 * res.moduli + 2, Ei + Ej - 64) +
-                                  ldexp((double)c.k, Ei + Ej - res.beta_a -
-                                                         res.beta_b - 2)) +
-                             4 * 0x1p-53 * (fabs(ref) + fabs(c.beta * cin)) +
-                             1e-300;
+                double bnd =
+                    2 * fabs(c.alpha) *
+                        (ldexp(n1b, Ei - res.beta_a - 1) +
+                         ldexp(n1a, Ej - res.beta_b - 1) +
+                         ldexp(3.0 * res.moduli + 2, Ei + Ej - 64) +
+                         ldexp((double)c.k,
+                               Ei + Ej - res.beta_a - res.beta_b - 2)) +
+                    4 * 0x1p-53 * (fabs(ref) + fabs(c.beta * cin)) + 1e-300;
                 if (!(eo <= bnd) && bad++ < 3)
                     FAIL("%s: D[%lld][%lld] = %.17g, ref %.17g: error %.3g "
                          "over the bound %.3g",
@@ -454,8 +454,8 @@ static bool run_f64(const F64Case &c, const char *label)
                 FAIL("%s: max error %.3g vs cuBLAS %.3g", name, so.max_norm,
                      sr.max_norm);
             if (so.med_norm > 2 * sr.med_norm + 0x1p-52)
-                FAIL("%s: median error %.3g vs cuBLAS %.3g", name,
-                     so.med_norm, sr.med_norm);
+                FAIL("%s: median error %.3g vs cuBLAS %.3g", name, so.med_norm,
+                     sr.med_norm);
         }
         /* D's row padding untouched */
         for (long long i = 0; i < c.m && ldd > c.n && !c.in_place;
@@ -472,9 +472,8 @@ static bool run_f64(const F64Case &c, const char *label)
                "%.2e) | /|a||b| max %.2e med %.2e (cuBLAS %.2e %.2e)\n",
                ok ? "ok  " : "FAIL", name, res.kernel ? res.kernel : "?",
                res.moduli, res.reason ? " native: " : "",
-               res.reason ? res.reason : "", so.max_rel, so.med_rel,
-               sr.max_rel, sr.med_rel, so.max_norm, so.med_norm, sr.max_norm,
-               sr.med_norm);
+               res.reason ? res.reason : "", so.max_rel, so.med_rel, sr.max_rel,
+               sr.med_rel, so.max_norm, so.med_norm, sr.max_norm, sr.med_norm);
     }
 done:
     cudaFree(da);
@@ -515,10 +514,9 @@ int main(int argc, char **argv)
 
     /* int8 */
     std::vector<S8Case> s8;
-    const long long dims[][3] = {{1, 1, 1},      {7, 13, 5},
-                                 {64, 64, 64},   {127, 129, 300},
-                                 {128, 256, 128}, {300, 200, 1000},
-                                 {1000, 1000, 1000}};
+    const long long dims[][3] = {
+        {1, 1, 1},       {7, 13, 5},       {64, 64, 64},      {127, 129, 300},
+        {128, 256, 128}, {300, 200, 1000}, {1000, 1000, 1000}};
     for (auto &d : dims)
         for (int t = 0; t < 4; t++)
             s8.push_back({d[0], d[1], d[2], t >> 1, t & 1, 1, 0, 0, nullptr});
@@ -543,70 +541,94 @@ int main(int argc, char **argv)
         F64Case c;
     };
     std::vector<Named> f;
-    const long long sh[][3] = {{1, 1, 1},     {7, 13, 5},    {64, 64, 64},
-                               {127, 129, 300}, {129, 127, 257},
-                               {300, 200, 1000}};
+    const long long sh[][3] = {{1, 1, 1},       {7, 13, 5},
+                               {64, 64, 64},    {127, 129, 300},
+                               {129, 127, 257}, {300, 200, 1000}};
     for (auto &d : sh)
         for (int t = 0; t < 4; t++)
-            f.push_back({"shape", {d[0], d[1], d[2], t >> 1, t & 1, 1.0, 0.0,
-                                   t, 0.5, nullptr, EM, 0, SP_NONE, false,
-                                   false}});
+            f.push_back({"shape",
+                         {d[0], d[1], d[2], t >> 1, t & 1, 1.0, 0.0, t, 0.5,
+                          nullptr, EM, 0, SP_NONE, false, false}});
     for (double phi : {0.0, 0.5, 1.0, 2.0})
         for (long long k : {1024ll, 8192ll})
-            f.push_back({"phi", {512, 384, k, 0, 0, 1.0, 0.0, 0, phi, nullptr,
-                                 EM, 0, SP_NONE, false, false}});
-    f.push_back({"alpha-beta", {200, 300, 400, 0, 1, -1.5, 0.25, 3, 0.5,
-                                nullptr, EM, 0, SP_NONE, false, false}});
-    f.push_back({"alpha-beta", {200, 300, 400, 1, 0, 2.0, -1.0, 1, 0.5,
-                                nullptr, EM, 0, SP_NONE, true, false}});
-    f.push_back({"alpha0", {100, 100, 100, 0, 0, 0.0, 0.5, 0, 0.5, nullptr,
-                            EM, 0, SP_NONE, false, true}});
+            f.push_back({"phi",
+                         {512, 384, k, 0, 0, 1.0, 0.0, 0, phi, nullptr, EM, 0,
+                          SP_NONE, false, false}});
+    f.push_back({"alpha-beta",
+                 {200, 300, 400, 0, 1, -1.5, 0.25, 3, 0.5, nullptr, EM, 0,
+                  SP_NONE, false, false}});
+    f.push_back({"alpha-beta",
+                 {200, 300, 400, 1, 0, 2.0, -1.0, 1, 0.5, nullptr, EM, 0,
+                  SP_NONE, true, false}});
+    f.push_back({"alpha0",
+                 {100, 100, 100, 0, 0, 0.0, 0.5, 0, 0.5, nullptr, EM, 0,
+                  SP_NONE, false, true}});
     for (const char *v : {"oz2", "oz2-bytes", "oz2-unfused"})
         for (int t = 0; t < 4; t += 3)
-            f.push_back({"variant", {333, 517, 700, t >> 1, t & 1, 1.0, 0.5, 5,
-                                     0.5, v, AU, 0, SP_NONE, false, false}});
-    f.push_back({"flush", {200, 136, 70000, 0, 1, 1.0, 0.0, 0, 0.5, nullptr,
-                           EM, 0, SP_NONE, false, false}});
-    f.push_back({"flush", {130, 260, 40000, 1, 0, 1.0, 0.0, 0, 0.5,
-                           "oz2-bytes", AU, 0, SP_NONE, false, false}});
+            f.push_back({"variant",
+                         {333, 517, 700, t >> 1, t & 1, 1.0, 0.5, 5, 0.5, v, AU,
+                          0, SP_NONE, false, false}});
+    f.push_back({"flush",
+                 {200, 136, 70000, 0, 1, 1.0, 0.0, 0, 0.5, nullptr, EM, 0,
+                  SP_NONE, false, false}});
+    f.push_back({"flush",
+                 {130, 260, 40000, 1, 0, 1.0, 0.0, 0, 0.5, "oz2-bytes", AU, 0,
+                  SP_NONE, false, false}});
     for (int nm : {4, 8, 12})
-        f.push_back({"moduli", {256, 256, 2048, 0, 0, 1.0, 0.0, 0, 0.5,
-                                nullptr, AU, nm, SP_NONE, false, false}});
-    f.push_back({"zero-row", {256, 256, 512, 0, 0, 1.0, 0.0, 0, 0.5, nullptr,
-                              EM, 0, SP_ZEROROW, false, false}});
-    f.push_back({"inf", {256, 256, 512, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, EM,
-                         0, SP_INF, false, true}});
-    f.push_back({"nan", {256, 256, 512, 1, 1, 1.0, 0.5, 0, 0.5, nullptr, EM,
-                         0, SP_NAN, false, true}});
-    f.push_back({"nan", {256, 256, 512, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, EM,
-                         9, SP_NAN, false, true}});
-    f.push_back({"subnormal", {256, 256, 512, 0, 0, 1.0, 0.0, 0, 0.5,
-                               nullptr, EM, 0, SP_SUB, false, true}});
-    f.push_back({"subnormal", {256, 256, 512, 0, 0, 1.0, 0.0, 0, 0.5,
-                               nullptr, EM, 14, SP_SUB, false, false}});
-    f.push_back({"huge", {256, 256, 512, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, EM,
-                          0, SP_HUGE, false, true}});
-    f.push_back({"huge-one-side", {256, 256, 512, 0, 1, 1.0, 0.0, 0, 0.5,
-                                   nullptr, EM, 0, SP_HUGE1, false, false}});
-    f.push_back({"phi8", {512, 512, 2048, 0, 0, 1.0, 0.0, 0, 8.0, nullptr, EM,
-                          0, SP_NONE, false, true}});
-    f.push_back({"auto-small", {128, 128, 128, 0, 0, 1.0, 0.0, 0, 0.5,
-                                nullptr, AU, 0, SP_NONE, false, true}});
-    f.push_back({"emulate", {2048, 2048, 2048, 0, 0, 1.0, 0.0, 0, 0.5,
-                             nullptr, EM, 0, SP_NONE, false, false}});
+        f.push_back({"moduli",
+                     {256, 256, 2048, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, AU, nm,
+                      SP_NONE, false, false}});
+    f.push_back({"zero-row",
+                 {256, 256, 512, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, EM, 0,
+                  SP_ZEROROW, false, false}});
+    f.push_back({"inf",
+                 {256, 256, 512, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, EM, 0, SP_INF,
+                  false, true}});
+    f.push_back({"nan",
+                 {256, 256, 512, 1, 1, 1.0, 0.5, 0, 0.5, nullptr, EM, 0, SP_NAN,
+                  false, true}});
+    f.push_back({"nan",
+                 {256, 256, 512, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, EM, 9, SP_NAN,
+                  false, true}});
+    f.push_back({"subnormal",
+                 {256, 256, 512, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, EM, 0, SP_SUB,
+                  false, true}});
+    f.push_back({"subnormal",
+                 {256, 256, 512, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, EM, 14,
+                  SP_SUB, false, false}});
+    f.push_back({"huge",
+                 {256, 256, 512, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, EM, 0,
+                  SP_HUGE, false, true}});
+    f.push_back({"huge-one-side",
+                 {256, 256, 512, 0, 1, 1.0, 0.0, 0, 0.5, nullptr, EM, 0,
+                  SP_HUGE1, false, false}});
+    f.push_back({"phi8",
+                 {512, 512, 2048, 0, 0, 1.0, 0.0, 0, 8.0, nullptr, EM, 0,
+                  SP_NONE, false, true}});
+    f.push_back({"auto-small",
+                 {128, 128, 128, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, AU, 0,
+                  SP_NONE, false, true}});
+    f.push_back({"emulate",
+                 {2048, 2048, 2048, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, EM, 0,
+                  SP_NONE, false, false}});
     /* the cost model: at 2048^3 native DGEMM is faster */
-    f.push_back({"auto-2048", {2048, 2048, 2048, 1, 1, 1.0, 0.0, 0, 0.5,
-                               nullptr, AU, 0, SP_NONE, false, true}});
+    f.push_back({"auto-2048",
+                 {2048, 2048, 2048, 1, 1, 1.0, 0.0, 0, 0.5, nullptr, AU, 0,
+                  SP_NONE, false, true}});
     if (!quick) {
-        f.push_back({"emulate", {4096, 4096, 4096, 0, 1, 1.0, 0.0, 0, 0.5,
-                                 nullptr, EM, 0, SP_NONE, false, false}});
-        f.push_back({"auto", {4096, 4096, 4096, 1, 0, 1.0, 0.0, 0, 0.5,
-                              "oz2-bytes", AU, 0, SP_NONE, false, false}});
-        f.push_back({"phi", {2048, 2048, 16384, 0, 0, 1.0, 0.0, 0, 1.0,
-                             nullptr, EM, 0, SP_NONE, false, false}});
+        f.push_back({"emulate",
+                     {4096, 4096, 4096, 0, 1, 1.0, 0.0, 0, 0.5, nullptr, EM, 0,
+                      SP_NONE, false, false}});
+        f.push_back({"auto",
+                     {4096, 4096, 4096, 1, 0, 1.0, 0.0, 0, 0.5, "oz2-bytes", AU,
+                      0, SP_NONE, false, false}});
+        f.push_back({"phi",
+                     {2048, 2048, 16384, 0, 0, 1.0, 0.0, 0, 1.0, nullptr, EM, 0,
+                      SP_NONE, false, false}});
         /* the cost model: at 8192 x 8192 x 8192 emulation */
-        f.push_back({"auto-8192", {8192, 8192, 8192, 0, 0, 1.0, 0.0, 0, 0.5,
-                                   nullptr, AU, 0, SP_NONE, false, false}});
+        f.push_back({"auto-8192",
+                     {8192, 8192, 8192, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, AU, 0,
+                      SP_NONE, false, false}});
     }
     if (!only_s8)
         for (auto &x : f)

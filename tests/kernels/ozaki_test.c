@@ -115,14 +115,13 @@ Test(ozaki, crt_constants_exact)
             l2 += log2((double)p);
             pl *= p;
             /* c * (P / p) == 1 (mod p), c = G p / 2^64 recovered from gi */
-            u128 num = ((u128)m->gi * p); /* 2^64 c - r */
+            u128 num = ((u128)m->gi * p);             /* 2^64 c - r */
             uint64_t c = (uint64_t)((num + p) >> 64); /* r < p */
             uint32_t q = 1 % p;
             for (int j = 0; j < n; j++)
                 if (j != i)
                     q = (q * s.mod[j].p) % p;
-            cr_assert_eq((c * q) % p, 1 % p,
-                         "n %d modulus %u: c %llu", n, p,
+            cr_assert_eq((c * q) % p, 1 % p, "n %d modulus %u: c %llu", n, p,
                          (unsigned long long)c);
             /* gi, gf: floor(2^64 c / p) and its next 32 bits */
             u128 exact = (u128)c << 64;
@@ -153,8 +152,15 @@ Test(ozaki, magic_division_exact)
     gemmk_oz_set_init(&s, GEMMK_OZ_MAX);
     for (int i = 0; i < GEMMK_OZ_MAX; i++) {
         const gemmk_oz_mod *m = &s.mod[i];
-        uint32_t edge[] = {0, 1, m->p - 1, m->p, m->p + 1, 0x7fffffffu,
-                           0x7ffffffeu, 0x40000000u, 0x3fffffffu,
+        uint32_t edge[] = {0,
+                           1,
+                           m->p - 1,
+                           m->p,
+                           m->p + 1,
+                           0x7fffffffu,
+                           0x7ffffffeu,
+                           0x40000000u,
+                           0x3fffffffu,
                            (0x7fffffffu / m->p) * m->p,
                            (0x7fffffffu / m->p) * m->p - 1};
         for (size_t e = 0; e < sizeof(edge) / sizeof(edge[0]); e++) {
@@ -205,8 +211,8 @@ Test(ozaki, scale_and_residues_exact)
         gemmk_oz_flimbs(a, s_, jm, GEMMK_OZ_NL, f);
         cr_assert(flimbs_value(f, GEMMK_OZ_NL) == want, "limbs of %a", a);
         for (int j = 0; j < GEMMK_OZ_NL; j++)
-            cr_assert(fabsf(f[j]) < 8192.0f && (f[j] == 0 || (f[j] < 0) ==
-                                                                 (a < 0)));
+            cr_assert(fabsf(f[j]) < 8192.0f &&
+                      (f[j] == 0 || (f[j] < 0) == (a < 0)));
         /* 5 limbs when the integer is below 2^65 */
         int nl = (want < ((i128)1 << 65) && want > -((i128)1 << 65)) ? 5 : 7;
         for (int i = 0; i < GEMMK_OZ_MAX; i++) {
@@ -215,11 +221,10 @@ Test(ozaki, scale_and_residues_exact)
             uint32_t b = gemmk_oz_fresidue_byte(f, nl, m->fc, m->fp, m->finv);
             cr_assert_eq(b, (uint32_t)r & 0xffu);
             int p = (int)m->p;
-            cr_assert(((i128)r - want) % p == 0, "a %a s %d p %d: %d", a, s_,
-                      p, r);
+            cr_assert(((i128)r - want) % p == 0, "a %a s %d p %d: %d", a, s_, p,
+                      r);
             if (p != 256)
-                cr_assert(r == (int)mod_sym(want, p), "a %a p %d: %d", a, p,
-                          r);
+                cr_assert(r == (int)mod_sym(want, p), "a %a p %d: %d", a, p, r);
             else
                 cr_assert(r >= -128 && r <= 128);
         }
@@ -336,8 +341,8 @@ Test(ozaki, budget_keeps_products_unique)
             /* and it is the largest such (one more bit breaks it) */
             long double ba1 = ldexpl(1.0L, (b + 2) / 2) + h;
             long double bb1 = ldexpl(1.0L, (b + 1) / 2) + h;
-            cr_assert_geq(ba1 * bb1 * 1.01L, P / 2 * 0.99L, "n %d k %lld",
-                          n, (long long)ks[i]);
+            cr_assert_geq(ba1 * bb1 * 1.01L, P / 2 * 0.99L, "n %d k %lld", n,
+                          (long long)ks[i]);
         }
     }
 }
@@ -442,12 +447,12 @@ Test(ozaki, host_emulated_gemm)
                           (1.5L * n + 1) * ldexpl(s.pscale, 0) +
                               fabsl(xe) * 0x1p-51L,
                           "(%d,%d): %Lg vs %Lg", i, j, x, xe);
-            double c = gemmk_oz_result(z, s.pscale, s.pscale_lo, Ra[i],
-                                       Rb[j], -(ba + bb));
+            double c = gemmk_oz_result(z, s.pscale, s.pscale_lo, Ra[i], Rb[j],
+                                       -(ba + bb));
             /* error bound: 2^-s/2 ||b||_1 + 2^-t/2 ||a||_1, ~2^-beta */
-            long double tol = (ldexpl(1, Ea[i] - ba) + ldexpl(1, Eb[j] - bb)) *
-                                  K +
-                              fabsl(ref) * 0x1p-50L + 1e-300L;
+            long double tol =
+                (ldexpl(1, Ea[i] - ba) + ldexpl(1, Eb[j] - bb)) * K +
+                fabsl(ref) * 0x1p-50L + 1e-300L;
             cr_assert_leq(fabsl((long double)c - ref), tol,
                           "(%d,%d): %.17g vs %.20Lg (|ab| %Lg)", i, j, c, ref,
                           mag);
