@@ -11,6 +11,10 @@
  *                   [--reps N] [--blocks N] [--csv FILE] [--kernel NAME,...]
  *        bench_gemm --type fp32 [--set fp32|fp32quick|fp32sq] [--reps N]
  *                   [--csv FILE]
+ *        bench_gemm --type int8 [--set int8|int8quick|int8one] [--reps N]
+ *        bench_gemm --type fp64 [--set fp64|fp64quick|fp64sq|fp64ksweep]
+ *                   [--kernel auto,oz2,oz2-bytes,oz2-unfused,oz2-prep]
+ *                   [--phi X] [--moduli N] [--reps N]
  * --shapes replaces the set (tAB: trans_a, trans_b, e.g. 4096x4096x4096t01).
  * Several kernels (auto: the heuristic) are timed in the same blocks,
  * alternating with cuBLAS, so their ratios share the clock drift.
@@ -22,6 +26,14 @@
  * heuristic's top 8. Error: on 256 sampled elements of D, the max over
  * them of |D - ref| / sum_k |a_ik b_kj| with ref in fp64 on the host (a
  * relative error that does not blow up where ref is near 0), for all four.
+ *
+ * int8 and fp64 (issue 14): gemmk_gemm_s8 against cuBLASLt int8
+ * (CUBLAS_COMPUTE_32I; results compared exactly), and gemmk_gemm_f64 (the
+ * Ozaki-II emulation, or native where it decides so; the kernel that ran
+ * and its moduli are printed) against cuBLAS DGEMM (cuBLASLt
+ * CUBLAS_COMPUTE_64F, fastest of its heuristic's top 8) on inputs x
+ * 2^(phi randn), phi = 0.5 by default; errors: max and median over 256
+ * sampled elements of |D - ref| / |ref| with ref in double-double.
  */
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -409,11 +421,546 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
     return 0;
 }
 
+/* ---- int8 (issue 14): ours (gemmk_gemm_s8) against cuBLASLt int8 ---- */
+
+static __global__ void fill_s8_kernel(int8_t *p, long long n, uint64_t seed)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        uint64_t x = (seed + i) * 0x9E3779B97F4A7C15ull;
+        x ^= x >> 31;
+        x *= 0xbf58476d1ce4e5b9ull;
+        x ^= x >> 29;
+        p[i] = (int8_t)(x >> 56);
+    }
+}
+
+struct RowI8 {
+    std::string name, kernel;
+    double ours_tops, lt_tops;
+    long long mismatches;
+};
+
+/* int8 rows: both operands K-major (A M x K, B N x K: "NT" row-major, the
+ * layout int8 tensor cores read and cuBLASLt's IMMA kernels want), plus an
+ * NN row through our transpose pre-pass. Ours vs cuBLASLt (CUBLAS_COMPUTE_32I,
+ * its heuristic's top 8 each timed, the fastest kept), interleaved blocks;
+ * D compared element for element (both exact). */
+static int bench_int8(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
+                      cudaEvent_t e0, cudaEvent_t e1)
+{
+    std::vector<Shape> shapes;
+    if (!strcmp(set, "int8quick")) {
+        shapes.push_back({4096, 4096, 4096, 0, 1, "int8"});
+        shapes.push_back({8192, 8192, 8192, 0, 1, "int8"});
+    } else if (!strcmp(set, "int8one")) { /* for a profiler */
+        shapes.push_back({8192, 8192, 8192, 0, 1, "int8"});
+    } else {
+        for (long long v : {2048ll, 4096ll, 8192ll, 16384ll})
+            shapes.push_back({v, v, v, 0, 1, "int8"});
+        shapes.push_back({8192, 8192, 2048, 0, 1, "int8"});
+        shapes.push_back({4096, 4096, 4096, 0, 0, "int8"});
+    }
+    const char *kernels[3] = {"pp-s8", "ws-s8x256", "ws-s8x128"};
+    std::vector<RowI8> rows;
+    if (f)
+        fprintf(f, "shape,ta,tb,kernel,ours_tops,cublaslt_tops,ratio,"
+                   "mismatches\n");
+    for (const Shape &s : shapes) {
+        long long lda = ((s.ta ? s.m : s.k) + 15) / 16 * 16;
+        long long ldb = ((s.tb ? s.k : s.n) + 15) / 16 * 16;
+        long long ldd = (s.n + 3) / 4 * 4;
+        size_t ea = (size_t)(s.ta ? s.k : s.m) * lda;
+        size_t eb = (size_t)(s.tb ? s.n : s.k) * ldb;
+        size_t ed = (size_t)s.m * ldd;
+        int nsets = (int)std::min<size_t>(
+            8, std::max<size_t>(1, (size_t)(400ull << 20) / (ea + eb)));
+        std::vector<int8_t *> A(nsets), B(nsets);
+        for (int i = 0; i < nsets; i++) {
+            CK(cudaMalloc(&A[i], ea));
+            CK(cudaMalloc(&B[i], eb));
+            fill_s8_kernel<<<1024, 256>>>(A[i], ea, 7000 + 13 * i);
+            fill_s8_kernel<<<1024, 256>>>(B[i], eb, 9000 + 29 * i);
+            CK(cudaGetLastError());
+        }
+        int32_t *D, *Dr;
+        CK(cudaMalloc(&D, ed * 4));
+        CK(cudaMalloc(&Dr, ed * 4));
+        gemmk_problem_s8 p;
+        memset(&p, 0, sizeof(p));
+        p.m = s.m, p.n = s.n, p.k = s.k, p.trans_a = s.ta, p.trans_b = s.tb;
+        p.lda = lda, p.ldb = ldb, p.ldc = p.ldd = ldd;
+        p.alpha = 1, p.beta = 0, p.d = D;
+        /* cuBLASLt: row-major D = A B^T is column-major D^T = B' A with
+         * our B in Lt's A slot */
+        cublasLtMatmulDesc_t op;
+        cublasLtMatrixLayout_t la, lb, ld;
+        CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32I, CUDA_R_32I));
+        cublasOperation_t opa = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+        cublasOperation_t opb = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+        CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa,
+                                          sizeof(opa)));
+        CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb,
+                                          sizeof(opb)));
+        CB(cublasLtMatrixLayoutCreate(&la, CUDA_R_8I, s.tb ? s.k : s.n,
+                                      s.tb ? s.n : s.k, ldb));
+        CB(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8I, s.ta ? s.m : s.k,
+                                      s.ta ? s.k : s.m, lda));
+        CB(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32I, s.n, s.m, ldd));
+        cublasLtMatmulPreference_t pref;
+        CB(cublasLtMatmulPreferenceCreate(&pref));
+        CB(cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &LT_WS,
+            sizeof(LT_WS)));
+        cublasLtMatmulHeuristicResult_t heur[8];
+        int nres = 0;
+        cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
+            lt, op, la, lb, ld, ld, pref, 8, heur, &nres);
+        cublasLtMatmulPreferenceDestroy(pref);
+        int32_t one = 1, zero = 0;
+        auto lt_run8 = [&](int a, int i, int32_t *out) {
+            CB(cublasLtMatmul(lt, op, &one, B[i % nsets], la, A[i % nsets], lb,
+                              &zero, out, ld, out, ld, &heur[a].algo, lt_ws,
+                              LT_WS, 0));
+        };
+        auto time_fn = [&](auto fn, int n) { return time_runs(e0, e1, fn, n); };
+        double lt_ms = 1e30;
+        int best = -1;
+        if (hs == CUBLAS_STATUS_SUCCESS)
+            for (int a = 0; a < nres; a++) {
+                if (cublasLtMatmul(lt, op, &one, B[0], la, A[0], lb, &zero, Dr,
+                                   ld, Dr, ld, &heur[a].algo, lt_ws, LT_WS,
+                                   0) != CUBLAS_STATUS_SUCCESS)
+                    continue;
+                double ms = time_fn([&](int i) { lt_run8(a, i, Dr); },
+                                    std::max(3, reps / 5));
+                if (ms < lt_ms)
+                    lt_ms = ms, best = a;
+            }
+        char nm[96];
+        snprintf(nm, sizeof nm, "%lldx%lldx%lld%s", s.m, s.n, s.k,
+                 s.ta || s.tb ? (s.ta ? (s.tb ? " TT" : " TN") : " NT") : "");
+        for (int ki = 0; ki < 3; ki++) {
+            auto ours = [&](int i) {
+                p.a = A[i % nsets], p.b = B[i % nsets];
+                int r = gemmk_gemm_s8(ctx, &p, 0, kernels[ki]);
+                if (r != GEMM_OK) {
+                    fprintf(stderr, "gemmk_gemm_s8: %d\n", r);
+                    exit(1);
+                }
+            };
+            for (int i = 0; i < 3; i++)
+                ours(i);
+            CK(cudaDeviceSynchronize());
+            double t_o = 1e30, t_l = lt_ms;
+            for (int blk = 0; blk < 2; blk++) {
+                t_o = std::min(t_o, time_fn(ours, reps / 2));
+                if (best >= 0)
+                    t_l = std::min(t_l, time_fn([&](int i) {
+                                       lt_run8(best, i, Dr);
+                                   },
+                                                reps / 2));
+            }
+            /* exactness: ours against cuBLASLt on set 0 */
+            long long mism = -1;
+            if (best >= 0) {
+                ours(0);
+                lt_run8(best, 0, Dr);
+                CK(cudaDeviceSynchronize());
+                std::vector<int32_t> h1(ed), h2(ed);
+                CK(cudaMemcpy(h1.data(), D, ed * 4, cudaMemcpyDeviceToHost));
+                CK(cudaMemcpy(h2.data(), Dr, ed * 4, cudaMemcpyDeviceToHost));
+                mism = 0;
+                for (long long i = 0; i < s.m; i++)
+                    for (long long j = 0; j < s.n; j++)
+                        mism += h1[i * ldd + j] != h2[i * ldd + j];
+            }
+            double ops = 2.0 * s.m * s.n * s.k;
+            RowI8 r;
+            r.name = nm;
+            r.kernel = kernels[ki];
+            r.ours_tops = ops / t_o / 1e9;
+            r.lt_tops = best >= 0 ? ops / t_l / 1e9 : 0;
+            r.mismatches = mism;
+            rows.push_back(r);
+            printf("%-20s %-10s ours %7.1f TOPS  cuBLASLt %7.1f TOPS  ratio "
+                   "%.3f  mismatches %lld\n",
+                   nm, kernels[ki], r.ours_tops, r.lt_tops,
+                   r.lt_tops > 0 ? r.ours_tops / r.lt_tops : 0.0, mism);
+            fflush(stdout);
+            if (f)
+                fprintf(f, "%lldx%lldx%lld,%d,%d,%s,%.2f,%.2f,%.4f,%lld\n",
+                        s.m, s.n, s.k, s.ta, s.tb, kernels[ki], r.ours_tops,
+                        r.lt_tops, r.lt_tops > 0 ? r.ours_tops / r.lt_tops : 0,
+                        mism);
+        }
+        cublasLtMatrixLayoutDestroy(la);
+        cublasLtMatrixLayoutDestroy(lb);
+        cublasLtMatrixLayoutDestroy(ld);
+        cublasLtMatmulDescDestroy(op);
+        for (int i = 0; i < nsets; i++) {
+            cudaFree(A[i]);
+            cudaFree(B[i]);
+        }
+        cudaFree(D);
+        cudaFree(Dr);
+    }
+    printf("\n| shape | kernel | ours TOPS | cuBLASLt TOPS | ratio | "
+           "mismatches |\n|---|---|---|---|---|---|\n");
+    for (auto &r : rows)
+        printf("| %s | %s | %.1f | %.1f | %.3f | %lld |\n", r.name.c_str(),
+               r.kernel.c_str(), r.ours_tops, r.lt_tops,
+               r.lt_tops > 0 ? r.ours_tops / r.lt_tops : 0.0, r.mismatches);
+    return 0;
+}
+
+/* ---- fp64 (issue 14): ours (gemmk_gemm_f64) against cuBLAS DGEMM ---- */
+
+/* x 2^(phi g), x uniform in [-1, 1) with 53 random bits, g ~ N(0, 1) */
+static __global__ void fill_f64_kernel(double *p, long long n, uint64_t seed,
+                                       double phi)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        uint64_t x = (seed + i) * 0x9E3779B97F4A7C15ull;
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+        x ^= x >> 31;
+        uint64_t y = x * 0xd1342543de82ef95ull + 1;
+        y = (y ^ (y >> 29)) * 0xbf58476d1ce4e5b9ull;
+        y ^= y >> 32;
+        double u = (double)(x >> 11) * 0x1p-53 * 2.0 - 1.0;
+        double v = phi;
+        if (phi > 0) {
+            double u1 = ((y >> 11) + 1) * 0x1p-53;
+            double u2 = (double)((x * 0x9E3779B97F4A7C15ull) >> 11) * 0x1p-53;
+            v = exp2(phi * sqrt(-2 * log(u1)) * cospi(2 * u2));
+        } else {
+            v = 1.0;
+        }
+        p[i] = u * v;
+    }
+}
+
+struct RowF64 {
+    std::string name, kernel;
+    int moduli;
+    double ours_tf, blas_tf;
+    double e_max, e_med, b_max, b_med; /* relative errors, ours / cuBLAS */
+};
+
+/* Median relative error and max on ns x ns sampled elements of D against
+ * a double-double reference (rows of op(A), columns of op(B) copied). */
+struct Sampler {
+    std::vector<long long> ri, cj;
+    std::vector<double> ar, bc; /* ns rows of op(A) (k each), ns columns */
+    std::vector<double> ref;
+    long long k;
+    void make(const Shape &s, const double *A, long long lda, const double *B,
+              long long ldb, int ns)
+    {
+        k = s.k;
+        ri.resize(ns);
+        cj.resize(ns);
+        for (int q = 0; q < ns; q++) {
+            ri[q] = q == 0 ? s.m - 1 : (q * 7919ll + 3) % s.m;
+            cj[q] = q == 0 ? s.n - 1 : (q * 104729ll + 11) % s.n;
+        }
+        ar.resize((size_t)ns * k);
+        bc.resize((size_t)ns * k);
+        for (int q = 0; q < ns; q++) {
+            if (s.ta) /* column ri of stored K x M */
+                CK(cudaMemcpy2D(&ar[(size_t)q * k], 8, A + ri[q], lda * 8, 8,
+                                k, cudaMemcpyDeviceToHost));
+            else
+                CK(cudaMemcpy(&ar[(size_t)q * k], A + ri[q] * lda, k * 8,
+                              cudaMemcpyDeviceToHost));
+            if (s.tb)
+                CK(cudaMemcpy(&bc[(size_t)q * k], B + cj[q] * ldb, k * 8,
+                              cudaMemcpyDeviceToHost));
+            else
+                CK(cudaMemcpy2D(&bc[(size_t)q * k], 8, B + cj[q], ldb * 8, 8,
+                                k, cudaMemcpyDeviceToHost));
+        }
+        ref.resize((size_t)ns * ns);
+        for (int a = 0; a < ns; a++)
+            for (int b = 0; b < ns; b++) {
+                double hi = 0, lo = 0;
+                const double *x = &ar[(size_t)a * k], *y = &bc[(size_t)b * k];
+                for (long long h = 0; h < k; h++) {
+                    double pr = x[h] * y[h], pe = fma(x[h], y[h], -pr);
+                    double t = hi + pr, z = t - hi;
+                    lo += ((hi - (t - z)) + (pr - z)) + pe;
+                    hi = t;
+                }
+                ref[(size_t)a * ns + b] = hi + lo;
+            }
+    }
+    /* max and median of |D - ref| / |ref| */
+    void errors(const double *D, long long ldd, double *mx, double *md)
+    {
+        int ns = (int)ri.size();
+        std::vector<double> e;
+        for (int a = 0; a < ns; a++)
+            for (int b = 0; b < ns; b++) {
+                double v;
+                CK(cudaMemcpy(&v, D + ri[a] * ldd + cj[b], 8,
+                              cudaMemcpyDeviceToHost));
+                double r = ref[(size_t)a * ns + b];
+                if (r != 0)
+                    e.push_back(isnan(v) ? INFINITY : fabs(v - r) / fabs(r));
+            }
+        std::sort(e.begin(), e.end());
+        *mx = e.empty() ? 0 : e.back();
+        *md = e.empty() ? 0 : e[e.size() / 2];
+    }
+};
+
+/* Calibration of the accuracy model (docs/ozaki-notes.md): errors of the
+ * emulation for explicit moduli 12..17 next to cuBLAS DGEMM's and the
+ * automatic choice, for several spreads and depths; no timing. */
+static int bench_fp64_cal(gemmk_ctx *ctx, FILE *f)
+{
+    if (f)
+        fprintf(f, "phi,k,moduli,kernel,err_max,err_med,dgemm_err_max,"
+                   "dgemm_err_med,spread_a,spread_b\n");
+    printf("| phi | K | DGEMM max / med | auto (n) max / med | n=12 | 13 | 14 "
+           "| 15 | 16 | 17 (max / med) |\n|---|---|---|---|---|---|---|---|"
+           "---|---|\n");
+    for (double phi : {0.0, 0.5, 1.0, 2.0, 4.0})
+        for (long long k : {1024ll, 4096ll, 16384ll}) {
+            Shape s = {2048, 2048, k, 0, 0, "cal"};
+            size_t ea = (size_t)s.m * k, eb = (size_t)k * s.n,
+                   ed = (size_t)s.m * s.n;
+            double *A, *B, *D;
+            CK(cudaMalloc(&A, ea * 8));
+            CK(cudaMalloc(&B, eb * 8));
+            CK(cudaMalloc(&D, ed * 8));
+            fill_f64_kernel<<<2048, 256>>>(A, ea, 31337 + k, phi);
+            fill_f64_kernel<<<2048, 256>>>(B, eb, 73313 + k, phi);
+            CK(cudaGetLastError());
+            Sampler smp;
+            smp.make(s, A, k, B, s.n, 24);
+            gemmk_problem_f64 p;
+            memset(&p, 0, sizeof(p));
+            p.m = s.m, p.n = s.n, p.k = k, p.a = A, p.b = B, p.d = D;
+            p.lda = k, p.ldb = p.ldc = p.ldd = s.n;
+            p.alpha = 1;
+            gemmk_f64_result res;
+            double mx, md, bmx, bmd;
+            if (gemmk_gemm_f64(ctx, &p, 0, "cublas-dgemm", &res) != GEMM_OK) {
+                fprintf(stderr, "cuBLAS DGEMM failed\n");
+                return 1;
+            }
+            CK(cudaDeviceSynchronize());
+            smp.errors(D, s.n, &bmx, &bmd);
+            printf("| %.1f | %lld | %.1e / %.1e |", phi, k, bmx, bmd);
+            for (int nm = 0; nm <= 17; nm = nm ? nm + 1 : 12) {
+                p.moduli = nm;
+                p.method = GEMMK_F64_EMULATE;
+                CK(cudaMemset(D, 0xff, ed * 8));
+                if (gemmk_gemm_f64(ctx, &p, 0, "oz2", &res) != GEMM_OK)
+                    return 1;
+                CK(cudaDeviceSynchronize());
+                smp.errors(D, s.n, &mx, &md);
+                if (nm == 0)
+                    printf(" %.1e / %.1e (%s%d) |", mx, md,
+                           res.emulated ? "" : "native ", res.moduli);
+                else
+                    printf(" %.1e / %.1e |", mx, md);
+                if (f)
+                    fprintf(f, "%.2f,%lld,%d,%s,%.3e,%.3e,%.3e,%.3e,%.2f,%.2f\n",
+                            phi, k, nm ? nm : res.moduli, res.kernel, mx, md,
+                            bmx, bmd, res.spread_a, res.spread_b);
+            }
+            printf("\n");
+            fflush(stdout);
+            cudaFree(A);
+            cudaFree(B);
+            cudaFree(D);
+        }
+    return 0;
+}
+
+static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
+                      cudaEvent_t e0, cudaEvent_t e1, double phi,
+                      const std::vector<std::string> &kernels_in, int moduli)
+{
+    if (!strcmp(set, "fp64cal"))
+        return bench_fp64_cal(ctx, f);
+    std::vector<Shape> shapes;
+    std::vector<std::string> kernels = kernels_in;
+    if (kernels.size() == 1 && kernels[0] == "auto")
+        kernels = {"auto"};
+    if (!strcmp(set, "fp64quick")) {
+        shapes.push_back({4096, 4096, 4096, 0, 0, "fp64"});
+        shapes.push_back({8192, 8192, 8192, 0, 0, "fp64"});
+    } else if (!strcmp(set, "fp64ksweep")) {
+        for (long long k : {256ll, 512ll, 1024ll, 2048ll, 4096ll, 8192ll,
+                            16384ll})
+            shapes.push_back({8192, 8192, k, 0, 0, "fp64"});
+    } else if (!strcmp(set, "fp64sq")) {
+        for (long long v : {1024ll, 2048ll, 4096ll, 8192ll, 16384ll})
+            shapes.push_back({v, v, v, 0, 0, "fp64"});
+    } else { /* fp64: squares, transposes, the K sweep */
+        for (long long v : {1024ll, 2048ll, 4096ll, 8192ll, 16384ll})
+            shapes.push_back({v, v, v, 0, 0, "fp64"});
+        shapes.push_back({8192, 8192, 8192, 0, 1, "fp64"});
+        shapes.push_back({8192, 8192, 8192, 1, 0, "fp64"});
+        for (long long k : {256ll, 512ll, 1024ll, 2048ll, 4096ll, 16384ll})
+            shapes.push_back({8192, 8192, k, 0, 0, "fp64"});
+        shapes.push_back({3000, 5000, 7000, 0, 0, "fp64"});
+    }
+    std::vector<RowF64> rows;
+    if (f)
+        fprintf(f, "shape,ta,tb,kernel,moduli,ours_tflops,dgemm_tflops,ratio,"
+                   "err_max,err_med,dgemm_err_max,dgemm_err_med,phi\n");
+    for (const Shape &s : shapes) {
+        long long lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n, ldd = s.n;
+        size_t ea = (size_t)(s.ta ? s.k : s.m) * lda;
+        size_t eb = (size_t)(s.tb ? s.n : s.k) * ldb;
+        size_t ed = (size_t)s.m * ldd;
+        double *A, *B, *D, *Dr;
+        CK(cudaMalloc(&A, ea * 8));
+        CK(cudaMalloc(&B, eb * 8));
+        CK(cudaMalloc(&D, ed * 8));
+        CK(cudaMalloc(&Dr, ed * 8));
+        fill_f64_kernel<<<2048, 256>>>(A, ea, 1234567, phi);
+        fill_f64_kernel<<<2048, 256>>>(B, eb, 7654321, phi);
+        CK(cudaGetLastError());
+        gemmk_problem_f64 p;
+        memset(&p, 0, sizeof(p));
+        p.m = s.m, p.n = s.n, p.k = s.k, p.trans_a = s.ta, p.trans_b = s.tb;
+        p.a = A, p.b = B, p.d = D;
+        p.lda = lda, p.ldb = ldb, p.ldc = p.ldd = ldd;
+        p.alpha = 1, p.beta = 0;
+        p.moduli = moduli;
+        /* cuBLAS DGEMM: cuBLASLt, its heuristic's top 8 timed */
+        cublasLtMatmulDesc_t op;
+        cublasLtMatrixLayout_t la, lb, ld;
+        CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_64F, CUDA_R_64F));
+        cublasOperation_t opa = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+        cublasOperation_t opb = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+        CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa,
+                                          sizeof(opa)));
+        CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb,
+                                          sizeof(opb)));
+        CB(cublasLtMatrixLayoutCreate(&la, CUDA_R_64F, s.tb ? s.k : s.n,
+                                      s.tb ? s.n : s.k, ldb));
+        CB(cublasLtMatrixLayoutCreate(&lb, CUDA_R_64F, s.ta ? s.m : s.k,
+                                      s.ta ? s.k : s.m, lda));
+        CB(cublasLtMatrixLayoutCreate(&ld, CUDA_R_64F, s.n, s.m, ldd));
+        cublasLtMatmulPreference_t pref;
+        CB(cublasLtMatmulPreferenceCreate(&pref));
+        CB(cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &LT_WS,
+            sizeof(LT_WS)));
+        cublasLtMatmulHeuristicResult_t heur[8];
+        int nres = 0;
+        CB(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 8, heur,
+                                          &nres));
+        cublasLtMatmulPreferenceDestroy(pref);
+        double one = 1, zero = 0;
+        auto dg = [&](int a) {
+            CB(cublasLtMatmul(lt, op, &one, B, la, A, lb, &zero, Dr, ld, Dr,
+                              ld, &heur[a].algo, lt_ws, LT_WS, 0));
+        };
+        auto time_fn = [&](auto fn, int n) { return time_runs(e0, e1, fn, n); };
+        const int big = s.m * s.n * s.k >= (1ll << 40);
+        const int nrep = big ? std::max(3, reps / 6) : reps;
+        double t_b = 1e30;
+        int best = 0;
+        for (int a = 0; a < nres; a++) {
+            dg(a);
+            double ms = time_fn([&](int) { dg(a); }, big ? 2 : 3);
+            if (ms < t_b)
+                t_b = ms, best = a;
+        }
+        Sampler smp;
+        smp.make(s, A, lda, B, ldb, 16);
+        double bmx, bmd;
+        dg(best);
+        CK(cudaDeviceSynchronize());
+        smp.errors(Dr, ldd, &bmx, &bmd);
+        char nm[96];
+        snprintf(nm, sizeof nm, "%lldx%lldx%lld%s", s.m, s.n, s.k,
+                 s.ta || s.tb ? (s.ta ? (s.tb ? " TT" : " TN") : " NT") : "");
+        for (const std::string &kn : kernels) {
+            const char *kname = kn == "auto" ? nullptr : kn.c_str();
+            gemmk_f64_result res;
+            auto ours = [&](int) {
+                int r = gemmk_gemm_f64(ctx, &p, 0, kname, &res);
+                if (r != GEMM_OK) {
+                    fprintf(stderr, "gemmk_gemm_f64: %d\n", r);
+                    exit(1);
+                }
+            };
+            ours(0);
+            CK(cudaDeviceSynchronize());
+            double t_o = 1e30, tb2 = t_b;
+            for (int blk = 0; blk < 2; blk++) {
+                t_o = std::min(t_o, time_fn(ours, nrep));
+                tb2 = std::min(tb2, time_fn([&](int) { dg(best); }, nrep));
+            }
+            double mx = 0, md = 0;
+            if (kn != "oz2-prep") {
+                CK(cudaMemset(D, 0xff, ed * 8));
+                ours(0);
+                CK(cudaDeviceSynchronize());
+                smp.errors(D, ldd, &mx, &md);
+            }
+            double flop = 2.0 * s.m * s.n * s.k;
+            RowF64 r;
+            r.name = nm;
+            r.kernel = res.kernel ? res.kernel : "?";
+            r.moduli = res.moduli;
+            r.ours_tf = flop / t_o / 1e9;
+            r.blas_tf = flop / tb2 / 1e9;
+            r.e_max = mx, r.e_med = md, r.b_max = bmx, r.b_med = bmd;
+            rows.push_back(r);
+            printf("%-20s %-12s n=%2d ours %6.2f TF/s (%.3f ms)  DGEMM %6.2f "
+                   "TF/s  ratio %.3f  err max %.2e med %.2e (DGEMM %.2e "
+                   "%.2e)%s%s\n",
+                   nm, r.kernel.c_str(), r.moduli, r.ours_tf, t_o, r.blas_tf,
+                   r.ours_tf / r.blas_tf, mx, md, bmx, bmd,
+                   res.reason ? "  native: " : "",
+                   res.reason ? res.reason : "");
+            fflush(stdout);
+            if (f)
+                fprintf(f,
+                        "%lldx%lldx%lld,%d,%d,%s,%d,%.3f,%.3f,%.4f,%.3e,%.3e,"
+                        "%.3e,%.3e,%.2f\n",
+                        s.m, s.n, s.k, s.ta, s.tb, r.kernel.c_str(), r.moduli,
+                        r.ours_tf, r.blas_tf, r.ours_tf / r.blas_tf, mx, md,
+                        bmx, bmd, phi);
+        }
+        cublasLtMatrixLayoutDestroy(la);
+        cublasLtMatrixLayoutDestroy(lb);
+        cublasLtMatrixLayoutDestroy(ld);
+        cublasLtMatmulDescDestroy(op);
+        cudaFree(A);
+        cudaFree(B);
+        cudaFree(D);
+        cudaFree(Dr);
+    }
+    printf("\n| shape | kernel | moduli | ours TF/s | DGEMM TF/s | ratio | "
+           "max err ours / DGEMM | median err ours / DGEMM |\n"
+           "|---|---|---|---|---|---|---|---|\n");
+    for (auto &r : rows)
+        printf("| %s | %s | %d | %.2f | %.2f | %.3f | %.1e / %.1e | %.1e / "
+               "%.1e |\n",
+               r.name.c_str(), r.kernel.c_str(), r.moduli, r.ours_tf,
+               r.blas_tf, r.ours_tf / r.blas_tf, r.e_max, r.b_max, r.e_med,
+               r.b_med);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *set = "all", *type = "both", *csv = "bench_gemm.csv";
     const char *kernel_list = "auto", *shape_list = NULL;
-    int reps = 30, blocks = 2;
+    int reps = 30, blocks = 2, moduli = 0;
+    double phi = 0.5;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--set"))
             set = argv[i + 1];
@@ -429,6 +976,10 @@ int main(int argc, char **argv)
             kernel_list = argv[i + 1];
         else if (!strcmp(argv[i], "--shapes"))
             shape_list = argv[i + 1];
+        else if (!strcmp(argv[i], "--phi"))
+            phi = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--moduli"))
+            moduli = atoi(argv[i + 1]);
     }
     std::vector<std::string> kernels;
     for (const char *q = kernel_list; *q;) {
@@ -513,6 +1064,17 @@ int main(int argc, char **argv)
     CK(cudaEventCreate(&e1));
     std::vector<Row> rows;
     FILE *f = fopen(csv, "w");
+    if (!strcmp(type, "int8") || !strcmp(type, "fp64")) {
+        int r = !strcmp(type, "int8")
+                    ? bench_int8(ctx, !strcmp(set, "all") ? "int8" : set,
+                                 reps, f, e0, e1)
+                    : bench_fp64(ctx, !strcmp(set, "all") ? "fp64" : set,
+                                 reps, f, e0, e1, phi, kernels, moduli);
+        if (f)
+            fclose(f);
+        gemmk_ctx_destroy(ctx);
+        return r;
+    }
     if (!strcmp(type, "fp32")) {
         int r32 = bench_fp32(ctx, set, reps, f, e0, e1);
         if (f)

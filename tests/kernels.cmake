@@ -17,6 +17,13 @@ gemm_test(kernels_tf32_test
   LIBS m
   TIMEOUT 30)
 target_include_directories(kernels_tf32_test PRIVATE ${GEMMK_SRC})
+# Ozaki-II arithmetic (moduli, CRT, scaling, residues) against exact
+# 128-bit integers.
+gemm_test(kernels_ozaki_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels/ozaki_test.c
+  LIBS m
+  TIMEOUT 60)
+target_include_directories(kernels_ozaki_test PRIVATE ${GEMMK_SRC})
 
 # The catalog's listing and gemmk_check: host code of the kernels library
 # (needs the CUDA toolkit to build, no GPU to run).
@@ -48,4 +55,14 @@ if(GEMM_HAVE_CUDA)
     ${gemmd_SOURCE_DIR}/kernels/tools)
   add_test(NAME kernels_catalog_gpu_test COMMAND kernels_catalog_gpu_test)
   set_tests_properties(kernels_catalog_gpu_test PROPERTIES TIMEOUT 900)
+  # int8 GEMM and the Ozaki-II fp64 emulation (issue 14)
+  add_executable(kernels_ozaki_gpu_test
+    ${CMAKE_CURRENT_LIST_DIR}/kernels/ozaki_gpu_test.cu)
+  set_target_properties(kernels_ozaki_gpu_test PROPERTIES
+    CUDA_ARCHITECTURES "${GEMM_CUDA_ARCHS}" CUDA_STANDARD 17)
+  target_link_libraries(kernels_ozaki_gpu_test PRIVATE gemm_kernels)
+  target_include_directories(kernels_ozaki_gpu_test PRIVATE
+    ${gemmd_SOURCE_DIR}/kernels/tools)
+  add_test(NAME kernels_ozaki_gpu_test COMMAND kernels_ozaki_gpu_test)
+  set_tests_properties(kernels_ozaki_gpu_test PROPERTIES TIMEOUT 900)
 endif()

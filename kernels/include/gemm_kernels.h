@@ -123,6 +123,109 @@ const gemmk_kernel_desc *gemmk_catalog_find(const char *name);
 gemm_error gemmk_check(const char *name, const gemmk_problem *p,
                        const char **why);
 
+/*
+ * Element types of the int8 and fp64 paths, as bits of gemmk_kernel_desc's
+ * ab_types / cd_types. gemm.h's gemm_dtype has no int8 or int32 (yet);
+ * these are the numbers the kernels use for them. GEMMK_TYPE_F64 is the
+ * number of GEMM_FP64 in the wire protocol.
+ */
+#define GEMMK_TYPE_F64 4
+#define GEMMK_TYPE_S8 7
+#define GEMMK_TYPE_S32 8
+
+/*
+ * int8 GEMM (issue 14): D = alpha * op(A) * op(B) + beta * C with A, B
+ * int8 and C, D int32, row-major as above; products accumulate in int32
+ * and wrap on overflow (as do alpha and beta's products and the sum: the
+ * results are exact modulo 2^32). lda and ldb are multiples of 16
+ * (elements = bytes), ldc and ldd of 4; pointers 16-byte aligned. The
+ * tensor cores read int8 K-major only: A stored M x K (trans_a = 0) and B
+ * stored N x K (trans_b = 1) are read in place, other layouts are first
+ * transposed into the context's workspace.
+ */
+typedef struct gemmk_problem_s8 {
+    int64_t m, n, k;
+    int trans_a, trans_b;
+    const int8_t *a, *b;
+    const int32_t *c; /* may be NULL if beta == 0 */
+    int32_t *d;
+    int64_t lda, ldb, ldc, ldd;
+    int32_t alpha, beta;
+} gemmk_problem_s8;
+
+/*
+ * Enqueues an int8 GEMM on stream. kernel: NULL, "auto" or "ws-s8" (the
+ * default kernel, pp-s8), "pp-s8" (ping-pong, a 128 x 128 tile per
+ * consumer warpgroup), "ws-s8x256", "ws-s8x128" (cooperative). Errors as
+ * gemmk_gemm; GEMM_ERR_UNSUPPORTED for another kernel name.
+ */
+gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
+                         cudaStream_t stream, const char *kernel);
+
+/*
+ * fp64 GEMM (issue 14): D = alpha * op(A) * op(B) + beta * C, all fp64,
+ * row-major with transposes and leading dimensions as above (any ld >= the
+ * minimum; pointers 8-byte aligned). Either native DGEMM (cuBLAS) or the
+ * Ozaki-II emulation on the int8 tensor cores: A and B scaled row- and
+ * column-wise (powers of two times j/8) to integers, multiplied exactly
+ * modulo n moduli <= 256 (int8 GEMMs, int32 accumulation) and rebuilt by
+ * the Chinese remainder theorem.
+ *
+ * moduli = 0 (the default): n is chosen from the inputs (their exponent
+ * spread per row of A and column of B) so the error matches native
+ * DGEMM's; inputs with inf/NaN or subnormals, or too wide a spread, run
+ * natively. moduli = 2..20: exactly that many (fewer is faster and less
+ * accurate; about 2^-(8n/2 - 1) relative to |a_i| |b_j|), falling back
+ * only for inf/NaN. docs/ozaki-notes.md has the error model.
+ */
+typedef enum gemmk_f64_method {
+    GEMMK_F64_AUTO = 0,    /* emulate where faster and as accurate */
+    GEMMK_F64_NATIVE = 1,  /* cuBLAS DGEMM */
+    GEMMK_F64_EMULATE = 2, /* emulate whenever the inputs allow it */
+} gemmk_f64_method;
+
+typedef struct gemmk_problem_f64 {
+    int64_t m, n, k;
+    int trans_a, trans_b;
+    const double *a, *b;
+    const double *c; /* may be NULL if beta == 0 */
+    double *d;       /* must not alias a, b (c may equal d) */
+    int64_t lda, ldb, ldc, ldd;
+    double alpha, beta;
+    int moduli;              /* 0: chosen for DGEMM accuracy; 2..20 */
+    gemmk_f64_method method; /* GEMMK_F64_AUTO by default (0) */
+} gemmk_problem_f64;
+
+typedef struct gemmk_f64_result {
+    int emulated;       /* 1: Ozaki-II ran; 0: native DGEMM (or alpha == 0) */
+    int moduli;         /* moduli used (0 when native) */
+    const char *kernel; /* static: "oz2-bytes", "oz2", "oz2-unfused",
+                           "cublas-dgemm", "scale" (alpha == 0) */
+    const char *reason; /* static: why native ran; NULL when emulated */
+    int beta_a, beta_b; /* bits of the scaled integers (diagnostics) */
+    double spread_a, spread_b; /* the inputs' exponent spreads */
+} gemmk_f64_result;
+
+/*
+ * Runs p on stream and says in *res (may be NULL) what ran. kernel: NULL
+ * or "auto" (the choice above; emulation runs as "oz2-bytes"), "oz2-bytes"
+ * (one int8 GEMM per modulus whose epilogue keeps each product mod p as
+ * one byte, then a reconstruction pass), "oz2" (all moduli of a tile in
+ * one CTA, reconstruction in the epilogue), "oz2-unfused" (int32 products
+ * through memory, GEMMul8's structure), "cublas-dgemm" (native); the
+ * three emulations compute the same numbers.
+ * Emulation reads the inputs' statistics back to the host first: the call
+ * waits for the stream up to that point (one pass over A and B), the
+ * products are then enqueued asynchronously. Returns GEMM_ERR_INVALID for
+ * bad dims, leading dims, pointers or moduli, GEMM_ERR_UNSUPPORTED for an
+ * unknown kernel, GEMM_ERR_DEVICE / GEMM_ERR_DEVICE_MEMORY on CUDA
+ * failures (a workspace that cannot be had makes it run natively instead).
+ * Uses the context's workspaces: one stream per context at a time.
+ */
+gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
+                          cudaStream_t stream, const char *kernel,
+                          gemmk_f64_result *res);
+
 typedef struct gemmk_cache_stats {
     uint64_t hits, misses, evictions;
     uint32_t entries, capacity;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctx_internal.h"
 #include "gemm_kernels.h"
 #include "ladder/ladder.h"
 #include "launch.h"
@@ -35,6 +36,9 @@ struct gemmk_ctx {
     float *prep; /* fp32 pre-pass workspace (tf32 operands, K-major) */
     size_t prep_bytes;
     gemmk::ladder::CublasState *cublas; /* the "cublas" entry, made lazily */
+    void *slot[gemmk::SLOT_COUNT];      /* int8 / fp64 workspaces */
+    size_t slot_bytes[gemmk::SLOT_COUNT];
+    gemmk::OzState *oz; /* the fp64 path (ozaki.cu), made lazily */
 };
 
 namespace
@@ -124,6 +128,39 @@ const gemmk_kernel_desc kProdDescs[] = {
      "fp32 accuracy, 3xTF32: pre-pass splits A, B into tf32 big+small, "
      "then one tf32 GEMM over 3K",
      kAB32, kCDAll, kPrecFP32, GEMMK_TRANS_ALL},
+    /* int8 and fp64 (issue 14): their own entry points, gemmk_gemm_s8
+     * and gemmk_gemm_f64; gemmk_gemm refuses them by type */
+    {"ws-s8", 0, 0,
+     "int8 x int8 -> int32, warp-specialized TMA+WGMMA k32 (pp-s8 by "
+     "default); K-major operands in place, others transposed first "
+     "(gemmk_gemm_s8)",
+     1u << GEMMK_TYPE_S8, 1u << GEMMK_TYPE_S32, 0, GEMMK_TRANS_ALL},
+    {"pp-s8", 0, 0,
+     "int8 ping-pong: a 128x128 tile per consumer warpgroup, one's "
+     "epilogue under the other's main loop (gemmk_gemm_s8)",
+     1u << GEMMK_TYPE_S8, 1u << GEMMK_TYPE_S32, 0, GEMMK_TRANS_ALL},
+    {"ws-s8x256", 0, 0,
+     "int8 cooperative 128x256 tiles, two consumer warpgroups "
+     "(gemmk_gemm_s8)",
+     1u << GEMMK_TYPE_S8, 1u << GEMMK_TYPE_S32, 0, GEMMK_TRANS_ALL},
+    {"ws-s8x128", 0, 0,
+     "int8 cooperative 128x128 tiles (gemmk_gemm_s8)", 1u << GEMMK_TYPE_S8,
+     1u << GEMMK_TYPE_S32, 0, GEMMK_TRANS_ALL},
+    {"oz2", 0, 0,
+     "fp64 as Ozaki-II on int8 tensor cores: all moduli of a 128x128 tile "
+     "in one CTA, CRT reconstruction in the epilogue (gemmk_gemm_f64)",
+     1u << GEMMK_TYPE_F64, 1u << GEMMK_TYPE_F64, 0, GEMMK_TRANS_ALL},
+    {"oz2-bytes", 0, 0,
+     "fp64 as Ozaki-II (the default emulation): one int8 ping-pong GEMM "
+     "per modulus keeping each product mod p as a byte, then a CRT "
+     "reconstruction pass (gemmk_gemm_f64)",
+     1u << GEMMK_TYPE_F64, 1u << GEMMK_TYPE_F64, 0, GEMMK_TRANS_ALL},
+    {"oz2-unfused", 0, 0,
+     "fp64 as Ozaki-II, one int8 GEMM per modulus with int32 products "
+     "through memory (GEMMul8's structure; gemmk_gemm_f64)",
+     1u << GEMMK_TYPE_F64, 1u << GEMMK_TYPE_F64, 0, GEMMK_TRANS_ALL},
+    {"cublas-dgemm", 0, 0, "cuBLAS DGEMM, the fp64 reference (gemmk_gemm_f64)",
+     1u << GEMMK_TYPE_F64, 1u << GEMMK_TYPE_F64, 0, GEMMK_TRANS_ALL},
 };
 const int kNumProdDescs = sizeof(kProdDescs) / sizeof(kProdDescs[0]);
 
@@ -183,6 +220,8 @@ int encode_cb(void *user, const gemmk_tmap_key *key, gemmk_tmap *out)
                                  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                              : key->dtype == GEMM_FP32
                                  ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                             : key->dtype == GEMMK_TMAP_U8
+                                 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
                                  : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     CUresult r = ctx->encode(
         reinterpret_cast<CUtensorMap *>(out), dt, 2,
@@ -650,6 +689,43 @@ gemm_error gemm_fp32(gemmk_ctx *ctx, const gemmk_problem *p,
 }
 } // namespace
 
+namespace gemmk
+{
+int ctx_num_sms(const gemmk_ctx *ctx)
+{
+    return ctx->num_sms;
+}
+
+gemm_error ctx_map(gemmk_ctx *ctx, const gemmk_tmap_key *key,
+                   CUtensorMap *out)
+{
+    const gemmk_tmap *m = gemmk_tmap_cache_get(&ctx->cache, key);
+    if (!m)
+        return GEMM_ERR_INVALID;
+    memcpy(out, m, sizeof(*out));
+    return GEMM_OK;
+}
+
+gemm_error ctx_workspace(gemmk_ctx *ctx, int slot, size_t bytes, void **out)
+{
+    if (slot < 0 || slot >= SLOT_COUNT)
+        return GEMM_ERR_INVALID;
+    float *buf = static_cast<float *>(ctx->slot[slot]);
+    gemm_error e = grow(&buf, &ctx->slot_bytes[slot], bytes < 256 ? 256 : bytes);
+    ctx->slot[slot] = buf;
+    if (e != GEMM_OK)
+        return e;
+    /* maps of the old buffer's addresses must not be reused */
+    *out = buf;
+    return GEMM_OK;
+}
+
+OzState **ctx_oz(gemmk_ctx *ctx)
+{
+    return &ctx->oz;
+}
+} // namespace gemmk
+
 extern "C" {
 
 gemm_error gemmk_ctx_create(gemmk_ctx **out, int device)
@@ -705,6 +781,10 @@ void gemmk_ctx_destroy(gemmk_ctx *ctx)
         cudaFree(ctx->prep);
     if (ctx->cublas)
         gemmk::ladder::cublas_free(ctx->cublas);
+    for (int i = 0; i < gemmk::SLOT_COUNT; i++)
+        if (ctx->slot[i])
+            cudaFree(ctx->slot[i]);
+    gemmk::oz_free(ctx->oz);
     free(ctx);
 }
 

@@ -12,6 +12,9 @@
 #include "gemm_kernels.h"
 
 #define ALL_TYPES ((1u << GEMM_BF16) | (1u << GEMM_FP16) | (1u << GEMM_FP32))
+/* the int8 and fp64 entries (gemmk_gemm_s8, gemmk_gemm_f64) */
+#define EXTRA_TYPES                                                            \
+    ((1u << GEMMK_TYPE_S8) | (1u << GEMMK_TYPE_S32) | (1u << GEMMK_TYPE_F64))
 #define ALL_PRECS                                                              \
     ((1u << GEMM_PRECISION_DEFAULT) | (1u << GEMM_PRECISION_TF32) |            \
      (1u << GEMM_PRECISION_FP32))
@@ -65,10 +68,15 @@ Test(catalog, listing_is_sane)
         for (int j = 0; j < i; j++)
             cr_assert_str_neq(gemmk_catalog_entry(j)->name, d->name,
                               "name %s listed twice", d->name);
-        cr_assert(d->ab_types != 0 && (d->ab_types & ~ALL_TYPES) == 0,
+        cr_assert(d->ab_types != 0 &&
+                      (d->ab_types & ~(ALL_TYPES | EXTRA_TYPES)) == 0,
                   "%s: ab_types 0x%x", d->name, d->ab_types);
-        cr_assert(d->cd_types != 0 && (d->cd_types & ~ALL_TYPES) == 0,
+        cr_assert(d->cd_types != 0 &&
+                      (d->cd_types & ~(ALL_TYPES | EXTRA_TYPES)) == 0,
                   "%s: cd_types 0x%x", d->name, d->cd_types);
+        /* an entry serves either the gemmk_gemm types or its own */
+        cr_assert(!(d->ab_types & ALL_TYPES) != !(d->ab_types & EXTRA_TYPES),
+                  "%s mixes type families", d->name);
         cr_assert(d->transposes != 0 && (d->transposes & ~GEMMK_TRANS_ALL) == 0,
                   "%s: transposes 0x%x", d->name, d->transposes);
         cr_assert_eq(d->precisions & ~ALL_PRECS, 0, "%s", d->name);

@@ -1,0 +1,1007 @@
+/*
+ * ozaki.cu: fp64 GEMM (gemmk_gemm_f64): native DGEMM through cuBLASLt, or
+ * the Ozaki-II emulation on the int8 tensor cores (ozaki.h has the
+ * arithmetic and its error model, gemm_s8.cuh the modular products).
+ *
+ * The emulation, step by step:
+ *  1. stats: one pass over op(A)'s rows and op(B)'s columns (32 x 128
+ *     tiles through shared memory, so row- and column-major operands read
+ *     coalesced): per row the largest exponent, the sum of squares scaled
+ *     by it, the mean exponent, inf/NaN and subnormal flags. A second tiny
+ *     kernel turns them into the scale exponents E (2^E >= the row's
+ *     2-norm) and global statistics, which the host reads back (the one
+ *     synchronisation) to choose the number of moduli or to fall back.
+ *  2. split: a second pass turns each row into integers round(a 2^(beta -
+ *     E)) and writes their residues modulo every modulus as int8, K-major
+ *     (rows x kp bytes per modulus, kp = K rounded up to 128 with zeros).
+ *  3. products: "oz2-bytes" (the default) runs the int8 ping-pong kernel
+ *     once per modulus, its epilogue storing each product mod p as one
+ *     byte, and a pass here reconstructs (reading n bytes an output);
+ *     "oz2" runs all moduli of a 128 x 128 tile in one CTA and
+ *     reconstructs in the epilogue (fp64 D, nothing else leaves the SM);
+ *     "oz2-unfused" stores int32 products (GEMMul8's structure).
+ */
+#include <cublasLt.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx_internal.h"
+#include "gemm_s8.cuh"
+#include "kern_s8.h"
+#include "ozaki.h"
+
+namespace gemmk
+{
+
+struct OzState {
+    cublasLtHandle_t lt;
+    void *lt_ws;
+    size_t lt_ws_bytes;
+    void *host; /* pinned: two DevStats read back after the stats pass */
+};
+
+void oz_free(OzState *st)
+{
+    if (!st)
+        return;
+    if (st->lt_ws)
+        cudaFree(st->lt_ws);
+    if (st->lt)
+        cublasLtDestroy(st->lt);
+    if (st->host)
+        cudaFreeHost(st->host);
+    free(st);
+}
+
+namespace
+{
+
+constexpr size_t kLtWorkspace = 32u << 20;
+
+struct RowPart {    /* one row's statistics over part of K */
+    int emax;       /* largest exponent (ilogb) of a nonzero */
+    int nnz;        /* finite nonzeros */
+    unsigned flags; /* GEMMK_OZ_NONFINITE | GEMMK_OZ_DENORMAL */
+    int pad;
+    double ssq;  /* sum of (a 2^-emax)^2 */
+    double esum; /* sum of the nonzeros' exponents */
+};
+
+struct DevStats { /* one operand, over all rows (atomics) */
+    unsigned flags;
+    int spread256; /* max over rows of the spread, times 256, rounded up */
+    int nonzero;   /* rows with a nonzero */
+    int pad;
+};
+
+struct ModConsts {
+    int n;
+    gemmk_oz_mod mod[GEMMK_OZ_MAX];
+};
+
+struct ReconConsts {
+    int n;
+    int ebias;
+    double pscale, pscale_lo;
+    uint64_t gi[GEMMK_OZ_MAX];
+    uint32_t gf[GEMMK_OZ_MAX];
+};
+
+/* x 2^k for any k, exact when the result is normal */
+__device__ __forceinline__ double pow2scale(double x, int k)
+{
+    if (k >= -1022 && k <= 1023)
+        return x * __longlong_as_double((long long)(k + 1023) << 52);
+    return scalbn(x, k);
+}
+
+__device__ __forceinline__ void part_add(RowPart &a, double x)
+{
+    if (x == 0.0)
+        return;
+    const unsigned long long u = (unsigned long long)__double_as_longlong(x);
+    const int ex = (int)((u >> 52) & 0x7ff);
+    if (ex == 0x7ff) {
+        a.flags |= GEMMK_OZ_NONFINITE;
+        return;
+    }
+    int e;
+    if (ex == 0) {
+        a.flags |= GEMMK_OZ_DENORMAL;
+        e = ilogb(x);
+    } else {
+        e = ex - 1023;
+    }
+    if (a.nnz == 0 || e > a.emax) {
+        a.ssq = a.nnz ? pow2scale(a.ssq, 2 * (a.emax - e)) : 0.0;
+        a.emax = e;
+    }
+    a.nnz++;
+    a.esum += e;
+    const double v = pow2scale(x, -a.emax);
+    a.ssq = fma(v, v, a.ssq);
+}
+
+__device__ __forceinline__ RowPart part_merge(RowPart a, const RowPart &b)
+{
+    a.flags |= b.flags;
+    if (b.nnz == 0)
+        return a;
+    if (a.nnz == 0) {
+        RowPart r = b;
+        r.flags = a.flags;
+        return r;
+    }
+    const int e = a.emax > b.emax ? a.emax : b.emax;
+    a.ssq =
+        pow2scale(a.ssq, 2 * (a.emax - e)) + pow2scale(b.ssq, 2 * (b.emax - e));
+    a.emax = e;
+    a.nnz += b.nnz;
+    a.esum += b.esum;
+    return a;
+}
+
+/* A tile of TR rows x TK of K of op(X) into t (zeros outside). Column h
+ * is stored at 20 (h / 16) + h % 16 and rows are TROW doubles apart (TROW
+ * = 1 mod 16): both loaders hit distinct banks. MN: X is stored K x rows
+ * (ld), else rows x K. 32 x 128: a K-major row reads 1 KB, an MN one 256
+ * bytes, and the split pass writes whole 128-byte lines of every
+ * residue plane. */
+constexpr int TR = 32, TK = 128, TROW = 161;
+__device__ __forceinline__ int tcol(int h)
+{
+    return 20 * (h >> 4) + (h & 15);
+}
+
+template <bool MN>
+__device__ __forceinline__ void
+load_tile(double (*t)[TROW], const double *x, long long ld, long long rows,
+          long long k, long long r0, long long h0)
+{
+#pragma unroll 4
+    for (int i = threadIdx.x; i < TR * TK; i += 256) {
+        long long r, h;
+        int a, b; /* t[a][tcol(b)] */
+        if (MN) {
+            h = h0 + i / TR;
+            r = r0 + i % TR;
+            a = i % TR;
+            b = i / TR;
+        } else {
+            r = r0 + i / TK;
+            h = h0 + i % TK;
+            a = i / TK;
+            b = i % TK;
+        }
+        double v = 0.0;
+        if (r < rows && h < k)
+            v = MN ? x[h * ld + r] : x[r * ld + h];
+        t[a][tcol(b)] = v;
+    }
+}
+
+/* Thread (row tid / 8, chunk tid % 8) of a 32 x 128 tile: K offsets
+ * 8 chunk + j and 64 + 8 chunk + j, j < 8 (the two halves). */
+__device__ __forceinline__ int tile_h(int half, int chunk, int j)
+{
+    return 64 * half + 8 * chunk + j;
+}
+
+template <bool MN>
+__global__ void __launch_bounds__(256)
+    oz_stats_kernel(const double *__restrict__ x, long long ld, long long rows,
+                    long long k, int tiles_per_block, RowPart *part)
+{
+    __shared__ double t[TR][TROW];
+    const long long r0 = (long long)blockIdx.x * TR;
+    const int rl = threadIdx.x >> 3, q = threadIdx.x & 7;
+    RowPart a = {0, 0, 0u, 0, 0.0, 0.0};
+    const long long ntiles = (k + TK - 1) / TK;
+    const long long t0 = (long long)blockIdx.y * tiles_per_block;
+    const long long t1 =
+        t0 + tiles_per_block < ntiles ? t0 + tiles_per_block : ntiles;
+    for (long long ht = t0; ht < t1; ht++) {
+        __syncthreads();
+        load_tile<MN>(t, x, ld, rows, k, r0, ht * TK);
+        __syncthreads();
+#pragma unroll 4
+        for (int j = 0; j < 16; j++)
+            part_add(a, t[rl][tcol(tile_h(j >> 3, q, j & 7))]);
+    }
+#pragma unroll
+    for (int o = 1; o < 8; o <<= 1) {
+        RowPart b;
+        b.emax = __shfl_xor_sync(0xffffffffu, a.emax, o);
+        b.nnz = __shfl_xor_sync(0xffffffffu, a.nnz, o);
+        b.flags = __shfl_xor_sync(0xffffffffu, a.flags, o);
+        b.ssq = __shfl_xor_sync(0xffffffffu, a.ssq, o);
+        b.esum = __shfl_xor_sync(0xffffffffu, a.esum, o);
+        a = part_merge(a, b);
+    }
+    if (q == 0 && r0 + rl < rows)
+        part[(long long)blockIdx.y * rows + r0 + rl] = a;
+}
+
+/* One thread per row: merges the partials, writes the row's packed scale
+ * (gemmk_oz_rowscale; 0 for a zero row), folds the row into the operand's
+ * DevStats. */
+__global__ void __launch_bounds__(256)
+    oz_rowfinal_kernel(const RowPart *part, int nparts, long long rows, int *E,
+                       DevStats *g)
+{
+    const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    RowPart a = {0, 0, 0u, 0, 0.0, 0.0};
+    int e = 0, spread = 0;
+    if (r < rows) {
+        for (int i = 0; i < nparts; i++)
+            a = part_merge(a, part[(long long)i * rows + r]);
+        if (a.nnz > 0) {
+            /* 2^E mu with mu 2^E > ||row||_2 (1 + 2^-20), packed */
+            e = gemmk_oz_rowscale(a.ssq, a.emax);
+            double sp = (double)a.emax - a.esum / a.nnz;
+            spread = (int)ceil(sp * 256.0);
+        }
+        E[r] = e;
+    }
+    /* warp, then one atomic per warp */
+    unsigned fl = a.flags;
+    int nz = a.nnz > 0;
+    for (int o = 16; o > 0; o >>= 1) {
+        fl |= __shfl_xor_sync(0xffffffffu, fl, o);
+        nz += __shfl_xor_sync(0xffffffffu, nz, o);
+        int s2 = __shfl_xor_sync(0xffffffffu, spread, o);
+        spread = s2 > spread ? s2 : spread;
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (fl)
+            atomicOr(&g->flags, fl);
+        if (nz)
+            atomicAdd(&g->nonzero, nz);
+        atomicMax(&g->spread256, spread);
+    }
+}
+
+/* Residues of the rows of op(X) scaled by 2^(beta - E) mu (E[r] packed):
+ * int8, plane l at out + l * plane, rows of kp bytes. NL: 13-bit limbs per
+ * integer (5 up to 2^65, 7 beyond). The residues run on the fp32 pipe
+ * (ozaki.h). A thread takes 8 values of its row twice (fewer registers
+ * than 16 at once, so more blocks hide the loads); each pass stores 8
+ * bytes a modulus, a row's 8 threads 64 contiguous bytes. */
+template <bool MN, int NL>
+__global__ void __launch_bounds__(256)
+    oz_split_kernel(const double *__restrict__ x, long long ld, long long rows,
+                    long long k, long long kp, const int *__restrict__ E,
+                    int beta, const __grid_constant__ ModConsts mc,
+                    uint8_t *out, long long plane)
+{
+    __shared__ double t[TR][TROW];
+    const long long r0 = (long long)blockIdx.x * TR;
+    const long long h0 = (long long)blockIdx.y * TK;
+    load_tile<MN>(t, x, ld, rows, k, r0, h0);
+    __syncthreads();
+    const int rl = threadIdx.x >> 3, q = threadIdx.x & 7;
+    const long long r = r0 + rl;
+    if (r >= rows)
+        return;
+    const int s = beta - gemmk_oz_rowscale_E(E[r]);
+    const int mu = gemmk_oz_rowscale_j(E[r]);
+#pragma unroll 1
+    for (int half = 0; half < 2; half++) {
+        float F[8][NL];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            gemmk_oz_flimbs(t[rl][tcol(tile_h(half, q, j))], s, mu, NL, F[j]);
+        uint8_t *o = out + r * kp + h0 + tile_h(half, q, 0);
+        for (int l = 0; l < mc.n; l++) {
+            const float p = mc.mod[l].fp, inv = mc.mod[l].finv;
+            float c[NL];
+#pragma unroll
+            for (int j = 0; j < NL; j++)
+                c[j] = mc.mod[l].fc[j];
+            uint32_t w[2] = {0, 0};
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                w[j >> 2] |= gemmk_oz_fresidue_byte(F[j], NL, c, p, inv)
+                             << (8 * (j & 3));
+            *reinterpret_cast<uint2 *>(o + (long long)l * plane) =
+                make_uint2(w[0], w[1]);
+        }
+    }
+}
+
+__device__ __forceinline__ double finish(uint64_t z, const ReconConsts &rc,
+                                         int rs_i, int rs_j, double alpha,
+                                         double beta, const double *c)
+{
+    double x =
+        gemmk_oz_result(z, rc.pscale, rc.pscale_lo, rs_i, rs_j, rc.ebias) *
+        alpha;
+    if (beta != 0.0)
+        x = fma(beta, *c, x);
+    return x;
+}
+
+/* D from residue bytes R[l][i][j] (values in [0, p)), 16 columns a
+ * thread. */
+__global__ void __launch_bounds__(256) oz_recon_bytes_kernel(
+    const uint8_t *__restrict__ R, long long ldr, long long plane,
+    const __grid_constant__ ReconConsts rc, const int *__restrict__ ea,
+    const int *__restrict__ eb, double alpha, double beta, const double *c,
+    long long ldc, double *d, long long ldd, long long m, long long n)
+{
+    const long long i = blockIdx.y;
+    const long long j0 =
+        ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 16;
+    if (j0 >= n)
+        return;
+    uint64_t z[16];
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+        z[j] = 0;
+    for (int l = 0; l < rc.n; l++) {
+        const uint4 v = *reinterpret_cast<const uint4 *>(
+            R + (long long)l * plane + i * ldr + j0);
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+            z[j] = gemmk_oz_zadd(
+                z[j], (int32_t)((w[j >> 2] >> (8 * (j & 3))) & 0xffu), rc.gi[l],
+                rc.gf[l]);
+    }
+    const int ei = ea[i];
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        const long long col = j0 + j;
+        if (col < n)
+            d[i * ldd + col] = finish(z[j], rc, ei, eb[col], alpha, beta,
+                                      beta != 0.0 ? c + i * ldc + col : c);
+    }
+}
+
+/* D from residue bytes in the ping-pong kernel's fragment order
+ * (s8_pp_store, gemm_s8.cuh): block (tile, 8 groups of half x q), thread
+ * tid reads the 16 bytes the GEMM's thread tid wrote for every modulus. */
+__global__ void __launch_bounds__(128)
+    oz_recon_frag_kernel(const uint8_t *__restrict__ R, long long plane,
+                         int num_n, const __grid_constant__ ReconConsts rc,
+                         const int *__restrict__ ea, const int *__restrict__ eb,
+                         double alpha, double beta, const double *c,
+                         long long ldc, double *d, long long ldd, long long m,
+                         long long n)
+{
+    const long long t = blockIdx.x;
+    const int half = blockIdx.y >> 2, q = blockIdx.y & 3;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const long long base = t * (128 * 128) + 8192 * half + 2048 * q + 16 * tid;
+    uint64_t z[16];
+#pragma unroll
+    for (int j = 0; j < 16; j++)
+        z[j] = 0;
+    for (int l = 0; l < rc.n; l++) {
+        const uint4 v =
+            *reinterpret_cast<const uint4 *>(R + (long long)l * plane + base);
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+            z[j] = gemmk_oz_zadd(
+                z[j], (int32_t)((w[j >> 2] >> (8 * (j & 3))) & 0xffu), rc.gi[l],
+                rc.gf[l]);
+    }
+    const long long mt = t / num_n, nt = t % num_n;
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        const int i = 16 * q + j; /* accumulator index: 4 jj + 2 h + e */
+        const long long row =
+            mt * 128 + 64 * half + 16 * warp + (lane >> 2) + 8 * ((i >> 1) & 1);
+        const long long col =
+            nt * 128 + 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
+        if (row < m && col < n)
+            d[row * ldd + col] = finish(z[j], rc, ea[row], eb[col], alpha, beta,
+                                        beta != 0.0 ? c + row * ldc + col : c);
+    }
+}
+
+/* D from int32 products W[l][i][j] (pitch ldw), 4 columns a thread. */
+__global__ void __launch_bounds__(256)
+    oz_recon_i32_kernel(const int32_t *__restrict__ W, long long ldw,
+                        long long plane, const __grid_constant__ ReconConsts rc,
+                        const int *__restrict__ ea, const int *__restrict__ eb,
+                        double alpha, double beta, const double *c,
+                        long long ldc, double *d, long long ldd, long long m,
+                        long long n)
+{
+    const long long i = blockIdx.y;
+    const long long j0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (j0 >= n)
+        return;
+    uint64_t z[4] = {0, 0, 0, 0};
+    for (int l = 0; l < rc.n; l++) {
+        const int4 v = *reinterpret_cast<const int4 *>(
+            W + (long long)l * plane + i * ldw + j0);
+        z[0] = gemmk_oz_zadd(z[0], v.x, rc.gi[l], rc.gf[l]);
+        z[1] = gemmk_oz_zadd(z[1], v.y, rc.gi[l], rc.gf[l]);
+        z[2] = gemmk_oz_zadd(z[2], v.z, rc.gi[l], rc.gf[l]);
+        z[3] = gemmk_oz_zadd(z[3], v.w, rc.gi[l], rc.gf[l]);
+    }
+    const int ei = ea[i];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const long long col = j0 + j;
+        if (col < n)
+            d[i * ldd + col] = finish(z[j], rc, ei, eb[col], alpha, beta,
+                                      beta != 0.0 ? c + i * ldc + col : c);
+    }
+}
+
+/* alpha == 0: D = beta C (C not read when beta == 0, as BLAS). */
+__global__ void oz_scale_kernel(double beta, const double *c, long long ldc,
+                                double *d, long long ldd, long long m,
+                                long long n)
+{
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+         t < m * n; t += (long long)gridDim.x * blockDim.x) {
+        long long i = t / n, j = t % n;
+        d[i * ldd + j] = beta == 0.0 ? 0.0 : beta * c[i * ldc + j];
+    }
+}
+
+gemm_error cuerr(cudaError_t e)
+{
+    if (e == cudaSuccess)
+        return GEMM_OK;
+    cudaGetLastError();
+    return e == cudaErrorMemoryAllocation ? GEMM_ERR_DEVICE_MEMORY
+                                          : GEMM_ERR_DEVICE;
+}
+
+size_t al256(size_t x)
+{
+    return (x + 255) & ~(size_t)255;
+}
+
+gemm_error state(gemmk_ctx *ctx, OzState **out)
+{
+    OzState **sp = ctx_oz(ctx);
+    if (!*sp) {
+        OzState *st = static_cast<OzState *>(calloc(1, sizeof(OzState)));
+        if (!st)
+            return GEMM_ERR_NOMEM;
+        if (cudaMallocHost(&st->host, 2 * sizeof(DevStats)) != cudaSuccess) {
+            cudaGetLastError();
+            oz_free(st);
+            return GEMM_ERR_NOMEM;
+        }
+        *sp = st;
+    }
+    *out = *sp;
+    return GEMM_OK;
+}
+
+gemm_error lt_status(cublasStatus_t s)
+{
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS:
+        return GEMM_OK;
+    case CUBLAS_STATUS_ALLOC_FAILED:
+        return GEMM_ERR_DEVICE_MEMORY;
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+        return GEMM_ERR_UNSUPPORTED;
+    default:
+        return GEMM_ERR_DEVICE;
+    }
+}
+
+/* cuBLAS DGEMM (cuBLASLt, its heuristic's first algorithm). Row-major D =
+ * op(A) op(B) is column-major D^T = op(B)^T op(A)^T: B in Lt's A slot. */
+gemm_error native(OzState *st, const gemmk_problem_f64 *p, cudaStream_t stream)
+{
+    if (!st->lt) {
+        if (cublasLtCreate(&st->lt) != CUBLAS_STATUS_SUCCESS) {
+            st->lt = nullptr;
+            return GEMM_ERR_DEVICE;
+        }
+    }
+    if (!st->lt_ws) {
+        if (cudaMalloc(&st->lt_ws, kLtWorkspace) != cudaSuccess) {
+            cudaGetLastError();
+            st->lt_ws = nullptr;
+            return GEMM_ERR_DEVICE_MEMORY;
+        }
+        st->lt_ws_bytes = kLtWorkspace;
+    }
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr,
+                           ld = nullptr;
+    cublasLtMatmulPreference_t pref = nullptr;
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    size_t ws = st->lt_ws_bytes;
+    cublasOperation_t opa = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t opb = p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const bool usec = p->beta != 0.0;
+    cublasStatus_t s =
+        cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_64F, CUDA_R_64F);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                           &opa, sizeof(opa));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB,
+                                           &opb, sizeof(opb));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatrixLayoutCreate(&la, CUDA_R_64F,
+                                       p->trans_b ? p->k : p->n,
+                                       p->trans_b ? p->n : p->k, p->ldb);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatrixLayoutCreate(&lb, CUDA_R_64F,
+                                       p->trans_a ? p->m : p->k,
+                                       p->trans_a ? p->k : p->m, p->lda);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatrixLayoutCreate(&lc, CUDA_R_64F, p->n, p->m,
+                                       usec ? p->ldc : p->ldd);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatrixLayoutCreate(&ld, CUDA_R_64F, p->n, p->m, p->ldd);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceCreate(&pref);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulAlgoGetHeuristic(st->lt, op, la, lb, lc, ld, pref, 1,
+                                           &res, &found);
+    if (s == CUBLAS_STATUS_SUCCESS && found < 1)
+        s = CUBLAS_STATUS_NOT_SUPPORTED;
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmul(st->lt, op, &p->alpha, p->b, la, p->a, lb, &p->beta,
+                           usec ? (const void *)p->c : p->d, lc, p->d, ld,
+                           &res.algo, st->lt_ws, ws, stream);
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (op)
+        cublasLtMatmulDescDestroy(op);
+    if (la)
+        cublasLtMatrixLayoutDestroy(la);
+    if (lb)
+        cublasLtMatrixLayoutDestroy(lb);
+    if (lc)
+        cublasLtMatrixLayoutDestroy(lc);
+    if (ld)
+        cublasLtMatrixLayoutDestroy(ld);
+    return lt_status(s);
+}
+
+gemm_error validate(const gemmk_problem_f64 *p)
+{
+    if (!p)
+        return GEMM_ERR_INVALID;
+    const int64_t lim = (int64_t)1 << 30;
+    if (p->m < 1 || p->n < 1 || p->k < 1 || p->m > lim || p->n > lim ||
+        p->k > lim)
+        return GEMM_ERR_INVALID;
+    if ((p->trans_a != 0 && p->trans_a != 1) ||
+        (p->trans_b != 0 && p->trans_b != 1))
+        return GEMM_ERR_INVALID;
+    if (!p->a || !p->b || !p->d || (p->beta != 0.0 && !p->c))
+        return GEMM_ERR_INVALID;
+    if ((reinterpret_cast<uintptr_t>(p->a) | reinterpret_cast<uintptr_t>(p->b) |
+         reinterpret_cast<uintptr_t>(p->d) |
+         (p->beta != 0.0 ? reinterpret_cast<uintptr_t>(p->c) : 0)) &
+        7)
+        return GEMM_ERR_INVALID;
+    int64_t min_lda = p->trans_a ? p->m : p->k;
+    int64_t min_ldb = p->trans_b ? p->k : p->n;
+    if (p->lda < min_lda || p->ldb < min_ldb || p->ldd < p->n ||
+        (p->beta != 0.0 && p->ldc < p->n))
+        return GEMM_ERR_INVALID;
+    if (p->moduli != 0 &&
+        (p->moduli < GEMMK_OZ_MIN || p->moduli > GEMMK_OZ_MAX))
+        return GEMM_ERR_INVALID;
+    if (p->method != GEMMK_F64_AUTO && p->method != GEMMK_F64_NATIVE &&
+        p->method != GEMMK_F64_EMULATE)
+        return GEMM_ERR_INVALID;
+    return GEMM_OK;
+}
+
+/* GEMMK_OZ_KCHUNK=n: the fused kernel runs all moduli over n k-blocks
+ * before the next n (smaller L2 working set, n x more epilogues; a
+ * measurement knob, docs/ozaki-notes.md). 0: the whole K. */
+int oz_kchunk()
+{
+    static int v = [] {
+        const char *e = getenv("GEMMK_OZ_KCHUNK");
+        int x = e ? atoi(e) : 0;
+        return x > 0 ? x : 0;
+    }();
+    return v;
+}
+
+int oz_bytes_tile()
+{
+    static int v = [] {
+        const char *e = getenv("GEMMK_OZ_BYTES_TILE");
+        return e ? atoi(e) != 0 : 0;
+    }();
+    return v;
+}
+
+int oz_pp()
+{
+    static int v = [] {
+        const char *e = getenv("GEMMK_OZ_PP");
+        return e ? atoi(e) != 0 : 1;
+    }();
+    return v;
+}
+
+/*
+ * Where the emulation pays: a cost model with the rates measured on the
+ * H100 (docs/ozaki-notes.md, device calls 1-4): native DGEMM at 57
+ * TFLOP/s; emulation = two passes over A and B plus the residues written
+ * (16 (m + n) k + 15 (m + n) k bytes) and the reconstruction (15 bytes and
+ * a double an output) at an effective 1.5 TB/s, 15 int8 products at 1.3
+ * TOPS, 50 us of fixed cost (a synchronisation, ~20 launches). Emulate
+ * when that is at least 5% faster.
+ */
+bool worth_emulating(const gemmk_problem_f64 *p)
+{
+    const double m = (double)p->m, n = (double)p->n, k = (double)p->k;
+    const double t_native = 2 * m * n * k / 57e12;
+    const double prep = (16 + 15) * (m + n) * k;
+    const double recon = (15 + 8 + (p->beta != 0.0 ? 8 : 0)) * m * n;
+    const double t_emul =
+        (prep + recon) / 1.5e12 + 15 * 2 * m * n * k / 1.3e15 + 50e-6;
+    return t_emul < 0.95 * t_native;
+}
+
+enum Variant { V_FUSED, V_BYTES, V_UNFUSED, V_PREP };
+
+struct Operand {
+    const double *x;
+    long long ld, rows;
+    bool mn; /* stored K x rows */
+};
+
+/* The stats pass of one operand: parts, then E and the DevStats. */
+gemm_error stats(const Operand &o, long long k, int sms, RowPart *part,
+                 int nparts, int *E, DevStats *g, cudaStream_t stream)
+{
+    const long long rb = (o.rows + TR - 1) / TR;
+    const long long ntiles = (k + TK - 1) / TK;
+    const int tpb = (int)((ntiles + nparts - 1) / nparts);
+    const int gy = (int)((ntiles + tpb - 1) / tpb);
+    dim3 grid((unsigned)rb, (unsigned)gy);
+    if (o.mn)
+        oz_stats_kernel<true>
+            <<<grid, 256, 0, stream>>>(o.x, o.ld, o.rows, k, tpb, part);
+    else
+        oz_stats_kernel<false>
+            <<<grid, 256, 0, stream>>>(o.x, o.ld, o.rows, k, tpb, part);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return cuerr(e);
+    (void)sms;
+    oz_rowfinal_kernel<<<(unsigned)((o.rows + 255) / 256), 256, 0, stream>>>(
+        part, gy, o.rows, E, g);
+    return cuerr(cudaGetLastError());
+}
+
+/* The number of K partials per row: enough blocks for the device. */
+int stats_parts(long long rows, long long k, int sms)
+{
+    const long long rb = (rows + TR - 1) / TR;
+    const long long ntiles = (k + TK - 1) / TK;
+    long long gy = (4LL * sms + rb - 1) / rb;
+    if (gy > ntiles)
+        gy = ntiles;
+    if (gy > 1024)
+        gy = 1024;
+    return (int)(gy < 1 ? 1 : gy);
+}
+
+gemm_error split(const Operand &o, long long k, long long kp, const int *E,
+                 int beta, const ModConsts &mc, uint8_t *out,
+                 cudaStream_t stream)
+{
+    dim3 grid((unsigned)((o.rows + TR - 1) / TR), (unsigned)(kp / TK));
+    const long long plane = o.rows * kp;
+    const bool wide = beta > 64; /* integers past 2^65: 7 limbs */
+    if (o.mn && !wide)
+        oz_split_kernel<true, 5><<<grid, 256, 0, stream>>>(
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+    else if (o.mn)
+        oz_split_kernel<true, 7><<<grid, 256, 0, stream>>>(
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+    else if (!wide)
+        oz_split_kernel<false, 5><<<grid, 256, 0, stream>>>(
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+    else
+        oz_split_kernel<false, 7><<<grid, 256, 0, stream>>>(
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+    return cuerr(cudaGetLastError());
+}
+
+} // namespace
+} // namespace gemmk
+
+using namespace gemmk;
+
+extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
+                                     cudaStream_t stream, const char *kernel,
+                                     gemmk_f64_result *res)
+{
+    gemmk_f64_result dummy;
+    if (!res)
+        res = &dummy;
+    memset(res, 0, sizeof(*res));
+    if (!ctx)
+        return GEMM_ERR_INVALID;
+    gemm_error e = validate(p);
+    if (e != GEMM_OK)
+        return e;
+    OzState *st;
+    e = state(ctx, &st);
+    if (e != GEMM_OK)
+        return e;
+
+    bool want_native = p->method == GEMMK_F64_NATIVE;
+    bool named = false;
+    Variant var = V_BYTES; /* what auto runs (docs/ozaki-notes.md) */
+    if (kernel && strcmp(kernel, "auto") != 0) {
+        named = true;
+        if (strcmp(kernel, "cublas-dgemm") == 0)
+            want_native = true;
+        else if (strcmp(kernel, "oz2") == 0)
+            var = V_FUSED;
+        else if (strcmp(kernel, "oz2-bytes") == 0)
+            var = V_BYTES;
+        else if (strcmp(kernel, "oz2-unfused") == 0)
+            var = V_UNFUSED;
+        else if (strcmp(kernel, "oz2-prep") == 0) /* measurements */
+            var = V_PREP;
+        else
+            return GEMM_ERR_UNSUPPORTED;
+    }
+    auto run_native = [&](const char *why) {
+        res->emulated = 0;
+        res->moduli = 0;
+        res->kernel = "cublas-dgemm";
+        res->reason = why;
+        return native(st, p, stream);
+    };
+    if (p->alpha == 0.0) { /* BLAS: A and B are not read */
+        res->kernel = "scale";
+        res->reason = "alpha == 0";
+        long long total = p->m * p->n;
+        int blocks =
+            (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
+        oz_scale_kernel<<<blocks, 256, 0, stream>>>(p->beta, p->c, p->ldc, p->d,
+                                                    p->ldd, p->m, p->n);
+        return cuerr(cudaGetLastError());
+    }
+    if (want_native)
+        return run_native(named ? "named" : "asked");
+    if (!isfinite(p->alpha) || !isfinite(p->beta))
+        return run_native("alpha or beta not finite");
+    if (p->method == GEMMK_F64_AUTO && !named && p->moduli == 0 &&
+        !worth_emulating(p))
+        return run_native("faster natively at this size");
+
+    const int sms = ctx_num_sms(ctx);
+    const Operand oa = {p->a, p->lda, p->m, p->trans_a != 0};
+    const Operand ob = {p->b, p->ldb, p->n, p->trans_b == 0};
+    const long long k = p->k;
+    const int pa = stats_parts(p->m, k, sms), pb = stats_parts(p->n, k, sms);
+    /* statistics workspace: parts, E, two DevStats */
+    const size_t s_parta = al256((size_t)pa * p->m * sizeof(RowPart));
+    const size_t s_partb = al256((size_t)pb * p->n * sizeof(RowPart));
+    const size_t s_ea = al256((size_t)p->m * sizeof(int));
+    const size_t s_eb = al256((size_t)p->n * sizeof(int));
+    void *sw;
+    e = ctx_workspace(ctx, SLOT_OZS,
+                      s_parta + s_partb + s_ea + s_eb + 2 * sizeof(DevStats),
+                      &sw);
+    if (e != GEMM_OK)
+        return run_native("workspace");
+    char *sb = static_cast<char *>(sw);
+    RowPart *parta = reinterpret_cast<RowPart *>(sb);
+    RowPart *partb = reinterpret_cast<RowPart *>(sb + s_parta);
+    int *ea = reinterpret_cast<int *>(sb + s_parta + s_partb);
+    int *eb = reinterpret_cast<int *>(sb + s_parta + s_partb + s_ea);
+    DevStats *gs =
+        reinterpret_cast<DevStats *>(sb + s_parta + s_partb + s_ea + s_eb);
+    cudaError_t ce = cudaMemsetAsync(gs, 0, 2 * sizeof(DevStats), stream);
+    if (ce != cudaSuccess)
+        return cuerr(ce);
+    e = stats(oa, k, sms, parta, pa, ea, gs, stream);
+    if (e == GEMM_OK)
+        e = stats(ob, k, sms, partb, pb, eb, gs + 1, stream);
+    if (e != GEMM_OK)
+        return e;
+    ce = cudaMemcpyAsync(st->host, gs, 2 * sizeof(DevStats),
+                         cudaMemcpyDeviceToHost, stream);
+    if (ce == cudaSuccess)
+        ce = cudaStreamSynchronize(stream);
+    if (ce != cudaSuccess)
+        return cuerr(ce);
+    const DevStats *hs = static_cast<const DevStats *>(st->host);
+    gemmk_oz_stats sa = {hs[0].flags, hs[0].nonzero, hs[0].spread256 / 256.0};
+    gemmk_oz_stats sbs = {hs[1].flags, hs[1].nonzero, hs[1].spread256 / 256.0};
+    res->spread_a = sa.spread;
+    res->spread_b = sbs.spread;
+    int nmod = 0, beta_a = 0, beta_b = 0;
+    const char *why =
+        gemmk_oz_choose(&sa, &sbs, k, p->moduli, &nmod, &beta_a, &beta_b);
+    if (why)
+        return run_native(why);
+    res->beta_a = beta_a;
+    res->beta_b = beta_b;
+
+    gemmk_oz_set set;
+    if (gemmk_oz_set_init(&set, nmod) != 0)
+        return GEMM_ERR_INTERNAL;
+    ModConsts mc;
+    memset(&mc, 0, sizeof(mc));
+    mc.n = nmod;
+    memcpy(mc.mod, set.mod, sizeof(set.mod));
+    const long long kp = (k + GEMMK_OZ_KB - 1) / GEMMK_OZ_KB * GEMMK_OZ_KB;
+    /* the residue-byte and unfused variants run the ping-pong kernel
+     * (128 x 128 per warpgroup), one launch per modulus, unless
+     * GEMMK_OZ_PP=0 (cooperative 128 x 256); GEMMK_OZ_BYTES_TILE=1 runs
+     * all moduli of a tile in one CTA instead (cooperative 128 x 256).
+     * Measurement knobs: docs/ozaki-notes.md. */
+    const bool tilewise = var == V_BYTES && oz_bytes_tile();
+    const bool pp = var != V_FUSED && !tilewise && oz_pp();
+    const int bn = var == V_FUSED || pp ? 128 : 256;
+    S8Params sp;
+    memset(&sp, 0, sizeof(sp));
+    s8_tiles(sp, (int)p->m, (int)p->n, bn);
+    /* residues of both operands, then the variant's planes */
+    const size_t s_ra = al256((size_t)nmod * p->m * kp);
+    const size_t s_rb = al256((size_t)nmod * p->n * kp);
+    const long long ldr = (long long)sp.num_n * bn;
+    const long long rplane = (long long)sp.num_m * BM * ldr;
+    const long long ldw = (p->n + 3) / 4 * 4;
+    size_t s_pl = 0;
+    if (var == V_BYTES)
+        s_pl = al256((size_t)nmod * rplane);
+    else if (var == V_UNFUSED)
+        s_pl = al256((size_t)nmod * p->m * ldw * sizeof(int32_t));
+    void *w;
+    e = ctx_workspace(ctx, SLOT_OZ, s_ra + s_rb + s_pl, &w);
+    if (e != GEMM_OK)
+        return run_native("workspace");
+    uint8_t *ra = static_cast<uint8_t *>(w);
+    uint8_t *rb = ra + s_ra;
+    uint8_t *pl = rb + s_rb;
+    e = split(oa, k, kp, ea, beta_a, mc, ra, stream);
+    if (e == GEMM_OK)
+        e = split(ob, k, kp, eb, beta_b, mc, rb, stream);
+    if (e != GEMM_OK)
+        return e;
+    res->emulated = 1;
+    res->moduli = nmod;
+    res->reason = nullptr;
+    res->kernel = var == V_FUSED   ? "oz2"
+                  : var == V_BYTES ? "oz2-bytes"
+                  : var == V_PREP  ? "oz2-prep"
+                                   : "oz2-unfused";
+    if (var == V_PREP)
+        return GEMM_OK;
+
+    /* tensor maps: the moduli stacked, rows x kp bytes each */
+    const int ku = s8_map16() ? 2 : 1; /* kp is a multiple of 128 */
+    gemmk_tmap_key ka = {}, kb = {};
+    ka.addr = (uint64_t)(uintptr_t)ra;
+    ka.dtype = ku == 2 ? GEMM_BF16 : GEMMK_TMAP_U8;
+    ka.swizzle = GEMMK_SWIZZLE_128B;
+    ka.dim0 = (uint64_t)(kp / ku);
+    ka.dim1 = (uint64_t)nmod * p->m;
+    ka.stride1 = (uint64_t)kp;
+    ka.box0 = S8_BK / ku;
+    ka.box1 = BM;
+    kb = ka;
+    kb.addr = (uint64_t)(uintptr_t)rb;
+    kb.dim1 = (uint64_t)nmod * p->n;
+    kb.box1 = (uint32_t)bn;
+    CUtensorMap ta, tb;
+    e = ctx_map(ctx, &ka, &ta);
+    if (e == GEMM_OK)
+        e = ctx_map(ctx, &kb, &tb);
+    if (e != GEMM_OK)
+        return e;
+    sp.nkb = (int)(kp / S8_BK);
+    sp.kunit = ku;
+    if (var == V_FUSED && oz_kchunk() > 0)
+        sp.kch = oz_kchunk();
+    sp.rows_a = (int)p->m;
+    sp.rows_b = (int)p->n;
+    for (int l = 0; l < nmod; l++) {
+        sp.gi[l] = set.mod[l].gi;
+        sp.gf[l] = set.mod[l].gf;
+        sp.p[l] = set.mod[l].p;
+        sp.magic[l] = set.mod[l].magic;
+        /* a multiple of p with |acc| <= 2^29 + 2^9 -> [0, 2^31) */
+        sp.off[l] = (uint32_t)(((1u << 29) + 1024 + set.mod[l].p - 1) /
+                               set.mod[l].p * set.mod[l].p);
+    }
+    ReconConsts rc;
+    memset(&rc, 0, sizeof(rc));
+    rc.n = nmod;
+    rc.ebias = -(beta_a + beta_b);
+    rc.pscale = set.pscale;
+    rc.pscale_lo = set.pscale_lo;
+    for (int l = 0; l < nmod; l++) {
+        rc.gi[l] = set.mod[l].gi;
+        rc.gf[l] = set.mod[l].gf;
+    }
+    const int grid = sp.units < sms ? sp.units : sms;
+    if (var == V_FUSED) {
+        sp.nmod = nmod;
+        sp.fd = p->d;
+        sp.fc = p->beta != 0.0 ? p->c : nullptr;
+        sp.fldd = p->ldd;
+        sp.fldc = p->ldc;
+        sp.falpha = p->alpha;
+        sp.fbeta = p->beta;
+        sp.ea = ea;
+        sp.eb = eb;
+        sp.ebias = rc.ebias;
+        sp.pscale = set.pscale;
+        sp.pscale_lo = set.pscale_lo;
+        return cuerr(launch_s8(128, 1, ta, tb, sp, grid, stream));
+    }
+    dim3 rgrid;
+    if (var == V_BYTES) {
+        sp.r = pl;
+        sp.ldr = ldr;
+        sp.rplane = rplane;
+        if (tilewise) {
+            sp.nmod = nmod;
+            ce = launch_s8(256, 2, ta, tb, sp, grid, stream);
+        } else {
+            sp.nmod = 1;
+            ce = cudaSuccess;
+            for (int l = 0; l < nmod && ce == cudaSuccess; l++) {
+                sp.mod0 = l;
+                ce = pp ? launch_s8_pp(2, ta, tb, sp, grid, stream)
+                        : launch_s8(256, 2, ta, tb, sp, grid, stream);
+            }
+        }
+        if (ce != cudaSuccess)
+            return cuerr(ce);
+        if (pp) { /* fragment-ordered planes */
+            oz_recon_frag_kernel<<<dim3((unsigned)sp.units, 8), 128, 0,
+                                   stream>>>(pl, rplane, sp.num_n, rc, ea, eb,
+                                             p->alpha, p->beta, p->c, p->ldc,
+                                             p->d, p->ldd, p->m, p->n);
+            return cuerr(cudaGetLastError());
+        }
+        rgrid = dim3((unsigned)((p->n + 16 * 256 - 1) / (16 * 256)),
+                     (unsigned)p->m);
+        oz_recon_bytes_kernel<<<rgrid, 256, 0, stream>>>(
+            pl, ldr, rplane, rc, ea, eb, p->alpha, p->beta, p->c, p->ldc, p->d,
+            p->ldd, p->m, p->n);
+        return cuerr(cudaGetLastError());
+    }
+    /* unfused: one int8 GEMM per modulus, int32 products */
+    int32_t *wp = reinterpret_cast<int32_t *>(pl);
+    sp.nmod = 1;
+    sp.reduce = 1;
+    sp.ldd = ldw;
+    for (int l = 0; l < nmod; l++) {
+        sp.mod0 = l;
+        sp.d = wp + (long long)l * p->m * ldw;
+        ce = pp ? launch_s8_pp(0, ta, tb, sp, grid, stream)
+                : launch_s8(256, 0, ta, tb, sp, grid, stream);
+        if (ce != cudaSuccess)
+            return cuerr(ce);
+    }
+    rgrid = dim3((unsigned)((p->n + 4 * 256 - 1) / (4 * 256)), (unsigned)p->m);
+    oz_recon_i32_kernel<<<rgrid, 256, 0, stream>>>(
+        wp, ldw, (long long)p->m * ldw, rc, ea, eb, p->alpha, p->beta, p->c,
+        p->ldc, p->d, p->ldd, p->m, p->n);
+    return cuerr(cudaGetLastError());
+}

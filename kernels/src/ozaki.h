@@ -1,0 +1,443 @@
+/*
+ * ozaki.h: the arithmetic of the Ozaki-II fp64 emulation (issue 14), as
+ * plain C shared by the GPU kernels (ozaki.cu, gemm_s8.cuh) and the CPU
+ * unit test (tests/kernels/ozaki_test.c), so the host checks, against
+ * exact 128-bit integer arithmetic, the very code the GPU runs.
+ *
+ * The scheme. Row i of op(A) is scaled by 2^s_i and column j of op(B) by
+ * 2^t_j and rounded to integers A', B' (gemmk_oz_scale, gemmk_oz_flimbs).
+ * Their product X = A'B' is an integer matrix; it is computed exactly
+ * modulo each of n pairwise coprime moduli p_l <= 256 by an int8 GEMM of
+ * the residues (gemmk_oz_fresidue: symmetric residues fit int8, computed
+ * exactly on the fp32 pipe) with int32 accumulation. The Chinese remainder
+ * theorem gives X back when |X| < P/2, P = prod p_l; then C = X 2^(-s_i - t_j).
+ *
+ * Reconstruction without big integers: with c_l = (P/p_l)^-1 mod p_l,
+ * X / P = sum_l c_l acc_l / p_l (mod 1) for any integers acc_l = X mod
+ * p_l (the int32 accumulators, unreduced). So the fraction Z = X / P mod 1
+ * is a sum of acc_l * G_l in 64-bit fixed point, G_l = 2^64 c_l / p_l
+ * (gemmk_oz_zadd: uint64 arithmetic wraps exactly mod 1), and X =
+ * P * centred(Z) (gemmk_oz_value). The fixed point costs at most 1.5 units
+ * of 2^-64 per modulus, i.e. |X error| <= 1.5 n P 2^-64: with
+ * 2^(beta_a + beta_b) ~ P/2 that is ~3n 2^-64 of |a_i| |b_j| (2-norms),
+ * far under the rounding of the inputs (~2^-beta). Z is linear in the
+ * accumulators, so partial sums over k (flushes, splits) simply add.
+ *
+ * Scaling (gemmk_oz_choose, gemmk_oz_rowscale): row i of A is multiplied
+ * by mu_i 2^(beta_a - E_i), mu_i = j_i / 8 in [1, 2), so that its 2-norm
+ * lies in (7/8, 1] 2^beta_a; likewise for B. Then |X_ij| <= ||A'_i||
+ * ||B'_j|| < 2^(beta_a+beta_b) (1 + tiny) < P/2 by Cauchy-Schwarz. The
+ * emulation's error comes from rounding A and B to those integers: |dC_ij| <=
+ * 2^(-s_i-1) ||b_j||_1 + 2^(-t_j-1) ||a_i||_1 (+ the tiny reconstruction and
+ * final roundings), typically ~0.3 * 2^-beta ||a_i|| ||b_j|| per side.
+ */
+#ifndef GEMMK_OZAKI_H
+#define GEMMK_OZAKI_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#define GEMMK_OZ_HD __host__ __device__ __forceinline__
+#define GEMMK_OZ_H  static inline __host__
+#else
+#define GEMMK_OZ_HD static inline
+#define GEMMK_OZ_H  static inline
+#endif
+
+#define GEMMK_OZ_MAX      20  /* moduli at most */
+#define GEMMK_OZ_MIN      2   /* moduli at least (explicit requests) */
+#define GEMMK_OZ_BETA_MAX 80  /* scaled integers stay below 2^84 (4 limbs) */
+#define GEMMK_OZ_KB       128 /* int8 k-block (bytes of a 128B-swizzled row) */
+/* k-blocks between flushes of the int32 accumulators into Z: 65536 terms
+ * of at most 128 * 128 = 2^14 stay below 2^30 */
+#define GEMMK_OZ_FLUSH_KB 512
+
+#define GEMMK_OZ_NL 7 /* 13-bit limbs of a scaled integer (< 2^91) */
+
+/* Stats flags (gemmk_oz_stats.flags, per row in the stats pass). */
+#define GEMMK_OZ_NONFINITE 1u /* an inf or NaN */
+#define GEMMK_OZ_DENORMAL  2u /* a subnormal */
+
+/* The moduli, largest first: pairwise coprime, at most 256 (int8
+ * symmetric residues: [-128, 127] for 256, [-(p-1)/2, (p-1)/2] else). */
+#define GEMMK_OZ_MODULI                                                        \
+    {                                                                          \
+        256, 255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199,  \
+            197, 193, 191, 181, 179, 173                                       \
+    }
+
+/* One modulus' constants (computed on the host, read by the kernels). */
+typedef struct gemmk_oz_mod {
+    uint32_t p;            /* the modulus */
+    uint32_t magic;        /* ceil(2^39 / p): v / p == (v * magic) >> 39 */
+    int32_t hmax;          /* symmetric residues lie in [hmax - p + 1, hmax] */
+    uint32_t gf;           /* floor(2^32 frac(2^64 c / p)) */
+    uint64_t gi;           /* floor(2^64 c / p), c = (P/p)^-1 mod p */
+    float fp, finv;        /* p and 1/p (rounded) as floats */
+    float fc[GEMMK_OZ_NL]; /* 2^(13 j) mod p, symmetric, as floats */
+    float pad;
+} gemmk_oz_mod;
+
+/* A set of n moduli. */
+typedef struct gemmk_oz_set {
+    int n;
+    int pad;
+    double log2p;     /* log2 P */
+    double pscale;    /* P / 2^64, rounded to nearest */
+    double pscale_lo; /* P / 2^64 - pscale (to ~2^-64 relative) */
+    gemmk_oz_mod mod[GEMMK_OZ_MAX];
+} gemmk_oz_set;
+
+/* --- scaling and residues (GPU split kernel) ----------------------------- */
+
+/*
+ * |round(a mu 2^s)| as a 128-bit integer hi:lo (rounding half to even),
+ * mu = j / 8 with j in 8..15 (the row's fractional scale, see
+ * gemmk_oz_rowscale); returns 1 when a < 0. Zero, and values that round
+ * to zero, give zero. The caller keeps |a| mu 2^s < 2^84 (scaling by the
+ * row norm guarantees it; beyond, the value is wrong but nothing is
+ * undefined). a must be finite.
+ */
+GEMMK_OZ_HD int gemmk_oz_scale(double a, int s, int j, uint64_t *hi,
+                               uint64_t *lo)
+{
+    uint64_t u;
+    memcpy(&u, &a, sizeof(u));
+    const int neg = (int)(u >> 63);
+    const int ex = (int)((u >> 52) & 0x7ff);
+    uint64_t m = u & ((1ull << 52) - 1);
+    int e2; /* |a| = m 2^e2 */
+    if (ex == 0) {
+        e2 = -1074;
+    } else {
+        m |= 1ull << 52;
+        e2 = ex - 1075;
+    }
+    m *= (uint64_t)j;   /* < 2^57 */
+    int t = e2 + s - 3; /* |a| mu 2^s = m 2^t */
+    if (m == 0 || t < -58) {
+        *lo = *hi = 0;
+    } else if (t < 0) {
+        const int sh = -t; /* 1..58 */
+        uint64_t q = m >> sh;
+        const uint64_t rem = m & ((1ull << sh) - 1);
+        const uint64_t half = 1ull << (sh - 1);
+        q += (rem > half || (rem == half && (q & 1))) ? 1 : 0;
+        *lo = q;
+        *hi = 0;
+    } else if (t < 64) {
+        *lo = m << t;
+        *hi = t ? m >> (64 - t) : 0;
+    } else { /* a subnormal's short mantissa shifted far */
+        *lo = 0;
+        *hi = m << (t > 83 ? 19 : t - 64);
+    }
+    return neg;
+}
+
+/* A row's scale as the kernels store it: 2^E mu, packed as 16 E + (j - 8)
+ * (mu = j / 8). */
+GEMMK_OZ_HD int gemmk_oz_rowscale_E(int packed)
+{
+    return packed >> 4; /* arithmetic shift: E may be negative */
+}
+GEMMK_OZ_HD int gemmk_oz_rowscale_j(int packed)
+{
+    return (packed & 15) + 8;
+}
+
+/*
+ * The scale of a row of 2-norm nu = sqrt(ssq) 2^emax (ssq in [1, 4k]):
+ * the smallest E with 2^E > nu (1 + 2^-20) (the margin covers the sum's
+ * rounding) and the largest j in 8..15 with (j / 8) nu (1 + 2^-20) <=
+ * 2^E, so the row scaled by 2^(beta - E) j / 8 has a 2-norm at most
+ * 2^beta and above 2^beta 7/8: powers of two alone would waste half a bit
+ * a side on average. Returns the packed form (gemmk_oz_rowscale_E, _j).
+ */
+GEMMK_OZ_HD int gemmk_oz_rowscale(double ssq, int emax)
+{
+    int ee;
+    const double f = frexp(sqrt(ssq) * (1.0 + 0x1p-20), &ee); /* [.5, 1) */
+    int j = (int)floor(8.0 / f);
+    if (j > 15)
+        j = 15;
+    if (j < 8)
+        j = 8;
+    return 16 * (emax + ee) + (j - 8);
+}
+
+/*
+ * round(a mu 2^s) (mu = j / 8) as GEMMK_OZ_NL signed 13-bit limbs held in
+ * floats (exact): the integer is sum_i f[i] 2^(13 i), every f[i] of a's
+ * sign. Only the first nl limbs are written (5 cover integers < 2^65).
+ */
+GEMMK_OZ_HD void gemmk_oz_flimbs(double a, int s, int j, int nl, float *f)
+{
+    uint64_t hi, lo;
+    const int neg = gemmk_oz_scale(a, s, j, &hi, &lo);
+    const uint32_t mask = (1u << 13) - 1;
+    for (int j = 0; j < nl; j++) {
+        const int b = 13 * j;
+        uint32_t v;
+        if (b + 13 <= 64)
+            v = (uint32_t)(lo >> b) & mask;
+        else if (b < 64)
+            v = (uint32_t)((lo >> b) | (hi << (64 - b))) & mask;
+        else
+            v = (uint32_t)(hi >> (b - 64)) & mask;
+        f[j] = neg ? -(float)v : (float)v;
+    }
+}
+
+/*
+ * The residue of sum_j f[j] 2^(13 j) modulo m->p, in [-(p-1)/2, (p-1)/2]
+ * for odd p and [-128, 128] for p = 256 (128 is stored as the byte 0x80,
+ * -128, which is the same residue), all in fp32 arithmetic, exact:
+ * v = sum f[j] c[j] with |c[j]| <= 128 stays below 2^13 (1 + 6 * 128) <
+ * 2^23, so every partial sum is an exact float; q = round(v / p) comes
+ * from one fma with the rounded 1/p (its error |v / p| 2^-24 < 1/(2p) is
+ * under the distance of v / p from a half-integer when p is odd; for 256
+ * it is exact) and v - q p is exact. Returns the residue as an int.
+ */
+GEMMK_OZ_HD int gemmk_oz_fresidue(const float *f, int nl, const float *c,
+                                  float p, float invp)
+{
+    float v = f[0];
+    for (int j = 1; j < nl; j++)
+        v = fmaf(f[j], c[j], v);
+    const float magic = 12582912.0f; /* 1.5 * 2^23: rounds to integers */
+    const float q = fmaf(v, invp, magic) - magic;
+    return (int)fmaf(-q, p, v);
+}
+
+/* The same residue as a byte (two's complement int8), read from the bits
+ * of r + 1.5 * 2^23 (exact) instead of a float-to-int conversion, which
+ * the GPU runs at a fraction of the fp32 rate. */
+GEMMK_OZ_HD uint32_t gemmk_oz_fresidue_byte(const float *f, int nl,
+                                            const float *c, float p, float invp)
+{
+    float v = f[0];
+    for (int j = 1; j < nl; j++)
+        v = fmaf(f[j], c[j], v);
+    const float magic = 12582912.0f;
+    const float q = fmaf(v, invp, magic) - magic;
+    const float rb = fmaf(-q, p, v) + magic;
+    uint32_t bits;
+    memcpy(&bits, &rb, sizeof(bits));
+    return bits & 0xffu;
+}
+
+/* --- reconstruction (GPU GEMM epilogue) ---------------------------------- */
+
+/* z + acc * G (mod 2^64): acc is an int32 accumulator of the modulus. */
+GEMMK_OZ_HD uint64_t gemmk_oz_zadd(uint64_t z, int32_t acc, uint64_t gi,
+                                   uint32_t gf)
+{
+    const uint64_t whole = (uint64_t)(int64_t)acc * gi;
+    const int64_t frac = ((int64_t)acc * (int64_t)gf) >> 32; /* floor */
+    return z + whole + (uint64_t)frac;
+}
+
+/* X 2^e, X = P * centred(z / 2^64): the reconstructed product scaled back
+ * (e = -(s_i + t_j)); P / 2^64 = ph + pl. The high 32 bits of z times ph
+ * and the rest are summed with fmas, so the result is rounded about once
+ * (the products a single DGEMM multiply would round once too). */
+GEMMK_OZ_HD double gemmk_oz_value(uint64_t z, double ph, double pl, int e)
+{
+    const int64_t zs = (int64_t)z;
+    const double hi = (double)(zs & ~(int64_t)0xffffffff); /* exact */
+    const double lo = (double)(uint32_t)z;                 /* exact */
+    const double x = fma(hi, ph, fma(hi, pl, lo * ph));
+    return scalbn(x, e);
+}
+
+/* The product back in the inputs' units from the packed row and column
+ * scales: X 2^(E_i + E_j - beta_a - beta_b) / (mu_i mu_j); the division
+ * by j_i j_j / 64 rounds once more. */
+GEMMK_OZ_HD double gemmk_oz_result(uint64_t z, double ph, double pl, int rs_i,
+                                   int rs_j, int ebias)
+{
+    const double x = gemmk_oz_value(z, ph, pl,
+                                    gemmk_oz_rowscale_E(rs_i) +
+                                        gemmk_oz_rowscale_E(rs_j) + ebias + 6);
+    return x / (double)(gemmk_oz_rowscale_j(rs_i) * gemmk_oz_rowscale_j(rs_j));
+}
+
+/* --- host: constants and the choice of moduli ---------------------------- */
+/* (host functions: nvcc's device pass parses host code too, so these stay
+ * visible to it) */
+
+__extension__ typedef unsigned __int128 gemmk_oz_u128;
+
+/* Fills s for the first n moduli (1..GEMMK_OZ_MAX). Returns 0, or -1 for
+ * a bad n. */
+GEMMK_OZ_H int gemmk_oz_set_init(gemmk_oz_set *s, int n)
+{
+    static const int mods[GEMMK_OZ_MAX] = GEMMK_OZ_MODULI;
+    if (!s || n < 1 || n > GEMMK_OZ_MAX)
+        return -1;
+    memset(s, 0, sizeof(*s));
+    s->n = n;
+    /* P as little-endian 32-bit limbs (at most 160 bits) */
+    uint32_t big[6] = {1, 0, 0, 0, 0, 0};
+    double l2 = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t carry = 0;
+        for (int w = 0; w < 6; w++) {
+            uint64_t x = (uint64_t)big[w] * (uint64_t)mods[i] + carry;
+            big[w] = (uint32_t)x;
+            carry = x >> 32;
+        }
+        l2 += log2((double)mods[i]);
+    }
+    s->log2p = l2;
+    /* P / 2^64 rounded to nearest: the top 64 bits with a sticky bit for
+     * what lies below them, converted once */
+    int bits = 0; /* bit length of P */
+    for (int w = 5; w >= 0 && !bits; w--)
+        if (big[w]) {
+            int b = 31;
+            while (!((big[w] >> b) & 1))
+                b--;
+            bits = 32 * w + b + 1;
+        }
+    {
+        uint64_t top = 0;
+        int sticky = 0;
+        for (int i = bits - 1; i >= 0; i--) {
+            int bit = (big[i / 32] >> (i % 32)) & 1;
+            if (i >= bits - 64)
+                top = (top << 1) | (uint64_t)bit;
+            else if (bit)
+                sticky = 1;
+        }
+        int shift = bits > 64 ? bits - 64 : 0;
+        s->pscale = ldexp((double)(top | (uint64_t)sticky), shift - 64);
+        /* the rest: P - pscale 2^64 from the limbs, in long double
+         * (exact to 64 bits: plenty for a correction term) */
+        long double pl = 0;
+        for (int w = 5; w >= 0; w--)
+            pl = pl * 4294967296.0L + (long double)big[w];
+        s->pscale_lo = (double)(ldexpl(pl, -64) - (long double)s->pscale);
+    }
+    for (int i = 0; i < n; i++) {
+        const uint32_t p = (uint32_t)mods[i];
+        gemmk_oz_mod *m = &s->mod[i];
+        m->p = p;
+        m->magic = (uint32_t)(((1ull << 39) + p - 1) / p);
+        m->hmax = p == 256 ? 127 : (int32_t)(p - 1) / 2;
+        m->fp = (float)p;
+        m->finv = 1.0f / (float)p;
+        for (int j = 0; j < GEMMK_OZ_NL; j++) {
+            /* 2^(13 j) mod p, then symmetric */
+            uint32_t c = 1 % p;
+            for (int b = 0; b < 13 * j; b++)
+                c = (c * 2) % p;
+            int cs = (int)c > m->hmax ? (int)c - (int)p : (int)c;
+            m->fc[j] = (float)cs;
+        }
+        uint32_t q = 1 % p; /* (P / p) mod p */
+        for (int j = 0; j < n; j++)
+            if (j != i)
+                q = (uint32_t)((q * (uint32_t)mods[j]) % p);
+        uint32_t c = n == 1 ? 1 : 0;
+        for (uint32_t x = 1; x < p && !c; x++)
+            if ((q * x) % p == 1)
+                c = x;
+        if (c == 0)
+            return -1; /* not coprime: cannot happen for GEMMK_OZ_MODULI */
+        const gemmk_oz_u128 num = (gemmk_oz_u128)c << 64;
+        const uint64_t r = (uint64_t)(num % p);
+        m->gi = (uint64_t)(num / p);
+        m->gf = (uint32_t)((r << 32) / p);
+    }
+    return 0;
+}
+
+/*
+ * Largest beta_a + beta_b (split as beta_a = ceil(b/2), beta_b = floor)
+ * that keeps |X| <= ||A'_i|| ||B'_j|| < P / 2 for depth k: each rounded
+ * row has ||A'_i|| <= 2^beta_a + sqrt(k) / 2, so (2^beta_a + sqrt(k)/2)
+ * (2^beta_b + sqrt(k)/2) must stay under 2^(log2 P - 1); 0.01 bit more
+ * covers the rounding of log2 P itself. Returns -1 if none fits.
+ */
+GEMMK_OZ_H int gemmk_oz_budget(const gemmk_oz_set *s, int64_t k)
+{
+    const double lim = s->log2p - 1.01;
+    const double h = 0.5 * sqrt((double)(k > 1 ? k : 1));
+    for (int b = (int)floor(lim); b >= 2; b--) {
+        const double ba = ldexp(1.0, (b + 1) / 2), bb = ldexp(1.0, b / 2);
+        if (log2(ba + h) + log2(bb + h) < lim)
+            return b;
+    }
+    return -1;
+}
+
+/* Global statistics of one operand (the stats pass, reduced over rows). */
+typedef struct gemmk_oz_stats {
+    unsigned flags; /* GEMMK_OZ_NONFINITE | GEMMK_OZ_DENORMAL, any row */
+    int nonzero;    /* rows with a nonzero element */
+    double spread;  /* max over rows of emax - mean exponent (nonzeros) */
+} gemmk_oz_stats;
+
+/* Accuracy model constants (docs/ozaki-notes.md): bits per side that
+ * match cuBLAS DGEMM's error on inputs of small exponent spread, and how
+ * much more a wide spread needs. */
+#define GEMMK_OZ_BETA0        55
+#define GEMMK_OZ_SPREAD_SLOPE 1.0
+
+/*
+ * The emulation plan for depth k, the operands' statistics and an
+ * explicit moduli count (0: choose). Writes n and the bits per side.
+ * Returns NULL to emulate, or a static reason to run native DGEMM.
+ */
+GEMMK_OZ_H const char *gemmk_oz_choose(const gemmk_oz_stats *a,
+                                       const gemmk_oz_stats *b, int64_t k,
+                                       int explicit_n, int *n, int *beta_a,
+                                       int *beta_b)
+{
+    if ((a->flags | b->flags) & GEMMK_OZ_NONFINITE)
+        return "inf or NaN in A or B";
+    gemmk_oz_set s;
+    int bud = -1;
+    if (explicit_n) {
+        if (explicit_n < GEMMK_OZ_MIN || explicit_n > GEMMK_OZ_MAX)
+            return "moduli out of range";
+        *n = explicit_n;
+        gemmk_oz_set_init(&s, *n);
+        bud = gemmk_oz_budget(&s, k);
+        if (bud < 2)
+            return "too few moduli for this depth";
+    } else {
+        if ((a->flags | b->flags) & GEMMK_OZ_DENORMAL)
+            return "subnormal in A or B";
+        /* wide exponent spreads: DGEMM's error follows the products that
+         * line up, the emulation's the norms; the excess of the smaller
+         * spread over log2 sqrt(k) is what the norms overstate */
+        double sp = a->spread < b->spread ? a->spread : b->spread;
+        double excess = sp - 0.5 * log2((double)(k > 1 ? k : 1));
+        int extra = excess > 0 ? (int)ceil(GEMMK_OZ_SPREAD_SLOPE * excess) : 0;
+        const int need = GEMMK_OZ_BETA0 + extra; /* per side */
+        if (need > GEMMK_OZ_BETA_MAX)
+            return "exponent spread too wide";
+        for (int i = GEMMK_OZ_MIN; i <= GEMMK_OZ_MAX && bud < 0; i++) {
+            gemmk_oz_set_init(&s, i);
+            int bi = gemmk_oz_budget(&s, k);
+            if (bi >= 2 * need) {
+                *n = i;
+                bud = bi;
+            }
+        }
+        if (bud < 0)
+            return "exponent spread too wide";
+    }
+    if (bud > 2 * GEMMK_OZ_BETA_MAX)
+        bud = 2 * GEMMK_OZ_BETA_MAX;
+    *beta_a = (bud + 1) / 2;
+    *beta_b = bud / 2;
+    return 0;
+}
+
+#endif /* GEMMK_OZAKI_H */

@@ -1,0 +1,462 @@
+/*
+ * ozaki_test.c: the Ozaki-II arithmetic of kernels/src/ozaki.h (the code
+ * the GPU kernels run) against exact 128-bit integer arithmetic: the
+ * moduli and their CRT constants, the magic-number division, scaling a
+ * double to an integer, residues (exact on the fp32 pipe), the fixed-point
+ * reconstruction of
+ * products from int32 accumulators, the bit budget, the choice of moduli
+ * and fallbacks, and a whole small GEMM emulated on the host against a
+ * long double reference. Runs on any CPU (CI).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "ozaki.h"
+
+typedef __int128 i128;
+typedef unsigned __int128 u128;
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd64(void)
+{
+    uint64_t x = (rng_state += 0x9E3779B97F4A7C15ull);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+static double rnd_unit(void) /* [-1, 1), 53 random bits */
+{
+    return (double)(rnd64() >> 11) * 0x1p-53 * 2.0 - 1.0;
+}
+
+static i128 mod_sym(i128 x, int p) /* symmetric residue as gemmk_oz_residue */
+{
+    i128 r = x % p;
+    if (r < 0)
+        r += p;
+    int hmax = p == 256 ? 127 : (p - 1) / 2;
+    if (r > hmax)
+        r -= p;
+    return r;
+}
+
+/* the exact value of round(a j/8 2^s) (half to even), |.| < 2^100 */
+static i128 exact_scale(double a, int s, int jm)
+{
+    int e;
+    double f = frexp(fabs(a), &e); /* |a| = f 2^e, f in [0.5, 1) */
+    if (a == 0)
+        return 0;
+    i128 m = (i128)ldexp(f, 53) * jm; /* 57-bit integer */
+    int t = e - 53 + s - 3;           /* |a| j/8 2^s = m 2^t */
+    i128 v;
+    if (t >= 0) {
+        v = m << t;
+    } else if (t < -64) {
+        v = 0;
+    } else {
+        i128 q = m >> (-t);
+        i128 rem = m - (q << (-t));
+        i128 half = (i128)1 << (-t - 1);
+        if (rem > half || (rem == half && (q & 1)))
+            q++;
+        v = q;
+    }
+    return a < 0 ? -v : v;
+}
+
+static i128 scaled_value(double a, int s, int jm)
+{
+    uint64_t hi, lo;
+    int neg = gemmk_oz_scale(a, s, jm, &hi, &lo);
+    i128 v = (i128)(((unsigned __int128)hi << 64) | lo);
+    return neg ? -v : v;
+}
+
+static i128 flimbs_value(const float *f, int nl)
+{
+    i128 v = 0;
+    for (int j = nl - 1; j >= 0; j--)
+        v = v * 8192 + (i128)f[j];
+    return v;
+}
+
+Test(ozaki, moduli_pairwise_coprime)
+{
+    static const int mods[] = GEMMK_OZ_MODULI;
+    for (int i = 0; i < GEMMK_OZ_MAX; i++) {
+        cr_assert(mods[i] >= 2 && mods[i] <= 256, "modulus %d", mods[i]);
+        if (i)
+            cr_assert_lt(mods[i], mods[i - 1], "not decreasing");
+        for (int j = 0; j < i; j++) {
+            int a = mods[i], b = mods[j];
+            while (b) {
+                int t = a % b;
+                a = b;
+                b = t;
+            }
+            cr_assert_eq(a, 1, "%d and %d share %d", mods[i], mods[j], a);
+        }
+    }
+}
+
+Test(ozaki, crt_constants_exact)
+{
+    for (int n = 1; n <= GEMMK_OZ_MAX; n++) {
+        gemmk_oz_set s;
+        cr_assert_eq(gemmk_oz_set_init(&s, n), 0);
+        double l2 = 0;
+        long double pl = 1;
+        for (int i = 0; i < n; i++) {
+            const gemmk_oz_mod *m = &s.mod[i];
+            uint32_t p = m->p;
+            l2 += log2((double)p);
+            pl *= p;
+            /* c * (P / p) == 1 (mod p), c = G p / 2^64 recovered from gi */
+            u128 num = ((u128)m->gi * p);             /* 2^64 c - r */
+            uint64_t c = (uint64_t)((num + p) >> 64); /* r < p */
+            uint32_t q = 1 % p;
+            for (int j = 0; j < n; j++)
+                if (j != i)
+                    q = (q * s.mod[j].p) % p;
+            cr_assert_eq((c * q) % p, 1 % p, "n %d modulus %u: c %llu", n, p,
+                         (unsigned long long)c);
+            /* gi, gf: floor(2^64 c / p) and its next 32 bits */
+            u128 exact = (u128)c << 64;
+            cr_assert_eq(m->gi, (uint64_t)(exact / p));
+            uint64_t r = (uint64_t)(exact % p);
+            cr_assert_eq(m->gf, (uint32_t)((r << 32) / p));
+            for (int j = 0; j < GEMMK_OZ_NL; j++) {
+                i128 want = mod_sym((i128)1 << (13 * j), (int)p);
+                cr_assert_eq((i128)m->fc[j], want, "2^%d mod %u", 13 * j, p);
+            }
+            cr_assert_eq(m->fp, (float)p);
+        }
+        cr_assert_float_eq(s.log2p, l2, 1e-12);
+        /* pscale = P / 2^64 to double precision (long double P is exact
+         * to 64 bits, more than enough to check a 53-bit rounding), and
+         * pscale + pscale_lo closer still */
+        long double want = ldexpl(pl, -64);
+        cr_assert_leq(fabsl((long double)s.pscale - want) / want, 0x1p-53L,
+                      "n %d pscale %a", n, s.pscale);
+        long double two = (long double)s.pscale + (long double)s.pscale_lo;
+        cr_assert_leq(fabsl(two - want) / want, 0x1p-62L, "n %d", n);
+    }
+}
+
+Test(ozaki, magic_division_exact)
+{
+    gemmk_oz_set s;
+    gemmk_oz_set_init(&s, GEMMK_OZ_MAX);
+    for (int i = 0; i < GEMMK_OZ_MAX; i++) {
+        const gemmk_oz_mod *m = &s.mod[i];
+        uint32_t edge[] = {0,
+                           1,
+                           m->p - 1,
+                           m->p,
+                           m->p + 1,
+                           0x7fffffffu,
+                           0x7ffffffeu,
+                           0x40000000u,
+                           0x3fffffffu,
+                           (0x7fffffffu / m->p) * m->p,
+                           (0x7fffffffu / m->p) * m->p - 1};
+        for (size_t e = 0; e < sizeof(edge) / sizeof(edge[0]); e++) {
+            uint32_t v = edge[e];
+            uint32_t q = (uint32_t)(((uint64_t)v * m->magic) >> 39);
+            cr_assert_eq(q, v / m->p, "v %u / %u", v, m->p);
+        }
+        for (int t = 0; t < 200000; t++) {
+            uint32_t v = (uint32_t)(rnd64() >> 33); /* < 2^31 */
+            uint32_t q = (uint32_t)(((uint64_t)v * m->magic) >> 39);
+            cr_assert_eq(q, v / m->p, "v %u / %u", v, m->p);
+        }
+    }
+}
+
+Test(ozaki, scale_and_residues_exact)
+{
+    gemmk_oz_set s;
+    gemmk_oz_set_init(&s, GEMMK_OZ_MAX);
+    for (int t = 0; t < 200000; t++) {
+        double a;
+        int kind = t % 7;
+        if (kind == 0)
+            a = 0.0;
+        else if (kind == 1) /* subnormals */
+            a = ldexp(rnd_unit(), -1030 - (int)(rnd64() % 40));
+        else if (kind == 2) /* huge */
+            a = ldexp(rnd_unit(), 900 + (int)(rnd64() % 120));
+        else
+            a = ldexp(rnd_unit(), (int)(rnd64() % 200) - 100);
+        if (t % 11 == 0) /* exact halves: ties to even */
+            a = ldexp((double)((int64_t)(rnd64() % 2000) - 1000) + 0.5,
+                      -(int)(rnd64() % 3));
+        int e;
+        frexp(a, &e);
+        /* any shift that keeps |a| 2^s < 2^80 */
+        int s_ = 80 - e - (int)(rnd64() % 140);
+        if (a == 0)
+            s_ = (int)(rnd64() % 100);
+        const int jm = 8 + (int)(rnd64() % 8);
+        if (s_ > -1000)
+            s_ -= 1; /* room for mu < 2 */
+        i128 want = exact_scale(a, s_, jm);
+        i128 got = scaled_value(a, s_, jm);
+        cr_assert(got == want, "a %a s %d j %d: %.17g vs %.17g", a, s_, jm,
+                  (double)got, (double)want);
+        float f[GEMMK_OZ_NL];
+        gemmk_oz_flimbs(a, s_, jm, GEMMK_OZ_NL, f);
+        cr_assert(flimbs_value(f, GEMMK_OZ_NL) == want, "limbs of %a", a);
+        for (int j = 0; j < GEMMK_OZ_NL; j++)
+            cr_assert(fabsf(f[j]) < 8192.0f &&
+                      (f[j] == 0 || (f[j] < 0) == (a < 0)));
+        /* 5 limbs when the integer is below 2^65 */
+        int nl = (want < ((i128)1 << 65) && want > -((i128)1 << 65)) ? 5 : 7;
+        for (int i = 0; i < GEMMK_OZ_MAX; i++) {
+            const gemmk_oz_mod *m = &s.mod[i];
+            int r = gemmk_oz_fresidue(f, nl, m->fc, m->fp, m->finv);
+            uint32_t b = gemmk_oz_fresidue_byte(f, nl, m->fc, m->fp, m->finv);
+            cr_assert_eq(b, (uint32_t)r & 0xffu);
+            int p = (int)m->p;
+            cr_assert(((i128)r - want) % p == 0, "a %a s %d p %d: %d", a, s_, p,
+                      r);
+            if (p != 256)
+                cr_assert(r == (int)mod_sym(want, p), "a %a p %d: %d", a, p, r);
+            else
+                cr_assert(r >= -128 && r <= 128);
+        }
+    }
+}
+
+Test(ozaki, fp32_residue_worst_cases)
+{
+    /* every limb at its extreme against every modulus: the sum stays an
+     * exact float and the quotient rounds right */
+    gemmk_oz_set s;
+    gemmk_oz_set_init(&s, GEMMK_OZ_MAX);
+    for (int t = 0; t < 400000; t++) {
+        float f[GEMMK_OZ_NL];
+        int sign = (t & 1) ? -1 : 1;
+        for (int j = 0; j < GEMMK_OZ_NL; j++) {
+            uint32_t v = (t % 3 == 0) ? 8191u : (uint32_t)(rnd64() % 8192);
+            f[j] = (float)(sign * (int)v);
+        }
+        i128 want = flimbs_value(f, GEMMK_OZ_NL);
+        const gemmk_oz_mod *m = &s.mod[t % GEMMK_OZ_MAX];
+        int r = gemmk_oz_fresidue(f, GEMMK_OZ_NL, m->fc, m->fp, m->finv);
+        cr_assert(((i128)r - want) % (int)m->p == 0, "p %u: %d", m->p, r);
+        cr_assert(r >= -128 && r <= 128);
+        if (m->p != 256)
+            cr_assert(r == (int)mod_sym(want, (int)m->p));
+    }
+}
+
+/* Z from the residues of an exact X, via int32 accumulators that carry
+ * arbitrary multiples of p (as the GEMM's unreduced sums do). */
+static uint64_t z_of(i128 x, const gemmk_oz_set *s)
+{
+    uint64_t z = 0;
+    for (int i = 0; i < s->n; i++) {
+        int p = (int)s->mod[i].p;
+        int64_t r = (int64_t)(x % p); /* in (-p, p) */
+        int64_t mult = (int64_t)(rnd64() % 4000000) - 2000000;
+        int64_t acc = r + mult * p;
+        if (acc > INT32_MAX || acc < INT32_MIN)
+            acc = r;
+        z = gemmk_oz_zadd(z, (int32_t)acc, s->mod[i].gi, s->mod[i].gf);
+    }
+    return z;
+}
+
+Test(ozaki, crt_reconstruction)
+{
+    for (int n = 2; n <= 15; n++) { /* P < 2^126 fits i128 */
+        gemmk_oz_set s;
+        gemmk_oz_set_init(&s, n);
+        i128 P = 1;
+        for (int i = 0; i < n; i++)
+            P *= s.mod[i].p;
+        long double bound = (1.5L * n + 1) * ldexpl((long double)P, -64);
+        for (int t = 0; t < 20000; t++) {
+            /* |X| < P / 2, of every magnitude */
+            i128 x = (i128)(((u128)rnd64() << 64) | rnd64());
+            int sh = (int)(rnd64() % 128);
+            x >>= sh;
+            /* the budget keeps |X| under P/2 by 0.01 bit (gemmk_oz_budget):
+             * test up to P/2 (1 - 2^-10) */
+            i128 lim = P / 2 - P / 1024;
+            x %= lim;
+            if (t < 4)
+                x = t == 0 ? 0 : t == 1 ? lim - 1 : t == 2 ? -(lim - 1) : 1;
+            uint64_t z = z_of(x, &s);
+            long double got =
+                (long double)gemmk_oz_value(z, s.pscale, s.pscale_lo, 0);
+            long double want = (long double)x;
+            long double err = fabsl(got - want);
+            long double tol = bound + fabsl(want) * 0x1.0p-51L;
+            cr_assert_leq(err, tol, "n %d x %.20Lg got %.20Lg err %Lg tol %Lg",
+                          n, want, got, err, tol);
+        }
+    }
+}
+
+Test(ozaki, zadd_is_linear)
+{
+    /* partial sums over k (flushes, splits) add: z(a) + z(b) ~ z(a + b) */
+    gemmk_oz_set s;
+    gemmk_oz_set_init(&s, 14);
+    for (int t = 0; t < 10000; t++) {
+        int i = t % 14;
+        int32_t a = (int32_t)(rnd64() >> 34) - (1 << 29);
+        int32_t b = (int32_t)(rnd64() >> 34) - (1 << 29);
+        uint64_t za = gemmk_oz_zadd(0, a, s.mod[i].gi, s.mod[i].gf);
+        uint64_t zb = gemmk_oz_zadd(za, b, s.mod[i].gi, s.mod[i].gf);
+        uint64_t zab = gemmk_oz_zadd(0, a + b, s.mod[i].gi, s.mod[i].gf);
+        int64_t d = (int64_t)(zb - zab);
+        cr_assert(d >= -2 && d <= 2, "drift %lld", (long long)d);
+    }
+}
+
+Test(ozaki, budget_keeps_products_unique)
+{
+    const int64_t ks[] = {1, 7, 128, 4096, 65536, 1 << 20, 2147483647ll};
+    for (int n = GEMMK_OZ_MIN; n <= GEMMK_OZ_MAX; n++) {
+        gemmk_oz_set s;
+        gemmk_oz_set_init(&s, n);
+        for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+            int b = gemmk_oz_budget(&s, ks[i]);
+            if (b < 0)
+                continue;
+            long double h = 0.5L * sqrtl((long double)ks[i]);
+            long double ba = ldexpl(1.0L, (b + 1) / 2) + h;
+            long double bb = ldexpl(1.0L, b / 2) + h;
+            long double P = ldexpl(1.0L, 0);
+            for (int j = 0; j < n; j++)
+                P *= s.mod[j].p;
+            cr_assert_lt(ba * bb, P / 2, "n %d k %lld b %d", n,
+                         (long long)ks[i], b);
+            /* and it is the largest such (one more bit breaks it) */
+            long double ba1 = ldexpl(1.0L, (b + 2) / 2) + h;
+            long double bb1 = ldexpl(1.0L, (b + 1) / 2) + h;
+            cr_assert_geq(ba1 * bb1 * 1.01L, P / 2 * 0.99L, "n %d k %lld", n,
+                          (long long)ks[i]);
+        }
+    }
+}
+
+Test(ozaki, choose_plans_and_fallbacks)
+{
+    gemmk_oz_stats a = {0, 1, 3.0}, b = {0, 1, 3.0};
+    int n = 0, ba = 0, bb = 0;
+    cr_assert_null(gemmk_oz_choose(&a, &b, 8192, 0, &n, &ba, &bb));
+    cr_assert(n >= 13 && n <= 16, "n %d", n);
+    cr_assert_geq(ba, GEMMK_OZ_BETA0);
+    cr_assert_geq(bb, GEMMK_OZ_BETA0);
+    /* wider spread: never fewer moduli */
+    int n2 = 0;
+    gemmk_oz_stats a2 = {0, 1, 12.0}, b2 = {0, 1, 12.0};
+    cr_assert_null(gemmk_oz_choose(&a2, &b2, 8192, 0, &n2, &ba, &bb));
+    cr_assert_geq(n2, n);
+    /* huge spread, inf/NaN, subnormals: native */
+    gemmk_oz_stats wide = {0, 1, 60.0};
+    cr_assert_not_null(gemmk_oz_choose(&wide, &wide, 8192, 0, &n, &ba, &bb));
+    gemmk_oz_stats bad = {GEMMK_OZ_NONFINITE, 1, 0.0};
+    cr_assert_not_null(gemmk_oz_choose(&bad, &b, 64, 0, &n, &ba, &bb));
+    cr_assert_not_null(gemmk_oz_choose(&a, &bad, 64, 9, &n, &ba, &bb));
+    gemmk_oz_stats sub = {GEMMK_OZ_DENORMAL, 1, 0.0};
+    cr_assert_not_null(gemmk_oz_choose(&sub, &b, 64, 0, &n, &ba, &bb));
+    /* explicit moduli: taken as asked, subnormals allowed */
+    cr_assert_null(gemmk_oz_choose(&sub, &b, 64, 9, &n, &ba, &bb));
+    cr_assert_eq(n, 9);
+    cr_assert_not_null(gemmk_oz_choose(&a, &b, 64, 1, &n, &ba, &bb));
+    cr_assert_not_null(gemmk_oz_choose(&a, &b, 64, 21, &n, &ba, &bb));
+}
+
+/* A whole GEMM on the host through the GPU's arithmetic: scale, residues,
+ * int32 products per modulus, Z, value; against long double. */
+Test(ozaki, host_emulated_gemm)
+{
+    enum { M = 9, N = 7, K = 300 };
+    static double A[M][K], B[K][N];
+    for (int i = 0; i < M; i++)
+        for (int h = 0; h < K; h++)
+            A[i][h] = ldexp(rnd_unit(), (int)(rnd64() % 9) - 4);
+    for (int h = 0; h < K; h++)
+        for (int j = 0; j < N; j++)
+            B[h][j] = rnd_unit();
+    A[3][5] = 0; /* zeros, and a zero row */
+    for (int h = 0; h < K; h++)
+        A[6][h] = 0;
+    gemmk_oz_stats sa = {0, 1, 4.0}, sb = {0, 1, 2.0};
+    int n = 0, ba = 0, bb = 0;
+    cr_assert_null(gemmk_oz_choose(&sa, &sb, K, 0, &n, &ba, &bb));
+    gemmk_oz_set s;
+    gemmk_oz_set_init(&s, n);
+    int Ra[M], Rb[N], Ea[M], Eb[N], Ja[M], Jb[N]; /* packed scales */
+    for (int i = 0; i < M; i++) {
+        long double ss = 0;
+        for (int h = 0; h < K; h++)
+            ss += (long double)A[i][h] * A[i][h];
+        Ra[i] = ss > 0 ? gemmk_oz_rowscale((double)ss, 0) : 0;
+        Ea[i] = gemmk_oz_rowscale_E(Ra[i]);
+        Ja[i] = gemmk_oz_rowscale_j(Ra[i]);
+        /* mu 2^E bounds the norm, within a factor 8/7 */
+        long double nu = sqrtl(ss), sc = ldexpl(Ja[i] / 8.0L, -Ea[i]);
+        cr_assert(nu * sc <= 1.0L && (ss == 0 || nu * sc > 0.874L),
+                  "row %d: %Lg", i, nu * sc);
+    }
+    for (int j = 0; j < N; j++) {
+        long double ss = 0;
+        for (int h = 0; h < K; h++)
+            ss += (long double)B[h][j] * B[h][j];
+        Rb[j] = gemmk_oz_rowscale((double)ss, 0);
+        Eb[j] = gemmk_oz_rowscale_E(Rb[j]);
+        Jb[j] = gemmk_oz_rowscale_j(Rb[j]);
+    }
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            uint64_t z = 0;
+            i128 xs = 0; /* the exact integer product */
+            long double ref = 0, mag = 0;
+            for (int l = 0; l < n; l++) {
+                int32_t acc = 0;
+                for (int h = 0; h < K; h++) {
+                    float fa[GEMMK_OZ_NL], fb[GEMMK_OZ_NL];
+                    gemmk_oz_flimbs(A[i][h], ba - Ea[i], Ja[i], 5, fa);
+                    gemmk_oz_flimbs(B[h][j], bb - Eb[j], Jb[j], 5, fb);
+                    const gemmk_oz_mod *md = &s.mod[l];
+                    acc += gemmk_oz_fresidue(fa, 5, md->fc, md->fp, md->finv) *
+                           gemmk_oz_fresidue(fb, 5, md->fc, md->fp, md->finv);
+                    if (l == 0) {
+                        xs += scaled_value(A[i][h], ba - Ea[i], Ja[i]) *
+                              scaled_value(B[h][j], bb - Eb[j], Jb[j]);
+                        ref += (long double)A[i][h] * B[h][j];
+                        mag += fabsl((long double)A[i][h] * B[h][j]);
+                    }
+                }
+                z = gemmk_oz_zadd(z, acc, s.mod[l].gi, s.mod[l].gf);
+            }
+            /* the CRT gives the exact integer product back */
+            long double x =
+                (long double)gemmk_oz_value(z, s.pscale, s.pscale_lo, 0);
+            long double xe = (long double)xs;
+            cr_assert_leq(fabsl(x - xe),
+                          (1.5L * n + 1) * ldexpl(s.pscale, 0) +
+                              fabsl(xe) * 0x1p-51L,
+                          "(%d,%d): %Lg vs %Lg", i, j, x, xe);
+            double c = gemmk_oz_result(z, s.pscale, s.pscale_lo, Ra[i], Rb[j],
+                                       -(ba + bb));
+            /* error bound: 2^-s/2 ||b||_1 + 2^-t/2 ||a||_1, ~2^-beta */
+            long double tol =
+                (ldexpl(1, Ea[i] - ba) + ldexpl(1, Eb[j] - bb)) * K +
+                fabsl(ref) * 0x1p-50L + 1e-300L;
+            cr_assert_leq(fabsl((long double)c - ref), tol,
+                          "(%d,%d): %.17g vs %.20Lg (|ab| %Lg)", i, j, c, ref,
+                          mag);
+            if (i == 6)
+                cr_assert_eq(c, 0.0);
+        }
+}
