@@ -450,6 +450,47 @@ fail:
     return rv;
 }
 
+/*
+ * fp64 through gemmk_gemm_f64 (Ozaki-II on the int8 tensor cores, or its
+ * own native fallback), for a request that names one of its kernels
+ * (oz2-bytes, oz2, oz2-unfused, cublas-dgemm): row-major like the rest,
+ * D (holding C when j->has_c) updated in place. Opt-in by name until the
+ * daemon's path has been measured on a GPU; "auto" stays on cuBLAS DGEMM.
+ * Sets j->ran to what ran. Worker thread.
+ */
+static int ozaki(cuda_worker *w, gemmd_job *j, const void *a, uint64_t lda,
+                 const void *b, uint64_t ldb, void *d, uint64_t ldd)
+{
+    gemmk_problem_f64 p = {
+        .m = (int64_t)j->m,
+        .n = (int64_t)j->n,
+        .k = (int64_t)j->k,
+        .trans_a = j->trans_a,
+        .trans_b = j->trans_b,
+        .a = a,
+        .b = b,
+        .c = j->has_c ? d : NULL,
+        .d = d,
+        .lda = (int64_t)lda,
+        .ldb = (int64_t)ldb,
+        .ldc = (int64_t)ldd,
+        .ldd = (int64_t)ldd,
+        .alpha = j->alpha,
+        .beta = j->has_c ? j->beta : 0.0,
+        .method = GEMMK_F64_AUTO,
+    };
+    gemmk_f64_result r = {0};
+    int rv = gemmk_gemm_f64(w->kctx, &p, w->stream, j->kernel, &r);
+    if (rv != GEMM_OK) {
+        snprintf(j->msg, sizeof(j->msg), "fp64 kernel %s: %s", j->kernel,
+                 gemm_strerror(rv));
+        return rv;
+    }
+    snprintf(j->ran, sizeof(j->ran), "%s",
+             r.kernel != NULL ? r.kernel : j->kernel);
+    return GEMM_OK;
+}
+
 static cublasOperation_t blas_op(bool trans, bool conj)
 {
     return !trans ? CUBLAS_OP_N : conj ? CUBLAS_OP_C : CUBLAS_OP_T;
@@ -478,6 +519,8 @@ static int wide_multiply(cuda_worker *w, gemmd_job *j, const void *a,
     snprintf(j->ran, sizeof(j->ran), "cublas");
     switch (j->ab_type) {
     case GEMM_FP64: {
+        if (j->kernel[0] != '\0' && strcmp(j->kernel, "cublas") != 0)
+            return ozaki(w, j, a, lda, b, ldb, d, ldd);
         double al = j->alpha, be = j->has_c ? j->beta : 0.0;
         CB(cublasDgemm_64(w->blas, opb, opa, cm, cn, ck, &al, b, (int64_t)ldb,
                           a, (int64_t)lda, &be, d, (int64_t)ldd),
@@ -806,10 +849,17 @@ static int cuda_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
             name != NULL ? gemmk_catalog_find(name) : NULL;
         if (name == NULL || (k != NULL && k->reference))
             return GEMM_OK;
+        /* fp64: the Ozaki-II kernels of gemmk_gemm_f64, by name */
+        if (k != NULL && (k->ab_types & (1u << j->ab_type)) &&
+            j->ab_type == GEMM_FP64 && !j->conj_a && !j->conj_b)
+            return GEMM_OK;
         snprintf(msg, len,
                  "kernel '%s' cannot serve this request: %s inputs run on "
-                 "cuBLAS (auto or cublas)",
-                 name, gemm_dtype_name(j->ab_type));
+                 "cuBLAS (auto or cublas)%s",
+                 name, gemm_dtype_name(j->ab_type),
+                 j->ab_type == GEMM_FP64 ? " or the fp64 kernels (oz2-bytes, "
+                                           "oz2, oz2-unfused, cublas-dgemm)"
+                                         : "");
         return GEMM_ERR_UNSUPPORTED;
     }
     if (name != NULL && gemmk_catalog_find(name) == NULL) {
