@@ -41,7 +41,7 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->client_bytes = 0;
     cfg->client_inflight = 64;
     cfg->client_pending = 0; /* = client_inflight */
-    cfg->user_connections = 64;
+    cfg->user_connections = 256;
     cfg->user_buffers = 4096;
     cfg->user_bytes = 0;
     cfg->user_inflight = 0;
@@ -94,7 +94,7 @@ static void usage(FILE *f)
             "                           --client-inflight; above it, jobs past "
             "that are refused)\n"
             "Per user (uid), over all its connections:\n"
-            "  --user-connections N     (default 64)\n"
+            "  --user-connections N     (default 256)\n"
             "  --user-buffers N         (default 4096)\n"
             "  --user-bytes N           registered and resident bytes "
             "(default: the host's RAM)\n"

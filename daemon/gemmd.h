@@ -71,8 +71,9 @@ typedef struct srv_conn {
     /* read side: the header being read (greeting, frame, fd message) */
     uint8_t head[16];
     unsigned head_got, head_want;
-    uint8_t *msg; /* the message being read */
-    uint64_t msg_len, msg_got;
+    uint8_t *msg; /* the message being read: msg_got of msg_len bytes so
+                     far, in a buffer of msg_cap that grows as they come */
+    uint64_t msg_len, msg_got, msg_cap;
     bool skipping; /* an oversized message: keep its backtrace,
                       discard the rest, answer TOO_LARGE */
     uint8_t bt[SRV_BT_MAX];

@@ -376,9 +376,14 @@ static void sp_read(srv_conn *c)
             if (len > max + SRV_BT_MAX) {
                 c->skipping = true;
                 c->bt_len = 0;
-            } else if ((c->msg = malloc(len)) == NULL) {
-                conn_close(c, LOG_ERR, "out of memory for a message");
-                return;
+            } else {
+                /* the buffer grows with what arrives: a frame header
+                 * alone holds no more than its first page */
+                c->msg_cap = len < 4096 ? len : 4096;
+                if ((c->msg = malloc(c->msg_cap)) == NULL) {
+                    conn_close(c, LOG_ERR, "out of memory for a message");
+                    return;
+                }
             }
             continue;
         }
@@ -399,7 +404,18 @@ static void sp_read(srv_conn *c)
             }
             continue;
         }
-        r = conn_read(c, c->msg + c->msg_got, c->msg_len - c->msg_got);
+        if (c->msg_got == c->msg_cap) {
+            uint64_t cap =
+                c->msg_cap * 4 < c->msg_len ? c->msg_cap * 4 : c->msg_len;
+            uint8_t *grown = realloc(c->msg, cap);
+            if (grown == NULL) {
+                conn_close(c, LOG_ERR, "out of memory for a message");
+                return;
+            }
+            c->msg = grown;
+            c->msg_cap = cap;
+        }
+        r = conn_read(c, c->msg + c->msg_got, c->msg_cap - c->msg_got);
         if (r <= 0)
             return;
         c->msg_got += (uint64_t)r;
