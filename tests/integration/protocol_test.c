@@ -24,6 +24,17 @@
 
 #define MAX_MSG 4096
 
+/* Sanitizer builds: when the daemon drops a connection (a message over
+ * twice the limit), nng 1.5.2 on the dialing side, this test's raw req0
+ * sockets, leaks that pipe's negotiation state (nanomsg/nng#1518's
+ * family). LeakSanitizer reads this from programs that define it; other
+ * builds ignore it. The daemon links no nng and needs nothing. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+    return "leak:libnng.so.1\n";
+}
+
 static void setup(void)
 {
     static const char *const args[] = {"--max-message-bytes", "4096", NULL};
