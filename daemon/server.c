@@ -28,6 +28,8 @@
 #include "gemmd.h"
 #include "log.h"
 #include "request.h"
+#include "scm.h"
+#include "wire.h"
 
 #include <gemm/gemm.h>
 
@@ -46,13 +48,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-static const uint8_t sp_rep_hdr[8] = {0, 'S', 'P', 0, 0, 0x31, 0, 0};
-static const uint8_t sp_req_hdr[8] = {0, 'S', 'P', 0, 0, 0x30, 0, 0};
-static const uint8_t fd_hdr[8] = {0, 'G', 'F', 'D', 0, 1, 0, 0};
-
-#define SP_FRAME_HEAD  9 /* 01 + u64 length */
-#define FD_MSG_LEN     8 /* u32 op + u32 0 */
-#define FD_OP_PASS     1
 #define READS_PER_WAKE 16 /* messages taken from one connection at a time */
 
 static void conn_io(uv_poll_t *h, int status, int events);
@@ -88,26 +83,6 @@ gemmd_event *srv_take_inbox(gemmd *d)
 }
 
 /* ---- connections ---- */
-
-static uint64_t be64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++, v >>= 8)
-        p[i] = (uint8_t)v;
-}
 
 static void conn_unref(srv_conn *c)
 {
@@ -349,7 +324,7 @@ static void sp_read(srv_conn *c)
         ssize_t r;
         if (c->msg == NULL && !c->skipping) {
             r = conn_read(c, c->head + c->head_got,
-                          SP_FRAME_HEAD - c->head_got);
+                          WIRE_SP_FRAME_HEAD - c->head_got);
             if (r <= 0)
                 return;
             if (c->head_got == 0) {
@@ -358,11 +333,11 @@ static void sp_read(srv_conn *c)
                 arm(d, c->deadline_ns);
             }
             c->head_got += (unsigned)r;
-            if (c->head_got < SP_FRAME_HEAD)
+            if (c->head_got < WIRE_SP_FRAME_HEAD)
                 continue;
             c->head_got = 0;
-            uint64_t len = be64(c->head + 1);
-            if (c->head[0] != 1 || len < 4) {
+            uint64_t len;
+            if (!wire_sp_frame_get(c->head, &len) || len < 4) {
                 conn_close(c, LOG_INFO, "not an SP message frame");
                 return;
             }
@@ -455,17 +430,16 @@ void srv_reply(gemmd *d, srv_req *q, Gemm__Reply *r)
     c->recent_next = (c->recent_next + 1) % SRV_RECENT_MAX;
     if (!c->closed) {
         size_t n = gemm__reply__get_packed_size(r);
-        srv_out *o = out_new(SP_FRAME_HEAD + q->bt_len + n, true);
+        srv_out *o = out_new(WIRE_SP_FRAME_HEAD + q->bt_len + n, true);
         if (o == NULL) {
             /* cannot answer: the client's request times out */
             gemmd_log(LOG_ERR, "out of memory for a %zu-byte reply", n);
             if (c->pending > 0)
                 c->pending--;
         } else {
-            o->data[0] = 1;
-            put_be64(o->data + 1, q->bt_len + n);
-            memcpy(o->data + SP_FRAME_HEAD, q->bt, q->bt_len);
-            gemm__reply__pack(r, o->data + SP_FRAME_HEAD + q->bt_len);
+            wire_sp_frame_put(o->data, q->bt_len + n);
+            memcpy(o->data + WIRE_SP_FRAME_HEAD, q->bt, q->bt_len);
+            gemm__reply__pack(r, o->data + WIRE_SP_FRAME_HEAD + q->bt_len);
             conn_send(c, o);
         }
     }
@@ -547,15 +521,12 @@ int srv_ticket_take(gemmd *d, uint64_t ticket, uint64_t uid)
 /* Answers one descriptor message on c. */
 static void fd_answer(srv_conn *c, int status, uint64_t ticket)
 {
-    srv_out *o = out_new(16, true);
+    srv_out *o = out_new(WIRE_FD_ANSWER_LEN, true);
     if (o == NULL) {
         conn_close(c, LOG_ERR, "out of memory for an answer");
         return;
     }
-    put_le32(o->data, (uint32_t)status);
-    put_le32(o->data + 4, 0);
-    for (int i = 0; i < 8; i++)
-        o->data[8 + i] = (uint8_t)(ticket >> (8 * i));
+    wire_fd_answer_put(o->data, status, ticket);
     conn_send(c, o);
 }
 
@@ -565,35 +536,22 @@ static void fd_read(srv_conn *c)
     for (int taken = 0; taken < READS_PER_WAKE;) {
         if (c->closed || c->read_paused)
             return;
-        union {
-            struct cmsghdr h;
-            char buf[CMSG_SPACE(sizeof(int) * SRV_FDQ_MAX)];
-        } cm;
-        struct iovec iov = {c->head + c->head_got, FD_MSG_LEN - c->head_got};
-        struct msghdr mh = {.msg_iov = &iov,
-                            .msg_iovlen = 1,
-                            .msg_control = cm.buf,
-                            .msg_controllen = sizeof(cm.buf)};
-        ssize_t r = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        int fds[SRV_FDQ_MAX];
+        size_t nfds;
+        bool overflow;
+        ssize_t r = scm_recv(c->fd, c->head + c->head_got,
+                             WIRE_FD_MSG_LEN - c->head_got, fds, SRV_FDQ_MAX,
+                             &nfds, &overflow, MSG_DONTWAIT);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
-        bool overflow = (mh.msg_flags & MSG_CTRUNC) != 0;
-        for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); r >= 0 && h != NULL;
-             h = CMSG_NXTHDR(&mh, h)) {
-            if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
-                continue;
-            size_t n = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (size_t i = 0; i < n; i++) {
-                int fd;
-                memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(fd));
-                if (c->nfdq < SRV_FDQ_MAX)
-                    c->fdq[c->nfdq++] = fd;
-                else {
-                    close(fd);
-                    overflow = true;
-                }
+        for (size_t i = 0; i < nfds; i++) {
+            if (c->nfdq < SRV_FDQ_MAX) {
+                c->fdq[c->nfdq++] = fds[i];
+            } else {
+                close(fds[i]);
+                overflow = true;
             }
         }
         if (r <= 0) {
@@ -607,13 +565,11 @@ static void fd_read(srv_conn *c)
             return;
         }
         c->head_got += (unsigned)r;
-        if (c->head_got < FD_MSG_LEN)
+        if (c->head_got < WIRE_FD_MSG_LEN)
             continue;
         c->head_got = 0;
         taken++;
-        uint32_t op = c->head[0] | c->head[1] << 8 | c->head[2] << 16 |
-                      (uint32_t)c->head[3] << 24;
-        if (op != FD_OP_PASS) {
+        if (wire_fd_msg_op(c->head) != WIRE_FD_OP_PASS) {
             conn_close(c, LOG_INFO, "unknown descriptor-channel message");
             return;
         }
@@ -635,20 +591,20 @@ static void fd_read(srv_conn *c)
 static void greet_read(srv_conn *c)
 {
     gemmd *d = c->d;
-    ssize_t r = conn_read(c, c->head + c->head_got, 8 - c->head_got);
+    ssize_t r = conn_read(c, c->head + c->head_got, WIRE_HDR_LEN - c->head_got);
     if (r <= 0)
         return;
     c->head_got += (unsigned)r;
-    if (c->head_got < 8)
+    if (c->head_got < WIRE_HDR_LEN)
         return;
     c->head_got = 0;
     c->deadline_ns = 0;
-    if (memcmp(c->head, sp_req_hdr, 8) == 0) {
+    if (memcmp(c->head, wire_sp_req_hdr, WIRE_HDR_LEN) == 0) {
         c->kind = CONN_SP;
         d->nclients++;
         gemmd_log(LOG_DEBUG, "client %u connected (uid %llu, pid %ld)", c->id,
                   (unsigned long long)c->uid, (long)c->pid);
-    } else if (memcmp(c->head, fd_hdr, 8) == 0) {
+    } else if (memcmp(c->head, wire_fd_hdr, WIRE_HDR_LEN) == 0) {
         c->kind = CONN_FD;
     } else {
         conn_close(c, LOG_INFO, "not an SP REQ peer");
@@ -748,12 +704,12 @@ static void conn_accept(gemmd *d, int fd)
     if (u->conns++ == 0)
         d->users_active++;
     d->metrics.conns_accepted++;
-    srv_out *o = out_new(8, false);
+    srv_out *o = out_new(WIRE_HDR_LEN, false);
     if (o == NULL) {
         conn_close(c, LOG_ERR, "out of memory");
         return;
     }
-    memcpy(o->data, sp_rep_hdr, 8);
+    memcpy(o->data, wire_sp_rep_hdr, WIRE_HDR_LEN);
     conn_send(c, o);
     conn_poll(c);
 }

@@ -17,7 +17,8 @@ target_include_directories(gemm_itest_util PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_definitions(gemm_itest_util PUBLIC
   GEMMD_PATH="$<TARGET_FILE:gemmd>")
 target_link_libraries(gemm_itest_util PUBLIC
-  gemmclient gemm_proto nng::nng PkgConfig::CRITERION Threads::Threads m)
+  gemmclient gemm_proto gemm_wire nng::nng PkgConfig::CRITERION Threads::Threads
+  m)
 add_dependencies(gemm_itest_util gemmd)
 
 # gemm_itest(NAME TIMEOUT): integration/NAME_test.c as integration_NAME
@@ -44,7 +45,7 @@ add_executable(access_probe integration/access_probe.c util/raw.c
   util/fdpass.c)
 target_include_directories(access_probe PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(access_probe PRIVATE gemmclient_static gemm_proto
-  nng::nng m)
+  gemm_wire nng::nng m)
 target_compile_definitions(integration_access PRIVATE
   ACCESS_PROBE="$<TARGET_FILE:access_probe>")
 add_dependencies(integration_access access_probe)

@@ -9,6 +9,9 @@
  */
 #include "internal.h"
 
+#include "scm.h"
+#include "wire.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -17,9 +20,6 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-static const uint8_t sp_rep_hdr[8] = {0, 'S', 'P', 0, 0, 0x31, 0, 0};
-static const uint8_t fd_hdr[8] = {0, 'G', 'F', 'D', 0, 1, 0, 0};
 
 /* Waits up to ms (-1: forever) for fd to be ready for events. */
 static int wait_fd(int fd, short events, int ms)
@@ -58,27 +58,12 @@ static int read_all(int fd, void *buf, size_t len, int ms)
 /* Sends len bytes, with pass (>= 0) as SCM_RIGHTS on the first. */
 static int send_all(int fd, const void *buf, size_t len, int pass, int ms)
 {
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } cm;
     size_t sent = 0;
     while (sent < len) {
         if (wait_fd(fd, POLLOUT, ms) != 0)
             return -1;
-        struct iovec iov = {(char *)buf + sent, len - sent};
-        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-        if (pass >= 0 && sent == 0) {
-            memset(&cm, 0, sizeof(cm));
-            mh.msg_control = cm.buf;
-            mh.msg_controllen = sizeof(cm.buf);
-            struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
-            h->cmsg_level = SOL_SOCKET;
-            h->cmsg_type = SCM_RIGHTS;
-            h->cmsg_len = CMSG_LEN(sizeof(int));
-            memcpy(CMSG_DATA(h), &pass, sizeof(int));
-        }
-        ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t w = scm_send(fd, (const char *)buf + sent, len - sent,
+                             sent == 0 ? pass : -1, MSG_DONTWAIT);
         if (w < 0) {
             if (errno == EINTR || errno == EAGAIN)
                 continue;
@@ -102,16 +87,16 @@ static int chan_open(gemm_client *c, int ms)
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    uint8_t greet[8];
+    uint8_t greet[WIRE_HDR_LEN];
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
         read_all(fd, greet, sizeof(greet), ms) != 0 ||
-        send_all(fd, fd_hdr, sizeof(fd_hdr), -1, ms) != 0) {
+        send_all(fd, wire_fd_hdr, sizeof(wire_fd_hdr), -1, ms) != 0) {
         int e = errno;
         close(fd);
         errno = e;
         return -1;
     }
-    if (memcmp(greet, sp_rep_hdr, sizeof(greet)) != 0) {
+    if (memcmp(greet, wire_sp_rep_hdr, sizeof(greet)) != 0) {
         close(fd);
         errno = EPROTO;
         return -1;
@@ -123,7 +108,7 @@ static int chan_open(gemm_client *c, int ms)
 int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket)
 {
     int ms = atomic_load(&c->timeout_ms);
-    uint8_t msg[8] = {1, 0, 0, 0, 0, 0, 0, 0}, ans[16];
+    uint8_t msg[WIRE_FD_MSG_LEN], ans[WIRE_FD_ANSWER_LEN];
     int rv = GEMM_OK;
     bool lost;
 
@@ -135,6 +120,7 @@ int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket)
                          "register buffer: connection to gemmd at %s lost "
                          "(gemmd exited or restarted?); reopen the client",
                          c->url);
+    wire_fd_msg_put(msg, WIRE_FD_OP_PASS);
     pthread_mutex_lock(&c->fd_mtx);
     if (c->fdchan < 0 && chan_open(c, ms) != 0) {
         rv = cli_error(errno == EINVAL ? GEMM_ERR_INVALID : GEMM_ERR_CONNECT,
@@ -162,8 +148,8 @@ int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket)
         c->fdchan = -1;
         goto done;
     }
-    int32_t status = (int32_t)((uint32_t)ans[0] | (uint32_t)ans[1] << 8 |
-                               (uint32_t)ans[2] << 16 | (uint32_t)ans[3] << 24);
+    uint64_t got;
+    int32_t status = wire_fd_answer_get(ans, &got);
     if (status != GEMM_OK) {
         rv = cli_error(status,
                        "register buffer: gemmd refused the descriptor: %s%s",
@@ -173,9 +159,7 @@ int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket)
                            : "");
         goto done;
     }
-    *ticket = 0;
-    for (int i = 7; i >= 0; i--)
-        *ticket = *ticket << 8 | ans[8 + i];
+    *ticket = got;
 done:
     pthread_mutex_unlock(&c->fd_mtx);
     return rv;

@@ -14,6 +14,7 @@
 #include "util/data.h"
 #include "util/fdpass.h"
 #include "util/raw.h"
+#include "wire.h"
 
 #include <criterion/criterion.h>
 
@@ -180,8 +181,9 @@ Test(tenancy, slow_peers_are_closed_at_their_deadlines)
     cr_assert_geq(partial, 0);
     cr_assert_eq(tu_sp_handshake(partial), 0);
     /* a frame promising 60000 bytes, then 100 of them */
-    uint8_t f[9 + 100] = {1, 0, 0, 0, 0, 0, 0, 0xea, 0x60};
-    memset(f + 9, 0x80, 100);
+    uint8_t f[WIRE_SP_FRAME_HEAD + 100];
+    wire_sp_frame_put(f, 60000);
+    memset(f + WIRE_SP_FRAME_HEAD, 0x80, 100);
     cr_assert_eq(send(partial, f, sizeof(f), MSG_NOSIGNAL), (ssize_t)sizeof(f));
     cr_expect(closed_within(partial, 2000),
               "a connection stuck mid-message stayed open");
