@@ -1,12 +1,18 @@
 /*
  * main.c: gemmd's start-up and shutdown. Reading order of the daemon:
  * main() -> gemmd_config_parse() -> resolve_limits() ->
- * gemmd_backend_open() -> sched_start() -> srv_open() -> uv_run(): then
- * server.c reads requests and hands each to gemmd_dispatch() (dispatch.c),
- * and on_wake() takes finished jobs back from the workers, until SIGTERM
- * drains the queue and closes everything.
+ * gemmd_backend_open() -> sched_start() -> open_socket_side() -> uv_run().
+ * The socket side is wired bottom up, each layer handing the one below
+ * its callbacks: listen.c accepts, conn.c reads and writes a connection,
+ * sp.c frames requests and hands each to dispatch_request() (dispatch.c),
+ * fdchan.c trades memfds for tickets. Workers hand finished jobs to
+ * complete_job_done(), the inbox (loop.c) brings them back to the loop and
+ * complete.c answers them, until SIGTERM drains the queue and closes
+ * everything.
  */
 #include "gemmd.h"
+#include "complete.h"
+#include "dispatch.h"
 #include "log.h"
 #include "notify.h"
 #include "sysmem.h"
@@ -29,55 +35,61 @@ static void free_tensor(void *arg, void *handle)
     be->ops->tensor_free(be, handle);
 }
 
-/* Loop thread: dispatches what the inbox holds; returns whether it held
- * anything. */
-static bool run_inbox(gemmd *d)
+/* Loop thread: the inbox's callback: answers finished jobs; the drain
+ * ends when the last one is answered. */
+static void on_events(void *arg, gemmd_event *ev)
 {
-    gemmd_event *ev = srv_take_inbox(d);
-    if (ev == NULL)
-        return false;
+    gemmd *d = arg;
     while (ev != NULL) {
         gemmd_event *next = ev->next;
-        gemmd_on_event(d, ev);
+        complete_event(d, ev);
         ev = next;
     }
     if (d->draining && d->inflight == 0 && !d->stopped)
         close_all(d);
-    return true;
 }
 
-/* Loop thread, while spinning: poll the inbox; stop after spin_us without
- * an event (the loop then sleeps in epoll until the next uv_async_send). */
-static void on_spin(uv_idle_t *h)
+/* Logs one stats line. */
+static void status_line(gemmd *d)
 {
-    gemmd *d = h->data;
-    uint64_t now = gemmd_now_ns();
-    if (run_inbox(d))
-        d->spin_until = now + (uint64_t)d->cfg.spin_us * 1000;
-    else if (now >= d->spin_until || d->stopped)
-        uv_idle_stop(h);
+    gemmd_latency lat;
+    stats_latency(&d->stats, &lat);
+    gemmd_log(LOG_INFO,
+              "stats: %u clients (%u connections), %u buffers (%llu bytes), "
+              "queue %u/%u, memory %llu/%llu, served %llu, failed %llu, "
+              "latency p50 %.0f us p99 %.0f us",
+              d->sp.nclients, d->lsn.nconns, d->reg.count,
+              (unsigned long long)d->reg.bytes, d->inflight, d->cfg.max_queue,
+              (unsigned long long)d->mem_used,
+              (unsigned long long)d->mem_budget,
+              (unsigned long long)d->stats.served,
+              (unsigned long long)d->stats.failed, lat.p50_us, lat.p99_us);
 }
 
-void gemmd_spin(gemmd *d)
+/* Wires the socket side bottom up (listener, connections, SP with the
+ * dispatcher and completion as its callbacks, descriptor channels) and
+ * starts listening. Returns a gemm_error with a message. Main thread. */
+static int open_socket_side(gemmd *d, char *msg, size_t len)
 {
-    if (d->cfg.spin_us != 0 && !d->stopped) {
-        d->spin_until = gemmd_now_ns() + (uint64_t)d->cfg.spin_us * 1000;
-        if (!uv_is_active((uv_handle_t *)&d->spin))
-            uv_idle_start(&d->spin, on_spin);
-    }
+    lsn_init(&d->lsn, d->loop, &d->cfg, &d->metrics, &d->users);
+    conn_set_init(&d->conns, d->loop, &d->cfg, &d->metrics, &d->lsn);
+    sp_init(&d->sp, &d->conns, dispatch_request, complete_closed, d);
+    fdc_init(&d->fdc, &d->conns);
+    return lsn_open(&d->lsn, msg, len);
 }
 
-/* Loop thread: the inbox has events. */
-static void on_wake(uv_async_t *h)
+/* Closes the socket side: the listener and its timer, every connection,
+ * every ticket. */
+static void close_socket_side(gemmd *d)
 {
-    gemmd *d = h->data;
-    run_inbox(d);
-    gemmd_spin(d);
+    lsn_close(&d->lsn);
+    conn_close_all(&d->conns);
+    fdc_close(&d->fdc);
 }
 
 static void on_stats(uv_timer_t *t)
 {
-    gemmd_status_line(t->data);
+    status_line(t->data);
     metrics_write_file(t->data);
 }
 
@@ -110,7 +122,7 @@ static void on_signal(uv_signal_t *h, int signum)
 {
     gemmd *d = h->data;
     if (signum == SIGHUP) {
-        gemmd_status_line(d); /* nothing to reload: report instead */
+        status_line(d); /* nothing to reload: report instead */
         return;
     }
     begin_drain(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -122,14 +134,13 @@ static void on_signal(uv_signal_t *h, int signum)
 static void on_last_replies(uv_timer_t *t)
 {
     gemmd *d = t->data;
-    if (!srv_flushed(d) && gemmd_now_ns() < d->stop_by_ns) {
+    if (!conn_flushed(&d->conns) && gemmd_now_ns() < d->stop_by_ns) {
         uv_timer_start(t, on_last_replies, 5, 0);
         return;
     }
-    srv_close(d);
+    close_socket_side(d);
+    loop_inbox_close(&d->inbox);
     metrics_stop(d);
-    uv_close((uv_handle_t *)&d->wake, NULL);
-    uv_close((uv_handle_t *)&d->spin, NULL);
     uv_close((uv_handle_t *)&d->sig_term, NULL);
     uv_close((uv_handle_t *)&d->sig_int, NULL);
     uv_close((uv_handle_t *)&d->sig_hup, NULL);
@@ -141,7 +152,9 @@ static void close_all(gemmd *d)
 {
     d->stopped = true;
     d->stop_by_ns = gemmd_now_ns() + 200 * 1000000ull;
-    srv_stop_listening(d);
+    loop_quiet(&d->inbox);
+    lsn_stopping(&d->lsn);
+    lsn_stop_listening(&d->lsn);
     uv_timer_stop(&d->stats_timer);
     /* the stats timer doubles as the wait for the last replies */
     uv_timer_start(&d->stats_timer, on_last_replies, 0, 0);
@@ -204,7 +217,6 @@ int main(int argc, char **argv)
     resolve_limits(d);
 
     stats_init(&d->stats);
-    pthread_mutex_init(&d->inbox_mu, NULL);
     if ((rv = gemmd_backend_open(&d->be, &d->cfg, msg, sizeof(msg))) != 0) {
         gemmd_log(LOG_ERR, "backend %s: %s", d->cfg.backend, msg);
         return 1;
@@ -224,10 +236,11 @@ int main(int argc, char **argv)
     }
 
     d->loop = uv_default_loop();
-    uv_async_init(d->loop, &d->wake, on_wake);
-    d->wake.data = d;
-    uv_idle_init(d->loop, &d->spin);
-    d->spin.data = d;
+    if (loop_inbox_init(&d->inbox, d->loop, d->cfg.spin_us, on_events, d) !=
+        GEMM_OK) {
+        gemmd_log(LOG_ERR, "cannot make the inbox");
+        return 1;
+    }
     uv_signal_init(d->loop, &d->sig_term);
     uv_signal_init(d->loop, &d->sig_int);
     uv_signal_init(d->loop, &d->sig_hup);
@@ -243,19 +256,19 @@ int main(int argc, char **argv)
         uv_timer_start(&d->stats_timer, on_stats, ms, ms);
     }
 
-    if ((rv = sched_start(&d->sched, &d->be, gemmd_job_done, d,
+    if ((rv = sched_start(&d->sched, &d->be, complete_job_done, d,
                           d->cfg.spin_us)) != 0) {
         gemmd_log(LOG_ERR, "cannot start workers: %s", gemm_strerror(rv));
         return 1;
     }
-    if ((rv = srv_open(d, msg, sizeof(msg))) != 0) {
+    if ((rv = open_socket_side(d, msg, sizeof(msg))) != 0) {
         gemmd_log(LOG_ERR, "%s", msg);
         sched_stop(&d->sched);
         return 1;
     }
     if ((rv = metrics_start(d, msg, sizeof(msg))) != 0) {
         gemmd_log(LOG_ERR, "%s", msg);
-        srv_close(d);
+        close_socket_side(d);
         sched_stop(&d->sched);
         return 1;
     }
@@ -276,7 +289,7 @@ int main(int argc, char **argv)
     users_fini(&d->users);
     d->be.ops->fini(&d->be);
     uv_loop_close(d->loop);
-    pthread_mutex_destroy(&d->inbox_mu);
+    loop_inbox_fini(&d->inbox);
     gemmd_log(LOG_NOTICE, "gemmd stopped: served %llu, failed %llu",
               (unsigned long long)d->stats.served,
               (unsigned long long)d->stats.failed);

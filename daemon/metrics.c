@@ -240,12 +240,13 @@ char *metrics_render(gemmd *d, size_t *len)
             (unsigned long long)m->conns_timed_out);
     fprintf(f, "gemmd_connections_total{outcome=\"dropped\"} %llu\n",
             (unsigned long long)m->conns_dropped);
-    gauge(f, "gemmd_connections", "Open connections (all kinds).", d->nconns);
+    gauge(f, "gemmd_connections", "Open connections (all kinds).",
+          d->lsn.nconns);
     gauge(f, "gemmd_connections_limit",
           "Most connections at once (--max-connections, descriptors).",
-          d->max_conns);
+          d->lsn.max_conns);
     gauge(f, "gemmd_clients", "Connected clients (SP connections).",
-          d->nclients);
+          d->sp.nclients);
     gauge(f, "gemmd_queue_depth", "Jobs queued or running.", d->inflight);
     gauge(f, "gemmd_queue_capacity", "--max-queue.", d->cfg.max_queue);
     counter(f, "gemmd_jobs_canceled_total",

@@ -1,0 +1,370 @@
+/*
+ * conn.c: one connection's life cycle, read buffer and write queue; see
+ * conn.h. Each connection has its own read state and output queue, so a
+ * client that does not read stalls only itself: with --client-pending
+ * replies unwritten it is not read until they drain, and one whose output
+ * makes no progress for --send-timeout is dropped.
+ */
+#include "conn.h"
+#include "job.h"
+#include "log.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static void conn_io(uv_poll_t *h, int status, int events);
+static void conn_flush(conn *c);
+
+void conn_ref(conn *c)
+{
+    c->refs++;
+}
+
+void conn_unref(conn *c)
+{
+    if (--c->refs == 0)
+        free(c);
+}
+
+static void conn_on_closed(uv_handle_t *h)
+{
+    conn *c = h->data;
+    close(c->fd);
+    conn_unref(c); /* the open connection's own reference */
+}
+
+/* Polls for what c needs now: reading unless paused or closed, writing
+ * while output is queued. */
+static void conn_poll(conn *c)
+{
+    if (c->closed)
+        return;
+    int ev = 0;
+    if (!c->read_paused)
+        ev |= UV_READABLE;
+    if (c->out_head != NULL)
+        ev |= UV_WRITABLE;
+    if (ev == c->events)
+        return;
+    c->events = ev;
+    if (ev != 0)
+        uv_poll_start(&c->poll, ev, conn_io);
+    else
+        uv_poll_stop(&c->poll);
+}
+
+void conn_close(conn *c, int level, const char *why)
+{
+    if (c->closed)
+        return;
+    conn_set *s = c->set;
+    c->closed = true;
+    gemmd_log(level, "connection %u (uid %llu, pid %ld) closed: %s", c->id,
+              (unsigned long long)c->uid, (long)c->pid, why);
+    uv_poll_stop(&c->poll);
+    uv_close((uv_handle_t *)&c->poll, conn_on_closed);
+    for (conn_out *o = c->out_head, *next; o != NULL; o = next) {
+        next = o->next;
+        free(o);
+    }
+    c->out_head = c->out_tail = NULL;
+    free(c->msg);
+    c->msg = NULL;
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        s->all = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    lsn_release(s->lsn, c->user);
+    if (c->proto != NULL && c->proto->on_close != NULL)
+        c->proto->on_close(c->proto->arg, c);
+}
+
+conn_out *conn_out_new(size_t len, bool reply)
+{
+    conn_out *o = malloc(sizeof(*o) + len);
+    if (o != NULL) {
+        o->len = len;
+        o->reply = reply;
+        o->next = NULL;
+    }
+    return o;
+}
+
+void conn_send(conn *c, conn_out *o)
+{
+    conn_set *s = c->set;
+    o->next = NULL;
+    if (c->out_tail != NULL) {
+        c->out_tail->next = o;
+    } else {
+        c->out_head = o;
+        c->out_since = gemmd_now_ns();
+        if (s->cfg->send_timeout_s > 0)
+            lsn_arm(s->lsn,
+                    c->out_since + (uint64_t)(s->cfg->send_timeout_s * 1e9));
+    }
+    c->out_tail = o;
+    if (c->out_head == o)
+        conn_flush(c); /* the queue was empty: most replies leave at once */
+}
+
+/* Writes what c's queue holds until the socket is full. */
+static void conn_flush(conn *c)
+{
+    conn_set *s = c->set;
+    while (c->out_head != NULL && !c->closed) {
+        struct iovec iov[16];
+        int n = 0;
+        size_t off = c->out_off;
+        for (conn_out *o = c->out_head; o != NULL && n < 16; o = o->next) {
+            iov[n].iov_base = o->data + off;
+            iov[n].iov_len = o->len - off;
+            off = 0;
+            n++;
+        }
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            conn_close(c, LOG_DEBUG, strerror(errno));
+            return;
+        }
+        s->metrics->bytes_out += (uint64_t)w;
+        c->out_since = gemmd_now_ns();
+        size_t left = (size_t)w;
+        while (left > 0) {
+            conn_out *o = c->out_head;
+            size_t rest = o->len - c->out_off;
+            if (left < rest) {
+                c->out_off += left;
+                break;
+            }
+            left -= rest;
+            c->out_head = o->next;
+            c->out_off = 0;
+            if (o->reply && c->pending > 0)
+                c->pending--;
+            free(o);
+        }
+        if (c->out_head == NULL)
+            c->out_tail = NULL;
+    }
+    if (c->read_paused && c->pending < s->cfg->client_pending)
+        c->read_paused = false;
+    conn_poll(c);
+}
+
+ssize_t conn_read(conn *c, void *buf, size_t len)
+{
+    for (;;) {
+        ssize_t r = recv(c->fd, buf, len, MSG_DONTWAIT);
+        if (r > 0) {
+            c->set->metrics->bytes_in += (uint64_t)r;
+            return r;
+        }
+        if (r == 0) {
+            conn_close(c, LOG_DEBUG, "peer closed the connection");
+            return -1;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        conn_close(c, LOG_DEBUG, strerror(errno));
+        return -1;
+    }
+}
+
+void conn_pending_add(conn *c)
+{
+    if (++c->pending >= c->set->cfg->client_pending)
+        c->read_paused = true;
+}
+
+void conn_pending_drop(conn *c)
+{
+    if (c->pending > 0)
+        c->pending--;
+}
+
+void conn_deadline(conn *c, uint64_t at_ns)
+{
+    c->deadline_ns = at_ns;
+    if (at_ns != 0)
+        lsn_arm(c->set->lsn, at_ns);
+}
+
+/* ---- greeting ---- */
+
+/* Reads the peer's greeting; once whole, the protocol it names takes c. */
+static void greet_read(conn *c)
+{
+    conn_set *s = c->set;
+    ssize_t r = conn_read(c, c->head + c->head_got, WIRE_HDR_LEN - c->head_got);
+    if (r <= 0)
+        return;
+    c->head_got += (unsigned)r;
+    if (c->head_got < WIRE_HDR_LEN)
+        return;
+    c->head_got = 0;
+    c->deadline_ns = 0;
+    for (unsigned i = 0; i < s->nprotos; i++) {
+        if (memcmp(c->head, s->protos[i]->hdr, WIRE_HDR_LEN) == 0) {
+            c->proto = s->protos[i];
+            if (c->proto->on_open != NULL)
+                c->proto->on_open(c->proto->arg, c);
+            return;
+        }
+    }
+    conn_close(c, LOG_INFO, "not an SP REQ peer");
+}
+
+static void conn_io(uv_poll_t *h, int status, int events)
+{
+    conn *c = h->data;
+    if (status < 0) {
+        conn_close(c, LOG_DEBUG, uv_strerror(status));
+        return;
+    }
+    /* c is freed only after its handle's close callback: safe here */
+    if (events & UV_WRITABLE)
+        conn_flush(c);
+    if ((events & UV_READABLE) && !c->closed && !c->read_paused) {
+        if (c->proto == NULL)
+            greet_read(c); /* the first message may follow at once */
+        if (c->proto != NULL && !c->closed)
+            c->proto->on_read(c->proto->arg, c);
+    }
+    conn_poll(c);
+}
+
+/* ---- accepting and sweeping (called by the listener) ---- */
+
+/* Takes a connection that passed the listener's caps; see lsn_accept_fn. */
+static const char *on_accept(void *arg, int fd, uint64_t uid, pid_t pid,
+                             gemmd_user *u)
+{
+    conn_set *s = arg;
+    size_t off = (sizeof(conn) + 15) & ~(size_t)15; /* the protocol state */
+    conn *c = calloc(1, off + s->up_size);
+    if (c == NULL)
+        return "out of memory";
+    if (uv_poll_init(s->loop, &c->poll, fd) != 0) {
+        free(c);
+        return "cannot poll it";
+    }
+    c->poll.data = c;
+    c->set = s;
+    c->fd = fd;
+    if (++s->next_id == 0)
+        s->next_id = 1;
+    c->id = s->next_id;
+    c->uid = uid;
+    c->pid = pid;
+    c->user = u;
+    c->refs = 1;
+    c->up = (char *)c + off;
+    conn_deadline(c, gemmd_now_ns() +
+                         (uint64_t)(s->cfg->handshake_timeout_s * 1e9));
+    c->next = s->all;
+    if (s->all != NULL)
+        s->all->prev = c;
+    s->all = c;
+    lsn_admitted(s->lsn, u);
+    conn_out *o = conn_out_new(WIRE_HDR_LEN, false);
+    if (o == NULL) {
+        conn_close(c, LOG_ERR, "out of memory");
+        return NULL;
+    }
+    memcpy(o->data, s->greeting, WIRE_HDR_LEN);
+    conn_send(c, o);
+    conn_poll(c);
+    return NULL;
+}
+
+/* Closes connections past their deadlines (greeting, message, unread
+ * output); returns the next deadline. See lsn_sweep_fn. */
+static uint64_t conn_sweep(void *arg, uint64_t now)
+{
+    conn_set *s = arg;
+    const gemmd_config *cfg = s->cfg;
+    uint64_t send_ns = (uint64_t)(cfg->send_timeout_s * 1e9);
+    uint64_t next = UINT64_MAX;
+    char why[96];
+    for (conn *c = s->all, *nx; c != NULL; c = nx) {
+        nx = c->next;
+        if (c->deadline_ns != 0 && now >= c->deadline_ns) {
+            s->metrics->conns_timed_out++;
+            snprintf(why, sizeof(why), "%s not whole within %.3g s",
+                     c->proto == NULL ? "greeting" : "message",
+                     c->proto == NULL ? cfg->handshake_timeout_s
+                                      : cfg->message_timeout_s);
+            conn_close(c, LOG_INFO, why);
+            continue;
+        }
+        if (c->out_head != NULL && send_ns != 0 &&
+            now - c->out_since >= send_ns) {
+            s->metrics->conns_dropped++;
+            snprintf(why, sizeof(why), "its replies were not read for %.3g s",
+                     cfg->send_timeout_s);
+            conn_close(c, LOG_NOTICE, why);
+            continue;
+        }
+        if (c->deadline_ns != 0 && c->deadline_ns < next)
+            next = c->deadline_ns;
+        if (c->out_head != NULL && send_ns != 0 &&
+            c->out_since + send_ns < next)
+            next = c->out_since + send_ns;
+    }
+    return next;
+}
+
+void conn_set_init(conn_set *s, uv_loop_t *loop, const gemmd_config *cfg,
+                   gemmd_metrics *metrics, lsn_listener *lsn)
+{
+    s->loop = loop;
+    s->cfg = cfg;
+    s->metrics = metrics;
+    s->lsn = lsn;
+    lsn_set_accept(lsn, on_accept, s);
+    lsn_add_sweeper(lsn, conn_sweep, s);
+}
+
+void conn_set_greeting(conn_set *s, const uint8_t *greeting)
+{
+    s->greeting = greeting;
+}
+
+void conn_add_proto(conn_set *s, const conn_proto *p)
+{
+    if (s->nprotos < CONN_PROTO_MAX) {
+        s->protos[s->nprotos++] = p;
+        if (p->up_size > s->up_size)
+            s->up_size = p->up_size;
+    }
+}
+
+bool conn_flushed(const conn_set *s)
+{
+    for (const conn *c = s->all; c != NULL; c = c->next)
+        if (c->out_head != NULL)
+            return false;
+    return true;
+}
+
+void conn_close_all(conn_set *s)
+{
+    while (s->all != NULL)
+        conn_close(s->all, LOG_DEBUG, "gemmd is stopping");
+}

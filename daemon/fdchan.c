@@ -1,0 +1,217 @@
+/*
+ * fdchan.c: descriptor channels (memfds in with SCM_RIGHTS, tickets out)
+ * and the ticket table; see fdchan.h.
+ */
+#include "fdchan.h"
+#include "job.h"
+#include "log.h"
+#include "scm.h"
+#include "wire.h"
+
+#include <gemm/gemm.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define READS_PER_WAKE 16 /* messages taken from one channel at a time */
+
+static fdc_ticket **ticket_link(fdc_table *t, uint64_t ticket)
+{
+    fdc_ticket **l = &t->buckets[ticket % FDC_BUCKETS];
+    while (*l != NULL && (*l)->ticket != ticket)
+        l = &(*l)->next;
+    return l;
+}
+
+static void ticket_drop(fdc_table *t, fdc_ticket **l)
+{
+    fdc_ticket *k = *l;
+    *l = k->next;
+    if (k->chan != NULL) {
+        fdc_chan *ch = k->chan->up;
+        if (ch->tickets > 0)
+            ch->tickets--;
+    }
+    if (k->fd >= 0)
+        close(k->fd);
+    t->count--;
+    free(k);
+}
+
+/* Stashes fd under a fresh ticket of c's uid. Returns GEMM_OK and the
+ * ticket, or an error (fd closed then). */
+static int ticket_add(fdc_table *t, conn *c, int fd, uint64_t *out)
+{
+    fdc_chan *ch = c->up;
+    if (ch->tickets >= t->set->cfg->fd_tickets ||
+        t->count >= t->set->lsn->max_conns) {
+        close(fd);
+        return GEMM_ERR_LIMIT;
+    }
+    fdc_ticket *k = calloc(1, sizeof(*k));
+    if (k == NULL) {
+        close(fd);
+        return GEMM_ERR_NOMEM;
+    }
+    do {
+        if (getrandom(&k->ticket, sizeof(k->ticket), 0) != sizeof(k->ticket)) {
+            free(k);
+            close(fd);
+            return GEMM_ERR_INTERNAL;
+        }
+    } while (k->ticket == 0 || *ticket_link(t, k->ticket) != NULL);
+    k->fd = fd;
+    k->uid = c->uid;
+    k->chan = c;
+    k->expires_ns = gemmd_now_ns() + FDC_TICKET_TTL * 1000000000ull;
+    lsn_arm(t->set->lsn, k->expires_ns);
+    fdc_ticket **l = &t->buckets[k->ticket % FDC_BUCKETS];
+    k->next = *l;
+    *l = k;
+    ch->tickets++;
+    t->count++;
+    *out = k->ticket;
+    return GEMM_OK;
+}
+
+int fdc_take(fdc_table *t, uint64_t ticket, uint64_t uid)
+{
+    if (ticket == 0)
+        return -1;
+    fdc_ticket **l = ticket_link(t, ticket);
+    if (*l == NULL || (*l)->uid != uid)
+        return -1;
+    int fd = (*l)->fd;
+    (*l)->fd = -1;
+    ticket_drop(t, l);
+    return fd;
+}
+
+/* Answers one descriptor message on c. */
+static void fd_answer(conn *c, int status, uint64_t ticket)
+{
+    conn_out *o = conn_out_new(WIRE_FD_ANSWER_LEN, true);
+    if (o == NULL) {
+        conn_close(c, LOG_ERR, "out of memory for an answer");
+        return;
+    }
+    wire_fd_answer_put(o->data, status, ticket);
+    conn_send(c, o);
+}
+
+/* Reads descriptor messages from c: at most READS_PER_WAKE. */
+static void fd_read(void *arg, conn *c)
+{
+    fdc_table *t = arg;
+    fdc_chan *ch = c->up;
+    for (int taken = 0; taken < READS_PER_WAKE;) {
+        if (c->closed || c->read_paused)
+            return;
+        int fds[FDC_FDQ_MAX];
+        size_t nfds;
+        bool overflow;
+        ssize_t r = scm_recv(c->fd, c->head + c->head_got,
+                             WIRE_FD_MSG_LEN - c->head_got, fds, FDC_FDQ_MAX,
+                             &nfds, &overflow, MSG_DONTWAIT);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        for (size_t i = 0; i < nfds; i++) {
+            if (ch->nfdq < FDC_FDQ_MAX) {
+                ch->fdq[ch->nfdq++] = fds[i];
+            } else {
+                close(fds[i]);
+                overflow = true;
+            }
+        }
+        if (r <= 0) {
+            conn_close(c, LOG_DEBUG,
+                       r == 0 ? "peer closed the channel" : strerror(errno));
+            return;
+        }
+        t->set->metrics->bytes_in += (uint64_t)r;
+        if (overflow) {
+            conn_close(c, LOG_INFO, "too many descriptors at once");
+            return;
+        }
+        c->head_got += (unsigned)r;
+        if (c->head_got < WIRE_FD_MSG_LEN)
+            continue;
+        c->head_got = 0;
+        taken++;
+        if (wire_fd_msg_op(c->head) != WIRE_FD_OP_PASS) {
+            conn_close(c, LOG_INFO, "unknown descriptor-channel message");
+            return;
+        }
+        uint64_t ticket = 0;
+        int status = GEMM_ERR_INVALID; /* no descriptor came with it */
+        if (ch->nfdq > 0) {
+            int fd = ch->fdq[0];
+            memmove(ch->fdq, ch->fdq + 1, --ch->nfdq * sizeof(int));
+            status = ticket_add(t, c, fd, &ticket);
+        }
+        conn_pending_add(c);
+        fd_answer(c, status, ticket);
+    }
+}
+
+/* The channel closed: descriptors not yet matched go; its tickets stay
+ * good until they expire. */
+static void fd_close(void *arg, conn *c)
+{
+    fdc_table *t = arg;
+    fdc_chan *ch = c->up;
+    for (unsigned i = 0; i < ch->nfdq; i++)
+        close(ch->fdq[i]);
+    ch->nfdq = 0;
+    for (int b = 0; b < FDC_BUCKETS; b++)
+        for (fdc_ticket *k = t->buckets[b]; k != NULL; k = k->next)
+            if (k->chan == c)
+                k->chan = NULL;
+}
+
+/* Drops expired tickets; returns the next expiry. See lsn_sweep_fn. */
+static uint64_t fd_sweep(void *arg, uint64_t now)
+{
+    fdc_table *t = arg;
+    uint64_t next = UINT64_MAX;
+    for (int b = 0; b < FDC_BUCKETS; b++) {
+        fdc_ticket **l = &t->buckets[b];
+        while (*l != NULL) {
+            if (now >= (*l)->expires_ns) {
+                ticket_drop(t, l);
+                continue;
+            }
+            if ((*l)->expires_ns < next)
+                next = (*l)->expires_ns;
+            l = &(*l)->next;
+        }
+    }
+    return next;
+}
+
+void fdc_init(fdc_table *t, conn_set *set)
+{
+    t->set = set;
+    t->proto = (conn_proto){
+        .hdr = wire_fd_hdr,
+        .up_size = sizeof(fdc_chan),
+        .on_read = fd_read,
+        .on_close = fd_close,
+        .arg = t,
+    };
+    conn_add_proto(set, &t->proto);
+    lsn_add_sweeper(set->lsn, fd_sweep, t);
+}
+
+void fdc_close(fdc_table *t)
+{
+    for (int b = 0; b < FDC_BUCKETS; b++)
+        while (t->buckets[b] != NULL)
+            ticket_drop(t, &t->buckets[b]);
+}
