@@ -78,7 +78,7 @@ typedef struct gemmd_job {
     bool canceled;        /* dropped before it started (Cancel) */
 
     /* where the reply goes */
-    void *slot;      /* the srv_req it answers */
+    void *slot;      /* the sp_req it answers */
     uint64_t req_id; /* the request's id */
 
     struct gemmd_job *next; /* queue link */

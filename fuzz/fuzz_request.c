@@ -1,6 +1,6 @@
 /*
  * fuzz_request.c: libFuzzer target for the daemon's pure request path.
- * Arbitrary bytes go through what server.c and dispatch.c do with a message
+ * Arbitrary bytes go through what sp.c and dispatch.c do with a message
  * before any daemon state is touched: req_decode (size cap, protobuf
  * unpack), req_check_envelope, then per body req_gemm_desc + val_gemm_check
  * against a fake buffer table (kernel name and precision included), or
