@@ -140,7 +140,7 @@ static void conn_flush(conn *c)
             conn_close(c, LOG_DEBUG, strerror(errno));
             return;
         }
-        s->metrics->bytes_out += (uint64_t)w;
+        s->bytes_out += (uint64_t)w;
         c->out_since = gemmd_now_ns();
         size_t left = (size_t)w;
         while (left > 0) {
@@ -170,7 +170,7 @@ ssize_t conn_read(conn *c, void *buf, size_t len)
     for (;;) {
         ssize_t r = recv(c->fd, buf, len, MSG_DONTWAIT);
         if (r > 0) {
-            c->set->metrics->bytes_in += (uint64_t)r;
+            c->set->bytes_in += (uint64_t)r;
             return r;
         }
         if (r == 0) {
@@ -305,7 +305,7 @@ static uint64_t conn_sweep(void *arg, uint64_t now)
     for (conn *c = s->all, *nx; c != NULL; c = nx) {
         nx = c->next;
         if (c->deadline_ns != 0 && now >= c->deadline_ns) {
-            s->metrics->conns_timed_out++;
+            s->timed_out++;
             snprintf(why, sizeof(why), "%s not whole within %.3g s",
                      c->proto == NULL ? "greeting" : "message",
                      c->proto == NULL ? cfg->handshake_timeout_s
@@ -315,7 +315,7 @@ static uint64_t conn_sweep(void *arg, uint64_t now)
         }
         if (c->out_head != NULL && send_ns != 0 &&
             now - c->out_since >= send_ns) {
-            s->metrics->conns_dropped++;
+            s->dropped++;
             snprintf(why, sizeof(why), "its replies were not read for %.3g s",
                      cfg->send_timeout_s);
             conn_close(c, LOG_NOTICE, why);
@@ -331,11 +331,10 @@ static uint64_t conn_sweep(void *arg, uint64_t now)
 }
 
 void conn_set_init(conn_set *s, uv_loop_t *loop, const gemmd_config *cfg,
-                   gemmd_metrics *metrics, lsn_listener *lsn)
+                   lsn_listener *lsn)
 {
     s->loop = loop;
     s->cfg = cfg;
-    s->metrics = metrics;
     s->lsn = lsn;
     lsn_set_accept(lsn, on_accept, s);
     lsn_add_sweeper(lsn, conn_sweep, s);

@@ -17,7 +17,6 @@
 
 #include "config.h"
 #include "listen.h"
-#include "metrics.h"
 #include "users.h"
 
 #include <stdbool.h>
@@ -93,7 +92,6 @@ struct conn {
 typedef struct conn_set {
     uv_loop_t *loop;
     const gemmd_config *cfg;
-    gemmd_metrics *metrics;
     lsn_listener *lsn;
     const uint8_t *greeting; /* sent to each new connection (8 bytes) */
     const conn_proto *protos[CONN_PROTO_MAX];
@@ -101,12 +99,15 @@ typedef struct conn_set {
     size_t up_size; /* the largest protocol state */
     conn *all;
     uint32_t next_id;
+    uint64_t bytes_in, bytes_out; /* on client sockets */
+    uint64_t timed_out;           /* greeting or message too slow */
+    uint64_t dropped;             /* oversized, or not reading replies */
 } conn_set;
 
 /* Fills s and installs its accept callback and sweeper on lsn. Main
  * thread, before lsn_open. */
 void conn_set_init(conn_set *s, uv_loop_t *loop, const gemmd_config *cfg,
-                   gemmd_metrics *metrics, lsn_listener *lsn);
+                   lsn_listener *lsn);
 
 /* Sets the greeting sent to each new connection (8 bytes, kept). */
 void conn_set_greeting(conn_set *s, const uint8_t *greeting);

@@ -420,16 +420,24 @@ typedef struct dispatch_cmd {
 
 /* Indexed by the request's body case. */
 static const dispatch_cmd dispatch_table[] = {
-    [GEMM__REQUEST__BODY_HELLO] = {MK_HELLO, false, do_hello},
-    [GEMM__REQUEST__BODY_STATUS] = {MK_STATUS, false, do_status},
-    [GEMM__REQUEST__BODY_REGISTER_BUFFER] = {MK_REGISTER, true, do_register},
-    [GEMM__REQUEST__BODY_RELEASE_BUFFER] = {MK_RELEASE, false, do_release},
-    [GEMM__REQUEST__BODY_GEMM] = {MK_GEMM, true, do_gemm},
-    [GEMM__REQUEST__BODY_TENSOR_UPLOAD] = {MK_UPLOAD, true, do_upload},
-    [GEMM__REQUEST__BODY_TENSOR_FREE] = {MK_TENSOR_FREE, false, do_tensor_free},
-    [GEMM__REQUEST__BODY_LIST_KERNELS] = {MK_LIST_KERNELS, false,
-                                          do_list_kernels},
-    [GEMM__REQUEST__BODY_CANCEL] = {MK_CANCEL, false, do_cancel},
+    [GEMM__REQUEST__BODY_HELLO] = {.kind = MK_HELLO, .handler = do_hello},
+    [GEMM__REQUEST__BODY_STATUS] = {.kind = MK_STATUS, .handler = do_status},
+    [GEMM__REQUEST__BODY_REGISTER_BUFFER] = {.kind = MK_REGISTER,
+                                             .work = true,
+                                             .handler = do_register},
+    [GEMM__REQUEST__BODY_RELEASE_BUFFER] = {.kind = MK_RELEASE,
+                                            .handler = do_release},
+    [GEMM__REQUEST__BODY_GEMM] = {.kind = MK_GEMM,
+                                  .work = true,
+                                  .handler = do_gemm},
+    [GEMM__REQUEST__BODY_TENSOR_UPLOAD] = {.kind = MK_UPLOAD,
+                                           .work = true,
+                                           .handler = do_upload},
+    [GEMM__REQUEST__BODY_TENSOR_FREE] = {.kind = MK_TENSOR_FREE,
+                                         .handler = do_tensor_free},
+    [GEMM__REQUEST__BODY_LIST_KERNELS] = {.kind = MK_LIST_KERNELS,
+                                          .handler = do_list_kernels},
+    [GEMM__REQUEST__BODY_CANCEL] = {.kind = MK_CANCEL, .handler = do_cancel},
 };
 
 /* The row of rq's body, or NULL (no body, or one this gemmd does not

@@ -134,7 +134,7 @@ static void fd_read(void *arg, conn *c)
                        r == 0 ? "peer closed the channel" : strerror(errno));
             return;
         }
-        t->set->metrics->bytes_in += (uint64_t)r;
+        t->set->bytes_in += (uint64_t)r;
         if (overflow) {
             conn_close(c, LOG_INFO, "too many descriptors at once");
             return;

@@ -23,11 +23,10 @@
 #include <unistd.h>
 
 void lsn_init(lsn_listener *l, uv_loop_t *loop, const gemmd_config *cfg,
-              gemmd_metrics *metrics, gemmd_users *users)
+              gemmd_users *users)
 {
     l->loop = loop;
     l->cfg = cfg;
-    l->metrics = metrics;
     l->users = users;
     l->fd = l->reserve_fd = -1;
 }
@@ -60,7 +59,7 @@ static void refuse_one(lsn_listener *l)
     int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
     if (fd >= 0)
         close(fd);
-    l->metrics->conns_refused++;
+    l->refused++;
     l->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
@@ -88,7 +87,7 @@ static void accept_one(lsn_listener *l, int fd)
     if (why != NULL) {
         if (u != NULL)
             u->refused++;
-        l->metrics->conns_refused++;
+        l->refused++;
         gemmd_log(LOG_DEBUG, "connection from uid %u (pid %ld) refused: %s",
                   (unsigned)cr.uid, (long)cr.pid, why);
         close(fd);
@@ -124,7 +123,7 @@ void lsn_admitted(lsn_listener *l, gemmd_user *u)
     l->nconns++;
     if (u->conns++ == 0)
         l->users_active++;
-    l->metrics->conns_accepted++;
+    l->accepted++;
 }
 
 void lsn_release(lsn_listener *l, gemmd_user *u)

@@ -13,7 +13,6 @@
 #define GEMMD_LISTEN_H
 
 #include "config.h"
-#include "metrics.h"
 #include "users.h"
 
 #include <stdbool.h>
@@ -36,7 +35,6 @@ typedef uint64_t (*lsn_sweep_fn)(void *arg, uint64_t now);
 typedef struct lsn_listener {
     uv_loop_t *loop;
     const gemmd_config *cfg;
-    gemmd_metrics *metrics;
     gemmd_users *users;
     lsn_accept_fn on_accept;
     void *accept_arg;
@@ -52,6 +50,8 @@ typedef struct lsn_listener {
     uint32_t nconns;       /* open connections, all kinds */
     uint32_t max_conns;    /* from cfg and RLIMIT_NOFILE */
     uint32_t users_active; /* uids with a connection open */
+    uint64_t accepted;     /* connections taken, all time */
+    uint64_t refused;      /* past a cap, at once */
 
     uv_timer_t sweep_timer; /* the next deadline of any sweeper */
     uint64_t sweep_at_ns;   /* when it fires; 0 = not armed */
@@ -64,7 +64,7 @@ typedef struct lsn_listener {
 
 /* Fills l; nothing is opened yet. Main thread. */
 void lsn_init(lsn_listener *l, uv_loop_t *loop, const gemmd_config *cfg,
-              gemmd_metrics *metrics, gemmd_users *users);
+              gemmd_users *users);
 
 /* Installs what takes accepted connections. Main thread, before lsn_open. */
 void lsn_set_accept(lsn_listener *l, lsn_accept_fn on_accept, void *arg);

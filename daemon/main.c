@@ -71,8 +71,8 @@ static void status_line(gemmd *d)
  * starts listening. Returns a gemm_error with a message. Main thread. */
 static int open_socket_side(gemmd *d, char *msg, size_t len)
 {
-    lsn_init(&d->lsn, d->loop, &d->cfg, &d->metrics, &d->users);
-    conn_set_init(&d->conns, d->loop, &d->cfg, &d->metrics, &d->lsn);
+    lsn_init(&d->lsn, d->loop, &d->cfg, &d->users);
+    conn_set_init(&d->conns, d->loop, &d->cfg, &d->lsn);
     sp_init(&d->sp, &d->conns, dispatch_request, complete_closed, d);
     fdc_init(&d->fdc, &d->conns);
     return lsn_open(&d->lsn, msg, len);

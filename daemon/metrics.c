@@ -225,21 +225,21 @@ char *metrics_render(gemmd *d, size_t *len)
     head(f, "gemmd_socket_bytes_total", "counter",
          "Bytes read from and written to client sockets.");
     fprintf(f, "gemmd_socket_bytes_total{direction=\"in\"} %llu\n",
-            (unsigned long long)m->bytes_in);
+            (unsigned long long)d->conns.bytes_in);
     fprintf(f, "gemmd_socket_bytes_total{direction=\"out\"} %llu\n",
-            (unsigned long long)m->bytes_out);
+            (unsigned long long)d->conns.bytes_out);
     head(f, "gemmd_connections_total", "counter",
          "Connections by outcome: accepted; refused at once (past a "
          "cap); closed for a greeting or message not whole in time; "
          "dropped (oversized message, replies not read).");
     fprintf(f, "gemmd_connections_total{outcome=\"accepted\"} %llu\n",
-            (unsigned long long)m->conns_accepted);
+            (unsigned long long)d->lsn.accepted);
     fprintf(f, "gemmd_connections_total{outcome=\"refused\"} %llu\n",
-            (unsigned long long)m->conns_refused);
+            (unsigned long long)d->lsn.refused);
     fprintf(f, "gemmd_connections_total{outcome=\"timed_out\"} %llu\n",
-            (unsigned long long)m->conns_timed_out);
+            (unsigned long long)d->conns.timed_out);
     fprintf(f, "gemmd_connections_total{outcome=\"dropped\"} %llu\n",
-            (unsigned long long)m->conns_dropped);
+            (unsigned long long)d->conns.dropped);
     gauge(f, "gemmd_connections", "Open connections (all kinds).",
           d->lsn.nconns);
     gauge(f, "gemmd_connections_limit",

@@ -37,12 +37,8 @@ typedef struct gemmd_metrics {
     uint64_t requests[MK_COUNT][METRICS_STATUS_MAX];
     uint64_t lat_count[MK_COUNT][METRICS_BUCKETS]; /* per bucket */
     double lat_sum[MK_COUNT];
-    uint64_t bytes_in, bytes_out; /* on client sockets */
-    uint64_t conns_accepted;
-    uint64_t conns_refused;   /* past a cap, at once */
-    uint64_t conns_timed_out; /* greeting or message too slow */
-    uint64_t conns_dropped;   /* oversized, or not reading replies */
-    uint64_t jobs_canceled;   /* dropped before they started */
+    /* the socket side counts its own (listen.h, conn.h) */
+    uint64_t jobs_canceled; /* dropped before they started */
     /* the HTTP listener */
     uv_tcp_t http;
     int http_on;

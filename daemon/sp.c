@@ -100,7 +100,7 @@ static void sp_read(void *arg, conn *c)
                 return;
             }
             if (len > 2 * (uint64_t)max) {
-                s->set->metrics->conns_dropped++;
+                s->set->dropped++;
                 conn_close(c, LOG_INFO, "a message over twice the size limit");
                 return;
             }
