@@ -15,6 +15,9 @@
 
 #define READS_PER_WAKE 16 /* messages taken from one connection at a time */
 
+_Static_assert(SP_BT_MAX <= CONN_KEEP_MAX,
+               "an oversized message keeps its whole backtrace");
+
 sp_client *sp_client_of(conn *c)
 {
     return c->up;

@@ -3,6 +3,7 @@ gemm_test(validate_test SOURCES unit/validate_test.c LIBS gemmd_core)
 gemm_test(registry_test SOURCES unit/registry_test.c LIBS gemmd_core)
 gemm_test(config_test SOURCES unit/config_test.c LIBS gemmd_core)
 gemm_test(dtype_test SOURCES unit/dtype_test.c LIBS gemmd_core m)
+gemm_test(wire_test SOURCES unit/wire_test.c LIBS gemm_wire)
 
 # The service unit passes systemd-analyze verify and keeps its hardening.
 add_test(NAME systemd_verify
