@@ -297,9 +297,10 @@ static void do_upload(gemmd *d, sp_req *q, const Gemm__Request *req)
     j->bufs[j->nbufs] = src.handle;
     reg_hold(j->bufs[j->nbufs++]);
     admit_charge_bytes(c, (int64_t)bytes); /* given back if it fails */
-    submit(d, q, j, mem);
-    if (q->job == NULL)
-        admit_charge_bytes(c, -(int64_t)bytes);
+    if (admit_submit(d, q, j, mem) != GEMM_OK) {
+        admit_charge_bytes(c, -(int64_t)bytes); /* before q is answered */
+        complete_error(d, q, GEMM_ERR_NOMEM, "out of memory for a queue");
+    }
 }
 
 /* ListKernels: the backend's catalog, answered at once. */
