@@ -6,7 +6,7 @@
 #include "config.h"
 #include "log.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <errno.h>
 #include <getopt.h>
