@@ -2,8 +2,8 @@
 # systemd_install_prefix: `cmake --install BUILD --prefix P` into a fresh
 # directory gives a unit whose ExecStart= and Documentation= name P's files
 # (and README.md is there), a Python package whose _libpath.txt names P's
-# libgemmclient, and a unit that systemd-analyze verify accepts as
-# installed. Usage: install_prefix.sh BUILD_DIR
+# libgemmclient (and which loads it, where Debian's numpy is installed), and
+# a unit that systemd-analyze verify accepts as installed. Usage: install_prefix.sh BUILD_DIR
 set -eu
 build=$1
 p=$(mktemp -d)
@@ -32,6 +32,14 @@ case $lib in
 *) fail "_libpath.txt names '$lib', not P's lib directory ($p)" ;;
 esac
 [ -e "$lib" ] || fail "_libpath.txt names $lib, which was not installed"
+# the installed package, as it is, loads that library (Debian's numpy)
+if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+    got=$(cd "$p" && env -u GEMMD_CLIENT_LIB PYTHONPATH="$p/share/gemmd/python" \
+        /usr/bin/python3 -c "import gemmd; print(gemmd.library_path())") ||
+        fail "the installed gemmd package does not load"
+    [ "$got" = "$lib" ] ||
+        fail "the installed gemmd package loads '$got', not $lib"
+fi
 if command -v systemd-analyze >/dev/null 2>&1; then
     out=$(systemd-analyze verify "$unit" 2>&1) || {
         echo "$out"; fail "systemd-analyze verify refused the installed unit"; }
