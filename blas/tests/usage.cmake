@@ -10,6 +10,7 @@ endforeach()
 gemmblas_script_test(blas_verbose 60 verbose.sh)
 set_tests_properties(blas_verbose PROPERTIES SKIP_RETURN_CODE 77)
 
-# A numpy wheel's own BLAS (a stand-in) is noticed and named at exit.
+# numpy wheels' own BLAS (stand-ins): its GEMMs go to gemmd, and one out of
+# reach is named at exit.
 gemmblas_script_test(blas_wheel 60 wheel.sh)
 set_tests_properties(blas_wheel PROPERTIES SKIP_RETURN_CODE 77)
