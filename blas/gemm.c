@@ -327,6 +327,32 @@ F77_GEMM(dgemm_, GB_D, "DGEMM ", double)
 F77_GEMM(cgemm_, GB_C, "CGEMM ", float)
 F77_GEMM(zgemm_, GB_Z, "ZGEMM ", double)
 
+void gb_from_cblas(gb_gemm *g, gb_type t, int layout, int ta, int tb, int64_t m,
+                   int64_t n, int64_t k, const void *alpha, const void *a,
+                   int64_t lda, const void *b, int64_t ldb, const void *beta,
+                   void *c, int64_t ldc)
+{
+    if (layout == GB_COL_MAJOR) {
+        gb_from_colmajor(g, t, cblas_op(ta), cblas_op(tb), m, n, k, alpha, a,
+                         lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    *g = (gb_gemm){.t = t,
+                   .m = m,
+                   .n = n,
+                   .k = k,
+                   .opa = norm_op(t, cblas_op(ta)),
+                   .opb = norm_op(t, cblas_op(tb)),
+                   .a = a,
+                   .lda = lda,
+                   .b = b,
+                   .ldb = ldb,
+                   .c = c,
+                   .ldc = ldc,
+                   .alpha = alpha,
+                   .beta = beta};
+}
+
 /* ---- the CBLAS interface ---- */
 
 static void cblas(gb_type t, const char *name, int layout, int ta, int tb,
@@ -350,25 +376,8 @@ static void cblas(gb_type t, const char *name, int layout, int ta, int tb,
         return;
     }
     gb_gemm g;
-    if (layout == GB_COL_MAJOR) {
-        gb_from_colmajor(&g, t, cblas_op(ta), cblas_op(tb), m, n, k, alpha, a,
-                         lda, b, ldb, beta, c, ldc);
-    } else {
-        g = (gb_gemm){.t = t,
-                      .m = m,
-                      .n = n,
-                      .k = k,
-                      .opa = norm_op(t, cblas_op(ta)),
-                      .opb = norm_op(t, cblas_op(tb)),
-                      .a = a,
-                      .lda = lda,
-                      .b = b,
-                      .ldb = ldb,
-                      .c = c,
-                      .ldc = ldc,
-                      .alpha = alpha,
-                      .beta = beta};
-    }
+    gb_from_cblas(&g, t, layout, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
+                  c, ldc);
     gb_run(&g);
 }
 

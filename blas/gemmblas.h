@@ -83,6 +83,14 @@ GB_HIDDEN void gb_from_colmajor(gb_gemm *g, gb_type t, char ta, char tb,
                                 const void *b, int64_t ldb, const void *beta,
                                 void *c, int64_t ldc);
 
+/* The row-major gb_gemm of a checked CBLAS call (either layout; ta/tb
+ * CBLAS's values). Thread-safe. */
+GB_HIDDEN void gb_from_cblas(gb_gemm *g, gb_type t, int layout, int ta, int tb,
+                             int64_t m, int64_t n, int64_t k, const void *alpha,
+                             const void *a, int64_t lda, const void *b,
+                             int64_t ldb, const void *beta, void *c,
+                             int64_t ldc);
+
 /*
  * Runs a checked GEMM: m or n 0 returns; alpha 0 or k 0 scales C here
  * (beta 1: untouched, beta 0: zeroed without reading it); else gemmd when

@@ -387,8 +387,21 @@ bool gb_offload(const gb_gemm *g)
     const gb_config *cfg = gb_cfg();
     double flops =
         (g->t >= GB_C ? 8.0 : 2.0) * (double)g->m * (double)g->n * (double)g->k;
-    if (cfg->min_flops < 0 || flops < cfg->min_flops)
+    if (cfg->min_flops < 0 || flops < cfg->min_flops) {
+        if (cfg->min_flops < 0)
+            gb_log(2,
+                   "%cgemm %lldx%lldx%lld on the CPU: GEMMBLAS_MIN_FLOPS is "
+                   "never",
+                   "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
+                   (long long)g -> k);
+        else
+            gb_log(2,
+                   "%cgemm %lldx%lldx%lld on the CPU: %.3g flops, below "
+                   "GEMMBLAS_MIN_FLOPS (%.3g)",
+                   "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
+                   (long long)g -> k, flops, cfg -> min_flops);
         return false;
+    }
     if (atomic_load(&conn.disabled)) {
         gb_log(2,
                "%cgemm on the CPU: forked from a process using nng, "

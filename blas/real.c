@@ -129,8 +129,14 @@ static void load(void)
                     "GEMMBLAS_CPU_BLAS\n",
                     GB_LIBDIR);
     }
-    if (real_h != NULL)
-        gb_log(1, "CPU BLAS: %s", real_path);
+    if (real_h != NULL) {
+        /* the file itself: real_path may be a link (an alternative's) */
+        char file[PATH_MAX];
+        if (realpath(real_path, file) != NULL && strcmp(file, real_path) != 0)
+            gb_log(1, "CPU BLAS: %s (loaded as %s)", file, real_path);
+        else
+            gb_log(1, "CPU BLAS: %s", real_path);
+    }
     if (real_h != NULL && strcmp(real_path, NETLIB) != 0) {
         char keep[PATH_MAX];
         memcpy(keep, real_path, sizeof(keep));

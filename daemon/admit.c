@@ -5,7 +5,7 @@
 #include "admit.h"
 #include "log.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  */
 #include "backend.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <stdio.h>
 #include <string.h>

@@ -20,7 +20,7 @@
 #include "backend.h"
 #include "log.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <cblas.h>
 #include <limits.h>

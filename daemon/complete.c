@@ -6,7 +6,7 @@
 #include "admit.h"
 #include "log.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <stdarg.h>
 #include <stddef.h>

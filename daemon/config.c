@@ -6,10 +6,14 @@
 #include "config.h"
 #include "log.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +272,71 @@ enum {
     OPT_NUM, /* + index into num_opts */
 };
 
+/*
+ * Whether this process may give the socket to group `name` (chown's rule:
+ * root may give a file to any group, others only to a group they are in).
+ * Returns 0 if so; otherwise -1 with the reason and the way out in why.
+ * Main thread only (getgrnam, getpwuid).
+ */
+static int check_socket_group(const char *name, char *why, size_t len)
+{
+    struct group *g = getgrnam(name);
+    if (g == NULL) {
+        snprintf(why, len,
+                 "--socket-group: there is no group '%s' (getent group "
+                 "lists them; groupadd makes one)",
+                 name);
+        return -1;
+    }
+    gid_t gid = g->gr_gid;
+    if (geteuid() == 0 || getegid() == gid)
+        return 0;
+    gid_t groups[256];
+    int n = getgroups(256, groups);
+    for (int i = 0; i < n; i++)
+        if (groups[i] == gid)
+            return 0;
+    struct passwd *pw = getpwuid(geteuid());
+    char user[64];
+    if (pw != NULL)
+        snprintf(user, sizeof(user), "%s", pw->pw_name);
+    else
+        snprintf(user, sizeof(user), "%u", (unsigned)geteuid());
+    snprintf(why, len,
+             "--socket-group %s: gemmd runs as user %s, who is not in group "
+             "%s, and only root or a member may give the socket to it: add "
+             "the user (usermod -aG %s %s, then log in again or run newgrp "
+             "%s) or leave the option out",
+             name, user, name, name, user, name);
+    return -1;
+}
+
+/* Whether HOST of a HOST:PORT spec is a loopback address (127.0.0.0/8,
+ * ::1, "localhost"); a name or a wildcard is not. Thread-safe. */
+static bool metrics_is_loopback(const char *spec)
+{
+    char host[160];
+    const char *colon = strrchr(spec, ':');
+    size_t n = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
+    if (n >= sizeof(host))
+        return false;
+    memcpy(host, spec, n);
+    host[n] = '\0';
+    if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+        memmove(host, host + 1, n - 2);
+        host[n - 2] = '\0';
+    }
+    if (strcmp(host, "localhost") == 0)
+        return true;
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &a6) == 1)
+        return memcmp(&a6, &in6addr_loopback, sizeof(a6)) == 0;
+    return false;
+}
+
 int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
 {
     static const struct option named[] = {
@@ -293,7 +362,7 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
     memset(&opts[NNAMED + NUM_OPTS], 0, sizeof(opts[0]));
     uint64_t v;
     int c;
-    char why[160];
+    char why[400];
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         const char *bad = NULL;
@@ -322,6 +391,8 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
         case OPT_SOCKET_GROUP:
             if (*optarg == '\0' || strlen(optarg) >= sizeof(cfg->socket_group))
                 bad = "--socket-group needs a group name";
+            else if (check_socket_group(optarg, why, sizeof(why)) != 0)
+                bad = why;
             else
                 snprintf(cfg->socket_group, sizeof(cfg->socket_group), "%s",
                          optarg);
@@ -383,5 +454,14 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (cfg->metrics_listen[0] != '\0' &&
+        !metrics_is_loopback(cfg->metrics_listen))
+        fprintf(stderr,
+                "gemmd: warning: --metrics-listen %s is not a loopback "
+                "address: anyone who can reach it reads /metrics, which shows "
+                "per-uid usage (requests, bytes, connections of each user "
+                "id); listen on 127.0.0.1 unless a firewall guards the "
+                "port\n",
+                cfg->metrics_listen);
     return 0;
 }

@@ -13,7 +13,7 @@
 #include "log.h"
 #include "request.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 #include "scm.h"
 #include "wire.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <errno.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 #include "registry.h"
 #include "validate.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <stdint.h>
 

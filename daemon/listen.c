@@ -9,7 +9,7 @@
 #include "job.h"
 #include "log.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <errno.h>
 #include <fcntl.h>

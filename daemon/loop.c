@@ -5,7 +5,7 @@
  */
 #include "loop.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 /* Loop thread: hands what the inbox holds to on_events; returns whether it
  * held anything. */

@@ -17,7 +17,7 @@
 #include "notify.h"
 #include "sysmem.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <signal.h>
 #include <sys/resource.h>

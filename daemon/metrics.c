@@ -7,7 +7,7 @@
 #include "gemmd.h"
 #include "log.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <ctype.h>
 #include <errno.h>

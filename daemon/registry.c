@@ -4,7 +4,7 @@
  */
 #include "registry.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  */
 #include "request.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <stdio.h>
 #include <string.h>

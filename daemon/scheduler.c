@@ -6,7 +6,7 @@
 #include "scheduler.h"
 #include "log.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include "request.h"
 #include "wire.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  */
 #include "validate.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <stdio.h>
 #include <string.h>

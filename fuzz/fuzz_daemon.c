@@ -20,7 +20,7 @@
 #include "proto_util.h"
 #include "util/fdpass.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <fcntl.h>
 #include <limits.h>

@@ -22,7 +22,7 @@
 #include "request.h"
 #include "validate.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <stdint.h>
 #include <stdlib.h>

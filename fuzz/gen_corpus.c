@@ -10,7 +10,7 @@
  */
 #include "gemm.pb-c.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #ifdef __cplusplus
 extern "C" {

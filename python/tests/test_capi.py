@@ -21,6 +21,7 @@ from gemmd import _capi
 
 REPO = Path(__file__).resolve().parents[2]
 HEADER_DIR = REPO / "client" / "include"
+TYPES_DIR = REPO / "common" / "include"  # gemm/types.h, which gemm.h includes
 PKG_SRC = REPO / "python"
 
 
@@ -59,8 +60,9 @@ def c_facts(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
     src = d / "layout.c"
     src.write_text("\n".join(lines) + "\n")
     exe = d / "layout"
-    r = subprocess.run([cc, "-std=c11", "-I", str(HEADER_DIR), "-o", str(exe),
-                        str(src)], capture_output=True, text=True)
+    r = subprocess.run([cc, "-std=c11", "-I", str(HEADER_DIR), "-I",
+                        str(TYPES_DIR), "-o", str(exe), str(src)],
+                       capture_output=True, text=True)
     assert r.returncode == 0, "compiling the layout probe failed:\n" + r.stderr
     out = subprocess.run([str(exe)], capture_output=True, text=True,
                          check=True).stdout

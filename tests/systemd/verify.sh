@@ -1,7 +1,7 @@
 #!/bin/sh
-# systemd_verify: systemd-analyze verify accepts gemmd.service (with
-# ExecStart pointed at the gemmd just built) and the unit keeps its
-# hardening. Usage: verify.sh UNIT GEMMD
+# systemd_verify: systemd-analyze verify accepts gemmd.service (as CMake
+# configured it, with ExecStart pointed at the gemmd just built) and the
+# unit keeps its hardening. Usage: verify.sh UNIT GEMMD
 set -eu
 unit=$1 gemmd=$2
 if ! command -v systemd-analyze >/dev/null 2>&1; then
@@ -10,7 +10,7 @@ if ! command -v systemd-analyze >/dev/null 2>&1; then
 fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-sed "s|^ExecStart=/usr/local/bin/gemmd|ExecStart=$gemmd|" "$unit" \
+sed "s|^ExecStart=[^ ]*/gemmd |ExecStart=$gemmd |" "$unit" \
     > "$dir/gemmd.service"
 out=$(systemd-analyze verify "$dir/gemmd.service" 2>&1) || {
     echo "$out"; exit 1; }
@@ -19,10 +19,16 @@ if [ -n "$out" ]; then echo "$out"; exit 1; fi
 for want in Type=notify NoNewPrivileges=yes ProtectSystem=strict \
     ProtectHome=yes PrivateTmp=yes \
     "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6" IPAddressDeny=any \
-    IPAddressAllow=localhost RuntimeDirectory=gemmd User=gemmd Group=gemmd; do
+    IPAddressAllow=localhost RuntimeDirectory=gemmd User=gemmd Group=gemmd \
+    SystemCallFilter=@system-service SystemCallErrorNumber=EPERM \
+    ProtectProc=invisible; do
     grep -qx "$want" "$unit" || { echo "missing $want"; exit 1; }
 done
 if grep -q '^PrivateDevices=yes' "$unit"; then
     echo "PrivateDevices=yes would hide the NVIDIA device nodes"; exit 1
+fi
+if grep -q '@[A-Z_]*@' "$unit"; then
+    echo "unconfigured @VARIABLE@ left in the unit:"; grep -n '@[A-Z_]*@' "$unit"
+    exit 1
 fi
 echo "systemd-analyze verify: gemmd.service OK"

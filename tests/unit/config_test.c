@@ -1,13 +1,17 @@
 /*
- * config_test.c: gemmd's command line: defaults, each option, and the
- * values it must refuse.
+ * config_test.c: gemmd's command line: defaults, each option, the values it
+ * must refuse, and what it says about a socket group it cannot use or a
+ * metrics endpoint beyond loopback.
  */
 #include "config.h"
 
 #include <criterion/criterion.h>
+#include <grp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
 
 static int parse(gemmd_config *c, const char *a1, const char *a2)
 {
@@ -77,4 +81,92 @@ Test(config, refusals)
     cr_expect_eq(parse(&c, "--spin-us", "fast"), 2);
     cr_expect_eq(parse(&c, "--no-such-option", NULL), 2);
     cr_expect_eq(parse(&c, "stray", NULL), 2);
+}
+
+/* Parses a1 a2 with stderr sent to a file; returns the status and copies
+ * what was printed into out. */
+static int parse_capture(gemmd_config *c, const char *a1, const char *a2,
+                         char *out, size_t len)
+{
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    dup2(fileno(f), STDERR_FILENO);
+    int rv = parse(c, a1, a2);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    rewind(f);
+    size_t n = fread(out, 1, len - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    return rv;
+}
+
+/* A group the process is not in: refused at start with the reason and the
+ * command that grants it. As root, the test drops to nobody first (each
+ * test runs in its own process). */
+Test(config, socket_group_needs_membership)
+{
+    if (geteuid() == 0) {
+        cr_assert_eq(setgroups(0, NULL), 0);
+        cr_assert_eq(setgid(65534), 0);
+        cr_assert_eq(setuid(65534), 0);
+    }
+    struct group *g = getgrgid(0);
+    if (g == NULL)
+        cr_skip_test("skipped: no group with gid 0 to test with");
+    gid_t mine[256];
+    int n = getgroups(256, mine);
+    for (int i = 0; i < n; i++)
+        if (mine[i] == 0)
+            cr_skip_test("skipped: this user is in group %s", g->gr_name);
+    char name[64], err[1024];
+    snprintf(name, sizeof(name), "%s", g->gr_name);
+    gemmd_config c;
+    cr_expect_eq(parse_capture(&c, "--socket-group", name, err, sizeof(err)),
+                 2);
+    cr_expect(strstr(err, "is not in group") != NULL, "said: %s", err);
+    cr_expect(strstr(err, "usermod -aG") != NULL, "said: %s", err);
+    cr_expect_eq(parse_capture(&c, "--socket-group", "no-such-group-gemmd", err,
+                               sizeof(err)),
+                 2);
+    cr_expect(strstr(err, "there is no group") != NULL, "said: %s", err);
+}
+
+Test(config, socket_group_of_our_own)
+{
+    struct group *g = getgrgid(getegid());
+    if (g == NULL)
+        cr_skip_test("skipped: our group has no name");
+    char name[64];
+    snprintf(name, sizeof(name), "%s", g->gr_name);
+    gemmd_config c;
+    cr_expect_eq(parse(&c, "--socket-group", name), 0);
+    cr_expect_str_eq(c.socket_group, name);
+}
+
+/* /metrics shows per-uid usage: a listener beyond loopback is taken with a
+ * warning; loopback is taken silently. */
+Test(config, metrics_beyond_loopback_warns)
+{
+    gemmd_config c;
+    char err[1024];
+    cr_expect_eq(
+        parse_capture(&c, "--metrics-listen", "0.0.0.0:9464", err, sizeof(err)),
+        0);
+    cr_expect(strstr(err, "not a loopback address") != NULL, "said: %s", err);
+    cr_expect(strstr(err, "per-uid") != NULL, "said: %s", err);
+    const char *quiet[] = {"127.0.0.1:9464", "localhost:9464", "[::1]:9464"};
+    for (size_t i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++) {
+        cr_expect_eq(
+            parse_capture(&c, "--metrics-listen", quiet[i], err, sizeof(err)),
+            0);
+        cr_expect_str_eq(err, "", "%s: said: %s", quiet[i], err);
+    }
+    cr_expect_eq(
+        parse_capture(&c, "--metrics-listen", "[::]:9464", err, sizeof(err)),
+        0);
+    cr_expect(strstr(err, "not a loopback address") != NULL, "said: %s", err);
 }

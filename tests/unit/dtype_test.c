@@ -5,7 +5,7 @@
  * complex types (one rounding from fp64 to 16 bits, complex64 <->
  * complex128, real <-> complex refused); the precision names.
  */
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -8,7 +8,7 @@
  */
 #include "registry.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <criterion/criterion.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
  */
 #include "validate.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <criterion/criterion.h>
 #include <stdint.h>

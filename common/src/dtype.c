@@ -5,7 +5,7 @@
  * Shared by the client library (to fill buffers, gemmctl's .npy files) and
  * the daemon's CPU backend.
  */
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <string.h>
 #include <strings.h>

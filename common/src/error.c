@@ -1,9 +1,9 @@
 /*
  * error.c: gemm_strerror() and the version string, generated from the one
- * error table in gemm.h so codes and messages cannot drift. Shared by the
- * client library and the daemon.
+ * error table in gemm/types.h so codes and messages cannot drift. Compiled
+ * into the client library (which exports them) and the daemon.
  */
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 GEMM_API const char *gemm_strerror(int err)
 {
