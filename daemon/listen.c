@@ -198,6 +198,31 @@ static bool socket_alive(const char *path)
     return alive;
 }
 
+/* Fills msg with why bind() on the socket path failed, and the way out. */
+static void bind_error(const char *path, int err, char *msg, size_t len)
+{
+    char dir[256];
+    const char *slash = strrchr(path, '/');
+    size_t n = slash == NULL ? 1 : (size_t)(slash - path);
+    snprintf(dir, sizeof(dir), "%.*s", (int)(n ? n : 1),
+             slash == NULL ? "." : path);
+    if (err == ENOENT)
+        snprintf(msg, len,
+                 "cannot listen on %s: %s: %s does not exist (the unit's "
+                 "RuntimeDirectory=gemmd makes it when systemd starts "
+                 "gemmd); started by hand, pass --listen ipc://PATH in a "
+                 "directory you can write, or set XDG_RUNTIME_DIR",
+                 path, strerror(err), dir);
+    else if (err == EACCES)
+        snprintf(msg, len,
+                 "cannot listen on %s: %s: this user cannot create files "
+                 "in %s; pass --listen ipc://PATH in a directory you can "
+                 "write",
+                 path, strerror(err), dir);
+    else
+        snprintf(msg, len, "cannot listen on %s: %s", path, strerror(err));
+}
+
 int lsn_open(lsn_listener *l, char *msg, size_t len)
 {
     const gemmd_config *cfg = l->cfg;
@@ -234,7 +259,7 @@ int lsn_open(lsn_listener *l, char *msg, size_t len)
     int err = errno;
     umask(old);
     if (rv != 0) {
-        snprintf(msg, len, "cannot listen on %s: %s", path, strerror(err));
+        bind_error(path, err, msg, len);
         close(fd);
         return err == EADDRINUSE || err == EACCES ? GEMM_ERR_PERMISSION
                                                   : GEMM_ERR_INTERNAL;
