@@ -43,7 +43,8 @@ static const char usage_text[] =
     "  --url URL                 the daemon (default: $GEMM_URL, else\n"
     "                            ipc://$XDG_RUNTIME_DIR/gemmd.sock if it\n"
     "                            exists, else ipc:///run/gemmd/gemmd.sock)\n"
-    "  --timeout MS              per-request timeout (default 60000; -1:\n"
+    "  --timeout MS              connect and per-request timeout (default\n"
+    "                            2000 to connect, 60000 per request; -1:\n"
     "                            wait forever)\n"
     "  -h, --help                this text ('gemmctl mm --help' for mm)\n"
     "  -V, --version             gemmctl's version\n"
@@ -87,7 +88,9 @@ static int ctl_timeout_ms;
 
 int ctl_open(const char *url, gemm_client **out)
 {
-    int rv = gemm_client_open(out, url);
+    int rv = ctl_timeout_ms != 0
+                 ? gemm_client_open_timeout(out, url, ctl_timeout_ms)
+                 : gemm_client_open(out, url);
     if (rv != GEMM_OK)
         return ctl_fail(rv, NULL);
     if (ctl_timeout_ms != 0)
