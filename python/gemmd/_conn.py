@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 _OK = 0
 _ERR_CLOSED = 5
+CONNECT_TIMEOUT_MS = 2000  # GEMM_CONNECT_TIMEOUT_MS of gemm.h
 
 _exiting = False
 
@@ -140,7 +141,12 @@ class _Conn:
     def __init__(self, url: str, timeout_ms: int, pool_limit: int) -> None:
         lib = _capi.lib_for_connection()
         h = ctypes.c_void_p()
-        rv = lib.gemm_client_open(ctypes.byref(h), url.encode())
+        # The handshake waits at most the request timeout, and at most
+        # CONNECT_TIMEOUT_MS: a stopped gemmd is reported in that time.
+        connect_ms = (CONNECT_TIMEOUT_MS if timeout_ms < 0 else
+                      min(timeout_ms, CONNECT_TIMEOUT_MS))
+        rv = lib.gemm_client_open_timeout(ctypes.byref(h), url.encode(),
+                                          connect_ms)
         if rv != _OK:
             raise error_for(rv, lib.error_message())
         self.lib = lib
