@@ -68,7 +68,7 @@ extern "C" {
     X(GEMM_ERR_BUFFER_FAULT, 26,                                               \
       "buffer truncated or unmapped under a request")                          \
     X(GEMM_ERR_ABANDONED, 27,                                                  \
-      "gave up waiting: the request may still run and write its output")      \
+      "gave up waiting: the request may still run and write its output")       \
     X(GEMM_ERR_NOT_ANSWERING, 28,                                              \
       "gemmd accepted the connection but does not answer (stopped or hung?)")
 
