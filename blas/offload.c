@@ -222,7 +222,7 @@ static bool reconnect(void)
     atomic_store(&conn.broken, false);
     atomic_store(&conn.nng_used, true);
     gemm_client *c = NULL;
-    int rv = gemm_client_open(&c, NULL);
+    int rv = gemm_client_open_timeout(&c, NULL, cfg->connect_ms);
     if (rv == GEMM_OK) {
         gemm_client_set_timeout(c, cfg->connect_ms);
         rv = gemm_ping(c, NULL);

@@ -40,6 +40,7 @@ gemm_itest(status 60)       # counters in gemm_get_status
 gemm_itest(tensor 60)       # resident tensors: use, refusals, ownership
 gemm_itest(cuda 300)        # CUDA backend only (skips elsewhere)
 gemm_itest(access 60)       # another uid: socket group, buffers, tickets
+gemm_itest(connect 60)      # timeouts against a stopped gemmd, URL mistakes
 # static: it runs as another user, who may not reach the build tree
 add_executable(access_probe integration/access_probe.c util/raw.c
   util/fdpass.c)

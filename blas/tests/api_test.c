@@ -840,6 +840,22 @@ Test(blas_api, stopped_daemon_times_out, .init = with_daemon,
     cr_expect_geq(served() - before, 1, "offloaded again");
 }
 
+/* A daemon stopped before the first call: the connect gives up after
+ * GEMMBLAS_CONNECT_TIMEOUT_MS (not nng's 10 s dial) and the CPU computes. */
+Test(blas_api, stopped_daemon_connect_times_out, .init = with_daemon,
+     .fini = fixture_stop)
+{
+    env("0");
+    setenv("GEMMBLAS_CONNECT_TIMEOUT_MS", "500", 1);
+    kill(g_gemmd.pid, SIGSTOP);
+    double t0 = tu_now();
+    int bad = child_dgemm();
+    double dt = tu_now() - t0;
+    kill(g_gemmd.pid, SIGCONT);
+    cr_assert_eq(bad, 0, "stopped daemon: the CPU computes");
+    cr_expect_lt(dt, 2.0, "gave up after %.2f s (connect timeout 0.5 s)", dt);
+}
+
 /* A forwarded function (ddot_ is not ours): reaches the CPU BLAS. */
 Test(blas_api, forwarded_function)
 {

@@ -22,12 +22,15 @@ static const char usage_text[] =
     "Commands:\n"
     "  ping                      round trip to the daemon; its version,\n"
     "                            backend and device\n"
-    "  status [--json]           the daemon's counters\n"
+    "  status [--json]           the daemon's counters (as Python's\n"
+    "                            Client.status())\n"
     "  mm --a A.npy --b B.npy [--c C.npy [--beta x]] [--alpha x] [--ta]\n"
-    "     [--tb] [--dtype bf16|fp16|fp32] [--cd-dtype T] [--out D.npy]\n"
-    "     [--out-dtype fp16|fp32] [--check]\n"
+    "     [--tb] [--dtype T] [--cd-dtype T] [--out D.npy] [--out-dtype T]\n"
+    "     [--check] [--quiet]\n"
     "                            D = alpha*op(A)*op(B) + beta*C from .npy\n"
-    "                            files\n"
+    "                            files; D on stdout (or --out), the report\n"
+    "                            on stderr; T is bf16, fp16, fp32, fp64,\n"
+    "                            c64 or c128\n"
     "  mm -m M -n N -k K [--dtype T] [--ta] [--tb] [--check] [--repeat R]\n"
     "                            random inputs; prints time and TFLOP/s\n"
     "  mm ... [--kernel NAME] [--precision default|tf32|fp32]\n"
@@ -43,7 +46,8 @@ static const char usage_text[] =
     "  --url URL                 the daemon (default: $GEMM_URL, else\n"
     "                            ipc://$XDG_RUNTIME_DIR/gemmd.sock if it\n"
     "                            exists, else ipc:///run/gemmd/gemmd.sock)\n"
-    "  --timeout MS              per-request timeout (default 60000; -1:\n"
+    "  --timeout MS              connect and per-request timeout (default\n"
+    "                            2000 to connect, 60000 per request; -1:\n"
     "                            wait forever)\n"
     "  -h, --help                this text ('gemmctl mm --help' for mm)\n"
     "  -V, --version             gemmctl's version\n"
@@ -87,7 +91,9 @@ static int ctl_timeout_ms;
 
 int ctl_open(const char *url, gemm_client **out)
 {
-    int rv = gemm_client_open(out, url);
+    int rv = ctl_timeout_ms != 0
+                 ? gemm_client_open_timeout(out, url, ctl_timeout_ms)
+                 : gemm_client_open(out, url);
     if (rv != GEMM_OK)
         return ctl_fail(rv, NULL);
     if (ctl_timeout_ms != 0)
@@ -179,36 +185,41 @@ int cmd_status(const char *url, int argc, char **argv)
         ctl_json_str(s.backend);
         printf(", \"device\": ");
         ctl_json_str(s.device);
-        printf(", \"requests_served\": %" PRIu64
-               ", \"requests_failed\": %" PRIu64 ", \"queue_depth\": %" PRIu32
-               ", \"queue_capacity\": %" PRIu32 ", \"buffers\": %" PRIu32
-               ", \"buffer_bytes\": %" PRIu64 ", \"clients\": %" PRIu32
-               ", \"threads\": %" PRIu32
-               ", \"latency_p50_us\": %.1f, \"latency_p90_us\": %.1f"
-               ", \"latency_p99_us\": %.1f, \"latency_max_us\": %.1f"
-               ", \"gemm_flops\": %" PRIu64 ", \"tensors\": %" PRIu32
-               ", \"tensor_bytes\": %" PRIu64 ", \"pinned_bytes\": %" PRIu64
-               ", \"device_bytes\": %" PRIu64 ", \"tmap_hits\": %" PRIu64
-               ", \"tmap_misses\": %" PRIu64
-               ", \"stage_queue_us\": %.1f, \"stage_h2d_us\": %.1f"
-               ", \"stage_kernel_us\": %.1f, \"stage_d2h_us\": %.1f}\n",
-               s.requests_served, s.requests_failed, s.queue_depth,
-               s.queue_capacity, s.buffers, s.buffer_bytes, s.clients,
-               s.threads, s.latency_p50_us, s.latency_p90_us, s.latency_p99_us,
-               s.latency_max_us, s.gemm_flops, s.tensors, s.tensor_bytes,
-               s.pinned_bytes, s.device_bytes, s.tmap_hits, s.tmap_misses,
-               s.stage_queue_us, s.stage_h2d_us, s.stage_kernel_us,
-               s.stage_d2h_us);
+        printf(
+            ", \"requests_served\": %" PRIu64 ", \"requests_failed\": %" PRIu64
+            ", \"queue_depth\": %" PRIu32 ", \"queue_capacity\": %" PRIu32
+            ", \"buffers\": %" PRIu32 ", \"buffer_bytes\": %" PRIu64
+            ", \"clients\": %" PRIu32 ", \"threads\": %" PRIu32
+            ", \"latency_p50_us\": %.1f, \"latency_p90_us\": %.1f"
+            ", \"latency_p99_us\": %.1f, \"latency_max_us\": %.1f"
+            ", \"gemm_flops\": %" PRIu64 ", \"tensors\": %" PRIu32
+            ", \"tensor_bytes\": %" PRIu64 ", \"pinned_bytes\": %" PRIu64
+            ", \"device_bytes\": %" PRIu64 ", \"tmap_hits\": %" PRIu64
+            ", \"tmap_misses\": %" PRIu64
+            ", \"stage_queue_us\": %.1f, \"stage_h2d_us\": %.1f"
+            ", \"stage_kernel_us\": %.1f, \"stage_d2h_us\": %.1f"
+            ", \"connections\": %" PRIu32 ", \"users\": %" PRIu32
+            ", \"memory_budget\": %" PRIu64 ", \"memory_used\": %" PRIu64 "}\n",
+            s.requests_served, s.requests_failed, s.queue_depth,
+            s.queue_capacity, s.buffers, s.buffer_bytes, s.clients, s.threads,
+            s.latency_p50_us, s.latency_p90_us, s.latency_p99_us,
+            s.latency_max_us, s.gemm_flops, s.tensors, s.tensor_bytes,
+            s.pinned_bytes, s.device_bytes, s.tmap_hits, s.tmap_misses,
+            s.stage_queue_us, s.stage_h2d_us, s.stage_kernel_us, s.stage_d2h_us,
+            s.connections, s.users, s.memory_budget, s.memory_used);
         return EXIT_OK;
     }
     printf("uptime          %.1f s\n", s.uptime_s);
     printf("backend         %s (%s), %" PRIu32 " threads\n", s.backend,
            s.device[0] ? s.device : "?", s.threads);
-    printf("requests        %" PRIu64 " served, %" PRIu64 " failed\n",
+    printf("requests        %" PRIu64 " served, %" PRIu64
+           " failed (every kind: GEMM, hello, status, register, ...)\n",
            s.requests_served, s.requests_failed);
     printf("queue           %" PRIu32 " of %" PRIu32 "\n", s.queue_depth,
            s.queue_capacity);
-    printf("clients         %" PRIu32 "\n", s.clients);
+    printf("clients         %" PRIu32 " (%" PRIu32 " connections, %" PRIu32
+           " users)\n",
+           s.clients, s.connections, s.users);
     printf("buffers         %" PRIu32 " (%.1f MiB)\n", s.buffers,
            (double)s.buffer_bytes / (1024.0 * 1024.0));
     printf("latency (us)    p50 %.1f  p90 %.1f  p99 %.1f  max %.1f\n",
@@ -216,6 +227,10 @@ int cmd_status(const char *url, int argc, char **argv)
            s.latency_max_us);
     printf("tensors         %" PRIu32 " resident (%.1f MiB)\n", s.tensors,
            (double)s.tensor_bytes / (1024.0 * 1024.0));
+    if (s.memory_budget != 0)
+        printf("memory budget   %.1f of %.1f MiB in use\n",
+               (double)s.memory_used / (1024.0 * 1024.0),
+               (double)s.memory_budget / (1024.0 * 1024.0));
     if (strcmp(s.backend, "cuda") == 0) {
         printf("memory          %.1f MiB pinned, %.1f MiB on the device\n",
                (double)s.pinned_bytes / (1024.0 * 1024.0),
@@ -223,10 +238,15 @@ int cmd_status(const char *url, int argc, char **argv)
         printf("tensor maps     %" PRIu64 " hits, %" PRIu64 " misses\n",
                s.tmap_hits, s.tmap_misses);
     }
-    printf("stages (us)     queue %.1f  h2d %.1f  kernel %.1f  d2h %.1f "
-           "(mean per GEMM)\n",
-           s.stage_queue_us, s.stage_h2d_us, s.stage_kernel_us,
-           s.stage_d2h_us);
+    if (strcmp(s.backend, "cuda") == 0)
+        printf("stages (us)     queue %.1f  h2d %.1f  kernel %.1f  d2h %.1f "
+               "(mean per GEMM)\n",
+               s.stage_queue_us, s.stage_h2d_us, s.stage_kernel_us,
+               s.stage_d2h_us);
+    else /* no device copies: the BLAS call is the kernel */
+        printf("stages (us)     queue %.1f  h2d -  kernel %.1f  d2h - "
+               "(mean per GEMM)\n",
+               s.stage_queue_us, s.stage_kernel_us);
     printf("work            %.3g GFLOP\n", (double)s.gemm_flops / 1e9);
     return EXIT_OK;
 }

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +35,9 @@ static const char mm_usage[] =
     "B is stored N x K.\n"
     "\n"
     "Inputs:\n"
-    "  --a FILE, --b FILE   .npy matrices (float16, float32, float64,\n"
-    "                       complex64, complex128)\n"
+    "  --a FILE, --b FILE   .npy matrices (bfloat16 as ml_dtypes saves\n"
+    "                       it, float16, float32, float64, complex64,\n"
+    "                       complex128)\n"
     "  --c FILE             C, M x N (beta defaults to 1 with --c)\n"
     "  -m M -n N -k K       random inputs, uniform in [-1, 1)\n"
     "  --seed S             random seed (default 42)\n"
@@ -48,8 +50,9 @@ static const char mm_usage[] =
     "  --op-a OP, --op-b OP N, T (= --ta, --tb) or C (conjugate transpose,\n"
     "                       complex types)\n"
     "  --dtype T            type of A and B on the daemon: bf16, fp16,\n"
-    "                       fp32, fp64, c64, c128 (default: fp16 if both\n"
-    "                       files are float16, fp64 if both are float64,\n"
+    "                       fp32, fp64, c64, c128 (default: fp16 or bf16\n"
+    "                       if both files are float16 or both bfloat16,\n"
+    "                       fp64 if both are float64,\n"
     "                       c64/c128 if one is complex, else fp32; fp32 for\n"
     "                       random inputs)\n"
     "  --cd-dtype T         type of C and D (default: as --dtype)\n"
@@ -58,8 +61,9 @@ static const char mm_usage[] =
     "  --precision P        fp32 inputs: default, tf32 (fast, ~1e-3) or\n"
     "                       fp32 (accurate); default is fp32\n"
     "Output:\n"
-    "  --out FILE           write D as .npy (else D is printed)\n"
-    "  --out-dtype T        fp16, fp32, fp64, c64 or c128 for --out\n"
+    "  --out FILE           write D as .npy (else D is printed on stdout)\n"
+    "  --out-dtype T        bf16 (read it with ml_dtypes), fp16, fp32,\n"
+    "                       fp64, c64 or c128 for --out\n"
     "                       (default: fp16 if D is fp16, D's type if it is\n"
     "                       fp64 or complex, else fp32)\n"
     "  --check              compare with a CPU reference (fp64; long double\n"
@@ -67,12 +71,16 @@ static const char mm_usage[] =
     "                       Frobenius error and PASS/FAIL (fp64 and c128\n"
     "                       1e-12, fp32 and c64 1e-5, tf32 2e-3, fp16 2e-3,\n"
     "                       bf16 1e-2)\n"
-    "  --repeat R           run R times, report median and best (random)\n";
+    "  --repeat R           run R times, report median and best (random)\n"
+    "  -q, --quiet          no report: what ran, times and rates go to\n"
+    "                       stderr (stdout has only D and --check's\n"
+    "                       verdict); --quiet drops them\n";
 
 struct mm_args {
     const char *a_path, *b_path, *c_path, *out_path;
     double alpha, beta, alpha_im, beta_im;
     bool have_beta, ta, tb, ca, cb, check;
+    bool quiet; /* no report on stderr: only D (or nothing with --out) */
     bool have_dtype, have_cd, have_out_dtype;
     gemm_dtype dtype, cd, out_dtype;
     uint64_t m, n, k;
@@ -169,7 +177,8 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
         O_ALPHA_IM,
         O_BETA_IM,
         O_OP_A,
-        O_OP_B
+        O_OP_B,
+        O_QUIET
     };
     static const struct option opts[] = {
         {"a", required_argument, NULL, O_A},
@@ -192,6 +201,7 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
         {"beta-im", required_argument, NULL, O_BETA_IM},
         {"op-a", required_argument, NULL, O_OP_A},
         {"op-b", required_argument, NULL, O_OP_B},
+        {"quiet", no_argument, NULL, O_QUIET},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -205,7 +215,7 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
     optind = 0; /* GNU: restart scanning on the subcommand's argv */
     opterr = 0;
     while (rv == EXIT_OK &&
-           (ch = getopt_long(argc, argv, ":m:n:k:h", opts, NULL)) != -1) {
+           (ch = getopt_long(argc, argv, ":m:n:k:hq", opts, NULL)) != -1) {
         switch (ch) {
         case O_A:
             a->a_path = optarg;
@@ -258,9 +268,6 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
             break;
         case O_OUT_DTYPE:
             rv = parse_dtype("--out-dtype", optarg, &a->out_dtype);
-            if (rv == EXIT_OK && a->out_dtype == GEMM_BF16)
-                rv = ctl_error(EXIT_USAGE, "mm: --out-dtype: .npy has no "
-                                           "bf16; use fp16, fp32 or fp64");
             a->have_out_dtype = true;
             break;
         case O_REPEAT:
@@ -283,6 +290,12 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
         case O_PRECISION:
             rv =
                 ctl_parse_precision("mm", "--precision", optarg, &a->precision);
+            break;
+        case O_QUIET:
+            a->quiet = true;
+            break;
+        case 'q':
+            a->quiet = true;
             break;
         case 'm':
             rv = parse_u64("-m", optarg, &a->m);
@@ -692,8 +705,8 @@ static int load_input(const char *name, void *dst, gemm_dtype dt,
 }
 
 /* The default A/B type of file inputs: complex if one is (complex128 if
- * one is double precision), fp16 if both are float16, fp64 if both are
- * float64, else fp32. */
+ * one is double precision), fp16 or bf16 if both are float16 or both
+ * bfloat16, fp64 if both are float64, else fp32. */
 static gemm_dtype file_type(const npy_matrix *A, const npy_matrix *B)
 {
     bool cplx =
@@ -702,9 +715,24 @@ static gemm_dtype file_type(const npy_matrix *A, const npy_matrix *B)
                B->dtype == GEMM_FP64 || B->dtype == GEMM_COMPLEX128;
     if (cplx)
         return dbl ? GEMM_COMPLEX128 : GEMM_COMPLEX64;
-    if (A->dtype == B->dtype && (A->dtype == GEMM_FP16 || dbl))
+    if (A->dtype == B->dtype &&
+        (A->dtype == GEMM_FP16 || A->dtype == GEMM_BF16 || dbl))
         return A->dtype;
     return GEMM_FP32;
+}
+
+/* The report (what ran, times, rates, where D went): on stderr, so that
+ * stdout carries only D (and --check's verdict); nothing with --quiet. */
+static void mm_note(const struct mm_args *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void mm_note(const struct mm_args *a, const char *fmt, ...)
+{
+    va_list ap;
+    if (a->quiet)
+        return;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
 }
 
 static int cmp_u64(const void *x, const void *y)
@@ -732,13 +760,13 @@ static int file_shapes(const struct mm_args *a, const npy_matrix *A,
         if (a->tb)
             snprintf(opb, sizeof(opb), "; with --tb op(B) is %zux%zu", B->cols,
                      B->rows);
-        return ctl_error(EXIT_RUNTIME,
+        return ctl_error(EXIT_USAGE,
                          "mm: A is %zux%zu but B is %zux%zu: inner "
                          "dimensions differ (%" PRIu64 " vs %" PRIu64 ")%s%s",
                          A->rows, A->cols, B->rows, B->cols, ka, kb, opa, opb);
     }
     if (C != NULL && (C->rows != j->m || C->cols != j->n))
-        return ctl_error(EXIT_RUNTIME,
+        return ctl_error(EXIT_USAGE,
                          "mm: C is %zux%zu but op(A)*op(B) is %" PRIu64
                          "x%" PRIu64,
                          C->rows, C->cols, j->m, j->n);
@@ -906,40 +934,44 @@ int cmd_mm(const char *url, int argc, char **argv)
     qsort(kern, a.repeat, sizeof(*kern), cmp_u64);
     double rt_med = (double)rtt[a.repeat / 2],
            cp_med = (double)comp[a.repeat / 2];
-    printf("mm %" PRIu64 "x%" PRIu64 "x%" PRIu64 " (m x n x k), %s in, %s "
-           "out%s%s, alpha %g",
-           j.m, j.n, j.k, gemm_dtype_name(ab), gemm_dtype_name(cd),
-           a.ta ? (a.ca ? ", A^H" : ", A^T") : "",
-           a.tb ? (a.cb ? ", B^H" : ", B^T") : "", a.alpha);
+    mm_note(&a,
+            "mm %" PRIu64 "x%" PRIu64 "x%" PRIu64 " (m x n x k), %s in, %s "
+            "out%s%s, alpha %g",
+            j.m, j.n, j.k, gemm_dtype_name(ab), gemm_dtype_name(cd),
+            a.ta ? (a.ca ? ", A^H" : ", A^T") : "",
+            a.tb ? (a.cb ? ", B^H" : ", B^T") : "", a.alpha);
     if (gemm_dtype_is_complex(ab))
-        printf("%+gj", a.alpha_im);
-    printf(", beta %g", a.beta);
+        mm_note(&a, "%+gj", a.alpha_im);
+    mm_note(&a, ", beta %g", a.beta);
     if (gemm_dtype_is_complex(ab))
-        printf("%+gj", a.beta_im);
-    putchar('\n');
-    printf("kernel: %s%s%s%s", t.kernel[0] ? t.kernel : "?",
-           ab == GEMM_FP32 ? ", precision " : "",
-           ab == GEMM_FP32 ? gemm_precision_name(op.precision) : "",
-           ab == GEMM_FP32 && op.precision == GEMM_PRECISION_DEFAULT ? " (fp32)"
-                                                                     : "");
+        mm_note(&a, "%+gj", a.beta_im);
+    mm_note(&a, "\n");
+    mm_note(&a, "kernel: %s%s%s%s", t.kernel[0] ? t.kernel : "?",
+            ab == GEMM_FP32 ? ", precision " : "",
+            ab == GEMM_FP32 ? gemm_precision_name(op.precision) : "",
+            ab == GEMM_FP32 && op.precision == GEMM_PRECISION_DEFAULT
+                ? " (fp32)"
+                : "");
     if (kern[a.repeat / 2] != 0)
-        printf(", kernel time %s%.3f ms (%.3g TFLOP/s)",
-               a.repeat > 1 ? "median " : "", (double)kern[a.repeat / 2] / 1e6,
-               flops / (double)kern[a.repeat / 2] / 1e3);
-    putchar('\n');
+        mm_note(&a, ", kernel time %s%.3f ms (%.3g TFLOP/s)",
+                a.repeat > 1 ? "median " : "", (double)kern[a.repeat / 2] / 1e6,
+                flops / (double)kern[a.repeat / 2] / 1e3);
+    mm_note(&a, "\n");
     if (a.repeat > 1)
-        printf("time: round trip median %.3f ms (best %.3f), daemon compute "
-               "median %.3f ms (best %.3f), %u runs\n",
-               rt_med / 1e3, (double)rtt[0] / 1e3, cp_med / 1e3,
-               (double)comp[0] / 1e3, a.repeat);
+        mm_note(&a,
+                "time: round trip median %.3f ms (best %.3f), daemon compute "
+                "median %.3f ms (best %.3f), %u runs\n",
+                rt_med / 1e3, (double)rtt[0] / 1e3, cp_med / 1e3,
+                (double)comp[0] / 1e3, a.repeat);
     else
-        printf("time: round trip %.3f ms, daemon compute %.3f ms (queued "
-               "%.3f, total %.3f)\n",
-               rt_med / 1e3, cp_med / 1e3, (double)t.queued_us / 1e3,
-               (double)t.total_us / 1e3);
-    printf("rate: %.3g TFLOP/s round trip, %.3g TFLOP/s compute\n",
-           rt_med > 0 ? flops / (rt_med * 1e-6) / 1e12 : 0.0,
-           cp_med > 0 ? flops / (cp_med * 1e-6) / 1e12 : 0.0);
+        mm_note(&a,
+                "time: round trip %.3f ms, daemon compute %.3f ms (queued "
+                "%.3f, total %.3f)\n",
+                rt_med / 1e3, cp_med / 1e3, (double)t.queued_us / 1e3,
+                (double)t.total_us / 1e3);
+    mm_note(&a, "rate: %.3g TFLOP/s round trip, %.3g TFLOP/s compute\n",
+            rt_med > 0 ? flops / (rt_med * 1e-6) / 1e12 : 0.0,
+            cp_med > 0 ? flops / (cp_med * 1e-6) / 1e12 : 0.0);
 
     /* D as fp32 only where it is read: --check, or printing file results
      * (a random 4096^3 run skipped 16.7M conversions and 64 MiB) */
@@ -961,8 +993,8 @@ int cmd_mm(const char *url, int argc, char **argv)
             code = ctl_error(EXIT_RUNTIME, "mm: %s", err);
             goto out;
         }
-        printf("wrote D (%" PRIu64 "x%" PRIu64 ", %s) to %s\n", j.m, j.n,
-               npy_type_name(outt), a.out_path);
+        mm_note(&a, "wrote D (%" PRIu64 "x%" PRIu64 ", %s) to %s\n", j.m, j.n,
+                npy_type_name(outt), a.out_path);
     } else if (files && wide) {
         print_wide(gemm_buffer_data(j.d), cd, j.m, j.n);
     } else if (files) {

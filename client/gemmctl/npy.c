@@ -3,8 +3,9 @@
  * numpy/lib/format.py): a magic string, a version, a little-endian header
  * length, then a Python dict literal with 'descr', 'fortran_order' and
  * 'shape', padded with spaces and a newline, then the raw data. Only what
- * gemmctl needs: 2-D float matrices. Every failure names the file and says
- * what is wrong with it.
+ * gemmctl needs: 2-D float matrices; bfloat16 as numpy saves ml_dtypes'
+ * bfloat16 (descr '<V2': numpy knows no bfloat16, so a 2-byte void). Every
+ * failure names the file and says what is wrong with it.
  */
 #include "npy.h"
 
@@ -183,7 +184,11 @@ int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen)
                  path, descr, descr + 1);
         goto fail;
     }
-    if (strcmp(descr, "<f2") == 0) {
+    if (strcmp(descr, "<V2") == 0 || strcmp(descr, "|V2") == 0) {
+        /* ml_dtypes' bfloat16: numpy saves it as a 2-byte void */
+        dtype = GEMM_BF16;
+        esize = 2;
+    } else if (strcmp(descr, "<f2") == 0) {
         dtype = GEMM_FP16;
         esize = 2;
     } else if (strcmp(descr, "<f4") == 0) {
@@ -200,8 +205,9 @@ int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen)
         esize = 16;
     } else {
         npy_fail(err, errlen,
-                 "%s: dtype '%s' is not supported; use float16, float32, "
-                 "float64, complex64 or complex128",
+                 "%s: dtype '%s' is not supported; use bfloat16 "
+                 "(ml_dtypes), float16, float32, float64, complex64 or "
+                 "complex128",
                  path, descr);
         goto fail;
     }
@@ -282,16 +288,20 @@ int npy_write(const char *path, const void *data, gemm_dtype dtype, size_t rows,
     int n;
     FILE *f;
 
-    if (dtype == GEMM_BF16 || esize == 0)
+    if (esize == 0)
         return npy_fail(err, errlen,
-                        "%s: can only write float16, float32, float64, "
-                        "complex64 or complex128",
+                        "%s: can only write bfloat16, float16, float32, "
+                        "float64, complex64 or complex128",
                         path);
-    /* 10 bytes of preamble + dict + padding + '\n', a multiple of 64. */
+    /* 10 bytes of preamble + dict + padding + '\n', a multiple of 64;
+     * bfloat16 as numpy saves ml_dtypes.bfloat16: a 2-byte void */
     n = snprintf(hdr + 10, sizeof(hdr) - 10,
                  "{'descr': '<%c%zu', 'fortran_order': False, "
                  "'shape': (%zu, %zu), }",
-                 gemm_dtype_is_complex(dtype) ? 'c' : 'f', esize, rows, cols);
+                 dtype == GEMM_BF16             ? 'V'
+                 : gemm_dtype_is_complex(dtype) ? 'c'
+                                                : 'f',
+                 esize, rows, cols);
     size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
     memcpy(hdr, NPY_MAGIC, NPY_MAGIC_LEN);
     hdr[6] = 1;
@@ -319,6 +329,8 @@ int npy_write(const char *path, const void *data, gemm_dtype dtype, size_t rows,
 const char *npy_type_name(gemm_dtype t)
 {
     switch (t) {
+    case GEMM_BF16:
+        return "bfloat16";
     case GEMM_FP16:
         return "float16";
     case GEMM_FP32:

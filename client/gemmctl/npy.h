@@ -1,7 +1,8 @@
 /*
  * npy.h: NumPy .npy files for gemmctl: 2-D float and complex matrices in
  * and out. Reads format versions 1, 2 and 3, little-endian float16,
- * float32, float64, complex64 and complex128, C or Fortran order (Fortran
+ * float32, float64, complex64 and complex128, and bfloat16 as ml_dtypes
+ * and numpy save it (descr '<V2'), C or Fortran order (Fortran
  * order is transposed to C order on reading). Writes version 1, C order.
  * Uses only the public gemm API (for the dtype enum).
  */
@@ -14,7 +15,7 @@
 
 typedef struct npy_matrix {
     size_t rows, cols;
-    gemm_dtype dtype; /* of data: FP16, FP32, FP64, COMPLEX64, COMPLEX128 */
+    gemm_dtype dtype; /* of data: BF16, FP16, FP32, FP64, COMPLEX64, ... */
     char descr[8];    /* as the file said, e.g. "<f8" */
     void *data;       /* rows * cols elements, row-major; malloc'd */
 } npy_matrix;
@@ -27,7 +28,8 @@ typedef struct npy_matrix {
 int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen);
 
 /*
- * Writes a rows x cols row-major matrix of dtype GEMM_FP16 ("<f2"),
+ * Writes a rows x cols row-major matrix of dtype GEMM_BF16 ("<V2", as
+ * numpy saves ml_dtypes.bfloat16), GEMM_FP16 ("<f2"),
  * GEMM_FP32 ("<f4"), GEMM_FP64 ("<f8"), GEMM_COMPLEX64 ("<c8") or
  * GEMM_COMPLEX128 ("<c16") to path (created or truncated). Returns 0, or
  * -1 with a message in err. The caller keeps data. Thread-safe.
@@ -35,7 +37,7 @@ int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen);
 int npy_write(const char *path, const void *data, gemm_dtype dtype, size_t rows,
               size_t cols, char *err, size_t errlen);
 
-/* NumPy's name of a type npy_write writes ("float16" .. "complex128"),
+/* NumPy's name of a type npy_write writes ("bfloat16" .. "complex128"),
  * "?" for others. */
 const char *npy_type_name(gemm_dtype t);
 

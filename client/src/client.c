@@ -1,6 +1,7 @@
 /*
  * client.c: a connection to gemmd. One nng REQ socket per client, dialed
- * synchronously so that a missing daemon is reported at open; requests are
+ * at open within the caller's timeout (dial.c) so that a missing, refused
+ * or silent daemon is reported there; requests are
  * never re-sent by REQ (a GEMM must not run twice), and when the daemon's
  * pipe goes away every request in flight fails at once with
  * GEMM_ERR_CLOSED instead of waiting for a new daemon that would not know
@@ -63,46 +64,16 @@ static void client_pipe_removed(nng_pipe p, nng_pipe_ev ev, void *arg)
     pthread_mutex_unlock(&c->mtx);
 }
 
-/* Words for a failed dial: ipc reports a missing socket file as ENOENT. */
-static const char *dial_hint(int rv)
-{
-    switch (rv) {
-    case NNG_ENOENT:
-        return "no such socket";
-    case NNG_ECONNREFUSED:
-        return "connection refused";
-    case NNG_EPERM:
-        return "permission denied";
-    default:
-        return nng_strerror(rv);
-    }
-}
-
-/* The error for a failed dial, with a message naming the URL. */
-static int dial_error(const char *url, int rv)
-{
-    struct stat st;
-
-    if (rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP || rv == NNG_EINVAL)
-        return cli_error(GEMM_ERR_INVALID,
-                         "cannot connect to gemmd: invalid URL '%s': %s", url,
-                         nng_strerror(rv));
-    /* nng reports a missing ipc socket file as "connection refused". */
-    if (strncmp(url, "ipc://", 6) == 0 && stat(url + 6, &st) != 0 &&
-        errno == ENOENT)
-        return cli_error(GEMM_ERR_CONNECT,
-                         "cannot connect to gemmd at %s: no socket at %s "
-                         "(is gemmd running?)",
-                         url, url + 6);
-    return cli_error(GEMM_ERR_CONNECT,
-                     "cannot connect to gemmd at %s: %s (is gemmd "
-                     "running?)",
-                     url, dial_hint(rv));
-}
-
 GEMM_API int gemm_client_open(gemm_client **out, const char *url)
 {
+    return gemm_client_open_timeout(out, url, GEMM_CONNECT_TIMEOUT_MS);
+}
+
+GEMM_API int gemm_client_open_timeout(gemm_client **out, const char *url,
+                                      int timeout_ms)
+{
     gemm_client *c;
+    bool closed;
     int rv;
 
     cli_clear_error();
@@ -140,8 +111,10 @@ GEMM_API int gemm_client_open(gemm_client **out, const char *url)
                        nng_strerror(rv));
         goto fail_sock;
     }
-    if ((rv = nng_dial(c->sock, c->url, &c->dialer, 0)) != 0) {
-        rv = dial_error(c->url, rv);
+    if ((rv = cli_dial(c, timeout_ms < -1 ? -1 : timeout_ms, &closed)) !=
+        GEMM_OK) {
+        if (closed)
+            goto fail_mtx;
         goto fail_sock;
     }
     *out = c;

@@ -123,10 +123,14 @@ int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket)
     wire_fd_msg_put(msg, WIRE_FD_OP_PASS);
     pthread_mutex_lock(&c->fd_mtx);
     if (c->fdchan < 0 && chan_open(c, ms) != 0) {
-        rv = cli_error(errno == EINVAL ? GEMM_ERR_INVALID : GEMM_ERR_CONNECT,
+        int e = errno;
+        rv = cli_error(e == EINVAL      ? GEMM_ERR_INVALID
+                       : e == ETIMEDOUT ? GEMM_ERR_TIMEOUT
+                                        : GEMM_ERR_CONNECT,
                        "register buffer: cannot open the descriptor channel "
-                       "to gemmd at %s: %s",
-                       c->url, strerror(errno));
+                       "to gemmd at %s: %s%s",
+                       c->url, strerror(e),
+                       e == ETIMEDOUT ? " (gemmd is not answering)" : "");
         goto done;
     }
     if (send_all(c->fdchan, msg, sizeof(msg), fd, ms) != 0 ||

@@ -79,6 +79,15 @@ int cli_req_finish(struct gemm_request *r, Gemm__Reply **out, uint64_t *rtt_us);
 int cli_call(gemm_client *c, Gemm__Request *req, const char *what,
              Gemm__Reply **out, uint64_t *rtt_us);
 
+/*
+ * Dials c->sock to c->url, waiting at most timeout_ms (-1: nng's own limit)
+ * for the daemon's handshake (dial.c). Returns GEMM_OK (c->dialer set), or
+ * the error with its message set: GEMM_ERR_CONNECT, GEMM_ERR_PERMISSION,
+ * GEMM_ERR_NOT_ANSWERING, GEMM_ERR_INVALID. *closed is true when c->sock
+ * had to be closed to abort the dial. The opening thread only.
+ */
+int cli_dial(gemm_client *c, int timeout_ms, bool *closed);
+
 /* Hands memfd fd to the daemon over the descriptor channel (fdchan.c);
  * on success *ticket names it in a RegisterBuffer. fd stays the caller's.
  * Thread-safe. */

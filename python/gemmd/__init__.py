@@ -21,7 +21,8 @@ from __future__ import annotations
 import _thread  # builtin: threading and typing cost ~10 ms to import
 import os as _os
 
-from ._errors import (GemmError, DaemonNotRunning, ConnectionClosed,
+from ._errors import (GemmError, DaemonNotRunning, DaemonNotAnswering,
+                      PermissionDenied, ConnectionClosed,
                       ClientClosed, ShuttingDown, InvalidArgument, ShapeError,
                       DTypeError, Busy, Limit, Timeout, Abandoned,
                       Unsupported,
@@ -37,7 +38,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "connect", "Client", "Tensor", "matmul", "default_client",
-    "GemmError", "DaemonNotRunning", "ConnectionClosed", "ClientClosed",
+    "GemmError", "DaemonNotRunning", "DaemonNotAnswering", "PermissionDenied",
+    "ConnectionClosed", "ClientClosed",
     "ShuttingDown", "InvalidArgument", "ShapeError", "DTypeError", "Busy",
     "Limit", "Timeout", "Abandoned", "Unsupported", "OutOfMemory",
     "LibraryNotFound",
@@ -52,7 +54,10 @@ def connect(url: Optional[str] = None, *, timeout: Optional[float] = 60.0,
     ipc:///run/gemmd/gemmd.sock) and returns a Client. timeout: seconds a
     request may wait for its reply (None: forever). pool_bytes: idle shared
     memory kept for reuse. Raises DaemonNotRunning when nothing listens
-    there, LibraryNotFound when libgemmclient cannot be loaded."""
+    there, DaemonNotAnswering when gemmd accepts but does not answer within
+    min(timeout, 2 s) (stopped or hung), PermissionDenied when this user
+    may not use its socket, LibraryNotFound when libgemmclient cannot be
+    loaded."""
     from ._client import Client
 
     return Client(url, timeout=timeout, pool_bytes=pool_bytes)

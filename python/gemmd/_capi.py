@@ -228,6 +228,7 @@ PROTOTYPES: Dict[str, Tuple[Any, Sequence[Any]]] = {
     "gemm_dtype_size": (_sz, [c_enum]),
     "gemm_convert": (_int, [_p, c_enum, _p, c_enum, _sz]),
     "gemm_client_open": (_int, [_P(_p), ctypes.c_char_p]),
+    "gemm_client_open_timeout": (_int, [_P(_p), ctypes.c_char_p, _int]),
     "gemm_client_close": (None, [_p]),
     "gemm_client_set_timeout": (_int, [_p, _int]),
     "gemm_ping": (_int, [_p, _P(GemmServerInfo)]),

@@ -23,6 +23,7 @@ import atexit
 import collections
 import ctypes
 import os
+import re
 import threading
 from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
@@ -38,6 +39,10 @@ if TYPE_CHECKING:
 
 _OK = 0
 _ERR_CLOSED = 5
+_ERR_DIMS = 14
+# gemmd's words for a dimension past --max-dim: "each must be in 1..N"
+_DIMS_LIMIT = re.compile(r"each must be in 1\.\.(\d+)")
+CONNECT_TIMEOUT_MS = 2000  # GEMM_CONNECT_TIMEOUT_MS of gemm.h
 
 _exiting = False
 
@@ -140,7 +145,12 @@ class _Conn:
     def __init__(self, url: str, timeout_ms: int, pool_limit: int) -> None:
         lib = _capi.lib_for_connection()
         h = ctypes.c_void_p()
-        rv = lib.gemm_client_open(ctypes.byref(h), url.encode())
+        # The handshake waits at most the request timeout, and at most
+        # CONNECT_TIMEOUT_MS: a stopped gemmd is reported in that time.
+        connect_ms = (CONNECT_TIMEOUT_MS if timeout_ms < 0 else
+                      min(timeout_ms, CONNECT_TIMEOUT_MS))
+        rv = lib.gemm_client_open_timeout(ctypes.byref(h), url.encode(),
+                                          connect_ms)
         if rv != _OK:
             raise error_for(rv, lib.error_message())
         self.lib = lib
@@ -194,10 +204,24 @@ class _Conn:
         """Raises the error for rv (with this thread's message); a
         GEMM_ERR_CLOSED marks the connection lost."""
         if rv != _OK:
-            msg = self.lib.error_message()
-            if rv == _ERR_CLOSED:
-                self.lost = True
-            raise error_for(rv, msg)
+            raise error_for(rv, self.reword(rv, self.lib.error_message()))
+
+    def reword(self, rv: int, msg: str) -> str:
+        """libgemmclient's message for rv as this package's user needs it:
+        a lost connection (marked lost here) is reopened by the next call,
+        not by the caller; a dimension past gemmd's limit names the
+        option that sets it."""
+        if rv == _ERR_CLOSED:
+            self.lost = True
+            msg = msg.replace("reopen the client",
+                              "the next call reconnects")
+        elif rv == _ERR_DIMS:
+            m = _DIMS_LIMIT.search(msg)
+            if m is not None:
+                msg += ("; %s is gemmd's --max-dim (the largest m, n or k "
+                        "it takes): split the multiply, or start gemmd "
+                        "with a larger --max-dim" % m.group(1))
+        return msg
 
     # -- closing --
 

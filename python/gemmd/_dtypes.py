@@ -110,9 +110,12 @@ def require(spec: Any, what: str) -> DType:
     """The row for spec, or DTypeError naming what the type was for."""
     try:
         row = lookup(spec)
-    except TypeError as e:
-        raise DTypeError("%s: data type %r not understood (%s)" %
-                         (what, spec, e)) from None
+    except TypeError:
+        # numpy's own words ("data type 'float8' not understood") say no
+        # more than these
+        raise DTypeError("%s: data type %r not understood (gemmd "
+                         "multiplies %s)" % (what, spec, served_names())) \
+            from None
     if row is None:
         raise DTypeError(
             "%s: gemmd does not multiply %s (it multiplies %s)" %

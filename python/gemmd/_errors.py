@@ -12,7 +12,7 @@ Every error is a GemmError with ``.code`` (the gemm_error number) and
 anything is sent). The subclasses also derive from the built-in exception a
 numpy user would catch: InvalidArgument is a ValueError, DTypeError a
 TypeError, Timeout a TimeoutError, the connection errors ConnectionError,
-OutOfMemory a MemoryError.
+PermissionDenied a PermissionError, OutOfMemory a MemoryError.
 
 This module imports nothing heavy: ``import gemmd`` stays cheap.
 """
@@ -54,6 +54,23 @@ class DaemonNotRunning(GemmError, ConnectionError):
     """No gemmd listens at the URL (GEMM_ERR_CONNECT)."""
 
     code = 3
+
+
+class DaemonNotAnswering(DaemonNotRunning, TimeoutError):
+    """gemmd accepted the connection but did not answer its handshake in
+    time: it is stopped (SIGSTOP, a debugger) or hung
+    (GEMM_ERR_NOT_ANSWERING). A DaemonNotRunning too, for code that falls
+    back to the CPU when gemmd cannot be used."""
+
+    code = 28
+
+
+class PermissionDenied(GemmError, PermissionError):
+    """This user may not use gemmd's socket (the message names the group
+    that grants it and the command that joins it), or a request touched
+    something of another client's (GEMM_ERR_PERMISSION)."""
+
+    code = 12
 
 
 class ConnectionClosed(GemmError, ConnectionError):
@@ -162,7 +179,7 @@ ERRORS: Dict[int, Tuple[str, str, Type[GemmError]]] = {
     9: ("GEMM_ERR_BUSY", "server busy: queue full", Busy),
     10: ("GEMM_ERR_SHUTDOWN", "server shutting down", ShuttingDown),
     11: ("GEMM_ERR_NO_BUFFER", "unknown buffer id", InvalidArgument),
-    12: ("GEMM_ERR_PERMISSION", "permission denied", GemmError),
+    12: ("GEMM_ERR_PERMISSION", "permission denied", PermissionDenied),
     13: ("GEMM_ERR_BOUNDS", "operand extends beyond its buffer",
          InvalidArgument),
     14: ("GEMM_ERR_DIMS", "invalid dimensions", ShapeError),
@@ -182,6 +199,9 @@ ERRORS: Dict[int, Tuple[str, str, Type[GemmError]]] = {
     27: ("GEMM_ERR_ABANDONED",
          "gave up waiting: the request may still run and write its output",
          Abandoned),
+    28: ("GEMM_ERR_NOT_ANSWERING",
+         "gemmd accepted the connection but does not answer (stopped or "
+         "hung?)", DaemonNotAnswering),
 }
 
 # Codes by C name without the prefix: CODES["BUSY"] == 9.

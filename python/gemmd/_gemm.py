@@ -100,20 +100,29 @@ class _Plan:
         if out is not None and not isinstance(out, np.ndarray):
             raise TypeError("matmul: out must be a numpy array, not %s" %
                             type(out).__name__)
+        natural = (self.ab if self.ab.name in self.ab.outs else
+                   _dtypes.TABLE[self.ab.outs[0]])
+        self.cd = natural
         if out_dtype is not None:
             self.cd = _dtypes.require(out_dtype, "matmul: out_dtype")
         elif out is not None:
-            self.cd = _dtypes.require(out.dtype, "matmul: out")
-        elif self.ab.name in self.ab.outs:
-            self.cd = self.ab
-        else:
-            self.cd = _dtypes.TABLE[self.ab.outs[0]]
+            # out's type when gemmd writes it; else gemmd's result cast
+            # into out as numpy casts (same_kind: float32 into float64)
+            row = _dtypes.lookup(out.dtype)
+            if row is not None and row.available and row.name in self.ab.outs:
+                self.cd = row
+            elif not np.can_cast(natural.np, out.dtype, "same_kind"):
+                raise DTypeError(
+                    "matmul: Cannot cast ufunc 'matmul' output from %r to "
+                    "%r with casting rule 'same_kind'" %
+                    (natural.np, out.dtype))
         if self.cd.name not in self.ab.outs:
             raise DTypeError(
                 "matmul: gemmd cannot write a %s result from %s inputs "
                 "(it writes %s)" %
                 (self.cd.name, self.ab.name, ", ".join(self.ab.outs)))
-        if out is not None and out.dtype != self.cd.np:
+        if (out is not None and out.dtype != self.cd.np and
+                out_dtype is not None):
             raise DTypeError(
                 "matmul: out has dtype %s but the result is %s (pass "
                 "out_dtype=%r)" % (out.dtype, self.cd.name, out.dtype.name))

@@ -67,9 +67,10 @@ class _TensorHandle:
 class Tensor:
     """A matrix kept resident in gemmd (in GPU memory on the cuda backend),
     made by Client.upload(). Use it in place of an array in matmul (``.T``
-    for its transpose); free it with free() or let it be collected. It
-    lives on its connection: after gemmd restarts, using it raises
-    ConnectionClosed."""
+    for its transpose), or with ``@`` (``t @ x`` and ``x @ t`` run in
+    gemmd); ``numpy()`` or ``np.asarray(t)`` reads its values back; free
+    it with free() or let it be collected. It lives on its connection:
+    after gemmd restarts, using it raises ConnectionClosed."""
 
     __slots__ = ("_h", "client", "trans", "conj")
 
@@ -129,6 +130,39 @@ class Tensor:
         finish first). Freeing twice, or after the client closed, does
         nothing."""
         self._h.free(quiet=False)
+
+    def numpy(self) -> np.ndarray:
+        """A copy of the values as a new numpy array (in gemmd memory) of
+        this view's shape. gemmd computes it as 0 * A @ B + 1 * C with this
+        tensor as C (A and B zeros, k = 1): the tensor's values exactly
+        where they are finite. One GEMM: cheap, but not free."""
+        r, c = self._h.shape
+        dt = self._h.dtype
+        stored = Tensor(self._h, self.client)
+        d = self.client.matmul(np.zeros((r, 1), dt), np.zeros((1, c), dt),
+                               c=stored, alpha=0.0, beta=1.0, dtype=dt,
+                               out_dtype=dt)
+        if self.conj:
+            np.conjugate(d, out=d)
+        return d.T if self.trans else d
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """np.asarray(tensor): its values (numpy()), converted to dtype."""
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    # Not an array for numpy's ufuncs: x @ tensor comes to __rmatmul__
+    # (gemmd), np.add(tensor, 1) raises TypeError; np.asarray() reads the
+    # values back.
+    __array_ufunc__ = None
+
+    def __matmul__(self, other: Any) -> Any:
+        """tensor @ x: client.matmul(tensor, x), computed by gemmd."""
+        return self.client.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        """x @ tensor: client.matmul(x, tensor), computed by gemmd."""
+        return self.client.matmul(other, self)
 
     def reshape(self, *shape: Any) -> "Tensor":
         want = tuple(shape[0]) if len(shape) == 1 and isinstance(

@@ -26,7 +26,8 @@ def test_every_code_has_a_class() -> None:
             13: gemmd.InvalidArgument, 14: gemmd.ShapeError,
             15: gemmd.InvalidArgument, 16: gemmd.InvalidArgument,
             17: gemmd.DTypeError, 20: gemmd.Limit, 22: gemmd.Unsupported,
-            25: gemmd.OutOfMemory, 27: gemmd.Abandoned}
+            25: gemmd.OutOfMemory, 27: gemmd.Abandoned,
+            12: gemmd.PermissionDenied, 28: gemmd.DaemonNotAnswering}
     for code, (name, msg, _) in gemmd.ERRORS.items():
         e = gemmd.error_for(code, "")
         assert isinstance(e, gemmd.GemmError) and e.code == code

@@ -1,8 +1,9 @@
 /*
  * access_probe.c: the other user's side of access_test.c, exec'ed (through
  * fexecve, so from any clone location) as a uid that is neither the
- * daemon's nor the test's. "connect URL" must fail to connect. "serve URL
- * ROOT_BUFFER ROOT_TICKET" must be refused the test's buffer id and the
+ * daemon's nor the test's. "connect URL" must be refused for permission, the
+ * message naming the group that grants it and the commands that join it. "serve
+ * URL ROOT_BUFFER ROOT_TICKET" must be refused the test's buffer id and the
  * test's descriptor ticket, and then be served normally: a buffer of its
  * own (its memfd crosses to the daemon's uid), a GEMM checked against
  * fp64. The exit code names the check that failed (0: all held). Linked
@@ -14,6 +15,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +28,17 @@ static int try_connect(const char *url)
         gemm_client_close(c);
         return rv == GEMM_OK ? 1 : 0;
     }
-    return rv == GEMM_ERR_CONNECT ? 0 : 2;
+    /* refused for permission, with the group that grants it and the
+     * commands that join it */
+    const char *msg = gemm_last_error_message();
+    if (rv != GEMM_ERR_PERMISSION)
+        return 2;
+    if (strstr(msg, "is not in group") == NULL ||
+        strstr(msg, "usermod -aG") == NULL || strstr(msg, "newgrp") == NULL) {
+        fprintf(stderr, "access_probe: message: %s\n", msg);
+        return 3;
+    }
+    return 0;
 }
 
 static int try_serve(const char *url, uint64_t root_buffer,

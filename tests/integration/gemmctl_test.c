@@ -3,15 +3,18 @@
  * `gemmctl kernels` (table and JSON), `gemmctl mm --kernel/--precision`
  * (correct, and clear errors with the documented exit codes) and
  * `gemmctl bench` (its table, and a CSV with the agreed header and one
- * row per kernel and size). gemmctl runs as a child process with its
- * stdout and stderr in files of the fixture's directory. The binary is
- * the one built here, or $GEMM_TEST_GEMMCTL.
+ * row per kernel and size); `mm` from .npy files (bf16 as ml_dtypes saves
+ * it) with D alone on stdout, `status` (JSON as Python's client.status()),
+ * usage errors, and a stopped daemon within --timeout. gemmctl runs as a child
+ * process with its stdout and stderr in files of the fixture's directory. The
+ * binary is the one built here, or $GEMM_TEST_GEMMCTL.
  */
 #include "util/daemon.h"
 
 #include <criterion/criterion.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -141,12 +144,12 @@ Test(gemmctl, mm_with_kernel_and_precision)
                  0, "stdout: %s\nstderr: %s", out_text, err_text);
     char want[64];
     snprintf(want, sizeof(want), "kernel: %s", ref);
-    EXPECT_IN(out_text, want);
+    EXPECT_IN(err_text, want);
     EXPECT_IN(out_text, "PASS");
     cr_assert_eq(ctl("mm", "-m", "33", "-n", "17", "-k", "65", "--precision",
                      "tf32", "--check", NULL),
                  0, "stdout: %s\nstderr: %s", out_text, err_text);
-    EXPECT_IN(out_text, "precision tf32");
+    EXPECT_IN(err_text, "precision tf32");
     EXPECT_IN(out_text, "(tf32): PASS");
     cr_assert_eq(ctl("mm", "-m", "33", "-n", "17", "-k", "65", "--precision",
                      "fp32", "--check", "--ta", NULL),
@@ -158,7 +161,7 @@ Test(gemmctl, mm_with_kernel_and_precision)
                          "--check", NULL),
                      0, "stdout: %s\nstderr: %s", out_text, err_text);
         snprintf(want, sizeof(want), "kernel: %s", other);
-        EXPECT_IN(out_text, want);
+        EXPECT_IN(err_text, want);
         EXPECT_IN(out_text, "PASS");
     }
 }
@@ -338,7 +341,7 @@ Test(gemmctl, mm_wide_types)
     cr_assert_eq(
         ctl("mm", "--a", pa, "--b", pb, "--op-b", "C", "--out", pd, NULL), 0,
         "stdout: %s\nstderr: %s", out_text, err_text);
-    EXPECT_IN(out_text, "complex128");
+    EXPECT_IN(err_text, "complex128");
     /* D[i][j] = sum_l A[i][l] conj(B[j][l]) */
     double want[12];
     for (int i = 0; i < 3; i++)
@@ -369,7 +372,7 @@ Test(gemmctl, mm_wide_types)
     write_npy(pa, "<f8", 2, 2, x, sizeof(x));
     cr_assert_eq(ctl("mm", "--a", pa, "--b", pa, "--check", NULL), 0,
                  "stdout: %s\nstderr: %s", out_text, err_text);
-    EXPECT_IN(out_text, "fp64 in, fp64 out");
+    EXPECT_IN(err_text, "fp64 in, fp64 out");
     /* rules */
     cr_expect_eq(ctl("mm", "-m", "4", "-n", "4", "-k", "4", "--dtype", "fp64",
                      "--op-a", "C", NULL),
@@ -383,5 +386,118 @@ Test(gemmctl, mm_wide_types)
     EXPECT_IN(err_text, "complex inputs");
     cr_expect_eq(ctl("bench", "--dtype", "fp64", NULL), 2);
     EXPECT_IN(err_text, "reference alone");
+    tu_assert_healthy(g_client);
+}
+
+/* bf16 bits of a float that bf16 holds exactly */
+static uint16_t bf16_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    return (uint16_t)(u >> 16);
+}
+
+Test(gemmctl, mm_d_alone_on_stdout_report_on_stderr)
+{
+    const float a[] = {1, 2, 3, 4, 5, 6}; /* 2x3 */
+    const float b[] = {1, 0, 0, 1, 1, 1}; /* 3x2 */
+    char pa[256], pb[256];
+    snprintf(pa, sizeof(pa), "%s/a.npy", g_gemmd.dir);
+    snprintf(pb, sizeof(pb), "%s/b.npy", g_gemmd.dir);
+    write_npy(pa, "<f4", 2, 3, a, sizeof(a));
+    write_npy(pb, "<f4", 3, 2, b, sizeof(b));
+    cr_assert_eq(ctl("mm", "--a", pa, "--b", pb, NULL), 0, "stderr: %s",
+                 err_text);
+    /* D = [[4, 5], [10, 11]], and nothing else */
+    float d[4];
+    cr_expect_eq(sscanf(out_text, "%f %f %f %f", &d[0], &d[1], &d[2], &d[3]), 4,
+                 "stdout: %s", out_text);
+    cr_expect(d[0] == 4 && d[1] == 5 && d[2] == 10 && d[3] == 11, "stdout: %s",
+              out_text);
+    cr_expect_eq(lines(out_text), 2, "stdout: %s", out_text);
+    cr_expect(strstr(out_text, "kernel") == NULL, "stdout: %s", out_text);
+    EXPECT_IN(err_text, "mm 2x2x3");
+    EXPECT_IN(err_text, "kernel: ");
+    cr_assert_eq(ctl("mm", "--quiet", "--a", pa, "--b", pb, NULL), 0);
+    cr_expect_eq(lines(out_text), 2, "stdout: %s", out_text);
+    cr_expect_str_empty(err_text, "--quiet, stderr: %s", err_text);
+}
+
+Test(gemmctl, mm_reads_and_writes_ml_dtypes_bf16)
+{
+    /* numpy saves ml_dtypes.bfloat16 with descr '<V2' */
+    uint16_t a[6], b[6];
+    const float av[] = {1, 2, 3, 4, 5, 6}, bv[] = {1, 0, 0, 1, 1, 1};
+    for (int i = 0; i < 6; i++) {
+        a[i] = bf16_of(av[i]);
+        b[i] = bf16_of(bv[i]);
+    }
+    char pa[256], pb[256], pd[256];
+    snprintf(pa, sizeof(pa), "%s/a.npy", g_gemmd.dir);
+    snprintf(pb, sizeof(pb), "%s/b.npy", g_gemmd.dir);
+    snprintf(pd, sizeof(pd), "%s/d.npy", g_gemmd.dir);
+    write_npy(pa, "<V2", 2, 3, a, sizeof(a));
+    write_npy(pb, "<V2", 3, 2, b, sizeof(b));
+    cr_assert_eq(ctl("mm", "--a", pa, "--b", pb, "--out", pd, "--out-dtype",
+                     "bf16", NULL),
+                 0, "stderr: %s", err_text);
+    EXPECT_IN(err_text, "bf16 in, bf16 out");
+    static char text[4096];
+    FILE *f = fopen(pd, "rb");
+    cr_assert_not_null(f);
+    size_t got = fread(text, 1, sizeof(text), f);
+    fclose(f);
+    cr_assert_eq(got, 128 + 4 * 2, "D.npy is %zu bytes", got);
+    cr_expect(strstr(text + 10, "'descr': '<V2'") != NULL, "%.118s", text + 10);
+    uint16_t want[4] = {bf16_of(4), bf16_of(5), bf16_of(10), bf16_of(11)};
+    cr_expect_arr_eq(text + 128, want, sizeof(want), "D in bf16");
+    /* and the bf16 D reads back as an input */
+    cr_assert_eq(ctl("mm", "--quiet", "--a", pd, "--b", pd, "--tb", NULL), 0,
+                 "stderr: %s", err_text);
+}
+
+Test(gemmctl, usage_errors_name_the_fix)
+{
+    const float a[] = {1, 2, 3, 4, 5, 6};
+    char pa[256];
+    snprintf(pa, sizeof(pa), "%s/a.npy", g_gemmd.dir);
+    write_npy(pa, "<f4", 2, 3, a, sizeof(a));
+    /* 2x3 times 2x3: inner dimensions differ */
+    cr_expect_eq(ctl("mm", "--a", pa, "--b", pa, NULL), 2, "stderr: %s",
+                 err_text);
+    EXPECT_IN(err_text, "inner dimensions differ");
+    /* a plain path for --url */
+    cr_expect_eq(ctl("--url", "/run/gemmd/gemmd.sock", "ping", NULL), 1);
+    EXPECT_IN(err_text, "ipc:///run/gemmd/gemmd.sock");
+    /* the top-level help lists every type mm takes */
+    cr_expect_eq(ctl("--help", NULL), 0);
+    EXPECT_IN(out_text, "bf16, fp16, fp32, fp64,");
+    EXPECT_IN(out_text, "c64 or c128");
+}
+
+Test(gemmctl, status_as_python_has_it)
+{
+    cr_assert_eq(ctl("status", "--json", NULL), 0, "stderr: %s", err_text);
+    static const char *const keys[] = {
+        "\"requests_served\": ", "\"connections\": ", "\"users\": ",
+        "\"memory_budget\": ",   "\"memory_used\": ", "\"stage_d2h_us\": "};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        EXPECT_IN(out_text, keys[i]);
+    cr_assert_eq(ctl("status", NULL), 0, "stderr: %s", err_text);
+    EXPECT_IN(out_text, "every kind");
+    if (strcmp(tu_backend(), "cpu") == 0)
+        EXPECT_IN(out_text, "h2d -  kernel");
+}
+
+Test(gemmctl, stopped_daemon_within_the_timeout)
+{
+    cr_assert_eq(kill(g_gemmd.pid, SIGSTOP), 0);
+    double t0 = tu_now();
+    int rc = ctl("--timeout", "300", "ping", NULL);
+    double dt = tu_now() - t0;
+    cr_assert_eq(kill(g_gemmd.pid, SIGCONT), 0);
+    cr_expect_eq(rc, 1, "stderr: %s", err_text);
+    cr_expect(dt < 3.0, "gemmctl --timeout 300 ping took %.2f s", dt);
+    EXPECT_IN(err_text, "did not answer within 300 ms");
     tu_assert_healthy(g_client);
 }

@@ -39,12 +39,29 @@ typedef struct gemm_client gemm_client;
  * Connects to gemmd at url (NULL: gemm_default_url()). On success *out is a
  * new client the caller must gemm_client_close(); on failure *out is
  * untouched and nothing is left allocated. GEMM_ERR_CONNECT when no daemon
- * listens there. Thread-safe.
+ * listens there; waits at most GEMM_CONNECT_TIMEOUT_MS for one that accepts
+ * but does not answer (see gemm_client_open_timeout()). Thread-safe.
  *
  * A client is thread-safe: any number of threads may issue requests on one
  * client at once (each request uses its own nng context).
  */
 GEMM_API int gemm_client_open(gemm_client **out, const char *url);
+
+/*
+ * gemm_client_open() waits at most timeout_ms for the connection (-1: as
+ * long as nng's own handshake limit, 10 s); gemm_client_open() is this with
+ * GEMM_CONNECT_TIMEOUT_MS. A missing socket, a refused connection or a
+ * denied permission fail at once (GEMM_ERR_CONNECT, GEMM_ERR_PERMISSION: the
+ * message names the socket's group and the command that grants it); a
+ * daemon that accepts the connection but does not answer its handshake in
+ * time (stopped, hung) is GEMM_ERR_NOT_ANSWERING. The timeout of later
+ * requests is still gemm_client_set_timeout()'s. Thread-safe.
+ */
+GEMM_API int gemm_client_open_timeout(gemm_client **out, const char *url,
+                                      int timeout_ms);
+
+/* gemm_client_open()'s wait for a daemon's handshake, in milliseconds. */
+#define GEMM_CONNECT_TIMEOUT_MS 2000
 
 /*
  * Closes the connection and frees the client. Buffers still allocated on it

@@ -66,7 +66,9 @@ extern "C" {
     X(GEMM_ERR_BUFFER_FAULT, 26,                                               \
       "buffer truncated or unmapped under a request")                          \
     X(GEMM_ERR_ABANDONED, 27,                                                  \
-      "gave up waiting: the request may still run and write its output")
+      "gave up waiting: the request may still run and write its output")       \
+    X(GEMM_ERR_NOT_ANSWERING, 28,                                              \
+      "gemmd accepted the connection but does not answer (stopped or hung?)")
 
 typedef enum gemm_error {
 #define GEMM_X_ENUM(name, num, msg) name = num,
