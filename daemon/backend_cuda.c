@@ -432,7 +432,7 @@ static int gemm_direct(cuda_worker *w, gemmd_job *j)
         j->ab_type == GEMM_FP32 ? GEMM_PRECISION_FP32 : GEMM_PRECISION_DEFAULT;
     snprintf(j->ran, sizeof(j->ran), "smem-tiled");
     CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
-    rv = gemmk_gemm(w->kctx, &kp, w->stream, "smem-tiled");
+    rv = gemmk_gemm(w->kctx, &kp, w->stream, "smem-tiled", NULL);
     if (rv != GEMM_OK) {
         snprintf(m, ml, "kernel %s failed to launch: %s", j->ran,
                  gemm_strerror(rv));
@@ -685,7 +685,7 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
     if (ran == NULL && gemmk_select(w->kctx, &kp, &ran) != GEMM_OK)
         ran = "auto";
     snprintf(j->ran, sizeof(j->ran), "%s", ran);
-    rv = gemmk_gemm(w->kctx, &kp, w->stream, kname);
+    rv = gemmk_gemm(w->kctx, &kp, w->stream, kname, NULL);
     if (rv != GEMM_OK) {
         snprintf(m, ml, "kernel %s failed to launch: %s", j->ran,
                  gemm_strerror(rv));

@@ -166,7 +166,7 @@ static bool run_case(const Case &c, int idx)
     p.alpha = c.alpha, p.beta = c.beta;
     p.precision = c.ab == GEMM_FP32 ? c.prec : GEMM_PRECISION_DEFAULT;
     const bool tf32 = c.ab == GEMM_FP32 && c.prec == GEMM_PRECISION_TF32;
-    int rv = gemmk_gemm(ctx, &p, 0, c.kernel);
+    int rv = gemmk_gemm(ctx, &p, 0, c.kernel, NULL);
     if (rv != GEMM_OK) {
         printf("FAIL case %d: gemmk_gemm returned %d\n", idx, rv);
         failures++;
@@ -361,49 +361,51 @@ static int api_checks(void)
     p.a = p.b = p.d = buf;
     p.lda = p.ldb = p.ldc = p.ldd = 64;
     p.alpha = 1;
-    bad += gemmk_gemm(ctx, &p, 0, "no-such-kernel") != GEMM_ERR_UNSUPPORTED;
+    bad +=
+        gemmk_gemm(ctx, &p, 0, "no-such-kernel", NULL) != GEMM_ERR_UNSUPPORTED;
     p.lda = 60;
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
     p.lda = 64;
     p.ab_type = (gemm_dtype)9;
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_DTYPE;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_DTYPE;
     p.ab_type = GEMM_BF16;
     p.precision = GEMM_PRECISION_TF32; /* only for fp32 inputs */
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
-    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32") != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32", NULL) != GEMM_ERR_INVALID;
     p.precision = GEMM_PRECISION_DEFAULT;
-    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32") != GEMM_ERR_UNSUPPORTED;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32", NULL) != GEMM_ERR_UNSUPPORTED;
     p.ab_type = GEMM_FP32;
-    bad += gemmk_gemm(ctx, &p, 0, "ws128x256") != GEMM_ERR_UNSUPPORTED;
-    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32") != GEMM_ERR_UNSUPPORTED;
-    bad += gemmk_gemm(ctx, &p, 0, "wgmma-ws-tf32") != GEMM_ERR_UNSUPPORTED;
+    bad += gemmk_gemm(ctx, &p, 0, "ws128x256", NULL) != GEMM_ERR_UNSUPPORTED;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32", NULL) != GEMM_ERR_UNSUPPORTED;
+    bad +=
+        gemmk_gemm(ctx, &p, 0, "wgmma-ws-tf32", NULL) != GEMM_ERR_UNSUPPORTED;
     p.precision = (gemm_precision)7;
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
     p.precision = GEMM_PRECISION_TF32;
-    bad += gemmk_gemm(ctx, &p, 0, "ws-3xtf32") != GEMM_ERR_UNSUPPORTED;
-    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32") != GEMM_OK;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-3xtf32", NULL) != GEMM_ERR_UNSUPPORTED;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32", NULL) != GEMM_OK;
     p.precision = GEMM_PRECISION_DEFAULT;
     const char *sel = nullptr;
     bad += gemmk_select(ctx, &p, &sel) != GEMM_OK || !sel ||
            strcmp(sel, "ws-3xtf32") != 0;
     p.lda = 60; /* multiple of 4 fp32 (16 B) but not of 8: refused */
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
     p.lda = 64;
     CK(cudaDeviceSynchronize());
     p.ab_type = GEMM_BF16;
     p.k = 0;
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
     p.k = 64;
     p.beta = 1; /* C NULL with beta != 0 */
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
     p.beta = 0;
     p.a = (char *)buf + 8;
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
     p.a = buf;
     gemmk_cache_stats st0, st1;
     gemmk_cache_stats_get(ctx, &st0);
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_OK;
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_OK;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_OK;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_OK;
     CK(cudaDeviceSynchronize());
     gemmk_cache_stats_get(ctx, &st1);
     bad += st1.hits < st0.hits + 2; /* second call hits for A and B */
