@@ -14,8 +14,9 @@
  * it is checked against the request (gemmk_check) before it is queued,
  * and the reply names the kernel that ran (gemmk_select for auto).
  * fp64, complex64 and complex128 (gemm_wide) take the same staging and
- * overlap and run cuBLAS DGEMM, CGEMM and ZGEMM on the worker's stream
- * (wide_multiply: the one place where another fp64 kernel plugs in).
+ * overlap, C staged into D (the kernels update wide D in place). Every
+ * kernel choice, wide types included, is the kernel library's
+ * (gemmk_gemm): this file names no kernel.
  */
 #include "backend.h"
 #include "log.h"
@@ -23,7 +24,6 @@
 #include <gemm/gemm.h>
 #include <gemm_kernels.h>
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,9 +42,8 @@ typedef struct cuda_forget {
 
 typedef struct cuda_worker {
     cudaStream_t stream;
-    gemmk_ctx *kctx;     /* used by its worker thread alone */
-    cudaEvent_t ev[4];   /* start, copies in done, kernel done, copy out done */
-    cublasHandle_t blas; /* cuBLAS on stream: fp64 and complex GEMMs */
+    gemmk_ctx *kctx;   /* used by its worker thread alone */
+    cudaEvent_t ev[4]; /* start, copies in done, kernel done, copy out done */
     /* ranges freed by the loop thread, applied to kctx's cache by the
      * worker before its next job (the cache is not thread-safe; its keys
      * hold everything a map encodes, so an entry left over until then is
@@ -98,35 +97,8 @@ static int cuda_fail(cudaError_t e, const char *what, const char *file,
         }                                                                      \
     } while (0)
 
-/* Maps a cuBLAS status to a gemm_error and a message naming the call. */
-static int cublas_fail(cublasStatus_t s, const char *what, const char *file,
-                       int line, char *msg, size_t len)
-{
-    snprintf(msg, len, "%s failed: %s (%s:%d)", what, cublasGetStatusString(s),
-             file, line);
-    switch (s) {
-    case CUBLAS_STATUS_ALLOC_FAILED:
-        return GEMM_ERR_DEVICE_MEMORY;
-    case CUBLAS_STATUS_NOT_SUPPORTED:
-    case CUBLAS_STATUS_ARCH_MISMATCH:
-        return GEMM_ERR_UNSUPPORTED;
-    default:
-        return GEMM_ERR_DEVICE;
-    }
-}
-
-#define CB(call, msg, len)                                                     \
-    do {                                                                       \
-        cublasStatus_t s_ = (call);                                            \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                     \
-            rv = cublas_fail(s_, #call, __FILE__, __LINE__, msg, len);         \
-            goto fail;                                                         \
-        }                                                                      \
-    } while (0)
-
-/* The types computed in their own precision with cuBLAS (gemm_wide). */
-#define WIDE_TYPES                                                             \
-    (1u << GEMM_FP64 | 1u << GEMM_COMPLEX64 | 1u << GEMM_COMPLEX128)
+/* The types computed in their own precision (gemm_wide). */
+#define WIDE_TYPES GEMMK_WIDE_TYPES
 
 static bool wide_type(int t)
 {
@@ -209,8 +181,6 @@ static void cuda_fini(gemmd_backend *be)
     for (unsigned i = 0; i < p->nworkers; i++) {
         worker_forget(&p->workers[i]); /* workers are joined: safe */
         pthread_mutex_destroy(&p->workers[i].forget_mu);
-        if (p->workers[i].blas != NULL)
-            cublasDestroy(p->workers[i].blas);
         gemmk_ctx_destroy(p->workers[i].kctx);
         for (int e = 0; e < 4; e++)
             cudaEventDestroy(p->workers[i].ev[e]);
@@ -255,7 +225,17 @@ static void cuda_unpin(gemmd_backend *be, void *base, void *handle)
     atomic_fetch_sub(&p->pinned_bytes, (size_t)(uintptr_t)handle);
 }
 
-/* Makes worker w's stream, events, kernel context and cuBLAS handle. Main
+/* Logs the kernels' tuning knobs set in the environment (measurement
+ * switches that change what runs). */
+static void log_knobs(const gemmk_ctx *kctx)
+{
+    gemmk_knob k;
+    for (int i = 0; gemmk_ctx_knob(kctx, i, &k); i++)
+        gemmd_log(LOG_NOTICE, "cuda backend: kernel knob %s=%s (value %d): %s",
+                  k.name, k.text, k.value, k.description);
+}
+
+/* Makes worker w's stream, events and kernel context. Main
  * thread, at start-up: nothing is created later, so the daemon's memory
  * and mappings are the same after the first request as before it. */
 static int worker_create(cuda_priv *p, cuda_worker *w, char *msg, size_t len)
@@ -271,13 +251,10 @@ static int worker_create(cuda_priv *p, cuda_worker *w, char *msg, size_t len)
                  gemm_strerror(rv));
         goto fail;
     }
-    CB(cublasCreate(&w->blas), msg, len);
-    CB(cublasSetStream(w->blas, w->stream), msg, len);
-    CB(cublasSetPointerMode(w->blas, CUBLAS_POINTER_MODE_HOST), msg, len);
+    if (w == &p->workers[0])
+        log_knobs(w->kctx);
     return GEMM_OK;
 fail:
-    if (w->blas != NULL)
-        cublasDestroy(w->blas);
     gemmk_ctx_destroy(w->kctx);
     for (int e = 0; e < 4; e++)
         if (w->ev[e] != NULL)
@@ -388,6 +365,10 @@ static gemmk_problem job_problem(const gemmd_job *j, const void *a,
         .alpha = (float)j->alpha,
         .beta = j->has_c ? (float)j->beta : 0.0f,
         .precision = (gemm_precision)j->precision,
+        .conj_a = j->conj_a,
+        .conj_b = j->conj_b,
+        .zalpha = {j->alpha, j->alpha_im},
+        .zbeta = {j->has_c ? j->beta : 0.0, j->has_c ? j->beta_im : 0.0},
     };
     return kp;
 }
@@ -397,6 +378,27 @@ static bool aligned_ld(const void *ptr, uint64_t ld)
     return ((uintptr_t)ptr & 15) == 0 && ld % 8 == 0;
 }
 
+/*
+ * Enqueues kp, job j's problem, on w's stream with the kernel j names
+ * ("" = the library's choice); sets j->ran to what ran, and on failure
+ * j->msg to why (the library's message: the CUDA or cuBLAS call, its
+ * error and file:line). Returns a gemm_error. Worker thread.
+ */
+static int run_kernel(cuda_worker *w, gemmd_job *j, const gemmk_problem *kp)
+{
+    gemmk_result res;
+    const char *kname = j->kernel[0] != '\0' ? j->kernel : NULL;
+    int rv = gemmk_gemm(w->kctx, kp, w->stream, kname, &res);
+    snprintf(j->ran, sizeof(j->ran), "%s",
+             res.kernel != NULL ? res.kernel
+             : kname != NULL    ? kname
+                                : "auto");
+    if (rv != GEMM_OK)
+        snprintf(j->msg, sizeof(j->msg), "kernel %s failed (%s): %.180s",
+                 j->ran, gemm_strerror(rv), res.msg);
+    return rv;
+}
+
 /* Whether j may run straight from the client's pinned buffers: tiny,
  * "auto", every buffer operand pinned and laid out as the kernels need
  * (16-byte aligned, ld a multiple of 8), and not tf32 (the kernel used
@@ -404,7 +406,7 @@ static bool aligned_ld(const void *ptr, uint64_t ld)
 static bool direct_ok(const cuda_priv *p, const gemmd_job *j)
 {
     if (!p->host_direct || j->kind != JOB_GEMM ||
-        (j->kernel[0] != '\0' && strcmp(j->kernel, "auto") != 0) ||
+        (j->kernel[0] != '\0' && !gemmk_is_auto(j->kernel)) ||
         (j->ab_type == GEMM_FP32 && j->precision == GEMM_PRECISION_TF32))
         return false;
     if (j->m * j->n > DIRECT_MAX_VOLUME ||
@@ -417,9 +419,10 @@ static bool direct_ok(const cuda_priv *p, const gemmd_job *j)
            aligned_ld(j->d, j->ldd) && (!j->has_c || aligned_ld(j->c, j->ldc));
 }
 
-/* A tiny GEMM in one launch: the ladder's shared-memory tiled kernel reads
- * A, B (and C) from pinned host memory (or resident tensors) over PCIe and
- * writes D into the client's buffer; no staging, no copies. */
+/* A tiny GEMM in one launch: the kernel the library runs on host-mapped
+ * operands reads A, B (and C) from pinned host memory (or resident
+ * tensors) over PCIe and writes D into the client's buffer; no staging,
+ * no copies. */
 static int gemm_direct(cuda_worker *w, gemmd_job *j)
 {
     int rv = GEMM_OK;
@@ -430,14 +433,10 @@ static int gemm_direct(cuda_worker *w, gemmd_job *j)
     /* the kernel computes in full fp32 (direct_ok keeps tf32 away) */
     kp.precision =
         j->ab_type == GEMM_FP32 ? GEMM_PRECISION_FP32 : GEMM_PRECISION_DEFAULT;
-    snprintf(j->ran, sizeof(j->ran), "smem-tiled");
+    kp.host_mapped = 1;
     CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
-    rv = gemmk_gemm(w->kctx, &kp, w->stream, "smem-tiled", NULL);
-    if (rv != GEMM_OK) {
-        snprintf(m, ml, "kernel %s failed to launch: %s", j->ran,
-                 gemm_strerror(rv));
+    if ((rv = run_kernel(w, j, &kp)) != GEMM_OK)
         goto fail;
-    }
     CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
     CK(cudaStreamSynchronize(w->stream), m, ml);
     float ms;
@@ -451,115 +450,9 @@ fail:
 }
 
 /*
- * fp64 through gemmk_gemm_f64 (Ozaki-II on the int8 tensor cores, or its
- * own native fallback), for a request that names one of its kernels
- * (oz2-bytes, oz2, oz2-unfused, cublas-dgemm): row-major like the rest,
- * D (holding C when j->has_c) updated in place. Opt-in by name until the
- * daemon's path has been measured on a GPU; "auto" stays on cuBLAS DGEMM.
- * Sets j->ran to what ran. Worker thread.
- */
-static int ozaki(cuda_worker *w, gemmd_job *j, const void *a, uint64_t lda,
-                 const void *b, uint64_t ldb, void *d, uint64_t ldd)
-{
-    gemmk_problem_f64 p = {
-        .m = (int64_t)j->m,
-        .n = (int64_t)j->n,
-        .k = (int64_t)j->k,
-        .trans_a = j->trans_a,
-        .trans_b = j->trans_b,
-        .a = a,
-        .b = b,
-        .c = j->has_c ? d : NULL,
-        .d = d,
-        .lda = (int64_t)lda,
-        .ldb = (int64_t)ldb,
-        .ldc = (int64_t)ldd,
-        .ldd = (int64_t)ldd,
-        .alpha = j->alpha,
-        .beta = j->has_c ? j->beta : 0.0,
-        .method = GEMMK_F64_AUTO,
-    };
-    gemmk_f64_result r = {0};
-    int rv = gemmk_gemm_f64(w->kctx, &p, w->stream, j->kernel, &r);
-    if (rv != GEMM_OK) {
-        snprintf(j->msg, sizeof(j->msg), "fp64 kernel %s: %s", j->kernel,
-                 gemm_strerror(rv));
-        return rv;
-    }
-    snprintf(j->ran, sizeof(j->ran), "%s",
-             r.kernel != NULL ? r.kernel : j->kernel);
-    return GEMM_OK;
-}
-
-static cublasOperation_t blas_op(bool trans, bool conj)
-{
-    return !trans ? CUBLAS_OP_N : conj ? CUBLAS_OP_C : CUBLAS_OP_T;
-}
-
-/*
- * The multiply of a wide job (fp64, complex64, complex128) on w's stream:
- * D (device, ld ldd; holding C when j->has_c) = alpha op(A) op(B) + beta
- * D, with A and B on the device. Row-major D = op(A) op(B) is the
- * column-major D^T = op(B)^T op(A)^T: B goes first and m, n swap; a
- * row-major X seen column-major is X^T, so the ops stay N, T or C as the
- * request says. All fp64 dispatch is here (cuBLAS DGEMM today; our own
- * fp64 kernel, when it wins, plugs in before it). Sets j->ran. Returns a
- * gemm_error with j->msg. Worker thread.
- */
-static int wide_multiply(cuda_worker *w, gemmd_job *j, const void *a,
-                         uint64_t lda, const void *b, uint64_t ldb, void *d,
-                         uint64_t ldd)
-{
-    int rv = GEMM_OK;
-    char *m = j->msg;
-    size_t ml = sizeof(j->msg);
-    cublasOperation_t opb = blas_op(j->trans_b, j->conj_b);
-    cublasOperation_t opa = blas_op(j->trans_a, j->conj_a);
-    int64_t cm = (int64_t)j->n, cn = (int64_t)j->m, ck = (int64_t)j->k;
-    snprintf(j->ran, sizeof(j->ran), "cublas");
-    switch (j->ab_type) {
-    case GEMM_FP64: {
-        if (j->kernel[0] != '\0' && strcmp(j->kernel, "cublas") != 0)
-            return ozaki(w, j, a, lda, b, ldb, d, ldd);
-        double al = j->alpha, be = j->has_c ? j->beta : 0.0;
-        CB(cublasDgemm_64(w->blas, opb, opa, cm, cn, ck, &al, b, (int64_t)ldb,
-                          a, (int64_t)lda, &be, d, (int64_t)ldd),
-           m, ml);
-        break;
-    }
-    case GEMM_COMPLEX64: {
-        cuComplex al = {(float)j->alpha, (float)j->alpha_im};
-        cuComplex be = {j->has_c ? (float)j->beta : 0.0f,
-                        j->has_c ? (float)j->beta_im : 0.0f};
-        CB(cublasCgemm_64(w->blas, opb, opa, cm, cn, ck, &al, b, (int64_t)ldb,
-                          a, (int64_t)lda, &be, d, (int64_t)ldd),
-           m, ml);
-        break;
-    }
-    case GEMM_COMPLEX128: {
-        cuDoubleComplex al = {j->alpha, j->alpha_im};
-        cuDoubleComplex be = {j->has_c ? j->beta : 0.0,
-                              j->has_c ? j->beta_im : 0.0};
-        CB(cublasZgemm_64(w->blas, opb, opa, cm, cn, ck, &al, b, (int64_t)ldb,
-                          a, (int64_t)lda, &be, d, (int64_t)ldd),
-           m, ml);
-        break;
-    }
-    default:
-        snprintf(m, ml, "cuda backend: %s is not a wide type",
-                 gemm_dtype_name(j->ab_type));
-        return GEMM_ERR_INTERNAL;
-    }
-    CK(cudaGetLastError(), m, ml);
-    return GEMM_OK;
-fail:
-    return rv;
-}
-
-/*
  * fp64, complex64, complex128: A and B staged (unless resident) as the
- * 16-bit path stages them, C copied into D's staging (cuBLAS updates in
- * place), wide_multiply, D copied back; the same events time each stage,
+ * 16-bit path stages them, C copied into D's staging (the kernels update
+ * wide D in place), the kernel, D copied back; the same events time each stage,
  * and the three workers overlap one request's copies with another's
  * multiply. Worker thread.
  */
@@ -601,7 +494,9 @@ static int gemm_wide(cuda_priv *p, cuda_worker *w, gemmd_job *j)
                w->stream),
            m, ml);
     CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
-    if ((rv = wide_multiply(w, j, da, lda, db, ldb, d.dev, d.ld)) != GEMM_OK)
+    gemmk_problem kp =
+        job_problem(j, da, lda, db, ldb, d.dev, d.ld, d.dev, d.ld);
+    if ((rv = run_kernel(w, j, &kp)) != GEMM_OK)
         goto fail;
     CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
     CK(cudaMemcpy2DAsync(j->d, j->ldd * es, d.dev, d.ld * es, j->n * es, j->m,
@@ -680,17 +575,8 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
     }
     CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
     gemmk_problem kp = job_problem(j, da, lda, db, ldb, dc, ldc, d.dev, d.ld);
-    const char *kname = j->kernel[0] != '\0' ? j->kernel : NULL;
-    const char *ran = kname;
-    if (ran == NULL && gemmk_select(w->kctx, &kp, &ran) != GEMM_OK)
-        ran = "auto";
-    snprintf(j->ran, sizeof(j->ran), "%s", ran);
-    rv = gemmk_gemm(w->kctx, &kp, w->stream, kname, NULL);
-    if (rv != GEMM_OK) {
-        snprintf(m, ml, "kernel %s failed to launch: %s", j->ran,
-                 gemm_strerror(rv));
+    if ((rv = run_kernel(w, j, &kp)) != GEMM_OK)
         goto fail;
-    }
     CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
     CK(cudaMemcpy2DAsync(j->d, j->ldd * cs, d.dev, d.ld * cs, j->n * cs, j->m,
                          cudaMemcpyDeviceToHost, w->stream),
@@ -832,10 +718,6 @@ static bool cuda_kernel_at(gemmd_backend *be, size_t i, gemmd_kernel *out)
         .precisions = k->precisions,
         .transposes = k->transposes,
     };
-    if (k->reference) { /* cuBLAS: also DGEMM, CGEMM, ZGEMM (gemm_wide) */
-        out->ab_types |= WIDE_TYPES;
-        out->cd_types |= WIDE_TYPES;
-    }
     return true;
 }
 
@@ -844,24 +726,6 @@ static int cuda_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
 {
     (void)be;
     const char *name = j->kernel[0] != '\0' ? j->kernel : NULL;
-    if (wide_type(j->ab_type)) { /* gemm_wide: cuBLAS, "auto" or by name */
-        const gemmk_kernel_desc *k =
-            name != NULL ? gemmk_catalog_find(name) : NULL;
-        if (name == NULL || (k != NULL && k->reference))
-            return GEMM_OK;
-        /* fp64: the Ozaki-II kernels of gemmk_gemm_f64, by name */
-        if (k != NULL && (k->ab_types & (1u << j->ab_type)) &&
-            j->ab_type == GEMM_FP64 && !j->conj_a && !j->conj_b)
-            return GEMM_OK;
-        snprintf(msg, len,
-                 "kernel '%s' cannot serve this request: %s inputs run on "
-                 "cuBLAS (auto or cublas)%s",
-                 name, gemm_dtype_name(j->ab_type),
-                 j->ab_type == GEMM_FP64 ? " or the fp64 kernels (oz2-bytes, "
-                                           "oz2, oz2-unfused, cublas-dgemm)"
-                                         : "");
-        return GEMM_ERR_UNSUPPORTED;
-    }
     if (name != NULL && gemmk_catalog_find(name) == NULL) {
         snprintf(msg, len,
                  "kernel '%s' is not available on the cuda backend "
@@ -869,7 +733,8 @@ static int cuda_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
                  name);
         return GEMM_ERR_UNSUPPORTED;
     }
-    /* no operands yet: gemmk_check looks at types and transposes only */
+    /* no operands yet: gemmk_check looks at types, precision, transposes
+     * and conjugations only */
     gemmk_problem kp = job_problem(j, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
     const char *why = NULL;
     if (gemmk_check(name, &kp, &why) != GEMM_OK) {
