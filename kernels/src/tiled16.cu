@@ -100,7 +100,9 @@ gemm_error run_tiled16(gemmk_ctx *ctx, const gemmk_problem *p,
         ctx_say(ctx, "no kernel for the plan of %s", row.d.name);
         return GEMM_ERR_INTERNAL;
     }
-    res->kernel = run->d.name;
+    /* "auto" names what it resolved to; a named kernel keeps its name
+     * (its plan may fall back, e.g. to no split when K is too short) */
+    res->kernel = (row.flags & ROW_AUTO) ? run->d.name : row.d.name;
 
     const int amn = p->trans_a ? 1 : 0;
     const int bmn = p->trans_b ? 0 : 1;
