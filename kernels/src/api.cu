@@ -39,6 +39,18 @@ gemm_error validate_shape(const gemmk_problem *p, const char **why)
 {
     const int64_t lim = (int64_t)1 << 30;
     *why = "invalid problem";
+    if (!wide(p->ab_type)) { /* the 16/32-bit types, in this order */
+        if (p->ab_type != GEMM_BF16 && p->ab_type != GEMM_FP16 &&
+            p->ab_type != GEMM_FP32)
+            return GEMM_ERR_DTYPE;
+        if (p->precision != GEMM_PRECISION_DEFAULT &&
+            (p->ab_type != GEMM_FP32 || (p->precision != GEMM_PRECISION_TF32 &&
+                                         p->precision != GEMM_PRECISION_FP32)))
+            return GEMM_ERR_INVALID;
+        if (p->cd_type != GEMM_BF16 && p->cd_type != GEMM_FP16 &&
+            p->cd_type != GEMM_FP32)
+            return GEMM_ERR_DTYPE;
+    }
     if (p->m < 1 || p->n < 1 || p->k < 1 || p->m > lim || p->n > lim ||
         p->k > lim) {
         *why = "dimensions out of range";
@@ -68,16 +80,6 @@ gemm_error validate_shape(const gemmk_problem *p, const char **why)
         }
         return GEMM_OK;
     }
-    if (p->ab_type != GEMM_BF16 && p->ab_type != GEMM_FP16 &&
-        p->ab_type != GEMM_FP32)
-        return GEMM_ERR_DTYPE;
-    if (p->precision != GEMM_PRECISION_DEFAULT &&
-        (p->ab_type != GEMM_FP32 || (p->precision != GEMM_PRECISION_TF32 &&
-                                     p->precision != GEMM_PRECISION_FP32)))
-        return GEMM_ERR_INVALID;
-    if (p->cd_type != GEMM_BF16 && p->cd_type != GEMM_FP16 &&
-        p->cd_type != GEMM_FP32)
-        return GEMM_ERR_DTYPE;
     if (!p->a || !p->b || !p->d || (p->beta != 0.f && !p->c))
         return GEMM_ERR_INVALID;
     if (!aligned(p->a, 16) || !aligned(p->b, 16) || !aligned(p->d, 16) ||
