@@ -264,7 +264,7 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         bool fail = false;
         auto ours = [&](const char *k, gemm_precision pr, int i) {
             p.a = A[i % nsets], p.b = B[i % nsets], p.precision = pr;
-            int r = gemmk_gemm(ctx, &p, 0, k);
+            int r = gemmk_gemm(ctx, &p, 0, k, NULL);
             if (r != GEMM_OK) {
                 fprintf(stderr, "gemmk_gemm %s: %d\n", k, r);
                 fail = true;
@@ -1137,7 +1137,7 @@ int main(int argc, char **argv)
             auto ours_k = [&](size_t ki, int i) {
                 p.a = A[i % nsets];
                 p.b = B[i % nsets];
-                int r = gemmk_gemm(ctx, &p, 0, kname[ki]);
+                int r = gemmk_gemm(ctx, &p, 0, kname[ki], NULL);
                 if (r != GEMM_OK) {
                     fprintf(stderr, "gemmk_gemm(%s): %d\n", kcfg[ki], r);
                     exit(1);
@@ -1215,7 +1215,7 @@ int main(int argc, char **argv)
                 /* error: ours vs cuBLAS on set 0 */
                 p.a = A[0], p.b = B[0];
                 CK(cudaMemset(D, 0xFF, ed * 2));
-                if (gemmk_gemm(ctx, &p, 0, kname[ki]) != GEMM_OK)
+                if (gemmk_gemm(ctx, &p, 0, kname[ki], NULL) != GEMM_OK)
                     return 1;
                 CK(cudaDeviceSynchronize());
                 CK(cudaMemcpy(hd.data(), D, ed * 2, cudaMemcpyDeviceToHost));

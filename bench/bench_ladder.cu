@@ -172,7 +172,7 @@ static double time_one(Bench &b, const gemmk_problem &p, const char *name)
 {
     CK(cudaMemsetAsync(b.flush, 0, b.flush_bytes, b.s));
     CK(cudaEventRecord(b.e0, b.s));
-    gemm_error rv = gemmk_gemm(b.ctx, &p, b.s, name);
+    gemm_error rv = gemmk_gemm(b.ctx, &p, b.s, name, NULL);
     CK(cudaEventRecord(b.e1, b.s));
     CK(cudaEventSynchronize(b.e1));
     CK(cudaGetLastError());

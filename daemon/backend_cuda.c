@@ -1,137 +1,34 @@
 /*
- * backend_cuda.c: the CUDA backend. One context for the daemon's life;
- * client buffers pinned with cudaHostRegister when they are registered;
- * each GEMM staged to the device with cudaMemcpy2DAsync into a pitch of 8
- * elements (so every shape and leading dimension runs on the TMA kernels),
- * multiplied by our Hopper kernels (kernels/), and D copied back into the
- * client's layout. Three worker threads, each with its own stream and
- * kernel context, so one request's copies in, another's kernel and a
- * third's copy out run at once. Device memory
- * comes from the stream-ordered pool, which keeps freed blocks: in steady
- * state nothing is allocated from the driver. fp32 A/B run on the tensor
- * cores too, as tf32 or as 3xTF32 (fp32 accuracy) per the request's
- * precision. A request may name a kernel of the catalog (gemmk_catalog_*):
- * it is checked against the request (gemmk_check) before it is queued,
- * and the reply names the kernel that ran (gemmk_select for auto).
- * fp64, complex64 and complex128 (gemm_wide) take the same staging and
- * overlap and run cuBLAS DGEMM, CGEMM and ZGEMM on the worker's stream
- * (wide_multiply: the one place where another fp64 kernel plugs in).
+ * backend_cuda.c: the CUDA backend's ops table. The backend holds its
+ * GPUs as a list of device objects (cuda/device.c; today a list of one,
+ * the --device given); each scheduler thread claims a worker of one of
+ * them (a stream and a kernel context of its own, so one request's copies
+ * in, another's kernel and a third's copy out run at once). Client
+ * buffers are pinned with cudaHostRegister when they are registered;
+ * every GEMM, of any type, takes the one staging path (cuda/staging.c).
+ * Every kernel choice is the kernel library's (kernels/): a request may
+ * name a kernel of its catalog, checked (gemmk_check) before it is
+ * queued; the reply names the kernel that ran. This file names no kernel.
  */
 #include "backend.h"
+#include "cuda/device.h"
+#include "cuda/staging.h"
 #include "log.h"
 
 #include <gemm/types.h>
 #include <gemm_kernels.h>
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CUDA_WORKERS 3 /* one copying in, one computing, one copying out */
-
-/* A freed tensor's range, for a worker to drop from its tensor-map cache. */
-typedef struct cuda_forget {
-    const void *base;
-    size_t bytes;
-    struct cuda_forget *next;
-} cuda_forget;
-
-typedef struct cuda_worker {
-    cudaStream_t stream;
-    gemmk_ctx *kctx;     /* used by its worker thread alone */
-    cudaEvent_t ev[4];   /* start, copies in done, kernel done, copy out done */
-    cublasHandle_t blas; /* cuBLAS on stream: fp64 and complex GEMMs */
-    /* ranges freed by the loop thread, applied to kctx's cache by the
-     * worker before its next job (the cache is not thread-safe; its keys
-     * hold everything a map encodes, so an entry left over until then is
-     * never wrong, only a slot taken) */
-    pthread_mutex_t forget_mu;
-    cuda_forget *forget;
-} cuda_worker;
+#define CUDA_MAX_DEVICES 16
 
 typedef struct cuda_priv {
-    int device;
-    cudaMemPool_t pool;
-    pthread_mutex_t mu; /* guards workers[] setup */
-    cuda_worker workers[CUDA_WORKERS];
-    unsigned nworkers;          /* made at start-up */
-    unsigned claimed;           /* bound to a worker thread */
-    atomic_ullong pinned_bytes; /* cudaHostRegister'ed client memory */
-    atomic_ullong device_bytes; /* staging memory in use */
-    unsigned long long max_pinned, max_device;
-    /* the device reads registered host memory at its host address
-     * (cudaDevAttrCanUseHostPointerForRegisteredMem): tiny GEMMs run
-     * straight from the client's pinned buffers, see gemm_direct() */
-    bool host_direct;
+    cuda_device *devs[CUDA_MAX_DEVICES]; /* the GPUs this daemon serves */
+    unsigned ndevs;
 } cuda_priv;
-
-/* GEMMs up to this m*n*k (64^3 = 2^18, 80^3) skip staging: four copies
- * and their API calls cost more than the kernel reading PCIe itself. */
-#define DIRECT_MAX_VOLUME (1ull << 19)
-
-static _Thread_local cuda_worker *tls_worker;
-
-static int worker_create(cuda_priv *p, cuda_worker *w, char *msg, size_t len);
-static void cuda_fini(gemmd_backend *be);
-static void worker_forget(cuda_worker *w);
-
-/* Maps a CUDA error to a gemm_error and a message naming the call. */
-static int cuda_fail(cudaError_t e, const char *what, const char *file,
-                     int line, char *msg, size_t len)
-{
-    snprintf(msg, len, "%s failed: %s (%s:%d)", what, cudaGetErrorString(e),
-             file, line);
-    return e == cudaErrorMemoryAllocation ? GEMM_ERR_DEVICE_MEMORY
-                                          : GEMM_ERR_DEVICE;
-}
-
-#define CK(call, msg, len)                                                     \
-    do {                                                                       \
-        cudaError_t e_ = (call);                                               \
-        if (e_ != cudaSuccess) {                                               \
-            rv = cuda_fail(e_, #call, __FILE__, __LINE__, msg, len);           \
-            goto fail;                                                         \
-        }                                                                      \
-    } while (0)
-
-/* Maps a cuBLAS status to a gemm_error and a message naming the call. */
-static int cublas_fail(cublasStatus_t s, const char *what, const char *file,
-                       int line, char *msg, size_t len)
-{
-    snprintf(msg, len, "%s failed: %s (%s:%d)", what, cublasGetStatusString(s),
-             file, line);
-    switch (s) {
-    case CUBLAS_STATUS_ALLOC_FAILED:
-        return GEMM_ERR_DEVICE_MEMORY;
-    case CUBLAS_STATUS_NOT_SUPPORTED:
-    case CUBLAS_STATUS_ARCH_MISMATCH:
-        return GEMM_ERR_UNSUPPORTED;
-    default:
-        return GEMM_ERR_DEVICE;
-    }
-}
-
-#define CB(call, msg, len)                                                     \
-    do {                                                                       \
-        cublasStatus_t s_ = (call);                                            \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                     \
-            rv = cublas_fail(s_, #call, __FILE__, __LINE__, msg, len);         \
-            goto fail;                                                         \
-        }                                                                      \
-    } while (0)
-
-/* The types computed in their own precision with cuBLAS (gemm_wide). */
-#define WIDE_TYPES                                                             \
-    (1u << GEMM_FP64 | 1u << GEMM_COMPLEX64 | 1u << GEMM_COMPLEX128)
-
-static bool wide_type(int t)
-{
-    return t > 0 && t < 32 && (WIDE_TYPES & (1u << t)) != 0;
-}
 
 static bool cuda_available(void)
 {
@@ -148,671 +45,105 @@ static bool cuda_available(void)
     return false;
 }
 
+static void cuda_fini(gemmd_backend *be);
+
+/* The devices of cfg: today the one --device names. */
 static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
                      size_t len)
 {
-    int rv;
-    struct cudaDeviceProp prop;
     cuda_priv *p = calloc(1, sizeof(*p));
     if (p == NULL)
         return GEMM_ERR_NOMEM;
-    pthread_mutex_init(&p->mu, NULL);
-    p->device = cfg->device;
-    p->max_pinned = cfg->max_pinned_bytes;
-    p->max_device = cfg->max_device_bytes;
-    CK(cudaSetDevice(p->device), msg, len);
-    CK(cudaGetDeviceProperties(&prop, p->device), msg, len);
-    if (prop.major != 9) {
-        snprintf(msg, len,
-                 "device %d (%.100s) is sm_%d%d; the kernels need "
-                 "Hopper (sm_90)",
-                 p->device, prop.name, prop.major, prop.minor);
-        rv = GEMM_ERR_UNSUPPORTED;
-        goto fail;
-    }
-    CK(cudaFree(NULL), msg, len); /* create the context now */
-    int direct = 0;
-    CK(cudaDeviceGetAttribute(
-           &direct, cudaDevAttrCanUseHostPointerForRegisteredMem, p->device),
-       msg, len);
-    p->host_direct = direct != 0;
-    CK(cudaDeviceGetDefaultMemPool(&p->pool, p->device), msg, len);
-    unsigned long long keep = ~0ull; /* never give freed blocks back */
-    CK(cudaMemPoolSetAttribute(p->pool, cudaMemPoolAttrReleaseThreshold, &keep),
-       msg, len);
-    snprintf(be->device, sizeof(be->device), "%.100s (sm_%d%d, %d SMs)",
-             prop.name, prop.major, prop.minor, prop.multiProcessorCount);
-    for (; p->nworkers < CUDA_WORKERS; p->nworkers++) {
-        rv = worker_create(p, &p->workers[p->nworkers], msg, len);
-        if (rv != GEMM_OK)
-            goto fail;
-    }
+    const int ordinals[] = {cfg->device};
     be->priv = p;
-    be->workers = CUDA_WORKERS;
-    be->threads = CUDA_WORKERS;
-    gemmd_log(LOG_INFO, "cuda backend: %s, %.1f GiB", be->device,
-              prop.totalGlobalMem / (double)(1u << 30));
+    for (size_t i = 0; i < sizeof(ordinals) / sizeof(ordinals[0]); i++) {
+        int rv =
+            cuda_device_create(&p->devs[p->ndevs], ordinals[i], cfg, msg, len);
+        if (rv != GEMM_OK) {
+            cuda_fini(be);
+            return rv;
+        }
+        be->workers += p->devs[p->ndevs]->nworkers;
+        p->ndevs++;
+    }
+    snprintf(be->device, sizeof(be->device), "%s", p->devs[0]->name);
+    be->threads = be->workers;
     return GEMM_OK;
-fail:
-    be->priv = p;
-    cuda_fini(be);
-    return rv;
 }
 
-/* Frees the workers made so far and the backend state (init's failure
- * path too). */
+/* Frees the devices made so far and the backend state (init's failure
+ * path too). Main thread, the workers joined. */
 static void cuda_fini(gemmd_backend *be)
 {
     cuda_priv *p = be->priv;
     if (p == NULL)
         return;
-    for (unsigned i = 0; i < p->nworkers; i++) {
-        worker_forget(&p->workers[i]); /* workers are joined: safe */
-        pthread_mutex_destroy(&p->workers[i].forget_mu);
-        if (p->workers[i].blas != NULL)
-            cublasDestroy(p->workers[i].blas);
-        gemmk_ctx_destroy(p->workers[i].kctx);
-        for (int e = 0; e < 4; e++)
-            cudaEventDestroy(p->workers[i].ev[e]);
-        cudaStreamDestroy(p->workers[i].stream);
-    }
-    pthread_mutex_destroy(&p->mu);
+    for (unsigned i = 0; i < p->ndevs; i++)
+        cuda_device_destroy(p->devs[i]);
     free(p);
     be->priv = NULL;
 }
 
+/* Client buffers are registered portable: every device reads them; the
+ * first device counts them. */
 static int cuda_pin(gemmd_backend *be, void *base, size_t size, void **handle,
                     char *msg, size_t len)
 {
     cuda_priv *p = be->priv;
-    int rv = GEMM_OK;
-    unsigned long long now = atomic_fetch_add(&p->pinned_bytes, size);
-    if (p->max_pinned != 0 && now + size > p->max_pinned) {
-        atomic_fetch_sub(&p->pinned_bytes, size);
-        snprintf(msg, len,
-                 "pinning %zu more bytes would pass the daemon's "
-                 "limit of %llu pinned bytes",
-                 size, p->max_pinned);
-        return GEMM_ERR_LIMIT;
-    }
-    CK(cudaSetDevice(p->device), msg, len);
-    CK(cudaHostRegister(base, size,
-                        cudaHostRegisterPortable | cudaHostRegisterMapped),
-       msg, len);
-    *handle = (void *)(uintptr_t)size;
-    return GEMM_OK;
-fail:
-    atomic_fetch_sub(&p->pinned_bytes, size);
-    return rv;
+    return cuda_device_pin(p->devs[0], base, size, handle, msg, len);
 }
 
 static void cuda_unpin(gemmd_backend *be, void *base, void *handle)
 {
     cuda_priv *p = be->priv;
-    cudaError_t e = cudaHostUnregister(base);
-    if (e != cudaSuccess)
-        gemmd_log(LOG_WARNING, "cudaHostUnregister: %s", cudaGetErrorString(e));
-    atomic_fetch_sub(&p->pinned_bytes, (size_t)(uintptr_t)handle);
+    cuda_device_unpin(p->devs[0], base, handle);
 }
 
-/* Makes worker w's stream, events, kernel context and cuBLAS handle. Main
- * thread, at start-up: nothing is created later, so the daemon's memory
- * and mappings are the same after the first request as before it. */
-static int worker_create(cuda_priv *p, cuda_worker *w, char *msg, size_t len)
+/* The calling worker thread's worker: claimed on its first call from the
+ * first device with one left. */
+static int cuda_worker_of(cuda_priv *p, cuda_worker **out, char *msg,
+                          size_t len)
 {
-    int rv = GEMM_OK;
-    pthread_mutex_init(&w->forget_mu, NULL);
-    CK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), msg, len);
-    for (int e = 0; e < 4; e++)
-        CK(cudaEventCreate(&w->ev[e]), msg, len);
-    rv = gemmk_ctx_create(&w->kctx, p->device);
-    if (rv != GEMM_OK) {
-        snprintf(msg, len, "cannot create the kernel context: %s",
-                 gemm_strerror(rv));
-        goto fail;
-    }
-    CB(cublasCreate(&w->blas), msg, len);
-    CB(cublasSetStream(w->blas, w->stream), msg, len);
-    CB(cublasSetPointerMode(w->blas, CUBLAS_POINTER_MODE_HOST), msg, len);
-    return GEMM_OK;
-fail:
-    if (w->blas != NULL)
-        cublasDestroy(w->blas);
-    gemmk_ctx_destroy(w->kctx);
-    for (int e = 0; e < 4; e++)
-        if (w->ev[e] != NULL)
-            cudaEventDestroy(w->ev[e]);
-    if (w->stream != NULL)
-        cudaStreamDestroy(w->stream);
-    memset(w, 0, sizeof(*w));
-    return rv;
-}
-
-/* The calling worker thread's stream and kernel context: the first call
- * on a thread claims one of those made at start-up. */
-static int worker_state(cuda_priv *p, cuda_worker **out, char *msg, size_t len)
-{
-    int rv = GEMM_OK;
-    if (tls_worker != NULL) {
-        *out = tls_worker;
+    if ((*out = cuda_worker_current()) != NULL)
         return GEMM_OK;
-    }
-    pthread_mutex_lock(&p->mu);
-    if (p->claimed == p->nworkers) {
-        pthread_mutex_unlock(&p->mu);
-        snprintf(msg, len, "more GPU worker threads than streams");
-        return GEMM_ERR_INTERNAL;
-    }
-    cuda_worker *w = &p->workers[p->claimed];
-    CK(cudaSetDevice(p->device), msg, len);
-    p->claimed++;
-    tls_worker = w;
-    *out = w;
-fail:
-    pthread_mutex_unlock(&p->mu);
-    return rv;
-}
-
-/* One staged operand: device copy with a 16-byte pitch. */
-typedef struct staged {
-    void *dev;
-    size_t bytes;
-    uint64_t ld; /* elements */
-} staged;
-
-/* Row pitch on the device: the kernels' TMA maps need a leading dimension
- * that is a multiple of 8 elements (16 bytes for 16-bit types). */
-static uint64_t pitch_elems(uint64_t cols)
-{
-    return (cols + 7) / 8 * 8;
-}
-
-static int stage_alloc(cuda_priv *p, cuda_worker *w, staged *s, uint64_t rows,
-                       uint64_t cols, size_t es, char *msg, size_t len)
-{
-    int rv = GEMM_OK;
-    s->ld = pitch_elems(cols);
-    s->bytes = rows * s->ld * es;
-    unsigned long long now = atomic_fetch_add(&p->device_bytes, s->bytes);
-    if (p->max_device != 0 && now + s->bytes > p->max_device) {
-        atomic_fetch_sub(&p->device_bytes, s->bytes);
-        s->bytes = 0;
-        snprintf(msg, len,
-                 "the GEMM needs more device memory than the "
-                 "daemon's limit of %llu bytes allows now",
-                 p->max_device);
-        return GEMM_ERR_DEVICE_MEMORY;
-    }
-    CK(cudaMallocAsync(&s->dev, s->bytes, w->stream), msg, len);
-    return GEMM_OK;
-fail:
-    atomic_fetch_sub(&p->device_bytes, s->bytes);
-    s->bytes = 0;
-    s->dev = NULL;
-    return rv;
-}
-
-static void stage_free(cuda_priv *p, cuda_worker *w, staged *s)
-{
-    if (s->dev != NULL) {
-        cudaFreeAsync(s->dev, w->stream);
-        atomic_fetch_sub(&p->device_bytes, s->bytes);
-        s->dev = NULL;
-    }
-}
-
-/* The kernels' view of job j with its operands at a, b, c, d (leading
- * dimensions lda.. in elements): shape, types, transposes, alpha, beta (0
- * without C, which is then never read) and precision. */
-static gemmk_problem job_problem(const gemmd_job *j, const void *a,
-                                 uint64_t lda, const void *b, uint64_t ldb,
-                                 const void *c, uint64_t ldc, void *d,
-                                 uint64_t ldd)
-{
-    gemmk_problem kp = {
-        .m = (int64_t)j->m,
-        .n = (int64_t)j->n,
-        .k = (int64_t)j->k,
-        .ab_type = j->ab_type,
-        .cd_type = j->cd_type,
-        .trans_a = j->trans_a,
-        .trans_b = j->trans_b,
-        .a = a,
-        .b = b,
-        .c = j->has_c ? c : NULL,
-        .d = d,
-        .lda = (int64_t)lda,
-        .ldb = (int64_t)ldb,
-        .ldc = (int64_t)(j->has_c ? ldc : ldd),
-        .ldd = (int64_t)ldd,
-        .alpha = (float)j->alpha,
-        .beta = j->has_c ? (float)j->beta : 0.0f,
-        .precision = (gemm_precision)j->precision,
-    };
-    return kp;
-}
-
-static bool aligned_ld(const void *ptr, uint64_t ld)
-{
-    return ((uintptr_t)ptr & 15) == 0 && ld % 8 == 0;
-}
-
-/* Whether j may run straight from the client's pinned buffers: tiny,
- * "auto", every buffer operand pinned and laid out as the kernels need
- * (16-byte aligned, ld a multiple of 8), and not tf32 (the kernel used
- * computes in full fp32, which is what fp32 and 16-bit inputs ask for). */
-static bool direct_ok(const cuda_priv *p, const gemmd_job *j)
-{
-    if (!p->host_direct || j->kind != JOB_GEMM ||
-        (j->kernel[0] != '\0' && strcmp(j->kernel, "auto") != 0) ||
-        (j->ab_type == GEMM_FP32 && j->precision == GEMM_PRECISION_TF32))
-        return false;
-    if (j->m * j->n > DIRECT_MAX_VOLUME ||
-        j->m * j->n * j->k > DIRECT_MAX_VOLUME)
-        return false;
-    for (int i = 0; i < j->nbufs; i++)
-        if (j->bufs[i]->kind == REG_BUFFER && j->bufs[i]->pin == NULL)
-            return false;
-    return aligned_ld(j->a, j->lda) && aligned_ld(j->b, j->ldb) &&
-           aligned_ld(j->d, j->ldd) && (!j->has_c || aligned_ld(j->c, j->ldc));
-}
-
-/* A tiny GEMM in one launch: the ladder's shared-memory tiled kernel reads
- * A, B (and C) from pinned host memory (or resident tensors) over PCIe and
- * writes D into the client's buffer; no staging, no copies. */
-static int gemm_direct(cuda_worker *w, gemmd_job *j)
-{
-    int rv = GEMM_OK;
-    char *m = j->msg;
-    size_t ml = sizeof(j->msg);
-    gemmk_problem kp =
-        job_problem(j, j->a, j->lda, j->b, j->ldb, j->c, j->ldc, j->d, j->ldd);
-    /* the kernel computes in full fp32 (direct_ok keeps tf32 away) */
-    kp.precision =
-        j->ab_type == GEMM_FP32 ? GEMM_PRECISION_FP32 : GEMM_PRECISION_DEFAULT;
-    snprintf(j->ran, sizeof(j->ran), "smem-tiled");
-    CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
-    rv = gemmk_gemm(w->kctx, &kp, w->stream, "smem-tiled");
-    if (rv != GEMM_OK) {
-        snprintf(m, ml, "kernel %s failed to launch: %s", j->ran,
-                 gemm_strerror(rv));
-        goto fail;
-    }
-    CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
-    CK(cudaStreamSynchronize(w->stream), m, ml);
-    float ms;
-    CK(cudaEventElapsedTime(&ms, w->ev[1], w->ev[2]), m, ml);
-    j->ns_h2d = j->ns_d2h = 0;
-    j->ns_kernel = (uint64_t)(ms * 1e6);
-    return GEMM_OK;
-fail:
-    cudaStreamSynchronize(w->stream);
-    return rv;
-}
-
-/*
- * fp64 through gemmk_gemm_f64 (Ozaki-II on the int8 tensor cores, or its
- * own native fallback), for a request that names one of its kernels
- * (oz2-bytes, oz2, oz2-unfused, cublas-dgemm): row-major like the rest,
- * D (holding C when j->has_c) updated in place. Opt-in by name until the
- * daemon's path has been measured on a GPU; "auto" stays on cuBLAS DGEMM.
- * Sets j->ran to what ran. Worker thread.
- */
-static int ozaki(cuda_worker *w, gemmd_job *j, const void *a, uint64_t lda,
-                 const void *b, uint64_t ldb, void *d, uint64_t ldd)
-{
-    gemmk_problem_f64 p = {
-        .m = (int64_t)j->m,
-        .n = (int64_t)j->n,
-        .k = (int64_t)j->k,
-        .trans_a = j->trans_a,
-        .trans_b = j->trans_b,
-        .a = a,
-        .b = b,
-        .c = j->has_c ? d : NULL,
-        .d = d,
-        .lda = (int64_t)lda,
-        .ldb = (int64_t)ldb,
-        .ldc = (int64_t)ldd,
-        .ldd = (int64_t)ldd,
-        .alpha = j->alpha,
-        .beta = j->has_c ? j->beta : 0.0,
-        .method = GEMMK_F64_AUTO,
-    };
-    gemmk_f64_result r = {0};
-    int rv = gemmk_gemm_f64(w->kctx, &p, w->stream, j->kernel, &r);
-    if (rv != GEMM_OK) {
-        snprintf(j->msg, sizeof(j->msg), "fp64 kernel %s: %s", j->kernel,
-                 gemm_strerror(rv));
-        return rv;
-    }
-    snprintf(j->ran, sizeof(j->ran), "%s",
-             r.kernel != NULL ? r.kernel : j->kernel);
-    return GEMM_OK;
-}
-
-static cublasOperation_t blas_op(bool trans, bool conj)
-{
-    return !trans ? CUBLAS_OP_N : conj ? CUBLAS_OP_C : CUBLAS_OP_T;
-}
-
-/*
- * The multiply of a wide job (fp64, complex64, complex128) on w's stream:
- * D (device, ld ldd; holding C when j->has_c) = alpha op(A) op(B) + beta
- * D, with A and B on the device. Row-major D = op(A) op(B) is the
- * column-major D^T = op(B)^T op(A)^T: B goes first and m, n swap; a
- * row-major X seen column-major is X^T, so the ops stay N, T or C as the
- * request says. All fp64 dispatch is here (cuBLAS DGEMM today; our own
- * fp64 kernel, when it wins, plugs in before it). Sets j->ran. Returns a
- * gemm_error with j->msg. Worker thread.
- */
-static int wide_multiply(cuda_worker *w, gemmd_job *j, const void *a,
-                         uint64_t lda, const void *b, uint64_t ldb, void *d,
-                         uint64_t ldd)
-{
-    int rv = GEMM_OK;
-    char *m = j->msg;
-    size_t ml = sizeof(j->msg);
-    cublasOperation_t opb = blas_op(j->trans_b, j->conj_b);
-    cublasOperation_t opa = blas_op(j->trans_a, j->conj_a);
-    int64_t cm = (int64_t)j->n, cn = (int64_t)j->m, ck = (int64_t)j->k;
-    snprintf(j->ran, sizeof(j->ran), "cublas");
-    switch (j->ab_type) {
-    case GEMM_FP64: {
-        if (j->kernel[0] != '\0' && strcmp(j->kernel, "cublas") != 0)
-            return ozaki(w, j, a, lda, b, ldb, d, ldd);
-        double al = j->alpha, be = j->has_c ? j->beta : 0.0;
-        CB(cublasDgemm_64(w->blas, opb, opa, cm, cn, ck, &al, b, (int64_t)ldb,
-                          a, (int64_t)lda, &be, d, (int64_t)ldd),
-           m, ml);
-        break;
-    }
-    case GEMM_COMPLEX64: {
-        cuComplex al = {(float)j->alpha, (float)j->alpha_im};
-        cuComplex be = {j->has_c ? (float)j->beta : 0.0f,
-                        j->has_c ? (float)j->beta_im : 0.0f};
-        CB(cublasCgemm_64(w->blas, opb, opa, cm, cn, ck, &al, b, (int64_t)ldb,
-                          a, (int64_t)lda, &be, d, (int64_t)ldd),
-           m, ml);
-        break;
-    }
-    case GEMM_COMPLEX128: {
-        cuDoubleComplex al = {j->alpha, j->alpha_im};
-        cuDoubleComplex be = {j->has_c ? j->beta : 0.0,
-                              j->has_c ? j->beta_im : 0.0};
-        CB(cublasZgemm_64(w->blas, opb, opa, cm, cn, ck, &al, b, (int64_t)ldb,
-                          a, (int64_t)lda, &be, d, (int64_t)ldd),
-           m, ml);
-        break;
-    }
-    default:
-        snprintf(m, ml, "cuda backend: %s is not a wide type",
-                 gemm_dtype_name(j->ab_type));
-        return GEMM_ERR_INTERNAL;
-    }
-    CK(cudaGetLastError(), m, ml);
-    return GEMM_OK;
-fail:
-    return rv;
-}
-
-/*
- * fp64, complex64, complex128: A and B staged (unless resident) as the
- * 16-bit path stages them, C copied into D's staging (cuBLAS updates in
- * place), wide_multiply, D copied back; the same events time each stage,
- * and the three workers overlap one request's copies with another's
- * multiply. Worker thread.
- */
-static int gemm_wide(cuda_priv *p, cuda_worker *w, gemmd_job *j)
-{
-    int rv = GEMM_OK;
-    size_t es = gemm_dtype_size(j->ab_type);
-    const val_matrix *sa = &j->shape.a, *sb = &j->shape.b;
-    staged a = {0}, b = {0}, d = {0};
-    char *m = j->msg;
-    size_t ml = sizeof(j->msg);
-    const void *da = j->a, *db = j->b;
-    uint64_t lda = j->lda, ldb = j->ldb;
-    if ((!j->a_dev &&
-         (rv = stage_alloc(p, w, &a, sa->rows, sa->cols, es, m, ml))) ||
-        (!j->b_dev &&
-         (rv = stage_alloc(p, w, &b, sb->rows, sb->cols, es, m, ml))) ||
-        (rv = stage_alloc(p, w, &d, j->m, j->n, es, m, ml)))
-        goto fail;
-    CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
-    if (!j->a_dev) {
-        CK(cudaMemcpy2DAsync(a.dev, a.ld * es, j->a, j->lda * es, sa->cols * es,
-                             sa->rows, cudaMemcpyHostToDevice, w->stream),
-           m, ml);
-        da = a.dev;
-        lda = a.ld;
-    }
-    if (!j->b_dev) {
-        CK(cudaMemcpy2DAsync(b.dev, b.ld * es, j->b, j->ldb * es, sb->cols * es,
-                             sb->rows, cudaMemcpyHostToDevice, w->stream),
-           m, ml);
-        db = b.dev;
-        ldb = b.ld;
-    }
-    if (j->has_c)
-        CK(cudaMemcpy2DAsync(
-               d.dev, d.ld * es, j->c, j->ldc * es, j->n * es, j->m,
-               j->c_dev ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
-               w->stream),
-           m, ml);
-    CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
-    if ((rv = wide_multiply(w, j, da, lda, db, ldb, d.dev, d.ld)) != GEMM_OK)
-        goto fail;
-    CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
-    CK(cudaMemcpy2DAsync(j->d, j->ldd * es, d.dev, d.ld * es, j->n * es, j->m,
-                         cudaMemcpyDeviceToHost, w->stream),
-       m, ml);
-    CK(cudaEventRecord(w->ev[3], w->stream), m, ml);
-    stage_free(p, w, &a);
-    stage_free(p, w, &b);
-    stage_free(p, w, &d);
-    CK(cudaStreamSynchronize(w->stream), m, ml);
-    float ms[3];
-    for (int i = 0; i < 3; i++)
-        CK(cudaEventElapsedTime(&ms[i], w->ev[i], w->ev[i + 1]), m, ml);
-    j->ns_h2d = (uint64_t)(ms[0] * 1e6);
-    j->ns_kernel = (uint64_t)(ms[1] * 1e6);
-    j->ns_d2h = (uint64_t)(ms[2] * 1e6);
-    return GEMM_OK;
-fail:
-    stage_free(p, w, &a);
-    stage_free(p, w, &b);
-    stage_free(p, w, &d);
-    cudaStreamSynchronize(w->stream);
+    int rv = GEMM_ERR_INTERNAL;
+    for (unsigned i = 0; i < p->ndevs; i++)
+        if ((rv = cuda_device_claim(p->devs[i], out, msg, len)) == GEMM_OK)
+            return GEMM_OK;
     return rv;
 }
 
 static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
 {
-    cuda_priv *p = be->priv;
     cuda_worker *w;
-    int rv;
-    if ((rv = worker_state(p, &w, j->msg, sizeof(j->msg))) != GEMM_OK)
+    int rv = cuda_worker_of(be->priv, &w, j->msg, sizeof(j->msg));
+    if (rv != GEMM_OK)
         return rv;
-    worker_forget(w);
-    if (wide_type(j->ab_type))
-        return gemm_wide(p, w, j);
-    if (direct_ok(p, j))
-        return gemm_direct(w, j);
-
-    size_t es = gemm_dtype_size(j->ab_type), cs = gemm_dtype_size(j->cd_type);
-    const val_matrix *sa = &j->shape.a, *sb = &j->shape.b;
-    staged a = {0}, b = {0}, c = {0}, d = {0};
-    char *m = j->msg;
-    size_t ml = sizeof(j->msg);
-    /* resident operands are already on the device, pitched */
-    const void *da = j->a, *db = j->b, *dc = j->c;
-    uint64_t lda = j->lda, ldb = j->ldb, ldc = j->ldc;
-    if ((!j->a_dev &&
-         (rv = stage_alloc(p, w, &a, sa->rows, sa->cols, es, m, ml))) ||
-        (!j->b_dev &&
-         (rv = stage_alloc(p, w, &b, sb->rows, sb->cols, es, m, ml))) ||
-        (rv = stage_alloc(p, w, &d, j->m, j->n, cs, m, ml)) ||
-        (j->has_c && !j->c_dev &&
-         (rv = stage_alloc(p, w, &c, j->m, j->n, cs, m, ml))))
-        goto fail;
-    CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
-    if (!j->a_dev) {
-        CK(cudaMemcpy2DAsync(a.dev, a.ld * es, j->a, j->lda * es, sa->cols * es,
-                             sa->rows, cudaMemcpyHostToDevice, w->stream),
-           m, ml);
-        da = a.dev;
-        lda = a.ld;
-    }
-    if (!j->b_dev) {
-        CK(cudaMemcpy2DAsync(b.dev, b.ld * es, j->b, j->ldb * es, sb->cols * es,
-                             sb->rows, cudaMemcpyHostToDevice, w->stream),
-           m, ml);
-        db = b.dev;
-        ldb = b.ld;
-    }
-    if (j->has_c && !j->c_dev) {
-        CK(cudaMemcpy2DAsync(c.dev, c.ld * cs, j->c, j->ldc * cs, j->n * cs,
-                             j->m, cudaMemcpyHostToDevice, w->stream),
-           m, ml);
-        dc = c.dev;
-        ldc = c.ld;
-    }
-    CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
-    gemmk_problem kp = job_problem(j, da, lda, db, ldb, dc, ldc, d.dev, d.ld);
-    const char *kname = j->kernel[0] != '\0' ? j->kernel : NULL;
-    const char *ran = kname;
-    if (ran == NULL && gemmk_select(w->kctx, &kp, &ran) != GEMM_OK)
-        ran = "auto";
-    snprintf(j->ran, sizeof(j->ran), "%s", ran);
-    rv = gemmk_gemm(w->kctx, &kp, w->stream, kname);
-    if (rv != GEMM_OK) {
-        snprintf(m, ml, "kernel %s failed to launch: %s", j->ran,
-                 gemm_strerror(rv));
-        goto fail;
-    }
-    CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
-    CK(cudaMemcpy2DAsync(j->d, j->ldd * cs, d.dev, d.ld * cs, j->n * cs, j->m,
-                         cudaMemcpyDeviceToHost, w->stream),
-       m, ml);
-    CK(cudaEventRecord(w->ev[3], w->stream), m, ml);
-    stage_free(p, w, &a);
-    stage_free(p, w, &b);
-    stage_free(p, w, &c);
-    stage_free(p, w, &d);
-    CK(cudaStreamSynchronize(w->stream), m, ml);
-    float ms[3];
-    for (int i = 0; i < 3; i++)
-        CK(cudaEventElapsedTime(&ms[i], w->ev[i], w->ev[i + 1]), m, ml);
-    j->ns_h2d = (uint64_t)(ms[0] * 1e6);
-    j->ns_kernel = (uint64_t)(ms[1] * 1e6);
-    j->ns_d2h = (uint64_t)(ms[2] * 1e6);
-    return GEMM_OK;
-fail:
-    stage_free(p, w, &a);
-    stage_free(p, w, &b);
-    stage_free(p, w, &c);
-    stage_free(p, w, &d);
-    cudaStreamSynchronize(w->stream);
-    return rv;
+    cuda_worker_forget(w);
+    return cuda_stage_gemm(w, j);
 }
-
-/* A resident tensor: on the device with a row pitch of 8 elements (what
- * the kernels read). */
-typedef struct cuda_tensor {
-    void *dev;    /* device memory */
-    size_t bytes; /* counted against --max-device-bytes */
-} cuda_tensor;
 
 static int cuda_upload(gemmd_backend *be, gemmd_job *j)
 {
-    cuda_priv *p = be->priv;
     cuda_worker *w;
-    int rv;
-    if ((rv = worker_state(p, &w, j->msg, sizeof(j->msg))) != GEMM_OK)
-        return rv;
-    cuda_tensor *t = calloc(1, sizeof(*t));
-    if (t == NULL)
-        return GEMM_ERR_NOMEM;
-    size_t es = gemm_dtype_size(j->dtype);
-    staged s = {0};
-    rv = stage_alloc(p, w, &s, j->rows, j->cols, es, j->msg, sizeof(j->msg));
+    int rv = cuda_worker_of(be->priv, &w, j->msg, sizeof(j->msg));
     if (rv != GEMM_OK)
-        goto fail;
-    CK(cudaMemcpy2DAsync(s.dev, s.ld * es, j->a, j->lda * es, j->cols * es,
-                         j->rows, cudaMemcpyHostToDevice, w->stream),
-       j->msg, sizeof(j->msg));
-    CK(cudaStreamSynchronize(w->stream), j->msg, sizeof(j->msg));
-    t->dev = s.dev;
-    t->bytes = s.bytes;
-    j->tensor->pin = t;
-    j->tensor->data = s.dev;
-    j->tensor->size = s.bytes;
-    j->tensor->ld = s.ld;
-    j->tensor->on_device = true;
-    return GEMM_OK;
-fail:
-    stage_free(p, w, &s);
-    free(t);
-    return rv;
+        return rv;
+    return cuda_stage_upload(w, j);
 }
 
-/* Worker thread: drops the freed ranges queued for w from its cache. */
-static void worker_forget(cuda_worker *w)
-{
-    pthread_mutex_lock(&w->forget_mu);
-    cuda_forget *f = w->forget;
-    w->forget = NULL;
-    pthread_mutex_unlock(&w->forget_mu);
-    while (f != NULL) {
-        cuda_forget *next = f->next;
-        gemmk_cache_forget(w->kctx, f->base, f->bytes);
-        free(f);
-        f = next;
-    }
-}
-
-/* Loop thread: frees a tensor's device memory; each worker forgets its
- * tensor maps on its own thread (worker_forget). */
 static void cuda_tensor_free(gemmd_backend *be, void *handle)
 {
-    cuda_priv *p = be->priv;
-    cuda_tensor *t = handle;
-    if (t->dev != NULL) {
-        for (unsigned i = 0; i < p->nworkers; i++) {
-            cuda_worker *w = &p->workers[i];
-            cuda_forget *f = malloc(sizeof(*f));
-            if (f == NULL)
-                continue; /* a stale entry is harmless, see cuda_worker */
-            f->base = t->dev;
-            f->bytes = t->bytes;
-            pthread_mutex_lock(&w->forget_mu);
-            f->next = w->forget;
-            w->forget = f;
-            pthread_mutex_unlock(&w->forget_mu);
-        }
-        cudaError_t e = cudaFree(t->dev); /* waits for work using it */
-        if (e != cudaSuccess)
-            gemmd_log(LOG_WARNING, "cudaFree of a tensor: %s",
-                      cudaGetErrorString(e));
-        atomic_fetch_sub(&p->device_bytes, t->bytes);
-    }
-    free(t);
+    (void)be;
+    cuda_tensor_release(handle);
 }
 
 static void cuda_stats(gemmd_backend *be, gemmd_backend_stats *out)
 {
     cuda_priv *p = be->priv;
-    out->pinned_bytes = atomic_load(&p->pinned_bytes);
-    out->device_bytes = atomic_load(&p->device_bytes);
-    pthread_mutex_lock(&p->mu);
-    for (unsigned i = 0; i < p->nworkers; i++) {
-        gemmk_cache_stats cs;
-        gemmk_cache_stats_get(p->workers[i].kctx, &cs);
-        out->tmap_hits += cs.hits;
-        out->tmap_misses += cs.misses;
-    }
-    pthread_mutex_unlock(&p->mu);
+    for (unsigned i = 0; i < p->ndevs; i++)
+        cuda_device_stats(p->devs[i], &out->pinned_bytes, &out->device_bytes,
+                          &out->tmap_hits, &out->tmap_misses);
 }
 
 static bool cuda_kernel_at(gemmd_backend *be, size_t i, gemmd_kernel *out)
@@ -832,10 +163,6 @@ static bool cuda_kernel_at(gemmd_backend *be, size_t i, gemmd_kernel *out)
         .precisions = k->precisions,
         .transposes = k->transposes,
     };
-    if (k->reference) { /* cuBLAS: also DGEMM, CGEMM, ZGEMM (gemm_wide) */
-        out->ab_types |= WIDE_TYPES;
-        out->cd_types |= WIDE_TYPES;
-    }
     return true;
 }
 
@@ -844,24 +171,6 @@ static int cuda_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
 {
     (void)be;
     const char *name = j->kernel[0] != '\0' ? j->kernel : NULL;
-    if (wide_type(j->ab_type)) { /* gemm_wide: cuBLAS, "auto" or by name */
-        const gemmk_kernel_desc *k =
-            name != NULL ? gemmk_catalog_find(name) : NULL;
-        if (name == NULL || (k != NULL && k->reference))
-            return GEMM_OK;
-        /* fp64: the Ozaki-II kernels of gemmk_gemm_f64, by name */
-        if (k != NULL && (k->ab_types & (1u << j->ab_type)) &&
-            j->ab_type == GEMM_FP64 && !j->conj_a && !j->conj_b)
-            return GEMM_OK;
-        snprintf(msg, len,
-                 "kernel '%s' cannot serve this request: %s inputs run on "
-                 "cuBLAS (auto or cublas)%s",
-                 name, gemm_dtype_name(j->ab_type),
-                 j->ab_type == GEMM_FP64 ? " or the fp64 kernels (oz2-bytes, "
-                                           "oz2, oz2-unfused, cublas-dgemm)"
-                                         : "");
-        return GEMM_ERR_UNSUPPORTED;
-    }
     if (name != NULL && gemmk_catalog_find(name) == NULL) {
         snprintf(msg, len,
                  "kernel '%s' is not available on the cuda backend "
@@ -869,8 +178,9 @@ static int cuda_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
                  name);
         return GEMM_ERR_UNSUPPORTED;
     }
-    /* no operands yet: gemmk_check looks at types and transposes only */
-    gemmk_problem kp = job_problem(j, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+    /* no operands yet: gemmk_check looks at types, precision, transposes
+     * and conjugations only */
+    gemmk_problem kp = cuda_job_problem(j);
     const char *why = NULL;
     if (gemmk_check(name, &kp, &why) != GEMM_OK) {
         snprintf(msg, len, "kernel '%s' cannot serve this request: %s",

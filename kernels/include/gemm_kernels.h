@@ -1,21 +1,35 @@
 /*
- * gemm_kernels.h: the C API of gemmd's own Hopper (sm_90a) GEMM kernels.
+ * gemm_kernels.h: the C API of gemmd's GEMM kernels: our own Hopper
+ * (sm_90a) kernels, the teaching ladder, and cuBLAS as the reference and
+ * for the wide types. Every kernel choice is made here: a caller names a
+ * kernel of the catalog or asks for "auto", and learns what ran.
  *
  * D = alpha * op(A) * op(B) + beta * C, all matrices row-major on the device.
  * op(A) is M x K: A is stored M x K (lda >= K), or K x M when trans_a
  * (lda >= M). op(B) is K x N: B is stored K x N (ldb >= N), or N x K when
- * trans_b (ldb >= K). C and D are M x N (ldc, ldd >= N). A and B are bf16
- * or fp16 (the same type), or fp32 multiplied per `precision` (tf32, or
- * 3xTF32 for fp32 accuracy); C and D are bf16, fp16 or fp32 (cd_type, one
- * type for both); accumulation is fp32. Kernels of the catalog may serve
- * less (see gemmk_kernel_desc). Leading dimensions are in elements and
- * must be multiples of 8 (16 bytes, what TMA needs); pointers 16-byte
- * aligned. When beta == 0, C is never read and may be NULL.
+ * trans_b (ldb >= K). C and D are M x N (ldc, ldd >= N).
+ *
+ * Types: A and B are bf16 or fp16 (the same type), or fp32 multiplied per
+ * `precision` (tf32, or 3xTF32 for fp32 accuracy), with C and D bf16, fp16
+ * or fp32 (cd_type, one type for both) and fp32 accumulation; leading
+ * dimensions are then multiples of 8 elements (16 bytes, what TMA needs)
+ * and pointers 16-byte aligned. Or all four are fp64, complex64 or
+ * complex128 (the wide types, GEMMK_WIDE_TYPES): computed in their own
+ * precision (cuBLAS, or for fp64 the Ozaki-II kernels by name), any
+ * leading dimension, pointers aligned to the element; D is updated in
+ * place, so C, when read, must be D itself (c == d, ldc == ldd), and
+ * complex operands may be conjugated (conj_a, conj_b with trans_x).
+ * Kernels of the catalog may serve less (see gemmk_kernel_desc). When
+ * beta == 0, C is never read and may be NULL.
  *
  * Thread-safety: a gemmk_ctx belongs to one thread at a time (the daemon's
  * GPU worker); distinct contexts may be used from distinct threads. All
  * functions that take no context are thread-safe.
  * No function prints or exits; every fallible call returns a gemm_error.
+ *
+ * From the client API (gemm/gemm.h) this header uses gemm_error and its
+ * GEMM_OK / GEMM_ERR_* values, gemm_dtype (GEMM_BF16 .. GEMM_COMPLEX128)
+ * and gemm_precision (GEMM_PRECISION_*).
  */
 #ifndef GEMM_KERNELS_H
 #define GEMM_KERNELS_H
@@ -34,14 +48,21 @@ typedef struct gemmk_ctx gemmk_ctx;
 
 typedef struct gemmk_problem {
     int64_t m, n, k;            /* >= 1 each */
-    gemm_dtype ab_type;         /* GEMM_BF16 or GEMM_FP16 */
-    gemm_dtype cd_type;         /* GEMM_BF16, GEMM_FP16 or GEMM_FP32 */
+    gemm_dtype ab_type;         /* see above */
+    gemm_dtype cd_type;         /* see above; the wide types: ab_type */
     int trans_a, trans_b;       /* 0 or 1, see above */
     const void *a, *b, *c;      /* device pointers; c may be NULL if beta==0 */
     void *d;                    /* device pointer; must not alias a or b */
-    int64_t lda, ldb, ldc, ldd; /* elements, multiples of 8 */
-    float alpha, beta;
+    int64_t lda, ldb, ldc, ldd; /* elements */
+    float alpha, beta;          /* bf16, fp16, fp32 inputs */
     gemm_precision precision;   /* fp32 A/B only; DEFAULT otherwise */
+    int conj_a, conj_b; /* complex: op(X) = X^H where trans_x (0 or 1) */
+    double zalpha[2];   /* the wide types: alpha (real, imaginary) */
+    double zbeta[2];    /* and beta; the float alpha, beta are unused */
+    int host_mapped;    /* 1: the operands are host memory the device
+                           maps (read over PCIe); "auto" then runs the
+                           catalog's kernel for that (16-bit and fp32
+                           inputs, not tf32) */
 } gemmk_problem;
 
 /*
@@ -57,20 +78,55 @@ gemm_error gemmk_ctx_create(gemmk_ctx **out, int device);
  * NULL is a no-op. */
 void gemmk_ctx_destroy(gemmk_ctx *ctx);
 
+/* What a call ran, and why it failed. */
+typedef struct gemmk_result {
+    const char *kernel; /* static: the catalog kernel that ran ("auto"
+                           resolved), or the one that failed; NULL when
+                           none was chosen (an invalid problem) */
+    char msg[256];      /* on failure: why, e.g. the CUDA or cuBLAS call,
+                           its message and file:line; "" on success */
+} gemmk_result;
+
+/* The wide types as bits (1u << gemm_dtype): fp64, complex64, complex128. */
+#define GEMMK_WIDE_TYPES                                                       \
+    ((1u << GEMM_FP64) | (1u << GEMM_COMPLEX64) | (1u << GEMM_COMPLEX128))
+
+/* A tuning knob that was set in the environment when a context was made
+ * (strings static or owned by the context). */
+typedef struct gemmk_knob {
+    const char *name;        /* e.g. "GEMMK_X3_BN" */
+    const char *text;        /* as set */
+    int value;               /* what the kernels use */
+    const char *description; /* what it changes, and where */
+} gemmk_knob;
+
 /*
- * Validates p and enqueues the multiply on `stream` (0: the legacy default
- * stream). kernel: NULL or "auto" picks a configuration by shape, type and
- * precision; otherwise a catalog name. Returns GEMM_ERR_INVALID for
+ * The i-th tuning knob set in the environment when ctx was made (knobs
+ * are measurement switches: production sets none; the caller logs them).
+ * Returns 1 and fills *out, or 0 past the last one set.
+ */
+int gemmk_ctx_knob(const gemmk_ctx *ctx, int i, gemmk_knob *out);
+
+/*
+ * Validates p (once, here: dims, types, leading dims, alignment, and that
+ * the kernel serves it, as gemmk_check) and enqueues the multiply on
+ * `stream` (0: the legacy default stream). kernel: NULL or "auto" picks a
+ * kernel by shape, type and precision; otherwise a catalog name. res (may
+ * be NULL) says what ran, or on failure why. Returns GEMM_ERR_INVALID for
  * bad dims, leading dims or alignment, GEMM_ERR_DTYPE for unsupported
  * types, GEMM_ERR_UNSUPPORTED for an unknown kernel name or one that does
- * not serve p (gemmk_check), GEMM_ERR_DEVICE
- * or GEMM_ERR_DEVICE_MEMORY on CUDA failures. Asynchronous: the operands
- * must stay valid until the stream reaches the work. Split-K configurations
- * use the context's workspace: do not run one context on two streams at
- * once.
+ * not serve p, GEMM_ERR_DEVICE or GEMM_ERR_DEVICE_MEMORY on CUDA or cuBLAS
+ * failures. Asynchronous, except fp64 by an Ozaki-II kernel (see
+ * gemmk_gemm_f64): the operands must stay valid until the stream reaches
+ * the work. Split-K configurations use the context's workspace: do not
+ * run one context on two streams at once.
  */
 gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
-                      cudaStream_t stream, const char *kernel);
+                      cudaStream_t stream, const char *kernel,
+                      gemmk_result *res);
+
+/* 1 when `name` asks for the automatic choice (NULL or "auto"). */
+int gemmk_is_auto(const char *name);
 
 /*
  * The configuration gemmk_gemm would pick for p with kernel == NULL:
@@ -90,51 +146,55 @@ void gemmk_ctx_info(const gemmk_ctx *ctx, int *num_sms, int *max_clusters2);
 /*
  * The kernel catalog: every kernel gemmk_gemm can run by name, from the
  * teaching ladder of the seed notes (naive ... wgmma-basic) through the
- * production configurations to cuBLAS as the reference. Entries are static
- * and thread-safe to read.
+ * production configurations to cuBLAS as the reference. It lists only
+ * what a client can ask for: kernels of the int8 entry point
+ * (gemmk_gemm_s8) are callable by name there but not listed, since int8
+ * is no request type. Entries are static and thread-safe to read.
  */
 typedef struct gemmk_kernel_desc {
-    const char *name;     /* what a request names, e.g. "naive", "ws128x256" */
-    int ladder;           /* 1.. its rung on the ladder (bench order); 0: a
-                             production configuration not on the ladder */
-    int reference;        /* 1: cuBLAS, the reference others are compared to */
-    const char *summary;  /* one line: what it is */
-    unsigned ab_types;    /* bit (1u << gemm_dtype) per A/B type it serves */
-    unsigned cd_types;    /* bit (1u << gemm_dtype) per C/D type it serves */
-    unsigned precisions;  /* fp32 A/B: bit (1u << gemm_precision) per
-                             precision served (DEFAULT counts as FP32) */
-    unsigned transposes;  /* bit (trans_a | trans_b << 1) per combination */
+    const char *name;    /* what a request names, e.g. "naive", "ws128x256" */
+    int ladder;          /* 1.. its rung on the ladder (bench order); 0: a
+                            production configuration not on the ladder */
+    int reference;       /* 1: cuBLAS, the reference others are compared to */
+    const char *summary; /* one line: what it is */
+    unsigned ab_types;   /* bit (1u << gemm_dtype) per A/B type it serves */
+    unsigned cd_types;   /* bit (1u << gemm_dtype) per C/D type it serves */
+    unsigned precisions; /* fp32 A/B: bit (1u << gemm_precision) per
+                            precision served (DEFAULT counts as FP32) */
+    unsigned transposes; /* bit (trans_a | trans_b << 1) per combination */
 } gemmk_kernel_desc;
 
 #define GEMMK_TRANS_ALL 0xFu
 
-/* Number of entries, and the i-th (NULL when out of range). */
+/* Number of listed entries, and the i-th (NULL when out of range). */
 int gemmk_catalog_size(void);
 const gemmk_kernel_desc *gemmk_catalog_entry(int i);
-/* The entry named `name` ("auto" included), or NULL. */
+/* The listed entry named `name` ("auto" included), or NULL. */
 const gemmk_kernel_desc *gemmk_catalog_find(const char *name);
 
 /*
- * GEMM_OK if kernel `name` (NULL = "auto") serves p's types, precision and
- * transposes; else GEMM_ERR_UNSUPPORTED with a static reason in *why (if
- * why is non-NULL), e.g. "wgmma-basic serves bf16 and fp16 inputs only".
- * Does not validate dims or pointers (gemmk_gemm does). Thread-safe.
+ * GEMM_OK if kernel `name` (NULL = "auto") serves p's types, precision,
+ * transposes and conjugations; else GEMM_ERR_UNSUPPORTED (GEMM_ERR_DTYPE
+ * for an unknown type, GEMM_ERR_INVALID for a malformed precision) with a
+ * static reason in *why (if why is non-NULL), e.g. "the kernel serves
+ * bf16/fp16 inputs only". Looks at types, precision, transposes and
+ * conjugations only (gemmk_gemm validates the rest): a caller may check a
+ * request before its operands exist. Thread-safe.
  */
 gemm_error gemmk_check(const char *name, const gemmk_problem *p,
                        const char **why);
 
 /*
- * Element types of the int8 and fp64 paths, as bits of gemmk_kernel_desc's
- * ab_types / cd_types. gemm.h's gemm_dtype has no int8 or int32 (yet);
- * these are the numbers the kernels use for them. GEMMK_TYPE_F64 is the
- * number of GEMM_FP64 in the wire protocol.
+ * Element types of the int8 path (gemmk_gemm_s8). gemm.h's gemm_dtype has
+ * no int8 or int32; these are the numbers the kernels use for them.
+ * GEMMK_TYPE_F64 is GEMM_FP64.
  */
 #define GEMMK_TYPE_F64 4
-#define GEMMK_TYPE_S8 7
+#define GEMMK_TYPE_S8  7
 #define GEMMK_TYPE_S32 8
 
 /*
- * int8 GEMM (issue 14): D = alpha * op(A) * op(B) + beta * C with A, B
+ * int8 GEMM: D = alpha * op(A) * op(B) + beta * C with A, B
  * int8 and C, D int32, row-major as above; products accumulate in int32
  * and wrap on overflow (as do alpha and beta's products and the sum: the
  * results are exact modulo 2^32). lda and ldb are multiples of 16
@@ -163,7 +223,7 @@ gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
                          cudaStream_t stream, const char *kernel);
 
 /*
- * fp64 GEMM (issue 14): D = alpha * op(A) * op(B) + beta * C, all fp64,
+ * fp64 GEMM: D = alpha * op(A) * op(B) + beta * C, all fp64,
  * row-major with transposes and leading dimensions as above (any ld >= the
  * minimum; pointers 8-byte aligned). Either native DGEMM (cuBLAS) or the
  * Ozaki-II emulation on the int8 tensor cores: A and B scaled row- and

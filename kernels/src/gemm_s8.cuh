@@ -1,6 +1,6 @@
 /*
- * gemm_s8.cuh: the warp-specialized int8 GEMM (s8 x s8 -> s32) of issue
- * 14, and the Ozaki-II modular products built on it.
+ * gemm_s8.cuh: the warp-specialized int8 GEMM (s8 x s8 -> s32)
+ * and the Ozaki-II modular products built on it.
  *
  * The pipeline is gemm_sm90.cuh's: one producer warpgroup (one thread
  * issues TMA) fills a ring of 128B-swizzled stages; two consumer

@@ -152,7 +152,7 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar,
     /* default semantics (.release.cta), as CUTLASS's ClusterBarrier: the
      * consumer only read shared memory through wgmma, already waited for.
      * .release.cluster compiled to a cluster-scope MEMBAR per k-block per
-     * warp that stalled the consumers ~35% of cycles (v5, ncu). */
+     * warp that stalled the consumers ~35% of cycles (ncu). */
     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote)
                  : "memory");
 }
@@ -634,7 +634,7 @@ __global__ void __launch_bounds__(384, 1)
 }
 
 /*
- * Ping-pong variant (v5): each consumer warpgroup owns a whole 128 x 128
+ * Ping-pong variant: each consumer warpgroup owns a whole 128 x 128
  * tile (two m64n128k16 per k16 step, 2 x 64 accumulators per thread); the
  * two consumers take alternate work units of the CTA, so one's epilogue
  * (stores straight from registers) overlaps the other's main loop instead

@@ -1,6 +1,6 @@
 /*
  * gemm_sm90_tstore.cuh: the 128 x 256 cooperative kernel of gemm_sm90.cuh
- * with a TMA-store epilogue (v7, docs/kernel-notes.md).
+ * with a TMA-store epilogue (docs/kernel-notes.md).
  *
  * The main loop is gemm_ws_kernel's (BN = 256, no cluster). The epilogue
  * differs: each consumer warpgroup converts its 64 x 256 accumulators to

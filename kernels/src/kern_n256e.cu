@@ -1,5 +1,5 @@
 /* kern_n256e.cu: the 128 x 256 tile instantiations with the TMA-store
- * epilogue (v7; 8 per buffer layout: type x transposes). */
+ * epilogue (8 per buffer layout: type x transposes). */
 #include "gemm_sm90_tstore.cuh"
 #include "launch.h"
 

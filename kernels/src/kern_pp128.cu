@@ -1,5 +1,6 @@
 /* kern_pp128.cu: the ping-pong 128 x 128 (per consumer warpgroup)
- * instantiations (8: type x transposes), v5 in docs/kernel-notes.md. */
+ * instantiations (8: type x transposes); docs/kernel-notes.md has its
+ * measurements. */
 #include "launch.h"
 
 namespace gemmk

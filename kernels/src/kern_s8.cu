@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "ctx_internal.h"
 #include "gemm_s8.cuh"
 #include "kern_s8.h"
@@ -98,26 +99,6 @@ cudaError_t launch_s8(int bn, int oz, const CUtensorMap &ta,
     if (bn == 256 && oz == 2)
         return launch_one_s8<256, 2>(ta, tb, p, grid, st);
     return cudaErrorInvalidValue;
-}
-
-int s8_map16()
-{
-    static int v = [] {
-        const char *e = getenv("GEMMK_S8_MAP16");
-        return e && atoi(e) ? 1 : 0;
-    }();
-    return v;
-}
-
-int s8_default_kernel()
-{
-    static int v = [] {
-        const char *e =
-            getenv("GEMMK_S8_KERNEL"); /* 1 coop128, 2 pp, 3 coop256 */
-        int x = e ? atoi(e) : 0;
-        return x >= 1 && x <= 3 ? x : 2;
-    }();
-    return v;
 }
 
 void s8_tiles(S8Params &p, int m, int n, int bn)
@@ -210,15 +191,11 @@ extern "C" gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
     /* 0: pick, 1: cooperative 128 x 128, 2: ping-pong 128 x 128, 3:
      * cooperative 128 x 256 */
     int which = 0;
-    if (kernel && strcmp(kernel, "auto") != 0 && strcmp(kernel, "ws-s8") != 0) {
-        if (strcmp(kernel, "ws-s8x128") == 0)
-            which = 1;
-        else if (strcmp(kernel, "pp-s8") == 0)
-            which = 2;
-        else if (strcmp(kernel, "ws-s8x256") == 0)
-            which = 3;
-        else
+    if (!gemmk_is_auto(kernel)) {
+        const Row *r = row_find(kernel);
+        if (!r || r->d.ab_types != (1u << GEMMK_TYPE_S8))
             return GEMM_ERR_UNSUPPORTED;
+        which = r->variant;
     }
     /* K-major copies of MN-major operands: op(A) rows x kp, kp = K
      * rounded up to 16 bytes (TMA rows), zero-padded */
@@ -253,11 +230,11 @@ extern "C" gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
     }
     const int sms = ctx_num_sms(ctx);
     if (which == 0) /* the ping-pong kernel unless asked otherwise */
-        which = s8_default_kernel();
+        which = ctx_knob(ctx, KNOB_S8_KERNEL);
     const int bn = which == 3 ? 256 : 128;
     /* the bytes as 16-bit elements where K allows (measurement knob
      * GEMMK_S8_MAP16; docs/ozaki-notes.md) */
-    const int ku = s8_map16() && p->k % 2 == 0 ? 2 : 1;
+    const int ku = ctx_knob(ctx, KNOB_S8_MAP16) && p->k % 2 == 0 ? 2 : 1;
     gemmk_tmap_key ka = {}, kb = {};
     ka.addr = (uint64_t)(uintptr_t)a;
     ka.dtype = ku == 2 ? GEMM_BF16 : GEMMK_TMAP_U8;

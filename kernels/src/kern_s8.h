@@ -22,16 +22,9 @@ cudaError_t launch_s8(int bn, int oz, const CUtensorMap &ta,
  * (tile, product)), oz 0 or 2. */
 cudaError_t launch_s8_pp(int oz, const CUtensorMap &ta, const CUtensorMap &tb,
                          const S8Params &p, int grid, cudaStream_t st);
-/* Which int8 kernel serves "ws-s8": 2 ping-pong (default), 1 cooperative
- * 128 x 128, 3 cooperative 128 x 256 (GEMMK_S8_KERNEL, a measurement
- * knob). */
-int s8_default_kernel();
 /* Fills p's tile counts for an m x n output in 128 x bn tiles. */
 void s8_tiles(S8Params &p, int m, int n, int bn);
 int s8_smem(int bn);
-/* GEMMK_S8_MAP16=1: int8 tensor maps as 16-bit elements (a measurement
- * knob). */
-int s8_map16();
 /* out (cols x ldo bytes) = in^T (in: rows x cols, pitch ldi), columns of
  * out from rows to ldo zeroed. */
 cudaError_t transpose_u8(const uint8_t *in, long long ldi, long long rows,

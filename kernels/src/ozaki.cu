@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "ctx_internal.h"
 #include "gemm_s8.cuh"
 #include "kern_s8.h"
@@ -605,40 +606,9 @@ gemm_error validate(const gemmk_problem_f64 *p)
     return GEMM_OK;
 }
 
-/* GEMMK_OZ_KCHUNK=n: the fused kernel runs all moduli over n k-blocks
- * before the next n (smaller L2 working set, n x more epilogues; a
- * measurement knob, docs/ozaki-notes.md). 0: the whole K. */
-int oz_kchunk()
-{
-    static int v = [] {
-        const char *e = getenv("GEMMK_OZ_KCHUNK");
-        int x = e ? atoi(e) : 0;
-        return x > 0 ? x : 0;
-    }();
-    return v;
-}
-
-int oz_bytes_tile()
-{
-    static int v = [] {
-        const char *e = getenv("GEMMK_OZ_BYTES_TILE");
-        return e ? atoi(e) != 0 : 0;
-    }();
-    return v;
-}
-
-int oz_pp()
-{
-    static int v = [] {
-        const char *e = getenv("GEMMK_OZ_PP");
-        return e ? atoi(e) != 0 : 1;
-    }();
-    return v;
-}
-
 /*
  * Where the emulation pays: a cost model with the rates measured on the
- * H100 (docs/ozaki-notes.md, device calls 1-4): native DGEMM at 57
+ * H100 (docs/ozaki-notes.md): native DGEMM at 57
  * TFLOP/s; emulation = two passes over A and B plus the residues written
  * (16 (m + n) k + 15 (m + n) k bytes) and the reconstruction (15 bytes and
  * a double an output) at an effective 1.5 TB/s, 15 int8 products at 1.3
@@ -749,20 +719,27 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
     bool want_native = p->method == GEMMK_F64_NATIVE;
     bool named = false;
     Variant var = V_BYTES; /* what auto runs (docs/ozaki-notes.md) */
-    if (kernel && strcmp(kernel, "auto") != 0) {
+    if (!gemmk_is_auto(kernel)) {
         named = true;
-        if (strcmp(kernel, "cublas-dgemm") == 0)
-            want_native = true;
-        else if (strcmp(kernel, "oz2") == 0)
-            var = V_FUSED;
-        else if (strcmp(kernel, "oz2-bytes") == 0)
-            var = V_BYTES;
-        else if (strcmp(kernel, "oz2-unfused") == 0)
-            var = V_UNFUSED;
-        else if (strcmp(kernel, "oz2-prep") == 0) /* measurements */
-            var = V_PREP;
-        else
+        const Row *r = row_find(kernel);
+        if (!r || r->d.ab_types != (1u << GEMM_FP64) || r->variant == 0)
             return GEMM_ERR_UNSUPPORTED;
+        switch (r->variant) {
+        case F64_NATIVE:
+            want_native = true;
+            break;
+        case F64_FUSED:
+            var = V_FUSED;
+            break;
+        case F64_UNFUSED:
+            var = V_UNFUSED;
+            break;
+        case F64_PREP:
+            var = V_PREP;
+            break;
+        default:
+            var = V_BYTES;
+        }
     }
     auto run_native = [&](const char *why) {
         res->emulated = 0;
@@ -852,8 +829,10 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
      * GEMMK_OZ_PP=0 (cooperative 128 x 256); GEMMK_OZ_BYTES_TILE=1 runs
      * all moduli of a tile in one CTA instead (cooperative 128 x 256).
      * Measurement knobs: docs/ozaki-notes.md. */
-    const bool tilewise = var == V_BYTES && oz_bytes_tile();
-    const bool pp = var != V_FUSED && !tilewise && oz_pp();
+    const bool tilewise =
+        var == V_BYTES && ctx_knob(ctx, KNOB_OZ_BYTES_TILE) != 0;
+    const bool pp =
+        var != V_FUSED && !tilewise && ctx_knob(ctx, KNOB_OZ_PP) != 0;
     const int bn = var == V_FUSED || pp ? 128 : 256;
     S8Params sp;
     memset(&sp, 0, sizeof(sp));
@@ -892,7 +871,8 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         return GEMM_OK;
 
     /* tensor maps: the moduli stacked, rows x kp bytes each */
-    const int ku = s8_map16() ? 2 : 1; /* kp is a multiple of 128 */
+    /* kp is a multiple of 128 */
+    const int ku = ctx_knob(ctx, KNOB_S8_MAP16) ? 2 : 1;
     gemmk_tmap_key ka = {}, kb = {};
     ka.addr = (uint64_t)(uintptr_t)ra;
     ka.dtype = ku == 2 ? GEMM_BF16 : GEMMK_TMAP_U8;
@@ -914,8 +894,8 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         return e;
     sp.nkb = (int)(kp / S8_BK);
     sp.kunit = ku;
-    if (var == V_FUSED && oz_kchunk() > 0)
-        sp.kch = oz_kchunk();
+    if (var == V_FUSED && ctx_knob(ctx, KNOB_OZ_KCHUNK) > 0)
+        sp.kch = ctx_knob(ctx, KNOB_OZ_KCHUNK);
     sp.rows_a = (int)p->m;
     sp.rows_b = (int)p->n;
     for (int l = 0; l < nmod; l++) {

@@ -1,5 +1,5 @@
 /*
- * ozaki.h: the arithmetic of the Ozaki-II fp64 emulation (issue 14), as
+ * ozaki.h: the arithmetic of the Ozaki-II fp64 emulation, as
  * plain C shared by the GPU kernels (ozaki.cu, gemm_s8.cuh) and the CPU
  * unit test (tests/kernels/ozaki_test.c), so the host checks, against
  * exact 128-bit integer arithmetic, the very code the GPU runs.

@@ -4,7 +4,7 @@ wgmma.mma_async m64nNk16 f32 += {bf16,f16} x {bf16,f16}, A and B from shared
 memory descriptors, transpose bits as template immediates; and
 m64nNk8 f32 += tf32 x tf32 (fp32 words read as tf32), which has no
 transpose immediates: both operands K-major; and m64nNk32 s32 += s8 x s8
-(int8 residues, issue 14), likewise K-major only, with no scale immediates
+(the Ozaki-II int8 residues), likewise K-major only, with no scale immediates
 (integer wgmma has none)."""
 import sys
 

@@ -2,9 +2,9 @@
  * catalog_test.c: the kernel catalog as the host sees it (no GPU needed):
  * the listing (unique names, every ladder rung from 1 up present once and
  * in order, sane descriptors, find() agrees with the listing, "auto" and
- * the one cuBLAS reference present) and gemmk_check's answers (unknown
- * names, unclaimed types, transposes and precisions refused with a
- * reason; claimed ones accepted).
+ * the one cuBLAS reference present, only request types listed) and
+ * gemmk_check's answers (unknown names, unclaimed types, transposes and
+ * precisions refused with a reason; claimed ones accepted).
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -12,9 +12,8 @@
 #include "gemm_kernels.h"
 
 #define ALL_TYPES ((1u << GEMM_BF16) | (1u << GEMM_FP16) | (1u << GEMM_FP32))
-/* the int8 and fp64 entries (gemmk_gemm_s8, gemmk_gemm_f64) */
-#define EXTRA_TYPES                                                            \
-    ((1u << GEMMK_TYPE_S8) | (1u << GEMMK_TYPE_S32) | (1u << GEMMK_TYPE_F64))
+/* fp64, complex64, complex128 (cuBLAS, and the fp64 kernels) */
+#define EXTRA_TYPES GEMMK_WIDE_TYPES
 #define ALL_PRECS                                                              \
     ((1u << GEMM_PRECISION_DEFAULT) | (1u << GEMM_PRECISION_TF32) |            \
      (1u << GEMM_PRECISION_FP32))
@@ -74,9 +73,12 @@ Test(catalog, listing_is_sane)
         cr_assert(d->cd_types != 0 &&
                       (d->cd_types & ~(ALL_TYPES | EXTRA_TYPES)) == 0,
                   "%s: cd_types 0x%x", d->name, d->cd_types);
-        /* an entry serves either the gemmk_gemm types or its own */
-        cr_assert(!(d->ab_types & ALL_TYPES) != !(d->ab_types & EXTRA_TYPES),
-                  "%s mixes type families", d->name);
+        /* an entry serves either the 16/32-bit types or the wide ones;
+         * "auto" and the reference (cuBLAS) serve both */
+        if (strcmp(d->name, "auto") != 0 && !d->reference)
+            cr_assert(!(d->ab_types & ALL_TYPES) !=
+                          !(d->ab_types & EXTRA_TYPES),
+                      "%s mixes type families", d->name);
         cr_assert(d->transposes != 0 && (d->transposes & ~GEMMK_TRANS_ALL) == 0,
                   "%s: transposes 0x%x", d->name, d->transposes);
         cr_assert_eq(d->precisions & ~ALL_PRECS, 0, "%s", d->name);
@@ -102,8 +104,8 @@ Test(catalog, listing_is_sane)
     const gemmk_kernel_desc *cb = gemmk_catalog_find("cublas");
     cr_assert_not_null(cb);
     cr_assert(cb->reference);
-    cr_assert_eq(cb->ab_types, ALL_TYPES);
-    cr_assert_eq(cb->cd_types, ALL_TYPES);
+    cr_assert_eq(cb->ab_types, ALL_TYPES | EXTRA_TYPES);
+    cr_assert_eq(cb->cd_types, ALL_TYPES | EXTRA_TYPES);
     cr_assert_eq(cb->transposes, GEMMK_TRANS_ALL);
 
     /* Rungs 1..max each once, listed in rung order. */
@@ -224,4 +226,41 @@ Test(catalog, refusals_say_why)
     cr_assert_eq(gemmk_check("cublas", &p, NULL), GEMM_OK);
     p.precision = GEMM_PRECISION_TF32;
     cr_assert_eq(gemmk_check("cublas", &p, NULL), GEMM_OK);
+}
+
+/* Only types a client can ask for are listed: the int8 kernels are not
+ * (int8 is no request type); the fp64 kernels list fp64; "auto" lists the
+ * wide types it serves. */
+Test(catalog, lists_request_types_only)
+{
+    const char *s8[] = {"ws-s8", "pp-s8", "ws-s8x256", "ws-s8x128"};
+    for (int i = 0; i < 4; i++)
+        cr_assert_null(gemmk_catalog_find(s8[i]), "%s is listed", s8[i]);
+    const char *f64[] = {"oz2", "oz2-bytes", "oz2-unfused", "cublas-dgemm"};
+    for (int i = 0; i < 4; i++) {
+        const gemmk_kernel_desc *d = gemmk_catalog_find(f64[i]);
+        cr_assert_not_null(d, "%s", f64[i]);
+        cr_assert_eq(d->ab_types, 1u << GEMM_FP64, "%s", f64[i]);
+        cr_assert_eq(d->cd_types, 1u << GEMM_FP64, "%s", f64[i]);
+    }
+    const gemmk_kernel_desc *a = gemmk_catalog_find("auto");
+    cr_assert_eq(a->ab_types & EXTRA_TYPES, EXTRA_TYPES);
+    cr_assert_eq(a->cd_types & EXTRA_TYPES, EXTRA_TYPES);
+
+    /* complex with a conjugate transpose: auto and cuBLAS only */
+    gemmk_problem p =
+        problem(GEMM_COMPLEX64, GEMM_COMPLEX64, 1, 0, GEMM_PRECISION_DEFAULT);
+    p.conj_a = 1;
+    const char *why = NULL;
+    cr_assert_eq(gemmk_check(NULL, &p, NULL), GEMM_OK);
+    cr_assert_eq(gemmk_check("cublas", &p, NULL), GEMM_OK);
+    cr_assert_eq(gemmk_check("oz2", &p, &why), GEMM_ERR_UNSUPPORTED);
+    cr_assert_not_null(why);
+    /* fp64 on an Ozaki-II kernel; not on a 16-bit one */
+    p = problem(GEMM_FP64, GEMM_FP64, 0, 1, GEMM_PRECISION_DEFAULT);
+    cr_assert_eq(gemmk_check("oz2-bytes", &p, NULL), GEMM_OK);
+    cr_assert_eq(gemmk_check("ws128x256", &p, &why), GEMM_ERR_UNSUPPORTED);
+    /* the wide types need C and D of their own type */
+    p.cd_type = GEMM_FP32;
+    cr_assert_eq(gemmk_check(NULL, &p, NULL), GEMM_ERR_DTYPE);
 }

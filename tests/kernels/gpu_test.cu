@@ -8,7 +8,8 @@
  * non-minimal leading dimensions, every kernel configuration; fp32 inputs
  * as tf32 (tolerance ~2^-10 of sum |a||b|) and as 3xTF32 (fp32 accuracy,
  * reference cuBLAS SGEMM in pedantic fp32), and tf32.h's rounding against
- * the hardware's cvt.rna.tf32.f32.
+ * the hardware's cvt.rna.tf32.f32; the wide types (fp64, complex with
+ * conjugate transposes) through gemmk_gemm against a host reference.
  * A plain program (no Criterion) so it runs on a bare GPU host; with no
  * CUDA device it prints "skipped: no CUDA device" and exits 0.
  * Usage: kernels_gpu_test [--quick] [--seed N]
@@ -166,7 +167,7 @@ static bool run_case(const Case &c, int idx)
     p.alpha = c.alpha, p.beta = c.beta;
     p.precision = c.ab == GEMM_FP32 ? c.prec : GEMM_PRECISION_DEFAULT;
     const bool tf32 = c.ab == GEMM_FP32 && c.prec == GEMM_PRECISION_TF32;
-    int rv = gemmk_gemm(ctx, &p, 0, c.kernel);
+    int rv = gemmk_gemm(ctx, &p, 0, c.kernel, NULL);
     if (rv != GEMM_OK) {
         printf("FAIL case %d: gemmk_gemm returned %d\n", idx, rv);
         failures++;
@@ -361,49 +362,51 @@ static int api_checks(void)
     p.a = p.b = p.d = buf;
     p.lda = p.ldb = p.ldc = p.ldd = 64;
     p.alpha = 1;
-    bad += gemmk_gemm(ctx, &p, 0, "no-such-kernel") != GEMM_ERR_UNSUPPORTED;
+    bad +=
+        gemmk_gemm(ctx, &p, 0, "no-such-kernel", NULL) != GEMM_ERR_UNSUPPORTED;
     p.lda = 60;
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
     p.lda = 64;
     p.ab_type = (gemm_dtype)9;
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_DTYPE;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_DTYPE;
     p.ab_type = GEMM_BF16;
     p.precision = GEMM_PRECISION_TF32; /* only for fp32 inputs */
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
-    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32") != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32", NULL) != GEMM_ERR_INVALID;
     p.precision = GEMM_PRECISION_DEFAULT;
-    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32") != GEMM_ERR_UNSUPPORTED;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32", NULL) != GEMM_ERR_UNSUPPORTED;
     p.ab_type = GEMM_FP32;
-    bad += gemmk_gemm(ctx, &p, 0, "ws128x256") != GEMM_ERR_UNSUPPORTED;
-    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32") != GEMM_ERR_UNSUPPORTED;
-    bad += gemmk_gemm(ctx, &p, 0, "wgmma-ws-tf32") != GEMM_ERR_UNSUPPORTED;
+    bad += gemmk_gemm(ctx, &p, 0, "ws128x256", NULL) != GEMM_ERR_UNSUPPORTED;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32", NULL) != GEMM_ERR_UNSUPPORTED;
+    bad +=
+        gemmk_gemm(ctx, &p, 0, "wgmma-ws-tf32", NULL) != GEMM_ERR_UNSUPPORTED;
     p.precision = (gemm_precision)7;
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
     p.precision = GEMM_PRECISION_TF32;
-    bad += gemmk_gemm(ctx, &p, 0, "ws-3xtf32") != GEMM_ERR_UNSUPPORTED;
-    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32") != GEMM_OK;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-3xtf32", NULL) != GEMM_ERR_UNSUPPORTED;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-tf32", NULL) != GEMM_OK;
     p.precision = GEMM_PRECISION_DEFAULT;
     const char *sel = nullptr;
     bad += gemmk_select(ctx, &p, &sel) != GEMM_OK || !sel ||
            strcmp(sel, "ws-3xtf32") != 0;
     p.lda = 60; /* multiple of 4 fp32 (16 B) but not of 8: refused */
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
     p.lda = 64;
     CK(cudaDeviceSynchronize());
     p.ab_type = GEMM_BF16;
     p.k = 0;
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
     p.k = 64;
     p.beta = 1; /* C NULL with beta != 0 */
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
     p.beta = 0;
     p.a = (char *)buf + 8;
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_ERR_INVALID;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_ERR_INVALID;
     p.a = buf;
     gemmk_cache_stats st0, st1;
     gemmk_cache_stats_get(ctx, &st0);
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_OK;
-    bad += gemmk_gemm(ctx, &p, 0, NULL) != GEMM_OK;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_OK;
+    bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_OK;
     CK(cudaDeviceSynchronize());
     gemmk_cache_stats_get(ctx, &st1);
     bad += st1.hits < st0.hits + 2; /* second call hits for A and B */
@@ -411,6 +414,138 @@ static int api_checks(void)
            bad ? "FAIL" : "ok", (unsigned long long)st1.hits,
            (unsigned long long)st1.misses, st1.entries);
     cudaFree(buf);
+    return bad;
+}
+
+/* The wide types through gemmk_gemm: fp64 and complex64/complex128 (with
+ * conjugate transposes) by "auto" and "cublas", fp64 by an Ozaki-II name,
+ * C distinct from D and in place, against a host reference; and a
+ * refusal names the kernel and says why. */
+static int wide_checks(void)
+{
+    int bad = 0;
+    const int64_t m = 37, n = 29, k = 19, ld = 40;
+    const gemm_dtype types[3] = {GEMM_FP64, GEMM_COMPLEX64, GEMM_COMPLEX128};
+    const char *names[4] = {NULL, "cublas", "oz2-bytes", "cublas-dgemm"};
+    const char *tnames[3] = {"fp64", "complex64", "complex128"};
+    for (int ti = 0; ti < 3; ti++)
+        for (int ni = 0; ni < 4; ni++)
+            for (int tr = 0; tr < 4; tr++)
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    gemm_dtype t = types[ti];
+                    bool cplx = t != GEMM_FP64;
+                    if (ni >= 2 && cplx)
+                        continue;
+                    int ta = tr & 1, tb = tr >> 1;
+                    int conj = cplx && (ta || tb);
+                    int parts = cplx ? 2 : 1;
+                    size_t cnt = (size_t)(ld * ld) * parts;
+                    std::vector<double> ha(cnt), hb(cnt), hc(cnt), hd(cnt);
+                    for (size_t i = 0; i < cnt; i++) {
+                        ha[i] = (double)((i * 7919 + tr) % 97) / 48.0 - 1.0;
+                        hb[i] = (double)((i * 104729 + ti) % 89) / 44.0 - 1.0;
+                        hc[i] = (double)((i * 31 + ni) % 53) / 26.0 - 1.0;
+                    }
+                    /* device copies in the type (complex64: floats) */
+                    auto up = [&](const std::vector<double> &h) {
+                        void *dp;
+                        CK(cudaMalloc(&dp, cnt * (t == GEMM_COMPLEX64
+                                                      ? sizeof(float)
+                                                      : sizeof(double))));
+                        if (t == GEMM_COMPLEX64) {
+                            std::vector<float> f(h.begin(), h.end());
+                            CK(cudaMemcpy(dp, f.data(), cnt * 4,
+                                          cudaMemcpyHostToDevice));
+                        } else {
+                            CK(cudaMemcpy(dp, h.data(), cnt * 8,
+                                          cudaMemcpyHostToDevice));
+                        }
+                        return dp;
+                    };
+                    void *da = up(ha), *db = up(hb), *dc = up(hc);
+                    void *dd = inplace ? dc : up(hd);
+                    gemmk_problem p;
+                    memset(&p, 0, sizeof(p));
+                    p.m = m, p.n = n, p.k = k;
+                    p.ab_type = p.cd_type = t;
+                    p.trans_a = ta, p.trans_b = tb;
+                    p.conj_a = cplx && ta, p.conj_b = cplx && tb;
+                    p.a = da, p.b = db, p.c = dc, p.d = dd;
+                    p.lda = p.ldb = p.ldc = p.ldd = ld;
+                    p.zalpha[0] = 1.25, p.zalpha[1] = cplx ? -0.5 : 0.0;
+                    p.zbeta[0] = -0.75, p.zbeta[1] = cplx ? 0.25 : 0.0;
+                    gemmk_result res;
+                    gemm_error rv = gemmk_gemm(ctx, &p, 0, names[ni], &res);
+                    CK(cudaDeviceSynchronize());
+                    std::vector<double> out(cnt);
+                    if (t == GEMM_COMPLEX64) {
+                        std::vector<float> f(cnt);
+                        CK(cudaMemcpy(f.data(), dd, cnt * 4,
+                                      cudaMemcpyDeviceToHost));
+                        out.assign(f.begin(), f.end());
+                    } else {
+                        CK(cudaMemcpy(out.data(), dd, cnt * 8,
+                                      cudaMemcpyDeviceToHost));
+                    }
+                    double worst = 0;
+                    for (int64_t i = 0; i < m && rv == GEMM_OK; i++)
+                        for (int64_t j = 0; j < n; j++) {
+                            double sr = 0, si = 0;
+                            for (int64_t l = 0; l < k; l++) {
+                                size_t ia = (ta ? l * ld + i : i * ld + l);
+                                size_t ib = (tb ? j * ld + l : l * ld + j);
+                                double ar = ha[ia * parts], br = hb[ib * parts];
+                                double ai = cplx ? ha[ia * 2 + 1] : 0;
+                                double bi = cplx ? hb[ib * 2 + 1] : 0;
+                                if (p.conj_a)
+                                    ai = -ai;
+                                if (p.conj_b)
+                                    bi = -bi;
+                                sr += ar * br - ai * bi;
+                                si += ar * bi + ai * br;
+                            }
+                            size_t ic = (size_t)(i * ld + j);
+                            double cr = hc[ic * parts];
+                            double ci = cplx ? hc[ic * 2 + 1] : 0;
+                            double wr = p.zalpha[0] * sr - p.zalpha[1] * si +
+                                        p.zbeta[0] * cr - p.zbeta[1] * ci;
+                            double wi = p.zalpha[0] * si + p.zalpha[1] * sr +
+                                        p.zbeta[0] * ci + p.zbeta[1] * cr;
+                            double er = fabs(out[ic * parts] - wr);
+                            if (cplx)
+                                er = fmax(er, fabs(out[ic * 2 + 1] - wi));
+                            worst = fmax(worst, er);
+                        }
+                    double tol = t == GEMM_COMPLEX64 ? 1e-4 : 1e-11;
+                    if (rv != GEMM_OK || worst > tol || !res.kernel) {
+                        printf("FAIL wide %s kernel %s ta %d tb %d conj %d "
+                               "in place %d: rv %d (%s) ran %s, error %.3g\n",
+                               tnames[ti], names[ni] ? names[ni] : "auto", ta,
+                               tb, conj, inplace, (int)rv, res.msg,
+                               res.kernel ? res.kernel : "-", worst);
+                        bad++;
+                    }
+                    cudaFree(da);
+                    cudaFree(db);
+                    cudaFree(dc);
+                    if (!inplace)
+                        cudaFree(dd);
+                }
+    /* a 16-bit kernel refuses fp64 and says which and why */
+    gemmk_problem p;
+    memset(&p, 0, sizeof(p));
+    void *buf;
+    CK(cudaMalloc(&buf, 1 << 16));
+    p.m = p.n = p.k = 8;
+    p.ab_type = p.cd_type = GEMM_FP64;
+    p.a = p.b = p.d = buf;
+    p.lda = p.ldb = p.ldd = 8;
+    p.zalpha[0] = 1;
+    gemmk_result res;
+    bad += gemmk_gemm(ctx, &p, 0, "ws128x256", &res) != GEMM_ERR_UNSUPPORTED ||
+           strstr(res.msg, "ws128x256") == NULL;
+    cudaFree(buf);
+    printf("wide checks: %s\n", bad ? "FAIL" : "ok");
     return bad;
 }
 
@@ -443,7 +578,7 @@ int main(int argc, char **argv)
     CB(cublasCreate(&blas));
     CB(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));
 
-    int api_bad = api_checks() + tf32_round_check();
+    int api_bad = api_checks() + tf32_round_check() + wide_checks();
     std::vector<Case> cases;
     const gemm_dtype abs_[2] = {GEMM_BF16, GEMM_FP16};
     const gemm_dtype cds[3] = {GEMM_FP32, GEMM_BF16, GEMM_FP16};

@@ -1,11 +1,10 @@
 /*
  * ladder.h: the teaching ladder of the seed notes (003, 000 v1, 000 v2) and
- * cuBLAS as the reference, as the kernel catalog (api.cu) calls them.
+ * cuBLAS as the reference, as the catalog's rows (catalog.cu) call them.
  *
- * The catalog has checked types, precision and transposes against each
- * entry's gemmk_kernel_desc and validated dims, pointers and leading
- * dimensions before any of these runs. Each launches on `s` and returns
- * the launch error (cudaGetLastError after every launch).
+ * gemmk_gemm has validated the problem and checked it against the row
+ * before any of these runs. Each launches on `s` and returns the launch
+ * error (cudaGetLastError after every launch).
  */
 #pragma once
 
@@ -18,19 +17,19 @@ namespace gemmk
 namespace ladder
 {
 
-/* The ladder's descriptors, rungs 1..5 in order, and "cublas" (reference). */
-extern const gemmk_kernel_desc kDescs[];
-extern const int kNumDescs;
+/* The rungs, 1 to 5. */
+cudaError_t run_naive(const gemmk_problem &p, cudaStream_t s);
+cudaError_t run_smem_tiled(const gemmk_problem &p, cudaStream_t s);
+cudaError_t run_reg_tiled_2d(const gemmk_problem &p, cudaStream_t s);
+cudaError_t run_warp_tiled(const gemmk_problem &p, cudaStream_t s);
+cudaError_t run_wgmma_basic(const gemmk_problem &p, cudaStream_t s);
 
-/* Runs ladder kernel `name` (one of kDescs, not "cublas"). */
-cudaError_t run(const char *name, const gemmk_problem &p, cudaStream_t s);
-
-/* cuBLAS (cublasLt with its heuristic): state is created on first use in
- * *st (one per gemmk_ctx, used by one thread at a time) and freed with
- * cublas_free. Serves every type, precision and transpose. */
+/* cuBLAS (cublasLt with its heuristic) for bf16, fp16 and fp32 inputs:
+ * state is created on first use in *st (one per gemmk_ctx, used by one
+ * thread at a time) and freed with cublas_free. Serves every such type,
+ * precision and transpose. */
 struct CublasState;
-gemm_error cublas_run(CublasState **st, const gemmk_problem &p,
-                      cudaStream_t s);
+gemm_error cublas_run(CublasState **st, const gemmk_problem &p, cudaStream_t s);
 void cublas_free(CublasState *st);
 
 } // namespace ladder

@@ -1,0 +1,233 @@
+/*
+ * device.c: the device object of the CUDA backend (device.h): made once
+ * per GPU at start-up with its workers, pinned registrations and memory
+ * counters, the workers claimed by the scheduler's threads, freed tensor
+ * ranges passed to the workers' tensor-map caches.
+ */
+#include "cuda/device.h"
+#include "log.h"
+
+#include <gemm/gemm.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local cuda_worker *tls_worker;
+
+int cuda_fail(cudaError_t e, const char *what, const char *file, int line,
+              char *msg, size_t len)
+{
+    snprintf(msg, len, "%s failed: %s (%s:%d)", what, cudaGetErrorString(e),
+             file, line);
+    return e == cudaErrorMemoryAllocation ? GEMM_ERR_DEVICE_MEMORY
+                                          : GEMM_ERR_DEVICE;
+}
+
+/* Logs the kernels' tuning knobs set in the environment (measurement
+ * switches that change what runs). */
+static void log_knobs(const gemmk_ctx *kctx)
+{
+    gemmk_knob k;
+    for (int i = 0; gemmk_ctx_knob(kctx, i, &k); i++)
+        gemmd_log(LOG_NOTICE, "cuda backend: kernel knob %s=%s (value %d): %s",
+                  k.name, k.text, k.value, k.description);
+}
+
+/* Makes worker w's stream, events and kernel context on device d. */
+static int worker_create(cuda_device *d, cuda_worker *w, char *msg, size_t len)
+{
+    int rv = GEMM_OK;
+    w->dev = d;
+    pthread_mutex_init(&w->forget_mu, NULL);
+    CK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), msg, len);
+    for (int e = 0; e < 4; e++)
+        CK(cudaEventCreate(&w->ev[e]), msg, len);
+    rv = gemmk_ctx_create(&w->kctx, d->ordinal);
+    if (rv != GEMM_OK) {
+        snprintf(msg, len, "cannot create the kernel context: %s",
+                 gemm_strerror(rv));
+        goto fail;
+    }
+    if (w == &d->workers[0])
+        log_knobs(w->kctx);
+    return GEMM_OK;
+fail:
+    gemmk_ctx_destroy(w->kctx);
+    for (int e = 0; e < 4; e++)
+        if (w->ev[e] != NULL)
+            cudaEventDestroy(w->ev[e]);
+    if (w->stream != NULL)
+        cudaStreamDestroy(w->stream);
+    memset(w, 0, sizeof(*w));
+    return rv;
+}
+
+int cuda_device_create(cuda_device **out, int ordinal, const gemmd_config *cfg,
+                       char *msg, size_t len)
+{
+    int rv;
+    struct cudaDeviceProp prop;
+    cuda_device *d = calloc(1, sizeof(*d));
+    if (d == NULL)
+        return GEMM_ERR_NOMEM;
+    pthread_mutex_init(&d->mu, NULL);
+    d->ordinal = ordinal;
+    d->max_pinned = cfg->max_pinned_bytes;
+    d->max_device = cfg->max_device_bytes;
+    CK(cudaSetDevice(d->ordinal), msg, len);
+    CK(cudaGetDeviceProperties(&prop, d->ordinal), msg, len);
+    if (prop.major != 9) {
+        snprintf(msg, len,
+                 "device %d (%.100s) is sm_%d%d; the kernels need "
+                 "Hopper (sm_90)",
+                 d->ordinal, prop.name, prop.major, prop.minor);
+        rv = GEMM_ERR_UNSUPPORTED;
+        goto fail;
+    }
+    CK(cudaFree(NULL), msg, len); /* create the context now */
+    int direct = 0;
+    CK(cudaDeviceGetAttribute(
+           &direct, cudaDevAttrCanUseHostPointerForRegisteredMem, d->ordinal),
+       msg, len);
+    d->host_direct = direct != 0;
+    CK(cudaDeviceGetDefaultMemPool(&d->pool, d->ordinal), msg, len);
+    unsigned long long keep = ~0ull; /* never give freed blocks back */
+    CK(cudaMemPoolSetAttribute(d->pool, cudaMemPoolAttrReleaseThreshold, &keep),
+       msg, len);
+    snprintf(d->name, sizeof(d->name), "%.100s (sm_%d%d, %d SMs)", prop.name,
+             prop.major, prop.minor, prop.multiProcessorCount);
+    for (; d->nworkers < CUDA_WORKERS; d->nworkers++) {
+        rv = worker_create(d, &d->workers[d->nworkers], msg, len);
+        if (rv != GEMM_OK)
+            goto fail;
+    }
+    gemmd_log(LOG_INFO, "cuda backend: %s, %.1f GiB", d->name,
+              prop.totalGlobalMem / (double)(1u << 30));
+    *out = d;
+    return GEMM_OK;
+fail:
+    cuda_device_destroy(d);
+    return rv;
+}
+
+void cuda_device_destroy(cuda_device *d)
+{
+    if (d == NULL)
+        return;
+    for (unsigned i = 0; i < d->nworkers; i++) {
+        cuda_worker_forget(&d->workers[i]); /* workers are joined: safe */
+        pthread_mutex_destroy(&d->workers[i].forget_mu);
+        gemmk_ctx_destroy(d->workers[i].kctx);
+        for (int e = 0; e < 4; e++)
+            cudaEventDestroy(d->workers[i].ev[e]);
+        cudaStreamDestroy(d->workers[i].stream);
+    }
+    pthread_mutex_destroy(&d->mu);
+    free(d);
+}
+
+int cuda_device_claim(cuda_device *d, cuda_worker **out, char *msg, size_t len)
+{
+    int rv = GEMM_OK;
+    if (tls_worker != NULL) {
+        *out = tls_worker;
+        return GEMM_OK;
+    }
+    pthread_mutex_lock(&d->mu);
+    if (d->claimed == d->nworkers) {
+        pthread_mutex_unlock(&d->mu);
+        snprintf(msg, len, "more GPU worker threads than streams");
+        return GEMM_ERR_INTERNAL;
+    }
+    cuda_worker *w = &d->workers[d->claimed];
+    CK(cudaSetDevice(d->ordinal), msg, len);
+    d->claimed++;
+    tls_worker = w;
+    *out = w;
+fail:
+    pthread_mutex_unlock(&d->mu);
+    return rv;
+}
+
+cuda_worker *cuda_worker_current(void)
+{
+    return tls_worker;
+}
+
+void cuda_worker_forget(cuda_worker *w)
+{
+    pthread_mutex_lock(&w->forget_mu);
+    cuda_forget *f = w->forget;
+    w->forget = NULL;
+    pthread_mutex_unlock(&w->forget_mu);
+    while (f != NULL) {
+        cuda_forget *next = f->next;
+        gemmk_cache_forget(w->kctx, f->base, f->bytes);
+        free(f);
+        f = next;
+    }
+}
+
+void cuda_device_forget(cuda_device *d, const void *base, size_t bytes)
+{
+    for (unsigned i = 0; i < d->nworkers; i++) {
+        cuda_worker *w = &d->workers[i];
+        cuda_forget *f = malloc(sizeof(*f));
+        if (f == NULL)
+            continue; /* a stale entry is harmless, see cuda_worker */
+        f->base = base;
+        f->bytes = bytes;
+        pthread_mutex_lock(&w->forget_mu);
+        f->next = w->forget;
+        w->forget = f;
+        pthread_mutex_unlock(&w->forget_mu);
+    }
+}
+
+int cuda_device_pin(cuda_device *d, void *base, size_t size, void **handle,
+                    char *msg, size_t len)
+{
+    int rv = GEMM_OK;
+    unsigned long long now = atomic_fetch_add(&d->pinned_bytes, size);
+    if (d->max_pinned != 0 && now + size > d->max_pinned) {
+        atomic_fetch_sub(&d->pinned_bytes, size);
+        snprintf(msg, len,
+                 "pinning %zu more bytes would pass the daemon's "
+                 "limit of %llu pinned bytes",
+                 size, d->max_pinned);
+        return GEMM_ERR_LIMIT;
+    }
+    CK(cudaSetDevice(d->ordinal), msg, len);
+    CK(cudaHostRegister(base, size,
+                        cudaHostRegisterPortable | cudaHostRegisterMapped),
+       msg, len);
+    *handle = (void *)(uintptr_t)size;
+    return GEMM_OK;
+fail:
+    atomic_fetch_sub(&d->pinned_bytes, size);
+    return rv;
+}
+
+void cuda_device_unpin(cuda_device *d, void *base, void *handle)
+{
+    cudaError_t e = cudaHostUnregister(base);
+    if (e != cudaSuccess)
+        gemmd_log(LOG_WARNING, "cudaHostUnregister: %s", cudaGetErrorString(e));
+    atomic_fetch_sub(&d->pinned_bytes, (size_t)(uintptr_t)handle);
+}
+
+void cuda_device_stats(cuda_device *d, uint64_t *pinned, uint64_t *device,
+                       uint64_t *tmap_hits, uint64_t *tmap_misses)
+{
+    *pinned += atomic_load(&d->pinned_bytes);
+    *device += atomic_load(&d->device_bytes);
+    pthread_mutex_lock(&d->mu);
+    for (unsigned i = 0; i < d->nworkers; i++) {
+        gemmk_cache_stats cs;
+        gemmk_cache_stats_get(d->workers[i].kctx, &cs);
+        *tmap_hits += cs.hits;
+        *tmap_misses += cs.misses;
+    }
+    pthread_mutex_unlock(&d->mu);
+}

@@ -1,0 +1,120 @@
+/*
+ * device.h: one GPU of the CUDA backend as an object: its CUDA context
+ * and stream-ordered memory pool, its workers (a stream, events and a
+ * kernel context each, claimed by the scheduler's threads), the client
+ * buffers pinned for it, the device memory its staging and resident
+ * tensors hold, and each worker's queue of freed ranges to drop from its
+ * tensor-map cache. The backend holds a list of these (device.c).
+ */
+#ifndef GEMMD_CUDA_DEVICE_H
+#define GEMMD_CUDA_DEVICE_H
+
+#include "config.h"
+
+#include <gemm_kernels.h>
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CUDA_WORKERS 3 /* one copying in, one computing, one copying out */
+
+typedef struct cuda_device cuda_device;
+
+/* A freed tensor's range, for a worker to drop from its tensor-map cache. */
+typedef struct cuda_forget {
+    const void *base;
+    size_t bytes;
+    struct cuda_forget *next;
+} cuda_forget;
+
+typedef struct cuda_worker {
+    cuda_device *dev; /* the device it belongs to */
+    cudaStream_t stream;
+    gemmk_ctx *kctx;   /* used by its worker thread alone */
+    cudaEvent_t ev[4]; /* start, copies in done, kernel done, copy out done */
+    /* ranges freed by the loop thread, applied to kctx's cache by the
+     * worker before its next job (the cache is not thread-safe; its keys
+     * hold everything a map encodes, so an entry left over until then is
+     * never wrong, only a slot taken) */
+    pthread_mutex_t forget_mu;
+    cuda_forget *forget;
+} cuda_worker;
+
+struct cuda_device {
+    int ordinal;    /* CUDA device number */
+    char name[128]; /* "H100 ... (sm_90, 132 SMs)" */
+    cudaMemPool_t pool;
+    pthread_mutex_t mu; /* guards claimed */
+    cuda_worker workers[CUDA_WORKERS];
+    unsigned nworkers;          /* made at start-up */
+    unsigned claimed;           /* bound to a worker thread */
+    atomic_ullong pinned_bytes; /* cudaHostRegister'ed client memory */
+    atomic_ullong device_bytes; /* staging and resident tensors */
+    unsigned long long max_pinned, max_device; /* 0: no limit */
+    /* the device reads registered host memory at its host address
+     * (cudaDevAttrCanUseHostPointerForRegisteredMem): tiny GEMMs run
+     * straight from the client's pinned buffers (staging.c) */
+    bool host_direct;
+};
+
+/* Maps a CUDA error to a gemm_error and writes "what failed: message
+ * (file:line)" into msg. Any thread. */
+int cuda_fail(cudaError_t e, const char *what, const char *file, int line,
+              char *msg, size_t len);
+
+/* Checks a CUDA call; on failure sets rv and msg and jumps to fail. */
+#define CK(call, msg, len)                                                     \
+    do {                                                                       \
+        cudaError_t e_ = (call);                                               \
+        if (e_ != cudaSuccess) {                                               \
+            rv = cuda_fail(e_, #call, __FILE__, __LINE__, msg, len);           \
+            goto fail;                                                         \
+        }                                                                      \
+    } while (0)
+
+/*
+ * Makes the device object of CUDA device `ordinal`: its context, pool,
+ * CUDA_WORKERS workers, limits from cfg. Logs the kernels' tuning knobs
+ * set (at notice level) when the first kernel context is made. On
+ * success *out is freed with cuda_device_destroy; on failure nothing is
+ * left and msg says why. Returns a gemm_error. Main thread, at start-up:
+ * nothing is created later, so the daemon's memory and mappings are the
+ * same after the first request as before it.
+ */
+int cuda_device_create(cuda_device **out, int ordinal, const gemmd_config *cfg,
+                       char *msg, size_t len);
+
+/* Frees the workers and the object (their threads are joined). NULL is a
+ * no-op. Main thread. */
+void cuda_device_destroy(cuda_device *d);
+
+/* The calling thread's worker, claimed on its first call from d's
+ * workers (and d made current on the thread); GEMM_ERR_INTERNAL with msg
+ * when all are claimed. Worker threads. */
+int cuda_device_claim(cuda_device *d, cuda_worker **out, char *msg, size_t len);
+/* The worker the calling thread claimed before, or NULL. */
+cuda_worker *cuda_worker_current(void);
+
+/* Worker thread: drops the freed ranges queued for w from its cache. */
+void cuda_worker_forget(cuda_worker *w);
+
+/* Loop thread: queues [base, base + bytes) for every worker of d to drop
+ * from its tensor-map cache before its next job. */
+void cuda_device_forget(cuda_device *d, const void *base, size_t bytes);
+
+/* Pins a client buffer for d (cudaHostRegister, portable and mapped),
+ * counted against its limit: GEMM_ERR_LIMIT past it. *handle is what
+ * cuda_device_unpin takes. Loop thread. */
+int cuda_device_pin(cuda_device *d, void *base, size_t size, void **handle,
+                    char *msg, size_t len);
+void cuda_device_unpin(cuda_device *d, void *base, void *handle);
+
+/* Adds d's memory counters and its workers' tensor-map cache counters to
+ * *out. Loop thread. */
+void cuda_device_stats(cuda_device *d, uint64_t *pinned, uint64_t *device,
+                       uint64_t *tmap_hits, uint64_t *tmap_misses);
+
+#endif

@@ -1,0 +1,328 @@
+/*
+ * staging.c: the one staging path of the CUDA backend. A GEMM of any
+ * type takes the same steps on its worker's stream, timed by the
+ * worker's events: device memory from the stream-ordered pool for the
+ * operands that are not resident, copies in (cudaMemcpy2DAsync into a
+ * pitch of 8 elements, so every shape and leading dimension runs on the
+ * TMA kernels), the kernel library's multiply (gemmk_gemm: it chooses the
+ * kernel, the reply names it), D copied back, the memory given back to
+ * the pool. The wide types (fp64, complex) update D in place, so C is
+ * staged into D; tiny GEMMs on pinned buffers skip staging and the
+ * library reads them over PCIe. Resident tensors are uploaded here too.
+ */
+#include "cuda/staging.h"
+#include "log.h"
+
+#include <gemm/gemm.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* GEMMs up to this m*n*k (64^3 = 2^18, 80^3) skip staging: four copies
+ * and their API calls cost more than the kernel reading PCIe itself. */
+#define DIRECT_MAX_VOLUME (1ull << 19)
+
+/* One staged operand: device copy with a 16-byte pitch. */
+typedef struct staged {
+    void *dev;
+    size_t bytes;
+    uint64_t ld; /* elements */
+} staged;
+
+/* A resident tensor: on the device with a row pitch of 8 elements (what
+ * the kernels read). */
+typedef struct cuda_tensor {
+    cuda_device *owner; /* whose memory */
+    void *dev;          /* device memory */
+    size_t bytes;       /* counted against --max-device-bytes */
+} cuda_tensor;
+
+/* Row pitch on the device: the kernels' TMA maps need a leading dimension
+ * that is a multiple of 8 elements (16 bytes for 16-bit types). */
+static uint64_t pitch_elems(uint64_t cols)
+{
+    return (cols + 7) / 8 * 8;
+}
+
+static int stage_alloc(cuda_worker *w, staged *s, uint64_t rows, uint64_t cols,
+                       size_t es, char *msg, size_t len)
+{
+    cuda_device *d = w->dev;
+    int rv = GEMM_OK;
+    s->ld = pitch_elems(cols);
+    s->bytes = rows * s->ld * es;
+    unsigned long long now = atomic_fetch_add(&d->device_bytes, s->bytes);
+    if (d->max_device != 0 && now + s->bytes > d->max_device) {
+        atomic_fetch_sub(&d->device_bytes, s->bytes);
+        s->bytes = 0;
+        snprintf(msg, len,
+                 "the GEMM needs more device memory than the "
+                 "daemon's limit of %llu bytes allows now",
+                 d->max_device);
+        return GEMM_ERR_DEVICE_MEMORY;
+    }
+    CK(cudaMallocAsync(&s->dev, s->bytes, w->stream), msg, len);
+    return GEMM_OK;
+fail:
+    atomic_fetch_sub(&d->device_bytes, s->bytes);
+    s->bytes = 0;
+    s->dev = NULL;
+    return rv;
+}
+
+static void stage_free(cuda_worker *w, staged *s)
+{
+    if (s->dev != NULL) {
+        cudaFreeAsync(s->dev, w->stream);
+        atomic_fetch_sub(&w->dev->device_bytes, s->bytes);
+        s->dev = NULL;
+    }
+}
+
+/* Copies a rows x cols matrix (es-byte elements) at src (ld elements)
+ * into the staged s on w's stream. */
+static cudaError_t stage_in(cuda_worker *w, const staged *s, const void *src,
+                            uint64_t ld, uint64_t rows, uint64_t cols,
+                            size_t es, enum cudaMemcpyKind kind)
+{
+    return cudaMemcpy2DAsync(s->dev, s->ld * es, src, ld * es, cols * es, rows,
+                             kind, w->stream);
+}
+
+/* The kernels' view of job j with its operands at a, b, c, d (leading
+ * dimensions lda.. in elements): shape, types, transposes, conjugations,
+ * alpha, beta (0 without C, which is then never read) and precision. */
+static gemmk_problem job_problem(const gemmd_job *j, const void *a,
+                                 uint64_t lda, const void *b, uint64_t ldb,
+                                 const void *c, uint64_t ldc, void *d,
+                                 uint64_t ldd)
+{
+    gemmk_problem kp = {
+        .m = (int64_t)j->m,
+        .n = (int64_t)j->n,
+        .k = (int64_t)j->k,
+        .ab_type = j->ab_type,
+        .cd_type = j->cd_type,
+        .trans_a = j->trans_a,
+        .trans_b = j->trans_b,
+        .a = a,
+        .b = b,
+        .c = j->has_c ? c : NULL,
+        .d = d,
+        .lda = (int64_t)lda,
+        .ldb = (int64_t)ldb,
+        .ldc = (int64_t)(j->has_c ? ldc : ldd),
+        .ldd = (int64_t)ldd,
+        .alpha = (float)j->alpha,
+        .beta = j->has_c ? (float)j->beta : 0.0f,
+        .precision = (gemm_precision)j->precision,
+        .conj_a = j->conj_a,
+        .conj_b = j->conj_b,
+        .zalpha = {j->alpha, j->alpha_im},
+        .zbeta = {j->has_c ? j->beta : 0.0, j->has_c ? j->beta_im : 0.0},
+    };
+    return kp;
+}
+
+gemmk_problem cuda_job_problem(const gemmd_job *j)
+{
+    return job_problem(j, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
+}
+
+static bool wide_type(int t)
+{
+    return t > 0 && t < 32 && (GEMMK_WIDE_TYPES & (1u << t)) != 0;
+}
+
+static bool aligned_ld(const void *ptr, uint64_t ld)
+{
+    return ((uintptr_t)ptr & 15) == 0 && ld % 8 == 0;
+}
+
+/* Whether j may run straight from the client's pinned buffers: tiny,
+ * "auto", every buffer operand pinned and laid out as the kernels need
+ * (16-byte aligned, ld a multiple of 8), not wide, and not tf32 (the
+ * kernel used computes in full fp32, which is what fp32 and 16-bit inputs
+ * ask for). */
+static bool direct_ok(const cuda_device *d, const gemmd_job *j)
+{
+    if (!d->host_direct || j->kind != JOB_GEMM || wide_type(j->ab_type) ||
+        (j->kernel[0] != '\0' && !gemmk_is_auto(j->kernel)) ||
+        (j->ab_type == GEMM_FP32 && j->precision == GEMM_PRECISION_TF32))
+        return false;
+    if (j->m * j->n > DIRECT_MAX_VOLUME ||
+        j->m * j->n * j->k > DIRECT_MAX_VOLUME)
+        return false;
+    for (int i = 0; i < j->nbufs; i++)
+        if (j->bufs[i]->kind == REG_BUFFER && j->bufs[i]->pin == NULL)
+            return false;
+    return aligned_ld(j->a, j->lda) && aligned_ld(j->b, j->ldb) &&
+           aligned_ld(j->d, j->ldd) && (!j->has_c || aligned_ld(j->c, j->ldc));
+}
+
+/*
+ * Enqueues kp, job j's problem, on w's stream with the kernel j names
+ * ("" = the library's choice); sets j->ran to what ran, and on failure
+ * j->msg to why (the library's message: the CUDA or cuBLAS call, its
+ * error and file:line). Returns a gemm_error.
+ */
+static int run_kernel(cuda_worker *w, gemmd_job *j, const gemmk_problem *kp)
+{
+    gemmk_result res;
+    const char *kname = j->kernel[0] != '\0' ? j->kernel : NULL;
+    int rv = gemmk_gemm(w->kctx, kp, w->stream, kname, &res);
+    snprintf(j->ran, sizeof(j->ran), "%s",
+             res.kernel != NULL ? res.kernel
+             : kname != NULL    ? kname
+                                : "auto");
+    if (rv != GEMM_OK)
+        snprintf(j->msg, sizeof(j->msg), "kernel %s failed (%s): %.180s",
+                 j->ran, gemm_strerror(rv), res.msg);
+    return rv;
+}
+
+int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
+{
+    int rv = GEMM_OK;
+    const bool direct = direct_ok(w->dev, j);
+    const bool wide = wide_type(j->ab_type);
+    size_t es = gemm_dtype_size(j->ab_type), cs = gemm_dtype_size(j->cd_type);
+    const val_matrix *sa = &j->shape.a, *sb = &j->shape.b;
+    staged a = {0}, b = {0}, c = {0}, d = {0};
+    char *m = j->msg;
+    size_t ml = sizeof(j->msg);
+    /* resident operands are already on the device, pitched; direct ones
+     * are read where they are */
+    const void *da = j->a, *db = j->b, *dc = j->c;
+    void *dd = j->d;
+    uint64_t lda = j->lda, ldb = j->ldb, ldc = j->ldc, ldd = j->ldd;
+    if (!direct) {
+        if ((!j->a_dev &&
+             (rv = stage_alloc(w, &a, sa->rows, sa->cols, es, m, ml))) ||
+            (!j->b_dev &&
+             (rv = stage_alloc(w, &b, sb->rows, sb->cols, es, m, ml))) ||
+            (rv = stage_alloc(w, &d, j->m, j->n, cs, m, ml)) ||
+            (!wide && j->has_c && !j->c_dev &&
+             (rv = stage_alloc(w, &c, j->m, j->n, cs, m, ml))))
+            goto fail;
+        CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
+        if (!j->a_dev) {
+            CK(stage_in(w, &a, j->a, j->lda, sa->rows, sa->cols, es,
+                        cudaMemcpyHostToDevice),
+               m, ml);
+            da = a.dev;
+            lda = a.ld;
+        }
+        if (!j->b_dev) {
+            CK(stage_in(w, &b, j->b, j->ldb, sb->rows, sb->cols, es,
+                        cudaMemcpyHostToDevice),
+               m, ml);
+            db = b.dev;
+            ldb = b.ld;
+        }
+        if (wide && j->has_c) { /* D is updated in place: C into D */
+            CK(stage_in(w, &d, j->c, j->ldc, j->m, j->n, cs,
+                        j->c_dev ? cudaMemcpyDeviceToDevice
+                                 : cudaMemcpyHostToDevice),
+               m, ml);
+            dc = d.dev;
+            ldc = d.ld;
+        } else if (j->has_c && !j->c_dev) {
+            CK(stage_in(w, &c, j->c, j->ldc, j->m, j->n, cs,
+                        cudaMemcpyHostToDevice),
+               m, ml);
+            dc = c.dev;
+            ldc = c.ld;
+        }
+        dd = d.dev;
+        ldd = d.ld;
+    }
+    CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
+    gemmk_problem kp = job_problem(j, da, lda, db, ldb, dc, ldc, dd, ldd);
+    if (direct) {
+        /* the kernel computes in full fp32 (direct_ok keeps tf32 away) */
+        kp.precision = j->ab_type == GEMM_FP32 ? GEMM_PRECISION_FP32
+                                               : GEMM_PRECISION_DEFAULT;
+        kp.host_mapped = 1;
+    }
+    if ((rv = run_kernel(w, j, &kp)) != GEMM_OK)
+        goto fail;
+    CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
+    if (!direct) {
+        CK(cudaMemcpy2DAsync(j->d, j->ldd * cs, d.dev, d.ld * cs, j->n * cs,
+                             j->m, cudaMemcpyDeviceToHost, w->stream),
+           m, ml);
+        CK(cudaEventRecord(w->ev[3], w->stream), m, ml);
+        stage_free(w, &a);
+        stage_free(w, &b);
+        stage_free(w, &c);
+        stage_free(w, &d);
+    }
+    CK(cudaStreamSynchronize(w->stream), m, ml);
+    if (direct) {
+        float ms;
+        CK(cudaEventElapsedTime(&ms, w->ev[1], w->ev[2]), m, ml);
+        j->ns_h2d = j->ns_d2h = 0;
+        j->ns_kernel = (uint64_t)(ms * 1e6);
+        return GEMM_OK;
+    }
+    float ms[3];
+    for (int i = 0; i < 3; i++)
+        CK(cudaEventElapsedTime(&ms[i], w->ev[i], w->ev[i + 1]), m, ml);
+    j->ns_h2d = (uint64_t)(ms[0] * 1e6);
+    j->ns_kernel = (uint64_t)(ms[1] * 1e6);
+    j->ns_d2h = (uint64_t)(ms[2] * 1e6);
+    return GEMM_OK;
+fail:
+    stage_free(w, &a);
+    stage_free(w, &b);
+    stage_free(w, &c);
+    stage_free(w, &d);
+    cudaStreamSynchronize(w->stream);
+    return rv;
+}
+
+int cuda_stage_upload(cuda_worker *w, gemmd_job *j)
+{
+    int rv;
+    cuda_tensor *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return GEMM_ERR_NOMEM;
+    size_t es = gemm_dtype_size(j->dtype);
+    staged s = {0};
+    rv = stage_alloc(w, &s, j->rows, j->cols, es, j->msg, sizeof(j->msg));
+    if (rv != GEMM_OK)
+        goto fail;
+    CK(stage_in(w, &s, j->a, j->lda, j->rows, j->cols, es,
+                cudaMemcpyHostToDevice),
+       j->msg, sizeof(j->msg));
+    CK(cudaStreamSynchronize(w->stream), j->msg, sizeof(j->msg));
+    t->owner = w->dev;
+    t->dev = s.dev;
+    t->bytes = s.bytes;
+    j->tensor->pin = t;
+    j->tensor->data = s.dev;
+    j->tensor->size = s.bytes;
+    j->tensor->ld = s.ld;
+    j->tensor->on_device = true;
+    return GEMM_OK;
+fail:
+    stage_free(w, &s);
+    free(t);
+    return rv;
+}
+
+void cuda_tensor_release(void *handle)
+{
+    cuda_tensor *t = handle;
+    if (t->dev != NULL) {
+        cuda_device_forget(t->owner, t->dev, t->bytes);
+        cudaError_t e = cudaFree(t->dev); /* waits for work using it */
+        if (e != cudaSuccess)
+            gemmd_log(LOG_WARNING, "cudaFree of a tensor: %s",
+                      cudaGetErrorString(e));
+        atomic_fetch_sub(&t->owner->device_bytes, t->bytes);
+    }
+    free(t);
+}

@@ -1,0 +1,38 @@
+/*
+ * staging.h: how a job's matrices reach a device and come back
+ * (staging.c): the one GEMM path for every type (operands staged in,
+ * the kernel library's multiply, D copied out, each stage timed) and
+ * resident tensors (upload, free).
+ */
+#ifndef GEMMD_CUDA_STAGING_H
+#define GEMMD_CUDA_STAGING_H
+
+#include "cuda/device.h"
+#include "job.h"
+
+/*
+ * Runs GEMM job j on worker w: A, B and C staged to w's device with a
+ * pitch of 8 elements unless resident (or, for tiny GEMMs on pinned
+ * buffers, read in place over PCIe), the multiply on w's stream, D copied
+ * back into the client's layout; sets j->ran and the stage times, or
+ * j->msg. Returns a gemm_error. Worker thread (w's).
+ */
+int cuda_stage_gemm(cuda_worker *w, gemmd_job *j);
+
+/* The problem of gemmd job j with no operands yet, for gemmk_check. Any
+ * thread. */
+gemmk_problem cuda_job_problem(const gemmd_job *j);
+
+/*
+ * JOB_UPLOAD: copies j's matrix into device memory of w's device with a
+ * pitch of 8 elements and fills j->tensor (its pin handle is what
+ * cuda_tensor_release takes). Returns a gemm_error with j->msg. Worker
+ * thread.
+ */
+int cuda_stage_upload(cuda_worker *w, gemmd_job *j);
+
+/* Frees a resident tensor made by cuda_stage_upload (each worker of its
+ * device forgets its tensor maps first). Loop thread. */
+void cuda_tensor_release(void *handle);
+
+#endif

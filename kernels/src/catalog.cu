@@ -1,0 +1,523 @@
+/*
+ * catalog.cu: the kernel catalog, one table with one row per kernel in
+ * listing order ("auto", the ladder by rung, the production kernels, the
+ * wide kernels, the reference), the listing clients see (rows of types
+ * the client API lacks left out), lookup by name and gemmk_check. To add
+ * a kernel, add its row here: its descriptor, the path that runs it, and
+ * the tiling and launch (or rung, or variant) the path uses.
+ */
+#include <string.h>
+
+#include "catalog.h"
+#include "ladder/ladder.h"
+#include "launch.h"
+
+namespace gemmk
+{
+namespace
+{
+
+constexpr unsigned kAB16 = (1u << GEMM_BF16) | (1u << GEMM_FP16);
+constexpr unsigned kAB32 = 1u << GEMM_FP32;
+constexpr unsigned kCDAll =
+    (1u << GEMM_BF16) | (1u << GEMM_FP16) | (1u << GEMM_FP32);
+constexpr unsigned kWide = GEMMK_WIDE_TYPES;
+constexpr unsigned kF64 = 1u << GEMM_FP64;
+constexpr unsigned kS8 = 1u << GEMMK_TYPE_S8;
+constexpr unsigned kS32 = 1u << GEMMK_TYPE_S32;
+constexpr unsigned kPrecTF32 = 1u << GEMM_PRECISION_TF32;
+constexpr unsigned kPrecFP32 = 1u << GEMM_PRECISION_FP32;
+/* true fp32 FMA on the CUDA cores: what DEFAULT and FP32 ask for */
+constexpr unsigned kPrecFma = (1u << GEMM_PRECISION_DEFAULT) | kPrecFP32;
+constexpr unsigned kT = GEMMK_TRANS_ALL;
+
+cudaError_t launch_n256e2(const Launch &l)
+{
+    return launch_n256e(l, 2);
+}
+cudaError_t launch_n256e4(const Launch &l)
+{
+    return launch_n256e(l, 4);
+}
+
+/* Rows: {name, rung, reference, summary, ab, cd, precisions, transposes},
+ * flags, path, tiling {bn, cluster, split, pp, epi}, launch, rung launch,
+ * variant. */
+const Row kRows[] = {
+    {{"auto", 0, 0,
+      "picks a kernel by shape, type and precision (the wide types: "
+      "cuBLAS)",
+      kAB16 | kAB32 | kWide, kCDAll | kWide, kPrecTF32 | kPrecFP32, kT},
+     ROW_AUTO | ROW_CONJ,
+     run_auto,
+     {0, 0, 0, 0, 0},
+     nullptr,
+     nullptr,
+     0},
+
+    /* the teaching ladder, rung by rung */
+    {{"naive", 1, 0, "one thread per output, dot product from global memory",
+      kAB16 | kAB32, kCDAll, kPrecFma, kT},
+     0,
+     run_ladder,
+     {},
+     nullptr,
+     ladder::run_naive,
+     0},
+    {{"smem-tiled", 2, 0, "32x32 tiles of A and B staged in shared memory",
+      kAB16 | kAB32, kCDAll, kPrecFma, kT},
+     ROW_MAPPED,
+     run_ladder,
+     {},
+     nullptr,
+     ladder::run_smem_tiled,
+     0},
+    {{"reg-tiled-2d", 3, 0,
+      "64x64 smem tiles, each thread an 8x8 block of C in registers",
+      kAB16 | kAB32, kCDAll, kPrecFma, kT},
+     0,
+     run_ladder,
+     {},
+     nullptr,
+     ladder::run_reg_tiled_2d,
+     0},
+    {{"warp-tiled", 4, 0,
+      "128x128 blocks, 64x64 warp tiles, 8x4 thread tiles (seed 000 v1)",
+      kAB16 | kAB32, kCDAll, kPrecFma, kT},
+     0,
+     run_ladder,
+     {},
+     nullptr,
+     ladder::run_warp_tiled,
+     0},
+    {{"wgmma-basic", 5, 0,
+      "TMA + one warpgroup wgmma m64n64k16, 64x64x64 blocks, no pipeline",
+      kAB16, kCDAll, 0, kT},
+     0,
+     run_ladder,
+     {},
+     nullptr,
+     ladder::run_wgmma_basic,
+     0},
+    {{"wgmma-ws-tf32", 6, 0,
+      "seed 001 made right: TMA producer warp + one wgmma tf32 warpgroup, "
+      "3-stage mbarrier ring, 64x128x32 tiles (MN-major operands "
+      "transposed by a pre-pass)",
+      kAB32, kCDAll, kPrecTF32, kT},
+     0,
+     run_fp32,
+     {0, 1, 0, 0, 0},
+     nullptr,
+     nullptr,
+     F32_RUNG6},
+
+    /* production: 16-bit inputs, planned by shape (plan.cu) */
+    {{"ws128x256", 0, 0,
+      "warp-specialized TMA+WGMMA, 128x256 tiles, persistent", kAB16, kCDAll, 0,
+      kT},
+     ROW_TILED,
+     run_tiled16,
+     {256, 1, 1, 0, 0},
+     launch_n256,
+     nullptr,
+     0},
+    {{"ws128x256e", 0, 0,
+      "128x256 tiles with a TMA-store epilogue (stmatrix to swizzled smem, "
+      "bulk tensor store under the next tile), 4 stages",
+      kAB16, kCDAll, 0, kT},
+     ROW_TILED,
+     run_tiled16,
+     {256, 1, 1, 0, 2},
+     launch_n256e2,
+     nullptr,
+     0},
+    {{"ws128x256e3", 0, 0,
+      "128x256 tiles with a TMA-store epilogue, 64 KB output buffer, "
+      "3 stages",
+      kAB16, kCDAll, 0, kT},
+     ROW_TILED,
+     run_tiled16,
+     {256, 1, 1, 0, 4},
+     launch_n256e4,
+     nullptr,
+     0},
+    {{"ws128x128", 0, 0,
+      "warp-specialized TMA+WGMMA, 128x128 tiles, persistent", kAB16, kCDAll, 0,
+      kT},
+     ROW_TILED,
+     run_tiled16,
+     {128, 1, 1, 0, 0},
+     launch_n128,
+     nullptr,
+     0},
+    {{"ws128x64", 0, 0,
+      "warp-specialized TMA+WGMMA, 128x64 tiles (skinny shapes)", kAB16, kCDAll,
+      0, kT},
+     ROW_TILED,
+     run_tiled16,
+     {64, 1, 1, 0, 0},
+     launch_n64,
+     nullptr,
+     0},
+    {{"pp128x128", 0, 0, "ping-pong consumers, 128x128 tile per warpgroup",
+      kAB16, kCDAll, 0, kT},
+     ROW_TILED,
+     run_tiled16,
+     {128, 1, 1, 1, 0},
+     launch_pp128,
+     nullptr,
+     0},
+    {{"ws128x256c2", 0, 0, "128x256 tiles, 2-CTA clusters with B multicast",
+      kAB16, kCDAll, 0, kT},
+     ROW_TILED,
+     run_tiled16,
+     {256, 2, 1, 0, 0},
+     launch_n256c2,
+     nullptr,
+     0},
+    {{"ws128x256_splitk", 0, 0, "128x256 tiles, split-K (fp32 workspace)",
+      kAB16, kCDAll, 0, kT},
+     ROW_TILED,
+     run_tiled16,
+     {256, 1, -1, 0, 0},
+     launch_n256,
+     nullptr,
+     0},
+    {{"ws128x128_splitk", 0, 0, "128x128 tiles, split-K (fp32 workspace)",
+      kAB16, kCDAll, 0, kT},
+     ROW_TILED,
+     run_tiled16,
+     {128, 1, -1, 0, 0},
+     launch_n128,
+     nullptr,
+     0},
+    {{"ws128x256c2_splitk", 0, 0,
+      "128x256 tiles, 2-CTA clusters, split-K (fp32 workspace)", kAB16, kCDAll,
+      0, kT},
+     ROW_TILED,
+     run_tiled16,
+     {256, 2, -1, 0, 0},
+     launch_n256c2,
+     nullptr,
+     0},
+
+    /* production: fp32 inputs on the tf32 tensor cores */
+    {{"ws-tf32", 0, 0,
+      "fp32 as tf32 (truncated, as cuBLAS): warp-specialized TMA+WGMMA "
+      "128xBN; MN-major operands transposed by a pre-pass",
+      kAB32, kCDAll, kPrecTF32, kT},
+     0,
+     run_fp32,
+     {0, 1, 0, 0, 0},
+     nullptr,
+     nullptr,
+     F32_TF32},
+    {{"ws-3xtf32", 0, 0,
+      "fp32 accuracy, 3xTF32: pre-pass splits A, B into tf32 big+small, "
+      "then one tf32 GEMM over 3K",
+      kAB32, kCDAll, kPrecFP32, kT},
+     0,
+     run_fp32,
+     {0, 1, 0, 0, 0},
+     nullptr,
+     nullptr,
+     F32_3X},
+
+    /* int8 (gemmk_gemm_s8): not a request type, so not listed */
+    {{"ws-s8", 0, 0,
+      "int8 x int8 -> int32, warp-specialized TMA+WGMMA k32 (pp-s8 by "
+      "default); K-major operands in place, others transposed first "
+      "(gemmk_gemm_s8)",
+      kS8, kS32, 0, kT},
+     ROW_HIDDEN,
+     nullptr,
+     {},
+     nullptr,
+     nullptr,
+     0},
+    {{"pp-s8", 0, 0,
+      "int8 ping-pong: a 128x128 tile per consumer warpgroup, one's "
+      "epilogue under the other's main loop (gemmk_gemm_s8)",
+      kS8, kS32, 0, kT},
+     ROW_HIDDEN,
+     nullptr,
+     {},
+     nullptr,
+     nullptr,
+     2},
+    {{"ws-s8x256", 0, 0,
+      "int8 cooperative 128x256 tiles, two consumer warpgroups "
+      "(gemmk_gemm_s8)",
+      kS8, kS32, 0, kT},
+     ROW_HIDDEN,
+     nullptr,
+     {},
+     nullptr,
+     nullptr,
+     3},
+    {{"ws-s8x128", 0, 0, "int8 cooperative 128x128 tiles (gemmk_gemm_s8)", kS8,
+      kS32, 0, kT},
+     ROW_HIDDEN,
+     nullptr,
+     {},
+     nullptr,
+     nullptr,
+     1},
+
+    /* fp64 (gemmk_gemm_f64, or gemmk_gemm by name) */
+    {{"oz2", 0, 0,
+      "fp64 as Ozaki-II on int8 tensor cores: all moduli of a 128x128 tile "
+      "in one CTA, CRT reconstruction in the epilogue",
+      kF64, kF64, 0, kT},
+     0,
+     run_f64,
+     {},
+     nullptr,
+     nullptr,
+     F64_FUSED},
+    {{"oz2-bytes", 0, 0,
+      "fp64 as Ozaki-II (the default emulation): one int8 ping-pong GEMM "
+      "per modulus keeping each product mod p as a byte, then a CRT "
+      "reconstruction pass",
+      kF64, kF64, 0, kT},
+     0,
+     run_f64,
+     {},
+     nullptr,
+     nullptr,
+     F64_BYTES},
+    {{"oz2-unfused", 0, 0,
+      "fp64 as Ozaki-II, one int8 GEMM per modulus with int32 products "
+      "through memory (GEMMul8's structure)",
+      kF64, kF64, 0, kT},
+     0,
+     run_f64,
+     {},
+     nullptr,
+     nullptr,
+     F64_UNFUSED},
+    {{"cublas-dgemm", 0, 0, "cuBLASLt DGEMM, the fp64 emulation's fallback",
+      kF64, kF64, 0, kT},
+     0,
+     run_f64,
+     {},
+     nullptr,
+     nullptr,
+     F64_NATIVE},
+    /* the emulation's scaling and residues alone (measurements) */
+    {{"oz2-prep", 0, 0, "Ozaki-II preparation only (measurements)", kF64, kF64,
+      0, kT},
+     ROW_HIDDEN,
+     nullptr,
+     {},
+     nullptr,
+     nullptr,
+     F64_PREP},
+
+    /* the reference */
+    {{"cublas", 0, 1,
+      "cuBLASLt (heuristic's first algorithm), the reference; cuBLAS "
+      "DGEMM, CGEMM, ZGEMM for the wide types",
+      kAB16 | kAB32 | kWide, kCDAll | kWide, kPrecFma | kPrecTF32, kT},
+     ROW_CONJ,
+     run_reference,
+     {},
+     nullptr,
+     nullptr,
+     0},
+};
+constexpr int kNumRows = sizeof(kRows) / sizeof(kRows[0]);
+
+/* The listing: rows not hidden, in table order (thread-safe static
+ * init). */
+struct Listing {
+    const gemmk_kernel_desc *e[kNumRows];
+    int n;
+    Listing() : e(), n(0)
+    {
+        for (int i = 0; i < kNumRows; i++)
+            if (!(kRows[i].flags & ROW_HIDDEN))
+                e[n++] = &kRows[i].d;
+    }
+};
+
+const Listing &listing()
+{
+    static const Listing l;
+    return l;
+}
+
+bool is_wide(int t)
+{
+    return t >= 1 && t < 32 && (kWide & (1u << t)) != 0;
+}
+
+} // namespace
+
+const Row *row_find(const char *name)
+{
+    if (!name)
+        return nullptr;
+    for (int i = 0; i < kNumRows; i++)
+        if (strcmp(kRows[i].d.name, name) == 0)
+            return &kRows[i];
+    return nullptr;
+}
+
+const Row &row_auto()
+{
+    return kRows[0];
+}
+
+const Row *row_mapped()
+{
+    for (int i = 0; i < kNumRows; i++)
+        if (kRows[i].flags & ROW_MAPPED)
+            return &kRows[i];
+    return nullptr;
+}
+
+const Row &row_reference()
+{
+    return kRows[kNumRows - 1];
+}
+
+const Row *row_tiled(int bn, int cluster, bool split, int pp, int epi)
+{
+    for (int i = 0; i < kNumRows; i++) {
+        const Row &r = kRows[i];
+        if (!(r.flags & ROW_TILED))
+            continue;
+        if (r.tiling.pp != pp || r.tiling.epi != epi)
+            continue;
+        if (pp || epi) /* one row each: its tiling is the plan's */
+            return &r;
+        if (r.tiling.bn == bn && r.tiling.cluster == cluster &&
+            (bn == 64 || (r.tiling.split == -1) == split))
+            return &r;
+    }
+    return nullptr;
+}
+
+/* Static reasons only: the caller knows the kernel's name. A non-default
+ * precision for other than fp32 inputs is a malformed request
+ * (GEMM_ERR_INVALID), as gemmk_gemm's validation says too; everything
+ * else a kernel cannot serve is GEMM_ERR_UNSUPPORTED. */
+gemm_error row_check(const Row *r, const gemmk_problem *p, const char **why)
+{
+    if (!p) {
+        *why = "no problem given";
+        return GEMM_ERR_INVALID;
+    }
+    if (!r) {
+        *why = "unknown kernel";
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    const gemmk_kernel_desc *d = &r->d;
+    if (p->ab_type < GEMM_BF16 || p->ab_type > GEMM_COMPLEX128 ||
+        p->cd_type < GEMM_BF16 || p->cd_type > GEMM_COMPLEX128) {
+        *why = "unknown element type";
+        return GEMM_ERR_DTYPE;
+    }
+    if (is_wide(p->ab_type) != is_wide(p->cd_type) ||
+        (is_wide(p->ab_type) && p->ab_type != p->cd_type)) {
+        *why = "fp64 and complex inputs need C and D of their own type";
+        return GEMM_ERR_DTYPE;
+    }
+    if (p->precision != GEMM_PRECISION_DEFAULT && p->ab_type != GEMM_FP32) {
+        *why = "a precision applies to fp32 inputs only (other inputs "
+               "take the default)";
+        return GEMM_ERR_INVALID;
+    }
+    if (p->precision < GEMM_PRECISION_DEFAULT ||
+        p->precision > GEMM_PRECISION_FP32) {
+        *why = "unknown precision";
+        return GEMM_ERR_INVALID;
+    }
+    if ((p->conj_a || p->conj_b) && p->ab_type != GEMM_COMPLEX64 &&
+        p->ab_type != GEMM_COMPLEX128) {
+        *why = "conjugation applies to complex inputs only";
+        return GEMM_ERR_INVALID;
+    }
+    if (!(d->ab_types & (1u << p->ab_type))) {
+        *why = d->ab_types == kAB16 ? "the kernel serves bf16/fp16 inputs only"
+               : d->ab_types == kAB32 ? "the kernel serves fp32 inputs only"
+               : d->ab_types == kF64  ? "the kernel serves fp64 inputs only"
+                                      : "the kernel does not serve this input "
+                                        "type";
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    if (!(d->cd_types & (1u << p->cd_type))) {
+        *why = "the kernel does not serve this output type";
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    if (p->ab_type == GEMM_FP32) {
+        gemm_precision pr = p->precision == GEMM_PRECISION_DEFAULT
+                                ? GEMM_PRECISION_FP32
+                                : p->precision;
+        if (!(d->precisions & (1u << pr))) {
+            *why = pr == GEMM_PRECISION_FP32
+                       ? "the kernel does not serve fp32 precision (ask for "
+                         "tf32, or name another kernel)"
+                       : "the kernel does not serve tf32 precision";
+            return GEMM_ERR_UNSUPPORTED;
+        }
+    }
+    unsigned t = (unsigned)(p->trans_a != 0) | (unsigned)(p->trans_b != 0) << 1;
+    if (!(d->transposes & (1u << t))) {
+        *why = "the kernel does not serve this transpose combination";
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    if ((p->conj_a || p->conj_b) && !(r->flags & ROW_CONJ)) {
+        *why = "the kernel does not serve conjugate transposes";
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    if (!r->run) {
+        *why = "the kernel has its own entry point";
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    return GEMM_OK;
+}
+
+} // namespace gemmk
+
+using namespace gemmk;
+
+extern "C" {
+
+int gemmk_catalog_size(void)
+{
+    return listing().n;
+}
+
+const gemmk_kernel_desc *gemmk_catalog_entry(int i)
+{
+    const Listing &l = listing();
+    return i >= 0 && i < l.n ? l.e[i] : nullptr;
+}
+
+const gemmk_kernel_desc *gemmk_catalog_find(const char *name)
+{
+    const Row *r = row_find(name);
+    return r && !(r->flags & ROW_HIDDEN) ? &r->d : nullptr;
+}
+
+int gemmk_is_auto(const char *name)
+{
+    return !name || strcmp(name, row_auto().d.name) == 0;
+}
+
+gemm_error gemmk_check(const char *name, const gemmk_problem *p,
+                       const char **why)
+{
+    const char *dummy;
+    if (!why)
+        why = &dummy;
+    *why = nullptr;
+    const Row *r = row_find(name ? name : row_auto().d.name);
+    if (r && (r->flags & ROW_HIDDEN))
+        r = nullptr;
+    return row_check(r, p, why);
+}
+
+} /* extern "C" */

@@ -1,0 +1,97 @@
+/*
+ * catalog.h: the kernel catalog as the library sees it: one table of rows
+ * (catalog.cu), one row per kernel, in listing order. A row is the
+ * descriptor clients see (name, summary, types, precisions, transposes)
+ * and what runs it: the path function gemmk_gemm calls, and the tiling
+ * and launch (or the ladder rung, or the variant) that path uses. Adding
+ * a kernel is adding a row.
+ */
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "gemm_kernels.h"
+
+namespace gemmk
+{
+
+struct Launch;
+struct Row;
+
+/* A production tiling: what the shape heuristic (plan.cu) may choose. */
+struct Tiling {
+    int bn;      /* 0: any */
+    int cluster; /* 0: any, else 1 or 2 */
+    int split;   /* 0: heuristic, 1: never, -1: heuristic but at least 2 */
+    int pp;      /* 1: ping-pong consumers, 128 x 128 per warpgroup */
+    int epi;     /* TMA-store epilogue: 64 x 64 output buffers per consumer,
+                    2 (4 stages) or 4 (3 stages); 0: stores from registers */
+};
+
+/* gemmk_gemm's path for a row: validated p, the row asked for (or "auto"),
+ * res to name what ran. Context's thread. */
+typedef gemm_error (*RunFn)(gemmk_ctx *ctx, const gemmk_problem *p,
+                            cudaStream_t s, const Row &row, gemmk_result *res);
+/* A tiled kernel's launch (launch.h). */
+typedef cudaError_t (*LaunchFn)(const Launch &l);
+/* A ladder rung's launch (ladder/ladder.h). */
+typedef cudaError_t (*RungFn)(const gemmk_problem &p, cudaStream_t s);
+
+enum RowFlags {
+    ROW_AUTO = 1u << 0,   /* the automatic choice */
+    ROW_HIDDEN = 1u << 1, /* serves types the client API lacks: callable
+                             by name, never listed */
+    ROW_MAPPED = 1u << 2, /* what "auto" runs on host-mapped operands */
+    ROW_CONJ = 1u << 3,   /* serves conjugate transposes */
+    ROW_TILED = 1u << 4,  /* a production 16-bit tiling (plan.cu may
+                             resolve "auto" to it) */
+};
+
+/* fp32 rows' variant */
+enum { F32_TF32 = 1, F32_3X = 2, F32_RUNG6 = 3 };
+/* int8 rows' variant: 0 the default (knob), 1 cooperative 128 x 128, 2
+ * ping-pong, 3 cooperative 128 x 256 */
+/* fp64 rows' variant */
+enum { F64_NATIVE = 1, F64_FUSED, F64_BYTES, F64_UNFUSED, F64_PREP };
+
+struct Row {
+    gemmk_kernel_desc d; /* what the catalog lists */
+    unsigned flags;      /* RowFlags */
+    RunFn run;           /* gemmk_gemm's path; NULL: another entry point */
+    Tiling tiling;       /* tiled and fp32 rows */
+    LaunchFn launch;     /* tiled rows: the kernel of this tiling */
+    RungFn rung;         /* ladder rows */
+    int variant;         /* fp32, int8 and fp64 rows, see above */
+};
+
+/* The row named `name`, hidden rows included; NULL if none. */
+const Row *row_find(const char *name);
+/* The auto row; the row of host-mapped "auto". */
+const Row &row_auto();
+const Row *row_mapped();
+/* The reference row (cuBLAS). */
+const Row &row_reference();
+/* The tiled row whose tiling is (bn, cluster, splits > 1, pp, epi): what
+ * a plan resolves to; NULL if none. */
+const Row *row_tiled(int bn, int cluster, bool split, int pp, int epi);
+
+/* gemmk_check against a row (NULL: unknown kernel). */
+gemm_error row_check(const Row *r, const gemmk_problem *p, const char **why);
+
+/* The paths (one file each). */
+gemm_error run_auto(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
+                    const Row &, gemmk_result *);
+gemm_error run_ladder(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
+                      const Row &, gemmk_result *);
+gemm_error run_tiled16(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
+                       const Row &, gemmk_result *);
+gemm_error run_fp32(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
+                    const Row &, gemmk_result *);
+gemm_error run_reference(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
+                         const Row &, gemmk_result *);
+gemm_error run_f64(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
+                   const Row &, gemmk_result *);
+/* cuBLAS DGEMM, CGEMM or ZGEMM of a wide problem (wide.cu). */
+gemm_error wide_blas(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s);
+
+} // namespace gemmk

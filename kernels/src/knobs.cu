@@ -1,0 +1,118 @@
+/*
+ * knobs.cu: the table of tuning knobs. Each row: the environment name,
+ * the default, what it changes and where it is used, and how a set value
+ * is read (atoi, then clamped to what the code accepts; anything else
+ * falls back to the default). Production never sets them; they exist to
+ * measure alternatives on a device (docs/kernel-notes.md,
+ * docs/ozaki-notes.md).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "knobs.h"
+
+namespace gemmk
+{
+namespace
+{
+
+struct KnobRow {
+    Knob id;
+    const char *name;
+    int def;
+    const char *description; /* what it changes, and where */
+    int (*read)(int raw);    /* atoi of the text -> the value used */
+};
+
+int read_max_clusters(int x)
+{
+    return x >= 0 ? x : -1;
+}
+int read_x3_promo(int x)
+{
+    return x >= 1 ? x : 0;
+}
+int read_x3_where(int x)
+{
+    return x == 2 ? 2 : 1;
+}
+int read_bool(int x)
+{
+    return x != 0;
+}
+int read_x3_bn(int x)
+{
+    return x == 64 || x == 128 ? x : 256;
+}
+int read_s8_kernel(int x)
+{
+    return x >= 1 && x <= 3 ? x : 2;
+}
+int read_positive(int x)
+{
+    return x > 0 ? x : 0;
+}
+
+const KnobRow kKnobs[KNOB_COUNT] = {
+    {KNOB_MAX_CLUSTERS, "GEMMK_MAX_CLUSTERS", -1,
+     "co-resident 2-CTA clusters the heuristic assumes (-1: measured by "
+     "occupancy; ctx.cu, plan.cu)",
+     read_max_clusters},
+    {KNOB_X3_PROMO, "GEMMK_X3_PROMO", 0,
+     "3xTF32 promotion chunk in k-blocks of 32 (0: from K; run_fp32.cu)",
+     read_x3_promo},
+    {KNOB_X3_WHERE, "GEMMK_X3_WHERE", 1,
+     "3xTF32 promoted accumulator: 1 a global slot (L2), 2 shared memory "
+     "(run_fp32.cu)",
+     read_x3_where},
+    {KNOB_X3_SKEW, "GEMMK_X3_SKEW", 1,
+     "3xTF32: skew the two consumers' promotion chunks (run_fp32.cu)",
+     read_bool},
+    {KNOB_X3_BN, "GEMMK_X3_BN", 256,
+     "3xTF32: the widest tile, 64, 128 or 256 (run_fp32.cu)", read_x3_bn},
+    {KNOB_S8_KERNEL, "GEMMK_S8_KERNEL", 2,
+     "the kernel \"ws-s8\" runs: 1 cooperative 128x128, 2 ping-pong, 3 "
+     "cooperative 128x256 (kern_s8.cu)",
+     read_s8_kernel},
+    {KNOB_S8_MAP16, "GEMMK_S8_MAP16", 0,
+     "int8 tensor maps as 16-bit elements where K allows (kern_s8.cu, "
+     "ozaki.cu)",
+     read_bool},
+    {KNOB_OZ_KCHUNK, "GEMMK_OZ_KCHUNK", 0,
+     "fused Ozaki-II (oz2): all moduli over n k-blocks before the next n "
+     "(0: the whole K; ozaki.cu)",
+     read_positive},
+    {KNOB_OZ_BYTES_TILE, "GEMMK_OZ_BYTES_TILE", 0,
+     "oz2-bytes: all moduli of a tile in one cooperative 128x256 CTA "
+     "(ozaki.cu)",
+     read_bool},
+    {KNOB_OZ_PP, "GEMMK_OZ_PP", 1,
+     "oz2-bytes, oz2-unfused: the ping-pong int8 kernel (0: cooperative "
+     "128x256; ozaki.cu)",
+     read_bool},
+};
+
+} // namespace
+
+void knobs_read(Knobs *k)
+{
+    for (int i = 0; i < KNOB_COUNT; i++) {
+        const KnobRow &r = kKnobs[i];
+        const char *e = getenv(r.name);
+        k->set[r.id] = e != nullptr;
+        k->value[r.id] = e ? r.read(atoi(e)) : r.def;
+        snprintf(k->text[r.id], sizeof(k->text[r.id]), "%s", e ? e : "");
+    }
+}
+
+const char *knob_name(int i)
+{
+    return i >= 0 && i < KNOB_COUNT ? kKnobs[i].name : nullptr;
+}
+
+const char *knob_description(int i)
+{
+    return i >= 0 && i < KNOB_COUNT ? kKnobs[i].description : nullptr;
+}
+
+} // namespace gemmk

@@ -1,0 +1,43 @@
+/*
+ * knobs.h: the kernels' tuning knobs, one table (knobs.cu): measurement
+ * switches read from the environment once, when a context is made, and
+ * kept in the context. Each knob has a default that is what production
+ * runs; gemmk_ctx_knob() lists the ones set so the caller can log them.
+ */
+#pragma once
+
+#include "gemm_kernels.h"
+
+namespace gemmk
+{
+
+enum Knob {
+    KNOB_MAX_CLUSTERS,  /* co-resident 2-CTA clusters (-1: occupancy) */
+    KNOB_X3_PROMO,      /* 3xTF32 promotion chunk in k-blocks (0: by K) */
+    KNOB_X3_WHERE,      /* 3xTF32 promoted accumulator: 1 global, 2 smem */
+    KNOB_X3_SKEW,       /* 3xTF32: skew the consumers' chunks */
+    KNOB_X3_BN,         /* 3xTF32: the widest tile */
+    KNOB_S8_KERNEL,     /* int8 default kernel: 1 coop128, 2 pp, 3 coop256 */
+    KNOB_S8_MAP16,      /* int8 tensor maps as 16-bit elements */
+    KNOB_OZ_KCHUNK,     /* fused Ozaki: k-blocks per chunk (0: whole K) */
+    KNOB_OZ_BYTES_TILE, /* oz2-bytes: all moduli of a tile in one CTA */
+    KNOB_OZ_PP,         /* oz2-bytes/unfused: the ping-pong int8 kernel */
+    KNOB_COUNT
+};
+
+/* The knobs' values and which were set, as read at context creation. */
+struct Knobs {
+    int value[KNOB_COUNT];
+    bool set[KNOB_COUNT];
+    char text[KNOB_COUNT][24]; /* the environment's text, cut to fit */
+};
+
+/* Reads every knob of the table from the environment (defaults where
+ * unset). Any thread; getenv must not race with setenv. */
+void knobs_read(Knobs *k);
+
+/* Name, default and description of knob i (static strings). */
+const char *knob_name(int i);
+const char *knob_description(int i);
+
+} // namespace gemmk

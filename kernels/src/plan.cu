@@ -1,0 +1,118 @@
+/*
+ * plan.cu: the shape heuristic. A cost model (waves of work units over
+ * the co-resident CTAs, each bounded by the tensor rate or L2 bandwidth,
+ * never faster than reading A and B once from DRAM, plus split-K traffic)
+ * picks tile width, cluster and split-K among what a row's tiling allows;
+ * "auto" then prefers the ping-pong kernel for one partial wave and the
+ * TMA-store epilogue for large M. The measurements behind the rules are
+ * in docs/kernel-notes.md.
+ */
+#include "gemm_sm90.cuh"
+#include "plan.h"
+
+namespace gemmk
+{
+namespace
+{
+
+/* Estimated seconds for a (bn, cluster, splits) choice. The rates are
+ * rough H100 numbers; only their ratios matter. */
+double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
+                int splits, int *kbps_out, int *splits_out)
+{
+    int64_t nkb = cdiv(p->k, BK);
+    int64_t kbps = cdiv(nkb, splits);
+    int64_t real = cdiv(nkb, kbps);
+    int64_t units = cdiv(cdiv(p->m, BM), cl) * cdiv(p->n, bn) * real;
+    int64_t slots = cl == 2 ? ctx->max_clusters2 : ctx->num_sms;
+    if (slots < 1)
+        return 1e30;
+    int64_t waves = cdiv(units, slots);
+    int64_t active = (units < slots ? units : slots) * cl;
+    double eff = bn == 256 ? (cl == 2 ? 1.05 : 1.0) : bn == 128 ? 0.88 : 0.75;
+    double flop = 2.0 * BM * bn * kbps * BK;
+    double t_mma = flop / (660e12 * eff / ctx->num_sms);
+    double rows = (double)(p->m < BM ? p->m : BM) + bn / cl;
+    double t_l2 = rows * kbps * BK * 2.0 / (8e12 / active);
+    double t = waves * (t_mma > t_l2 ? t_mma : t_l2);
+    double t_dram = (double)(p->m * p->k + p->k * p->n) * 2.0 / 3.0e12;
+    if (t < t_dram)
+        t = t_dram;
+    if (real > 1)
+        t += 3.0e-6 + 3.0 * real * p->m * p->n * 4.0 / 3.0e12;
+    *kbps_out = (int)kbps;
+    *splits_out = (int)real;
+    return t;
+}
+
+} // namespace
+
+void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
+          bool is_auto, Plan *out, int max_bn)
+{
+    int64_t nkb = cdiv(p->k, BK);
+    double best = 1e30;
+    out->pp = c.pp;
+    out->epi = c.epi;
+    /* candidates in order of preference on near-ties */
+    static const int cand[4][2] = {{256, 2}, {256, 1}, {128, 1}, {64, 1}};
+    for (int ci = 0; ci < 4; ci++) {
+        int bn = cand[ci][0], cl = cand[ci][1];
+        if ((c.bn && c.bn != bn) || (c.cluster && c.cluster != cl))
+            continue;
+        if (bn > max_bn)
+            continue;
+        /* The 2-CTA cluster kernel runs at the plain one's speed but has
+         * not measured faster: by name only. */
+        if (cl == 2 && c.cluster != 2)
+            continue;
+        /* 128x64 tiles with M < 64: A's TMA box is mostly out-of-bounds
+         * fill, which measured slower than split-K on wider tiles. */
+        if (bn == 64 && p->m < 64 && c.bn != 64)
+            continue;
+        int max_split = (c.split == 1 || bn == 64) ? 1 : 32;
+        int min_split = c.split == -1 ? 2 : 1;
+        for (int s = min_split; s <= max_split && s <= nkb; s++) {
+            int kbps = 0, real = 1;
+            double t = estimate(ctx, p, bn, cl, s, &kbps, &real);
+            if (c.split == -1 && real < 2)
+                continue;
+            if (t < best * 0.97) { /* prefer earlier, fewer splits on ties */
+                best = t;
+                out->bn = bn;
+                out->cluster = cl;
+                out->splits = real;
+                out->kbps = kbps;
+            }
+        }
+    }
+    /* One partial wave of 128x256 tiles (2048^3: 128 tiles on 132 SMs):
+     * the ping-pong kernel's 128x128 tiles give each SM two units, one's
+     * epilogue under the other's main loop; measured 0.88-0.92 -> 0.95-0.97
+     * at 2048^3 but 0.71 at 4096^3, so only here. */
+    if (is_auto && best < 1e30 && out->bn == 256 && out->cluster == 1 &&
+        out->splits == 1 && p->m >= 1024 && p->n >= 1024 &&
+        cdiv(p->m, BM) * cdiv(p->n, 256) <= ctx->num_sms) {
+        out->pp = 1;
+        out->bn = 128;
+    }
+    /* 128 x 256 tiles without split-K and M >= 512: the TMA-store
+     * epilogue, so the consumers start the next tile while the stores
+     * drain. */
+    if (is_auto && best < 1e30 && !out->pp && out->bn == 256 &&
+        out->cluster == 1 && out->splits == 1 && p->m >= 512)
+        out->epi = 2;
+    if (best == 1e30) { /* K too small to split, or no cluster fits */
+        out->bn = c.bn ? c.bn : (max_bn < 128 ? max_bn : 128);
+        out->cluster = 1;
+        out->splits = 1;
+        out->kbps = (int)nkb;
+    }
+}
+
+const Row *plan_row(const Plan &pl)
+{
+    return row_tiled(pl.bn, pl.cluster, pl.splits > 1, pl.pp, pl.epi);
+}
+
+} // namespace gemmk

@@ -1,0 +1,39 @@
+/*
+ * plan.h: the shape heuristic of the tiled kernels (plan.cu): for a
+ * problem and a row's tiling, the tile width, cluster, split-K and
+ * epilogue to run, and the catalog row that runs it.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "catalog.h"
+#include "ctx_internal.h"
+
+namespace gemmk
+{
+
+struct Plan {
+    int bn;
+    int cluster;
+    int splits; /* actual number of k-splits */
+    int kbps;   /* k-blocks per split */
+    int pp;     /* ping-pong kernel */
+    int epi;    /* TMA-store epilogue buffers (Tiling::epi) */
+};
+
+inline int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* The plan for p under tiling t (is_auto: the automatic choice, which may
+ * also pick the ping-pong kernel or the TMA-store epilogue), tiles at most
+ * max_bn wide. Reads ctx's device facts only. */
+void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &t,
+          bool is_auto, Plan *out, int max_bn = 256);
+
+/* The catalog row that runs plan pl (never NULL for a plan of plan()). */
+const Row *plan_row(const Plan &pl);
+
+} // namespace gemmk

@@ -1,0 +1,149 @@
+/*
+ * run_fp32.cu: fp32 A/B on the tf32 tensor cores: "ws-tf32", "ws-3xtf32",
+ * the ladder's rung 6 "wgmma-ws-tf32", and "auto" for fp32 inputs (tf32
+ * or 3xTF32 by the precision asked for).
+ *
+ * tf32: K-major operands are read in place (the tensor cores truncate to
+ * tf32, as cuBLAS's TF32 mode does); an MN-major one (trans_a, or B not
+ * trans_b) is first transposed into the context's pre-pass workspace.
+ * 3xTF32: both operands always go through the pre-pass, which splits them
+ * into big and small tf32 parts, K-concatenated (kern_tf32.cu); the GEMM
+ * then runs over K' = 3 * kseg.
+ */
+#include <math.h>
+
+#include "tiled.h"
+
+namespace gemmk
+{
+namespace
+{
+
+/* The tiling every fp32 plan uses: one CTA per cluster, split-K by the
+ * heuristic. */
+const Tiling kTilingTf32 = {0, 1, 0, 0, 0};
+
+size_t align256(size_t x)
+{
+    return (x + 255) & ~(size_t)255;
+}
+
+/* 3xTF32 promotion chunk in k-blocks of 32 (kernel PR); the knob
+ * GEMMK_X3_PROMO overrides it. Measured error ~3.5e-7 * P / sqrt(K)
+ * (random signed data); SGEMM's is ~4e-8..1.4e-7: P = sqrt(K) / 8 in
+ * [4, 16] keeps within ~2x, and from K = 4096 on P = 16 (faster at no
+ * worse error, docs/kernel-notes.md). */
+int x3_promo(const gemmk_ctx *ctx, int64_t k)
+{
+    int v = ctx_knob(ctx, KNOB_X3_PROMO);
+    if (v)
+        return v;
+    if (k >= 4096)
+        return 16;
+    int p = (int)(sqrt((double)k) / 8);
+    return p < 4 ? 4 : p > 16 ? 16 : p;
+}
+
+} // namespace
+
+gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
+                    const Row &row, gemmk_result *res)
+{
+    const bool rung6 = row.variant == F32_RUNG6;
+    const bool three =
+        row.variant == F32_3X ||
+        ((row.flags & ROW_AUTO) && p->precision != GEMM_PRECISION_TF32);
+    if (row.flags & ROW_AUTO)
+        res->kernel = row_find(three ? "ws-3xtf32" : "ws-tf32")->d.name;
+    else
+        res->kernel = row.d.name;
+    const int amn = p->trans_a ? 1 : 0;
+    const int bmn = p->trans_b ? 0 : 1;
+    const int64_t kseg = cdiv(p->k, 32) * 32;
+    const int nseg = three ? 3 : 1;
+    const bool pack_a = three || amn, pack_b = three || bmn;
+    const int64_t keff = three ? 3 * kseg : p->k;
+    size_t bytes_a = pack_a ? align256((size_t)p->m * nseg * kseg * 4) : 0;
+    size_t bytes_b = pack_b ? align256((size_t)p->n * nseg * kseg * 4) : 0;
+    /* 3xTF32: the promoted accumulators, one 128 x 256 fp32 slot per CTA */
+    size_t bytes_p =
+        three ? (size_t)ctx->num_sms * BM * 256 * sizeof(float) : 0;
+    gemm_error e;
+    if (pack_a || pack_b) {
+        e = ctx_grow(ctx, &ctx->prep, &ctx->prep_bytes,
+                     bytes_a + bytes_b + bytes_p);
+        if (e != GEMM_OK)
+            return e;
+    }
+    float *pa = ctx->prep;
+    float *pb = reinterpret_cast<float *>(reinterpret_cast<char *>(ctx->prep) +
+                                          bytes_a);
+    if (pack_a)
+        GEMMK_CK(ctx, tf32_pack(static_cast<const float *>(p->a), p->lda, amn,
+                                p->m, p->k, three ? 1 : 0, pa, kseg, stream));
+    if (pack_b)
+        GEMMK_CK(ctx, tf32_pack(static_cast<const float *>(p->b), p->ldb, bmn,
+                                p->n, p->k, three ? 2 : 0, pb, kseg, stream));
+
+    Plan pl;
+    if (rung6) {
+        pl.bn = 128, pl.cluster = 1, pl.splits = 1, pl.pp = 0, pl.epi = 0;
+        pl.kbps = (int)cdiv(keff, 32);
+    } else {
+        /* A tf32 k-block (32 values) moves the bytes of a 16-bit one (64)
+         * in the same tensor time at half the rate: plan as 16-bit, 2K. */
+        gemmk_problem q = *p;
+        q.k = 2 * keff;
+        q.ab_type = GEMM_BF16;
+        plan(ctx, &q, kTilingTf32, false, &pl,
+             three ? ctx_knob(ctx, KNOB_X3_BN) : 256);
+    }
+
+    gemmk_tmap_key ka = {};
+    ka.addr = (uint64_t)(uintptr_t)(pack_a ? (const void *)pa : p->a);
+    ka.dtype = GEMM_FP32;
+    ka.swizzle = GEMMK_SWIZZLE_128B;
+    ka.dim0 = pack_a ? (uint64_t)(nseg * kseg) : (uint64_t)p->k;
+    ka.dim1 = p->m;
+    ka.stride1 = pack_a ? (uint64_t)(nseg * kseg) * 4 : (uint64_t)p->lda * 4;
+    ka.box0 = 32;
+    ka.box1 = rung6 ? 64 : BM;
+    gemmk_tmap_key kb = {};
+    kb.addr = (uint64_t)(uintptr_t)(pack_b ? (const void *)pb : p->b);
+    kb.dtype = GEMM_FP32;
+    kb.swizzle = GEMMK_SWIZZLE_128B;
+    kb.dim0 = pack_b ? (uint64_t)(nseg * kseg) : (uint64_t)p->k;
+    kb.dim1 = p->n;
+    kb.stride1 = pack_b ? (uint64_t)(nseg * kseg) * 4 : (uint64_t)p->ldb * 4;
+    kb.box0 = 32;
+    kb.box1 = (uint32_t)pl.bn;
+
+    Launch l;
+    e = set_maps(ctx, &ka, &kb, &l);
+    if (e != GEMM_OK)
+        return e;
+    e = fill_params(ctx, p, pl, keff, 32, &l);
+    if (e != GEMM_OK)
+        return e;
+    l.tf32 = true;
+    l.stream = stream;
+    if (three) {
+        l.p.pws =
+            reinterpret_cast<float *>(reinterpret_cast<char *>(pb) + bytes_b);
+        l.p.promo_first = (int)(2 * kseg / 32);
+        l.p.promo = x3_promo(ctx, p->k);
+        l.p.promo_skew = ctx_knob(ctx, KNOB_X3_SKEW);
+    }
+    if (rung6) {
+        l.p.num_m = l.p.num_mu = (int)cdiv(p->m, 64);
+        l.p.units = l.p.num_m * l.p.num_n;
+        l.grid = l.p.units;
+        GEMMK_CK(ctx, launch_tf32_ws64(l));
+    } else {
+        GEMMK_CK(ctx, launch_tf32(l, pl.bn,
+                                  three ? ctx_knob(ctx, KNOB_X3_WHERE) : 0));
+    }
+    return finish_splits(ctx, p, pl, l.p, stream);
+}
+
+} // namespace gemmk

@@ -1,0 +1,28 @@
+/*
+ * tiled.h: what the tiled paths (tiled16.cu for bf16/fp16 inputs,
+ * run_fp32.cu for fp32) share: the tensor maps of A and B, the kernel
+ * parameters and grid of a plan, and the split-K reduction after it.
+ */
+#pragma once
+
+#include "launch.h"
+#include "plan.h"
+
+namespace gemmk
+{
+
+/* A's and B's tensor maps (from ctx's cache) into l. */
+gemm_error set_maps(gemmk_ctx *ctx, const gemmk_tmap_key *ka,
+                    const gemmk_tmap_key *kb, Launch *l);
+
+/* The kernel parameters and grid of plan pl for p, whose K (keff elements,
+ * after any pre-pass) runs in k-blocks of kbe elements; grows the split-K
+ * workspace. */
+gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
+                       int64_t keff, int kbe, Launch *l);
+
+/* The split-K reduction after a split plan's kernel (nothing otherwise). */
+gemm_error finish_splits(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
+                         const KParams &kp, cudaStream_t stream);
+
+} // namespace gemmk

@@ -1,0 +1,158 @@
+/*
+ * tiled16.cu: the production path of bf16/fp16 inputs: the plan of the
+ * row's tiling (plan.cu), A's and B's tensor maps (and D's for the
+ * TMA-store epilogue), the launch of the row the plan resolves to, and
+ * the split-K reduction; with the helpers the fp32 path shares (tiled.h).
+ */
+#include <string.h>
+
+#include "tiled.h"
+
+namespace gemmk
+{
+namespace
+{
+
+template <typename T>
+cudaError_t reduce(const gemmk_problem *p, const float *ws, long long ldw,
+                   int splits, cudaStream_t stream, int sms)
+{
+    long long total = p->m * p->n;
+    int blocks = (int)cdiv(total, 256);
+    if (blocks > sms * 8)
+        blocks = sms * 8;
+    splitk_reduce_kernel<T><<<blocks, 256, 0, stream>>>(
+        ws, ldw, splits, (int)p->m, (int)p->n, p->alpha, p->beta,
+        static_cast<const T *>(p->c), p->ldc, static_cast<T *>(p->d), p->ldd);
+    return cudaGetLastError();
+}
+
+} // namespace
+
+gemm_error set_maps(gemmk_ctx *ctx, const gemmk_tmap_key *ka,
+                    const gemmk_tmap_key *kb, Launch *l)
+{
+    gemm_error e = ctx_map(ctx, ka, &l->ta);
+    if (e != GEMM_OK)
+        return e;
+    return ctx_map(ctx, kb, &l->tb);
+}
+
+gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
+                       int64_t keff, int kbe, Launch *l)
+{
+    KParams &kp = l->p;
+    memset(&kp, 0, sizeof(kp));
+    kp.m = (int)p->m, kp.n = (int)p->n, kp.k = (int)keff;
+    kp.num_m = (int)cdiv(p->m, BM);
+    kp.num_n = (int)cdiv(p->n, pl.bn);
+    kp.num_mu = (int)cdiv(kp.num_m, pl.cluster);
+    kp.nkb = (int)cdiv(keff, kbe);
+    kp.splits = pl.splits;
+    kp.kb_per_split = pl.kbps;
+    kp.units = kp.num_mu * kp.num_n * kp.splits;
+    kp.group_m = pl.cluster == 2 ? 4 : 8;
+    kp.cd_type = p->cd_type;
+    kp.d = p->d;
+    kp.c = p->beta != 0.f ? p->c : nullptr;
+    kp.ldd = p->ldd, kp.ldc = p->ldc;
+    kp.alpha = p->alpha, kp.beta = p->beta;
+    kp.ldw = (p->n + 7) / 8 * 8;
+    if (pl.splits > 1) {
+        size_t need = (size_t)pl.splits * p->m * kp.ldw * sizeof(float);
+        gemm_error e = ctx_grow(ctx, &ctx->ws, &ctx->ws_bytes, need);
+        if (e != GEMM_OK)
+            return e;
+        kp.ws = ctx->ws;
+    }
+    int slots = pl.cluster == 2 ? ctx->max_clusters2 : ctx->num_sms;
+    l->grid = (kp.units < slots ? kp.units : slots) * pl.cluster;
+    l->cluster = pl.cluster;
+    l->f16 = false;
+    l->amn = l->bmn = 0;
+    return GEMM_OK;
+}
+
+gemm_error finish_splits(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
+                         const KParams &kp, cudaStream_t stream)
+{
+    if (pl.splits <= 1)
+        return GEMM_OK;
+    if (p->cd_type == GEMM_FP32)
+        GEMMK_CK(ctx, reduce<float>(p, kp.ws, kp.ldw, pl.splits, stream,
+                                    ctx->num_sms));
+    else if (p->cd_type == GEMM_BF16)
+        GEMMK_CK(ctx, reduce<__nv_bfloat16>(p, kp.ws, kp.ldw, pl.splits, stream,
+                                            ctx->num_sms));
+    else
+        GEMMK_CK(ctx, reduce<__half>(p, kp.ws, kp.ldw, pl.splits, stream,
+                                     ctx->num_sms));
+    return GEMM_OK;
+}
+
+gemm_error run_tiled16(gemmk_ctx *ctx, const gemmk_problem *p,
+                       cudaStream_t stream, const Row &row, gemmk_result *res)
+{
+    Plan pl;
+    plan(ctx, p, row.tiling, (row.flags & ROW_AUTO) != 0, &pl);
+    const Row *run = plan_row(pl);
+    if (!run) {
+        ctx_say(ctx, "no kernel for the plan of %s", row.d.name);
+        return GEMM_ERR_INTERNAL;
+    }
+    /* "auto" names what it resolved to; a named kernel keeps its name
+     * (its plan may fall back, e.g. to no split when K is too short) */
+    res->kernel = (row.flags & ROW_AUTO) ? run->d.name : row.d.name;
+
+    const int amn = p->trans_a ? 1 : 0;
+    const int bmn = p->trans_b ? 0 : 1;
+    gemmk_tmap_key ka = {};
+    ka.addr = (uint64_t)(uintptr_t)p->a;
+    ka.dtype = p->ab_type;
+    ka.swizzle = GEMMK_SWIZZLE_128B;
+    ka.stride1 = (uint64_t)p->lda * 2;
+    if (amn) {
+        ka.dim0 = p->m, ka.dim1 = p->k, ka.box0 = 64, ka.box1 = 64;
+    } else {
+        ka.dim0 = p->k, ka.dim1 = p->m, ka.box0 = 64, ka.box1 = BM;
+    }
+    gemmk_tmap_key kb = {};
+    kb.addr = (uint64_t)(uintptr_t)p->b;
+    kb.dtype = p->ab_type;
+    kb.swizzle = GEMMK_SWIZZLE_128B;
+    kb.stride1 = (uint64_t)p->ldb * 2;
+    if (bmn) {
+        kb.dim0 = p->n, kb.dim1 = p->k, kb.box0 = 64, kb.box1 = 64;
+    } else {
+        kb.dim0 = p->k, kb.dim1 = p->n, kb.box0 = 64,
+        kb.box1 = (uint32_t)(pl.bn / pl.cluster);
+    }
+
+    Launch l;
+    gemm_error e = set_maps(ctx, &ka, &kb, &l);
+    if (e != GEMM_OK)
+        return e;
+    e = fill_params(ctx, p, pl, p->k, BK, &l);
+    if (e != GEMM_OK)
+        return e;
+    memset(&l.td, 0, sizeof(l.td));
+    if (pl.epi && tstore_applies(l.p)) {
+        gemmk_tmap_key kd = {};
+        kd.addr = (uint64_t)(uintptr_t)p->d;
+        kd.dtype = p->cd_type;
+        kd.swizzle = GEMMK_SWIZZLE_128B;
+        kd.stride1 = (uint64_t)p->ldd * 2;
+        kd.dim0 = p->n, kd.dim1 = p->m, kd.box0 = 64, kd.box1 = 64;
+        e = ctx_map(ctx, &kd, &l.td);
+        if (e != GEMM_OK)
+            return e;
+    }
+    l.f16 = p->ab_type == GEMM_FP16;
+    l.amn = amn;
+    l.bmn = bmn;
+    l.stream = stream;
+    GEMMK_CK(ctx, run->launch(l));
+    return finish_splits(ctx, p, pl, l.p, stream);
+}
+
+} // namespace gemmk
