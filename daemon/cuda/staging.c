@@ -13,7 +13,7 @@
 #include "cuda/staging.h"
 #include "log.h"
 
-#include <gemm/gemm.h>
+#include <gemm/types.h>
 
 #include <stdio.h>
 #include <stdlib.h>
