@@ -1,11 +1,15 @@
 # Unit tests of the daemon's modules, linked against gemmd_core.
-gemm_test(validate_test SOURCES unit/validate_test.c LIBS gemmd_core)
-gemm_test(registry_test SOURCES unit/registry_test.c LIBS gemmd_core)
-gemm_test(config_test SOURCES unit/config_test.c LIBS gemmd_core)
-gemm_test(dtype_test SOURCES unit/dtype_test.c LIBS gemmd_core m)
+gemm_test(validate_test SOURCES unit/validate_test.c LIBS gemmd_core
+  LABELS unit)
+gemm_test(registry_test SOURCES unit/registry_test.c LIBS gemmd_core
+  LABELS unit)
+gemm_test(config_test SOURCES unit/config_test.c LIBS gemmd_core
+  LABELS unit)
+gemm_test(dtype_test SOURCES unit/dtype_test.c LIBS gemmd_core m
+  LABELS unit)
 
 # The service unit passes systemd-analyze verify and keeps its hardening.
-add_test(NAME systemd_verify
+gemm_add_test(NAME systemd_verify
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/systemd/verify.sh
-          ${PROJECT_SOURCE_DIR}/systemd/gemmd.service $<TARGET_FILE:gemmd>)
-set_tests_properties(systemd_verify PROPERTIES TIMEOUT 60)
+          ${PROJECT_SOURCE_DIR}/systemd/gemmd.service $<TARGET_FILE:gemmd>
+  LABELS system TIMEOUT 60)

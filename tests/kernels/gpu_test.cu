@@ -10,7 +10,7 @@
  * reference cuBLAS SGEMM in pedantic fp32), and tf32.h's rounding against
  * the hardware's cvt.rna.tf32.f32.
  * A plain program (no Criterion) so it runs on a bare GPU host; with no
- * CUDA device it prints "skipped: no CUDA device" and exits 0.
+ * CUDA device it prints "skipped: no CUDA device" and exits 77 (skipped).
  * Usage: kernels_gpu_test [--quick] [--seed N]
  */
 #include <cublas_v2.h>
@@ -426,14 +426,14 @@ int main(int argc, char **argv)
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
         printf("skipped: no CUDA device\n");
-        return 0;
+        return 77;
     }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     if (prop.major != 9 || prop.minor != 0) {
         printf("skipped: device is sm_%d%d, kernels need sm_90\n", prop.major,
                prop.minor);
-        return 0;
+        return 77;
     }
     int rv = gemmk_ctx_create(&ctx, 0);
     if (rv != GEMM_OK) {

@@ -4,6 +4,7 @@
  */
 #include "util/daemon.h"
 #include "util/cases.h"
+#include "util/hold.h"
 
 #include <criterion/criterion.h>
 
@@ -260,6 +261,14 @@ int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        if (tu_hold_daemon_fd >= 0) {
+            /* the test hold (hold.h): this end, and only it, crosses exec */
+            char fd[16];
+            snprintf(fd, sizeof(fd), "%d", tu_hold_daemon_fd);
+            if (fcntl(tu_hold_daemon_fd, F_SETFD, 0) != 0 ||
+                setenv("GEMMD_TEST_HOLD_FD", fd, 1) != 0)
+                _exit(124);
+        }
         if (tu_daemon_nofile != 0) {
             struct rlimit rl = {tu_daemon_nofile, tu_daemon_nofile};
             if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
@@ -320,6 +329,7 @@ void fixture_start(const char *const *extra)
 
 void fixture_stop(void)
 {
+    tu_hold_close(); /* a held GEMM left by a failed test goes on */
     gemm_client_close(g_client);
     g_client = NULL;
     if (g_gemmd.pid == 0 && g_gemmd.dir[0] == '\0')
