@@ -45,6 +45,13 @@ void tu_sleep_ms(int ms)
         ;
 }
 
+void tu_wait_until(double t)
+{
+    double left;
+    while ((left = t - tu_now()) > 0)
+        tu_sleep_ms(left > 0.001 ? (int)(left * 1000.0) + 1 : 1);
+}
+
 static void remove_dir(const char *dir)
 {
     DIR *d = opendir(dir);

@@ -91,6 +91,10 @@ const char *tu_gemmd_path(void);
 
 /* Seconds since an arbitrary start (CLOCK_MONOTONIC). */
 double tu_now(void);
+/* Returns once tu_now() >= t: for a test whose state is time itself (a
+ * request's deadline that must have passed). */
+void tu_wait_until(double t);
+
 /* Pauses between two looks at some state in a poll with a deadline;
  * never a way to let something happen. */
 void tu_sleep_ms(int ms);

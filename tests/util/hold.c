@@ -21,14 +21,20 @@ static int hold_fd = -1; /* the test's end */
 void tu_hold_setup(void)
 {
     int sv[2];
-    if (strcmp(tu_backend(), "cpu") != 0)
-        cr_skip_test("skipped: needs the CPU backend's test hold (the "
-                     "test-hold kernel of gemmd_test); the suite runs on %s",
-                     tu_backend());
+    if (strcmp(tu_backend(), "cpu") != 0 || hold_fd >= 0)
+        return;
     cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0,
                  "socketpair: %s", strerror(errno));
     hold_fd = sv[0];
     tu_hold_daemon_fd = sv[1];
+}
+
+void tu_hold_need(void)
+{
+    if (hold_fd < 0)
+        cr_skip_test("skipped: needs the CPU backend's test hold (the "
+                     "test-hold kernel of gemmd_test); the suite runs on %s",
+                     tu_backend());
 }
 
 void tu_hold_wait(double timeout_s)
@@ -69,6 +75,21 @@ void tu_hold_close(void)
     if (tu_hold_daemon_fd >= 0)
         close(tu_hold_daemon_fd);
     hold_fd = tu_hold_daemon_fd = -1;
+}
+
+bool tu_wait_queue_depth(gemm_client *c, unsigned n, double timeout_s)
+{
+    gemm_status st;
+    double until = tu_now() + timeout_s;
+    for (;;) {
+        int rv = gemm_get_status(c, &st);
+        cr_assert_eq(rv, GEMM_OK, "gemm_get_status: %s", gemm_strerror(rv));
+        if (st.queue_depth >= n)
+            return true;
+        if (tu_now() > until)
+            return false;
+        tu_sleep_ms(1);
+    }
 }
 
 void tu_held_op(gemm_client *c, gemm_buffer **buf, gemm_op *op)
