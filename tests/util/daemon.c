@@ -315,6 +315,32 @@ int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
     return -1;
 }
 
+int tu_log_count(const gemmd_proc *p, const char *needle)
+{
+    char line[4096];
+    int n = 0;
+    FILE *f = fopen(p->log, "r");
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+bool tu_log_wait(const gemmd_proc *p, const char *needle, int after,
+                 double timeout_s)
+{
+    double until = tu_now() + timeout_s;
+    for (;;) {
+        if (tu_log_count(p, needle) > after)
+            return true;
+        if (tu_now() > until)
+            return false;
+        tu_sleep_ms(2);
+    }
+}
+
 gemm_client *tu_client(const gemmd_proc *p, int timeout_ms)
 {
     gemm_client *c = NULL;

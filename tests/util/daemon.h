@@ -81,6 +81,15 @@ void gemmd_destroy(gemmd_proc *p);
 /* Prints the last bytes of gemmd's log to stderr. */
 void gemmd_dump_log(const gemmd_proc *p);
 
+/* Lines of p's log that contain needle. */
+int tu_log_count(const gemmd_proc *p, const char *needle);
+
+/* Polls p's log for up to timeout_s until more than `after` lines contain
+ * needle (after: tu_log_count() taken before the event); returns whether
+ * they did. For what only the log shows (a signal handled). */
+bool tu_log_wait(const gemmd_proc *p, const char *needle, int after,
+                 double timeout_s);
+
 /* Opens a client on p with a request timeout; asserts success. */
 gemm_client *tu_client(const gemmd_proc *p, int timeout_ms);
 
