@@ -225,8 +225,7 @@ int cmd_status(const char *url, int argc, char **argv)
     }
     printf("stages (us)     queue %.1f  h2d %.1f  kernel %.1f  d2h %.1f "
            "(mean per GEMM)\n",
-           s.stage_queue_us, s.stage_h2d_us, s.stage_kernel_us,
-           s.stage_d2h_us);
+           s.stage_queue_us, s.stage_h2d_us, s.stage_kernel_us, s.stage_d2h_us);
     printf("work            %.3g GFLOP\n", (double)s.gemm_flops / 1e9);
     return EXIT_OK;
 }

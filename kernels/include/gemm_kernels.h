@@ -41,7 +41,7 @@ typedef struct gemmk_problem {
     void *d;                    /* device pointer; must not alias a or b */
     int64_t lda, ldb, ldc, ldd; /* elements, multiples of 8 */
     float alpha, beta;
-    gemm_precision precision;   /* fp32 A/B only; DEFAULT otherwise */
+    gemm_precision precision; /* fp32 A/B only; DEFAULT otherwise */
 } gemmk_problem;
 
 /*
@@ -94,16 +94,16 @@ void gemmk_ctx_info(const gemmk_ctx *ctx, int *num_sms, int *max_clusters2);
  * and thread-safe to read.
  */
 typedef struct gemmk_kernel_desc {
-    const char *name;     /* what a request names, e.g. "naive", "ws128x256" */
-    int ladder;           /* 1.. its rung on the ladder (bench order); 0: a
-                             production configuration not on the ladder */
-    int reference;        /* 1: cuBLAS, the reference others are compared to */
-    const char *summary;  /* one line: what it is */
-    unsigned ab_types;    /* bit (1u << gemm_dtype) per A/B type it serves */
-    unsigned cd_types;    /* bit (1u << gemm_dtype) per C/D type it serves */
-    unsigned precisions;  /* fp32 A/B: bit (1u << gemm_precision) per
-                             precision served (DEFAULT counts as FP32) */
-    unsigned transposes;  /* bit (trans_a | trans_b << 1) per combination */
+    const char *name;    /* what a request names, e.g. "naive", "ws128x256" */
+    int ladder;          /* 1.. its rung on the ladder (bench order); 0: a
+                            production configuration not on the ladder */
+    int reference;       /* 1: cuBLAS, the reference others are compared to */
+    const char *summary; /* one line: what it is */
+    unsigned ab_types;   /* bit (1u << gemm_dtype) per A/B type it serves */
+    unsigned cd_types;   /* bit (1u << gemm_dtype) per C/D type it serves */
+    unsigned precisions; /* fp32 A/B: bit (1u << gemm_precision) per
+                            precision served (DEFAULT counts as FP32) */
+    unsigned transposes; /* bit (trans_a | trans_b << 1) per combination */
 } gemmk_kernel_desc;
 
 #define GEMMK_TRANS_ALL 0xFu
@@ -130,7 +130,7 @@ gemm_error gemmk_check(const char *name, const gemmk_problem *p,
  * number of GEMM_FP64 in the wire protocol.
  */
 #define GEMMK_TYPE_F64 4
-#define GEMMK_TYPE_S8 7
+#define GEMMK_TYPE_S8  7
 #define GEMMK_TYPE_S32 8
 
 /*

@@ -90,9 +90,8 @@ const gemmk_kernel_desc kProdDescs[] = {
      "3-stage mbarrier ring, 64x128x32 tiles (MN-major operands "
      "transposed by a pre-pass)",
      kAB32, kCDAll, kPrecTF32, GEMMK_TRANS_ALL},
-    {"ws128x256", 0, 0,
-     "warp-specialized TMA+WGMMA, 128x256 tiles, persistent", kAB16, kCDAll,
-     0, GEMMK_TRANS_ALL},
+    {"ws128x256", 0, 0, "warp-specialized TMA+WGMMA, 128x256 tiles, persistent",
+     kAB16, kCDAll, 0, GEMMK_TRANS_ALL},
     {"ws128x256e", 0, 0,
      "128x256 tiles with a TMA-store epilogue (stmatrix to swizzled smem, "
      "bulk tensor store under the next tile), 4 stages",
@@ -101,25 +100,22 @@ const gemmk_kernel_desc kProdDescs[] = {
      "128x256 tiles with a TMA-store epilogue, 64 KB output buffer, "
      "3 stages",
      kAB16, kCDAll, 0, GEMMK_TRANS_ALL},
-    {"ws128x128", 0, 0,
-     "warp-specialized TMA+WGMMA, 128x128 tiles, persistent", kAB16, kCDAll,
-     0, GEMMK_TRANS_ALL},
+    {"ws128x128", 0, 0, "warp-specialized TMA+WGMMA, 128x128 tiles, persistent",
+     kAB16, kCDAll, 0, GEMMK_TRANS_ALL},
     {"ws128x64", 0, 0,
-     "warp-specialized TMA+WGMMA, 128x64 tiles (skinny shapes)", kAB16,
+     "warp-specialized TMA+WGMMA, 128x64 tiles (skinny shapes)", kAB16, kCDAll,
+     0, GEMMK_TRANS_ALL},
+    {"pp128x128", 0, 0, "ping-pong consumers, 128x128 tile per warpgroup",
+     kAB16, kCDAll, 0, GEMMK_TRANS_ALL},
+    {"ws128x256c2", 0, 0, "128x256 tiles, 2-CTA clusters with B multicast",
+     kAB16, kCDAll, 0, GEMMK_TRANS_ALL},
+    {"ws128x256_splitk", 0, 0, "128x256 tiles, split-K (fp32 workspace)", kAB16,
      kCDAll, 0, GEMMK_TRANS_ALL},
-    {"pp128x128", 0, 0,
-     "ping-pong consumers, 128x128 tile per warpgroup", kAB16, kCDAll, 0,
-     GEMMK_TRANS_ALL},
-    {"ws128x256c2", 0, 0,
-     "128x256 tiles, 2-CTA clusters with B multicast", kAB16, kCDAll, 0,
-     GEMMK_TRANS_ALL},
-    {"ws128x256_splitk", 0, 0, "128x256 tiles, split-K (fp32 workspace)",
-     kAB16, kCDAll, 0, GEMMK_TRANS_ALL},
-    {"ws128x128_splitk", 0, 0, "128x128 tiles, split-K (fp32 workspace)",
-     kAB16, kCDAll, 0, GEMMK_TRANS_ALL},
+    {"ws128x128_splitk", 0, 0, "128x128 tiles, split-K (fp32 workspace)", kAB16,
+     kCDAll, 0, GEMMK_TRANS_ALL},
     {"ws128x256c2_splitk", 0, 0,
-     "128x256 tiles, 2-CTA clusters, split-K (fp32 workspace)", kAB16,
-     kCDAll, 0, GEMMK_TRANS_ALL},
+     "128x256 tiles, 2-CTA clusters, split-K (fp32 workspace)", kAB16, kCDAll,
+     0, GEMMK_TRANS_ALL},
     {"ws-tf32", 0, 0,
      "fp32 as tf32 (truncated, as cuBLAS): warp-specialized TMA+WGMMA "
      "128xBN; MN-major operands transposed by a pre-pass",
@@ -143,9 +139,8 @@ const gemmk_kernel_desc kProdDescs[] = {
      "int8 cooperative 128x256 tiles, two consumer warpgroups "
      "(gemmk_gemm_s8)",
      1u << GEMMK_TYPE_S8, 1u << GEMMK_TYPE_S32, 0, GEMMK_TRANS_ALL},
-    {"ws-s8x128", 0, 0,
-     "int8 cooperative 128x128 tiles (gemmk_gemm_s8)", 1u << GEMMK_TYPE_S8,
-     1u << GEMMK_TYPE_S32, 0, GEMMK_TRANS_ALL},
+    {"ws-s8x128", 0, 0, "int8 cooperative 128x128 tiles (gemmk_gemm_s8)",
+     1u << GEMMK_TYPE_S8, 1u << GEMMK_TYPE_S32, 0, GEMMK_TRANS_ALL},
     {"oz2", 0, 0,
      "fp64 as Ozaki-II on int8 tensor cores: all moduli of a 128x128 tile "
      "in one CTA, CRT reconstruction in the epilogue (gemmk_gemm_f64)",
@@ -216,13 +211,11 @@ int encode_cb(void *user, const gemmk_tmap_key *key, gemmk_tmap *out)
     cuuint64_t strides[1] = {key->stride1};
     cuuint32_t box[2] = {key->box0, key->box1};
     cuuint32_t estr[2] = {1, 1};
-    CUtensorMapDataType dt = key->dtype == GEMM_BF16
-                                 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                             : key->dtype == GEMM_FP32
-                                 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
-                             : key->dtype == GEMMK_TMAP_U8
-                                 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
-                                 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    CUtensorMapDataType dt =
+        key->dtype == GEMM_BF16       ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+        : key->dtype == GEMM_FP32     ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+        : key->dtype == GEMMK_TMAP_U8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     CUresult r = ctx->encode(
         reinterpret_cast<CUtensorMap *>(out), dt, 2,
         reinterpret_cast<void *>(key->addr), dims, strides, box, estr,
@@ -425,7 +418,6 @@ cudaError_t reduce(const gemmk_problem *p, const float *ws, long long ldw,
     return cudaGetLastError();
 }
 
-
 gemm_error set_maps(gemmk_ctx *ctx, const gemmk_tmap_key *ka,
                     const gemmk_tmap_key *kb, gemmk::Launch *l)
 {
@@ -466,8 +458,8 @@ gemm_error grow(float **buf, size_t *bytes, size_t need)
 /* The kernel parameters and grid of plan pl for p, whose K (keff elements,
  * after any pre-pass) runs in k-blocks of kbe elements; allocates the
  * split-K workspace. */
-gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p,
-                       const Plan &pl, int64_t keff, int kbe, gemmk::Launch *l)
+gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
+                       int64_t keff, int kbe, gemmk::Launch *l)
 {
     gemmk::KParams &kp = l->p;
     memset(&kp, 0, sizeof(kp));
@@ -502,9 +494,8 @@ gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p,
 }
 
 /* The split-K reduction after a split plan's kernel (nothing otherwise). */
-gemm_error finish_splits(gemmk_ctx *ctx, const gemmk_problem *p,
-                         const Plan &pl, const gemmk::KParams &kp,
-                         cudaStream_t stream)
+gemm_error finish_splits(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
+                         const gemmk::KParams &kp, cudaStream_t stream)
 {
     if (pl.splits <= 1)
         return GEMM_OK;
@@ -515,8 +506,7 @@ gemm_error finish_splits(gemmk_ctx *ctx, const gemmk_problem *p,
         ce = reduce<__nv_bfloat16>(p, kp.ws, kp.ldw, pl.splits, stream,
                                    ctx->num_sms);
     else
-        ce = reduce<__half>(p, kp.ws, kp.ldw, pl.splits, stream,
-                            ctx->num_sms);
+        ce = reduce<__half>(p, kp.ws, kp.ldw, pl.splits, stream, ctx->num_sms);
     return cuda_err(ce);
 }
 
@@ -636,8 +626,7 @@ gemm_error gemm_fp32(gemmk_ctx *ctx, const gemmk_problem *p,
         gemmk_problem q = *p;
         q.k = 2 * keff;
         q.ab_type = GEMM_BF16;
-        plan(ctx, &q, find_config("ws-tf32"), &pl,
-             three ? x3_max_bn() : 256);
+        plan(ctx, &q, find_config("ws-tf32"), &pl, three ? x3_max_bn() : 256);
     }
 
     gemmk_tmap_key ka = {};
@@ -669,8 +658,8 @@ gemm_error gemm_fp32(gemmk_ctx *ctx, const gemmk_problem *p,
     l.tf32 = true;
     l.stream = stream;
     if (three) {
-        l.p.pws = reinterpret_cast<float *>(reinterpret_cast<char *>(pb) +
-                                            bytes_b);
+        l.p.pws =
+            reinterpret_cast<float *>(reinterpret_cast<char *>(pb) + bytes_b);
         l.p.promo_first = (int)(2 * kseg / 32);
         l.p.promo = x3_promo(p->k);
         l.p.promo_skew = x3_skew();
@@ -696,8 +685,7 @@ int ctx_num_sms(const gemmk_ctx *ctx)
     return ctx->num_sms;
 }
 
-gemm_error ctx_map(gemmk_ctx *ctx, const gemmk_tmap_key *key,
-                   CUtensorMap *out)
+gemm_error ctx_map(gemmk_ctx *ctx, const gemmk_tmap_key *key, CUtensorMap *out)
 {
     const gemmk_tmap *m = gemmk_tmap_cache_get(&ctx->cache, key);
     if (!m)
@@ -711,7 +699,8 @@ gemm_error ctx_workspace(gemmk_ctx *ctx, int slot, size_t bytes, void **out)
     if (slot < 0 || slot >= SLOT_COUNT)
         return GEMM_ERR_INVALID;
     float *buf = static_cast<float *>(ctx->slot[slot]);
-    gemm_error e = grow(&buf, &ctx->slot_bytes[slot], bytes < 256 ? 256 : bytes);
+    gemm_error e =
+        grow(&buf, &ctx->slot_bytes[slot], bytes < 256 ? 256 : bytes);
     ctx->slot[slot] = buf;
     if (e != GEMM_OK)
         return e;
@@ -840,8 +829,7 @@ gemm_error gemmk_check(const char *name, const gemmk_problem *p,
         *why = "unknown kernel";
         return GEMM_ERR_UNSUPPORTED;
     }
-    if (p->ab_type < 1 || p->ab_type > 3 || p->cd_type < 1 ||
-        p->cd_type > 3) {
+    if (p->ab_type < 1 || p->ab_type > 3 || p->cd_type < 1 || p->cd_type > 3) {
         *why = "unknown element type";
         return GEMM_ERR_DTYPE;
     }
@@ -878,8 +866,7 @@ gemm_error gemmk_check(const char *name, const gemmk_problem *p,
             return GEMM_ERR_UNSUPPORTED;
         }
     }
-    unsigned t = (unsigned)(p->trans_a != 0) | (unsigned)(p->trans_b != 0)
-                                                   << 1;
+    unsigned t = (unsigned)(p->trans_a != 0) | (unsigned)(p->trans_b != 0) << 1;
     if (!(d->transposes & (1u << t))) {
         *why = "the kernel does not serve this transpose combination";
         return GEMM_ERR_UNSUPPORTED;
@@ -937,7 +924,8 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
     e = gemmk_check(kernel, p, &why);
     if (e != GEMM_OK)
         return e;
-    const gemmk_kernel_desc *desc = gemmk_catalog_find(kernel ? kernel : "auto");
+    const gemmk_kernel_desc *desc =
+        gemmk_catalog_find(kernel ? kernel : "auto");
     if (desc->reference)
         return gemmk::ladder::cublas_run(&ctx->cublas, *p, stream);
     if (is_ladder_desc(desc))

@@ -29,8 +29,7 @@ cudaError_t run(const char *name, const gemmk_problem &p, cudaStream_t s);
  * *st (one per gemmk_ctx, used by one thread at a time) and freed with
  * cublas_free. Serves every type, precision and transpose. */
 struct CublasState;
-gemm_error cublas_run(CublasState **st, const gemmk_problem &p,
-                      cudaStream_t s);
+gemm_error cublas_run(CublasState **st, const gemmk_problem &p, cudaStream_t s);
 void cublas_free(CublasState *st);
 
 } // namespace ladder
