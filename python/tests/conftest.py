@@ -135,6 +135,11 @@ class Daemon:
             try:
                 with gemmd.connect(self.url, timeout=1.0) as c:
                     c.ping()
+                    if self.hold is not None and Hold.KERNEL not in [
+                            k["name"] for k in c.kernels()]:
+                        # not a gemmd_test build: no hold to be had
+                        self.hold.close()
+                        self.hold = None
                 return
             except gemmd.GemmError as e:
                 last = e

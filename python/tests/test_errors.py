@@ -198,8 +198,9 @@ def _need_hold(d: Any) -> Hold:
     """d's test hold, or a skip saying why there is none."""
     if d.hold is None:
         pytest.skip("skipped: needs the CPU backend's test hold (the "
-                    "test-hold kernel of gemmd_test); GEMM_TEST_BACKEND=%s"
-                    % BACKEND)
+                    "test-hold kernel of gemmd_test); GEMM_TEST_BACKEND=%s, "
+                    "GEMM_TEST_GEMMD=%s"
+                    % (BACKEND, os.environ.get("GEMM_TEST_GEMMD")))
     return d.hold
 
 

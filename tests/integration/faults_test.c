@@ -171,7 +171,7 @@ Test(faults, client_killed_mid_request)
     baseline b = take_baseline();
     /* held where the hold exists, so the GEMM is surely still in flight
      * when the probe dies; elsewhere a large one */
-    bool held = tu_hold_daemon_fd >= 0;
+    bool held = tu_hold_have();
     char n[16];
     snprintf(n, sizeof(n), "%d", held ? TU_HELD_N : 1536);
     /* GEMM_TEST_FAULT_PROBE: the probe's path where the suite runs from a

@@ -89,8 +89,8 @@ static void wait_queued_or(gemm_request *r, unsigned n)
 static void start_held(const char *const *args)
 {
     tu_hold_setup();
-    tu_hold_need();
     fixture_start(args);
+    tu_hold_need();
 }
 
 Test(limits, client_buffers)

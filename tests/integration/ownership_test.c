@@ -30,7 +30,7 @@ static void setup(void)
  * whether it did. */
 static bool hold_worker(gemm_buffer **buf, gemm_op *op, gemm_request **r)
 {
-    if (tu_hold_daemon_fd < 0)
+    if (!tu_hold_have())
         return false;
     tu_held_op(g_client, buf, op);
     int rv = gemm_submit(g_client, op, r);
@@ -54,7 +54,7 @@ static void unhold_worker(gemm_buffer *buf, gemm_op *op, gemm_request *r)
  * rounds needed the test hold. */
 static void skip_unheld_rounds(void)
 {
-    if (tu_hold_daemon_fd < 0)
+    if (!tu_hold_have())
         cr_skip_test("skipped: the rounds with the GEMM queued or running "
                      "need the CPU backend's test hold (the suite runs on "
                      "%s); the others passed",
@@ -350,7 +350,7 @@ Test(ownership, disconnect_with_request_in_flight)
         gemm_op hop;
         gemm_request *hr = NULL;
         bool held = false;
-        if (round > 0 && tu_hold_daemon_fd < 0)
+        if (round > 0 && !tu_hold_have())
             continue; /* skip_unheld_rounds() says so */
         tu_raw raw;
         tu_shm shm;
@@ -448,7 +448,7 @@ Test(ownership, release_while_gemm_in_flight)
         gemm_op hop;
         gemm_request *hr = NULL;
         bool held = false;
-        if (round % 2 == 1 && tu_hold_daemon_fd < 0)
+        if (round % 2 == 1 && !tu_hold_have())
             continue; /* skip_unheld_rounds() says so */
         tu_raw raw;
         tu_shm shm;

@@ -439,8 +439,8 @@ Test(tenancy, queued_work_of_a_closed_client_is_dropped)
 {
     static const char *const args[] = {"--threads", "1", NULL};
     tu_hold_setup();
-    tu_hold_need();
     fixture_start(args);
+    tu_hold_need();
     const size_t nn = (size_t)TU_HELD_N * TU_HELD_N;
     tu_shm shm;
     cr_assert_eq(tu_shm_create(&shm, 3 * nn * 4), 0);

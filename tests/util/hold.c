@@ -29,12 +29,34 @@ void tu_hold_setup(void)
     tu_hold_daemon_fd = sv[1];
 }
 
+bool tu_hold_have(void)
+{
+    static int listed; /* 1: the daemon lists the kernel, -1: it does not */
+    if (hold_fd < 0)
+        return false;
+    if (listed == 0 && g_client != NULL) {
+        gemm_kernel_info *k = NULL;
+        size_t n = 0;
+        listed = -1;
+        if (gemm_list_kernels(g_client, &k, &n) == GEMM_OK)
+            for (size_t i = 0; i < n; i++)
+                if (strcmp(k[i].name, TU_HOLD_KERNEL) == 0)
+                    listed = 1;
+        gemm_kernel_info_free(k);
+    }
+    return listed > 0;
+}
+
 void tu_hold_need(void)
 {
     if (hold_fd < 0)
         cr_skip_test("skipped: needs the CPU backend's test hold (the "
                      "test-hold kernel of gemmd_test); the suite runs on %s",
                      tu_backend());
+    if (!tu_hold_have())
+        cr_skip_test("skipped: needs the test hold, and %s has none (not a "
+                     "gemmd_test build: see GEMM_TEST_GEMMD)",
+                     tu_gemmd_path());
 }
 
 void tu_hold_wait(double timeout_s)

@@ -32,7 +32,13 @@ extern int tu_hold_daemon_fd;
  * nothing. Call before starting the daemon. */
 void tu_hold_setup(void);
 
-/* Skips the calling test, saying why, unless tu_hold_setup() made a hold. */
+/* Whether the hold works: tu_hold_setup() made one and the daemon g_client
+ * talks to lists TU_HOLD_KERNEL (it is a gemmd_test). Asked once per test
+ * process, after the fixture started. */
+bool tu_hold_have(void);
+
+/* Skips the calling test, saying why, unless tu_hold_have(). Call once the
+ * fixture's daemon runs. */
 void tu_hold_need(void);
 
 /* Waits up to timeout_s for a held GEMM to reach the worker; asserts that
