@@ -8,13 +8,13 @@
  * tu_hold_setup() before the daemon starts (a suite's .init): on the CPU
  * backend, makes a socket pair whose one end gemmd_start() hands to gemmd
  * (GEMMD_TEST_HOLD_FD); a test that uses the hold calls tu_hold_need()
- * first. A GEMM with
- * op.kernel = TU_HOLD_KERNEL then writes one byte when the worker takes it
- * (tu_hold_wait() reads it) and runs as openblas once tu_hold_release()
- * writes one back. tu_hold_close() (gemmd_stop() calls it) releases every
- * hold for good, so a failing test never leaves the daemon's worker
- * blocked. Not on the cuda backend (the hold exists only on the CPU one):
- * tu_hold_need() skips the test there, saying so. Test's main thread.
+ * once the daemon runs. A GEMM with op.kernel = TU_HOLD_KERNEL then writes
+ * one byte when the worker takes it (tu_hold_wait() reads it) and runs as
+ * openblas once tu_hold_release() writes one back. tu_hold_close()
+ * (fixture_stop() calls it) releases every hold for good, so a failing
+ * test never leaves the daemon's worker blocked. Not on the cuda backend (the
+ * hold exists only on the CPU one): tu_hold_need() skips the test there, saying
+ * so. Test's main thread.
  */
 #ifndef GEMM_TESTS_UTIL_HOLD_H
 #define GEMM_TESTS_UTIL_HOLD_H
