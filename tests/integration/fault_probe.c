@@ -1,12 +1,12 @@
 /*
  * fault_probe.c: a client that dies mid-request, for faults_test.c (exec'ed
  * in a child: nng does not survive a fork). "die URL N [KERNEL]" connects,
- * registers a buffer of 3 N^2 fp32, uploads a resident tensor from it,
- * submits an fp32 N^3 GEMM (by KERNEL when given: the test hold, so the
- * GEMM is still in the daemon when the probe dies), polls the daemon's
- * status until it has the GEMM queued or running, and kills itself with
- * SIGKILL without waiting for the reply. The exit code names the step that
- * failed (it never exits 0).
+ * registers a buffer of 3 N^2 fp32, uploads a resident tensor from it and
+ * submits an fp32 N^3 GEMM. With KERNEL (the test hold) it then waits for
+ * the test to SIGKILL it once the GEMM runs; without, it polls the
+ * daemon's status until it has the GEMM queued or running and kills
+ * itself with SIGKILL. Either way the reply is never read. The exit code names
+ * the step that failed (it never exits 0).
  */
 #include <gemm/gemm.h>
 
@@ -42,6 +42,9 @@ static int die_mid_request(const char *url, uint64_t n, const char *kernel)
     op.kernel = kernel;
     if (gemm_submit(c, &op, &r) != GEMM_OK)
         return 13;
+    if (kernel != NULL) /* held: the test kills us once the GEMM runs */
+        for (;;)
+            pause();
     for (int i = 0; i < 1000; i++) {
         if (gemm_get_status(c, &st) != GEMM_OK)
             return 14;
