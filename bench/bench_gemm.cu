@@ -314,24 +314,27 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         /* interleaved blocks; the min of the block medians */
         double t_tf = 1e30, t_x3 = 1e30, t_ltf = 1e30, t_lsg = 1e30;
         for (int blk = 0; blk < 2; blk++) {
-            t_tf = std::min(t_tf, time_fn([&](int i) {
-                                ours("ws-tf32", GEMM_PRECISION_TF32, i);
-                            },
-                                          reps / 2));
-            t_ltf = std::min(t_ltf, time_fn([&](int i) {
-                                  lt_run(lp_tf, A[i % nsets], B[i % nsets], D,
-                                         &al_tf);
-                              },
-                                            reps / 2));
-            t_x3 = std::min(t_x3, time_fn([&](int i) {
-                                ours("ws-3xtf32", GEMM_PRECISION_FP32, i);
-                            },
-                                          std::max(3, reps / 4)));
-            t_lsg = std::min(t_lsg, time_fn([&](int i) {
-                                  lt_run(lp_sg, A[i % nsets], B[i % nsets], D,
-                                         &al_sg);
-                              },
-                                            std::max(3, reps / 4)));
+            t_tf = std::min(
+                t_tf,
+                time_fn([&](int i) { ours("ws-tf32", GEMM_PRECISION_TF32, i); },
+                        reps / 2));
+            t_ltf = std::min(t_ltf, time_fn(
+                                        [&](int i) {
+                                            lt_run(lp_tf, A[i % nsets],
+                                                   B[i % nsets], D, &al_tf);
+                                        },
+                                        reps / 2));
+            t_x3 = std::min(
+                t_x3,
+                time_fn(
+                    [&](int i) { ours("ws-3xtf32", GEMM_PRECISION_FP32, i); },
+                    std::max(3, reps / 4)));
+            t_lsg = std::min(t_lsg, time_fn(
+                                        [&](int i) {
+                                            lt_run(lp_sg, A[i % nsets],
+                                                   B[i % nsets], D, &al_sg);
+                                        },
+                                        std::max(3, reps / 4)));
         }
         t_ltf = std::min(t_ltf, ms_lt_tf);
         t_lsg = std::min(t_lsg, ms_lt_sg);
@@ -394,8 +397,9 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                r.e_sgemm);
         fflush(stdout);
         if (f)
-            fprintf(f, "%lldx%lldx%lld,%d,%d,%.2f,%.2f,%.4f,%.2f,%.2f,%.4f,"
-                       "%.3e,%.3e,%.3e,%.3e\n",
+            fprintf(f,
+                    "%lldx%lldx%lld,%d,%d,%.2f,%.2f,%.4f,%.2f,%.2f,%.4f,"
+                    "%.3e,%.3e,%.3e,%.3e\n",
                     s.m, s.n, s.k, s.ta, s.tb, r.tf32_tf, r.lt_tf32_tf,
                     r.tf32_tf / r.lt_tf32_tf, r.x3_tf, r.sgemm_tf,
                     r.x3_tf / r.sgemm_tf, r.e_tf32, r.e_lt_tf32, r.e_x3,
@@ -556,10 +560,9 @@ static int bench_int8(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
             for (int blk = 0; blk < 2; blk++) {
                 t_o = std::min(t_o, time_fn(ours, reps / 2));
                 if (best >= 0)
-                    t_l = std::min(t_l, time_fn([&](int i) {
-                                       lt_run8(best, i, Dr);
-                                   },
-                                                reps / 2));
+                    t_l = std::min(t_l,
+                                   time_fn([&](int i) { lt_run8(best, i, Dr); },
+                                           reps / 2));
             }
             /* exactness: ours against cuBLASLt on set 0 */
             long long mism = -1;
@@ -589,8 +592,8 @@ static int bench_int8(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                    r.lt_tops > 0 ? r.ours_tops / r.lt_tops : 0.0, mism);
             fflush(stdout);
             if (f)
-                fprintf(f, "%lldx%lldx%lld,%d,%d,%s,%.2f,%.2f,%.4f,%lld\n",
-                        s.m, s.n, s.k, s.ta, s.tb, kernels[ki], r.ours_tops,
+                fprintf(f, "%lldx%lldx%lld,%d,%d,%s,%.2f,%.2f,%.4f,%lld\n", s.m,
+                        s.n, s.k, s.ta, s.tb, kernels[ki], r.ours_tops,
                         r.lt_tops, r.lt_tops > 0 ? r.ours_tops / r.lt_tops : 0,
                         mism);
         }
@@ -670,8 +673,8 @@ struct Sampler {
         bc.resize((size_t)ns * k);
         for (int q = 0; q < ns; q++) {
             if (s.ta) /* column ri of stored K x M */
-                CK(cudaMemcpy2D(&ar[(size_t)q * k], 8, A + ri[q], lda * 8, 8,
-                                k, cudaMemcpyDeviceToHost));
+                CK(cudaMemcpy2D(&ar[(size_t)q * k], 8, A + ri[q], lda * 8, 8, k,
+                                cudaMemcpyDeviceToHost));
             else
                 CK(cudaMemcpy(&ar[(size_t)q * k], A + ri[q] * lda, k * 8,
                               cudaMemcpyDeviceToHost));
@@ -679,8 +682,8 @@ struct Sampler {
                 CK(cudaMemcpy(&bc[(size_t)q * k], B + cj[q] * ldb, k * 8,
                               cudaMemcpyDeviceToHost));
             else
-                CK(cudaMemcpy2D(&bc[(size_t)q * k], 8, B + cj[q], ldb * 8, 8,
-                                k, cudaMemcpyDeviceToHost));
+                CK(cudaMemcpy2D(&bc[(size_t)q * k], 8, B + cj[q], ldb * 8, 8, k,
+                                cudaMemcpyDeviceToHost));
         }
         ref.resize((size_t)ns * ns);
         for (int a = 0; a < ns; a++)
@@ -769,7 +772,8 @@ static int bench_fp64_cal(gemmk_ctx *ctx, FILE *f)
                 else
                     printf(" %.1e / %.1e |", mx, md);
                 if (f)
-                    fprintf(f, "%.2f,%lld,%d,%s,%.3e,%.3e,%.3e,%.3e,%.2f,%.2f\n",
+                    fprintf(f,
+                            "%.2f,%lld,%d,%s,%.3e,%.3e,%.3e,%.3e,%.2f,%.2f\n",
                             phi, k, nm ? nm : res.moduli, res.kernel, mx, md,
                             bmx, bmd, res.spread_a, res.spread_b);
             }
@@ -796,8 +800,8 @@ static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         shapes.push_back({4096, 4096, 4096, 0, 0, "fp64"});
         shapes.push_back({8192, 8192, 8192, 0, 0, "fp64"});
     } else if (!strcmp(set, "fp64ksweep")) {
-        for (long long k : {256ll, 512ll, 1024ll, 2048ll, 4096ll, 8192ll,
-                            16384ll})
+        for (long long k :
+             {256ll, 512ll, 1024ll, 2048ll, 4096ll, 8192ll, 16384ll})
             shapes.push_back({8192, 8192, k, 0, 0, "fp64"});
     } else if (!strcmp(set, "fp64sq")) {
         for (long long v : {1024ll, 2048ll, 4096ll, 8192ll, 16384ll})
@@ -862,8 +866,8 @@ static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         cublasLtMatmulPreferenceDestroy(pref);
         double one = 1, zero = 0;
         auto dg = [&](int a) {
-            CB(cublasLtMatmul(lt, op, &one, B, la, A, lb, &zero, Dr, ld, Dr,
-                              ld, &heur[a].algo, lt_ws, LT_WS, 0));
+            CB(cublasLtMatmul(lt, op, &one, B, la, A, lb, &zero, Dr, ld, Dr, ld,
+                              &heur[a].algo, lt_ws, LT_WS, 0));
         };
         auto time_fn = [&](auto fn, int n) { return time_runs(e0, e1, fn, n); };
         const int big = s.m * s.n * s.k >= (1ll << 40);
@@ -949,9 +953,8 @@ static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
     for (auto &r : rows)
         printf("| %s | %s | %d | %.2f | %.2f | %.3f | %.1e / %.1e | %.1e / "
                "%.1e |\n",
-               r.name.c_str(), r.kernel.c_str(), r.moduli, r.ours_tf,
-               r.blas_tf, r.ours_tf / r.blas_tf, r.e_max, r.b_max, r.e_med,
-               r.b_med);
+               r.name.c_str(), r.kernel.c_str(), r.moduli, r.ours_tf, r.blas_tf,
+               r.ours_tf / r.blas_tf, r.e_max, r.b_max, r.e_med, r.b_med);
     return 0;
 }
 
@@ -1066,10 +1069,10 @@ int main(int argc, char **argv)
     FILE *f = fopen(csv, "w");
     if (!strcmp(type, "int8") || !strcmp(type, "fp64")) {
         int r = !strcmp(type, "int8")
-                    ? bench_int8(ctx, !strcmp(set, "all") ? "int8" : set,
-                                 reps, f, e0, e1)
-                    : bench_fp64(ctx, !strcmp(set, "all") ? "fp64" : set,
-                                 reps, f, e0, e1, phi, kernels, moduli);
+                    ? bench_int8(ctx, !strcmp(set, "all") ? "int8" : set, reps,
+                                 f, e0, e1)
+                    : bench_fp64(ctx, !strcmp(set, "all") ? "fp64" : set, reps,
+                                 f, e0, e1, phi, kernels, moduli);
         if (f)
             fclose(f);
         gemmk_ctx_destroy(ctx);

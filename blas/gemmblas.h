@@ -123,9 +123,6 @@ typedef void (*gb_f77_gemm)(const char *, const char *, const int *,
                             size_t, size_t);
 GB_HIDDEN gb_f77_gemm gb_real_gemm(gb_type t);
 
-/* The path of the CPU BLAS in use ("" before it is loaded). */
-GB_HIDDEN const char *gb_real_path(void);
-
 /* Resolves forwarded function i (forward_names.h) and fills its table
  * entry; called by gb_fwd_lazy. Never returns NULL: a name no CPU BLAS
  * has gets a function that says so and aborts. */

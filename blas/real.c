@@ -145,11 +145,6 @@ static void load(void)
     }
 }
 
-const char *gb_real_path(void)
-{
-    return real_h != NULL ? real_path : "";
-}
-
 /* name from the CPU BLAS (or netlib's for what it lacks); NULL if none
  * has it. */
 static void *lookup(const char *name)

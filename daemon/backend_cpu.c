@@ -16,6 +16,14 @@
  * with ties away from zero, as cvt.rna.tf32.f32) and multiplied in fp32,
  * so the CPU gives the tensor cores' tf32 numerics up to summation order;
  * precision fp32 (and default) is a plain SGEMM.
+ *
+ * Built with GEMMD_TEST_HOOKS (gemmd_test, for the test suites only; never
+ * installed), a third kernel, `test-hold`, exists when gemmd starts with
+ * GEMMD_TEST_HOLD_FD=N: a socket whose other end the test holds. On the
+ * worker it writes one byte to N (the job is running), blocks until it
+ * reads one byte back (the test's release, or end of file once the test
+ * closed its end), then computes as openblas. A test thereby keeps the
+ * worker busy exactly as long as it needs (tests/util/hold.h).
  */
 #include "backend.h"
 #include "log.h"
@@ -23,11 +31,55 @@
 #include <gemm/types.h>
 
 #include <cblas.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#ifdef GEMMD_TEST_HOOKS
+#include <sys/socket.h>
+
+#define CPU_HOLD_KERNEL "test-hold"
+
+/* The test's hold socket (GEMMD_TEST_HOLD_FD), or -1: no test-hold kernel.
+ * Set once by cpu_init before the worker starts. */
+static int cpu_hold_fd = -1;
+
+/* Takes the hold socket from the environment, if a test gave one. */
+static void cpu_hold_init(void)
+{
+    const char *e = getenv("GEMMD_TEST_HOLD_FD");
+    char *end;
+    if (e == NULL || *e == '\0')
+        return;
+    long fd = strtol(e, &end, 10);
+    if (*end != '\0' || fd < 3 || fd > INT_MAX ||
+        fcntl((int)fd, F_SETFD, FD_CLOEXEC) != 0) {
+        gemmd_log(LOG_WARNING,
+                  "GEMMD_TEST_HOLD_FD=%s: not an open descriptor; "
+                  "no test hold",
+                  e);
+        return;
+    }
+    cpu_hold_fd = (int)fd;
+    gemmd_log(LOG_INFO, "cpu backend: kernel %s held on descriptor %d",
+              CPU_HOLD_KERNEL, cpu_hold_fd);
+}
+
+/* Worker thread: tells the test that a held job runs, then blocks until
+ * the test releases it (one byte) or closes its end. */
+static void cpu_hold(void)
+{
+    char c = 'h';
+    while (send(cpu_hold_fd, &c, 1, MSG_NOSIGNAL) < 0 && errno == EINTR)
+        ;
+    while (read(cpu_hold_fd, &c, 1) < 0 && errno == EINTR)
+        ;
+}
+#endif
 
 static bool cpu_available(void)
 {
@@ -43,6 +95,9 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     int threads =
         cfg->threads > 0 ? cfg->threads : (int)(cores > 0 ? cores : 1);
     openblas_set_num_threads(threads);
+#ifdef GEMMD_TEST_HOOKS
+    cpu_hold_init();
+#endif
     be->workers = 1;
     be->threads = (unsigned)threads;
     be->host_tensors = true;
@@ -135,13 +190,40 @@ static const gemmd_kernel cpu_kernels[] = {
                       1u << GEMM_PRECISION_FP32,
         .transposes = 0xfu,
     },
+#ifdef GEMMD_TEST_HOOKS
+    {
+        .name = CPU_HOLD_KERNEL,
+        .summary = "openblas once the test releases it (test builds only)",
+        .ladder = 2,
+        .reference = false,
+        .ab_types = 1u << GEMM_BF16 | 1u << GEMM_FP16 | 1u << GEMM_FP32 |
+                    1u << GEMM_FP64 | 1u << GEMM_COMPLEX64 |
+                    1u << GEMM_COMPLEX128,
+        .cd_types = 1u << GEMM_BF16 | 1u << GEMM_FP16 | 1u << GEMM_FP32 |
+                    1u << GEMM_FP64 | 1u << GEMM_COMPLEX64 |
+                    1u << GEMM_COMPLEX128,
+        .precisions = 1u << GEMM_PRECISION_DEFAULT | 1u << GEMM_PRECISION_TF32 |
+                      1u << GEMM_PRECISION_FP32,
+        .transposes = 0xfu,
+    },
+#endif
 };
-#define CPU_NKERNELS (sizeof(cpu_kernels) / sizeof(cpu_kernels[0]))
+
+/* The kernels listed: the test hold's row only while a test holds it. */
+static size_t cpu_nkernels(void)
+{
+    size_t n = sizeof(cpu_kernels) / sizeof(cpu_kernels[0]);
+#ifdef GEMMD_TEST_HOOKS
+    if (cpu_hold_fd < 0)
+        n--;
+#endif
+    return n;
+}
 
 static bool cpu_kernel_at(gemmd_backend *be, size_t i, gemmd_kernel *out)
 {
     (void)be;
-    if (i >= CPU_NKERNELS)
+    if (i >= cpu_nkernels())
         return false;
     *out = cpu_kernels[i];
     return true;
@@ -162,7 +244,7 @@ static int cpu_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
     (void)be;
     if (j->kernel[0] == '\0')
         return GEMM_OK;
-    for (size_t i = 0; i < CPU_NKERNELS; i++) {
+    for (size_t i = 0; i < cpu_nkernels(); i++) {
         if (strcmp(j->kernel, cpu_kernels[i].name) != 0)
             continue;
         if (cpu_kernels[i].ab_types & (1u << j->ab_type))
@@ -285,6 +367,10 @@ static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
                  "dimensions exceed the CPU backend's 32-bit BLAS");
         return GEMM_ERR_UNSUPPORTED;
     }
+#ifdef GEMMD_TEST_HOOKS
+    if (cpu_hold_fd >= 0 && strcmp(j->kernel, CPU_HOLD_KERNEL) == 0)
+        cpu_hold();
+#endif
     if (wide_type(j->ab_type))
         return cpu_gemm_wide(j);
     const val_matrix *sa = &j->shape.a, *sb = &j->shape.b;

@@ -265,7 +265,6 @@ enum {
     OPT_SOCKET_GROUP,
     OPT_METRICS_LISTEN,
     OPT_METRICS_FILE,
-    OPT_OBSOLETE,
     OPT_LOG_LEVEL,
     OPT_VERSION,
     OPT_HELP,
@@ -346,9 +345,6 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
         {"socket-group", required_argument, NULL, OPT_SOCKET_GROUP},
         {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
         {"metrics-file", required_argument, NULL, OPT_METRICS_FILE},
-        /* nng-era options, accepted and ignored */
-        {"watchdog", required_argument, NULL, OPT_OBSOLETE},
-        {"contexts", required_argument, NULL, OPT_OBSOLETE},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
@@ -412,11 +408,6 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
             else
                 snprintf(cfg->metrics_file, sizeof(cfg->metrics_file), "%s",
                          optarg);
-            break;
-        case OPT_OBSOLETE:
-            fprintf(stderr, "gemmd: --watchdog and --contexts are obsolete "
-                            "(gemmd no longer uses nng's listener) and "
-                            "ignored\n");
             break;
         case OPT_LOG_LEVEL: {
             int l = gemmd_log_parse_level(optarg);

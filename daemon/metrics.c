@@ -30,11 +30,6 @@ static const char *kind_names[MK_COUNT] = {
     "gemm",    "upload", "tensor_free", "list_kernels",    "cancel",
 };
 
-const char *metrics_kind_name(int kind)
-{
-    return kind >= 0 && kind < MK_COUNT ? kind_names[kind] : "invalid";
-}
-
 void metrics_observe(gemmd_metrics *m, int kind, int status, uint64_t ns)
 {
     if (kind < 0 || kind >= MK_COUNT)

@@ -44,9 +44,6 @@ typedef struct gemmd_metrics {
     int http_on;
 } gemmd_metrics;
 
-/* The label of a kind ("gemm", "hello", ...). */
-const char *metrics_kind_name(int kind);
-
 /* Counts one answered request of kind with status, ns after it arrived. */
 void metrics_observe(gemmd_metrics *m, int kind, int status, uint64_t ns);
 

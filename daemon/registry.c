@@ -312,11 +312,6 @@ int reg_release_kind(registry *r, uint32_t owner, uint64_t id, int kind)
     return GEMM_ERR_NO_BUFFER;
 }
 
-int reg_release(registry *r, uint32_t owner, uint64_t id)
-{
-    return reg_release_kind(r, owner, id, REG_BUFFER);
-}
-
 uint32_t reg_release_owner(registry *r, uint32_t owner, uint64_t *charges)
 {
     uint32_t n = 0;

@@ -106,9 +106,6 @@ void reg_put(registry *r, reg_buffer *b);
  * unreferenced). GEMM_OK or GEMM_ERR_NO_BUFFER. */
 int reg_release_kind(registry *r, uint32_t owner, uint64_t id, int kind);
 
-/* reg_release_kind for buffers. */
-int reg_release(registry *r, uint32_t owner, uint64_t id);
-
 /* Releases every buffer and tensor of owner (a connection went away);
  * returns how many, and in *charges the sum of the tensors' charges. */
 uint32_t reg_release_owner(registry *r, uint32_t owner, uint64_t *charges);

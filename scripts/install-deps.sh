@@ -7,7 +7,7 @@
 set -eu
 pkgs="build-essential cmake pkg-config libuv1-dev libnng-dev libprotobuf-c-dev
 protobuf-c-compiler libcriterion-dev libopenblas-dev python3 systemd prometheus
-clang libclang-rt-dev gnuplot-nox
+clang clang-format libclang-rt-dev gnuplot-nox
 libblas-test python3-numpy r-base-core octave
 python3-venv python3-pytest python3-hypothesis python3-setuptools"
 missing=""

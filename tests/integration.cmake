@@ -11,21 +11,40 @@ if(NOT TARGET gemmd OR NOT TARGET gemmclient OR NOT TARGET gemm_proto)
   return()
 endif()
 
+
+# gemmd_test: gemmd with the test hooks compiled in (GEMMD_TEST_HOOKS: the
+# CPU backend's "test-hold" kernel, which blocks its worker until the test
+# releases it; tests/util/hold.h). The integration and Python suites run
+# it; it behaves as gemmd unless the test hands it a hold descriptor, and
+# it is never installed. Its backend_cpu.c object comes before gemmd_core
+# on the link line, so the library's own backend_cpu.o (which defines
+# nothing else) is not linked.
+add_library(gemmd_test_hooks OBJECT ${PROJECT_SOURCE_DIR}/daemon/backend_cpu.c)
+target_compile_definitions(gemmd_test_hooks PRIVATE GEMMD_TEST_HOOKS)
+target_link_libraries(gemmd_test_hooks PRIVATE gemmd_core)
+add_executable(gemmd_test ${PROJECT_SOURCE_DIR}/daemon/main.c
+  $<TARGET_OBJECTS:gemmd_test_hooks>)
+target_link_libraries(gemmd_test PRIVATE gemmd_core)
+
+pkg_check_modules(CRITERION REQUIRED IMPORTED_TARGET GLOBAL criterion)
 add_library(gemm_itest_util STATIC
-  util/daemon.c util/data.c util/cases.c util/raw.c util/fdpass.c)
+  util/daemon.c util/data.c util/cases.c util/raw.c util/fdpass.c
+  util/hold.c util/need.c)
 target_include_directories(gemm_itest_util PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_definitions(gemm_itest_util PUBLIC
-  GEMMD_PATH="$<TARGET_FILE:gemmd>")
+  GEMMD_PATH="$<TARGET_FILE:gemmd_test>")
 target_link_libraries(gemm_itest_util PUBLIC
-  gemmclient gemm_proto gemm_wire nng::nng PkgConfig::CRITERION Threads::Threads
-  m)
-add_dependencies(gemm_itest_util gemmd)
+  gemmclient gemm_proto gemm_wire nng::nng PkgConfig::CRITERION
+  Threads::Threads m)
+add_dependencies(gemm_itest_util gemmd_test)
 
-# gemm_itest(NAME TIMEOUT): integration/NAME_test.c as integration_NAME
+# gemm_itest(NAME TIMEOUT [labels...]): integration/NAME_test.c as
+# integration_NAME, labelled integration (and any labels given)
 function(gemm_itest name timeout)
   gemm_test(integration_${name}
     SOURCES integration/${name}_test.c
     LIBS gemm_itest_util
+    LABELS integration ${ARGN}
     TIMEOUT ${timeout})
 endfunction()
 
@@ -38,7 +57,7 @@ gemm_itest(concurrency 150) # 8 threads x 200 requests, async, backpressure
 gemm_itest(shutdown 120)    # SIGTERM with requests in flight
 gemm_itest(status 60)       # counters in gemm_get_status
 gemm_itest(tensor 60)       # resident tensors: use, refusals, ownership
-gemm_itest(cuda 300)        # CUDA backend only (skips elsewhere)
+gemm_itest(cuda 300 gpu)    # CUDA backend only (skips elsewhere)
 gemm_itest(access 60)       # another uid: socket group, buffers, tickets
 gemm_itest(connect 60)      # timeouts against a stopped gemmd, URL mistakes
 # static: it runs as another user, who may not reach the build tree

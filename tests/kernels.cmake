@@ -5,24 +5,24 @@ set(GEMMK_SRC ${CMAKE_CURRENT_LIST_DIR}/../kernels/src)
 # CPU: plain C, no CUDA needed to build or run.
 gemm_test(kernels_desc_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels/desc_test.c
-  TIMEOUT 30)
+  LABELS unit kernels TIMEOUT 30)
 target_include_directories(kernels_desc_test PRIVATE ${GEMMK_SRC})
 gemm_test(kernels_tmap_cache_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels/tmap_cache_test.c
           ${GEMMK_SRC}/tmap_cache.c
-  TIMEOUT 30)
+  LABELS unit kernels TIMEOUT 30)
 target_include_directories(kernels_tmap_cache_test PRIVATE ${GEMMK_SRC})
 gemm_test(kernels_tf32_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels/tf32_test.c
   LIBS m
-  TIMEOUT 30)
+  LABELS unit kernels TIMEOUT 30)
 target_include_directories(kernels_tf32_test PRIVATE ${GEMMK_SRC})
 # Ozaki-II arithmetic (moduli, CRT, scaling, residues) against exact
 # 128-bit integers.
 gemm_test(kernels_ozaki_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels/ozaki_test.c
   LIBS m
-  TIMEOUT 60)
+  LABELS unit kernels TIMEOUT 60)
 target_include_directories(kernels_ozaki_test PRIVATE ${GEMMK_SRC})
 
 # The catalog's listing and gemmk_check: host code of the kernels library
@@ -31,12 +31,13 @@ if(GEMM_HAVE_CUDA)
   gemm_test(kernels_catalog_test
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels/catalog_test.c
     LIBS gemm_kernels
-    TIMEOUT 30)
+    LABELS unit kernels TIMEOUT 30)
   set_target_properties(kernels_catalog_test PROPERTIES LINKER_LANGUAGE CUDA)
 endif()
 
-# GPU: a plain program (no Criterion, so it runs on the bare device host);
-# prints "skipped: no CUDA device" and passes where there is none.
+# GPU: plain programs (no Criterion, so they run on the bare device host);
+# where there is no CUDA device (or not an sm_90 one) they print why and
+# exit 77, which ctest reports as skipped.
 if(GEMM_HAVE_CUDA)
   add_executable(kernels_gpu_test ${CMAKE_CURRENT_LIST_DIR}/kernels/gpu_test.cu)
   set_target_properties(kernels_gpu_test PROPERTIES
@@ -44,8 +45,8 @@ if(GEMM_HAVE_CUDA)
   target_link_libraries(kernels_gpu_test PRIVATE gemm_kernels CUDA::cublas)
   target_include_directories(kernels_gpu_test PRIVATE ${GEMMK_SRC}
     ${gemmd_SOURCE_DIR}/kernels/tools)
-  add_test(NAME kernels_gpu_test COMMAND kernels_gpu_test)
-  set_tests_properties(kernels_gpu_test PROPERTIES TIMEOUT 600)
+  gemm_add_test(NAME kernels_gpu_test COMMAND kernels_gpu_test
+    LABELS kernels gpu TIMEOUT 600)
   add_executable(kernels_catalog_gpu_test
     ${CMAKE_CURRENT_LIST_DIR}/kernels/catalog_gpu_test.cu)
   set_target_properties(kernels_catalog_gpu_test PROPERTIES
@@ -53,9 +54,9 @@ if(GEMM_HAVE_CUDA)
   target_link_libraries(kernels_catalog_gpu_test PRIVATE gemm_kernels)
   target_include_directories(kernels_catalog_gpu_test PRIVATE
     ${gemmd_SOURCE_DIR}/kernels/tools)
-  add_test(NAME kernels_catalog_gpu_test COMMAND kernels_catalog_gpu_test)
-  set_tests_properties(kernels_catalog_gpu_test PROPERTIES TIMEOUT 900)
-  # int8 GEMM and the Ozaki-II fp64 emulation (issue 14)
+  gemm_add_test(NAME kernels_catalog_gpu_test COMMAND kernels_catalog_gpu_test
+    LABELS kernels gpu TIMEOUT 900)
+  # int8 GEMM and the Ozaki-II fp64 emulation
   add_executable(kernels_ozaki_gpu_test
     ${CMAKE_CURRENT_LIST_DIR}/kernels/ozaki_gpu_test.cu)
   set_target_properties(kernels_ozaki_gpu_test PROPERTIES
@@ -63,6 +64,12 @@ if(GEMM_HAVE_CUDA)
   target_link_libraries(kernels_ozaki_gpu_test PRIVATE gemm_kernels)
   target_include_directories(kernels_ozaki_gpu_test PRIVATE
     ${gemmd_SOURCE_DIR}/kernels/tools)
-  add_test(NAME kernels_ozaki_gpu_test COMMAND kernels_ozaki_gpu_test)
-  set_tests_properties(kernels_ozaki_gpu_test PROPERTIES TIMEOUT 900)
+  gemm_add_test(NAME kernels_ozaki_gpu_test COMMAND kernels_ozaki_gpu_test
+    LABELS kernels gpu TIMEOUT 900)
 endif()
+
+# The generated wgmma wrappers match their generator (no CUDA needed).
+gemm_add_test(NAME kernels_wgmma_generated
+  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/kernels/wgmma_gen_check.sh
+          ${PROJECT_SOURCE_DIR}
+  LABELS unit kernels TIMEOUT 30)

@@ -44,24 +44,24 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-#define CUDA_CHECK(call)                                                      \
-    do {                                                                      \
-        cudaError_t e_ = (call);                                              \
-        if (e_ != cudaSuccess) {                                              \
-            fprintf(stderr, "fresh_cublas: %s failed: %s (%s:%d)\n", #call,  \
-                    cudaGetErrorString(e_), __FILE__, __LINE__);              \
-            exit(1);                                                          \
-        }                                                                     \
+#define CUDA_CHECK(call)                                                       \
+    do {                                                                       \
+        cudaError_t e_ = (call);                                               \
+        if (e_ != cudaSuccess) {                                               \
+            fprintf(stderr, "fresh_cublas: %s failed: %s (%s:%d)\n", #call,    \
+                    cudaGetErrorString(e_), __FILE__, __LINE__);               \
+            exit(1);                                                           \
+        }                                                                      \
     } while (0)
 
-#define CUBLAS_CHECK(call)                                                    \
-    do {                                                                      \
-        cublasStatus_t s_ = (call);                                           \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                    \
-            fprintf(stderr, "fresh_cublas: %s failed: %s (%s:%d)\n", #call,  \
-                    cublasGetStatusString(s_), __FILE__, __LINE__);           \
-            exit(1);                                                          \
-        }                                                                     \
+#define CUBLAS_CHECK(call)                                                     \
+    do {                                                                       \
+        cublasStatus_t s_ = (call);                                            \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                     \
+            fprintf(stderr, "fresh_cublas: %s failed: %s (%s:%d)\n", #call,    \
+                    cublasGetStatusString(s_), __FILE__, __LINE__);            \
+            exit(1);                                                           \
+        }                                                                      \
     } while (0)
 
 /* ---- host-side types -------------------------------------------------- */
@@ -103,7 +103,7 @@ static uint16_t to_fp16(float f) /* finite |f| < 65504, nearest even */
         return sign | (uint16_t)q;
     }
     int e;
-    float mant = frexpf(a, &e); /* a = mant * 2^e, mant in [0.5, 1) */
+    float mant = frexpf(a, &e);        /* a = mant * 2^e, mant in [0.5, 1) */
     float q = nearbyintf(mant * 2048); /* 11 significant bits */
     if (q == 2048) {
         q = 1024;
@@ -148,16 +148,15 @@ static void fill(void *p, dtype t, size_t n, uint64_t *rng)
         for (size_t i = 0; i < n; i += 4) {
             uint64_t z = rng_next(rng);
             for (size_t q = 0; q < 4 && i + q < n; q++) {
-                float x = ((float)((z >> (16 * q)) & 0xffffu) - 32767.5f) *
-                          0x1p-15f;
+                float x =
+                    ((float)((z >> (16 * q)) & 0xffffu) - 32767.5f) * 0x1p-15f;
                 h[i + q] = t == BF16 ? to_bf16(x) : to_fp16(x);
             }
         }
         return;
     }
     for (size_t i = 0; i < n; i++) {
-        float x = (float)((rng_next(rng) >> 40) * (1.0 / (1ull << 24))) * 2 -
-                  1;
+        float x = (float)((rng_next(rng) >> 40) * (1.0 / (1ull << 24))) * 2 - 1;
         if (x == 0.0f)
             x = 0.5f;
         if (t == FP32)
@@ -207,7 +206,8 @@ static double median(double *v, int n)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: fresh_cublas [-m M] [-n N] [-k K] [--dtype T] [--cd-dtype T]\n"
         "                    [--ta] [--tb] [--repeat R] [--check] "
         "[--device N]\n"
@@ -219,18 +219,27 @@ static void usage(FILE *f)
 static int parse_args(int argc, char **argv)
 {
     enum { O_DT = 256, O_CDT, O_TA, O_TB, O_REP, O_CHECK, O_DEV };
-    static const struct option lo[] = {
-        {"dtype", 1, 0, O_DT},   {"cd-dtype", 1, 0, O_CDT},
-        {"ta", 0, 0, O_TA},      {"tb", 0, 0, O_TB},
-        {"repeat", 1, 0, O_REP}, {"check", 0, 0, O_CHECK},
-        {"device", 1, 0, O_DEV}, {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"dtype", 1, 0, O_DT},
+                                       {"cd-dtype", 1, 0, O_CDT},
+                                       {"ta", 0, 0, O_TA},
+                                       {"tb", 0, 0, O_TB},
+                                       {"repeat", 1, 0, O_REP},
+                                       {"check", 0, 0, O_CHECK},
+                                       {"device", 1, 0, O_DEV},
+                                       {"help", 0, 0, 'h'},
+                                       {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:n:k:h", lo, NULL)) != -1) {
         switch (ch) {
-        case 'm': opt.m = atol(optarg); break;
-        case 'n': opt.n = atol(optarg); break;
-        case 'k': opt.k = atol(optarg); break;
+        case 'm':
+            opt.m = atol(optarg);
+            break;
+        case 'n':
+            opt.n = atol(optarg);
+            break;
+        case 'k':
+            opt.k = atol(optarg);
+            break;
         case O_DT:
         case O_CDT: {
             int t = -1;
@@ -247,13 +256,27 @@ static int parse_args(int argc, char **argv)
                 opt.cd = (dtype)t, opt.cd_given = 1;
             break;
         }
-        case O_TA: opt.ta = 1; break;
-        case O_TB: opt.tb = 1; break;
-        case O_REP: opt.repeat = atoi(optarg); break;
-        case O_CHECK: opt.check = 1; break;
-        case O_DEV: opt.device = atoi(optarg); break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); return -1;
+        case O_TA:
+            opt.ta = 1;
+            break;
+        case O_TB:
+            opt.tb = 1;
+            break;
+        case O_REP:
+            opt.repeat = atoi(optarg);
+            break;
+        case O_CHECK:
+            opt.check = 1;
+            break;
+        case O_DEV:
+            opt.device = atoi(optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return -1;
         }
     }
     if (!opt.cd_given)
@@ -336,11 +359,10 @@ int main(int argc, char **argv)
 
         t = now_s();
         CUDA_CHECK(cudaEventRecord(e0, 0));
-        CUBLAS_CHECK(cublasGemmEx(h, opb, opa, (int)n, (int)m, (int)k, &alpha,
-                                  db, cuda_type(opt.ab), ldb, da,
-                                  cuda_type(opt.ab), lda, &beta, dd,
-                                  cuda_type(opt.cd), (int)n,
-                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        CUBLAS_CHECK(cublasGemmEx(
+            h, opb, opa, (int)n, (int)m, (int)k, &alpha, db, cuda_type(opt.ab),
+            ldb, da, cuda_type(opt.ab), lda, &beta, dd, cuda_type(opt.cd),
+            (int)n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         CUDA_CHECK(cudaEventRecord(e1, 0));
         CUDA_CHECK(cudaEventSynchronize(e1));
         w_gemm[r] = (now_s() - t) * 1e3;

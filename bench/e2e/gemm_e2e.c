@@ -36,10 +36,10 @@
 #include <unistd.h>
 
 #define MAX_INFLIGHT 16
-#define MAX_PROCS 256
-#define MAX_SAMPLES (1u << 20) /* round trips kept per process and phase */
-#define PCIE_GBS 55.0          /* measured per direction on the H100 host */
-#define ALIGN 4096             /* operands start on pages in a buffer set */
+#define MAX_PROCS    256
+#define MAX_SAMPLES  (1u << 20) /* round trips kept per process and phase */
+#define PCIE_GBS     55.0       /* measured per direction on the H100 host */
+#define ALIGN        4096       /* operands start on pages in a buffer set */
 
 enum phase { PH_PING, PH_GEMM, PH_N };
 
@@ -95,10 +95,10 @@ static options opt = {
     .seed = 1,
 };
 
-static tally *tallies;  /* [procs][PH_N] */
+static tally *tallies;    /* [procs][PH_N] */
 static gemm_status dstat; /* the daemon's, after the run */
 static int have_dstat;
-static float *samples;  /* [procs][PH_N][MAX_SAMPLES], round trips in us */
+static float *samples; /* [procs][PH_N][MAX_SAMPLES], round trips in us */
 
 static tally *tally_of(int proc, int ph)
 {
@@ -155,15 +155,27 @@ typedef struct slot {
     gemm_op op;
     gemm_request *pend;
     double t_sent;
-    uint64_t replies; /* timed replies, for --check-every */
+    uint64_t replies;   /* timed replies, for --check-every */
     const char *b_host; /* B's stored values (the uploaded copy if
                            resident), for the reference */
 } slot;
 
-static uint64_t a_rows(void) { return opt.ta ? opt.k : opt.m; }
-static uint64_t a_cols(void) { return opt.ta ? opt.m : opt.k; }
-static uint64_t b_rows(void) { return opt.tb ? opt.n : opt.k; }
-static uint64_t b_cols(void) { return opt.tb ? opt.k : opt.n; }
+static uint64_t a_rows(void)
+{
+    return opt.ta ? opt.k : opt.m;
+}
+static uint64_t a_cols(void)
+{
+    return opt.ta ? opt.m : opt.k;
+}
+static uint64_t b_rows(void)
+{
+    return opt.tb ? opt.n : opt.k;
+}
+static uint64_t b_cols(void)
+{
+    return opt.tb ? opt.k : opt.n;
+}
 
 /* Bytes the daemon copies in and out per request (as the client stores
  * them; the daemon's padded pitch is not counted). */
@@ -200,8 +212,8 @@ static int slot_init(gemm_client *c, slot *s, uint64_t *rng)
     uint64_t oa = 0;
     uint64_t ob = align_up(oa + a_rows() * a_cols() * sab, ALIGN);
     uint64_t oc = align_up(ob + b_rows() * b_cols() * sab, ALIGN);
-    uint64_t od = opt.beta != 0 ? align_up(oc + opt.m * opt.n * scd, ALIGN)
-                                : oc;
+    uint64_t od =
+        opt.beta != 0 ? align_up(oc + opt.m * opt.n * scd, ALIGN) : oc;
     uint64_t size = align_up(od + opt.m * opt.n * scd, ALIGN);
     uint64_t widest = a_cols() > b_cols() ? a_cols() : b_cols();
     if (opt.n > widest)
@@ -254,8 +266,7 @@ static uint64_t b_tensor;
 static int resident_b_setup(gemm_client *c, slot *slots)
 {
     gemm_matrix src = slots[0].op.b;
-    int rv = gemm_tensor_upload(c, &src, b_rows(), b_cols(), opt.ab,
-                                &b_tensor);
+    int rv = gemm_tensor_upload(c, &src, b_rows(), b_cols(), opt.ab, &b_tensor);
     if (rv != GEMM_OK)
         return rv;
     for (int i = 0; i < opt.inflight; i++) {
@@ -277,7 +288,10 @@ static int resident_b_setup(gemm_client *c, slot *slots)
     (void)c, (void)slots;
     return GEMM_ERR_UNSUPPORTED;
 }
-static void resident_b_free(gemm_client *c) { (void)c; }
+static void resident_b_free(gemm_client *c)
+{
+    (void)c;
+}
 #define HAVE_RESIDENT 0
 #endif
 
@@ -329,8 +343,8 @@ static int check_slot(const slot *s, double *rel, char *why, size_t len)
         goto out;
     }
     gemm_convert(bf, GEMM_FP32, s->b_host, opt.ab, br * bc);
-    uint64_t nrows = (uint64_t)opt.check_rows < m ? (uint64_t)opt.check_rows
-                                                   : m;
+    uint64_t nrows =
+        (uint64_t)opt.check_rows < m ? (uint64_t)opt.check_rows : m;
     for (uint64_t r = 0; r < nrows && ok; r++) {
         uint64_t i = nrows == 1 ? 0 : r * (m - 1) / (nrows - 1);
         const char *a = base + s->op.a.offset;
@@ -385,15 +399,13 @@ static int check_slot(const slot *s, double *rel, char *why, size_t len)
             if (crow != NULL)
                 ref += opt.beta * crow[x];
             double d = drow[x], e = d - ref;
-            double bound = eps_cd * fabs(ref) +
-                           sqrt((double)k) * ldexp(1, -20) *
-                               fabs(opt.alpha) * mag[x] +
-                           (crow ? eps_cd * fabs(opt.beta * crow[x]) : 0) +
-                           tiny;
+            double bound =
+                eps_cd * fabs(ref) +
+                sqrt((double)k) * ldexp(1, -20) * fabs(opt.alpha) * mag[x] +
+                (crow ? eps_cd * fabs(opt.beta * crow[x]) : 0) + tiny;
             if (!isfinite(d) || fabs(e) > bound) {
                 snprintf(why, len, "D[%llu][%llu] = %.9g, reference %.9g",
-                         (unsigned long long)i, (unsigned long long)x, d,
-                         ref);
+                         (unsigned long long)i, (unsigned long long)x, d, ref);
                 ok = 0;
                 break;
             }
@@ -404,8 +416,7 @@ static int check_slot(const slot *s, double *rel, char *why, size_t len)
     }
     *rel = den > 0 ? sqrt(num / den) : sqrt(num);
     if (ok && *rel > tolerance()) {
-        snprintf(why, len, "relative error %.3g above %.0e", *rel,
-                 tolerance());
+        snprintf(why, len, "relative error %.3g above %.0e", *rel, tolerance());
         ok = 0;
     }
 out:
@@ -578,8 +589,7 @@ static int client_main(int idx, int ready, const int *go)
             note_error(tg, rv, "buffer set");
             ok = 0;
         }
-    if (ok && opt.resident_b &&
-        (rv = resident_b_setup(c, slots)) != GEMM_OK) {
+    if (ok && opt.resident_b && (rv = resident_b_setup(c, slots)) != GEMM_OK) {
         note_error(tg, rv, "resident B upload");
         ok = 0;
     }
@@ -699,7 +709,8 @@ static result gather(int ph)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: gemm_e2e [options]\n"
         "Streams GEMMs through a running gemmd from P client processes.\n\n"
         "  --url URL          the daemon (default: $GEMM_URL, then the\n"
@@ -745,54 +756,138 @@ static int parse_dim(const char *s, uint64_t *out)
 
 static int parse_args(int argc, char **argv)
 {
-    enum { O_URL = 256, O_PROCS, O_INFL, O_SECS, O_REQS, O_DT, O_CDT, O_TA,
-           O_TB, O_ALPHA, O_BETA, O_CHECK, O_CEVERY, O_CROWS, O_WARM, O_RES,
-           O_LAT, O_PING, O_LABEL, O_CSV, O_SEED };
-    static const struct option lo[] = {
-        {"url", 1, 0, O_URL},          {"procs", 1, 0, O_PROCS},
-        {"inflight", 1, 0, O_INFL},    {"seconds", 1, 0, O_SECS},
-        {"requests", 1, 0, O_REQS},    {"dtype", 1, 0, O_DT},
-        {"cd-dtype", 1, 0, O_CDT},     {"ta", 0, 0, O_TA},
-        {"tb", 0, 0, O_TB},            {"alpha", 1, 0, O_ALPHA},
-        {"beta", 1, 0, O_BETA},        {"check", 0, 0, O_CHECK},
-        {"check-every", 1, 0, O_CEVERY}, {"check-rows", 1, 0, O_CROWS},
-        {"warmup", 1, 0, O_WARM},      {"resident-b", 0, 0, O_RES},
-        {"latency", 0, 0, O_LAT},      {"ping-baseline", 0, 0, O_PING},
-        {"label", 1, 0, O_LABEL},      {"csv", 1, 0, O_CSV},
-        {"seed", 1, 0, O_SEED},        {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
+    enum {
+        O_URL = 256,
+        O_PROCS,
+        O_INFL,
+        O_SECS,
+        O_REQS,
+        O_DT,
+        O_CDT,
+        O_TA,
+        O_TB,
+        O_ALPHA,
+        O_BETA,
+        O_CHECK,
+        O_CEVERY,
+        O_CROWS,
+        O_WARM,
+        O_RES,
+        O_LAT,
+        O_PING,
+        O_LABEL,
+        O_CSV,
+        O_SEED
+    };
+    static const struct option lo[] = {{"url", 1, 0, O_URL},
+                                       {"procs", 1, 0, O_PROCS},
+                                       {"inflight", 1, 0, O_INFL},
+                                       {"seconds", 1, 0, O_SECS},
+                                       {"requests", 1, 0, O_REQS},
+                                       {"dtype", 1, 0, O_DT},
+                                       {"cd-dtype", 1, 0, O_CDT},
+                                       {"ta", 0, 0, O_TA},
+                                       {"tb", 0, 0, O_TB},
+                                       {"alpha", 1, 0, O_ALPHA},
+                                       {"beta", 1, 0, O_BETA},
+                                       {"check", 0, 0, O_CHECK},
+                                       {"check-every", 1, 0, O_CEVERY},
+                                       {"check-rows", 1, 0, O_CROWS},
+                                       {"warmup", 1, 0, O_WARM},
+                                       {"resident-b", 0, 0, O_RES},
+                                       {"latency", 0, 0, O_LAT},
+                                       {"ping-baseline", 0, 0, O_PING},
+                                       {"label", 1, 0, O_LABEL},
+                                       {"csv", 1, 0, O_CSV},
+                                       {"seed", 1, 0, O_SEED},
+                                       {"help", 0, 0, 'h'},
+                                       {0, 0, 0, 0}};
     int ch, have_m = 0, have_n = 0, have_k = 0, have_q = 0, bad = 0;
     while ((ch = getopt_long(argc, argv, "m:n:k:h", lo, NULL)) != -1) {
         switch (ch) {
-        case 'm': bad |= parse_dim(optarg, &opt.m); have_m = 1; break;
-        case 'n': bad |= parse_dim(optarg, &opt.n); have_n = 1; break;
-        case 'k': bad |= parse_dim(optarg, &opt.k); have_k = 1; break;
-        case O_URL: opt.url = optarg; break;
-        case O_PROCS: opt.procs = atoi(optarg); break;
-        case O_INFL: opt.inflight = atoi(optarg); have_q = 1; break;
-        case O_SECS: opt.seconds = atof(optarg); break;
-        case O_REQS: opt.requests = atol(optarg); break;
-        case O_DT: bad |= gemm_dtype_parse(optarg, &opt.ab) != 0; break;
+        case 'm':
+            bad |= parse_dim(optarg, &opt.m);
+            have_m = 1;
+            break;
+        case 'n':
+            bad |= parse_dim(optarg, &opt.n);
+            have_n = 1;
+            break;
+        case 'k':
+            bad |= parse_dim(optarg, &opt.k);
+            have_k = 1;
+            break;
+        case O_URL:
+            opt.url = optarg;
+            break;
+        case O_PROCS:
+            opt.procs = atoi(optarg);
+            break;
+        case O_INFL:
+            opt.inflight = atoi(optarg);
+            have_q = 1;
+            break;
+        case O_SECS:
+            opt.seconds = atof(optarg);
+            break;
+        case O_REQS:
+            opt.requests = atol(optarg);
+            break;
+        case O_DT:
+            bad |= gemm_dtype_parse(optarg, &opt.ab) != 0;
+            break;
         case O_CDT:
             bad |= gemm_dtype_parse(optarg, &opt.cd) != 0;
             opt.cd_given = 1;
             break;
-        case O_TA: opt.ta = 1; break;
-        case O_TB: opt.tb = 1; break;
-        case O_ALPHA: opt.alpha = (float)atof(optarg); break;
-        case O_BETA: opt.beta = (float)atof(optarg); break;
-        case O_CHECK: opt.check = 1; break;
-        case O_CEVERY: opt.check_every = atoi(optarg); break;
-        case O_CROWS: opt.check_rows = atoi(optarg); break;
-        case O_WARM: opt.warmup = atoi(optarg); break;
-        case O_RES: opt.resident_b = 1; break;
-        case O_LAT: opt.latency = 1; break;
-        case O_PING: opt.ping = 1; break;
-        case O_LABEL: opt.label = optarg; break;
-        case O_CSV: opt.csv = optarg; break;
-        case O_SEED: opt.seed = (unsigned)atol(optarg); break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); return -1;
+        case O_TA:
+            opt.ta = 1;
+            break;
+        case O_TB:
+            opt.tb = 1;
+            break;
+        case O_ALPHA:
+            opt.alpha = (float)atof(optarg);
+            break;
+        case O_BETA:
+            opt.beta = (float)atof(optarg);
+            break;
+        case O_CHECK:
+            opt.check = 1;
+            break;
+        case O_CEVERY:
+            opt.check_every = atoi(optarg);
+            break;
+        case O_CROWS:
+            opt.check_rows = atoi(optarg);
+            break;
+        case O_WARM:
+            opt.warmup = atoi(optarg);
+            break;
+        case O_RES:
+            opt.resident_b = 1;
+            break;
+        case O_LAT:
+            opt.latency = 1;
+            break;
+        case O_PING:
+            opt.ping = 1;
+            break;
+        case O_LABEL:
+            opt.label = optarg;
+            break;
+        case O_CSV:
+            opt.csv = optarg;
+            break;
+        case O_SEED:
+            opt.seed = (unsigned)atol(optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return -1;
         }
     }
     if (opt.latency) {
@@ -809,11 +904,12 @@ static int parse_args(int argc, char **argv)
     if (opt.check_every > 0)
         opt.check = 1;
     if (opt.label == NULL)
-        opt.label = opt.latency ? "latency"
-                    : opt.resident_b ? "resident-b" : "stream";
+        opt.label = opt.latency      ? "latency"
+                    : opt.resident_b ? "resident-b"
+                                     : "stream";
     if (bad || opt.procs < 1 || opt.procs > MAX_PROCS || opt.inflight < 1 ||
-        opt.inflight > MAX_INFLIGHT || opt.check_rows < 1 ||
-        opt.warmup < 0 || opt.check_every < 0 || optind != argc) {
+        opt.inflight > MAX_INFLIGHT || opt.check_rows < 1 || opt.warmup < 0 ||
+        opt.check_every < 0 || optind != argc) {
         usage(stderr);
         return -1;
     }
@@ -867,8 +963,7 @@ static rates rates_of(const result *r)
         x.h2d = x.rps * bi * 1e-9;
         x.d2h = x.rps * bo * 1e-9;
         /* the floor: both directions at PCIE_GBS at once */
-        double floor_s = (double)r->ok * (bi > bo ? bi : bo) /
-                         (PCIE_GBS * 1e9);
+        double floor_s = (double)r->ok * (bi > bo ? bi : bo) / (PCIE_GBS * 1e9);
         x.floor_pct = floor_s / r->wall * 100;
     }
     if (r->ok > 0)
@@ -885,17 +980,17 @@ static void print_gemm(const result *r)
     shape_str(shape, sizeof(shape));
     if (r->checked > 0)
         snprintf(chk, sizeof(chk), "%llu, %llu wrong (%.2g)",
-                 (unsigned long long)r->checked,
-                 (unsigned long long)r->wrong, r->worst_rel);
+                 (unsigned long long)r->checked, (unsigned long long)r->wrong,
+                 r->worst_rel);
     else
         snprintf(chk, sizeof(chk), "-");
     printf("| %s | %s | %s -> %s | %d x %d | %llu | %.1f | %.3g | %.2f | "
            "%.2f | %.1f%% | %.1f | %.1f | %.3f | %.3g | %.1f%% | %llu | %s "
            "|\n",
            opt.label, shape, gemm_dtype_name(opt.ab), gemm_dtype_name(opt.cd),
-           opt.procs, opt.inflight, (unsigned long long)r->ok, x.rps,
-           x.tflops, x.h2d, x.d2h, x.floor_pct, r->p50, r->p99, x.dms,
-           x.ktflops, x.ktflops > 0 ? x.tflops / x.ktflops * 100 : 0,
+           opt.procs, opt.inflight, (unsigned long long)r->ok, x.rps, x.tflops,
+           x.h2d, x.d2h, x.floor_pct, r->p50, r->p99, x.dms, x.ktflops,
+           x.ktflops > 0 ? x.tflops / x.ktflops * 100 : 0,
            (unsigned long long)r->errors, chk);
 }
 
@@ -918,9 +1013,10 @@ static void write_csv(const result *rp, const result *rg)
         rates x = ph == PH_GEMM ? rates_of(r) : (rates){0};
         if (ph == PH_PING && r->wall > 0)
             x.rps = (double)r->ok / r->wall;
-        fprintf(f, "%s,%s,%llu,%llu,%llu,%s,%s,%d,%d,%d,%d,%d,%llu,%llu,"
-                   "%llu,%llu,%.3g,%.6f,%.3f,%.4f,%.4f,%.4f,%.2f,%.2f,%.2f,"
-                   "%.2f,%.4f,%.4f,%.2f,%.2f,%.2f,%.2f,%.3f\n",
+        fprintf(f,
+                "%s,%s,%llu,%llu,%llu,%s,%s,%d,%d,%d,%d,%d,%llu,%llu,"
+                "%llu,%llu,%.3g,%.6f,%.3f,%.4f,%.4f,%.4f,%.2f,%.2f,%.2f,"
+                "%.2f,%.4f,%.4f,%.2f,%.2f,%.2f,%.2f,%.3f\n",
                 opt.label, ph == PH_PING ? "ping" : "gemm",
                 (unsigned long long)opt.m, (unsigned long long)opt.n,
                 (unsigned long long)opt.k, gemm_dtype_name(opt.ab),
@@ -931,8 +1027,8 @@ static void write_csv(const result *rp, const result *rg)
                 r->worst_rel, r->wall, x.rps, x.tflops, x.h2d, x.d2h,
                 x.floor_pct, r->p50, r->p99, r->mean, x.dms,
                 r->ok ? r->queued_us / (double)r->ok * 1e-3 : 0,
-                dstat.stage_queue_us, dstat.stage_h2d_us,
-                dstat.stage_kernel_us, dstat.stage_d2h_us, x.ktflops);
+                dstat.stage_queue_us, dstat.stage_h2d_us, dstat.stage_kernel_us,
+                dstat.stage_d2h_us, x.ktflops);
     }
     fclose(f);
 }
@@ -1038,9 +1134,8 @@ int main(int argc, char **argv)
                "%.1f us, kernel %.1f us, D2H %.1f us; pinned %.1f MiB, "
                "device %.1f MiB, %u resident tensors, tensor maps %llu hits "
                "%llu misses\n",
-               dstat.stage_queue_us, dstat.stage_h2d_us,
-               dstat.stage_kernel_us, dstat.stage_d2h_us,
-               (double)dstat.pinned_bytes / 1048576.0,
+               dstat.stage_queue_us, dstat.stage_h2d_us, dstat.stage_kernel_us,
+               dstat.stage_d2h_us, (double)dstat.pinned_bytes / 1048576.0,
                (double)dstat.device_bytes / 1048576.0, dstat.tensors,
                (unsigned long long)dstat.tmap_hits,
                (unsigned long long)dstat.tmap_misses);

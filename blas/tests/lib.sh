@@ -1,8 +1,10 @@
 # lib.sh: what the libgemmblas test scripts share (sourced, POSIX sh).
 # A private gemmd (the CPU backend, the one just built: $GEMMD) on a
 # socket in a fresh temporary directory, its counters through $GEMMCTL,
-# and loud failures: a missing tool or package is an error naming the
-# package, never a silent skip (scripts/install-deps.sh installs them).
+# and honest skips: a missing tool or package makes the test exit 77
+# (ctest: skipped) naming the package, or fail where $GEMM_REQUIRE names
+# the package or is "all" (.ci/run: CI installs them all through
+# scripts/install-deps.sh).
 #
 # The test's environment (set by CMake): GEMMD, GEMMCTL, GEMMBLAS_LIB
 # (libgemmblas.so.0), GEMMBLAS_LIB3 (the directory of lib3/libblas.so.3),
@@ -26,9 +28,20 @@ fail() {
     exit 1
 }
 
-# need FILE PACKAGE: FILE must exist, else the test fails naming PACKAGE.
+# missing WHAT PACKAGE: WHAT is not on this host: skip (exit 77) naming
+# PACKAGE, or fail when $GEMM_REQUIRE names PACKAGE or is "all".
+missing() {
+    case " $(echo "${GEMM_REQUIRE:-}" | tr , ' ') " in
+    *" all "* | *" $2 "*)
+        fail "$1 is missing, and GEMM_REQUIRE says this host has it: install the Debian package $2 (scripts/install-deps.sh does)" ;;
+    esac
+    echo "skipped: $1 is missing (install the Debian package $2; scripts/install-deps.sh does)"
+    exit 77
+}
+
+# need FILE PACKAGE: FILE must exist, else missing FILE PACKAGE.
 need() {
-    [ -e "$1" ] || fail "$1 is missing: install the Debian package $2 (scripts/install-deps.sh does)"
+    [ -e "$1" ] || missing "$1" "$2"
 }
 
 # start_gemmd [gemmd options]: a private gemmd; sets T (its directory, also

@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 need /usr/bin/python3 python3
 /usr/bin/python3 -c "import numpy" 2>/dev/null ||
-    fail "numpy is missing for /usr/bin/python3: install the Debian package python3-numpy (scripts/install-deps.sh does)"
+    missing "numpy for /usr/bin/python3" python3-numpy
 start_gemmd
 /usr/bin/python3 "$here/numpy_check.py" ref "$T"
 before=$(counter requests_served)

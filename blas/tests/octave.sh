@@ -8,7 +8,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 command -v octave-cli >/dev/null ||
-    fail "octave-cli is missing: install the Debian package octave (scripts/install-deps.sh does)"
+    missing octave-cli octave
 start_gemmd
 cat >"$T/prod.m" <<'OM'
 rand("seed", 7); randn("seed", 7);

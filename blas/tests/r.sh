@@ -9,7 +9,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 command -v Rscript >/dev/null ||
-    fail "Rscript is missing: install the Debian package r-base-core (scripts/install-deps.sh does)"
+    missing Rscript r-base-core
 start_gemmd
 cat >"$T/check.R" <<'RS'
 set.seed(11)

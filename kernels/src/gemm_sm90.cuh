@@ -540,20 +540,17 @@ __global__ void __launch_bounds__(384, 1)
                                     float4 w = PR == 1 ? __ldcg(pslot + i * 128)
                                                        : pslot[i * 128];
                                     d[4 * i] = __fadd_rn(d[4 * i], w.x);
-                                    d[4 * i + 1] =
-                                        __fadd_rn(d[4 * i + 1], w.y);
-                                    d[4 * i + 2] =
-                                        __fadd_rn(d[4 * i + 2], w.z);
-                                    d[4 * i + 3] =
-                                        __fadd_rn(d[4 * i + 3], w.w);
+                                    d[4 * i + 1] = __fadd_rn(d[4 * i + 1], w.y);
+                                    d[4 * i + 2] = __fadd_rn(d[4 * i + 2], w.z);
+                                    d[4 * i + 3] = __fadd_rn(d[4 * i + 3], w.w);
                                 }
                             }
                         } else if (fresh) {
 #pragma unroll
                             for (int i = 0; i < BN / 8; i++) {
-                                float4 w = make_float4(d[4 * i], d[4 * i + 1],
-                                                       d[4 * i + 2],
-                                                       d[4 * i + 3]);
+                                float4 w =
+                                    make_float4(d[4 * i], d[4 * i + 1],
+                                                d[4 * i + 2], d[4 * i + 3]);
                                 if constexpr (PR == 1)
                                     __stcg(pslot + i * 128, w);
                                 else
@@ -724,8 +721,8 @@ __global__ void __launch_bounds__(384, 1)
         constexpr uint32_t B_KSTEP = BMN ? 16 * 128 : 32;
         const uint64_t da0 =
             gemmk_desc_encode(smem_u32(sa), A_LBO, 1024, GEMMK_SWIZZLE_128B);
-        const uint64_t da1 = gemmk_desc_encode(smem_u32(sa) + SLAB, A_LBO,
-                                               1024, GEMMK_SWIZZLE_128B);
+        const uint64_t da1 = gemmk_desc_encode(smem_u32(sa) + SLAB, A_LBO, 1024,
+                                               GEMMK_SWIZZLE_128B);
         const uint64_t db0 =
             gemmk_desc_encode(smem_u32(sb), B_LBO, 1024, GEMMK_SWIZZLE_128B);
         int i = 0, j = 0;

@@ -106,8 +106,7 @@ cudaError_t launch_tf32_ws64(const Launch &l)
         W6_SMEM);
     if (e != cudaSuccess)
         return e;
-    gemm_tf32_ws64_kernel<<<l.grid, 160, W6_SMEM, l.stream>>>(l.ta, l.tb,
-                                                              l.p);
+    gemm_tf32_ws64_kernel<<<l.grid, 160, W6_SMEM, l.stream>>>(l.ta, l.tb, l.p);
     return cudaGetLastError();
 }
 

@@ -76,8 +76,7 @@ GEMMK_TF32_HD void gemmk_tf32_split(float a, float *big, float *small)
 {
     uint32_t ua = gemmk_f32_bits(a);
     uint32_t ub = gemmk_tf32_round_bits(ua);
-    if ((ua & 0x7f800000u) != 0x7f800000u &&
-        (ub & 0x7f800000u) == 0x7f800000u)
+    if ((ua & 0x7f800000u) != 0x7f800000u && (ub & 0x7f800000u) == 0x7f800000u)
         ub = ua & 0xffffe000u;
     float b = gemmk_bits_f32(ub);
     float r = a - b;

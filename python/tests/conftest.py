@@ -11,14 +11,21 @@ GEMM_TEST_BACKEND (cpu or cuda), GEMM_TEST_KEEP=1 (keep the directories
 and their logs).
 
 Fixtures: ``daemon`` (one per session), ``client`` (a new connection to it
-per test), ``make_daemon(*extra_args)`` (a private daemon for one test,
-with options such as --max-queue).
+per test), ``make_daemon(*extra_args, hold=False)`` (a private daemon for
+one test, with options such as --max-queue; with hold=True and the cpu
+backend, ``d.hold`` is the test hold, else None).
+
+The test hold (tests/util/hold.h): gemmd_test, the gemmd the ctest runs,
+has on the CPU backend a kernel "test-hold" (Hold.KERNEL) that blocks the
+worker until the test releases it, so a test keeps a GEMM running (and
+those behind it queued) exactly as long as it needs, on any host.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -40,10 +47,47 @@ def gemmd_path() -> str:
     return path
 
 
+def require(tool: str) -> bool:
+    """Whether $GEMM_REQUIRE (.ci/run: "all") says this host has tool, so
+    that a test needing it fails rather than skips when it is missing."""
+    words = os.environ.get("GEMM_REQUIRE", "").replace(",", " ").split()
+    return "all" in words or tool in words
+
+
+class Hold:
+    """The test's end of the CPU backend's test hold: gemmd gets the other
+    end of a socket pair (GEMMD_TEST_HOLD_FD); a GEMM with kernel=KERNEL
+    writes one byte when the worker takes it (wait()) and runs once
+    release() writes one back; close() releases every hold for good."""
+
+    KERNEL = "test-hold"
+
+    def __init__(self) -> None:
+        self.ours, self.theirs = socket.socketpair()
+
+    def wait(self, timeout: float = 10.0) -> None:
+        """Returns once a held GEMM runs; fails after timeout seconds."""
+        self.ours.settimeout(timeout)
+        try:
+            got = self.ours.recv(1)
+        except socket.timeout:
+            raise AssertionError("no held GEMM reached the worker within "
+                                 "%g s" % timeout) from None
+        assert got == b"h", "the hold socket closed (gemmd gone?)"
+
+    def release(self) -> None:
+        """Lets one held GEMM go on."""
+        self.ours.send(b"r")
+
+    def close(self) -> None:
+        self.ours.close()
+        self.theirs.close()
+
+
 class Daemon:
     """One gemmd process on a private socket."""
 
-    def __init__(self, extra: Sequence[str] = ()) -> None:
+    def __init__(self, extra: Sequence[str] = (), hold: bool = False) -> None:
         tmp = os.environ.get("TMPDIR")
         if not tmp or len(tmp) > 60:
             tmp = "/tmp"
@@ -53,6 +97,8 @@ class Daemon:
         self.log = os.path.join(self.dir, "gemmd.log")
         self.extra = list(extra)
         self.proc: Optional[subprocess.Popen] = None
+        self.hold: Optional[Hold] = Hold() if hold and BACKEND == "cpu" \
+            else None
         self.start()
 
     def argv(self) -> List[str]:
@@ -71,9 +117,14 @@ class Daemon:
 
     def start(self) -> None:
         """Starts gemmd and waits (10 s at most) until it answers a ping."""
+        env, fds = None, ()
+        if self.hold is not None:
+            fd = self.hold.theirs.fileno()
+            env, fds = dict(os.environ, GEMMD_TEST_HOLD_FD=str(fd)), (fd,)
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
-                                         stdout=log, stderr=log)
+                                         stdout=log, stderr=log, env=env,
+                                         pass_fds=fds)
         until = time.monotonic() + 10
         last: Exception = RuntimeError("no attempt")
         while time.monotonic() < until:
@@ -84,6 +135,11 @@ class Daemon:
             try:
                 with gemmd.connect(self.url, timeout=1.0) as c:
                     c.ping()
+                    if self.hold is not None and Hold.KERNEL not in [
+                            k["name"] for k in c.kernels()]:
+                        # not a gemmd_test build: no hold to be had
+                        self.hold.close()
+                        self.hold = None
                 return
             except gemmd.GemmError as e:
                 last = e
@@ -100,8 +156,17 @@ class Daemon:
             return ""
         return data[-n:].decode(errors="replace")
 
+    def log_has(self, needle: str, timeout: float = 10.0) -> bool:
+        """Polls the log until a line contains needle (for what only the
+        log shows, such as a handled signal); whether one did."""
+        return eventually(lambda: needle in self.log_tail(1 << 20), timeout)
+
     def stop(self, timeout: float = 20.0) -> Optional[int]:
-        """SIGTERM; the exit status, or None if it had to be killed."""
+        """Releases the hold for good, SIGTERM; the exit status, or None if
+        it had to be killed."""
+        if self.hold is not None:
+            self.hold.close()
+            self.hold = None
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else None
         self.proc.send_signal(signal.SIGTERM)
@@ -112,6 +177,9 @@ class Daemon:
             return None
 
     def kill(self) -> None:
+        if self.hold is not None:
+            self.hold.close()
+            self.hold = None
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
@@ -159,8 +227,8 @@ def client(daemon: Daemon) -> Iterator["gemmd.Client"]:
 def make_daemon() -> Iterator[Callable[..., Daemon]]:
     made: List[Daemon] = []
 
-    def make(*extra: str) -> Daemon:
-        d = Daemon(extra)
+    def make(*extra: str, hold: bool = False) -> Daemon:
+        d = Daemon(extra, hold)
         made.append(d)
         return d
 

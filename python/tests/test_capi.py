@@ -15,6 +15,7 @@ from typing import Dict, Tuple
 
 import numpy as np
 import pytest
+from conftest import require
 
 import gemmd
 from gemmd import _capi
@@ -28,6 +29,8 @@ PKG_SRC = REPO / "python"
 def _cc() -> str:
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not cc:
+        assert not require("cc"), ("no C compiler (cc), and GEMM_REQUIRE says "
+                                   "this host has one")
         pytest.skip("skipped: no C compiler (cc) to check the ctypes mirror")
     if not (HEADER_DIR / "gemm" / "gemm.h").exists():
         pytest.skip("skipped: gemm.h not found at %s" % HEADER_DIR)

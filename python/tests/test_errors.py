@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import time
 from typing import Any
 
 import numpy as np
@@ -15,7 +14,7 @@ import pytest
 
 import gemmd
 from gemmd._conn import _buffer_of
-from conftest import BACKEND, f64, rand, rel_err
+from conftest import BACKEND, Hold, eventually, f64, rand, rel_err
 
 
 def test_every_code_has_a_class() -> None:
@@ -196,26 +195,37 @@ def _slow_gemm(c: gemmd.Client, n: int = 0) -> tuple:
     return (a, a), {"kernel": slow[0]} if slow else {}
 
 
+def _need_hold(d: Any) -> Hold:
+    """d's test hold, or a skip saying why there is none."""
+    if d.hold is None:
+        pytest.skip("skipped: needs the CPU backend's test hold (the "
+                    "test-hold kernel of gemmd_test); GEMM_TEST_BACKEND=%s, "
+                    "GEMM_TEST_GEMMD=%s"
+                    % (BACKEND, os.environ.get("GEMM_TEST_GEMMD")))
+    return d.hold
+
+
 def test_timeout_cancels_a_queued_gemm(make_daemon: Any) -> None:
     """A GEMM still queued when its timeout passes is cancelled: Timeout,
-    and its output untouched."""
-    d = make_daemon("--threads", "1")
+    and its output untouched. The GEMM ahead of it is held (the test hold)
+    until the Timeout is in, whatever the host's speed."""
+    d = make_daemon("--threads", "1", hold=True)
+    hold = _need_hold(d)
     with gemmd.connect(d.url, timeout=120) as busy, \
             gemmd.connect(d.url, timeout=120) as c:
-        (a, b), kw = _slow_gemm(busy)
+        a = busy.asarray(np.ones((64, 64), np.float32))
         x = c.asarray(np.ones((64, 64), np.float32))
         out = c.asarray(np.full((64, 64), 7.0, np.float32))
-        slow = busy.submit(a, b, **kw)
-        until = time.monotonic() + 10
-        while busy.status()["queue_depth"] < 1 and time.monotonic() < until:
-            time.sleep(0.002)
+        held = busy.submit(a, a, kernel=Hold.KERNEL)
+        hold.wait()  # running: whatever comes next queues behind it
         c.set_timeout(0.02)
         with pytest.raises(gemmd.Timeout) as ei:
             c.matmul(x, x, out=out)
         assert type(ei.value) is gemmd.Timeout and ei.value.code == 4
         assert isinstance(ei.value, TimeoutError)
         assert np.all(out == 7.0), "a cancelled GEMM wrote its output"
-        slow.result(120)
+        hold.release()
+        assert np.all(held.result(120) == 64)
         c.set_timeout(120)
         assert np.all(c.matmul(x, x, out=out) == 64)
 
@@ -250,21 +260,27 @@ def test_abandoned_output_is_never_reused(make_daemon: Any) -> None:
 
 
 def test_shutting_down(make_daemon: Any) -> None:
-    d = make_daemon()
+    """Work accepted before SIGTERM completes; a request after it is
+    refused. The accepted GEMMs wait behind a held one until gemmd's log
+    says it drains."""
+    d = make_daemon("--threads", "1", hold=True)
+    hold = _need_hold(d)
     with gemmd.connect(d.url, timeout=120) as c:
-        (a, b), kw = _slow_gemm(c)
+        a = b = c.asarray(np.ones((64, 64), np.float32))
         x, z = c.zeros((4, 4)), c.zeros((4, 4))  # no new buffer needed
-        futs = [c.submit(a, b, **kw) for _ in range(4)]
-        until = time.monotonic() + 10
-        while c.status()["queue_depth"] < 3 and time.monotonic() < until:
-            time.sleep(0.002)
+        futs = [c.submit(a, b, kernel=Hold.KERNEL)]
+        hold.wait()
+        futs += [c.submit(a, b) for _ in range(3)]
+        assert eventually(lambda: c.status()["queue_depth"] >= 4), \
+            "the GEMMs never queued"
         d.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.05)
+        assert d.log_has("SIGTERM: finishing"), "gemmd did not drain"
         with pytest.raises((gemmd.ShuttingDown, gemmd.ConnectionClosed)) as ei:
             c.matmul(x, x, out=z)
         assert type(ei.value) is gemmd.ShuttingDown, (
             "gemmd was gone before the late request: %r" % ei.value)
         assert ei.value.code == 10
+        hold.release()
         for f in futs:  # accepted work still completes
             assert f.result(120).shape == (a.shape[0], b.shape[1])
     assert d.proc.wait(60) == 0
@@ -282,13 +298,18 @@ def test_out_of_memory(make_daemon: Any) -> None:
 
 
 def test_daemon_killed_under_a_request(make_daemon: Any) -> None:
-    d = make_daemon()
+    """The GEMM is still in the daemon when it dies: held by the test hold
+    on the cpu backend, a slow one elsewhere."""
+    d = make_daemon(hold=True)
     with gemmd.connect(d.url, timeout=120) as c:
-        (a, b), kw = _slow_gemm(c)
-        fut = c.submit(a, b, **kw)
-        until = time.monotonic() + 10
-        while c.status()["queue_depth"] < 1 and time.monotonic() < until:
-            time.sleep(0.005)
+        if d.hold is not None:
+            a = b = c.asarray(np.ones((64, 64), np.float32))
+            fut = c.submit(a, b, kernel=Hold.KERNEL)
+            d.hold.wait()
+        else:
+            (a, b), kw = _slow_gemm(c)
+            fut = c.submit(a, b, **kw)
+            assert eventually(lambda: c.status()["queue_depth"] >= 1)
         d.kill()
         e = fut.exception(60)
         assert isinstance(e, gemmd.ConnectionClosed) and e.code == 5, repr(e)

@@ -1,7 +1,8 @@
 /*
  * cuda_test.c: what only the CUDA backend does. Runs when the suite targets
  * it (GEMM_TEST_BACKEND=cuda on a GPU host); elsewhere every test says
- * "skipped: no CUDA device". Unaligned shapes and leading dimensions
+ * "skipped: no CUDA device" and the program exits 77 (ctest: skipped).
+ * Unaligned shapes and leading dimensions
  * (staged into a 16-byte pitch), large shapes checked on a sample, resident
  * device tensors, pinned-memory accounting, and a device-memory cap that
  * turns an oversized GEMM into GEMM_ERR_DEVICE_MEMORY while the daemon

@@ -1,10 +1,12 @@
 /*
  * fault_probe.c: a client that dies mid-request, for faults_test.c (exec'ed
- * in a child: nng does not survive a fork). "die URL N" connects, registers
- * a buffer of 3 N^2 fp32, uploads a resident tensor from it, submits an
- * fp32 N^3 GEMM, waits until the daemon has it queued or running, and
- * kills itself with SIGKILL without waiting for the reply. The exit code
- * names the step that failed (it never exits 0).
+ * in a child: nng does not survive a fork). "die URL N [KERNEL]" connects,
+ * registers a buffer of 3 N^2 fp32, uploads a resident tensor from it and
+ * submits an fp32 N^3 GEMM. With KERNEL (the test hold) it then waits for
+ * the test to SIGKILL it once the GEMM runs; without, it polls the
+ * daemon's status until it has the GEMM queued or running and kills
+ * itself with SIGKILL. Either way the reply is never read. The exit code names
+ * the step that failed (it never exits 0).
  */
 #include <gemm/gemm.h>
 
@@ -14,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int die_mid_request(const char *url, uint64_t n)
+static int die_mid_request(const char *url, uint64_t n, const char *kernel)
 {
     gemm_client *c;
     gemm_buffer *buf;
@@ -37,8 +39,12 @@ static int die_mid_request(const char *url, uint64_t n)
     op.a.buf = op.b.buf = op.d.buf = buf;
     op.b.offset = nn * 4;
     op.d.offset = 2 * nn * 4;
+    op.kernel = kernel;
     if (gemm_submit(c, &op, &r) != GEMM_OK)
         return 13;
+    if (kernel != NULL) /* held: the test kills us once the GEMM runs */
+        for (;;)
+            pause();
     for (int i = 0; i < 1000; i++) {
         if (gemm_get_status(c, &st) != GEMM_OK)
             return 14;
@@ -53,7 +59,8 @@ static int die_mid_request(const char *url, uint64_t n)
 
 int main(int argc, char **argv)
 {
-    if (argc == 4 && strcmp(argv[1], "die") == 0)
-        return die_mid_request(argv[2], strtoull(argv[3], NULL, 10));
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "die") == 0)
+        return die_mid_request(argv[2], strtoull(argv[3], NULL, 10),
+                               argc == 5 ? argv[4] : NULL);
     return 2;
 }

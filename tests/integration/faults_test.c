@@ -12,13 +12,14 @@
  * gets GEMM_ERR_CLOSED (and is told to reopen), a new one works.
  *
  * gemmd runs with --threads 1: on the CPU backend one worker runs one GEMM
- * at a time, so a GEMM queued behind a slow one is still queued when the
- * test truncates its buffer. The slow GEMM is sized for the CPU backend;
- * the tests that depend on its duration skip elsewhere.
+ * at a time. The test hold (util/hold.h) keeps a GEMM running, and those
+ * behind it queued, for as long as the test needs; the tests that need it
+ * skip on other backends, saying so.
  */
 #include "util/cases.h"
 #include "util/daemon.h"
 #include "util/data.h"
+#include "util/hold.h"
 #include "util/raw.h"
 
 #ifndef FAULT_PROBE
@@ -44,18 +45,13 @@
 static void setup(void)
 {
     static const char *const args[] = {"--threads", "1", NULL};
+    tu_hold_setup();
     fixture_start(args);
 }
 
 TestSuite(faults, .init = setup, .fini = fixture_teardown, .timeout = 60);
 
-#define SLOW_N   TU_SLOW_N
 #define MAPS_TOL 8 /* mapping lines allowed above the baseline */
-
-static bool on_cpu(void)
-{
-    return strcmp(tu_backend(), "cpu") == 0;
-}
 
 static gemm_status status_now(void)
 {
@@ -173,29 +169,44 @@ static int raw_recv_status(tu_raw *r, char *msg, size_t len)
 Test(faults, client_killed_mid_request)
 {
     baseline b = take_baseline();
+    /* held where the hold exists, so the GEMM surely runs when the probe
+     * dies; elsewhere a large one, queued or running */
+    bool held = tu_hold_have();
     char n[16];
-    snprintf(n, sizeof(n), "%d", SLOW_N);
+    snprintf(n, sizeof(n), "%d", held ? TU_HELD_N : 1536);
     /* GEMM_TEST_FAULT_PROBE: the probe's path where the suite runs from a
      * bundle (a GPU host) rather than the build tree */
     const char *probe = getenv("GEMM_TEST_FAULT_PROBE");
     if (probe == NULL || *probe == '\0')
         probe = FAULT_PROBE;
-    char *const argv[] = {(char *)probe, (char *)"die", g_gemmd.url, n, NULL};
+    char *const argv[] = {(char *)probe,
+                          (char *)"die",
+                          g_gemmd.url,
+                          n,
+                          held ? (char *)TU_HOLD_KERNEL : NULL,
+                          NULL};
     fflush(NULL);
     pid_t pid = fork();
     cr_assert_geq(pid, 0, "fork");
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the test */
         unsetenv("BXFI_MAP"); /* the probe is not a Criterion worker */
         execv(probe, argv);   /* nng does not survive a fork: exec */
         _exit(101);
     }
     int st;
+    if (held) { /* running, held: now the client dies */
+        tu_hold_wait(10.0);
+        kill(pid, SIGKILL);
+    }
     cr_assert_eq(waitpid(pid, &st, 0), pid, "waitpid");
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
               "fault_probe did not reach its SIGKILL: %s %d (exit codes: "
               "10 open, 11 alloc, 12 upload, 13 submit, 14 status)",
               WIFEXITED(st) ? "exit" : "signal",
               WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    if (held)
+        tu_hold_release(); /* the dead client's GEMM finishes */
     assert_back_to(&b, "after a client was killed with a GEMM in flight");
 }
 
@@ -260,11 +271,10 @@ Test(faults, disconnect_with_buffers_and_tensors)
 
 Test(faults, buffer_cannot_shrink_while_queued_or_running)
 {
-    if (!on_cpu())
-        cr_skip_test("orders GEMMs behind a slow one on the single CPU "
-                     "worker; the cuda backend pins client pages instead");
-    gemm_buffer *slow_buf;
-    gemm_op slow;
+    enum { HELD_N = TU_HELD_N };
+    tu_hold_need();
+    gemm_buffer *held_buf;
+    gemm_op held_op;
     gemm_request *rs;
     Gemm__GemmRequest g;
     Gemm__Operand ops[4];
@@ -274,53 +284,57 @@ Test(faults, buffer_cannot_shrink_while_queued_or_running)
     char msg[512];
     uint64_t seed = 3;
 
-    tu_slow_op(g_client, &slow_buf, &slow);
+    tu_held_op(g_client, &held_buf, &held_op);
     cr_assert_eq(tu_raw_open(&r, g_gemmd.url, 20000), 0, "raw dial");
     cr_assert_eq(tu_raw_buffer(&r, &x, 1 << 20, &idx), GEMM_OK, "register");
     tu_fill(x.data, GEMM_FP32, 1, 65536, 65536, &seed);
 
-    /* queued: X's GEMM waits behind another client's slow one */
-    int rv = gemm_submit(g_client, &slow, &rs);
-    cr_assert_eq(rv, GEMM_OK, "submit slow: %s", gemm_strerror(rv));
-    tu_sleep_ms(10);
+    /* queued: X's GEMM waits behind another client's held one */
+    int rv = gemm_submit(g_client, &held_op, &rs);
+    cr_assert_eq(rv, GEMM_OK, "submit held: %s", gemm_strerror(rv));
+    tu_hold_wait(10.0);
     tu_raw_gemm_init(&g, ops, idx, 64, 64, 64, 0, 65536, 131072);
     raw_send_gemm(&r, &g);
-    tu_sleep_ms(20);
+    cr_assert(tu_wait_queue_depth(g_client, 2, 10.0),
+              "X's GEMM never queued behind the held one");
     cr_assert_neq(ftruncate(x.fd, 4096), 0,
                   "the owner shrank a registered buffer under a queued GEMM");
     cr_assert_eq(errno, EPERM, "ftruncate: %s", strerror(errno));
+    tu_hold_release();
     int st = raw_recv_status(&r, msg, sizeof(msg));
     cr_assert_eq(st, GEMM_OK, "GEMM queued on the buffer: %s (\"%s\")",
                  gemm_strerror(st), msg);
     rv = gemm_wait(rs, NULL);
-    cr_assert_eq(rv, GEMM_OK, "the other client's slow GEMM: %s (%s)",
+    cr_assert_eq(rv, GEMM_OK, "the other client's held GEMM: %s (%s)",
                  gemm_strerror(rv), gemm_last_error_message());
-    tu_slow_check(&slow, slow_buf, "the other client's slow GEMM");
+    tu_held_check(&held_op, held_buf, "the other client's held GEMM");
 
-    /* running: Y's own slow GEMM computes while its owner tries */
-    size_t nn = (size_t)SLOW_N * SLOW_N;
+    /* running: Y's own held GEMM computes while its owner tries */
+    size_t nn = (size_t)HELD_N * HELD_N;
     cr_assert_eq(tu_raw_buffer(&r, &y, 3 * nn * 4, &idy), GEMM_OK, "register");
     tu_fill(y.data, GEMM_FP32, 1, 2 * nn, 2 * nn, &seed);
-    tu_raw_gemm_init(&g, ops, idy, SLOW_N, SLOW_N, SLOW_N, 0, nn * 4,
+    tu_raw_gemm_init(&g, ops, idy, HELD_N, HELD_N, HELD_N, 0, nn * 4,
                      2 * nn * 4);
+    g.kernel = (char *)TU_HOLD_KERNEL;
     raw_send_gemm(&r, &g);
-    tu_sleep_ms(15);
+    tu_hold_wait(10.0);
     cr_assert_neq(ftruncate(y.fd, 4096), 0,
                   "the owner shrank a buffer under a running GEMM");
     cr_assert_neq(fallocate(y.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
                             (off_t)(3 * nn * 4)),
                   0, "the owner punched a hole under a running GEMM");
+    tu_hold_release();
     st = raw_recv_status(&r, msg, sizeof(msg));
     cr_assert_eq(st, GEMM_OK, "GEMM on the buffer while it ran: %s (\"%s\")",
                  gemm_strerror(st), msg);
     /* spot-check D[0][0] and D[last][last] of Y against fp64 */
     const float *ya = y.data, *yb = ya + nn, *yd = ya + 2 * nn;
     for (int c = 0; c < 2; c++) {
-        size_t i = c ? SLOW_N - 1 : 0;
+        size_t i = c ? HELD_N - 1 : 0;
         double want = 0;
-        for (size_t k = 0; k < SLOW_N; k++)
-            want += (double)ya[i * SLOW_N + k] * yb[k * SLOW_N + i];
-        double got = yd[i * SLOW_N + i];
+        for (size_t k = 0; k < HELD_N; k++)
+            want += (double)ya[i * HELD_N + k] * yb[k * HELD_N + i];
+        double got = yd[i * HELD_N + i];
         cr_assert(fabs(got - want) <= 1e-4 * (fabs(want) + 1),
                   "D[%zu][%zu] = %g, want %g", i, i, got, want);
     }
@@ -334,7 +348,7 @@ Test(faults, buffer_cannot_shrink_while_queued_or_running)
     tu_raw_close(&r);
     tu_shm_destroy(&x);
     tu_shm_destroy(&y);
-    gemm_buffer_free(slow_buf);
+    gemm_buffer_free(held_buf);
 }
 
 /* Entries of /dev/shm named like this process's client buffers. */

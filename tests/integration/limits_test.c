@@ -9,13 +9,14 @@
  * flood from one client does not hold back another's GEMM. The global
  * --max-queue ("busy") is tested in concurrency_test.c.
  *
- * The slow GEMM that keeps the worker busy is fp32 SLOW_N^3; on cuda it is
- * much faster, so the tests that need it to outlast a few requests say so
- * and skip there.
+ * The test hold (util/hold.h) keeps the worker busy with one GEMM for as
+ * long as a test needs; the tests that need it skip on backends without
+ * it, saying so.
  */
 #include "util/cases.h"
 #include "util/daemon.h"
 #include "util/data.h"
+#include "util/hold.h"
 
 #include <criterion/criterion.h>
 
@@ -25,8 +26,6 @@
 #include <string.h>
 
 TestSuite(limits, .fini = fixture_teardown, .timeout = 60);
-
-#define SLOW_N TU_SLOW_N
 
 /* A small case at byte offset base of a buffer (fits in 16 KiB). */
 static tu_case small_case(uint64_t base, uint64_t seed)
@@ -85,14 +84,13 @@ static void wait_queued_or(gemm_request *r, unsigned n)
                    gemm_last_error_message());
 }
 
-static void wait_queued(unsigned n)
+/* Starts the fixture's gemmd with args and the test hold, or skips the
+ * test where there is no hold. */
+static void start_held(const char *const *args)
 {
-    wait_queued_or(NULL, n);
-}
-
-static bool on_cpu(void)
-{
-    return strcmp(tu_backend(), "cpu") == 0;
+    tu_hold_setup();
+    fixture_start(args);
+    tu_hold_need();
 }
 
 Test(limits, client_buffers)
@@ -178,18 +176,16 @@ Test(limits, client_inflight)
                                        "--threads",
                                        "1",
                                        NULL};
-    if (!on_cpu())
-        cr_skip_test("needs a GEMM that outlasts several requests: the "
-                     "slow fp32 GEMM is sized for the cpu backend");
-    fixture_start(args);
+    start_held(args);
     gemm_buffer *slow_buf, *buf;
     gemm_op slow;
     gemm_request *rs, *rq[SMALLS];
+    int rvs[SMALLS];
     tu_prepared p[SMALLS];
     tu_case cs[SMALLS];
     char why[512];
 
-    tu_slow_op(g_client, &slow_buf, &slow);
+    tu_held_op(g_client, &slow_buf, &slow);
     int rv = gemm_buffer_alloc(g_client, SMALLS * 16384, &buf);
     cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
     for (int i = 0; i < SMALLS; i++) {
@@ -198,23 +194,45 @@ Test(limits, client_inflight)
                   why);
     }
     rv = gemm_submit(g_client, &slow, &rs);
-    cr_assert_eq(rv, GEMM_OK, "submit slow: %s", gemm_strerror(rv));
+    cr_assert_eq(rv, GEMM_OK, "submit held: %s", gemm_strerror(rv));
+    tu_hold_wait(10.0);
     for (int i = 0; i < SMALLS; i++) {
         rv = gemm_submit(g_client, &p[i].op, &rq[i]);
         cr_assert_eq(rv, GEMM_OK, "submit %d: %s", i, gemm_strerror(rv));
     }
+    /* the last one is past the cap whatever happens: its answer means
+     * the daemon has read them all (one connection, in order) */
+    rvs[SMALLS - 1] = gemm_wait(rq[SMALLS - 1], NULL);
+    expect_limit(rvs[SMALLS - 1], "the last GEMM past --client-inflight 2");
 
-    /* another client is not held to this one's cap */
+    /* another client is not held to this one's cap: its GEMM is admitted
+     * (queued behind the held one) while the capped client is full */
     gemm_client *other = tu_client(&g_gemmd, 30000);
     gemm_buffer *obuf;
     rv = gemm_buffer_alloc(other, 16384, &obuf);
     cr_assert_eq(rv, GEMM_OK, "other: gemm_buffer_alloc: %s",
                  gemm_strerror(rv));
-    compute_ok(other, obuf, "other client while the capped one is full");
+    tu_prepared op;
+    gemm_request *orq;
+    tu_case ocs = small_case(0, 77);
+    cr_assert(tu_case_prepare(&ocs, obuf, &op, why, sizeof(why)), "%s", why);
+    rv = gemm_submit(other, &op.op, &orq);
+    cr_assert_eq(rv, GEMM_OK, "other: submit: %s", gemm_strerror(rv));
+    cr_assert(tu_wait_queue_depth(other, 3, 10.0),
+              "the other client's GEMM was not admitted while the capped "
+              "one was full");
+    tu_hold_release();
+    rv = gemm_wait(orq, NULL);
+    cr_assert_eq(rv, GEMM_OK,
+                 "other client while the capped one is full: "
+                 "%s (%s)",
+                 gemm_strerror(rv), gemm_last_error_message());
+    cr_assert(tu_case_verify(&op, why, sizeof(why)), "other: %s", why);
+    tu_case_free(&op);
 
     int limited = 0;
     for (int i = 0; i < SMALLS; i++) {
-        rv = gemm_wait(rq[i], NULL);
+        rv = i == SMALLS - 1 ? rvs[i] : gemm_wait(rq[i], NULL);
         if (rv == GEMM_ERR_LIMIT) {
             limited++;
             expect_limit(rv, "GEMM past --client-inflight 2");
@@ -230,10 +248,10 @@ Test(limits, client_inflight)
         tu_case_free(&p[i]);
     }
     rv = gemm_wait(rs, NULL);
-    cr_assert_eq(rv, GEMM_OK, "slow: %s (%s)", gemm_strerror(rv),
+    cr_assert_eq(rv, GEMM_OK, "held: %s (%s)", gemm_strerror(rv),
                  gemm_last_error_message());
-    tu_slow_check(&slow, slow_buf, "slow GEMM");
-    /* the slow one and one small fill the cap: the 3 others are refused */
+    tu_held_check(&slow, slow_buf, "held GEMM");
+    /* the held one and one small fill the cap: the 3 others are refused */
     cr_assert_geq(limited, SMALLS - 2,
                   "%d of %d GEMMs behind a slow one got LIMIT with "
                   "--client-inflight 2; want >= %d",
@@ -263,10 +281,7 @@ Test(limits, client_inflight)
 Test(limits, deadline_expires_in_queue)
 {
     static const char *const args[] = {"--threads", "1", NULL};
-    if (!on_cpu())
-        cr_skip_test("needs a GEMM that takes well over 1 ms: the slow fp32 "
-                     "GEMM is sized for the cpu backend");
-    fixture_start(args);
+    start_held(args);
     gemm_buffer *slow_buf, *buf;
     gemm_op slow;
     gemm_request *rs, *rq;
@@ -274,7 +289,7 @@ Test(limits, deadline_expires_in_queue)
     tu_prepared p;
     char why[512];
 
-    tu_slow_op(g_client, &slow_buf, &slow);
+    tu_held_op(g_client, &slow_buf, &slow);
     int rv = gemm_buffer_alloc(g_client, 32768, &buf);
     cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
     tu_case cs = small_case(0, 99); /* D poisoned by prepare */
@@ -282,12 +297,17 @@ Test(limits, deadline_expires_in_queue)
     p.op.timeout_ms = 1;
 
     rv = gemm_submit(g_client, &slow, &rs);
-    cr_assert_eq(rv, GEMM_OK, "submit slow: %s", gemm_strerror(rv));
-    /* send the small one only once the slow one is queued, so it waits
+    cr_assert_eq(rv, GEMM_OK, "submit held: %s", gemm_strerror(rv));
+    /* send the small one only once the held one runs, so it waits
      * behind it */
-    wait_queued_or(rs, 1);
+    tu_hold_wait(10.0);
     rv = gemm_submit(g_client, &p.op, &rq);
     cr_assert_eq(rv, GEMM_OK, "submit small: %s", gemm_strerror(rv));
+    wait_queued_or(rq, 2);
+    /* queued now, so its 1 ms deadline ends before now + 1 ms (the
+     * daemon's clock is this one, CLOCK_MONOTONIC): hold until then */
+    tu_wait_until(tu_now() + 0.003);
+    tu_hold_release();
     rv = gemm_wait(rq, NULL);
     cr_assert_eq(rv, GEMM_ERR_TIMEOUT,
                  "GEMM with timeout_ms 1 behind a slow one: %s (\"%s\"), "
@@ -301,25 +321,30 @@ Test(limits, deadline_expires_in_queue)
     rv = gemm_wait(rs, &ts);
     cr_assert_eq(rv, GEMM_OK, "slow: %s (%s)", gemm_strerror(rv),
                  gemm_last_error_message());
-    tu_slow_check(&slow, slow_buf, "slow GEMM ahead of the expired one");
+    tu_held_check(&slow, slow_buf, "held GEMM ahead of the expired one");
     cr_assert_gt(ts.compute_us, 2000,
-                 "the slow GEMM took only %llu us: too fast to test a 1 ms "
+                 "the held GEMM ran only %llu us: too short to test a 1 ms "
                  "deadline behind it",
                  (unsigned long long)ts.compute_us);
     tu_case_free(&p);
 
-    /* a generous deadline behind the same slow GEMM is met */
+    /* a generous deadline behind the same held GEMM is met */
     cr_assert(tu_case_prepare(&cs, buf, &p, why, sizeof(why)), "%s", why);
     p.op.timeout_ms = 30000;
     rv = gemm_submit(g_client, &slow, &rs);
-    cr_assert_eq(rv, GEMM_OK, "submit slow: %s", gemm_strerror(rv));
-    rv = gemm_run(g_client, &p.op, NULL);
+    cr_assert_eq(rv, GEMM_OK, "submit held: %s", gemm_strerror(rv));
+    tu_hold_wait(10.0);
+    rv = gemm_submit(g_client, &p.op, &rq);
+    cr_assert_eq(rv, GEMM_OK, "submit small: %s", gemm_strerror(rv));
+    wait_queued_or(rq, 2);
+    tu_hold_release();
+    rv = gemm_wait(rq, NULL);
     cr_assert_eq(rv, GEMM_OK, "GEMM with timeout_ms 30000: %s (%s)",
                  gemm_strerror(rv), gemm_last_error_message());
     cr_assert(tu_case_verify(&p, why, sizeof(why)), "%s", why);
     tu_case_free(&p);
     rv = gemm_wait(rs, NULL);
-    cr_assert_eq(rv, GEMM_OK, "slow (2): %s", gemm_strerror(rv));
+    cr_assert_eq(rv, GEMM_OK, "held (2): %s", gemm_strerror(rv));
     gemm_buffer_free(buf);
     gemm_buffer_free(slow_buf);
 }
@@ -332,19 +357,17 @@ Test(limits, client_inflight_backpressure)
 {
     static const char *const args[] = {"--client-inflight", "2", "--threads",
                                        "1", NULL};
-    if (!on_cpu())
-        cr_skip_test("needs a GEMM that outlasts several requests: the "
-                     "slow fp32 GEMM is sized for the cpu backend");
-    fixture_start(args);
+    start_held(args);
     gemm_buffer *slow_buf, *buf;
     gemm_op slow;
     gemm_request *rs, *rq[SMALLS];
     tu_prepared p[SMALLS];
     char why[512];
-    tu_slow_op(g_client, &slow_buf, &slow);
+    tu_held_op(g_client, &slow_buf, &slow);
     int rv = gemm_buffer_alloc(g_client, SMALLS * 16384, &buf);
     cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
     cr_assert_eq(gemm_submit(g_client, &slow, &rs), GEMM_OK);
+    tu_hold_wait(10.0);
     for (int i = 0; i < SMALLS; i++) {
         tu_case cs = small_case((uint64_t)i * 16384, 200 + i);
         cr_assert(tu_case_prepare(&cs, buf, &p[i], why, sizeof(why)), "%s",
@@ -352,13 +375,36 @@ Test(limits, client_inflight_backpressure)
         cr_assert_eq(gemm_submit(g_client, &p[i].op, &rq[i]), GEMM_OK);
     }
     gemm_client *other = tu_client(&g_gemmd, 30000);
+    /* the held one and the first small fill the cap */
+    cr_assert(tu_wait_queue_depth(other, 2, 10.0), "the cap was not reached");
     gemm_status st;
     cr_assert_eq(gemm_get_status(other, &st), GEMM_OK);
     cr_expect_leq(st.queue_depth, 2, "%u jobs admitted past a cap of 2",
                   st.queue_depth);
+    /* the other client's GEMM is admitted while the capped one waits */
     gemm_buffer *obuf;
     cr_assert_eq(gemm_buffer_alloc(other, 16384, &obuf), GEMM_OK);
-    compute_ok(other, obuf, "other client while the capped one waits");
+    tu_prepared op;
+    gemm_request *orq;
+    tu_case ocs = small_case(0, 77);
+    cr_assert(tu_case_prepare(&ocs, obuf, &op, why, sizeof(why)), "%s", why);
+    cr_assert_eq(gemm_submit(other, &op.op, &orq), GEMM_OK);
+    cr_assert(tu_wait_queue_depth(other, 3, 10.0),
+              "the other client's GEMM was not admitted while the capped "
+              "one waited");
+    cr_assert_eq(gemm_get_status(other, &st), GEMM_OK);
+    cr_expect_eq(st.queue_depth, 3,
+                 "%u jobs queued, want the held one, one "
+                 "small and the other client's",
+                 st.queue_depth);
+    tu_hold_release();
+    rv = gemm_wait(orq, NULL);
+    cr_assert_eq(rv, GEMM_OK,
+                 "other client while the capped one waits: %s "
+                 "(%s)",
+                 gemm_strerror(rv), gemm_last_error_message());
+    cr_assert(tu_case_verify(&op, why, sizeof(why)), "other: %s", why);
+    tu_case_free(&op);
     for (int i = 0; i < SMALLS; i++) {
         rv = gemm_wait(rq[i], NULL);
         cr_assert_eq(rv, GEMM_OK, "small %d past the cap: %s (%s)", i,
@@ -368,11 +414,20 @@ Test(limits, client_inflight_backpressure)
         tu_case_free(&p[i]);
     }
     cr_assert_eq(gemm_wait(rs, NULL), GEMM_OK);
-    tu_slow_check(&slow, slow_buf, "slow GEMM");
+    tu_held_check(&slow, slow_buf, "held GEMM");
     gemm_buffer_free(obuf);
     gemm_client_close(other);
     gemm_buffer_free(buf);
     gemm_buffer_free(slow_buf);
+}
+
+/* Releases the test hold 100 ms after it starts (client_timeout_...). */
+static void *release_later(void *arg)
+{
+    (void)arg;
+    tu_wait_until(tu_now() + 0.1);
+    tu_hold_release();
+    return NULL;
 }
 
 /* A client-side timeout is the daemon's too: the client cancels, a GEMM
@@ -382,10 +437,7 @@ Test(limits, client_inflight_backpressure)
 Test(limits, client_timeout_cancels_queued_work)
 {
     static const char *const args[] = {"--threads", "1", NULL};
-    if (!on_cpu())
-        cr_skip_test("orders GEMMs behind a slow one on the single CPU "
-                     "worker");
-    fixture_start(args);
+    start_held(args);
     gemm_buffer *slow_buf, *buf;
     gemm_op slow;
     gemm_request *rs;
@@ -393,45 +445,57 @@ Test(limits, client_timeout_cancels_queued_work)
     char why[512];
     gemm_client *c2 = tu_client(&g_gemmd, 30000);
 
-    tu_slow_op(g_client, &slow_buf, &slow);
+    tu_held_op(g_client, &slow_buf, &slow);
     int rv = gemm_buffer_alloc(c2, 32768, &buf);
     cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
     tu_case cs = small_case(0, 99); /* D poisoned by prepare */
     cr_assert(tu_case_prepare(&cs, buf, &p, why, sizeof(why)), "%s", why);
 
-    /* queued behind the slow GEMM, the client gives up after 20 ms */
+    /* queued behind the held GEMM, the client gives up after 20 ms */
     rv = gemm_submit(g_client, &slow, &rs);
-    cr_assert_eq(rv, GEMM_OK, "submit slow: %s", gemm_strerror(rv));
-    wait_queued(1);
+    cr_assert_eq(rv, GEMM_OK, "submit held: %s", gemm_strerror(rv));
+    tu_hold_wait(10.0);
     cr_assert_eq(gemm_client_set_timeout(c2, 20), GEMM_OK);
     rv = gemm_run(c2, &p.op, NULL);
     cr_assert_eq(rv, GEMM_ERR_TIMEOUT,
-                 "GEMM behind a slow one, client timeout 20 ms: %s (\"%s\")",
+                 "GEMM behind a held one, client timeout 20 ms: %s (\"%s\")",
                  gemm_strerror(rv), gemm_last_error_message());
     cr_assert(strstr(gemm_last_error_message(), "nothing was written"),
               "TIMEOUT message: \"%s\"", gemm_last_error_message());
+    tu_hold_release();
     rv = gemm_wait(rs, NULL);
-    cr_assert_eq(rv, GEMM_OK, "slow: %s (%s)", gemm_strerror(rv),
+    cr_assert_eq(rv, GEMM_OK, "held: %s (%s)", gemm_strerror(rv),
                  gemm_last_error_message());
-    tu_slow_check(&slow, slow_buf, "slow GEMM");
+    tu_held_check(&slow, slow_buf, "held GEMM");
     cr_assert_eq(gemm_client_set_timeout(c2, 30000), GEMM_OK);
     gemm_status st;
     cr_assert_eq(gemm_get_status(c2, &st), GEMM_OK);
     cr_assert_eq(st.queue_depth, 0, "the canceled GEMM is still queued");
-    tu_sleep_ms(50);
+    /* one worker, in order: a GEMM of c2's that completes now went after
+     * anything left of the canceled one */
+    tu_assert_healthy(c2);
     cr_assert_eq(memcmp(p.data + p.lo, p.snapshot, p.hi - p.lo), 0,
                  "the canceled GEMM wrote its D after all");
     tu_case_free(&p);
 
     /* started: the client's timeout passes while it runs; the call waits
-     * for it and returns its outcome, with D whole and right */
+     * for it and returns its outcome, with D whole and right. The hold
+     * ends from another thread once the waiting call has long passed its
+     * 1 ms (had it not, the daemon still answers the cancel with the
+     * outcome it keeps for recent requests). */
     cr_assert_eq(gemm_client_set_timeout(g_client, 1), GEMM_OK);
-    rv = gemm_run(g_client, &slow, NULL);
+    rv = gemm_submit(g_client, &slow, &rs);
+    cr_assert_eq(rv, GEMM_OK, "submit held: %s", gemm_strerror(rv));
+    tu_hold_wait(10.0);
+    pthread_t rel;
+    cr_assert_eq(pthread_create(&rel, NULL, release_later, NULL), 0);
+    rv = gemm_wait(rs, NULL);
+    pthread_join(rel, NULL);
     cr_assert_eq(rv, GEMM_OK,
                  "a started GEMM past the client's timeout: "
                  "%s (%s)",
                  gemm_strerror(rv), gemm_last_error_message());
-    tu_slow_check(&slow, slow_buf, "slow GEMM run past its timeout");
+    tu_held_check(&slow, slow_buf, "held GEMM run past its timeout");
     cr_assert_eq(gemm_client_set_timeout(g_client, 30000), GEMM_OK);
     /* the late replies went nowhere: the next requests get their own */
     for (int i = 0; i < 20; i++)
@@ -466,10 +530,7 @@ static void *flood_waiter(void *arg)
 Test(limits, fairness_between_clients)
 {
     static const char *const args[] = {"--threads", "1", NULL};
-    if (!on_cpu())
-        cr_skip_test("needs a flood that takes a while to drain: sized for "
-                     "the cpu backend");
-    fixture_start(args);
+    start_held(args);
     size_t nn = (size_t)FLOOD_N * FLOOD_N;
     gemm_buffer *abuf, *bbuf;
     uint64_t seed = 555;
@@ -488,6 +549,7 @@ Test(limits, fairness_between_clients)
         ops[i].b.offset = nn * 4;
         ops[i].d.offset = (2 + (uint64_t)i) * nn * 4;
     }
+    ops[0].kernel = TU_HOLD_KERNEL; /* the flood waits behind it */
     gemm_client *b = tu_client(&g_gemmd, 30000);
     rv = gemm_buffer_alloc(b, 16384, &bbuf);
     cr_assert_eq(rv, GEMM_OK, "B's buffer: %s", gemm_strerror(rv));
@@ -500,7 +562,16 @@ Test(limits, fairness_between_clients)
         cr_assert_eq(rv, GEMM_OK, "flood submit %d: %s", i, gemm_strerror(rv));
     }
     cr_assert_eq(pthread_create(&tid, NULL, flood_waiter, &f), 0);
-    rv = gemm_run(b, &p.op, NULL);
+    /* A's whole flood is queued behind its held first GEMM, then B's
+     * single GEMM arrives; only then does the worker go on */
+    tu_hold_wait(10.0);
+    cr_assert(tu_wait_queue_depth(b, FLOOD, 10.0), "A's flood never queued");
+    gemm_request *rb;
+    rv = gemm_submit(b, &p.op, &rb);
+    cr_assert_eq(rv, GEMM_OK, "B's submit: %s", gemm_strerror(rv));
+    cr_assert(tu_wait_queue_depth(b, FLOOD + 1, 10.0), "B's GEMM never queued");
+    tu_hold_release();
+    rv = gemm_wait(rb, NULL);
     double b_done = tu_now();
     cr_assert_eq(rv, GEMM_OK, "B's GEMM: %s (%s)", gemm_strerror(rv),
                  gemm_last_error_message());

@@ -8,6 +8,7 @@
 #include "util/cases.h"
 #include "util/daemon.h"
 #include "util/data.h"
+#include "util/hold.h"
 #include "util/raw.h"
 
 #include <criterion/criterion.h>
@@ -16,8 +17,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-TestSuite(ownership, .init = fixture_setup, .fini = fixture_teardown,
-          .timeout = 60);
+/* The fixture's gemmd, with the test hold where there is one (the rounds
+ * that need a GEMM queued or running). */
+static void setup(void)
+{
+    tu_hold_setup();
+    fixture_setup();
+}
+
+/* Where the test hold exists, occupies the worker with a held GEMM of
+ * g_client's (*r), so that what comes next queues behind it; returns
+ * whether it did. */
+static bool hold_worker(gemm_buffer **buf, gemm_op *op, gemm_request **r)
+{
+    if (!tu_hold_have())
+        return false;
+    tu_held_op(g_client, buf, op);
+    int rv = gemm_submit(g_client, op, r);
+    cr_assert_eq(rv, GEMM_OK, "submit held: %s", gemm_strerror(rv));
+    tu_hold_wait(10.0);
+    return true;
+}
+
+/* Ends what hold_worker() began: releases the held GEMM and checks it. */
+static void unhold_worker(gemm_buffer *buf, gemm_op *op, gemm_request *r)
+{
+    tu_hold_release();
+    int rv = gemm_wait(r, NULL);
+    cr_assert_eq(rv, GEMM_OK, "held GEMM: %s (%s)", gemm_strerror(rv),
+                 gemm_last_error_message());
+    tu_held_check(op, buf, "held GEMM");
+    gemm_buffer_free(buf);
+}
+
+/* Skips, after the rounds that ran, a test whose queued and running
+ * rounds needed the test hold. */
+static void skip_unheld_rounds(void)
+{
+    if (!tu_hold_have())
+        cr_skip_test("skipped: the rounds with the GEMM queued or running "
+                     "need the CPU backend's test hold (the suite runs on "
+                     "%s); the others passed",
+                     tu_backend());
+}
+
+TestSuite(ownership, .init = setup, .fini = fixture_teardown, .timeout = 60);
 
 static gemm_status status_now(void)
 {
@@ -302,6 +346,12 @@ Test(ownership, disconnect_with_request_in_flight)
     const size_t mat = n * n * 4;
     gemm_status before = status_now(), after;
     for (int round = 0; round < 3; round++) {
+        gemm_buffer *hbuf = NULL;
+        gemm_op hop;
+        gemm_request *hr = NULL;
+        bool held = false;
+        if (round > 0 && !tu_hold_have())
+            continue; /* skip_unheld_rounds() says so */
         tu_raw raw;
         tu_shm shm;
         uint64_t id;
@@ -313,6 +363,10 @@ Test(ownership, disconnect_with_request_in_flight)
         uint64_t seed = 5 + (uint64_t)round;
         tu_fill(shm.data, GEMM_FP32, 2 * n, n, n, &seed);
         tu_raw_gemm_init(&g, ops, id, n, n, n, 0, mat, 2 * mat);
+        if (round == 1) /* queued behind a held GEMM */
+            held = hold_worker(&hbuf, &hop, &hr);
+        else if (round == 2) /* running, held */
+            g.kernel = (char *)TU_HOLD_KERNEL;
         Gemm__Request req = GEMM__REQUEST__INIT;
         req.has_version = req.has_id = 1;
         req.version = 1;
@@ -327,17 +381,25 @@ Test(ownership, disconnect_with_request_in_flight)
         cr_assert_eq(nng_msg_append(msg, bytes, len), 0);
         free(bytes);
         cr_assert_eq(nng_sendmsg(raw.sock, msg, 0), 0, "send");
-        if (round > 0)
-            tu_sleep_ms(round == 1 ? 1 : 20); /* queued, then running */
-        tu_raw_close(&raw);                   /* no one waits for the reply */
+        if (round == 1)
+            cr_assert(tu_wait_queue_depth(g_client, 2, 10.0),
+                      "the GEMM never queued behind the held one");
+        else if (round == 2)
+            tu_hold_wait(10.0);
+        tu_raw_close(&raw); /* no one waits for the reply */
         /* the client's side goes too: unlinked and unmapped */
         tu_shm_destroy(&shm);
+        if (held)
+            unhold_worker(hbuf, &hop, hr);
+        else if (round == 2)
+            tu_hold_release();
     }
     after = wait_buffers(before.buffers);
     cr_assert_eq(after.buffers, before.buffers,
                  "buffers %u 5 s after the connections closed, want %u",
                  after.buffers, before.buffers);
     tu_assert_healthy(g_client);
+    skip_unheld_rounds();
 }
 
 /* Packs req and sends it on ctx through aio (waits for the send only). */
@@ -382,6 +444,12 @@ Test(ownership, release_while_gemm_in_flight)
     const size_t mat = n * n * 4;
     gemm_status before = status_now();
     for (int round = 0; round < 4; round++) {
+        gemm_buffer *hbuf = NULL;
+        gemm_op hop;
+        gemm_request *hr = NULL;
+        bool held = false;
+        if (round % 2 == 1 && !tu_hold_have())
+            continue; /* skip_unheld_rounds() says so */
         tu_raw raw;
         tu_shm shm;
         uint64_t id;
@@ -417,11 +485,22 @@ Test(ownership, release_while_gemm_in_flight)
         rel.body_case = GEMM__REQUEST__BODY_RELEASE_BUFFER;
         rel.release_buffer = &rb;
 
+        if (round == 1) /* queued behind a held GEMM */
+            held = hold_worker(&hbuf, &hop, &hr);
+        else if (round == 3) /* running, held */
+            g.kernel = (char *)TU_HOLD_KERNEL;
         ctx_send(c1, a1, &req);
-        if (round % 2 == 1)
-            tu_sleep_ms(2 * round); /* queued, then running */
+        if (round == 1)
+            cr_assert(tu_wait_queue_depth(g_client, 2, 10.0),
+                      "the GEMM never queued behind the held one");
+        else if (round == 3)
+            tu_hold_wait(10.0);
         ctx_send(c2, a2, &rel);
         int st_rel = ctx_status(c2, a2, "release during a GEMM");
+        if (held)
+            unhold_worker(hbuf, &hop, hr);
+        else if (round == 3)
+            tu_hold_release();
         int st_gemm = ctx_status(c1, a1, "GEMM whose buffer is released");
         cr_log_info("round %d: gemm %s, release %s", round,
                     gemm_strerror(st_gemm), gemm_strerror(st_rel));
@@ -465,4 +544,5 @@ Test(ownership, release_while_gemm_in_flight)
     cr_assert_eq(after.buffers, before.buffers, "buffers %u, want %u",
                  after.buffers, before.buffers);
     tu_assert_healthy(g_client);
+    skip_unheld_rounds();
 }

@@ -398,6 +398,9 @@ static void non_nng_peer(enum peer_kind kind, const char *what)
                                         0x80, 0,   0,   0, 0, 0,  0, 0};
     int fds[20];
     int rounds = 20;
+    gemm_status st0, st;
+    tu_assert_healthy(g_client); /* its descriptor channel opens here */
+    cr_assert_eq(gemm_get_status(g_client, &st0), GEMM_OK);
     for (int i = 0; i < 20; i++)
         fds[i] = -1;
     cr_assert_lt(strlen(g_gemmd.sock), sizeof(sa.sun_path));
@@ -432,7 +435,15 @@ static void non_nng_peer(enum peer_kind kind, const char *what)
     for (int i = 0; i < 20; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    tu_sleep_ms(20);
+    /* the daemon lets go of them all (up to 5 s), and goes on */
+    double until = tu_now() + 5.0;
+    do {
+        cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
+    } while (st.connections > st0.connections && tu_now() < until &&
+             (tu_sleep_ms(5), 1));
+    cr_expect_leq(st.connections, st0.connections,
+                  "%s: %u connections open after the peers left, %u before",
+                  what, st.connections, st0.connections);
     tu_assert_healthy(g_client);
 }
 

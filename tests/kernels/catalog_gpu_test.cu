@@ -21,7 +21,7 @@
  * transpose and precision combination an entry does not claim.
  *
  * A plain program (no Criterion) so it runs on a bare GPU host; with no
- * CUDA device it prints "skipped: no CUDA device" and exits 0.
+ * CUDA device it prints "skipped: no CUDA device" and exits 77 (skipped).
  * Usage: kernels_catalog_gpu_test [--quick] [--kernel NAME] [--seed N]
  */
 #include <cuda_bf16.h>
@@ -549,7 +549,7 @@ int main(int argc, char **argv)
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
         printf("skipped: no CUDA device\n");
-        return 0;
+        return 77;
     }
     Ctx t;
     t.seed = seed;

@@ -11,7 +11,7 @@
  * the hardware's cvt.rna.tf32.f32; the wide types (fp64, complex with
  * conjugate transposes) through gemmk_gemm against a host reference.
  * A plain program (no Criterion) so it runs on a bare GPU host; with no
- * CUDA device it prints "skipped: no CUDA device" and exits 0.
+ * CUDA device it prints "skipped: no CUDA device" and exits 77 (skipped).
  * Usage: kernels_gpu_test [--quick] [--seed N]
  */
 #include <cublas_v2.h>
@@ -271,9 +271,9 @@ static bool run_case(const Case &c, int idx)
                "pad=%d %s: bad=%lld nan=%lld pad_touched=%lld bad64=%lld "
                "relF=%.2e maxrel=%.2e max64=%.2e\n",
                ok ? "ok" : "FAIL", idx, c.m, c.n, c.k, dn(c.ab),
-               c.ab != GEMM_FP32                   ? ""
+               c.ab != GEMM_FP32               ? ""
                : c.prec == GEMM_PRECISION_TF32 ? "(tf32)"
-                                                   : "(3xtf32)",
+                                               : "(3xtf32)",
                dn(c.cd), c.ta, c.tb, c.alpha, c.beta, c.pad, chosen, bad, nan,
                touched_pad, bad64, relf, maxrel, max64);
     if (ok)
@@ -317,13 +317,11 @@ __global__ void tf32_cmp_kernel(const uint32_t *in, int n, uint32_t *mism,
 
 static int tf32_round_check(void)
 {
-    std::vector<uint32_t> v = {0x00000000u, 0x80000000u, 0x3f801000u,
-                               0x3f803000u, 0xbf801000u, 0x3fffffffu,
-                               0x7f7fe000u, 0x7f7fefffu, 0x7f7ff000u,
-                               0x7f7fffffu, 0xff7fffffu, 0x7f800000u,
-                               0xff800000u, 0x7f800001u, 0x7fc00000u,
-                               0x00000001u, 0x00001000u, 0x007ff000u,
-                               0x00400fffu, 0x80001000u};
+    std::vector<uint32_t> v = {
+        0x00000000u, 0x80000000u, 0x3f801000u, 0x3f803000u, 0xbf801000u,
+        0x3fffffffu, 0x7f7fe000u, 0x7f7fefffu, 0x7f7ff000u, 0x7f7fffffu,
+        0xff7fffffu, 0x7f800000u, 0xff800000u, 0x7f800001u, 0x7fc00000u,
+        0x00000001u, 0x00001000u, 0x007ff000u, 0x00400fffu, 0x80001000u};
     uint32_t x = 0x12345678u;
     for (int i = 0; i < (1 << 20); i++) {
         x ^= x << 13;
@@ -561,14 +559,14 @@ int main(int argc, char **argv)
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
         printf("skipped: no CUDA device\n");
-        return 0;
+        return 77;
     }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     if (prop.major != 9 || prop.minor != 0) {
         printf("skipped: device is sm_%d%d, kernels need sm_90\n", prop.major,
                prop.minor);
-        return 0;
+        return 77;
     }
     int rv = gemmk_ctx_create(&ctx, 0);
     if (rv != GEMM_OK) {
@@ -600,18 +598,18 @@ int main(int argc, char **argv)
                                  t >> 1, t & 1, 1.5f, (q % 2) ? 0.5f : 0.f,
                                  (q % 3) * 8, kernels[q % 8]});
         /* the ping-pong kernel (v5) */
-        cases.push_back({200, 300, 1000, GEMM_BF16, GEMM_BF16, 0, 0, 1.5f,
-                         0.5f, 8, "pp128x128"});
-        cases.push_back({65, 129, 127, GEMM_FP16, GEMM_FP32, 1, 1, 1.0f, 0.f,
-                         0, "pp128x128"});
+        cases.push_back({200, 300, 1000, GEMM_BF16, GEMM_BF16, 0, 0, 1.5f, 0.5f,
+                         8, "pp128x128"});
+        cases.push_back({65, 129, 127, GEMM_FP16, GEMM_FP32, 1, 1, 1.0f, 0.f, 0,
+                         "pp128x128"});
         /* the TMA-store epilogue (v7): its path (16-bit D, beta 0) and
          * the register fallback (beta != 0) */
-        cases.push_back({200, 304, 1000, GEMM_BF16, GEMM_BF16, 0, 0, 1.5f,
-                         0.f, 8, "ws128x256e"});
-        cases.push_back({65, 136, 127, GEMM_FP16, GEMM_FP16, 1, 1, 1.0f, 0.f,
-                         0, "ws128x256e3"});
-        cases.push_back({65, 129, 127, GEMM_BF16, GEMM_FP16, 0, 1, 1.0f, 0.f,
-                         8, "ws128x256e"}); /* N % 8: register fallback */
+        cases.push_back({200, 304, 1000, GEMM_BF16, GEMM_BF16, 0, 0, 1.5f, 0.f,
+                         8, "ws128x256e"});
+        cases.push_back({65, 136, 127, GEMM_FP16, GEMM_FP16, 1, 1, 1.0f, 0.f, 0,
+                         "ws128x256e3"});
+        cases.push_back({65, 129, 127, GEMM_BF16, GEMM_FP16, 0, 1, 1.0f, 0.f, 8,
+                         "ws128x256e"}); /* N % 8: register fallback */
         cases.push_back({127, 64, 255, GEMM_FP16, GEMM_BF16, 1, 0, 1.0f, 0.5f,
                          8, "ws128x256e"});
     } else {
@@ -650,26 +648,23 @@ int main(int argc, char **argv)
                                  t & 1, 1.0f, q % 2 ? 0.f : -1.0f, 0,
                                  kernels[(q % 2) ? 5 : 1]});
         /* the ping-pong kernel (v5): tails, transposes, types, outputs */
-        const long long pps[][3] = {{1, 7, 63},       {65, 129, 127},
-                                    {127, 255, 1000}, {1000, 1000, 1000},
+        const long long pps[][3] = {{1, 7, 63},        {65, 129, 127},
+                                    {127, 255, 1000},  {1000, 1000, 1000},
                                     {3000, 5000, 700}, {4096, 4096, 4096}};
         for (auto &s : pps)
             for (int t = 0; t < 4; t++, q++)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
                                  t >> 1, t & 1, (t == 2) ? -0.75f : 1.0f,
-                                 q % 2 ? 0.f : 0.5f, 8 * (q % 2),
-                                 "pp128x128"});
+                                 q % 2 ? 0.f : 0.5f, 8 * (q % 2), "pp128x128"});
         /* the TMA-store epilogue (v7), both buffer layouts: tails (boxes
          * clipped by TMA, whole consumer blocks outside D), transposes,
          * types; mostly its own path (16-bit D, beta 0, N % 8 == 0), one
          * fallback per shape (fp32 D, beta != 0), two shapes with N % 8 */
-        const long long tss[][3] = {{1, 8, 63},        {65, 136, 127},
-                                    {127, 264, 1000},  {1000, 1000, 1000},
-                                    {3000, 5000, 700}, {4096, 4096, 4096},
-                                    {200, 72, 64},     {127, 255, 1000},
-                                    {257, 4095, 129}};
-        const gemm_dtype tcd[4] = {GEMM_BF16, GEMM_FP16, GEMM_FP16,
-                                   GEMM_BF16};
+        const long long tss[][3] = {
+            {1, 8, 63},         {65, 136, 127},    {127, 264, 1000},
+            {1000, 1000, 1000}, {3000, 5000, 700}, {4096, 4096, 4096},
+            {200, 72, 64},      {127, 255, 1000},  {257, 4095, 129}};
+        const gemm_dtype tcd[4] = {GEMM_BF16, GEMM_FP16, GEMM_FP16, GEMM_BF16};
         for (auto &s : tss)
             for (int e = 0; e < 2; e++)
                 for (int t = 0; t < 4; t++, q++) {
@@ -706,8 +701,8 @@ int main(int argc, char **argv)
         int q = 0;
         auto add = [&](long long m, long long n, long long k, int t, float al,
                        float be, int pad, int kk) {
-            cases.push_back({m, n, k, GEMM_FP32, cds[q % 3], t >> 1, t & 1,
-                             al, be, pad, f32k[kk % 6].k, f32k[kk % 6].p});
+            cases.push_back({m, n, k, GEMM_FP32, cds[q % 3], t >> 1, t & 1, al,
+                             be, pad, f32k[kk % 6].k, f32k[kk % 6].p});
             q++;
         };
         if (quick) {
@@ -728,8 +723,7 @@ int main(int argc, char **argv)
                         d3[(dim + 1) % 3] = 65;
                     for (int t = 0; t < 4; t++)
                         add(d3[0], d3[1], d3[2], t, (t == 3) ? -0.75f : 1.0f,
-                            q % 3 == 1 ? 0.f : 0.25f * (t + 1), 8 * (q % 3),
-                            q);
+                            q % 3 == 1 ? 0.f : 0.25f * (t + 1), 8 * (q % 3), q);
                 }
             const long long odd[] = {1, 7, 63, 65, 127, 129, 255, 1000};
             for (int i = 0; i < 8; i++)
@@ -739,8 +733,10 @@ int main(int argc, char **argv)
             for (int t = 0; t < 4; t++)
                 for (int kk = 2; kk < 5; kk++)
                     add(4096, 4096, 4096, t, 1.0f, t % 2 ? 0.f : -1.0f, 0, kk);
-            const long long sk[][3] = {{1, 8192, 8192}, {64, 1000, 8192},
-                                       {3000, 5000, 700}, {1024, 1024, 16384}};
+            const long long sk[][3] = {{1, 8192, 8192},
+                                       {64, 1000, 8192},
+                                       {3000, 5000, 700},
+                                       {1024, 1024, 16384}};
             for (auto &s : sk)
                 for (int t = 0; t < 4; t++)
                     add(s[0], s[1], s[2], t, 1.0f, q % 2 ? 0.f : 0.5f,

@@ -21,7 +21,7 @@
  * are printed); a fallback must say why and give cuBLAS's bits.
  *
  * A plain program (no Criterion) so it runs on a bare GPU host; with no
- * CUDA device it prints "skipped: no CUDA device" and exits 0.
+ * CUDA device it prints "skipped: no CUDA device" and exits 77 (skipped).
  * Usage: kernels_ozaki_gpu_test [--quick] [--seed N] [--s8 | --f64]
  */
 #include <cuda_runtime.h>
@@ -500,12 +500,12 @@ int main(int argc, char **argv)
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         cudaGetLastError();
         printf("skipped: no CUDA device\n");
-        return 0;
+        return 77;
     }
     gemm_error rv = gemmk_ctx_create(&ctx, 0);
     if (rv == GEMM_ERR_UNSUPPORTED) {
         printf("skipped: not an sm_90 device\n");
-        return 0;
+        return 77;
     }
     if (rv != GEMM_OK) {
         printf("FAIL gemmk_ctx_create: %d\n", rv);

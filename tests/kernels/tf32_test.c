@@ -64,8 +64,7 @@ Test(tf32, max_finite_and_infinity)
 Test(tf32, nan_stays_nan)
 {
     /* a NaN whose payload lies only in the low 13 bits must not become inf */
-    const uint32_t v[] = {0x7f800001u, 0x7fc00000u, 0xff800fffu,
-                          0x7fffffffu};
+    const uint32_t v[] = {0x7f800001u, 0x7fc00000u, 0xff800fffu, 0x7fffffffu};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         float f = gemmk_bits_f32(rb(v[i]));
         cr_assert(isnan(f), "0x%08x -> 0x%08x", v[i], rb(v[i]));
@@ -128,8 +127,8 @@ Test(tf32, split_reconstructs)
         cr_assert_eq(gemmk_f32_bits(small) & 0x1fffu, 0u);
         cr_assert(isfinite(big) && isfinite(small), "a=%a", a);
         double err = fabs((double)a - ((double)big + (double)small));
-        cr_assert(err <= ldexp(fabs((double)a), -22), "a=%a big=%a small=%a",
-                  a, big, small);
+        cr_assert(err <= ldexp(fabs((double)a), -22), "a=%a big=%a small=%a", a,
+                  big, small);
         cr_assert(fabs((double)small) <= ldexp(fabs((double)a), -11));
         /* tf32 alone is 2^11 times coarser */
         double err1 = fabs((double)a - (double)big);

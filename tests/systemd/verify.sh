@@ -2,11 +2,19 @@
 # systemd_verify: systemd-analyze verify accepts gemmd.service (as CMake
 # configured it, with ExecStart pointed at the gemmd just built) and the
 # unit keeps its hardening. Usage: verify.sh UNIT GEMMD
+# Without systemd-analyze it skips (exit 77), or fails where $GEMM_REQUIRE
+# names systemd or is "all" (CI).
 set -eu
 unit=$1 gemmd=$2
 if ! command -v systemd-analyze >/dev/null 2>&1; then
-    echo "systemd-analyze not found (install the systemd package)" >&2
-    exit 1
+    case " $(echo "${GEMM_REQUIRE:-}" | tr , ' ') " in
+    *" all "* | *" systemd "*)
+        echo "systemd-analyze not found, and GEMM_REQUIRE says this host" \
+             "has it (install the systemd package)" >&2
+        exit 1 ;;
+    esac
+    echo "skipped: systemd-analyze not found (install the systemd package)"
+    exit 77
 fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

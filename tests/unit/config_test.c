@@ -80,6 +80,9 @@ Test(config, refusals)
     cr_expect_eq(parse(&c, "--spin-us", "2000000"), 2);
     cr_expect_eq(parse(&c, "--spin-us", "fast"), 2);
     cr_expect_eq(parse(&c, "--no-such-option", NULL), 2);
+    /* the nng era's options are gone, not silently taken */
+    cr_expect_eq(parse(&c, "--watchdog", "1"), 2);
+    cr_expect_eq(parse(&c, "--contexts", "4"), 2);
     cr_expect_eq(parse(&c, "stray", NULL), 2);
 }
 

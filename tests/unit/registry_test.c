@@ -96,14 +96,14 @@ Test(registry, register_lookup_release)
     cr_expect_eq(c, 0x5a);
     /* another connection sees nothing */
     cr_expect_null(reg_lookup(&reg, 8, id));
-    cr_expect_eq(reg_release(&reg, 8, id), GEMM_ERR_NO_BUFFER);
+    cr_expect_eq(reg_release_kind(&reg, 8, id, REG_BUFFER), GEMM_ERR_NO_BUFFER);
     cr_expect_not_null(reg_lookup(&reg, 7, id), "foreign release harmed");
-    cr_expect_eq(reg_release(&reg, 7, id), GEMM_OK);
+    cr_expect_eq(reg_release_kind(&reg, 7, id, REG_BUFFER), GEMM_OK);
     cr_expect_null(reg_lookup(&reg, 7, id));
     cr_expect_eq(reg.count, 0);
     cr_expect_eq(reg.mapped, 0);
     cr_expect_eq(unpins, 1);
-    cr_expect_eq(reg_release(&reg, 7, id), GEMM_ERR_NO_BUFFER);
+    cr_expect_eq(reg_release_kind(&reg, 7, id, REG_BUFFER), GEMM_ERR_NO_BUFFER);
     close(fd);
 }
 
@@ -147,7 +147,7 @@ Test(registry, references_outlive_release)
     close(fd);
     reg_buffer *b = reg_lookup(&reg, 1, id);
     reg_hold(b); /* a job in flight */
-    cr_assert_eq(reg_release(&reg, 1, id), GEMM_OK);
+    cr_assert_eq(reg_release_kind(&reg, 1, id, REG_BUFFER), GEMM_OK);
     cr_expect_eq(reg.count, 0, "released from the table at once");
     cr_expect_eq(reg.mapped, 1, "but still mapped for the job");
     ((volatile char *)b->base)[100] = 1; /* still valid memory */

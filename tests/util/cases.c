@@ -206,35 +206,3 @@ void tu_case_c_mode(tu_case *cs, unsigned sel)
         break;
     }
 }
-
-void tu_slow_op(gemm_client *c, gemm_buffer **buf, gemm_op *op)
-{
-    size_t nn = (size_t)TU_SLOW_N * TU_SLOW_N;
-    uint64_t seed = 4242;
-    int rv = gemm_buffer_alloc(c, 3 * nn * 4, buf);
-    cr_assert_eq(rv, GEMM_OK, "slow buffer: %s", gemm_strerror(rv));
-    tu_fill(gemm_buffer_data(*buf), GEMM_FP32, 2 * TU_SLOW_N, TU_SLOW_N,
-            TU_SLOW_N, &seed);
-    gemm_op_init(op, TU_SLOW_N, TU_SLOW_N, TU_SLOW_N, GEMM_FP32, GEMM_FP32);
-    op->a.buf = op->b.buf = op->d.buf = *buf;
-    op->b.offset = nn * 4;
-    op->d.offset = 2 * nn * 4;
-}
-
-void tu_slow_check(const gemm_op *op, gemm_buffer *buf, const char *who)
-{
-    const size_t n = TU_SLOW_N;
-    const char *base = gemm_buffer_data(buf);
-    const float *d = (const float *)(base + op->d.offset);
-    size_t pts[4][2] = {{0, 0}, {n - 1, n - 1}, {7, 1000}, {999, 3}};
-    for (int i = 0; i < 4; i++) {
-        double ref, scale;
-        size_t r = pts[i][0], col = pts[i][1];
-        tu_ref_elem(op, base + op->a.offset, base + op->b.offset, NULL, r, col,
-                    &ref, &scale);
-        double err = d[r * n + col] - ref;
-        cr_assert(err < 1e-4 * scale + 1e-5 && err > -1e-4 * scale - 1e-5,
-                  "%s: D[%zu][%zu] = %g, want %g", who, r, col,
-                  (double)d[r * n + col], ref);
-    }
-}

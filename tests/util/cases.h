@@ -71,14 +71,4 @@ void tu_case_random(tu_case *cs, uint64_t *state, uint64_t maxdim);
  * a separate C, C in place as D, a C present but unread (beta 0). */
 void tu_case_c_mode(tu_case *cs, unsigned sel);
 
-/* The slow GEMM that keeps one CPU worker busy (fp32 TU_SLOW_N^3, ~7
- * GFLOP, 100+ ms on one core): a fresh buffer of client c with random A
- * and B, and op set up on it. Asserts on failure. */
-#define TU_SLOW_N 1536
-void tu_slow_op(gemm_client *c, gemm_buffer **buf, gemm_op *op);
-
-/* Spot-checks four elements of the slow GEMM's D against fp64; who names
- * the GEMM in a failure. */
-void tu_slow_check(const gemm_op *op, gemm_buffer *buf, const char *who);
-
 #endif

@@ -4,6 +4,7 @@
  */
 #include "util/daemon.h"
 #include "util/cases.h"
+#include "util/hold.h"
 
 #include <criterion/criterion.h>
 
@@ -42,6 +43,13 @@ void tu_sleep_ms(int ms)
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+void tu_wait_until(double t)
+{
+    double left;
+    while ((left = t - tu_now()) > 0)
+        tu_sleep_ms(left > 0.001 ? (int)(left * 1000.0) + 1 : 1);
 }
 
 static void remove_dir(const char *dir)
@@ -260,6 +268,14 @@ int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        if (tu_hold_daemon_fd >= 0) {
+            /* the test hold (hold.h): this end, and only it, crosses exec */
+            char fd[16];
+            snprintf(fd, sizeof(fd), "%d", tu_hold_daemon_fd);
+            if (fcntl(tu_hold_daemon_fd, F_SETFD, 0) != 0 ||
+                setenv("GEMMD_TEST_HOLD_FD", fd, 1) != 0)
+                _exit(124);
+        }
         if (tu_daemon_nofile != 0) {
             struct rlimit rl = {tu_daemon_nofile, tu_daemon_nofile};
             if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
@@ -299,6 +315,32 @@ int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
     return -1;
 }
 
+int tu_log_count(const gemmd_proc *p, const char *needle)
+{
+    char line[4096];
+    int n = 0;
+    FILE *f = fopen(p->log, "r");
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+bool tu_log_wait(const gemmd_proc *p, const char *needle, int after,
+                 double timeout_s)
+{
+    double until = tu_now() + timeout_s;
+    for (;;) {
+        if (tu_log_count(p, needle) > after)
+            return true;
+        if (tu_now() > until)
+            return false;
+        tu_sleep_ms(2);
+    }
+}
+
 gemm_client *tu_client(const gemmd_proc *p, int timeout_ms)
 {
     gemm_client *c = NULL;
@@ -320,6 +362,7 @@ void fixture_start(const char *const *extra)
 
 void fixture_stop(void)
 {
+    tu_hold_close(); /* a held GEMM left by a failed test goes on */
     gemm_client_close(g_client);
     g_client = NULL;
     if (g_gemmd.pid == 0 && g_gemmd.dir[0] == '\0')

@@ -13,9 +13,11 @@
  * the tests' own. It is exec'ed through a descriptor opened before the
  * switch (fexecve), so the clone may sit in a 0700 home directory.
  *
- * Environment: GEMM_TEST_GEMMD (another gemmd binary), GEMM_TEST_LOG_LEVEL
- * (gemmd's --log-level, default info), GEMM_TEST_KEEP=1 (keep each private
- * directory and its gemmd.log), GEMM_TEST_DAEMON_USER (above).
+ * When the test made a hold (hold.h), gemmd gets its end of the hold
+ * socket. Environment: GEMM_TEST_GEMMD (another gemmd binary),
+ * GEMM_TEST_LOG_LEVEL (gemmd's --log-level, default info), GEMM_TEST_KEEP=1
+ * (keep each private directory and its gemmd.log), GEMM_TEST_DAEMON_USER
+ * (above).
  *
  * The Criterion helpers fixture_start()/fixture_stop() keep one daemon and
  * one connected client (g_client) per test and assert on every step
@@ -79,6 +81,15 @@ void gemmd_destroy(gemmd_proc *p);
 /* Prints the last bytes of gemmd's log to stderr. */
 void gemmd_dump_log(const gemmd_proc *p);
 
+/* Lines of p's log that contain needle. */
+int tu_log_count(const gemmd_proc *p, const char *needle);
+
+/* Polls p's log for up to timeout_s until more than `after` lines contain
+ * needle (after: tu_log_count() taken before the event); returns whether
+ * they did. For what only the log shows (a signal handled). */
+bool tu_log_wait(const gemmd_proc *p, const char *needle, int after,
+                 double timeout_s);
+
 /* Opens a client on p with a request timeout; asserts success. */
 gemm_client *tu_client(const gemmd_proc *p, int timeout_ms);
 
@@ -89,6 +100,12 @@ const char *tu_gemmd_path(void);
 
 /* Seconds since an arbitrary start (CLOCK_MONOTONIC). */
 double tu_now(void);
+/* Returns once tu_now() >= t: for a test whose state is time itself (a
+ * request's deadline that must have passed). */
+void tu_wait_until(double t);
+
+/* Pauses between two looks at some state in a poll with a deadline;
+ * never a way to let something happen. */
 void tu_sleep_ms(int ms);
 
 /* ---- Criterion fixture ---- */
@@ -97,7 +114,8 @@ extern gemm_client *g_client;
 
 /* Starts gemmd with extra options and connects g_client; asserts. */
 void fixture_start(const char *const *extra);
-/* Closes g_client, SIGTERMs gemmd, asserts that it exits 0 within 20 s. */
+/* Releases the test hold for good (hold.h), closes g_client, SIGTERMs
+ * gemmd, asserts that it exits 0 within 20 s. */
 void fixture_stop(void);
 /* .init/.fini for suites with the default options. */
 void fixture_setup(void);
