@@ -34,6 +34,12 @@ void complete_reply(gemmd *d, sp_req *q, Gemm__Reply *r)
         d->stats.served++;
     else
         d->stats.failed++;
+    if (q->kind == MK_GEMM) {
+        if (status == GEMM_OK)
+            d->stats.gemms_served++;
+        else
+            d->stats.gemms_failed++;
+    }
     if (c->user != NULL) {
         c->user->requests++;
         c->user->failed += status != GEMM_OK;

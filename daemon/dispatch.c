@@ -58,6 +58,8 @@ static void do_status(gemmd *d, sp_req *q, const Gemm__Request *req)
     st.device = d->be.device;
     SET(requests_served, d->stats.served);
     SET(requests_failed, d->stats.failed);
+    SET(gemms_served, d->stats.gemms_served);
+    SET(gemms_failed, d->stats.gemms_failed);
     SET(queue_depth, d->inflight);
     SET(queue_capacity, d->cfg.max_queue);
     SET(buffers, d->reg.count);

@@ -199,19 +199,23 @@ int cmd_status(const char *url, int argc, char **argv)
             ", \"stage_queue_us\": %.1f, \"stage_h2d_us\": %.1f"
             ", \"stage_kernel_us\": %.1f, \"stage_d2h_us\": %.1f"
             ", \"connections\": %" PRIu32 ", \"users\": %" PRIu32
-            ", \"memory_budget\": %" PRIu64 ", \"memory_used\": %" PRIu64 "}\n",
+            ", \"memory_budget\": %" PRIu64 ", \"memory_used\": %" PRIu64
+            ", \"gemms_served\": %" PRIu64 ", \"gemms_failed\": %" PRIu64 "}\n",
             s.requests_served, s.requests_failed, s.queue_depth,
             s.queue_capacity, s.buffers, s.buffer_bytes, s.clients, s.threads,
             s.latency_p50_us, s.latency_p90_us, s.latency_p99_us,
             s.latency_max_us, s.gemm_flops, s.tensors, s.tensor_bytes,
             s.pinned_bytes, s.device_bytes, s.tmap_hits, s.tmap_misses,
             s.stage_queue_us, s.stage_h2d_us, s.stage_kernel_us, s.stage_d2h_us,
-            s.connections, s.users, s.memory_budget, s.memory_used);
+            s.connections, s.users, s.memory_budget, s.memory_used,
+            s.gemms_served, s.gemms_failed);
         return EXIT_OK;
     }
     printf("uptime          %.1f s\n", s.uptime_s);
     printf("backend         %s (%s), %" PRIu32 " threads\n", s.backend,
            s.device[0] ? s.device : "?", s.threads);
+    printf("gemms           %" PRIu64 " served, %" PRIu64 " failed\n",
+           s.gemms_served, s.gemms_failed);
     printf("requests        %" PRIu64 " served, %" PRIu64
            " failed (every kind: GEMM, hello, status, register, ...)\n",
            s.requests_served, s.requests_failed);

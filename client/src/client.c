@@ -248,6 +248,8 @@ GEMM_API int gemm_get_status(gemm_client *c, gemm_status *out)
     out->users = s->users;
     out->memory_budget = s->memory_budget;
     out->memory_used = s->memory_used;
+    out->gemms_served = s->gemms_served;
+    out->gemms_failed = s->gemms_failed;
     gemm__reply__free_unpacked(rep, NULL);
     return GEMM_OK;
 }

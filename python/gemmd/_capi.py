@@ -169,6 +169,8 @@ class GemmStatus(ctypes.Structure):
         ("users", ctypes.c_uint32),
         ("memory_budget", ctypes.c_uint64),
         ("memory_used", ctypes.c_uint64),
+        ("gemms_served", ctypes.c_uint64),
+        ("gemms_failed", ctypes.c_uint64),
     ]
 
 

@@ -483,7 +483,12 @@ Test(gemmctl, status_as_python_has_it)
         "\"memory_budget\": ",   "\"memory_used\": ", "\"stage_d2h_us\": "};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         EXPECT_IN(out_text, keys[i]);
+    EXPECT_IN(out_text, "\"gemms_served\": 0, \"gemms_failed\": 0");
+    /* GEMMs apart from the other requests: one mm is one GEMM */
+    cr_assert_eq(ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--quiet", NULL),
+                 0, "stderr: %s", err_text);
     cr_assert_eq(ctl("status", NULL), 0, "stderr: %s", err_text);
+    EXPECT_IN(out_text, "gemms           1 served, 0 failed");
     EXPECT_IN(out_text, "every kind");
     if (strcmp(tu_backend(), "cpu") == 0)
         EXPECT_IN(out_text, "h2d -  kernel");

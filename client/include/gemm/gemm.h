@@ -133,6 +133,8 @@ typedef struct gemm_status {
     uint32_t users;                  /* uids connected */
     uint64_t memory_budget;          /* the daemon's own memory budget */
     uint64_t memory_used;            /* of it, in use */
+    uint64_t gemms_served;           /* GEMM requests answered OK */
+    uint64_t gemms_failed;           /* GEMM requests answered an error */
 } gemm_status;
 
 /* Fetches the daemon's counters into *out. Thread-safe. */
