@@ -11,8 +11,8 @@
 
 typedef struct gemmd_stats {
     uint64_t started_ns;
-    uint64_t served; /* replies with status OK */
-    uint64_t failed; /* replies with an error */
+    uint64_t served;                     /* replies with status OK */
+    uint64_t failed;                     /* replies with an error */
     uint64_t gemms_served, gemms_failed; /* of them, GEMM requests */
     uint64_t gemm_flops;
     uint64_t stage_count; /* GEMMs in the stage sums below */

@@ -485,8 +485,8 @@ Test(gemmctl, status_as_python_has_it)
         EXPECT_IN(out_text, keys[i]);
     EXPECT_IN(out_text, "\"gemms_served\": 0, \"gemms_failed\": 0");
     /* GEMMs apart from the other requests: one mm is one GEMM */
-    cr_assert_eq(ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--quiet", NULL),
-                 0, "stderr: %s", err_text);
+    cr_assert_eq(ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--quiet", NULL), 0,
+                 "stderr: %s", err_text);
     cr_assert_eq(ctl("status", NULL), 0, "stderr: %s", err_text);
     EXPECT_IN(out_text, "gemms           1 served, 0 failed");
     EXPECT_IN(out_text, "every kind");

@@ -104,14 +104,14 @@ Test(status, served_failed_flops_latency)
               (unsigned long long)served);
     cr_assert_eq(failed, 3, "requests_failed went up by %llu for 3 failures",
                  (unsigned long long)failed);
-    cr_assert_eq(after.gemms_served - before.gemms_served, 10,
-                 "gemms_served went up by %llu for 10 GEMMs",
-                 (unsigned long long)(after.gemms_served -
-                                      before.gemms_served));
-    cr_assert_eq(after.gemms_failed - before.gemms_failed, 3,
-                 "gemms_failed went up by %llu for 3 failed GEMMs",
-                 (unsigned long long)(after.gemms_failed -
-                                      before.gemms_failed));
+    cr_assert_eq(
+        after.gemms_served - before.gemms_served, 10,
+        "gemms_served went up by %llu for 10 GEMMs",
+        (unsigned long long)(after.gemms_served - before.gemms_served));
+    cr_assert_eq(
+        after.gemms_failed - before.gemms_failed, 3,
+        "gemms_failed went up by %llu for 3 failed GEMMs",
+        (unsigned long long)(after.gemms_failed - before.gemms_failed));
     cr_assert_eq(after.gemm_flops - before.gemm_flops, flops,
                  "gemm_flops went up by %llu, want %llu",
                  (unsigned long long)(after.gemm_flops - before.gemm_flops),
