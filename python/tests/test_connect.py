@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 
 import gemmd
+from gemmd import _capi
 
 
 def test_stopped_daemon_is_not_answering_within_the_timeout(make_daemon):
@@ -90,9 +93,22 @@ def test_user_outside_the_group_gets_permission_error(make_daemon):
         os.setgid(other.pw_gid)
         os.setuid(other.pw_uid)
 
-    r = subprocess.run([sys.executable, "-c", _PROBE, d.url],
-                       preexec_fn=become, capture_output=True, text=True,
-                       timeout=60)
+    # the other user may not reach the build tree (a clone in a 0700 home
+    # directory): it runs a copy of the package and library it can read
+    with tempfile.TemporaryDirectory() as pub:
+        os.chmod(pub, 0o755)
+        shutil.copytree(os.path.dirname(os.path.abspath(gemmd.__file__)),
+                        os.path.join(pub, "gemmd"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        libcopy = os.path.join(pub, "libgemmclient.so.0")
+        shutil.copy(_capi.lib().path, libcopy)
+        for root, dirs, files in os.walk(pub):
+            for n in dirs + files:
+                os.chmod(os.path.join(root, n), 0o755)
+        env = dict(os.environ, PYTHONPATH=pub, GEMMD_CLIENT_LIB=libcopy)
+        r = subprocess.run([os.path.realpath(sys.executable), "-c", _PROBE,
+                            d.url], preexec_fn=become, capture_output=True,
+                           text=True, timeout=60, env=env, cwd=pub)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     assert out.startswith("PermissionDenied 12 "), out
