@@ -17,7 +17,13 @@ gemm_add_test(NAME systemd_verify
   LABELS system TIMEOUT 60)
 # `cmake --install --prefix P`: the unit, README and the Python package's
 # _libpath.txt follow P.
+set(_install_env "")
+if(GEMM_ASAN)
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
+    OUTPUT_VARIABLE _asan_rt OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set(_install_env GEMM_ASAN_RUNTIME=${_asan_rt})
+endif()
 gemm_add_test(NAME systemd_install_prefix
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/systemd/install_prefix.sh
           ${PROJECT_BINARY_DIR}
-  LABELS system TIMEOUT 120)
+  LABELS system TIMEOUT 120 ENVIRONMENT ${_install_env})

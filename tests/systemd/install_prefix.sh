@@ -34,7 +34,10 @@ esac
 [ -e "$lib" ] || fail "_libpath.txt names $lib, which was not installed"
 # the installed package, as it is, loads that library (Debian's numpy)
 if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+    # an ASan build's library needs its runtime first (GEMM_ASAN_RUNTIME)
     got=$(cd "$p" && env -u GEMMD_CLIENT_LIB PYTHONPATH="$p/share/gemmd/python" \
+        ${GEMM_ASAN_RUNTIME:+LD_PRELOAD=$GEMM_ASAN_RUNTIME} \
+        ${GEMM_ASAN_RUNTIME:+ASAN_OPTIONS=detect_leaks=0} \
         /usr/bin/python3 -c "import gemmd; print(gemmd.library_path())") ||
         fail "the installed gemmd package does not load"
     [ "$got" = "$lib" ] ||
