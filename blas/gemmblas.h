@@ -45,13 +45,15 @@ typedef struct gb_gemm {
     const void *alpha, *beta;
 } gb_gemm;
 
-/* ---- gemm.c ---- */
+/* ---- elem.c ---- */
 
 /* Bytes of one element of t (4, 8, 8, 16). */
 GB_HIDDEN size_t gb_esize(gb_type t);
 /* Whether *s (a scalar of t) is 0, or 1. */
 GB_HIDDEN bool gb_is_zero(gb_type t, const void *s);
 GB_HIDDEN bool gb_is_one(gb_type t, const void *s);
+
+/* ---- gemm.c ---- */
 
 /*
  * The reference BLAS argument checks of ?GEMM, in the reference order:

@@ -1,7 +1,7 @@
 /*
  * gemmctl.h: what gemmctl's files share: exit codes, the subcommands and
- * the helpers that turn a gemm_error into a message. gemmctl uses only the
- * public libgemmclient API.
+ * the helpers (util.c) that turn a gemm_error into a message. gemmctl uses
+ * only the public libgemmclient API.
  */
 #ifndef GEMMCTL_H
 #define GEMMCTL_H
@@ -28,6 +28,10 @@ int ctl_fail(int rv, const char *what);
 int ctl_error(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Sets the timeout in ms (-1: none) ctl_open gives each client; 0, the
+ * start, leaves the library's defaults. main.c, before any subcommand. */
+void ctl_set_timeout(int ms);
+
 /* Opens a client on url (NULL: the default), printing why not. */
 int ctl_open(const char *url, gemm_client **out);
 
@@ -35,7 +39,7 @@ int ctl_open(const char *url, gemm_client **out);
 void ctl_json_str(const char *s);
 
 /* Fills n elements of type t at dst with uniform [-1, 1) values from the
- * splitmix64 stream *state (mm.c). */
+ * splitmix64 stream *state. */
 void ctl_fill_random(void *dst, gemm_dtype t, size_t n, uint64_t *state);
 
 /* Parses "default", "tf32", "fp32" for option opt of subcommand cmd;

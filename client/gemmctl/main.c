@@ -2,13 +2,13 @@
  * main.c: gemmctl, the command-line face of gemmd, built only on the public
  * libgemmclient API. Global options (--url, --help, --version), then one
  * subcommand: ping, status, mm (mm.c), kernels (kernels.c), bench
- * (bench.c). Exit codes: 0 ok, 1 runtime error, 2 usage error.
+ * (bench.c), dispatched through a table. The helpers they share live in
+ * util.c. Exit codes: 0 ok, 1 runtime error, 2 usage error.
  */
 #include "gemmctl.h"
 
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,52 +55,6 @@ static const char usage_text[] =
     "Exit status: 0 ok, 1 runtime error (daemon, file, failed --check),\n"
     "2 usage error.\n";
 
-int ctl_error(int code, const char *fmt, ...)
-{
-    va_list ap;
-    fputs("gemmctl: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return code;
-}
-
-int ctl_parse_precision(const char *cmd, const char *opt, const char *s,
-                        gemm_precision *out)
-{
-    if (gemm_precision_parse(s, out) != GEMM_OK)
-        return ctl_error(EXIT_USAGE,
-                         "%s: %s wants default, tf32 or fp32, not '%s'", cmd,
-                         opt, s);
-    return EXIT_OK;
-}
-
-int ctl_fail(int rv, const char *what)
-{
-    const char *msg = gemm_last_error_message();
-    if (msg == NULL || msg[0] == '\0')
-        msg = gemm_strerror(rv);
-    if (what != NULL)
-        return ctl_error(EXIT_RUNTIME, "%s: %s", what, msg);
-    return ctl_error(EXIT_RUNTIME, "%s", msg);
-}
-
-/* --timeout: per-request timeout in ms, 0 = the library's default. */
-static int ctl_timeout_ms;
-
-int ctl_open(const char *url, gemm_client **out)
-{
-    int rv = ctl_timeout_ms != 0
-                 ? gemm_client_open_timeout(out, url, ctl_timeout_ms)
-                 : gemm_client_open(out, url);
-    if (rv != GEMM_OK)
-        return ctl_fail(rv, NULL);
-    if (ctl_timeout_ms != 0)
-        gemm_client_set_timeout(*out, ctl_timeout_ms);
-    return EXIT_OK;
-}
-
 static double now_us(void)
 {
     struct timespec ts;
@@ -141,21 +95,6 @@ int cmd_ping(const char *url, int argc, char **argv)
            info.device[0] ? info.device : "?", rtt);
     gemm_client_close(c);
     return EXIT_OK;
-}
-
-void ctl_json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
-    }
-    putchar('"');
 }
 
 int cmd_status(const char *url, int argc, char **argv)
@@ -255,6 +194,15 @@ int cmd_status(const char *url, int argc, char **argv)
     return EXIT_OK;
 }
 
+/* The subcommands, by name. */
+static const struct {
+    const char *name;
+    int (*run)(const char *url, int argc, char **argv);
+} commands[] = {
+    {"ping", cmd_ping},       {"status", cmd_status}, {"mm", cmd_mm},
+    {"kernels", cmd_kernels}, {"bench", cmd_bench},
+};
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -283,7 +231,7 @@ int main(int argc, char **argv)
                                  "--timeout wants milliseconds (or -1 for "
                                  "none), not '%s'",
                                  optarg);
-            ctl_timeout_ms = (int)ms;
+            ctl_set_timeout((int)ms);
             break;
         }
         case 'h':
@@ -310,16 +258,9 @@ int main(int argc, char **argv)
     const char *cmd = argv[optind];
     int sub_argc = argc - optind;
     char **sub_argv = argv + optind;
-    if (strcmp(cmd, "ping") == 0)
-        return cmd_ping(url, sub_argc, sub_argv);
-    if (strcmp(cmd, "status") == 0)
-        return cmd_status(url, sub_argc, sub_argv);
-    if (strcmp(cmd, "mm") == 0)
-        return cmd_mm(url, sub_argc, sub_argv);
-    if (strcmp(cmd, "kernels") == 0)
-        return cmd_kernels(url, sub_argc, sub_argv);
-    if (strcmp(cmd, "bench") == 0)
-        return cmd_bench(url, sub_argc, sub_argv);
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].run(url, sub_argc, sub_argv);
     if (strcmp(cmd, "help") == 0) {
         fputs(usage_text, stdout);
         return EXIT_OK;

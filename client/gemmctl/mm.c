@@ -355,52 +355,6 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
     return EXIT_OK;
 }
 
-/* splitmix64: a seeded stream of 64 random bits. */
-static uint64_t rnd_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform values in [-1, 1), never 0. fp64 gets 53 random bits per value,
- * fp32 24; the 16-bit types keep at most 11 significant bits, so each draw
- * gives four values of 16 bits, (u - 32767.5) / 32768 (exact in fp32,
- * rounded once to the type). Complex types: both parts so. */
-void ctl_fill_random(void *dst, gemm_dtype t, size_t n, uint64_t *state)
-{
-    float tmp[4096];
-    if (t == GEMM_FP64 || t == GEMM_COMPLEX128) {
-        double *d = dst;
-        size_t parts = t == GEMM_FP64 ? n : 2 * n;
-        for (size_t i = 0; i < parts; i++)
-            d[i] = (double)(rnd_next(state) >> 11) * 0x1p-52 - 1.0 + 0x1p-53;
-        return;
-    }
-    if (t == GEMM_COMPLEX64) {
-        t = GEMM_FP32; /* 2n fp32 parts */
-        n *= 2;
-    }
-    size_t esize = gemm_dtype_size(t);
-    for (size_t off = 0; off < n; off += 4096) {
-        size_t len = n - off < 4096 ? n - off : 4096;
-        if (t == GEMM_FP32) {
-            for (size_t i = 0; i < len; i++)
-                tmp[i] = (float)(rnd_next(state) >> 40) * 0x1p-23f - 1.0f;
-        } else {
-            for (size_t i = 0; i < len; i += 4) {
-                uint64_t z = rnd_next(state);
-                for (size_t q = 0; q < 4 && i + q < len; q++)
-                    tmp[i + q] =
-                        ((float)((z >> (16 * q)) & 0xffffu) - 32767.5f) *
-                        0x1p-15f;
-            }
-        }
-        gemm_convert((char *)dst + off * esize, t, tmp, GEMM_FP32, len);
-    }
-}
-
 /* Allocates a buffer for count elements of type t. */
 static int alloc_matrix(gemm_client *c, size_t count, gemm_dtype t,
                         const char *name, gemm_buffer **out)

@@ -7,6 +7,9 @@ over its buffers stay readable and are copied (staged) when used, tensors
 raise ConnectionClosed. A request is sent again on a new connection only
 when it cannot have reached the old one (it failed at send).
 
+The top of the package's layers (_conn <- _tensor <- _gemm <- _client):
+nothing below imports it.
+
 Thread-safe: every public method may be called from any thread.
 """
 from __future__ import annotations

@@ -25,7 +25,7 @@ import ctypes
 import os
 import re
 import threading
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Protocol, Tuple
 
 import numpy as np
 
@@ -35,7 +35,17 @@ from ._errors import ClientClosed, GemmError, error_for
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from ._gemm import _Call
+
+class _Pending(Protocol):
+    """What post() needs of a submitted request (_gemm's _Call is one):
+    the waiter thread calls failed(rv) when gemm_wait reports an error,
+    else finish() for the result, then release() either way."""
+
+    def failed(self, rv: int) -> None: ...
+
+    def finish(self) -> Any: ...
+
+    def release(self) -> None: ...
 
 _OK = 0
 _ERR_CLOSED = 5
@@ -365,7 +375,7 @@ class _Conn:
 
     # -- futures --
 
-    def post(self, req: int, call: "_Call", fut: "Future") -> None:
+    def post(self, req: int, call: _Pending, fut: "Future") -> None:
         """Hands a submitted request to the waiter threads."""
         with self._wcv:
             self._wq.append((req, call, fut))
@@ -392,7 +402,7 @@ class _Conn:
                 req, call, fut = self._wq.popleft()
             self._complete(req, call, fut)
 
-    def _complete(self, req: int, call: "_Call", fut: "Future") -> None:
+    def _complete(self, req: int, call: _Pending, fut: "Future") -> None:
         err: Optional[BaseException] = None
         result = None
         try:

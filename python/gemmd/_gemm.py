@@ -9,11 +9,15 @@ dimension. Anything else is copied into a pooled staging buffer (a
 column-ordered array as its transpose, so the copy runs along rows). D is
 the caller's ``out`` in place when it can be, else a buffer of ours that
 becomes the result (or is copied into ``out``).
+
+Imports flow one way: _conn <- _tensor <- _gemm <- _client. A _Call is
+what _conn's waiters complete (its _Pending); the client is only an
+_Owner (_tensor) here.
 """
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -22,10 +26,7 @@ from ._capi import GemmMatrix, GemmOpBox
 from ._conn import _Buffer, _Conn, _Lost, _buffer_of, _OK, _ERR_CLOSED
 from ._errors import (ConnectionClosed, DTypeError, InvalidArgument,
                       ShapeError)
-from ._tensor import Tensor
-
-if TYPE_CHECKING:
-    from ._client import Client
+from ._tensor import Tensor, _Owner
 
 # Failures after which the daemon may still write the request's D.
 # TIMEOUT, CLOSED, PROTOCOL, IO, INTERNAL, ABANDONED (TIMEOUT means "not
@@ -59,7 +60,7 @@ class _Plan:
                  c: Optional[Operand], alpha: float, beta: float,
                  dtype: Optional[DTypeLike], out_dtype: Optional[DTypeLike],
                  precision: Optional[str], kernel: Optional[str],
-                 client: "Client") -> None:
+                 client: _Owner) -> None:
         self.A, sq_m = self._input(a, 0, client)
         self.B, sq_n = self._input(b, 1, client)
         if sq_n:  # b 1-D: (k,) -> (k, 1)
@@ -213,7 +214,7 @@ class _Plan:
                 self.C = cb.reshape(self.m, self.n)
 
     def _input(self, x: Operand, i: int,
-               client: "Client") -> Tuple[Any, bool]:
+               client: _Owner) -> Tuple[Any, bool]:
         if isinstance(x, Tensor):
             if x.client is not client:
                 raise InvalidArgument("matmul: tensor operand %d belongs to "

@@ -6,12 +6,15 @@ A _TensorHandle is the tensor in gemmd, shared by a Tensor and its ``.T``
 views; it is freed by free() or when the last view is collected. It lives
 on the connection it was uploaded on: after gemmd restarted (or in a
 forked child) using it raises ConnectionClosed. Thread-safe.
+
+Below _gemm and _client: the client that made a tensor is known only as
+an _Owner, whatever has matmul.
 """
 from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Tuple
+from typing import Any, Protocol, Tuple
 
 import numpy as np
 
@@ -19,8 +22,12 @@ from . import _conn
 from ._conn import _Conn, _Lost, _OK, _ERR_CLOSED
 from ._errors import GemmError, InvalidArgument, ShapeError
 
-if TYPE_CHECKING:
-    from ._client import Client
+
+class _Owner(Protocol):
+    """What a Tensor needs of the client that made it (_client's Client
+    is one): matmul, which ``@`` and numpy() run through."""
+
+    def matmul(self, a: Any, b: Any, *args: Any, **kw: Any) -> Any: ...
 
 
 # ---- resident tensors ---------------------------------------------------
@@ -74,7 +81,7 @@ class Tensor:
 
     __slots__ = ("_h", "client", "trans", "conj")
 
-    def __init__(self, handle: _TensorHandle, client: "Client",
+    def __init__(self, handle: _TensorHandle, client: _Owner,
                  trans: bool = False, conj: bool = False) -> None:
         self._h = handle
         self.client = client
