@@ -102,9 +102,16 @@ GEMM_API int gemm_client_open_timeout(gemm_client **out, const char *url,
                        nng_strerror(rv));
         goto fail_mtx;
     }
-    /* Never re-send: a request that lost its daemon fails instead. */
+    /* Never re-send: a request that lost its daemon fails instead. Nor
+     * redial: a client that lost its daemon stays lost (callers open a new
+     * one), and nng 1.5.2 can deadlock closing a socket whose dialer is
+     * busy reconnecting to a daemon that is gone. */
     if ((rv = nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME,
                                 NNG_DURATION_INFINITE)) != 0 ||
+        (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT,
+                                CLI_NO_REDIAL_MS)) != 0 ||
+        (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT,
+                                CLI_NO_REDIAL_MS)) != 0 ||
         (rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST,
                               client_pipe_removed, c)) != 0) {
         rv = cli_error(GEMM_ERR_INTERNAL, "cannot set up the nng socket: %s",
@@ -133,14 +140,17 @@ GEMM_API void gemm_client_close(gemm_client *c)
 {
     if (c == NULL)
         return;
-    /* nng_close() returns once every pipe callback has run. */
-    nng_close(c->sock);
+    /* a finished close has run every pipe callback; one left running may
+     * still call client_pipe_removed(c), so c stays allocated then */
+    bool closed = cli_close_socket(c);
     cli_fdchan_close(c);
     pthread_mutex_lock(&c->mtx);
     for (struct gemm_buffer *b = c->buffers; b != NULL; b = b->next)
         b->client = NULL;
     c->buffers = NULL;
     pthread_mutex_unlock(&c->mtx);
+    if (!closed)
+        return;
     pthread_mutex_destroy(&c->mtx);
     pthread_mutex_destroy(&c->fd_mtx);
     free(c);

@@ -5,7 +5,9 @@
  * once, but waits up to its own 10 s for the handshake of a daemon that
  * accepted the connection and does not answer (stopped, hung); so the dial
  * runs on a short-lived thread and the caller's thread gives up at its
- * deadline by closing the socket, which aborts the dial.
+ * deadline by closing the socket, which aborts the dial. Closing is bounded
+ * the same way: nng 1.5.2's nng_close() can deadlock once the daemon is
+ * gone, and a library must not hang the program that loaded it.
  */
 #include "internal.h"
 
@@ -231,6 +233,87 @@ static int dial_error(const char *url, int rv, int timeout_ms)
                      "cannot connect to gemmd at %s: %s (is gemmd "
                      "running?)",
                      url, dial_hint(rv));
+}
+
+/* One nng_close() in flight, shared by the closing thread and the caller
+ * (refs: whoever drops the last frees it). */
+struct close_job {
+    pthread_mutex_t mtx;
+    pthread_cond_t cv;
+    nng_socket sock;
+    nng_dialer dialer;
+    bool done;
+    int refs;
+};
+
+static void close_job_put(struct close_job *j)
+{
+    pthread_mutex_lock(&j->mtx);
+    bool last = --j->refs == 0;
+    pthread_mutex_unlock(&j->mtx);
+    if (last) {
+        pthread_cond_destroy(&j->cv);
+        pthread_mutex_destroy(&j->mtx);
+        free(j);
+    }
+}
+
+/* The closing thread: the dialer (no more reconnects), then the socket. */
+static void *close_main(void *arg)
+{
+    struct close_job *j = arg;
+    if (nng_dialer_id(j->dialer) > 0)
+        nng_dialer_close(j->dialer);
+    nng_close(j->sock);
+    pthread_mutex_lock(&j->mtx);
+    j->done = true;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mtx);
+    close_job_put(j);
+    return NULL;
+}
+
+bool cli_close_socket(gemm_client *c)
+{
+    struct close_job *j = calloc(1, sizeof(*j));
+    pthread_condattr_t ca;
+    pthread_t th;
+    struct timespec dl;
+
+    if (j == NULL) {
+        nng_close(c->sock);
+        return true;
+    }
+    pthread_mutex_init(&j->mtx, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    j->sock = c->sock;
+    j->dialer = c->dialer;
+    j->refs = 2;
+    if (pthread_create(&th, NULL, close_main, j) != 0) {
+        nng_close(c->sock);
+        j->refs = 1;
+        close_job_put(j);
+        return true;
+    }
+    pthread_detach(th);
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += CLI_CLOSE_WAIT_MS / 1000;
+    dl.tv_nsec += (long)(CLI_CLOSE_WAIT_MS % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&j->mtx);
+    while (!j->done &&
+           pthread_cond_timedwait(&j->cv, &j->mtx, &dl) != ETIMEDOUT) {
+    }
+    bool done = j->done;
+    pthread_mutex_unlock(&j->mtx);
+    close_job_put(j);
+    return done;
 }
 
 int cli_dial(gemm_client *c, int timeout_ms, bool *closed)

@@ -88,6 +88,20 @@ int cli_call(gemm_client *c, Gemm__Request *req, const char *what,
  */
 int cli_dial(gemm_client *c, int timeout_ms, bool *closed);
 
+/*
+ * Closes c's dialer, then c->sock, waiting at most CLI_CLOSE_WAIT_MS:
+ * Debian's nng 1.5.2 can deadlock in nng_close() after the daemon went
+ * away (nng issues 1543, 1813), and a library must not hang its host
+ * program. Returns true when the close finished; false when it was left
+ * running on its own thread, which may still call c's pipe callback, so
+ * the caller must then leave c allocated. The closing thread only.
+ */
+bool cli_close_socket(gemm_client *c);
+#define CLI_CLOSE_WAIT_MS 2000
+/* A lost client's dialer waits this long before it would redial: never,
+ * in practice (24 h). */
+#define CLI_NO_REDIAL_MS (24 * 3600 * 1000)
+
 /* Hands memfd fd to the daemon over the descriptor channel (fdchan.c);
  * on success *ticket names it in a RegisterBuffer. fd stays the caller's.
  * Thread-safe. */
