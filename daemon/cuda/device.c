@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static _Thread_local cuda_worker *tls_worker;
 
@@ -34,6 +35,31 @@ static void log_knobs(const gemmk_ctx *kctx)
                   k.name, k.text, k.value, k.description);
 }
 
+/* Pays worker w's first-use costs before a request meets them (the
+ * kernel modules and cuBLAS's first calls: tens of ms in a first fp64
+ * request otherwise); the first worker of a device warms the large shapes
+ * too. A failure only costs that first request its time: logged, not
+ * fatal. Main thread, at start-up. */
+static void worker_warm(cuda_device *d, cuda_worker *w)
+{
+    char why[256] = "";
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rv = gemmk_ctx_warm(w->kctx, w->stream, w == &d->workers[0], why,
+                            sizeof(why));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    if (rv != GEMM_OK)
+        gemmd_log(LOG_WARNING,
+                  "cuda backend: device %d worker %td: warm-up failed after "
+                  "%.1f ms (%s: %s); its first request pays the rest",
+                  d->ordinal, w - d->workers, ms, gemm_strerror(rv), why);
+    else
+        gemmd_log(LOG_INFO,
+                  "cuda backend: device %d worker %td warmed in %.1f ms",
+                  d->ordinal, w - d->workers, ms);
+}
+
 /* Makes worker w's stream, events and kernel context on device d. */
 static int worker_create(cuda_device *d, cuda_worker *w, char *msg, size_t len)
 {
@@ -51,6 +77,7 @@ static int worker_create(cuda_device *d, cuda_worker *w, char *msg, size_t len)
     }
     if (w == &d->workers[0])
         log_knobs(w->kctx);
+    worker_warm(d, w);
     return GEMM_OK;
 fail:
     gemmk_ctx_destroy(w->kctx);

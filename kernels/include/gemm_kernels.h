@@ -300,6 +300,16 @@ void gemmk_cache_stats_get(const gemmk_ctx *ctx, gemmk_cache_stats *out);
  * depend on it (the key holds pointer, shape, strides, type and box). */
 void gemmk_cache_forget(gemmk_ctx *ctx, const void *base, size_t bytes);
 
+/* Pays the context's first-use costs now (the modules of the kernels
+ * "auto" picks, cuBLAS's first wide-type calls, the tensor-map encoder)
+ * by running representative products on zeroed scratch on `stream`;
+ * returns when they finished and the scratch is freed. full = 0 runs only
+ * the small shapes (little memory, for a context's second worker). Returns
+ * a gemm_error; on failure msg says which call. Not thread-safe with
+ * other calls on ctx. */
+gemm_error gemmk_ctx_warm(gemmk_ctx *ctx, cudaStream_t stream, int full,
+                          char *msg, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -90,6 +90,10 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "oz2-bytes, oz2-unfused: the ping-pong int8 kernel (0: cooperative "
      "128x256; ozaki.cu)",
      read_bool},
+    {KNOB_WARM, "GEMMK_WARM", 1,
+     "gemmk_ctx_warm pays first-use costs (0: it does nothing, and a "
+     "first request pays them; warm.cu)",
+     read_bool},
 };
 
 } // namespace

@@ -22,6 +22,7 @@ enum Knob {
     KNOB_OZ_KCHUNK,     /* fused Ozaki: k-blocks per chunk (0: whole K) */
     KNOB_OZ_BYTES_TILE, /* oz2-bytes: all moduli of a tile in one CTA */
     KNOB_OZ_PP,         /* oz2-bytes/unfused: the ping-pong int8 kernel */
+    KNOB_WARM,          /* gemmk_ctx_warm runs (0: returns at once) */
     KNOB_COUNT
 };
 
