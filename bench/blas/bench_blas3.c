@@ -357,27 +357,18 @@ int main(int argc, char **argv)
 
     result *res = calloc((size_t)nr * ns * nv_, sizeof(result));
 #define R(ri, si, vi) res[((ri)*ns + (si)) * nv_ + (vi)]
-    for (int ri = 0; ri < nr; ri++)
-        for (int si = 0; si < ns; si++)
-            for (int vi = 0; vi < nv_; vi++) {
-                result *r = &R(ri, si, vi);
-                run_one(&vs[vi], rts[ri], atoi(szs[si]), calls, r);
-                fprintf(stderr,
-                        "  %-10s %-6s %5s: first %9.1f ms, best %9.2f "
-                        "ms\n",
-                        vs[vi].name, rts[ri], szs[si], r->first_ms, r->best_ms);
-            }
     FILE *cs = csv ? fopen(csv, "w") : NULL;
     if (cs)
-        fprintf(cs, "routine,n,variant,load_ms,first_ms,best_ms,tflops,"
+        fprintf(cs, "routine,n,variant,load_ms,first_ms,best_ms,gflops,"
                     "rel_diff\n");
-    printf("\n%-7s %5s", "routine", "n");
-    for (int vi = 0; vi < nv_; vi++)
-        printf(" %12s", vs[vi].name);
     int ig = -1;
     for (int vi = 0; vi < nv_; vi++)
         if (strcmp(vs[vi].name, "gemmblas") == 0)
             ig = vi;
+    /* the table, a row as soon as its variants have run */
+    printf("\n%-7s %5s", "routine", "n");
+    for (int vi = 0; vi < nv_; vi++)
+        printf(" %12s", vs[vi].name);
     if (ig >= 0)
         for (int vi = 0; vi < nv_; vi++)
             if (vi != ig)
@@ -391,10 +382,18 @@ int main(int argc, char **argv)
             if (vi != ig)
                 printf(" %14s", "/ gemmblas");
     printf("\n");
+    fflush(stdout);
     int wrong = 0;
     for (int ri = 0; ri < nr; ri++)
         for (int si = 0; si < ns; si++) {
             int n = atoi(szs[si]);
+            for (int vi = 0; vi < nv_; vi++) {
+                result *r = &R(ri, si, vi);
+                run_one(&vs[vi], rts[ri], n, calls, r);
+                fprintf(stderr,
+                        "  %-10s %-6s %5d: first %9.1f ms, best %9.2f ms\n",
+                        vs[vi].name, rts[ri], n, r->first_ms, r->best_ms);
+            }
             printf("%-7s %5d", rts[ri], n);
             for (int vi = 0; vi < nv_; vi++) {
                 result *r = &R(ri, si, vi);
@@ -429,13 +428,16 @@ int main(int argc, char **argv)
             bool ok = worst <= tol;
             wrong += !ok;
             printf("  %s (%.1e)\n", ok ? "ok" : "WRONG", worst);
+            fflush(stdout);
             for (int vi = 0; vi < nv_ && cs; vi++) {
                 result *r = &R(ri, si, vi);
-                fprintf(cs, "%s,%d,%s,%.3f,%.3f,%.3f,%.3f,%.3g\n", rts[ri], n,
+                fprintf(cs, "%s,%d,%s,%.3f,%.3f,%.3f,%.1f,%.3g\n", rts[ri], n,
                         vs[vi].name, r->load_ms, r->first_ms, r->best_ms,
-                        r->ok ? flops(rts[ri], n) / r->best_ms / 1e9 : 0,
+                        r->ok ? flops(rts[ri], n) / r->best_ms / 1e6 : 0,
                         ref && r->ok ? sample_diff(r, ref) : -1.0);
             }
+            if (cs)
+                fflush(cs);
         }
     if (cs)
         fclose(cs);
