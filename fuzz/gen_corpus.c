@@ -220,8 +220,8 @@ static int write_blas3(const seed_blas3 *s, uint64_t id)
     r.has_beta = s->beta != 0;
     r.beta = s->beta;
     operand(&a, 2, 0, s->lda);
-    operand(&b, 2, 64 << 10, 0);
-    operand(&c, 2, 128 << 10, 0);
+    operand(&b, 2, 16 << 10, 0);
+    operand(&c, 2, 32 << 10, 0);
     r.a = &a;
     if (s->routine != GEMM__ROUTINE__SYRK && s->routine != GEMM__ROUTINE__HERK)
         r.b = &b;
