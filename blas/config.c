@@ -49,6 +49,18 @@ static void cfg_read(void)
         env_num("GEMMBLAS_MIN_FLOPS", GB_DEFAULT_MIN_FLOPS, -1, INFINITY);
     if (isinf(cfg.min_flops))
         cfg.min_flops = -1;
+    static const char *const names[GB_NROUTINES] = {
+        NULL, "SYMM", "HEMM", "SYRK", "HERK", "SYR2K", "HER2K", "TRMM", "TRSM"};
+    const char *all = getenv("GEMMBLAS_MIN_FLOPS");
+    double def3 =
+        all != NULL && all[0] != '\0' ? cfg.min_flops : GB_DEFAULT_MIN_FLOPS3;
+    for (int r = 1; r < GB_NROUTINES; r++) {
+        char var[48];
+        snprintf(var, sizeof(var), "GEMMBLAS_MIN_FLOPS_%s", names[r]);
+        cfg.min_flops3[r] = env_num(var, def3, -1, INFINITY);
+        if (isinf(cfg.min_flops3[r]))
+            cfg.min_flops3[r] = -1;
+    }
     cfg.timeout_ms = (int)env_num("GEMMBLAS_TIMEOUT_MS", 60000, 1, 3.6e6);
     cfg.connect_ms =
         (int)env_num("GEMMBLAS_CONNECT_TIMEOUT_MS", 2000, 1, 600000);

@@ -4,7 +4,9 @@
  *
  * libgemmblas is a complete libblas.so.3: ?gemm_ and cblas_?gemm are its
  * own (gemm.c: reference argument checks, then offload.c: gemmd or the CPU
- * BLAS), every other BLAS/CBLAS name is a trampoline into a real CPU BLAS
+ * BLAS), and so are the other level-3 routines (level3.c: symm .. trsm,
+ * which level3_offload.c stages for gemmd, the CPU BLAS computing the
+ * rest); every other BLAS/CBLAS name is a trampoline into a real CPU BLAS
  * that real.c dlopens on first use. A GEMM travels as a gb_gemm: the
  * caller's problem restated row-major (a column-major call is the
  * row-major product of the transposes: A and B swap places, m and n
@@ -14,9 +16,14 @@
 #ifndef GEMMBLAS_H
 #define GEMMBLAS_H
 
+#include <gemm/types.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct gemm_client;
+struct gemm_buffer;
 
 #define GB_HIDDEN __attribute__((visibility("hidden")))
 
@@ -113,6 +120,73 @@ GB_HIDDEN void gb_run(const gb_gemm *g);
  */
 GB_HIDDEN bool gb_offload(const gb_gemm *g);
 
+/* One call to stage in a thread's buffer: `need` bytes of it; run packs
+ * the operands into buf, sends the request on c, waits, and on success
+ * copies the result back to the caller (on failure the caller's memory
+ * is untouched); it returns a gemm_error. */
+typedef struct gb_call {
+    char what[64]; /* "dsyrk 4096x4096x4096", for messages */
+    size_t need;
+    int (*run)(struct gemm_client *c, struct gemm_buffer *buf, const void *arg);
+    const void *arg;
+} gb_call;
+
+/* Runs call through gemmd with the thread's buffer, the connection, its
+ * restarts and fork rules as for a GEMM. Returns true when the result is
+ * in place; false when the CPU must compute (one line with
+ * GEMMBLAS_VERBOSE). Any thread. */
+GB_HIDDEN bool gb_offload_call(const gb_call *call);
+
+/* The wire type of t; x rounded up to a multiple of a; the scalar of t
+ * at s as (re, im) doubles. */
+GB_HIDDEN gemm_dtype gb_wire_type(gb_type t);
+GB_HIDDEN size_t gb_align_up(size_t x, size_t a);
+GB_HIDDEN void gb_scalar(gb_type t, const void *s, double out[2]);
+
+/* ---- level3.c, level3_offload.c ---- */
+
+/* The level-3 routines besides GEMM: the wire's numbers. */
+enum {
+    GB_SYMM = 1,
+    GB_HEMM,
+    GB_SYRK,
+    GB_HERK,
+    GB_SYR2K,
+    GB_HER2K,
+    GB_TRMM,
+    GB_TRSM,
+    GB_NROUTINES
+};
+
+/*
+ * One level-3 call as the Fortran routine sees it (column-major; for a
+ * row-major CBLAS call, the column-major call reference CBLAS makes):
+ * side, uplo, trans, diag as characters (upper case), m, n (symm, trmm,
+ * trsm) or n, k (the rank updates), the scalars as the routine takes them
+ * (herk: alpha and beta real; her2k: beta real), A, B (NULL when unused)
+ * and the output c (C, or B of trmm/trsm) with their leading dimensions.
+ */
+typedef struct gb_l3 {
+    gb_type t;
+    int r; /* GB_SYMM .. GB_TRSM */
+    char side, uplo, trans, diag;
+    int64_t m, n, k;
+    const void *alpha, *beta;
+    const void *a, *b;
+    void *c;
+    int64_t lda, ldb, ldc;
+} gb_l3;
+
+/* The reference's argument check of p: 0, or the position of the first
+ * illegal argument (as xerbla reports it). Thread-safe. */
+GB_HIDDEN int gb_l3_check(const gb_l3 *p);
+
+/* Sends a checked p with a product to do (dimensions and alpha nonzero)
+ * to gemmd when its flops reach the routine's threshold: true when the
+ * output holds the result, false when the CPU BLAS must compute it (the
+ * output untouched). Any thread. */
+GB_HIDDEN bool gb_offload3(const gb_l3 *p);
+
 /* ---- real.c ---- */
 
 /* The real CPU BLAS's ?gemm_ (Fortran ABI, trailing string lengths), or
@@ -124,6 +198,10 @@ typedef void (*gb_f77_gemm)(const char *, const char *, const int *,
                             const int *, const void *, void *, const int *,
                             size_t, size_t);
 GB_HIDDEN gb_f77_gemm gb_real_gemm(gb_type t);
+
+/* The CPU BLAS's function `name` (never ours), or NULL when no CPU BLAS
+ * has it. Any thread. */
+GB_HIDDEN void *gb_real_sym(const char *name);
 
 /* Resolves forwarded function i (forward_names.h) and fills its table
  * entry; called by gb_fwd_lazy. Never returns NULL: a name no CPU BLAS
@@ -147,7 +225,10 @@ GB_HIDDEN void gb_copy_atfork_child(void);
 /* ---- config.c ---- */
 
 typedef struct gb_config {
-    double min_flops;     /* GEMMBLAS_MIN_FLOPS; < 0: never offload */
+    double min_flops; /* GEMMBLAS_MIN_FLOPS; < 0: never offload */
+    /* per level-3 routine (GB_SYMM ..): GEMMBLAS_MIN_FLOPS_SYRK etc., else
+     * GEMMBLAS_MIN_FLOPS when set, else the routine's default */
+    double min_flops3[GB_NROUTINES];
     int verbose;          /* GEMMBLAS_VERBOSE: 0, 1 (failures), 2 (all) */
     int timeout_ms;       /* GEMMBLAS_TIMEOUT_MS: one request */
     int connect_ms;       /* GEMMBLAS_CONNECT_TIMEOUT_MS: first ping */
@@ -168,5 +249,8 @@ GB_HIDDEN void gb_log(int level, const char *fmt, ...)
 /* The default GEMMBLAS_MIN_FLOPS (see blas/README.md for the
  * measurement). */
 #define GB_DEFAULT_MIN_FLOPS 4e9
+/* The level-3 routines' defaults (blas/README.md): the GEMM's, since a
+ * level-3 call moves the same operands for about as much work. */
+#define GB_DEFAULT_MIN_FLOPS3 4e9
 
 #endif /* GEMMBLAS_H */

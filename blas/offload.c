@@ -264,16 +264,24 @@ static gemm_client *acquire(uint64_t *gen)
     return NULL;
 }
 
-static gemm_dtype wire_type(gb_type t)
+gemm_dtype gb_wire_type(gb_type t)
 {
     static const gemm_dtype ty[] = {GEMM_FP32, GEMM_FP64, GEMM_COMPLEX64,
                                     GEMM_COMPLEX128};
     return ty[t];
 }
 
-static size_t align_up(size_t x, size_t a)
+size_t gb_align_up(size_t x, size_t a)
 {
     return (x + a - 1) / a * a;
+}
+
+void gb_scalar(gb_type t, const void *s, double out[2])
+{
+    out[0] = out[1] = 0;
+    for (int i = 0; i < (t >= GB_C ? 2 : 1); i++)
+        out[i] = t == GB_S || t == GB_C ? ((const float *)s)[i]
+                                        : ((const double *)s)[i];
 }
 
 /* Stored shape of op(X) = rows x cols (row-major), X stored rows_x x
@@ -287,19 +295,13 @@ static void stored(char op, int64_t rows, int64_t cols, size_t *sr, size_t *sc)
 /* Why an attempt ended: what becomes of the connection and the buffer. */
 enum outcome { DONE, CPU, CPU_DROP_BUFFER, RETRY_CONNECTION };
 
-/* One attempt on connection c (read lock held): stage, run, copy back. */
+/* One attempt of call on connection c (read lock held): the thread's
+ * buffer made or grown to call->need, then the call's own staging and
+ * request. */
 static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
-                            const gb_gemm *g, int *err)
+                            const gb_call *call, int *err)
 {
-    const gb_config *cfg = gb_cfg();
-    size_t es = gb_esize(g->t);
-    size_t ar, ac, br, bc;
-    stored(g->opa, g->m, g->k, &ar, &ac);
-    stored(g->opb, g->k, g->n, &br, &bc);
-    size_t mn = (size_t)g->m * (size_t)g->n;
-    size_t off_b = align_up(ar * ac * es, 4096);
-    size_t off_d = off_b + align_up(br * bc * es, 4096);
-    size_t need = off_d + mn * es;
+    size_t need = call->need;
     *err = GEMM_OK;
 
     if (t->buf != NULL && t->gen != gen)
@@ -312,7 +314,7 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
          * first call's main cost); a thread that needed more once gets a
          * quarter extra, so a slowly growing size does not re-register
          * every time */
-        size_t size = align_up(grow ? need + need / 4 : need, 2u << 20);
+        size_t size = gb_align_up(grow ? need + need / 4 : need, 2u << 20);
         int rv = gemm_buffer_alloc(c, size, &t->buf);
         if (rv != GEMM_OK) {
             t->buf = NULL;
@@ -321,50 +323,9 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
         }
         t->gen = gen;
     }
-    char *base = gemm_buffer_data(t->buf);
-    gb_copy2d(base, ac, g->a, (size_t)g->lda, ar, ac, es);
-    gb_copy2d(base + off_b, bc, g->b, (size_t)g->ldb, br, bc, es);
-    bool beta0 = gb_is_zero(g->t, g->beta);
-    if (!beta0)
-        gb_copy2d(base + off_d, (size_t)g->n, g->c, (size_t)g->ldc,
-                  (size_t)g->m, (size_t)g->n, es);
-
-    gemm_op op;
-    gemm_dtype ty = wire_type(g->t);
-    gemm_op_init(&op, (uint64_t)g->m, (uint64_t)g->n, (uint64_t)g->k, ty, ty);
-    op.trans_a = g->opa != 'N';
-    op.conj_a = g->opa == 'C';
-    op.trans_b = g->opb != 'N';
-    op.conj_b = g->opb == 'C';
-    double al[2] = {0, 0}, be[2] = {0, 0};
-    for (int i = 0; i < (g->t >= GB_C ? 2 : 1); i++) {
-        al[i] = g->t == GB_S || g->t == GB_C ? ((const float *)g->alpha)[i]
-                                             : ((const double *)g->alpha)[i];
-        be[i] = g->t == GB_S || g->t == GB_C ? ((const float *)g->beta)[i]
-                                             : ((const double *)g->beta)[i];
-    }
-    gemm_op_set_scalars(&op, al[0], al[1], be[0], be[1]);
-    op.a = (gemm_matrix){t->buf, 0, 0, 0};
-    op.b = (gemm_matrix){t->buf, off_b, 0, 0};
-    op.d = (gemm_matrix){t->buf, off_d, 0, 0};
-    if (!beta0)
-        op.c = op.d; /* in place: C was copied where D goes */
-    op.timeout_ms = (uint32_t)cfg->queue_ms;
-    if (g->t == GB_S)
-        op.precision = cfg->tf32 ? GEMM_PRECISION_TF32 : GEMM_PRECISION_FP32;
-    gemm_timings tm;
-    int rv = gemm_run(c, &op, &tm);
-    if (rv == GEMM_OK) {
-        gb_copy2d(g->c, (size_t)g->ldc, base + off_d, (size_t)g->n,
-                  (size_t)g->m, (size_t)g->n, es);
-        gb_log(2,
-               "%cgemm %lldx%lldx%lld op %c%c: gemmd %s, %.3f ms "
-               "(daemon %.3f)",
-               "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
-               (long long)g -> k, g -> opa, g -> opb, tm.kernel,
-               (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3);
+    int rv = call->run(c, t->buf, call->arg);
+    if (rv == GEMM_OK)
         return DONE;
-    }
     *err = rv;
     switch (rv) {
     case GEMM_ERR_CLOSED:
@@ -380,6 +341,94 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
     default: /* busy, limits, device errors, ...: this call only */
         return CPU;
     }
+}
+
+/* A GEMM staged into buf: A, B and (beta != 0) C packed tightly, run
+ * with C in place as D, D copied back. */
+static int gemm_staged(gemm_client *c, gemm_buffer *buf, const void *arg)
+{
+    const gb_gemm *g = arg;
+    const gb_config *cfg = gb_cfg();
+    size_t es = gb_esize(g->t);
+    size_t ar, ac, br, bc;
+    stored(g->opa, g->m, g->k, &ar, &ac);
+    stored(g->opb, g->k, g->n, &br, &bc);
+    size_t off_b = gb_align_up(ar * ac * es, 4096);
+    size_t off_d = off_b + gb_align_up(br * bc * es, 4096);
+    char *base = gemm_buffer_data(buf);
+    gb_copy2d(base, ac, g->a, (size_t)g->lda, ar, ac, es);
+    gb_copy2d(base + off_b, bc, g->b, (size_t)g->ldb, br, bc, es);
+    bool beta0 = gb_is_zero(g->t, g->beta);
+    if (!beta0)
+        gb_copy2d(base + off_d, (size_t)g->n, g->c, (size_t)g->ldc,
+                  (size_t)g->m, (size_t)g->n, es);
+
+    gemm_op op;
+    gemm_dtype ty = gb_wire_type(g->t);
+    gemm_op_init(&op, (uint64_t)g->m, (uint64_t)g->n, (uint64_t)g->k, ty, ty);
+    op.trans_a = g->opa != 'N';
+    op.conj_a = g->opa == 'C';
+    op.trans_b = g->opb != 'N';
+    op.conj_b = g->opb == 'C';
+    double al[2] = {0, 0}, be[2] = {0, 0};
+    gb_scalar(g->t, g->alpha, al);
+    gb_scalar(g->t, g->beta, be);
+    gemm_op_set_scalars(&op, al[0], al[1], be[0], be[1]);
+    op.a = (gemm_matrix){buf, 0, 0, 0};
+    op.b = (gemm_matrix){buf, off_b, 0, 0};
+    op.d = (gemm_matrix){buf, off_d, 0, 0};
+    if (!beta0)
+        op.c = op.d; /* in place: C was copied where D goes */
+    op.timeout_ms = (uint32_t)cfg->queue_ms;
+    if (g->t == GB_S)
+        op.precision = cfg->tf32 ? GEMM_PRECISION_TF32 : GEMM_PRECISION_FP32;
+    gemm_timings tm;
+    int rv = gemm_run(c, &op, &tm);
+    if (rv != GEMM_OK)
+        return rv;
+    gb_copy2d(g->c, (size_t)g->ldc, base + off_d, (size_t)g->n, (size_t)g->m,
+              (size_t)g->n, es);
+    gb_log(2, "%cgemm %lldx%lldx%lld op %c%c: gemmd %s, %.3f ms (daemon %.3f)",
+           "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
+           (long long)g -> k, g -> opa, g -> opb, tm.kernel,
+           (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3);
+    return GEMM_OK;
+}
+
+bool gb_offload_call(const gb_call *call)
+{
+    if (atomic_load(&conn.disabled)) {
+        gb_log(2,
+               "%s on the CPU: forked from a process using nng, which "
+               "cannot be used in a child of fork",
+               call->what);
+        return false;
+    }
+    pthread_once(&init_once, init);
+    gb_thread *t = thread_state();
+    if (t == NULL)
+        return false;
+    int err = GEMM_OK;
+    for (int round = 0; round < 2; round++) {
+        uint64_t gen;
+        gemm_client *c = acquire(&gen);
+        if (c == NULL)
+            return false; /* acquire said why (verbose) */
+        enum outcome o = attempt(c, gen, t, call, &err);
+        if (o == CPU_DROP_BUFFER || o == RETRY_CONNECTION)
+            drop_buffer(t);
+        if (o == RETRY_CONNECTION)
+            atomic_store(&conn.broken, true);
+        pthread_rwlock_unlock(&conn.lock);
+        if (o == DONE)
+            return true;
+        gb_log(1, "%s on the CPU: gemmd: %s: %s", call->what,
+               gemm_strerror(err), gemm_last_error_message());
+        if (o != RETRY_CONNECTION)
+            return false;
+        /* the daemon went away (a restart?): reconnect and try once more */
+    }
+    return false;
 }
 
 bool gb_offload(const gb_gemm *g)
@@ -402,38 +451,19 @@ bool gb_offload(const gb_gemm *g)
                    (long long)g -> k, flops, cfg -> min_flops);
         return false;
     }
-    if (atomic_load(&conn.disabled)) {
-        gb_log(2,
-               "%cgemm on the CPU: forked from a process using nng, "
-               "which cannot be used in a child of fork",
-               "sdcz"[g->t]);
-        return false;
-    }
-    pthread_once(&init_once, init);
-    gb_thread *t = thread_state();
-    if (t == NULL)
-        return false;
-    int err = GEMM_OK;
-    for (int round = 0; round < 2; round++) {
-        uint64_t gen;
-        gemm_client *c = acquire(&gen);
-        if (c == NULL)
-            return false; /* acquire said why (verbose) */
-        enum outcome o = attempt(c, gen, t, g, &err);
-        if (o == CPU_DROP_BUFFER || o == RETRY_CONNECTION)
-            drop_buffer(t);
-        if (o == RETRY_CONNECTION)
-            atomic_store(&conn.broken, true);
-        pthread_rwlock_unlock(&conn.lock);
-        if (o == DONE)
-            return true;
-        gb_log(1, "%cgemm %lldx%lldx%lld on the CPU: gemmd: %s: %s",
-               "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
-               (long long)g -> k, gemm_strerror(err),
-               gemm_last_error_message());
-        if (o != RETRY_CONNECTION)
-            return false;
-        /* the daemon went away (a restart?): reconnect and try once more */
-    }
-    return false;
+    size_t es = gb_esize(g->t);
+    size_t ar, ac, br, bc;
+    stored(g->opa, g->m, g->k, &ar, &ac);
+    stored(g->opb, g->k, g->n, &br, &bc);
+    gb_call call = {
+        .need = gb_align_up(ar * ac * es, 4096) +
+                gb_align_up(br * bc * es, 4096) +
+                (size_t)g->m * (size_t)g->n * es,
+        .run = gemm_staged,
+        .arg = g,
+    };
+    snprintf(call.what, sizeof(call.what), "%cgemm %lldx%lldx%lld",
+             "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
+             (long long)g -> k);
+    return gb_offload_call(&call);
 }

@@ -183,3 +183,8 @@ gb_f77_gemm gb_real_gemm(gb_type t)
     }
     return f;
 }
+
+void *gb_real_sym(const char *name)
+{
+    return lookup(name);
+}

@@ -52,8 +52,9 @@ typedef struct gemmd_backend_ops {
      * (scratch, conversions), reserved from the daemon's memory budget
      * before it is queued. Loop thread. */
     uint64_t (*job_memory)(gemmd_backend *be, const gemmd_job *j);
-    /* runs job; on failure sets job->msg; returns a gemm_error. Worker
-     * threads; up to be->workers at once. */
+    /* runs job (JOB_GEMM, or JOB_BLAS3: symm .. trsm); on failure sets
+     * job->msg; returns a gemm_error. Worker threads; up to be->workers
+     * at once. */
     int (*gemm)(gemmd_backend *be, gemmd_job *job);
     /* JOB_UPLOAD: copies the matrix into memory of the backend's own and
      * fills job->tensor. Worker threads. */

@@ -26,6 +26,7 @@
  * worker busy exactly as long as it needs (tests/util/hold.h).
  */
 #include "backend.h"
+#include "backend_cpu_blas3.h"
 #include "log.h"
 
 #include <gemm/types.h>
@@ -371,6 +372,8 @@ static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
     if (cpu_hold_fd >= 0 && strcmp(j->kernel, CPU_HOLD_KERNEL) == 0)
         cpu_hold();
 #endif
+    if (j->kind == JOB_BLAS3)
+        return cpu_blas3(j);
     if (wide_type(j->ab_type))
         return cpu_gemm_wide(j);
     const val_matrix *sa = &j->shape.a, *sb = &j->shape.b;

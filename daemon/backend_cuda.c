@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "cuda/device.h"
 #include "cuda/staging.h"
+#include "cuda/staging_blas3.h"
 #include "log.h"
 
 #include <gemm/types.h>
@@ -120,6 +121,8 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
     if (rv != GEMM_OK)
         return rv;
     cuda_worker_forget(w);
+    if (j->kind == JOB_BLAS3)
+        return cuda_stage_blas3(w, j);
     return cuda_stage_gemm(w, j);
 }
 

@@ -157,6 +157,7 @@ void complete_job(gemmd *d, gemmd_job *j)
     uint64_t now = gemmd_now_ns();
     stats_record_latency(&d->stats, now - j->t_received);
     d->stats.gemm_flops += 2 * j->m * j->n * j->k;
+    d->stats.routine_served[j->kind == JOB_BLAS3 ? j->routine : 0]++;
     d->stats.stage_count++;
     d->stats.ns_queue += j->t_started - j->t_received;
     d->stats.ns_h2d += j->ns_h2d;
@@ -176,8 +177,13 @@ void complete_job(gemmd *d, gemmd_job *j)
         g.has_kernel_ns = true;
         g.kernel_ns = j->ns_kernel;
     }
-    r.body_case = GEMM__REPLY__BODY_GEMM;
-    r.gemm = &g;
+    if (j->kind == JOB_BLAS3) {
+        r.body_case = GEMM__REPLY__BODY_BLAS3;
+        r.blas3 = &g;
+    } else {
+        r.body_case = GEMM__REPLY__BODY_GEMM;
+        r.gemm = &g;
+    }
     reply_job(d, q, &r, false); /* packs g, which points into j */
     free(j);
 }

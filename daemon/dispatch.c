@@ -9,6 +9,7 @@
  */
 #include "dispatch.h"
 #include "admit.h"
+#include "blas3.h"
 #include "complete.h"
 #include "log.h"
 #include "request.h"
@@ -60,6 +61,8 @@ static void do_status(gemmd *d, sp_req *q, const Gemm__Request *req)
     SET(requests_failed, d->stats.failed);
     SET(gemms_served, d->stats.gemms_served);
     SET(gemms_failed, d->stats.gemms_failed);
+    st.n_routine_served = GEMMD_ROUTINES;
+    st.routine_served = d->stats.routine_served;
     SET(queue_depth, d->inflight);
     SET(queue_capacity, d->cfg.max_queue);
     SET(buffers, d->reg.count);
@@ -441,6 +444,9 @@ static const dispatch_cmd dispatch_table[] = {
     [GEMM__REQUEST__BODY_LIST_KERNELS] = {.kind = MK_LIST_KERNELS,
                                           .handler = do_list_kernels},
     [GEMM__REQUEST__BODY_CANCEL] = {.kind = MK_CANCEL, .handler = do_cancel},
+    [GEMM__REQUEST__BODY_BLAS3] = {.kind = MK_BLAS3,
+                                   .work = true,
+                                   .handler = blas3_handle},
 };
 
 /* The row of rq's body, or NULL (no body, or one this gemmd does not

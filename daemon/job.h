@@ -27,6 +27,7 @@ typedef struct gemmd_event {
 enum gemmd_job_kind {
     JOB_GEMM,   /* D = alpha op(A) op(B) + beta C */
     JOB_UPLOAD, /* copy a matrix into a resident tensor */
+    JOB_BLAS3,  /* symm .. trsm: the routine fields below */
 };
 
 typedef struct gemmd_job {
@@ -51,6 +52,15 @@ typedef struct gemmd_job {
     bool a_dev, b_dev, c_dev;
     int precision; /* gemm_precision, as validated (fp32 A/B) */
     char kernel[GEMM_KERNEL_NAME_MAX + 1]; /* requested; "" = auto */
+
+    /* JOB_BLAS3 (blas3.c): the routine (enum val_routine) and its flags,
+     * row-major as on the wire; ab_type = cd_type is its type, m, n, k
+     * its dimensions (m = n for the rank updates), a and b (NULL when
+     * unused) are read, d is the output (C, or B of trmm/trsm), read
+     * first when has_c; shape.a, .b, .d their stored shapes */
+    int routine;
+    bool right, lower, unit_diag;
+    int op; /* enum val_op: TRANS or TRANSA */
 
     /* JOB_UPLOAD: a rows x cols matrix of dtype at a (ld lda) goes into
      * *tensor, whose pin (backend handle), data, size, ld and on_device the

@@ -26,8 +26,9 @@ static const double bucket_le[METRICS_BUCKETS] = {
 };
 
 static const char *kind_names[MK_COUNT] = {
-    "invalid", "hello",  "status",      "register_buffer", "release_buffer",
-    "gemm",    "upload", "tensor_free", "list_kernels",    "cancel",
+    "invalid",        "hello",  "status", "register_buffer",
+    "release_buffer", "gemm",   "upload", "tensor_free",
+    "list_kernels",   "cancel", "blas3",
 };
 
 void metrics_observe(gemmd_metrics *m, int kind, int status, uint64_t ns)

@@ -27,6 +27,7 @@ enum metrics_kind {
     MK_TENSOR_FREE,
     MK_LIST_KERNELS,
     MK_CANCEL,
+    MK_BLAS3,
     MK_COUNT,
 };
 

@@ -46,6 +46,7 @@ int req_check_envelope(const Gemm__Request *rq, char *msg, size_t msglen)
     case GEMM__REQUEST__BODY_TENSOR_FREE:
     case GEMM__REQUEST__BODY_LIST_KERNELS:
     case GEMM__REQUEST__BODY_CANCEL:
+    case GEMM__REQUEST__BODY_BLAS3:
         return GEMM_OK;
     default:
         snprintf(msg, msglen,

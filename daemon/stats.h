@@ -7,7 +7,8 @@
 
 #include <stdint.h>
 
-#define STATS_WINDOW 4096
+#define STATS_WINDOW   4096
+#define GEMMD_ROUTINES 9 /* the wire's Routine: GEMM, SYMM .. TRSM */
 
 typedef struct gemmd_stats {
     uint64_t started_ns;
@@ -15,7 +16,10 @@ typedef struct gemmd_stats {
     uint64_t failed;                     /* replies with an error */
     uint64_t gemms_served, gemms_failed; /* of them, GEMM requests */
     uint64_t gemm_flops;
-    uint64_t stage_count; /* GEMMs in the stage sums below */
+    uint64_t routine_served[GEMMD_ROUTINES]; /* OK replies by routine
+                                                (0: GEMM, then symm ..
+                                                trsm as on the wire) */
+    uint64_t stage_count;                    /* GEMMs in the stage sums below */
     uint64_t ns_queue, ns_h2d, ns_kernel, ns_d2h;
     uint64_t lat_ns[STATS_WINDOW]; /* ring of recent GEMM latencies */
     uint32_t lat_next, lat_count;

@@ -4,9 +4,9 @@
  * socket), maps three 64 KiB memfds and registers them on its own
  * connection (descriptors through the descriptor channel). Each input is sent
  * as one request message: when it decodes as a gemm.Request without unknown
- * fields, the operand buffer ids are first mapped onto the real buffers (id %
- * 3; ids with id % 7 == 6 stay unknown) so that GEMMs get past validation and
- * run; otherwise the bytes go as they are.
+ * fields, the operand buffer ids of a Gemm or Blas3 are first mapped onto
+ * the real buffers (id % 3; ids with id % 7 == 6 stay unknown) so that they
+ * get past validation and run; otherwise the bytes go as they are.
  *
  * Checked: every message gets, within 10 s, a reply that decodes, carries a
  * known status and the request's id (0 when undecodable). A daemon that
@@ -186,12 +186,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     Gemm__Reply *r;
     /* protobuf-c keeps unknown fields (even an overlong tag 0) and may pack
      * them back as bytes it refuses: such inputs go as they are */
-    if (rq != NULL && rq->body_case == GEMM__REQUEST__BODY_GEMM &&
+    if (rq != NULL &&
+        (rq->body_case == GEMM__REQUEST__BODY_GEMM ||
+         rq->body_case == GEMM__REQUEST__BODY_BLAS3) &&
         !has_unknown(rq)) {
-        map_operand(rq->gemm->a);
-        map_operand(rq->gemm->b);
-        map_operand(rq->gemm->c);
-        map_operand(rq->gemm->d);
+        if (rq->body_case == GEMM__REQUEST__BODY_GEMM) {
+            map_operand(rq->gemm->a);
+            map_operand(rq->gemm->b);
+            map_operand(rq->gemm->c);
+            map_operand(rq->gemm->d);
+        } else {
+            map_operand(rq->blas3->a);
+            map_operand(rq->blas3->b);
+            map_operand(rq->blas3->c);
+        }
         size_t n = gemm__request__get_packed_size(rq);
         uint8_t *buf = malloc(n ? n : 1);
         gemm__request__pack(rq, buf);

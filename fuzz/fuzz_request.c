@@ -3,6 +3,7 @@
  * Arbitrary bytes go through what sp.c and dispatch.c do with a message
  * before any daemon state is touched: req_decode (size cap, protobuf
  * unpack), req_check_envelope, then per body req_gemm_desc + val_gemm_check
+ * (blas3_desc + val_blas3_check for a Blas3)
  * against a fake buffer table (kernel name and precision included), or
  * req_register_check. A reply is packed as the daemon would (a GEMM's with the
  * kernel that ran, ListKernels' with two entries) and decoded again.
@@ -17,6 +18,7 @@
  * 63 set names a buffer whose size is the id's low 48 bits (so the fuzzer
  * chooses sizes); every other id is unknown.
  */
+#include "blas3.h"
 #include "proto_util.h"
 #include "registry.h"
 #include "request.h"
@@ -129,6 +131,38 @@ static int fuzz_gemm(const Gemm__GemmRequest *g, char *msg, size_t len)
               (res.c.object == res.d.object && res.c.offset == res.d.offset &&
                res.c.ld == res.d.ld));
     }
+    return GEMM_OK;
+}
+
+static int fuzz_blas3(const Gemm__Blas3Request *r, char *msg, size_t len)
+{
+    val_blas3 v;
+    val_blas3_resolved res;
+    val_limits lim = {.max_dim = FUZZ_MAX_DIM};
+    blas3_desc(r, &v);
+    int rv = val_blas3_check(&v, &lim, fake_lookup, NULL, &res, msg, len);
+    if (rv != GEMM_OK)
+        return rv;
+    bool tri = v.routine == VAL_TRMM || v.routine == VAL_TRSM;
+    bool rank = !tri && v.routine != VAL_SYMM && v.routine != VAL_HEMM;
+    size_t es = gemm_dtype_size(v.dtype);
+    CHECK(v.routine >= VAL_SYMM && v.routine <= VAL_TRSM);
+    CHECK(v.n >= 1 && v.n <= FUZZ_MAX_DIM);
+    CHECK(rank ? v.k >= 1 && v.k <= FUZZ_MAX_DIM
+               : v.m >= 1 && v.m <= FUZZ_MAX_DIM);
+    CHECK(v.trans == VAL_OP_N || gemm_dtype_is_complex(v.dtype) ||
+          v.trans == VAL_OP_T);
+    uint64_t ka = rank ? 0 : (v.right ? v.n : v.m);
+    if (rank)
+        check_matrix(&res.a, v.trans == VAL_OP_N ? v.n : v.k,
+                     v.trans == VAL_OP_N ? v.k : v.n, es);
+    else
+        check_matrix(&res.a, ka, ka, es);
+    const val_matrix *out = tri ? &res.b : &res.c;
+    check_matrix(out, rank ? v.n : v.m, v.n, es);
+    CHECK(apart(out, &res.a));
+    if (!tri && res.has_b)
+        CHECK(apart(out, &res.b));
     return GEMM_OK;
 }
 
@@ -252,6 +286,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         case GEMM__REQUEST__BODY_REGISTER_BUFFER:
             rv = fuzz_register(rq->register_buffer, msg, sizeof(msg));
+            break;
+        case GEMM__REQUEST__BODY_BLAS3:
+            rv = fuzz_blas3(rq->blas3, msg, sizeof(msg));
             break;
         default:
             break;

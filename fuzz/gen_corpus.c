@@ -1,8 +1,9 @@
 /*
  * gen_corpus.c: writes the seed corpus of the fuzz targets, one valid
  * gemm.Request per file: hello, status, register, release, list_kernels,
- * and GEMMs over every dtype pair with transposes, leading dimensions,
- * offsets and C = D, some naming a kernel and a precision.
+ * GEMMs over every dtype pair with transposes, leading dimensions,
+ * offsets and C = D, some naming a kernel and a precision, and Blas3
+ * requests (syrk, her2k, trsm, symm, hemm, trmm) with their flags.
  * Buffer ids follow fuzz_request.c's fake table (1: 4 KiB, 2: 1 MiB,
  * 3: 2^40 bytes, bit 63 set: size in the low 48 bits); fuzz_daemon maps them
  * onto its real buffers. Usage: gen_corpus DIR. The files are committed under
@@ -167,6 +168,70 @@ static int write_gemm(const seed_gemm *s, uint64_t id)
     return write_request(s->name, &rq);
 }
 
+typedef struct seed_blas3 {
+    const char *name;
+    Gemm__Routine routine;
+    Gemm__DType dtype;
+    int right, lower, unit;
+    Gemm__Op trans;
+    uint64_t m, n, k, lda;
+    double alpha_im, beta;
+} seed_blas3;
+
+static const seed_blas3 blas3s[] = {
+    {"blas3_dsyrk_n_lower", GEMM__ROUTINE__SYRK, GEMM__DTYPE__FP64, 0, 1, 0,
+     GEMM__OP__OP_N, 0, 16, 8, 0, 0, 0.5},
+    {"blas3_zher2k_c", GEMM__ROUTINE__HER2K, GEMM__DTYPE__COMPLEX128, 0, 0, 0,
+     GEMM__OP__OP_C, 0, 9, 5, 11, -0.25, 1},
+    {"blas3_strsm_right_t_unit", GEMM__ROUTINE__TRSM, GEMM__DTYPE__FP32, 1, 1,
+     1, GEMM__OP__OP_T, 7, 12, 0, 0, 0, 0},
+    {"blas3_csymm_right", GEMM__ROUTINE__SYMM, GEMM__DTYPE__COMPLEX64, 1, 0, 0,
+     GEMM__OP__OP_N, 6, 10, 0, 12, 0.5, 2},
+    {"blas3_zhemm_left", GEMM__ROUTINE__HEMM, GEMM__DTYPE__COMPLEX128, 0, 1, 0,
+     GEMM__OP__OP_N, 8, 4, 0, 0, 1, 0},
+    {"blas3_dtrmm_left_n", GEMM__ROUTINE__TRMM, GEMM__DTYPE__FP64, 0, 0, 0,
+     GEMM__OP__OP_N, 5, 3, 0, 6, 0, 0},
+};
+
+static int write_blas3(const seed_blas3 *s, uint64_t id)
+{
+    Gemm__Request rq;
+    Gemm__Blas3Request r = GEMM__BLAS3_REQUEST__INIT;
+    Gemm__Operand a, b, c;
+    envelope(&rq, id);
+    r.has_routine = r.has_dtype = 1;
+    r.routine = s->routine;
+    r.dtype = s->dtype;
+    r.has_right = s->right;
+    r.right = s->right;
+    r.has_lower = s->lower;
+    r.lower = s->lower;
+    r.has_unit_diag = s->unit;
+    r.unit_diag = s->unit;
+    r.has_trans = s->trans != GEMM__OP__OP_N;
+    r.trans = s->trans;
+    r.has_m = s->m != 0;
+    r.m = s->m;
+    r.has_n = r.has_k = 1;
+    r.n = s->n;
+    r.k = s->k;
+    r.has_alpha_imag = s->alpha_im != 0;
+    r.alpha_imag = s->alpha_im;
+    r.has_beta = s->beta != 0;
+    r.beta = s->beta;
+    operand(&a, 2, 0, s->lda);
+    operand(&b, 2, 16 << 10, 0);
+    operand(&c, 2, 32 << 10, 0);
+    r.a = &a;
+    if (s->routine != GEMM__ROUTINE__SYRK && s->routine != GEMM__ROUTINE__HERK)
+        r.b = &b;
+    if (s->routine != GEMM__ROUTINE__TRMM && s->routine != GEMM__ROUTINE__TRSM)
+        r.c = &c;
+    rq.body_case = GEMM__REQUEST__BODY_BLAS3;
+    rq.blas3 = &r;
+    return write_request(s->name, &rq);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -215,5 +280,7 @@ int main(int argc, char **argv)
 
     for (size_t i = 0; i < sizeof(gemms) / sizeof(gemms[0]); i++)
         rv |= write_gemm(&gemms[i], 100 + i);
+    for (size_t i = 0; i < sizeof(blas3s) / sizeof(blas3s[0]); i++)
+        rv |= write_blas3(&blas3s[i], 200 + i);
     return rv ? 1 : 0;
 }

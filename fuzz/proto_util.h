@@ -47,6 +47,17 @@ static inline bool has_unknown(const Gemm__Request *rq)
     case GEMM__REQUEST__BODY_LIST_KERNELS:
         m[k++] = &rq->list_kernels->base;
         break;
+    case GEMM__REQUEST__BODY_CANCEL:
+        m[k++] = &rq->cancel->base;
+        break;
+    case GEMM__REQUEST__BODY_BLAS3: {
+        m[k++] = &rq->blas3->base;
+        const Gemm__Operand *b3[] = {rq->blas3->a, rq->blas3->b, rq->blas3->c};
+        for (size_t i = 0; i < 3; i++)
+            if (b3[i] != NULL)
+                m[k++] = &b3[i]->base;
+        break;
+    }
     default:
         break;
     }

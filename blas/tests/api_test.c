@@ -864,3 +864,160 @@ Test(blas_api, forwarded_function)
     int n = 5, one = 1;
     cr_expect_eq(ddot_(&n, x, &one, y, &one), 30.0);
 }
+
+/* ---- the other level-3 routines ---- */
+
+void dsyrk_(const char *, const char *, const int *, const int *,
+            const double *, const double *, const int *, const double *,
+            double *, const int *);
+void dtrsm_(const char *, const char *, const char *, const char *, const int *,
+            const int *, const double *, const double *, const int *, double *,
+            const int *);
+void cblas_zherk(int, int, int, int, int, double, const void *, int, double,
+                 void *, int);
+
+/* Routine r's served count (gemm_status.routine_served). */
+static uint64_t served3(int r)
+{
+    gemm_status st;
+    cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
+    return st.routine_served[r];
+}
+
+/* dsyrk (lower, C = A A^T, the upper triangle untouched), dtrsm (left,
+ * lower, T X = B) and a row-major cblas_zherk (upper), n x n, checked
+ * exactly or by the residual; seed varies the data. Returns 0 when all
+ * are right (usable from a child of fork). */
+static int level3_checked(int n, int seed)
+{
+    size_t nn = (size_t)n * n;
+    double *a = malloc(nn * 8), *c = malloc(nn * 8), *t = calloc(nn, 8);
+    double *b = malloc(nn * 8), *b0 = malloc(nn * 8);
+    double complex *za = malloc(nn * 16), *zc = malloc(nn * 16);
+    int bad = 0;
+    for (size_t i = 0; i < nn; i++) {
+        a[i] = (double)((i * 7 + (size_t)seed) % 9) - 4;
+        c[i] = 7;
+        b[i] = b0[i] = (double)((i * 5 + (size_t)seed) % 11) - 5;
+        za[i] = (double)(i % 5) - 2 + ((double)(i % 3) - 1) * I;
+        zc[i] = 3 + 3 * I;
+    }
+    for (int j = 0; j < n; j++) /* lower triangular, column-major */
+        for (int i = j; i < n; i++)
+            t[(size_t)j * n + i] = i == j ? 4 : 0.125 * ((i + j + seed) % 3);
+    double one = 1, zero = 0;
+    dsyrk_("L", "N", &n, &n, &one, a, &n, &zero, c, &n);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++) {
+            double s = 0;
+            for (int l = 0; l < n; l++)
+                s += a[(size_t)l * n + i] * a[(size_t)l * n + j];
+            double got = c[(size_t)j * n + i];
+            bad |= i >= j ? got != s : got != 7; /* integers: exact */
+        }
+    dtrsm_("L", "L", "N", "N", &n, &n, &one, t, &n, b, &n);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++) {
+            double s = 0;
+            for (int l = 0; l <= i; l++)
+                s += t[(size_t)l * n + i] * b[(size_t)j * n + l];
+            bad |= fabs(s - b0[(size_t)j * n + i]) > 1e-12;
+        }
+    /* row-major upper: C = A A^H, the lower triangle untouched */
+    cblas_zherk(ROW, 121, NT, n, n, 1.0, za, n, 0.0, zc, n);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double complex s = 0;
+            for (int l = 0; l < n; l++)
+                s += za[(size_t)i * n + l] * conj(za[(size_t)j * n + l]);
+            double complex got = zc[(size_t)i * n + j];
+            bad |= j >= i ? cabs(got - s) > 1e-12 : got != 3 + 3 * I;
+        }
+    free(a);
+    free(c);
+    free(t);
+    free(b);
+    free(b0);
+    free(za);
+    free(zc);
+    return bad;
+}
+
+/* Through gemmd from 8 threads at once, each routine's counter moving;
+ * then the same calls on the CPU (below the threshold) agree. */
+static void *level3_thread(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    intptr_t bad = 0;
+    for (int i = 0; i < 4; i++)
+        bad |= level3_checked(17 + id + i, id * 4 + i);
+    return (void *)bad;
+}
+
+Test(blas_api, level3_threads_offloaded, .init = with_daemon,
+     .fini = fixture_stop)
+{
+    env("0");
+    uint64_t syrk = served3(GEMM_ROUTINE_SYRK),
+             trsm = served3(GEMM_ROUTINE_TRSM);
+    uint64_t herk = served3(GEMM_ROUTINE_HERK);
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++)
+        pthread_create(&th[i], NULL, level3_thread, (void *)(intptr_t)i);
+    for (int i = 0; i < 8; i++) {
+        void *bad;
+        pthread_join(th[i], &bad);
+        cr_expect_null(bad, "thread %d: a wrong level-3 result", i);
+    }
+    cr_expect_eq(served3(GEMM_ROUTINE_SYRK) - syrk, 32, "dsyrk via gemmd");
+    cr_expect_eq(served3(GEMM_ROUTINE_TRSM) - trsm, 32, "dtrsm via gemmd");
+    cr_expect_eq(served3(GEMM_ROUTINE_HERK) - herk, 32, "zherk via gemmd");
+}
+
+Test(blas_api, level3_cpu_below_threshold, .init = with_daemon,
+     .fini = fixture_stop)
+{
+    env("1e18");
+    uint64_t trsm = served3(GEMM_ROUTINE_TRSM);
+    cr_assert_eq(level3_checked(23, 1), 0);
+    cr_expect_eq(served3(GEMM_ROUTINE_TRSM), trsm, "kept on the CPU");
+}
+
+/* Each routine has its own threshold: GEMMBLAS_MIN_FLOPS_TRSM alone. */
+Test(blas_api, level3_per_routine_threshold, .init = with_daemon,
+     .fini = fixture_stop)
+{
+    env("0");
+    setenv("GEMMBLAS_MIN_FLOPS_TRSM", "never", 1);
+    uint64_t syrk = served3(GEMM_ROUTINE_SYRK),
+             trsm = served3(GEMM_ROUTINE_TRSM);
+    cr_assert_eq(level3_checked(23, 2), 0);
+    cr_expect_eq(served3(GEMM_ROUTINE_SYRK) - syrk, 1, "dsyrk via gemmd");
+    cr_expect_eq(served3(GEMM_ROUTINE_TRSM), trsm, "dtrsm on the CPU");
+}
+
+/* Forked after nng use: the child's level-3 calls compute on the CPU. */
+Test(blas_api, level3_fork_after_use, .init = with_daemon, .fini = fixture_stop)
+{
+    env("0");
+    cr_assert_eq(level3_checked(20, 3), 0, "parent");
+    uint64_t before = served();
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(level3_checked(21, 4));
+    cr_expect_eq(wait_child(pid), 0, "the child's results");
+    cr_expect_eq(served() - before, 0, "the child sent nothing to gemmd");
+    uint64_t trsm = served3(GEMM_ROUTINE_TRSM);
+    cr_assert_eq(level3_checked(22, 5), 0, "parent after the fork");
+    cr_expect_eq(served3(GEMM_ROUTINE_TRSM) - trsm, 1, "still offloads");
+}
+
+/* No daemon: the CPU BLAS computes, at once. */
+Test(blas_api, level3_no_daemon)
+{
+    no_daemon();
+    env("0");
+    double t0 = tu_now();
+    cr_assert_eq(level3_checked(19, 6), 0);
+    cr_expect_lt(tu_now() - t0, 2.0, "no daemon: no wait");
+}

@@ -80,6 +80,30 @@ counter() {
     "$GEMMCTL" status --json | sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p"
 }
 
+# routines_snapshot FILE: every routine's served counter (gemm, symm, ..
+# trsm: gemmctl status --json's served_*) into FILE, one "name count" a
+# line.
+routines_snapshot() {
+    "$GEMMCTL" status --json | tr ',' '\n' |
+        sed -n 's/.*"served_\([a-z0-9]*\)": \([0-9]*\).*/\1 \2/p' >"$1"
+}
+
+# expect_routines FILE ROUTINE...: each ROUTINE's served counter grew
+# since routines_snapshot FILE (so every one of them went through gemmd).
+expect_routines() {
+    snap=$1
+    shift
+    routines_snapshot "$snap.now"
+    for r in "$@"; do
+        b=$(sed -n "s/^$r //p" "$snap")
+        a=$(sed -n "s/^$r //p" "$snap.now")
+        [ -n "$a" ] && [ -n "$b" ] || fail "no served_$r counter from gemmctl status --json"
+        [ "$a" -gt "$b" ] || fail "gemmd served no $r: the calls did not go through gemmd"
+        printf "%s %d  " "$r" $((a - b))
+    done
+    echo
+}
+
 # expect_served BEFORE MIN: requests_served grew by at least MIN since
 # BEFORE (so the GEMMs really went through gemmd).
 expect_served() {

@@ -8,7 +8,8 @@
 # alternatives tree, GEMMBLAS_ALT_ROOT, whose libblas.so.3 link the
 # program then loads; the library and script as `cmake --install` puts
 # them in a private prefix). Passes when every routine of the tester PASSED, no
-# line says FAIL, and gemmd's served counter grew by the tester's GEMMs.
+# line says FAIL, gemmd's served counter grew by the tester's calls, and
+# the served counter of every level-3 routine it tests grew.
 set -eu
 . "$(dirname "$0")/lib.sh"
 mode=$1 tester=$2 input=$3
@@ -18,6 +19,7 @@ need "$dir/$input" libblas-test
 start_gemmd
 cd "$T"
 before=$(counter requests_served)
+routines_snapshot "$T/routines.before"
 export GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1
 case $mode in
 preload)
@@ -76,3 +78,11 @@ esac
 grep -q "END OF TESTS" "$summary" || fail "$tester did not finish"
 echo "$tester ($mode): $passed PASSED"
 expect_served "$before" 1000
+# every routine the tester exercises went through gemmd, not only gemm
+case $tester in
+xblat3s | xblat3d | xscblat3 | xdcblat3)
+    expect_routines "$T/routines.before" gemm symm syrk syr2k trmm trsm ;;
+*)
+    expect_routines "$T/routines.before" gemm symm hemm syrk herk syr2k \
+        her2k trmm trsm ;;
+esac

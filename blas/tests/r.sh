@@ -4,7 +4,11 @@
 # real and complex %*% and crossprod-free products compared in the same R
 # with options(matprod = "internal") (R's own loops, no BLAS), then a
 # solve() whose LAPACK reaches the forwarded BLAS; gemmd's served counter
-# proves the products went there.
+# proves the products went there. crossprod(a) is a dsyrk, which must move
+# gemmd's syrk counter. Then with Debian's reference LAPACK (liblapack3)
+# preloaded too, solve() (dgesv: dtrsm, dgemm) and chol() (dpotrf: dsyrk,
+# dtrsm, dgemm) call libgemmblas's level-3 routines, and gemmd's trsm and
+# syrk counters must move.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -27,6 +31,11 @@ check("dgemm t(a) 200x300x130", t(a), a[, 1:130], 1e-12)
 za <- matrix(complex(real = rnorm(120 * 90), imaginary = rnorm(120 * 90)), 120)
 zb <- matrix(complex(real = rnorm(90 * 70), imaginary = rnorm(90 * 70)), 90)
 check("zgemm 120x90x70", za, zb, 1e-12)
+cp <- crossprod(a)
+options(matprod = "internal"); cr <- t(a) %*% a; options(matprod = "default")
+err <- max(abs(cp - cr)) / max(abs(cr))
+cat(sprintf("%-28s relative error %.3g\n", "crossprod (dsyrk) 200x300", err))
+if (!(err <= 1e-12)) stop("crossprod differs")
 m <- crossprod(a) + diag(200)
 x <- solve(m, rep(1, 200))
 res <- max(abs(m %*% x - 1))
@@ -35,6 +44,32 @@ if (!(res < 1e-8)) stop("solve")
 cat("R OK\n")
 RS
 before=$(counter requests_served)
+routines_snapshot "$T/r.before"
 GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1 LD_PRELOAD=$(preload "$GEMMBLAS_LIB") \
     Rscript --vanilla "$T/check.R"
-expect_served "$before" 4
+expect_served "$before" 5
+expect_routines "$T/r.before" gemm syrk
+
+# a reference LAPACK over libgemmblas: its solves and factorizations
+lapack=/usr/lib/x86_64-linux-gnu/lapack/liblapack.so.3
+need "$lapack" liblapack3
+cat >"$T/lapack.R" <<'RS'
+set.seed(12)
+n <- 400
+a <- matrix(rnorm(n * n), n) + diag(n) * n
+x <- solve(a, rep(1, n))
+res <- max(abs(a %*% x - 1))
+cat(sprintf("solve (dgesv) residual %.3g\n", res))
+if (!(res < 1e-10)) stop("solve")
+s <- crossprod(a) + diag(n)
+r <- chol(s)
+err <- max(abs(crossprod(r) - s)) / max(abs(s))
+cat(sprintf("chol (dpotrf) relative error %.3g\n", err))
+if (!(err < 1e-12)) stop("chol")
+cat("LAPACK OK\n")
+RS
+routines_snapshot "$T/l.before"
+GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1 \
+    LD_PRELOAD="$(preload "$GEMMBLAS_LIB") $lapack" \
+    Rscript --vanilla "$T/lapack.R"
+expect_routines "$T/l.before" trsm syrk

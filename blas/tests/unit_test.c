@@ -139,3 +139,76 @@ Test(blas_unit, scalar_tests)
     cr_expect_eq(gb_esize(GB_S), 4);
     cr_expect_eq(gb_esize(GB_Z), 16);
 }
+
+/* One level-3 call as the Fortran routine sees it, and the position the
+ * reference's XERBLA would report (0: legal), written from the reference
+ * routines' argument checks. */
+typedef struct l3check {
+    gb_type t;
+    int r;
+    char side, uplo, trans, diag;
+    int m, n, k, lda, ldb, ldc;
+    int want;
+} l3check;
+
+Test(blas_unit, level3_checks_match_the_reference_rules)
+{
+    static const l3check cases[] = {
+        /* ?SYMM/?HEMM(SIDE, UPLO, M, N, .., LDA 7, .., LDB 9, .., LDC 12) */
+        {GB_D, GB_SYMM, 'L', 'U', 'N', 'N', 3, 5, 0, 3, 3, 3, 0},
+        {GB_D, GB_SYMM, 'R', 'L', 'N', 'N', 3, 5, 0, 5, 3, 3, 0},
+        {GB_D, GB_SYMM, 'R', 'L', 'N', 'N', 3, 5, 0, 4, 3, 3, 7},
+        {GB_D, GB_SYMM, 'X', 'L', 'N', 'N', 3, 5, 0, 5, 3, 3, 1},
+        {GB_Z, GB_HEMM, 'L', 'X', 'N', 'N', 3, 5, 0, 3, 3, 3, 2},
+        {GB_Z, GB_HEMM, 'L', 'U', 'N', 'N', -1, 5, 0, 3, 3, 3, 3},
+        {GB_Z, GB_HEMM, 'L', 'U', 'N', 'N', 3, -1, 0, 3, 3, 3, 4},
+        {GB_C, GB_SYMM, 'L', 'U', 'N', 'N', 3, 5, 0, 3, 2, 3, 9},
+        {GB_C, GB_SYMM, 'L', 'U', 'N', 'N', 3, 5, 0, 3, 3, 2, 12},
+        {GB_S, GB_SYMM, 'L', 'U', 'N', 'N', 0, 0, 0, 1, 1, 1, 0},
+        /* ?SYRK(UPLO, TRANS, N, K, .., LDA 7, .., LDC 10) */
+        {GB_D, GB_SYRK, 'L', 'L', 'N', 'N', 0, 4, 2, 4, 0, 4, 0},
+        {GB_D, GB_SYRK, 'L', 'L', 'T', 'N', 0, 4, 2, 2, 0, 4, 0},
+        {GB_D, GB_SYRK, 'L', 'L', 'C', 'N', 0, 4, 2, 2, 0, 4, 0},
+        {GB_C, GB_SYRK, 'L', 'L', 'C', 'N', 0, 4, 2, 2, 0, 4, 2},
+        {GB_Z, GB_HERK, 'L', 'U', 'T', 'N', 0, 4, 2, 2, 0, 4, 2},
+        {GB_Z, GB_HERK, 'L', 'U', 'C', 'N', 0, 4, 2, 2, 0, 4, 0},
+        {GB_Z, GB_HERK, 'L', 'Q', 'C', 'N', 0, 4, 2, 2, 0, 4, 1},
+        {GB_D, GB_SYRK, 'L', 'L', 'N', 'N', 0, -1, 2, 4, 0, 4, 3},
+        {GB_D, GB_SYRK, 'L', 'L', 'N', 'N', 0, 4, -2, 4, 0, 4, 4},
+        {GB_D, GB_SYRK, 'L', 'L', 'N', 'N', 0, 4, 2, 3, 0, 4, 7},
+        {GB_D, GB_SYRK, 'L', 'L', 'N', 'N', 0, 4, 2, 4, 0, 3, 10},
+        /* ?SYR2K(UPLO, TRANS, N, K, .., LDA 7, .., LDB 9, .., LDC 12) */
+        {GB_S, GB_SYR2K, 'L', 'U', 'N', 'N', 0, 4, 2, 4, 4, 4, 0},
+        {GB_S, GB_SYR2K, 'L', 'U', 'N', 'N', 0, 4, 2, 4, 3, 4, 9},
+        {GB_S, GB_SYR2K, 'L', 'U', 'N', 'N', 0, 4, 2, 4, 4, 3, 12},
+        {GB_C, GB_HER2K, 'L', 'U', 'T', 'N', 0, 4, 2, 2, 2, 4, 2},
+        {GB_C, GB_HER2K, 'L', 'U', 'C', 'N', 0, 4, 2, 2, 2, 4, 0},
+        /* ?TRMM/?TRSM(SIDE, UPLO, TRANSA, DIAG, M, N, .., LDA 9, .., LDB 11);
+         * B, the output, is c here */
+        {GB_D, GB_TRSM, 'L', 'L', 'N', 'N', 4, 3, 0, 4, 0, 4, 0},
+        {GB_D, GB_TRSM, 'R', 'L', 'C', 'U', 4, 3, 0, 3, 0, 4, 0},
+        {GB_D, GB_TRSM, 'R', 'L', 'X', 'U', 4, 3, 0, 3, 0, 4, 3},
+        {GB_D, GB_TRSM, 'R', 'L', 'N', 'X', 4, 3, 0, 3, 0, 4, 4},
+        {GB_Z, GB_TRMM, 'L', 'U', 'C', 'N', -4, 3, 0, 4, 0, 4, 5},
+        {GB_Z, GB_TRMM, 'L', 'U', 'C', 'N', 4, -3, 0, 4, 0, 4, 6},
+        {GB_Z, GB_TRMM, 'L', 'U', 'C', 'N', 4, 3, 0, 3, 0, 4, 9},
+        {GB_Z, GB_TRMM, 'L', 'U', 'C', 'N', 4, 3, 0, 4, 0, 3, 11},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const l3check *c = &cases[i];
+        gb_l3 p = {.t = c->t,
+                   .r = c->r,
+                   .side = c->side,
+                   .uplo = c->uplo,
+                   .trans = c->trans,
+                   .diag = c->diag,
+                   .m = c->m,
+                   .n = c->n,
+                   .k = c->k,
+                   .lda = c->lda,
+                   .ldb = c->ldb,
+                   .ldc = c->ldc};
+        cr_assert_eq(gb_l3_check(&p), c->want, "case %zu: got %d, want %d", i,
+                     gb_l3_check(&p), c->want);
+    }
+}

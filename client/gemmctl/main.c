@@ -124,30 +124,35 @@ int cmd_status(const char *url, int argc, char **argv)
         ctl_json_str(s.backend);
         printf(", \"device\": ");
         ctl_json_str(s.device);
-        printf(
-            ", \"requests_served\": %" PRIu64 ", \"requests_failed\": %" PRIu64
-            ", \"queue_depth\": %" PRIu32 ", \"queue_capacity\": %" PRIu32
-            ", \"buffers\": %" PRIu32 ", \"buffer_bytes\": %" PRIu64
-            ", \"clients\": %" PRIu32 ", \"threads\": %" PRIu32
-            ", \"latency_p50_us\": %.1f, \"latency_p90_us\": %.1f"
-            ", \"latency_p99_us\": %.1f, \"latency_max_us\": %.1f"
-            ", \"gemm_flops\": %" PRIu64 ", \"tensors\": %" PRIu32
-            ", \"tensor_bytes\": %" PRIu64 ", \"pinned_bytes\": %" PRIu64
-            ", \"device_bytes\": %" PRIu64 ", \"tmap_hits\": %" PRIu64
-            ", \"tmap_misses\": %" PRIu64
-            ", \"stage_queue_us\": %.1f, \"stage_h2d_us\": %.1f"
-            ", \"stage_kernel_us\": %.1f, \"stage_d2h_us\": %.1f"
-            ", \"connections\": %" PRIu32 ", \"users\": %" PRIu32
-            ", \"memory_budget\": %" PRIu64 ", \"memory_used\": %" PRIu64
-            ", \"gemms_served\": %" PRIu64 ", \"gemms_failed\": %" PRIu64 "}\n",
-            s.requests_served, s.requests_failed, s.queue_depth,
-            s.queue_capacity, s.buffers, s.buffer_bytes, s.clients, s.threads,
-            s.latency_p50_us, s.latency_p90_us, s.latency_p99_us,
-            s.latency_max_us, s.gemm_flops, s.tensors, s.tensor_bytes,
-            s.pinned_bytes, s.device_bytes, s.tmap_hits, s.tmap_misses,
-            s.stage_queue_us, s.stage_h2d_us, s.stage_kernel_us, s.stage_d2h_us,
-            s.connections, s.users, s.memory_budget, s.memory_used,
-            s.gemms_served, s.gemms_failed);
+        printf(", \"requests_served\": %" PRIu64
+               ", \"requests_failed\": %" PRIu64 ", \"queue_depth\": %" PRIu32
+               ", \"queue_capacity\": %" PRIu32 ", \"buffers\": %" PRIu32
+               ", \"buffer_bytes\": %" PRIu64 ", \"clients\": %" PRIu32
+               ", \"threads\": %" PRIu32
+               ", \"latency_p50_us\": %.1f, \"latency_p90_us\": %.1f"
+               ", \"latency_p99_us\": %.1f, \"latency_max_us\": %.1f"
+               ", \"gemm_flops\": %" PRIu64 ", \"tensors\": %" PRIu32
+               ", \"tensor_bytes\": %" PRIu64 ", \"pinned_bytes\": %" PRIu64
+               ", \"device_bytes\": %" PRIu64 ", \"tmap_hits\": %" PRIu64
+               ", \"tmap_misses\": %" PRIu64
+               ", \"stage_queue_us\": %.1f, \"stage_h2d_us\": %.1f"
+               ", \"stage_kernel_us\": %.1f, \"stage_d2h_us\": %.1f"
+               ", \"connections\": %" PRIu32 ", \"users\": %" PRIu32
+               ", \"memory_budget\": %" PRIu64 ", \"memory_used\": %" PRIu64
+               ", \"gemms_served\": %" PRIu64 ", \"gemms_failed\": %" PRIu64,
+               s.requests_served, s.requests_failed, s.queue_depth,
+               s.queue_capacity, s.buffers, s.buffer_bytes, s.clients,
+               s.threads, s.latency_p50_us, s.latency_p90_us, s.latency_p99_us,
+               s.latency_max_us, s.gemm_flops, s.tensors, s.tensor_bytes,
+               s.pinned_bytes, s.device_bytes, s.tmap_hits, s.tmap_misses,
+               s.stage_queue_us, s.stage_h2d_us, s.stage_kernel_us,
+               s.stage_d2h_us, s.connections, s.users, s.memory_budget,
+               s.memory_used, s.gemms_served, s.gemms_failed);
+        /* per routine: served_gemm, served_symm, ... served_trsm */
+        for (int r = 0; r < GEMM_ROUTINE_COUNT; r++)
+            printf(", \"served_%s\": %" PRIu64,
+                   gemm_routine_name((gemm_routine)r), s.routine_served[r]);
+        printf("}\n");
         return EXIT_OK;
     }
     printf("uptime          %.1f s\n", s.uptime_s);
@@ -155,6 +160,16 @@ int cmd_status(const char *url, int argc, char **argv)
            s.device[0] ? s.device : "?", s.threads);
     printf("gemms           %" PRIu64 " served, %" PRIu64 " failed\n",
            s.gemms_served, s.gemms_failed);
+    bool any3 = false;
+    for (int r = 1; r < GEMM_ROUTINE_COUNT; r++)
+        any3 = any3 || s.routine_served[r] != 0;
+    if (any3) { /* the other level-3 routines, where some were served */
+        printf("level 3        ");
+        for (int r = 1; r < GEMM_ROUTINE_COUNT; r++)
+            printf(" %s %" PRIu64, gemm_routine_name((gemm_routine)r),
+                   s.routine_served[r]);
+        printf("\n");
+    }
     printf("requests        %" PRIu64 " served, %" PRIu64
            " failed (every kind: GEMM, hello, status, register, ...)\n",
            s.requests_served, s.requests_failed);

@@ -174,18 +174,23 @@ GEMM_API int gemm_wait(gemm_request *r, gemm_timings *t)
         return cli_error(GEMM_ERR_INVALID, "gemm_wait: request is NULL");
     if ((rv = cli_req_finish(r, &rep, &rtt)) != GEMM_OK)
         return rv;
-    if (rep->body_case != GEMM__REPLY__BODY_GEMM) {
+    /* a GEMM's reply, or a Blas3's (the same timings) */
+    const Gemm__GemmReply *g =
+        rep->body_case == GEMM__REPLY__BODY_GEMM    ? rep->gemm
+        : rep->body_case == GEMM__REPLY__BODY_BLAS3 ? rep->blas3
+                                                    : NULL;
+    if (g == NULL) {
         gemm__reply__free_unpacked(rep, NULL);
         return cli_error(GEMM_ERR_PROTOCOL, "gemm: reply has no gemm body");
     }
     if (t != NULL) {
-        t->queued_us = rep->gemm->queued_us;
-        t->compute_us = rep->gemm->compute_us;
-        t->total_us = rep->gemm->total_us;
+        t->queued_us = g->queued_us;
+        t->compute_us = g->compute_us;
+        t->total_us = g->total_us;
         t->round_trip_us = rtt;
         snprintf(t->kernel, sizeof(t->kernel), "%s",
-                 rep->gemm->kernel != NULL ? rep->gemm->kernel : "");
-        t->kernel_ns = rep->gemm->has_kernel_ns ? rep->gemm->kernel_ns : 0;
+                 g->kernel != NULL ? g->kernel : "");
+        t->kernel_ns = g->has_kernel_ns ? g->kernel_ns : 0;
     }
     gemm__reply__free_unpacked(rep, NULL);
     return GEMM_OK;

@@ -151,6 +151,7 @@ static int req_start(gemm_client *c, Gemm__Request *req, const char *what,
     r->what = what;
     r->timeout_ms = timeout_ms;
     r->cancelable = req->body_case == GEMM__REQUEST__BODY_GEMM ||
+                    req->body_case == GEMM__REQUEST__BODY_BLAS3 ||
                     req->body_case == GEMM__REQUEST__BODY_TENSOR_UPLOAD;
     r->id = atomic_fetch_add(&c->next_id, 1);
 

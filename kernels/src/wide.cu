@@ -101,6 +101,19 @@ void wide_free(WideState *st)
     free(st);
 }
 
+/* The wide types' cuBLAS handle, set to stream s, for the other level-3
+ * routines (blas3.cu). */
+gemm_error wide_handle(gemmk_ctx *ctx, cudaStream_t s, cublasHandle_t *out)
+{
+    WideState *st = ctx->wide;
+    if (st->stream != s || !st->stream) {
+        GEMMK_CB(ctx, cublasSetStream(st->h, s));
+        st->stream = s;
+    }
+    *out = st->h;
+    return GEMM_OK;
+}
+
 /* cuBLAS DGEMM, CGEMM, ZGEMM of a wide problem on s. */
 gemm_error wide_blas(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s)
 {

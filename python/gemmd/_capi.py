@@ -171,6 +171,7 @@ class GemmStatus(ctypes.Structure):
         ("memory_used", ctypes.c_uint64),
         ("gemms_served", ctypes.c_uint64),
         ("gemms_failed", ctypes.c_uint64),
+        ("routine_served", ctypes.c_uint64 * 9),
     ]
 
 

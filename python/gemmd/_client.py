@@ -214,13 +214,16 @@ class Client:
     def status(self) -> Dict[str, Any]:
         """The daemon's counters (gemm_status of gemm.h) as a dict:
         uptime_s, backend, device, requests_served, queue_depth, latency
-        percentiles, pinned_bytes, ..."""
+        percentiles, pinned_bytes, ..., routine_served (a list: requests
+        served per level-3 routine, GEMM first, then symm .. trsm)."""
         def fn(conn: _Conn) -> Dict[str, Any]:
             st = _capi.GemmStatus()
             conn.check(conn.lib.gemm_get_status(conn.h, ctypes.byref(st)))
             out: Dict[str, Any] = {}
             for name, _ in _capi.GemmStatus._fields_:
                 v = getattr(st, name)
+                if isinstance(v, ctypes.Array):  # routine_served
+                    v = list(v)
                 out[name] = v.decode() if isinstance(v, bytes) else v
             return out
         return self._with_conn(fn, idempotent=True)

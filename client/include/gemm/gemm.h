@@ -135,6 +135,9 @@ typedef struct gemm_status {
     uint64_t memory_used;            /* of it, in use */
     uint64_t gemms_served;           /* GEMM requests answered OK */
     uint64_t gemms_failed;           /* GEMM requests answered an error */
+    /* requests answered OK per gemm_routine (index 0: GEMM; then symm ..
+     * trsm); appended after 0.2 */
+    uint64_t routine_served[9];
 } gemm_status;
 
 /* Fetches the daemon's counters into *out. Thread-safe. */
@@ -323,6 +326,73 @@ GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out);
  * and fills *t (if non-NULL) on success. Any thread may wait, once.
  */
 GEMM_API int gemm_wait(gemm_request *r, gemm_timings *t);
+
+/* ---- the other level-3 routines --------------------------------------- */
+
+/*
+ * The BLAS level-3 routines (the wire's Routine). GEMM is gemm_run's; the
+ * others are gemm_blas3_run's, with the meaning of CBLAS's row-major
+ * interface (cblas_?symm(CblasRowMajor, ...) etc.).
+ */
+typedef enum gemm_routine {
+    GEMM_ROUTINE_GEMM = 0,
+    GEMM_ROUTINE_SYMM = 1,  /* C = alpha A B + beta C (right: B A) */
+    GEMM_ROUTINE_HEMM = 2,  /* the same with A Hermitian (complex) */
+    GEMM_ROUTINE_SYRK = 3,  /* C = alpha op(A) op(A)^T + beta C */
+    GEMM_ROUTINE_HERK = 4,  /* C = alpha op(A) op(A)^H + beta C (real) */
+    GEMM_ROUTINE_SYR2K = 5, /* C = alpha (op(A) op(B)^T + op(B) op(A)^T) .. */
+    GEMM_ROUTINE_HER2K = 6, /* alpha op(A) op(B)^H + conj(alpha) op(B) .. */
+    GEMM_ROUTINE_TRMM = 7,  /* B = alpha op(A) B (right: B op(A)) */
+    GEMM_ROUTINE_TRSM = 8,  /* op(A) X = alpha B (right: X op(A)), X in B */
+} gemm_routine;
+
+#define GEMM_ROUTINE_COUNT 9
+
+/* "gemm", "symm", "hemm", "syrk", "herk", "syr2k", "her2k", "trmm",
+ * "trsm"; "?" otherwise. Thread-safe. */
+GEMM_API const char *gemm_routine_name(gemm_routine r);
+
+/*
+ * One of symm .. trsm, row-major, in place. Shapes (as stored):
+ *   symm/hemm    A ka x ka (ka = right ? n : m), B and C m x n
+ *   syrk/herk    A n x k (trans 'N') or k x n ('T' syrk, 'C' herk), C n x n
+ *   syr2k/her2k  A and B as A of syrk, C n x n
+ *   trmm/trsm    A ka x ka, B m x n (written)
+ * Only the triangle `lower` names of A (symmetric, Hermitian, triangular)
+ * is read, and only that triangle of C for the rank updates is written.
+ * herk's alpha and beta and her2k's beta are real. trans: 'N', 'T' or
+ * 'C' (complex), as each routine allows (the daemon names a bad one as
+ * the reference's xerbla would). dtype fp32, fp64, c64 or c128 (hemm,
+ * herk, her2k: complex). Unused fields stay 0.
+ */
+typedef struct gemm_blas3_op {
+    gemm_routine routine;
+    gemm_dtype dtype;
+    bool right;     /* SIDE: B A (symm), B op(A) (trmm/trsm) */
+    bool lower;     /* UPLO: the lower triangle */
+    char trans;     /* TRANS / TRANSA: 'N', 'T', 'C' (0 = 'N') */
+    bool unit_diag; /* DIAG: A's diagonal is ones, not read */
+    uint64_t m, n, k;
+    double alpha_re, alpha_im, beta_re, beta_im;
+    gemm_matrix a, b, c; /* b: symm, syr2k, trmm/trsm (written); c:
+                            symm .. her2k (written; read if beta != 0) */
+    uint32_t timeout_ms; /* as gemm_op's */
+} gemm_blas3_op;
+
+/* Fills *op for routine r of type t: alpha 1, beta 0, left, upper, 'N',
+ * non-unit, no dimensions or buffers. Thread-safe. */
+GEMM_API void gemm_blas3_init(gemm_blas3_op *op, gemm_routine r, gemm_dtype t);
+
+/* Sends op without waiting; *out goes to gemm_wait() exactly once (its
+ * timings as a GEMM's). The buffers must stay until then. Thread-safe. */
+GEMM_API int gemm_blas3_submit(gemm_client *c, const gemm_blas3_op *op,
+                               gemm_request **out);
+
+/* Runs op and waits. On success the output (C, or B of trmm/trsm) holds
+ * the result and *t (if non-NULL) the timings; on failure it is unchanged
+ * and gemm_last_error_message() says why. Thread-safe. */
+GEMM_API int gemm_blas3_run(gemm_client *c, const gemm_blas3_op *op,
+                            gemm_timings *t);
 
 #ifdef __cplusplus
 }

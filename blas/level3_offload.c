@@ -1,0 +1,197 @@
+/*
+ * level3_offload.c: a level-3 call (symm .. trsm) through gemmd. The
+ * column-major call is restated row-major for the wire as reference CBLAS
+ * does the other way round (a column-major X is the row-major X^T): symm,
+ * hemm, trmm and trsm flip SIDE and UPLO and swap m and n; the rank
+ * updates flip UPLO and TRANS (N <-> T, or C for herk/her2k), and her2k
+ * takes conj(alpha). No data moves for that. Staging: A, B (when used)
+ * and the output (when its old value is read: beta != 0, and trmm/trsm)
+ * are packed tightly into the thread's buffer (offload.c's), the request runs
+ * in place, and the output is copied back: all of it for symm/hemm and
+ * trmm/trsm, only the referenced triangle for the rank updates, so the
+ * caller's other triangle is never written, as the reference promises.
+ */
+#include "gemmblas.h"
+
+#include <gemm/gemm.h>
+
+#include <stdio.h>
+#include <string.h>
+
+/* The row-major request of a checked call, in the caller's memory. */
+typedef struct wire3 {
+    const gb_l3 *p;
+    gemm_blas3_op op;
+    size_t ar, ac; /* A as stored (row-major rows x cols) */
+    size_t br, bc; /* B, when used (else 0) */
+    size_t cr, cc; /* the output */
+    size_t off_b, off_c;
+    bool read_out; /* the output's old value goes to gemmd */
+} wire3;
+
+static bool rank_update(int r)
+{
+    return r == GB_SYRK || r == GB_HERK || r == GB_SYR2K || r == GB_HER2K;
+}
+
+/* Real scalar s of t's part type as a double. */
+static double part(gb_type t, const void *s)
+{
+    return t == GB_S || t == GB_C ? *(const float *)s : *(const double *)s;
+}
+
+/* Restates p row-major into w (op without buffers). */
+static void restate(const gb_l3 *p, wire3 *w)
+{
+    static const gemm_routine rt[GB_NROUTINES] = {
+        GEMM_ROUTINE_GEMM,  GEMM_ROUTINE_SYMM, GEMM_ROUTINE_HEMM,
+        GEMM_ROUTINE_SYRK,  GEMM_ROUTINE_HERK, GEMM_ROUTINE_SYR2K,
+        GEMM_ROUTINE_HER2K, GEMM_ROUTINE_TRMM, GEMM_ROUTINE_TRSM};
+    gemm_blas3_op *op = &w->op;
+    memset(w, 0, sizeof(*w));
+    w->p = p;
+    gemm_blas3_init(op, rt[p->r], gb_wire_type(p->t));
+    op->lower = p->uplo == 'U'; /* the row-major view flips the triangle */
+    double al[2], be[2] = {0, 0};
+    bool her = p->r == GB_HERK || p->r == GB_HER2K;
+    if (p->r == GB_HERK)
+        al[0] = part(p->t, p->alpha), al[1] = 0;
+    else
+        gb_scalar(p->t, p->alpha, al);
+    if (p->beta != NULL) {
+        if (her)
+            be[0] = part(p->t, p->beta);
+        else
+            gb_scalar(p->t, p->beta, be);
+    }
+    if (p->r == GB_HER2K)
+        al[1] = -al[1]; /* C^T = conj(alpha) A'^H B' + alpha B'^H A' */
+    op->alpha_re = al[0];
+    op->alpha_im = al[1];
+    op->beta_re = be[0];
+    op->beta_im = be[1];
+    if (rank_update(p->r)) {
+        bool nt = p->trans == 'N';
+        op->trans = nt ? (her ? 'C' : 'T') : 'N';
+        op->n = (uint64_t)p->n;
+        op->k = (uint64_t)p->k;
+        /* row-major A: n x k for wire 'N', else k x n */
+        w->ar = (size_t)(op->trans == 'N' ? p->n : p->k);
+        w->ac = (size_t)(op->trans == 'N' ? p->k : p->n);
+        if (p->r == GB_SYR2K || p->r == GB_HER2K)
+            w->br = w->ar, w->bc = w->ac;
+        w->cr = w->cc = (size_t)p->n;
+        w->read_out = be[0] != 0 || be[1] != 0;
+        return;
+    }
+    op->right = p->side == 'L';
+    op->m = (uint64_t)p->n;
+    op->n = (uint64_t)p->m;
+    w->ar = w->ac = (size_t)(p->side == 'L' ? p->m : p->n);
+    w->cr = (size_t)p->n;
+    w->cc = (size_t)p->m;
+    if (p->r == GB_TRMM || p->r == GB_TRSM) {
+        op->trans = p->trans == 'C' && p->t <= GB_D ? 'T' : p->trans;
+        op->unit_diag = p->diag == 'U';
+        w->read_out = true;
+        return;
+    }
+    w->br = w->cr, w->bc = w->cc;
+    w->read_out = be[0] != 0 || be[1] != 0;
+}
+
+/* The output's triangle (or all of it) from src (lds) to dst (ldd), rows
+ * of the row-major view. */
+static void copy_out(const wire3 *w, void *dst, size_t ldd, const void *src,
+                     size_t lds, size_t es)
+{
+    if (!rank_update(w->p->r)) {
+        gb_copy2d(dst, ldd, src, lds, w->cr, w->cc, es);
+        return;
+    }
+    for (size_t i = 0; i < w->cr; i++) {
+        size_t j0 = w->op.lower ? 0 : i, j1 = w->op.lower ? i + 1 : w->cc;
+        memcpy((char *)dst + (i * ldd + j0) * es,
+               (const char *)src + (i * lds + j0) * es, (j1 - j0) * es);
+    }
+}
+
+static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
+{
+    const wire3 *w = arg;
+    const gb_l3 *p = w->p;
+    size_t es = gb_esize(p->t);
+    char *base = gemm_buffer_data(buf);
+    gemm_blas3_op op = w->op;
+    gb_copy2d(base, w->ac, p->a, (size_t)p->lda, w->ar, w->ac, es);
+    op.a = (gemm_matrix){buf, 0, 0, 0};
+    gemm_matrix out = {buf, w->off_c, 0, 0};
+    if (w->br != 0) {
+        gb_copy2d(base + w->off_b, w->bc, p->b, (size_t)p->ldb, w->br, w->bc,
+                  es);
+        op.b = (gemm_matrix){buf, w->off_b, 0, 0};
+    }
+    if (w->read_out)
+        gb_copy2d(base + w->off_c, w->cc, p->c, (size_t)p->ldc, w->cr, w->cc,
+                  es);
+    if (p->r == GB_TRMM || p->r == GB_TRSM)
+        op.b = out;
+    else
+        op.c = out;
+    op.timeout_ms = (uint32_t)gb_cfg()->queue_ms;
+    gemm_timings tm;
+    int rv = gemm_blas3_run(c, &op, &tm);
+    if (rv != GEMM_OK)
+        return rv;
+    copy_out(w, p->c, (size_t)p->ldc, base + w->off_c, w->cc, es);
+    gb_log(2, "%c%s n=%lld: gemmd %s, %.3f ms (daemon %.3f)", "sdcz"[p->t],
+           gemm_routine_name(op.routine), (long long)op.n, tm.kernel,
+           (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3);
+    return GEMM_OK;
+}
+
+/* The work of p in flops (real multiply-adds count 2, complex 8). */
+static double flops3(const gb_l3 *p)
+{
+    double m = (double)p->m, n = (double)p->n, k = (double)p->k;
+    double f;
+    switch (p->r) {
+    case GB_SYMM:
+    case GB_HEMM:
+        f = 2 * m * n * (p->side == 'L' ? m : n);
+        break;
+    case GB_SYRK:
+    case GB_HERK:
+        f = n * (n + 1) * k;
+        break;
+    case GB_SYR2K:
+    case GB_HER2K:
+        f = 2 * n * (n + 1) * k;
+        break;
+    default: /* trmm, trsm */
+        f = m * n * (p->side == 'L' ? m : n);
+    }
+    return p->t >= GB_C ? 4 * f : f;
+}
+
+bool gb_offload3(const gb_l3 *p)
+{
+    const gb_config *cfg = gb_cfg();
+    wire3 w;
+    restate(p, &w);
+    gb_call call = {.run = run3, .arg = &w};
+    snprintf(call.what, sizeof(call.what), "%c%s %lldx%lldx%lld", "sdcz"[p->t],
+             gemm_routine_name(w.op.routine), (long long)p -> m,
+             (long long)p -> n, (long long)p -> k);
+    double f = flops3(p), min = cfg->min_flops3[p->r];
+    if (min < 0 || f < min) {
+        gb_log(2, "%s on the CPU: %.3g flops, below its threshold (%.3g)",
+               call.what, f, min);
+        return false;
+    }
+    size_t es = gb_esize(p->t);
+    w.off_b = gb_align_up(w.ar * w.ac * es, 4096);
+    w.off_c = w.off_b + gb_align_up(w.br * w.bc * es, 4096);
+    call.need = w.off_c + w.cr * w.cc * es;
+    return gb_offload_call(&call);
+}

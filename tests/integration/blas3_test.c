@@ -1,0 +1,580 @@
+/*
+ * blas3_test.c: the other level-3 routines (symm, hemm, syrk, herk,
+ * syr2k, her2k, trmm, trsm) through a real gemmd (the CPU backend in CI;
+ * GEMM_TEST_BACKEND=cuda on a GPU host), every type each takes, every
+ * side, triangle, op and diagonal flag, against a long double reference
+ * of the row-major (CBLAS) meaning. Padded leading dimensions; the whole
+ * buffer is poisoned with 0xff bytes (NaN) first, and so are the parts of
+ * A a routine must not read (the other triangle, a unit diagonal): a
+ * daemon that reads them gives NaN. Every byte outside what the routine
+ * writes (C's other triangle for the rank updates, padding) must be
+ * unchanged afterwards. Then the argument rules over the wire (each error
+ * typed and naming the reference argument) and the per-routine counters.
+ */
+#include "util/daemon.h"
+
+#include <criterion/criterion.h>
+
+#include <complex.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+TestSuite(blas3, .init = fixture_setup, .fini = fixture_teardown,
+          .timeout = 120);
+
+typedef long double complex lcx;
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static double rnd(void) /* [-1, 1), never 0 */
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return ((double)(rng >> 11) + 0.5) * 0x1p-52 - 1.0;
+}
+
+static bool cplx(gemm_dtype t)
+{
+    return t == GEMM_COMPLEX64 || t == GEMM_COMPLEX128;
+}
+
+static lcx get(const char *p, gemm_dtype t, size_t i)
+{
+    switch (t) {
+    case GEMM_FP32:
+        return ((const float *)p)[i];
+    case GEMM_FP64:
+        return ((const double *)p)[i];
+    case GEMM_COMPLEX64:
+        return ((const float *)p)[2 * i] +
+               ((const float *)p)[2 * i + 1] * (long double complex)I;
+    default:
+        return ((const double *)p)[2 * i] +
+               ((const double *)p)[2 * i + 1] * (long double complex)I;
+    }
+}
+
+static void put(char *p, gemm_dtype t, size_t i, double re, double im)
+{
+    switch (t) {
+    case GEMM_FP32:
+        ((float *)p)[i] = (float)re;
+        return;
+    case GEMM_FP64:
+        ((double *)p)[i] = re;
+        return;
+    case GEMM_COMPLEX64:
+        ((float *)p)[2 * i] = (float)re;
+        ((float *)p)[2 * i + 1] = (float)im;
+        return;
+    default:
+        ((double *)p)[2 * i] = re;
+        ((double *)p)[2 * i + 1] = im;
+    }
+}
+
+/* One case: the op, and where its operands lie in the buffer. */
+typedef struct l3case {
+    gemm_blas3_op op;
+    size_t ar, ac, br, bc, cr, cc; /* stored shapes (br = 0: no B) */
+    size_t lda, ldb, ldc;
+    size_t oa, ob, oc; /* byte offsets */
+} l3case;
+
+static bool is_rank(gemm_routine r)
+{
+    return r >= GEMM_ROUTINE_SYRK && r <= GEMM_ROUTINE_HER2K;
+}
+static bool is_tri(gemm_routine r)
+{
+    return r == GEMM_ROUTINE_TRMM || r == GEMM_ROUTINE_TRSM;
+}
+static bool is_her(gemm_routine r)
+{
+    return r == GEMM_ROUTINE_HEMM || r == GEMM_ROUTINE_HERK ||
+           r == GEMM_ROUTINE_HER2K;
+}
+
+/* Whether A's element (i, j) is read: the triangle `lower` names (and,
+ * for a unit triangular A, not its diagonal); all of A for the rank
+ * updates. */
+static bool a_read(const l3case *k, size_t i, size_t j)
+{
+    const gemm_blas3_op *o = &k->op;
+    if (is_rank(o->routine))
+        return true;
+    if (i == j)
+        return !(is_tri(o->routine) && o->unit_diag);
+    return o->lower ? i > j : i < j;
+}
+
+/* Whether the output's element (i, j) is written. */
+static bool c_written(const l3case *k, size_t i, size_t j)
+{
+    if (!is_rank(k->op.routine))
+        return true;
+    return k->op.lower ? i >= j : i <= j;
+}
+
+/* The full matrix A stands for, ka x ka (symmetric, Hermitian or
+ * triangular completion of the read triangle). */
+static lcx a_full(const l3case *k, const char *a, size_t i, size_t j)
+{
+    const gemm_blas3_op *o = &k->op;
+    gemm_dtype t = o->dtype;
+    bool in = o->lower ? i >= j : i <= j;
+    if (is_tri(o->routine)) {
+        if (i == j && o->unit_diag)
+            return 1;
+        return in ? get(a, t, i * k->lda + j) : 0;
+    }
+    if (i == j && o->routine == GEMM_ROUTINE_HEMM)
+        return creall(get(a, t, i * k->lda + i));
+    if (in)
+        return get(a, t, i * k->lda + j);
+    lcx x = get(a, t, j * k->lda + i);
+    return o->routine == GEMM_ROUTINE_HEMM ? conjl(x) : x;
+}
+
+/* op(X)(i, l) of a stored rank-update operand (n x k as op'd). */
+static lcx opx(const l3case *k, const char *x, size_t ld, size_t i, size_t l)
+{
+    char tr = k->op.trans;
+    lcx v = get(x, k->op.dtype, tr == 'N' ? i * ld + l : l * ld + i);
+    return tr == 'C' ? conjl(v) : v;
+}
+
+/* Solves M X = R in place (R is n x nr, row-major, dense), M n x n
+ * triangular with a nonzero diagonal: Gaussian elimination. */
+static void solve(lcx *M, lcx *R, size_t n, size_t nr)
+{
+    for (size_t p = 0; p < n; p++) {
+        size_t piv = p;
+        for (size_t r = p; r < n; r++)
+            if (cabsl(M[r * n + p]) > cabsl(M[piv * n + p]))
+                piv = r;
+        for (size_t c = 0; c < n; c++) {
+            lcx x = M[p * n + c];
+            M[p * n + c] = M[piv * n + c];
+            M[piv * n + c] = x;
+        }
+        for (size_t c = 0; c < nr; c++) {
+            lcx x = R[p * nr + c];
+            R[p * nr + c] = R[piv * nr + c];
+            R[piv * nr + c] = x;
+        }
+        for (size_t r = 0; r < n; r++) {
+            if (r == p)
+                continue;
+            lcx f = M[r * n + p] / M[p * n + p];
+            for (size_t c = 0; c < n; c++)
+                M[r * n + c] -= f * M[p * n + c];
+            for (size_t c = 0; c < nr; c++)
+                R[r * nr + c] -= f * R[p * nr + c];
+        }
+    }
+    for (size_t r = 0; r < n; r++)
+        for (size_t c = 0; c < nr; c++)
+            R[r * nr + c] /= M[r * n + r];
+}
+
+/* The expected output (cr x cc, dense) from the operands in buf. */
+static void reference(const l3case *k, const char *buf, lcx *out)
+{
+    const gemm_blas3_op *o = &k->op;
+    gemm_dtype t = o->dtype;
+    const char *a = buf + k->oa, *b = buf + k->ob, *c = buf + k->oc;
+    lcx al = o->alpha_re + o->alpha_im * (long double complex)I;
+    lcx be = o->beta_re + o->beta_im * (long double complex)I;
+    size_t m = k->cr, n = k->cc;
+    if (is_tri(o->routine)) {
+        size_t ka = o->right ? n : m;
+        lcx *T = calloc(ka * ka, sizeof(lcx)); /* op(A) */
+        for (size_t i = 0; i < ka; i++)
+            for (size_t j = 0; j < ka; j++) {
+                lcx x =
+                    o->trans == 'N' ? a_full(k, a, i, j) : a_full(k, a, j, i);
+                T[i * ka + j] = o->trans == 'C' ? conjl(x) : x;
+            }
+        if (o->routine == GEMM_ROUTINE_TRMM) {
+            for (size_t i = 0; i < m; i++)
+                for (size_t j = 0; j < n; j++) {
+                    lcx s = 0;
+                    for (size_t l = 0; l < ka; l++)
+                        s += o->right
+                                 ? get(c, t, i * k->ldc + l) * T[l * ka + j]
+                                 : T[i * ka + l] * get(c, t, l * k->ldc + j);
+                    out[i * n + j] = al * s;
+                }
+        } else if (!o->right) { /* op(A) X = alpha B */
+            for (size_t i = 0; i < m; i++)
+                for (size_t j = 0; j < n; j++)
+                    out[i * n + j] = al * get(c, t, i * k->ldc + j);
+            solve(T, out, m, n);
+        } else { /* X op(A) = alpha B: op(A)^T X^T = alpha B^T */
+            lcx *Tt = calloc(ka * ka, sizeof(lcx)),
+                *R = calloc(m * n, sizeof(lcx));
+            for (size_t i = 0; i < ka; i++)
+                for (size_t j = 0; j < ka; j++)
+                    Tt[i * ka + j] = T[j * ka + i];
+            for (size_t i = 0; i < m; i++)
+                for (size_t j = 0; j < n; j++)
+                    R[j * m + i] = al * get(c, t, i * k->ldc + j);
+            solve(Tt, R, n, m);
+            for (size_t i = 0; i < m; i++)
+                for (size_t j = 0; j < n; j++)
+                    out[i * n + j] = R[j * m + i];
+            free(Tt);
+            free(R);
+        }
+        free(T);
+        return;
+    }
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            lcx s = 0, cij = get(c, t, i * k->ldc + j);
+            if (o->routine == GEMM_ROUTINE_SYMM ||
+                o->routine == GEMM_ROUTINE_HEMM) {
+                size_t ka = o->right ? n : m;
+                for (size_t l = 0; l < ka; l++)
+                    s += o->right
+                             ? get(b, t, i * k->ldb + l) * a_full(k, a, l, j)
+                             : a_full(k, a, i, l) * get(b, t, l * k->ldb + j);
+                out[i * n + j] = al * s + be * cij;
+                continue;
+            }
+            size_t kk = o->k;
+            bool her = is_her(o->routine);
+            for (size_t l = 0; l < kk; l++) {
+                lcx ail = opx(k, a, k->lda, i, l),
+                    ajl = opx(k, a, k->lda, j, l);
+                if (o->routine == GEMM_ROUTINE_SYRK ||
+                    o->routine == GEMM_ROUTINE_HERK) {
+                    s += ail * (her ? conjl(ajl) : ajl);
+                } else {
+                    lcx bil = opx(k, b, k->ldb, i, l),
+                        bjl = opx(k, b, k->ldb, j, l);
+                    s += her ? al * ail * conjl(bjl) +
+                                   conjl(al) * bil * conjl(ajl)
+                             : al * (ail * bjl + bil * ajl);
+                }
+            }
+            if (o->routine == GEMM_ROUTINE_SYRK ||
+                o->routine == GEMM_ROUTINE_HERK)
+                s *= al;
+            if (her && i == j) /* C's diagonal is real, and stays real */
+                out[i * n + j] = creall(s) + creall(be) * creall(cij);
+            else
+                out[i * n + j] = s + be * cij;
+        }
+}
+
+/* Lays out k's operands from offset 0 of a buffer of *size bytes. */
+static void layout(l3case *k, size_t pad, size_t *size)
+{
+    gemm_blas3_op *o = &k->op;
+    size_t es = gemm_dtype_size(o->dtype);
+    if (is_rank(o->routine)) {
+        bool nt = o->trans == 'N';
+        k->ar = nt ? o->n : o->k;
+        k->ac = nt ? o->k : o->n;
+        if (o->routine == GEMM_ROUTINE_SYR2K ||
+            o->routine == GEMM_ROUTINE_HER2K)
+            k->br = k->ar, k->bc = k->ac;
+        k->cr = k->cc = o->n;
+    } else {
+        k->ar = k->ac = o->right ? o->n : o->m;
+        k->cr = o->m;
+        k->cc = o->n;
+        if (!is_tri(o->routine))
+            k->br = k->cr, k->bc = k->cc;
+    }
+    k->lda = k->ac + pad;
+    k->ldb = k->bc + pad;
+    k->ldc = k->cc + pad;
+    k->oa = es * 3; /* offsets need only be element multiples */
+    k->ob = k->oa + (k->ar * k->lda + 5) * es;
+    k->oc = k->ob + (k->br * k->ldb + 5) * es;
+    *size = k->oc + (k->cr * k->ldc + 5) * es;
+}
+
+/* Runs k through gemmd and checks it. */
+static void run_case(gemm_client *cl, l3case *k, const char *what)
+{
+    gemm_blas3_op *o = &k->op;
+    gemm_dtype t = o->dtype;
+    size_t size, es = gemm_dtype_size(t);
+    layout(k, 2, &size);
+    gemm_buffer *buf;
+    cr_assert_eq(gemm_buffer_alloc(cl, size, &buf), GEMM_OK, "%s",
+                 gemm_last_error_message());
+    char *base = gemm_buffer_data(buf);
+    memset(base, 0xff, size);
+    bool tri = is_tri(o->routine);
+    for (size_t i = 0; i < k->ar; i++)
+        for (size_t j = 0; j < k->ac; j++) {
+            if (!a_read(k, i, j))
+                continue; /* stays NaN: must not be read */
+            double re = rnd(), im = cplx(t) ? rnd() : 0;
+            if (i == j && tri)
+                re += 4; /* a well-conditioned triangle */
+            if (i == j && o->routine == GEMM_ROUTINE_HEMM)
+                im = 0;
+            put(base + k->oa, t, i * k->lda + j, re, im);
+        }
+    for (size_t i = 0; i < k->br; i++)
+        for (size_t j = 0; j < k->bc; j++)
+            put(base + k->ob, t, i * k->ldb + j, rnd(), cplx(t) ? rnd() : 0);
+    for (size_t i = 0; i < k->cr; i++)
+        for (size_t j = 0; j < k->cc; j++)
+            put(base + k->oc, t, i * k->ldc + j, rnd(), cplx(t) ? rnd() : 0);
+    char *before = malloc(size);
+    memcpy(before, base, size);
+    lcx *want = calloc(k->cr * k->cc, sizeof(lcx));
+    reference(k, base, want);
+    o->a = (gemm_matrix){buf, k->oa, k->lda, 0};
+    gemm_matrix out = {buf, k->oc, k->ldc, 0};
+    if (k->br)
+        o->b = (gemm_matrix){buf, k->ob, k->ldb, 0};
+    if (tri)
+        o->b = out;
+    else
+        o->c = out;
+    gemm_timings tm;
+    int rv = gemm_blas3_run(cl, o, &tm);
+    cr_assert_eq(rv, GEMM_OK, "%s: %s: %s", what, gemm_strerror(rv),
+                 gemm_last_error_message());
+    double tol = t == GEMM_FP32 || t == GEMM_COMPLEX64 ? 2e-5 : 1e-12;
+    for (size_t i = 0; i < k->cr; i++)
+        for (size_t j = 0; j < k->cc; j++) {
+            size_t at = k->oc + (i * k->ldc + j) * es;
+            if (!c_written(k, i, j)) {
+                cr_assert(memcmp(base + at, before + at, es) == 0,
+                          "%s: C(%zu,%zu) outside the triangle was written",
+                          what, i, j);
+                continue;
+            }
+            lcx got = get(base + k->oc, t, i * k->ldc + j);
+            long double err = cabsl(got - want[i * k->cc + j]);
+            long double mag = 1 + cabsl(want[i * k->cc + j]);
+            cr_assert(err <= tol * mag * (1 + o->n + o->m + o->k),
+                      "%s: C(%zu,%zu) = %Lg%+Lgi, want %Lg%+Lgi", what, i, j,
+                      creall(got), cimagl(got), creall(want[i * k->cc + j]),
+                      cimagl(want[i * k->cc + j]));
+            memcpy(before + at, base + at, es); /* written: as computed */
+        }
+    cr_assert(memcmp(base, before, size) == 0,
+              "%s: a byte outside the output changed", what);
+    free(before);
+    free(want);
+    gemm_buffer_free(buf);
+}
+
+static const gemm_dtype types[] = {GEMM_FP32, GEMM_FP64, GEMM_COMPLEX64,
+                                   GEMM_COMPLEX128};
+
+/* Every flag combination of routine r over the four types. */
+static void sweep(gemm_routine r)
+{
+    int cases = 0;
+    for (int ti = 0; ti < 4; ti++) {
+        gemm_dtype t = types[ti];
+        if (is_her(r) && !cplx(t))
+            continue;
+        const char *ops = is_rank(r)  ? (is_her(r) ? "NC" : "NT")
+                          : is_tri(r) ? (cplx(t) ? "NTC" : "NT")
+                                      : "N";
+        for (int side = 0; side < 2; side++)
+            for (int lower = 0; lower < 2; lower++)
+                for (const char *op = ops; *op; op++)
+                    for (int unit = 0; unit < (is_tri(r) ? 2 : 1); unit++)
+                        for (int beta = 0; beta < (is_tri(r) ? 1 : 2); beta++) {
+                            if (is_rank(r) && side)
+                                continue;
+                            l3case k = {0};
+                            gemm_blas3_init(&k.op, r, t);
+                            k.op.right = side;
+                            k.op.lower = lower;
+                            k.op.trans = *op;
+                            k.op.unit_diag = unit;
+                            k.op.m = 5;
+                            k.op.n = 7;
+                            k.op.k = 3;
+                            k.op.alpha_re = 0.75;
+                            k.op.alpha_im =
+                                cplx(t) && r != GEMM_ROUTINE_HERK ? -0.5 : 0;
+                            k.op.beta_re = beta ? -1.25 : 0;
+                            k.op.beta_im =
+                                beta && cplx(t) && !is_her(r) ? 0.5 : 0;
+                            char what[96];
+                            snprintf(what, sizeof(what),
+                                     "%s %s side %c uplo %c op %c diag %c "
+                                     "beta %d",
+                                     gemm_routine_name(r), gemm_dtype_name(t),
+                                     side ? 'R' : 'L', lower ? 'L' : 'U', *op,
+                                     unit ? 'U' : 'N', beta);
+                            run_case(g_client, &k, what);
+                            cases++;
+                        }
+    }
+    cr_assert_gt(cases, 0);
+}
+
+Test(blas3, symm)
+{
+    sweep(GEMM_ROUTINE_SYMM);
+}
+Test(blas3, hemm)
+{
+    sweep(GEMM_ROUTINE_HEMM);
+}
+Test(blas3, syrk)
+{
+    sweep(GEMM_ROUTINE_SYRK);
+}
+Test(blas3, herk)
+{
+    sweep(GEMM_ROUTINE_HERK);
+}
+Test(blas3, syr2k)
+{
+    sweep(GEMM_ROUTINE_SYR2K);
+}
+Test(blas3, her2k)
+{
+    sweep(GEMM_ROUTINE_HER2K);
+}
+Test(blas3, trmm)
+{
+    sweep(GEMM_ROUTINE_TRMM);
+}
+Test(blas3, trsm)
+{
+    sweep(GEMM_ROUTINE_TRSM);
+}
+
+/* A request expected to fail with rv, its message containing needle. */
+static void refused(const gemm_blas3_op *o, int rv, const char *needle)
+{
+    int got = gemm_blas3_run(g_client, o, NULL);
+    const char *msg = gemm_last_error_message();
+    cr_assert_eq(got, rv, "want %s, got %s: %s", gemm_strerror(rv),
+                 gemm_strerror(got), msg);
+    cr_assert(strstr(msg, needle) != NULL, "message '%s' lacks '%s'", msg,
+              needle);
+}
+
+Test(blas3, argument_rules)
+{
+    gemm_buffer *buf;
+    cr_assert_eq(gemm_buffer_alloc(g_client, 1 << 16, &buf), GEMM_OK);
+    gemm_blas3_op o;
+    /* herk of a real type: DTYPE naming the routine */
+    gemm_blas3_init(&o, GEMM_ROUTINE_HERK, GEMM_FP64);
+    o.n = o.k = 4;
+    o.a = (gemm_matrix){buf, 0, 0, 0};
+    o.c = (gemm_matrix){buf, 4096, 0, 0};
+    refused(&o, GEMM_ERR_DTYPE, "DHERK");
+    /* complex syrk takes N or T, herk N or C */
+    gemm_blas3_init(&o, GEMM_ROUTINE_SYRK, GEMM_COMPLEX64);
+    o.n = o.k = 4;
+    o.trans = 'C';
+    o.a = (gemm_matrix){buf, 0, 0, 0};
+    o.c = (gemm_matrix){buf, 4096, 0, 0};
+    refused(&o, GEMM_ERR_INVALID, "CSYRK: parameter 2 (TRANS)");
+    o.routine = GEMM_ROUTINE_HERK;
+    o.trans = 'T';
+    refused(&o, GEMM_ERR_INVALID, "CHERK: parameter 2 (TRANS)");
+    /* op C on a real type */
+    gemm_blas3_init(&o, GEMM_ROUTINE_TRMM, GEMM_FP32);
+    o.m = o.n = 4;
+    o.trans = 'C';
+    o.a = (gemm_matrix){buf, 0, 0, 0};
+    o.b = (gemm_matrix){buf, 4096, 0, 0};
+    refused(&o, GEMM_ERR_INVALID, "STRMM: parameter 3 (TRANSA)");
+    /* leading dimensions: the reference's positions */
+    gemm_blas3_init(&o, GEMM_ROUTINE_SYMM, GEMM_FP64);
+    o.m = 4;
+    o.n = 6;
+    o.a = (gemm_matrix){buf, 0, 3, 0};
+    o.b = (gemm_matrix){buf, 1024, 0, 0};
+    o.c = (gemm_matrix){buf, 4096, 0, 0};
+    refused(&o, GEMM_ERR_LD, "DSYMM: parameter 7 (LDA)");
+    o.a.ld = 0;
+    o.b.ld = 5;
+    refused(&o, GEMM_ERR_LD, "parameter 9 (LDB)");
+    o.b.ld = 0;
+    o.c.ld = 2;
+    refused(&o, GEMM_ERR_LD, "parameter 12 (LDC)");
+    gemm_blas3_init(&o, GEMM_ROUTINE_TRSM, GEMM_COMPLEX128);
+    o.m = o.n = 4;
+    o.a = (gemm_matrix){buf, 0, 2, 0};
+    o.b = (gemm_matrix){buf, 4096, 0, 0};
+    refused(&o, GEMM_ERR_LD, "ZTRSM: parameter 9 (LDA)");
+    /* dimensions */
+    gemm_blas3_init(&o, GEMM_ROUTINE_SYRK, GEMM_FP32);
+    o.n = 0;
+    o.k = 3;
+    o.a = (gemm_matrix){buf, 0, 0, 0};
+    o.c = (gemm_matrix){buf, 4096, 0, 0};
+    refused(&o, GEMM_ERR_DIMS, "SSYRK: parameter 3 (N)");
+    /* scalars */
+    gemm_blas3_init(&o, GEMM_ROUTINE_HERK, GEMM_COMPLEX64);
+    o.n = o.k = 4;
+    o.alpha_im = 1;
+    o.a = (gemm_matrix){buf, 0, 0, 0};
+    o.c = (gemm_matrix){buf, 4096, 0, 0};
+    refused(&o, GEMM_ERR_INVALID, "alpha of a Hermitian");
+    gemm_blas3_init(&o, GEMM_ROUTINE_TRSM, GEMM_FP64);
+    o.m = o.n = 4;
+    o.beta_re = 1;
+    o.a = (gemm_matrix){buf, 0, 0, 0};
+    o.b = (gemm_matrix){buf, 4096, 0, 0};
+    refused(&o, GEMM_ERR_INVALID, "no beta");
+    /* flags a routine does not take */
+    gemm_blas3_init(&o, GEMM_ROUTINE_SYMM, GEMM_FP64);
+    o.m = o.n = 4;
+    o.trans = 'T';
+    o.a = (gemm_matrix){buf, 0, 0, 0};
+    o.b = (gemm_matrix){buf, 1024, 0, 0};
+    o.c = (gemm_matrix){buf, 4096, 0, 0};
+    refused(&o, GEMM_ERR_INVALID, "takes no TRANS");
+    /* the output overlapping an input */
+    o.trans = 'N';
+    o.c = (gemm_matrix){buf, 64, 0, 0};
+    refused(&o, GEMM_ERR_INVALID, "overlaps A");
+    /* an unknown routine, an operand missing, bounds */
+    gemm_blas3_init(&o, (gemm_routine)9, GEMM_FP64);
+    o.m = o.n = o.k = 4;
+    refused(&o, GEMM_ERR_UNSUPPORTED, "unknown routine");
+    gemm_blas3_init(&o, GEMM_ROUTINE_SYRK, GEMM_FP64);
+    o.n = o.k = 4;
+    o.a = (gemm_matrix){buf, 0, 0, 0};
+    refused(&o, GEMM_ERR_INVALID, "operand C is missing");
+    o.c = (gemm_matrix){buf, (1 << 16) - 8, 0, 0};
+    refused(&o, GEMM_ERR_BOUNDS, "beyond");
+    gemm_buffer_free(buf);
+    tu_assert_healthy(g_client);
+}
+
+Test(blas3, counters)
+{
+    gemm_status before, after;
+    cr_assert_eq(gemm_get_status(g_client, &before), GEMM_OK);
+    for (int r = GEMM_ROUTINE_SYMM; r <= GEMM_ROUTINE_TRSM; r++) {
+        l3case k = {0};
+        gemm_blas3_init(&k.op, (gemm_routine)r, GEMM_COMPLEX128);
+        k.op.m = 3;
+        k.op.n = 4;
+        k.op.k = 2;
+        run_case(g_client, &k, gemm_routine_name((gemm_routine)r));
+    }
+    cr_assert_eq(gemm_get_status(g_client, &after), GEMM_OK);
+    for (int r = GEMM_ROUTINE_SYMM; r <= GEMM_ROUTINE_TRSM; r++)
+        cr_assert_eq(after.routine_served[r], before.routine_served[r] + 1,
+                     "%s: served %llu -> %llu",
+                     gemm_routine_name((gemm_routine)r),
+                     (unsigned long long)before.routine_served[r],
+                     (unsigned long long)after.routine_served[r]);
+    cr_assert_eq(after.routine_served[0], before.routine_served[0]);
+}
