@@ -6,9 +6,11 @@
  * are (row-major, the caller's leading dimensions, conjugate transposes
  * as CblasConjTrans), accumulating in their own type. Serves hosts without
  * a GPU, and CI.
- * One worker thread per device runs GEMMs one at a time, each using
- * --threads OpenBLAS threads (concurrent OpenBLAS calls would only fight
- * over the cores). --devices N makes N such devices, so placement,
+ * One worker thread runs GEMMs one at a time, each using --threads
+ * OpenBLAS threads (concurrent OpenBLAS calls would only fight over the
+ * cores). --devices N makes N devices, each a worker thread computing on
+ * its own thread (OpenBLAS single-threaded: its threaded calls take one
+ * global lock, which would serialise the devices), so placement,
  * splitting, migration and faults are tested without a GPU: a resident
  * tensor lives on the device that uploaded it, and a GEMM on another
  * device works on that device's copy (made on first use, kept until the
@@ -132,7 +134,6 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads =
         cfg->threads > 0 ? cfg->threads : (int)(cores > 0 ? cores : 1);
-    openblas_set_num_threads(threads);
 #ifdef GEMMD_TEST_HOOKS
     cpu_hold_init();
 #endif
@@ -146,6 +147,12 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
         p->ndevs = 1;
     if (p->ndevs > GEMMD_MAX_DEVICES)
         p->ndevs = GEMMD_MAX_DEVICES;
+    /* several devices: each computes on its worker's thread alone, so
+     * they run side by side (OpenBLAS serialises threaded calls, unfairly,
+     * on one lock) */
+    if (p->ndevs > 1)
+        threads = 1;
+    openblas_set_num_threads(threads);
     p->copy_cap =
         cfg->max_device_bytes ? cfg->max_device_bytes : CPU_COPY_CAP_DEFAULT;
     be->priv = p;

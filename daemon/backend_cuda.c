@@ -229,6 +229,9 @@ static bool cuda_split_kernel(gemmd_backend *be, const gemmd_job *j, char *name,
                               size_t len)
 {
     cuda_priv *p = be->priv;
+    /* tiny GEMMs run straight from pinned memory (staging.c): not split */
+    if ((double)j->m * (double)j->n * (double)j->k <= (double)(1u << 19))
+        return false;
     const char *k =
         j->kernel[0] != '\0' && !gemmk_is_auto(j->kernel) ? j->kernel : NULL;
     if (k == NULL) {

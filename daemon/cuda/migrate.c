@@ -105,8 +105,8 @@ int cuda_local_begin(cuda_worker *w, gemmd_job *j, cuda_local *l)
         cuda_tensor *t = tensor_of(j, *ops[k]);
         if (t == NULL || t->owner == w->dev)
             continue;
-        void *here;
-        bool temp;
+        void *here = NULL;
+        bool temp = false;
         int rv = copy_here(w, t, &here, &temp, j->msg, sizeof(j->msg));
         if (rv != GEMM_OK)
             return rv;
