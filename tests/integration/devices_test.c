@@ -270,6 +270,83 @@ Test(devices, tensor_migrates_once_and_stays)
     gemm_buffer_free(buf);
 }
 
+/*
+ * Any backend: a burst of GEMMs on one resident tensor spreads past its
+ * home once the home is busy, copying the tensor to each device it uses
+ * once (the copies stay: a second burst makes no more than the devices
+ * left), and every result is right.
+ */
+Test(devices, tensor_copies_are_made_once_per_device)
+{
+    start_devices(NULL);
+    bool cuda = strcmp(tu_backend(), "cuda") == 0;
+    uint64_t n = cuda ? 2048 : 192;
+    enum { BURST = 3 * NDEV };
+    gemm_buffer *buf;
+    size_t mat = n * n * 4;
+    int rv = gemm_buffer_alloc(g_client, mat * (2 + BURST), &buf);
+    cr_assert_eq(rv, GEMM_OK, "alloc: %s", gemm_strerror(rv));
+    char *base = gemm_buffer_data(buf);
+    uint64_t seed = 9, tid;
+    gemm_op op;
+    gemm_op_init(&op, n, n, n, GEMM_FP32, GEMM_FP32);
+    op.a = (gemm_matrix){buf, 0, 0, 0};
+    tu_fill(base, GEMM_FP32, n, n, n, &seed);
+    tu_fill(base + mat, GEMM_FP32, n, n, n, &seed);
+    rv = gemm_tensor_upload(g_client, &op.a, n, n, GEMM_FP32, &tid);
+    cr_assert_eq(rv, GEMM_OK, "upload: %s", gemm_last_error_message());
+    uint64_t after_first = 0;
+    for (int burst = 0; burst < 2; burst++) {
+        gemm_request *rq[BURST];
+        gemm_op ops[BURST];
+        for (int i = 0; i < BURST; i++) {
+            ops[i] = op;
+            ops[i].a = (gemm_matrix){NULL, 0, 0, tid};
+            ops[i].b = (gemm_matrix){buf, mat, 0, 0};
+            ops[i].d = (gemm_matrix){buf, mat * (2 + i), 0, 0};
+            cr_assert_eq(gemm_submit(g_client, &ops[i], &rq[i]), GEMM_OK);
+        }
+        for (int i = 0; i < BURST; i++)
+            cr_assert_eq(gemm_wait(rq[i], NULL), GEMM_OK, "burst %d: %s", burst,
+                         gemm_last_error_message());
+        /* spot checks of each D against fp64 */
+        for (int i = 0; i < BURST; i++) {
+            gemm_op ro = ops[i];
+            ro.a = (gemm_matrix){buf, 0, 0, 0};
+            for (uint64_t e = 0; e < 4; e++) {
+                size_t r = (e * 37) % n, c = (e * 61 + 5) % n;
+                double ref, scale;
+                tu_ref_elem(&ro, base, base + mat, NULL, r, c, &ref, &scale);
+                double got = ((const float *)(base + mat * (2 + i)))[r * n + c];
+                cr_expect(fabs(got - ref) <= 1e-4 * scale + 1e-6,
+                          "burst %d GEMM %d D[%zu][%zu] = %g, want %g", burst,
+                          i, r, c, got, ref);
+            }
+        }
+        gemm_device_status d[NDEV];
+        devices(g_client, d);
+        uint64_t moved = 0;
+        int holders = 0;
+        for (int i = 0; i < NDEV; i++) {
+            moved += d[i].migrations;
+            holders += d[i].tensors == 1;
+        }
+        cr_expect_eq(holders, 1 + (int)moved,
+                     "burst %d: %d devices hold the tensor after %llu copies",
+                     burst, holders, (unsigned long long)moved);
+        cr_expect_leq(moved, NDEV - 1, "burst %d: %llu copies for %d devices",
+                      burst, (unsigned long long)moved, NDEV);
+        if (burst == 0) {
+            after_first = moved;
+            cr_expect_geq(moved, 1, "a busy home kept the whole burst");
+        } else {
+            cr_expect_geq(moved, after_first);
+        }
+    }
+    cr_expect_eq(gemm_tensor_free(g_client, tid), GEMM_OK);
+    gemm_buffer_free(buf);
+}
+
 /* The types a split is checked in (A/B, C/D, precision). */
 static const struct {
     gemm_dtype ab, cd;
