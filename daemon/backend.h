@@ -108,6 +108,11 @@ struct gemmd_backend {
     double flops_rate;    /* one device's GEMM rate, flop/s (placement) */
     double copy_rate;     /* host <-> device bytes/s */
     double peer_rate;     /* device -> device bytes/s */
+    /* the physical unit of each device: the index of the first device
+     * object on the same GPU (its own index on the CPU). A GEMM is split
+     * across units, not across objects of one GPU (they share its SMs
+     * and its PCIe link, and each panel would copy B again) */
+    unsigned group[GEMMD_MAX_DEVICES];
     unsigned threads;     /* compute threads (CPU backend) */
     bool host_tensors;    /* resident tensors live in host memory (they count
                              against the daemon's memory budget) */

@@ -162,6 +162,8 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     be->threads = (unsigned)threads;
     be->host_tensors = true;
     be->split_align = 16;
+    for (unsigned i = 0; i < p->ndevs; i++)
+        be->group[i] = i;
     be->flops_rate = 50e9;
     be->copy_rate = 10e9;
     be->peer_rate = 10e9;

@@ -95,6 +95,15 @@ static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
             cuda_fini(be);
             return rv;
         }
+        /* objects of one GPU: one memory count, one split group */
+        be->group[i] = i;
+        for (unsigned k = 0; k < i; k++) {
+            if (p->devs[k]->ordinal == ordinals[i]) {
+                cuda_device_share_memory(p->devs[i], p->devs[k]);
+                be->group[i] = be->group[k];
+                break;
+            }
+        }
         p->ndevs++;
     }
     cuda_devices_peer(p->devs, p->ndevs);
@@ -192,9 +201,13 @@ static void cuda_tensor_free(gemmd_backend *be, void *handle)
 static void cuda_stats(gemmd_backend *be, gemmd_backend_stats *out)
 {
     cuda_priv *p = be->priv;
-    for (unsigned i = 0; i < p->ndevs; i++)
-        cuda_device_stats(p->devs[i], &out->pinned_bytes, &out->device_bytes,
-                          &out->tmap_hits, &out->tmap_misses);
+    for (unsigned i = 0; i < p->ndevs; i++) {
+        uint64_t mem = 0;
+        cuda_device_stats(p->devs[i], &out->pinned_bytes, &mem, &out->tmap_hits,
+                          &out->tmap_misses);
+        if (be->group[i] == i) /* each GPU's memory once */
+            out->device_bytes += mem;
+    }
 }
 
 /* Device i: its memory, tensors and caches; the host's pinned client

@@ -90,6 +90,9 @@ static void usage(FILE *f)
             "across the devices\n"
             "                           by panels of D (default 2^39 = "
             "8192^3; 0 = never)\n"
+            "  --split-same-gpu         split across device objects of one "
+            "GPU too (tests;\n"
+            "                           by default one panel per GPU)\n"
             "  --device-fail-limit N    device failures in a row before the "
             "device leaves\n"
             "                           placement (default 3)\n"
@@ -316,6 +319,7 @@ enum {
     OPT_LOG_LEVEL,
     OPT_DEVICE,
     OPT_DEVICES,
+    OPT_SPLIT_SAME_GPU,
     OPT_VERSION,
     OPT_HELP,
     OPT_NUM, /* + index into num_opts */
@@ -398,6 +402,7 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"device", required_argument, NULL, OPT_DEVICE},
         {"devices", required_argument, NULL, OPT_DEVICES},
+        {"split-same-gpu", no_argument, NULL, OPT_SPLIT_SAME_GPU},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
     };
@@ -482,6 +487,9 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
             if (parse_devices(cfg, optarg) != 0)
                 bad = "--devices needs all or a list of device numbers "
                       "(0,1 or 0,0; at most 16)";
+            break;
+        case OPT_SPLIT_SAME_GPU:
+            cfg->split_same_gpu = true;
             break;
         case OPT_VERSION:
             printf("gemmd %s (protocol %d)\n", GEMM_VERSION_STRING,

@@ -5,6 +5,7 @@
 #ifndef GEMMD_CONFIG_H
 #define GEMMD_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,8 @@ typedef struct gemmd_config {
                                    devices by panels of D; 0 = never */
     uint32_t device_fail_limit; /* device failures in a row before a device
                                    leaves placement */
+    bool split_same_gpu;        /* split across device objects of one GPU
+                                   too (tests on a one-GPU host) */
     uint32_t max_queue;         /* jobs queued or running, all clients */
     size_t max_message_bytes;   /* larger requests get GEMM_ERR_TOO_LARGE */
     uint64_t max_dim;           /* upper limit for m, n and k */

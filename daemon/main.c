@@ -261,7 +261,8 @@ int main(int argc, char **argv)
         gemmd_log(LOG_ERR, "cannot start workers: %s", gemm_strerror(rv));
         return 1;
     }
-    sched_policy(&d->sched, d->cfg.split_volume, d->cfg.device_fail_limit);
+    sched_policy(&d->sched, d->cfg.split_volume, d->cfg.split_same_gpu,
+                 d->cfg.device_fail_limit);
     if (d->be.ndevices > 1)
         gemmd_log(LOG_NOTICE,
                   "%u devices, %u workers each; GEMMs from %llu (m*n*k) "

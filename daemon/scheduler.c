@@ -308,10 +308,12 @@ int sched_start(sched *s, gemmd_backend *be, sched_done_fn done, void *arg,
     return GEMM_OK;
 }
 
-void sched_policy(sched *s, uint64_t split_volume, unsigned fail_limit)
+void sched_policy(sched *s, uint64_t split_volume, bool split_same_gpu,
+                  unsigned fail_limit)
 {
     pthread_mutex_lock(&s->mu);
     s->split_volume = split_volume;
+    s->split_same_gpu = split_same_gpu;
     s->fail_limit = fail_limit ? fail_limit : 1;
     pthread_mutex_unlock(&s->mu);
 }

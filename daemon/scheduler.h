@@ -69,6 +69,7 @@ typedef struct sched {
     atomic_bool stop_flag; /* mirror of stopping, polled while spinning */
     uint64_t spin_ns;
     uint64_t split_volume; /* --split-volume */
+    bool split_same_gpu;   /* --split-same-gpu */
     unsigned fail_limit;   /* --device-fail-limit */
     int fail_device;       /* test hooks: every GEMM here fails; -1 */
     struct sched_worker *workers;
@@ -85,9 +86,10 @@ typedef struct sched {
 int sched_start(sched *s, gemmd_backend *be, sched_done_fn done, void *arg,
                 unsigned spin_us);
 
-/* Sets the split volume and the failure limit (before jobs come). Main
- * thread. */
-void sched_policy(sched *s, uint64_t split_volume, unsigned fail_limit);
+/* Sets the split volume, whether panels may share a GPU, and the failure
+ * limit (before jobs come). Main thread. */
+void sched_policy(sched *s, uint64_t split_volume, bool split_same_gpu,
+                  unsigned fail_limit);
 
 /* Places the job (or its panels) behind its owner's earlier ones; never
  * blocks on the backend. Returns GEMM_OK or GEMM_ERR_NOMEM. Any thread. */

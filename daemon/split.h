@@ -1,13 +1,13 @@
 /*
  * split.h: one large GEMM on several devices at once. A GEMM of at least
- * --split-volume (m*n*k) becomes panels of D's rows, one per device in
- * placement: each panel job reads its rows of A (its columns when A is
- * transposed), all of B, its rows of C and writes its rows of D, and runs
- * as any job does (staged and overlapped on its device). Every panel runs
- * the kernel the whole would have (the backend's split_kernel hook), so
- * the result is the one-device result, bit for bit, where the kernel is
- * deterministic. The whole goes back to the loop when its last panel has
- * finished, with the first failure's status if any failed.
+ * --split-volume (m*n*k) becomes panels of D's rows, one per GPU (or CPU
+ * device) in placement, on its least loaded device object: each panel job reads
+ * its rows of A (its columns when A is transposed), all of B, its rows of C and
+ * writes its rows of D, and runs as any job does (staged and overlapped on its
+ * device). Every panel runs the kernel the whole would have (the backend's
+ * split_kernel hook), so the result is the one-device result, bit for bit,
+ * where the kernel is deterministic. The whole goes back to the loop when its
+ * last panel has finished, with the first failure's status if any failed.
  */
 #ifndef GEMMD_SPLIT_H
 #define GEMMD_SPLIT_H

@@ -74,6 +74,7 @@ int cuda_device_create(cuda_device **out, unsigned index, int ordinal,
     pthread_mutex_init(&d->mu, NULL);
     d->index = index;
     d->ordinal = ordinal;
+    d->mem = &d->device_bytes;
     d->max_pinned = cfg->max_pinned_bytes;
     d->max_device = cfg->max_device_bytes;
     CK(cudaSetDevice(d->ordinal), msg, len);
@@ -187,6 +188,11 @@ void cuda_device_forget(cuda_device *d, const void *base, size_t bytes)
     }
 }
 
+void cuda_device_share_memory(cuda_device *d, cuda_device *first)
+{
+    d->mem = first->mem;
+}
+
 void cuda_devices_peer(cuda_device *const *devs, unsigned n)
 {
     int gpus[GEMMD_MAX_DEVICES];
@@ -257,7 +263,7 @@ void cuda_device_stats(cuda_device *d, uint64_t *pinned, uint64_t *device,
                        uint64_t *tmap_hits, uint64_t *tmap_misses)
 {
     *pinned += atomic_load(&d->pinned_bytes);
-    *device += atomic_load(&d->device_bytes);
+    *device += atomic_load(d->mem);
     pthread_mutex_lock(&d->mu);
     for (unsigned i = 0; i < d->nworkers; i++) {
         gemmk_cache_stats cs;

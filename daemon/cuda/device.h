@@ -53,7 +53,10 @@ struct cuda_device {
     unsigned nworkers;          /* made at start-up */
     unsigned claimed;           /* bound to a worker thread */
     atomic_ullong pinned_bytes; /* cudaHostRegister'ed client memory */
-    atomic_ullong device_bytes; /* staging and resident tensors */
+    atomic_ullong device_bytes; /* staging and resident tensors ... */
+    atomic_ullong *mem;         /* ... counted here: device_bytes of the first
+                                   object of this GPU (objects of one GPU share
+                                   its memory and --max-device-bytes) */
     atomic_uint tensors;        /* resident tensors held (home or copy) */
     atomic_ullong migrations;   /* tensor copies made here */
     unsigned long long max_pinned, max_device; /* 0: no limit */
@@ -119,8 +122,12 @@ void cuda_device_unpin(cuda_device *d, void *base, void *handle);
  * hardware allows; logged either way). Main thread, at start-up. */
 void cuda_devices_peer(cuda_device *const *devs, unsigned n);
 
-/* Adds d's memory counters and its workers' tensor-map cache counters to
- * *out. Loop thread. */
+/* Makes d count its device memory with `first` (an object of the same
+ * GPU made before it). Main thread, at start-up. */
+void cuda_device_share_memory(cuda_device *d, cuda_device *first);
+
+/* Adds d's memory counters (its GPU's device memory) and its workers'
+ * tensor-map cache counters to *out. Loop thread. */
 void cuda_device_stats(cuda_device *d, uint64_t *pinned, uint64_t *device,
                        uint64_t *tmap_hits, uint64_t *tmap_misses);
 

@@ -64,7 +64,7 @@ static int copy_here(cuda_worker *w, cuda_tensor *t, void **out, bool *temp,
         pthread_mutex_unlock(&t->mu);
         return GEMM_OK;
     }
-    unsigned long long now = atomic_fetch_add(&d->device_bytes, t->bytes);
+    unsigned long long now = atomic_fetch_add(d->mem, t->bytes);
     bool over = d->max_device != 0 && now + t->bytes > d->max_device;
     CK(cudaMallocAsync(&p, t->bytes, w->stream), msg, len);
     CK(cudaMemcpyPeerAsync(p, d->ordinal, t->dev, t->owner->ordinal, t->bytes,
@@ -86,7 +86,7 @@ static int copy_here(cuda_worker *w, cuda_tensor *t, void **out, bool *temp,
 fail:
     if (p != NULL)
         cudaFreeAsync(p, w->stream);
-    atomic_fetch_sub(&d->device_bytes, t->bytes);
+    atomic_fetch_sub(d->mem, t->bytes);
     pthread_mutex_unlock(&t->mu);
     return rv;
 }
@@ -129,7 +129,7 @@ void cuda_local_end(cuda_worker *w, gemmd_job *j, cuda_local *l)
             continue;
         cuda_device_forget(w->dev, l->temp[k], l->temp_bytes[k]);
         cudaFreeAsync(l->temp[k], w->stream);
-        atomic_fetch_sub(&w->dev->device_bytes, l->temp_bytes[k]);
+        atomic_fetch_sub(w->dev->mem, l->temp_bytes[k]);
     }
 }
 
@@ -143,7 +143,7 @@ static void free_on(cuda_device *d, void *p, size_t bytes)
     if (e != cudaSuccess)
         gemmd_log(LOG_WARNING, "cudaFree of a tensor on device %u: %s",
                   d->index, cudaGetErrorString(e));
-    atomic_fetch_sub(&d->device_bytes, bytes);
+    atomic_fetch_sub(d->mem, bytes);
     atomic_fetch_sub(&d->tensors, 1);
 }
 

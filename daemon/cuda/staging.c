@@ -45,9 +45,9 @@ static int stage_alloc(cuda_worker *w, staged *s, uint64_t rows, uint64_t cols,
     int rv = GEMM_OK;
     s->ld = pitch_elems(cols);
     s->bytes = rows * s->ld * es;
-    unsigned long long now = atomic_fetch_add(&d->device_bytes, s->bytes);
+    unsigned long long now = atomic_fetch_add(d->mem, s->bytes);
     if (d->max_device != 0 && now + s->bytes > d->max_device) {
-        atomic_fetch_sub(&d->device_bytes, s->bytes);
+        atomic_fetch_sub(d->mem, s->bytes);
         s->bytes = 0;
         snprintf(msg, len,
                  "the GEMM needs more device memory than the "
@@ -58,7 +58,7 @@ static int stage_alloc(cuda_worker *w, staged *s, uint64_t rows, uint64_t cols,
     CK(cudaMallocAsync(&s->dev, s->bytes, w->stream), msg, len);
     return GEMM_OK;
 fail:
-    atomic_fetch_sub(&d->device_bytes, s->bytes);
+    atomic_fetch_sub(d->mem, s->bytes);
     s->bytes = 0;
     s->dev = NULL;
     return rv;
@@ -68,7 +68,7 @@ static void stage_free(cuda_worker *w, staged *s)
 {
     if (s->dev != NULL) {
         cudaFreeAsync(s->dev, w->stream);
-        atomic_fetch_sub(&w->dev->device_bytes, s->bytes);
+        atomic_fetch_sub(w->dev->mem, s->bytes);
         s->dev = NULL;
     }
 }

@@ -9,13 +9,15 @@
 #   e2e       gemm_e2e, each with one device object (--devices 0) and with
 #             two on the same GPU (--devices 0,0): 4096^3 bf16 streamed
 #             (4 processes x 2 in flight, every operand from shm), and
-#             16384^3 bf16 one request at a time (split by panels of D
-#             across the two objects: --split-volume's default is 8192^3)
+#             16384^3 bf16 one request at a time: whole (one panel per
+#             GPU: the objects share GPU 0) and, with --split-same-gpu,
+#             split by panels of D across the two objects
 #   suite     every integration suite on cuda with GEMM_TEST_GEMMD_ARGS=
 #             "--devices 0,0" (two device objects on GPU 0), in the time
 #             left of TOTAL_S
 #
-# Logs, CSVs and status JSON go to $OUT; a summary is printed last.
+# Logs, CSVs and status JSON go to $OUT (and all of them in $OUT/logs.tar.gz
+# first: the device tool brings back 8 files); a summary is printed last.
 # Environment: TOTAL_S (default 400), SECS (streaming seconds, default 6),
 # SPLIT_REQS (16384^3 requests per run, default 4).
 set -uo pipefail
@@ -51,7 +53,7 @@ pid=
 start() { # NAME DEVICES
     rm -f $sock
     $D/bin/gemmd --backend cuda --listen $URL --devices "$2" \
-        --log-level info 2>"$OUT/gemmd-$1.log" &
+        --log-level info ${GEMMD_EXTRA:-} 2>"$OUT/gemmd-$1.log" &
     pid=$!
     for i in $(seq 300); do
         $D/bin/gemmctl --url $URL ping >/dev/null 2>&1 && return 0
@@ -91,6 +93,8 @@ e2e stream-2dev 0,0 --procs 4 --inflight 2 --seconds "$SECS" $S
 B="-m 16384 -n 16384 -k 16384 --dtype bf16 --check --check-rows 2"
 e2e split-1dev 0 --procs 1 --inflight 1 --requests "$SPLIT_REQS" --warmup 1 $B
 e2e split-2dev 0,0 --procs 1 --inflight 1 --requests "$SPLIT_REQS" --warmup 1 $B
+GEMMD_EXTRA=--split-same-gpu e2e split-2dev-same 0,0 --procs 1 --inflight 1 \
+    --requests "$SPLIT_REQS" --warmup 1 $B
 grep -h '"panels"' "$OUT"/status-split-2dev.json | head -2
 cat "$OUT/status-split-2dev.txt" | tail -4
 
@@ -109,4 +113,7 @@ for t in $D/bin/integration_*; do
     summary+="$n rc=$rc $(grep -a Synthesis "$OUT/$n.log" | tail -1)"$'\n'
 done
 echo "==== summary ($(($(date +%s) - t_begin)) s)"
-printf "%s" "$summary"
+printf "%s" "$summary" | tee "$OUT/summary.txt"
+# one file back: the device tool returns at most 8
+(cd "$OUT" && tar czf /tmp/multi-logs.tar.gz . && rm -rf ./* &&
+    mv /tmp/multi-logs.tar.gz logs.tar.gz)

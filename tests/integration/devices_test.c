@@ -449,7 +449,8 @@ Test(devices, split_gives_the_one_device_result_bit_for_bit, .timeout = 300)
     const char *one_args[] = {"--devices", cuda ? "0" : "1", NULL};
     cr_assert_eq(gemmd_start(&one, one_args, why, sizeof(why)), 0, "%s", why);
     gemm_client *c1 = tu_client(&one, 60000);
-    const char *more[] = {"--split-volume", "1", NULL};
+    /* on one GPU: split across its device objects too */
+    const char *more[] = {"--split-volume", "1", "--split-same-gpu", NULL};
     start_devices(more);
 
     static const uint64_t shapes[][3] = {
