@@ -113,9 +113,9 @@ struct gemmd_backend {
      * across units, not across objects of one GPU (they share its SMs
      * and its PCIe link, and each panel would copy B again) */
     unsigned group[GEMMD_MAX_DEVICES];
-    unsigned threads;     /* compute threads (CPU backend) */
-    bool host_tensors;    /* resident tensors live in host memory (they count
-                             against the daemon's memory budget) */
+    unsigned threads;  /* compute threads (CPU backend) */
+    bool host_tensors; /* resident tensors live in host memory (they count
+                          against the daemon's memory budget) */
     void *priv;
 };
 

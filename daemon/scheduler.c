@@ -203,7 +203,9 @@ static void run_job(sched *s, unsigned dev, gemmd_job *j)
 {
     j->device = dev;
     j->t_started = gemmd_now_ns();
-    if (j->deadline_ns != 0 && j->t_started > j->deadline_ns) {
+    /* the panels of a split GEMM start all or none */
+    bool begun = j->split != NULL && atomic_load(&j->split->started);
+    if (j->deadline_ns != 0 && j->t_started > j->deadline_ns && !begun) {
         j->status = GEMM_ERR_TIMEOUT;
         snprintf(j->msg, sizeof(j->msg),
                  "deadline expired after %.1f ms in the queue",
@@ -213,10 +215,38 @@ static void run_job(sched *s, unsigned dev, gemmd_job *j)
         snprintf(j->msg, sizeof(j->msg),
                  "device %u: forced fault (GEMMD_TEST_FAIL_DEVICE)", dev);
     } else {
+        if (j->split != NULL)
+            atomic_store(&j->split->started, true);
         j->status = j->kind == JOB_UPLOAD ? s->be->ops->upload(s->be, j)
                                           : s->be->ops->gemm(s->be, j);
     }
     j->t_finished = gemmd_now_ns();
+}
+
+/* A panel that failed with a device error runs once more, on the least
+ * loaded other device in placement: whether it was queued again. Under
+ * s->mu. */
+static bool retry_panel(sched *s, unsigned dev, gemmd_job *j)
+{
+    if (j->split == NULL || j->status != GEMM_ERR_DEVICE || j->retried)
+        return false;
+    int best = -1;
+    for (unsigned i = 0; i < s->ndevs; i++)
+        if (i != dev && !s->devs[i].out &&
+            (best < 0 || s->devs[i].load_ns < s->devs[best].load_ns))
+            best = (int)i;
+    if (best < 0)
+        return false;
+    gemmd_log(LOG_WARNING,
+              "a panel failed on device %u (%s); it runs again "
+              "on device %d",
+              dev, j->msg, best);
+    j->retried = true;
+    j->status = GEMM_OK;
+    j->msg[0] = '\0';
+    j->cost_ns = place_cost(s, j, (unsigned)best);
+    sched_enqueue_moved(s, (unsigned)best, j);
+    return true;
 }
 
 static void *worker(void *arg)
@@ -247,7 +277,10 @@ static void *worker(void *arg)
         dv->busy_ns += j->t_finished - j->t_started;
         dv->parts += j->split != NULL;
         count_outcome(s, dv, w->dev, j);
+        bool again = retry_panel(s, w->dev, j);
         pthread_mutex_unlock(&s->mu);
+        if (again)
+            continue;
         if (j->split != NULL)
             split_part_done(s, j);
         else

@@ -102,6 +102,7 @@ int split_submit(sched *s, gemmd_job *j)
     sp->parts = parts;
     sp->nparts = nparts;
     sp->left = nparts;
+    atomic_init(&sp->started, false);
     j->split = sp;
     for (unsigned i = 0; i < nparts; i++) {
         uint64_t r0 = i * per;

@@ -14,12 +14,15 @@
 
 #include "scheduler.h"
 
+#include <stdatomic.h>
+
 /* A split GEMM: the client's job and its panels. */
 typedef struct split_parent {
     gemmd_job *whole;
     gemmd_job *parts; /* nparts jobs */
     unsigned nparts;
-    unsigned left; /* panels not finished yet; under sched.mu */
+    unsigned left;       /* panels not finished yet; under sched.mu */
+    atomic_bool started; /* a panel passed the deadline: all run */
 } split_parent;
 
 /* Whether j is to be split across the devices now. Under s->mu. */

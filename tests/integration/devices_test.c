@@ -568,6 +568,37 @@ Test(devices, a_failing_device_fails_only_its_gemms_and_leaves)
     gemm_buffer_free(buf);
 }
 
+Test(devices, a_split_panel_that_fails_runs_again_elsewhere)
+{
+    setenv("GEMMD_TEST_FAIL_DEVICE", "1", 1);
+    const char *more[] = {"--split-volume",      "1",    "--split-same-gpu",
+                          "--device-fail-limit", "1000", NULL};
+    start_devices(more);
+    unsetenv("GEMMD_TEST_FAIL_DEVICE");
+    if (!tu_log_wait(&g_gemmd, "test hook: GEMMs on device 1 fail", 0, 2.0))
+        cr_skip_test("gemmd has no test hooks (the forced fault is "
+                     "GEMMD_TEST_FAIL_DEVICE of gemmd_test)");
+    gemm_buffer *buf;
+    cr_assert_eq(gemm_buffer_alloc(g_client, 8 << 20, &buf), GEMM_OK);
+    char why[512];
+    for (int i = 0; i < 4; i++) {
+        tu_case cs = small_case(500 + i);
+        cs.m = 600; /* panels on every device, device 1's among them */
+        cs.n = 70;
+        cs.k = 90;
+        int rv = tu_case_run(g_client, buf, &cs, why, sizeof(why));
+        cr_assert_eq(rv, GEMM_OK, "split GEMM %d: %s (%s)", i,
+                     gemm_strerror(rv), why);
+    }
+    gemm_device_status d[NDEV];
+    devices(g_client, d);
+    cr_expect_geq(d[1].failed, 1, "no panel failed on device 1");
+    cr_expect_eq(d[0].failed + d[2].failed, 0);
+    cr_expect(tu_log_count(&g_gemmd, "runs again on device") >= 1,
+              "no log line says a panel ran again");
+    gemm_buffer_free(buf);
+}
+
 /* When request r, sent at sent_s (tu_now), finished in the daemon. */
 static double finished_at(gemm_request *r, double sent_s)
 {
