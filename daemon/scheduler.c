@@ -204,8 +204,10 @@ static void run_job(sched *s, unsigned dev, gemmd_job *j)
     j->device = dev;
     j->t_started = gemmd_now_ns();
     /* the panels of a split GEMM start all or none */
-    bool begun = j->split != NULL && atomic_load(&j->split->started);
-    if (j->deadline_ns != 0 && j->t_started > j->deadline_ns && !begun) {
+    bool expired = j->split != NULL
+                       ? !split_part_runs(j, j->t_started)
+                       : j->deadline_ns != 0 && j->t_started > j->deadline_ns;
+    if (expired) {
         j->status = GEMM_ERR_TIMEOUT;
         snprintf(j->msg, sizeof(j->msg),
                  "deadline expired after %.1f ms in the queue",
@@ -215,8 +217,6 @@ static void run_job(sched *s, unsigned dev, gemmd_job *j)
         snprintf(j->msg, sizeof(j->msg),
                  "device %u: forced fault (GEMMD_TEST_FAIL_DEVICE)", dev);
     } else {
-        if (j->split != NULL)
-            atomic_store(&j->split->started, true);
         j->status = j->kind == JOB_UPLOAD ? s->be->ops->upload(s->be, j)
                                           : s->be->ops->gemm(s->be, j);
     }

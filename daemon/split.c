@@ -102,7 +102,7 @@ int split_submit(sched *s, gemmd_job *j)
     sp->parts = parts;
     sp->nparts = nparts;
     sp->left = nparts;
-    atomic_init(&sp->started, false);
+    atomic_init(&sp->fate, SPLIT_UNDECIDED);
     j->split = sp;
     for (unsigned i = 0; i < nparts; i++) {
         uint64_t r0 = i * per;
@@ -117,6 +117,16 @@ int split_submit(sched *s, gemmd_job *j)
               (unsigned long long)j->m, (unsigned long long)j->n,
               (unsigned long long)j->k, nparts, (unsigned long long)per);
     return GEMM_OK;
+}
+
+bool split_part_runs(gemmd_job *j, uint64_t now_ns)
+{
+    int want = j->deadline_ns != 0 && now_ns > j->deadline_ns ? SPLIT_EXPIRED
+                                                              : SPLIT_RUN;
+    int fate = SPLIT_UNDECIDED;
+    if (atomic_compare_exchange_strong(&j->split->fate, &fate, want))
+        return want == SPLIT_RUN;
+    return fate == SPLIT_RUN; /* decided by another panel */
 }
 
 void split_part_done(sched *s, gemmd_job *part)

@@ -16,13 +16,16 @@
 
 #include <stdatomic.h>
 
+enum split_fate { SPLIT_UNDECIDED, SPLIT_RUN, SPLIT_EXPIRED };
+
 /* A split GEMM: the client's job and its panels. */
 typedef struct split_parent {
     gemmd_job *whole;
     gemmd_job *parts; /* nparts jobs */
     unsigned nparts;
-    unsigned left;       /* panels not finished yet; under sched.mu */
-    atomic_bool started; /* a panel passed the deadline: all run */
+    unsigned left;   /* panels not finished yet; under sched.mu */
+    atomic_int fate; /* SPLIT_UNDECIDED, then for every panel alike:
+                        SPLIT_RUN or SPLIT_EXPIRED */
 } split_parent;
 
 /* Whether j is to be split across the devices now. Under s->mu. */
@@ -32,6 +35,11 @@ bool split_wanted(sched *s, const gemmd_job *j);
  * GEMM_OK, or GEMM_ERR_NOMEM (j is then placed whole by the caller).
  * Under s->mu. */
 int split_submit(sched *s, gemmd_job *j);
+
+/* Whether panel j runs (true) or is dropped for its deadline: the first
+ * panel to start decides for all of them, so they run all or none. Worker
+ * thread. */
+bool split_part_runs(gemmd_job *j, uint64_t now_ns);
 
 /* A panel finished: when it is the last, fills the whole's outcome, frees
  * the panels and finishes the whole. Worker thread, not under s->mu. */

@@ -599,6 +599,50 @@ Test(devices, a_split_panel_that_fails_runs_again_elsewhere)
     gemm_buffer_free(buf);
 }
 
+Test(devices, a_split_gemm_past_its_deadline_leaves_d_alone)
+{
+    const char *more[] = {"--split-volume", "1", "--split-same-gpu", NULL};
+    start_devices(more);
+    tu_hold_need();
+    gemm_buffer *hb;
+    gemm_op hop;
+    gemm_request *rq[NDEV];
+    tu_held_op(g_client, &hb, &hop);
+    for (int i = 0; i < NDEV; i++) { /* every device busy */
+        cr_assert_eq(gemm_submit(g_client, &hop, &rq[i]), GEMM_OK);
+        tu_hold_wait(10.0);
+    }
+    gemm_buffer *buf;
+    cr_assert_eq(gemm_buffer_alloc(g_client, 8 << 20, &buf), GEMM_OK);
+    tu_case cs = small_case(600);
+    cs.m = 600;
+    tu_prepared p;
+    char why[512];
+    cr_assert(tu_case_prepare(&cs, buf, &p, why, sizeof(why)), "%s", why);
+    p.op.timeout_ms = 1;
+    gemm_request *r;
+    cr_assert_eq(gemm_submit(g_client, &p.op, &r), GEMM_OK);
+    gemm_status st;
+    double until = tu_now() + 5.0;
+    do /* its panels queued, and its deadline behind it */
+        cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
+    while (st.queue_depth < NDEV + 1 && tu_now() < until);
+    tu_sleep_ms(5); /* time passes the 1 ms deadline (the state is known) */
+    tu_hold_close();
+    int rv = gemm_wait(r, NULL);
+    cr_expect_eq(rv, GEMM_ERR_TIMEOUT, "a split GEMM past its deadline: %s",
+                 gemm_strerror(rv));
+    /* no panel ran: the region, D included, is as it was */
+    const uint8_t *now = p.data + p.lo;
+    cr_expect(memcmp(now, p.snapshot, p.hi - p.lo) == 0,
+              "a timed-out split GEMM changed its buffer");
+    tu_case_free(&p);
+    for (int i = 0; i < NDEV; i++)
+        cr_expect_eq(gemm_wait(rq[i], NULL), GEMM_OK);
+    gemm_buffer_free(buf);
+    gemm_buffer_free(hb);
+}
+
 /* When request r, sent at sent_s (tu_now), finished in the daemon. */
 static double finished_at(gemm_request *r, double sent_s)
 {
