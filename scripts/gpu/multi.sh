@@ -19,12 +19,16 @@
 # Logs, CSVs and status JSON go to $OUT (and all of them in $OUT/logs.tar.gz
 # first: the device tool brings back 8 files); a summary is printed last.
 # Environment: TOTAL_S (default 400), SECS (streaming seconds, default 6),
-# SPLIT_REQS (16384^3 requests per run, default 4).
+# SPLIT_REQS (16384^3 requests per run, default 4), TWO (the two-device
+# list, default 0,0; 0,1 on a host of two GPUs), THREE (the tests' list,
+# default 0,0,0).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 TOTAL_S=${TOTAL_S:-400}
 SECS=${SECS:-6}
 SPLIT_REQS=${SPLIT_REQS:-4}
+TWO=${TWO:-0,0}
+THREE=${THREE:-0,0,0}
 mkdir -p "$OUT"
 t_begin=$(date +%s)
 left() { echo $((TOTAL_S - ($(date +%s) - t_begin))); }
@@ -39,12 +43,12 @@ export GEMM_TEST_GEMMCTL=$D/bin/gemmctl
 nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
 summary=""
 
-echo "==== devices: integration_devices, --devices 0,0,0"
-GEMM_TEST_GEMMD=$D/bin/gemmd_test GEMM_TEST_DEVICES=0,0,0 \
+echo "==== devices: integration_devices, --devices $THREE"
+GEMM_TEST_GEMMD=$D/bin/gemmd_test GEMM_TEST_DEVICES=$THREE \
     timeout 120 $D/bin/integration_devices --verbose=0 -j1 \
     >"$OUT/integration_devices.log" 2>&1
 rc=$?
-summary+="integration_devices (0,0,0) rc=$rc $(grep -a Synthesis "$OUT/integration_devices.log" | tail -1)"$'\n'
+summary+="integration_devices ($THREE) rc=$rc $(grep -a Synthesis "$OUT/integration_devices.log" | tail -1)"$'\n'
 grep -aE "FAIL|Assert|differs|SKIP" "$OUT/integration_devices.log" | head -20
 
 sock=/tmp/gemmd-multi.sock
@@ -89,17 +93,17 @@ e2e() { # NAME DEVICES ARGS...
 echo "==== e2e"
 S="-m 4096 -n 4096 -k 4096 --dtype bf16 --check"
 e2e stream-1dev 0 --procs 4 --inflight 2 --seconds "$SECS" $S
-e2e stream-2dev 0,0 --procs 4 --inflight 2 --seconds "$SECS" $S
+e2e stream-2dev "$TWO" --procs 4 --inflight 2 --seconds "$SECS" $S
 B="-m 16384 -n 16384 -k 16384 --dtype bf16 --check --check-rows 2"
 e2e split-1dev 0 --procs 1 --inflight 1 --requests "$SPLIT_REQS" --warmup 1 $B
-e2e split-2dev 0,0 --procs 1 --inflight 1 --requests "$SPLIT_REQS" --warmup 1 $B
-GEMMD_EXTRA=--split-same-gpu e2e split-2dev-same 0,0 --procs 1 --inflight 1 \
+e2e split-2dev "$TWO" --procs 1 --inflight 1 --requests "$SPLIT_REQS" --warmup 1 $B
+GEMMD_EXTRA=--split-same-gpu e2e split-2dev-same "$TWO" --procs 1 --inflight 1 \
     --requests "$SPLIT_REQS" --warmup 1 $B
 grep -h '"panels"' "$OUT"/status-split-2dev.json | head -2
 cat "$OUT/status-split-2dev.txt" | tail -4
 
-echo "==== suite: every integration suite, GEMM_TEST_GEMMD_ARGS=--devices 0,0"
-export GEMM_TEST_GEMMD=$D/bin/gemmd GEMM_TEST_GEMMD_ARGS="--devices 0,0"
+echo "==== suite: every integration suite, GEMM_TEST_GEMMD_ARGS=--devices $TWO"
+export GEMM_TEST_GEMMD=$D/bin/gemmd GEMM_TEST_GEMMD_ARGS="--devices $TWO"
 for t in $D/bin/integration_*; do
     n=$(basename "$t")
     [[ $n == integration_devices ]] && continue
