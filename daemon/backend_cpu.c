@@ -111,6 +111,7 @@ typedef struct cpu_priv {
     cpu_device devs[GEMMD_MAX_DEVICES];
     unsigned ndevs;
     unsigned long long copy_cap; /* per device */
+    uint64_t split_volume;       /* --split-volume (job_memory) */
     char model[128];
 } cpu_priv;
 
@@ -392,15 +393,21 @@ static void naive_sgemm(const gemmd_job *j, const float *A, uint64_t lda,
  * run on the operands where they are. */
 static uint64_t cpu_job_memory(gemmd_backend *be, const gemmd_job *j)
 {
-    (void)be;
+    cpu_priv *p = be->priv;
     if (j->kind != JOB_GEMM)
         return 0;
     uint64_t bytes = 0;
     bool tf32 = j->ab_type == GEMM_FP32 && j->precision == GEMM_PRECISION_TF32;
     bool half_ab = j->ab_type == GEMM_BF16 || j->ab_type == GEMM_FP16;
     bool half_cd = j->cd_type == GEMM_BF16 || j->cd_type == GEMM_FP16;
+    /* split across the devices (split.c), each panel widens all of B */
+    uint64_t copies_b = 1;
+    if (p->ndevs > 1 && p->split_volume != 0 &&
+        (double)j->m * j->n * j->k >= (double)p->split_volume &&
+        j->m >= 2 * be->split_align)
+        copies_b = p->ndevs;
     if (half_ab || tf32)
-        bytes += (j->m * j->k + j->k * j->n) * sizeof(float);
+        bytes += (j->m * j->k + copies_b * j->k * j->n) * sizeof(float);
     if (half_cd)
         bytes += j->m * j->n * sizeof(float);
     return bytes;
