@@ -23,6 +23,16 @@ typedef struct gemmd_backend_stats {
     uint64_t tmap_hits, tmap_misses;
 } gemmd_backend_stats;
 
+/* One device object's counters for Status and the metrics. */
+typedef struct gemmd_device_stats {
+    char name[128];
+    uint64_t memory_bytes; /* device memory in use (cpu: tensor copies) */
+    uint64_t pinned_bytes; /* client memory pinned, usable by the device */
+    uint32_t tensors;      /* resident tensors with a copy here */
+    uint64_t migrations;   /* tensor copies made here from another device */
+    uint64_t tmap_hits, tmap_misses;
+} gemmd_device_stats;
+
 /* A kernel the backend runs by name, as ListKernels reports it (the
  * fields of gemm_kernel_info; strings static). */
 typedef struct gemmd_kernel {
@@ -40,7 +50,9 @@ typedef struct gemmd_backend_ops {
     /* true when this backend can run here (auto selection); no side
      * effects */
     bool (*available)(void);
-    /* sets be->device, be->workers; returns a gemm_error and a message */
+    /* sets be->device, be->ndevices, be->dev_workers (be->workers =
+     * their product) and the placement rates; returns a gemm_error and
+     * a message */
     int (*init)(gemmd_backend *be, const gemmd_config *cfg, char *msg,
                 size_t len);
     void (*fini)(gemmd_backend *be);
@@ -52,12 +64,13 @@ typedef struct gemmd_backend_ops {
      * (scratch, conversions), reserved from the daemon's memory budget
      * before it is queued. Loop thread. */
     uint64_t (*job_memory)(gemmd_backend *be, const gemmd_job *j);
-    /* runs job (JOB_GEMM, or JOB_BLAS3: symm .. trsm); on failure sets
-     * job->msg; returns a gemm_error. Worker threads; up to be->workers
-     * at once. */
+    /* runs job (JOB_GEMM, or JOB_BLAS3: symm .. trsm) on device
+     * job->device (the calling thread serves only that device); on
+     * failure sets job->msg; returns a gemm_error. Worker threads; up to
+     * be->workers at once. */
     int (*gemm)(gemmd_backend *be, gemmd_job *job);
-    /* JOB_UPLOAD: copies the matrix into memory of the backend's own and
-     * fills job->tensor. Worker threads. */
+    /* JOB_UPLOAD: copies the matrix into memory of device job->device
+     * (the tensor's home) and fills job->tensor. Worker threads. */
     int (*upload)(gemmd_backend *be, gemmd_job *job);
     /* frees what upload made (its tensor->pin handle). Loop thread. */
     void (*tensor_free)(gemmd_backend *be, void *handle);
@@ -72,12 +85,35 @@ typedef struct gemmd_backend_ops {
      * queued (safe while workers run). */
     int (*kernel_check)(gemmd_backend *be, const gemmd_job *j, char *msg,
                         size_t len);
+    /* optional: device i's counters into *out. Loop thread. */
+    void (*device_stats)(gemmd_backend *be, unsigned i,
+                         gemmd_device_stats *out);
+    /* optional: the devices holding a copy of resident tensor `handle`
+     * (bit i: device i), for placement. Any thread. */
+    uint32_t (*tensor_devices)(gemmd_backend *be, const void *handle);
+    /* optional: the kernel the panels of split GEMM j must all run for
+     * their results to equal the whole run on one device (into name; ""
+     * = any); false when j must not be split (its kernel's result would
+     * depend on the panel's shape). Loop thread. */
+    bool (*split_kernel)(gemmd_backend *be, const gemmd_job *j, char *name,
+                         size_t len);
 } gemmd_backend_ops;
 
 struct gemmd_backend {
     const gemmd_backend_ops *ops;
-    char device[128];  /* what Hello and Status report */
-    unsigned workers;  /* worker threads the scheduler runs */
+    char device[128];     /* what Hello and Status report */
+    unsigned workers;     /* worker threads the scheduler runs, all devices */
+    unsigned ndevices;    /* device objects (at least 1) */
+    unsigned dev_workers; /* worker threads per device */
+    unsigned split_align; /* rows of D a split panel is a multiple of */
+    double flops_rate;    /* one device's GEMM rate, flop/s (placement) */
+    double copy_rate;     /* host <-> device bytes/s */
+    double peer_rate;     /* device -> device bytes/s */
+    /* the physical unit of each device: the index of the first device
+     * object on the same GPU (its own index on the CPU). A GEMM is split
+     * across units, not across objects of one GPU (they share its SMs
+     * and its PCIe link, and each panel would copy B again) */
+    unsigned group[GEMMD_MAX_DEVICES];
     unsigned threads;  /* compute threads (CPU backend) */
     bool host_tensors; /* resident tensors live in host memory (they count
                           against the daemon's memory budget) */

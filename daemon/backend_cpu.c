@@ -6,8 +6,16 @@
  * are (row-major, the caller's leading dimensions, conjugate transposes
  * as CblasConjTrans), accumulating in their own type. Serves hosts without
  * a GPU, and CI.
- * One worker thread runs GEMMs one at a time, each using --threads OpenBLAS
- * threads (concurrent OpenBLAS calls would only fight over the cores).
+ * One worker thread runs GEMMs one at a time, each using --threads
+ * OpenBLAS threads (concurrent OpenBLAS calls would only fight over the
+ * cores). --devices N makes N devices, each a worker thread computing on
+ * its own thread (OpenBLAS single-threaded: its threaded calls take one
+ * global lock, which would serialise the devices), so placement,
+ * splitting, migration and faults are tested without a GPU: a resident
+ * tensor lives on the device that uploaded it, and a GEMM on another
+ * device works on that device's copy (made on first use, kept until the
+ * tensor is freed, within --max-device-bytes per device, 256 MiB when
+ * unset; past it the GEMM reads the home copy).
  *
  * Two kernels by name: `openblas` (the default and the reference) and
  * `cpu-naive` (one fp32 dot product per output in plain loops: the CPU's
@@ -33,6 +41,8 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -87,6 +97,37 @@ static bool cpu_available(void)
     return true;
 }
 
+/* Copies of resident tensors one device may hold without --max-device-
+ * bytes. */
+#define CPU_COPY_CAP_DEFAULT (256ull << 20)
+
+/* One CPU device's counters. */
+typedef struct cpu_device {
+    atomic_ullong copy_bytes; /* tensor copies held here */
+    atomic_uint tensors;      /* tensors with a copy here (home included) */
+    atomic_ullong migrations; /* copies made here */
+} cpu_device;
+
+typedef struct cpu_priv {
+    cpu_device devs[GEMMD_MAX_DEVICES];
+    unsigned ndevs;
+    unsigned long long copy_cap; /* per device */
+    uint64_t split_volume;       /* --split-volume (job_memory) */
+    char model[128];
+} cpu_priv;
+
+/* A resident tensor: its home copy (the upload's, on device home) and the
+ * copies other devices made. */
+typedef struct cpu_tensor {
+    char *data; /* the home copy: what reg_buffer.data points at */
+    size_t bytes;
+    unsigned home;
+    cpu_priv *priv;
+    pthread_mutex_t mu;            /* guards copy */
+    char *copy[GEMMD_MAX_DEVICES]; /* NULL: none yet (home: data) */
+    atomic_uint on;                /* bit i: device i has a copy */
+} cpu_tensor;
+
 static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
                     size_t len)
 {
@@ -95,13 +136,39 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int threads =
         cfg->threads > 0 ? cfg->threads : (int)(cores > 0 ? cores : 1);
-    openblas_set_num_threads(threads);
 #ifdef GEMMD_TEST_HOOKS
     cpu_hold_init();
 #endif
-    be->workers = 1;
+    cpu_priv *p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return GEMM_ERR_NOMEM;
+    p->ndevs = cfg->ndevices > 1    ? cfg->ndevices
+               : cfg->ndevices == 1 ? (unsigned)cfg->devices[0]
+                                    : 1;
+    if (p->ndevs == 0)
+        p->ndevs = 1;
+    if (p->ndevs > GEMMD_MAX_DEVICES)
+        p->ndevs = GEMMD_MAX_DEVICES;
+    /* several devices: each computes on its worker's thread alone, so
+     * they run side by side (OpenBLAS serialises threaded calls, unfairly,
+     * on one lock) */
+    if (p->ndevs > 1)
+        threads = 1;
+    openblas_set_num_threads(threads);
+    p->copy_cap =
+        cfg->max_device_bytes ? cfg->max_device_bytes : CPU_COPY_CAP_DEFAULT;
+    be->priv = p;
+    be->ndevices = p->ndevs;
+    be->dev_workers = 1;
+    be->workers = p->ndevs;
     be->threads = (unsigned)threads;
     be->host_tensors = true;
+    be->split_align = 16;
+    for (unsigned i = 0; i < p->ndevs; i++)
+        be->group[i] = i;
+    be->flops_rate = 50e9;
+    be->copy_rate = 10e9;
+    be->peer_rate = 10e9;
     /* The CPU model from /proc/cpuinfo, for Hello and Status. */
     snprintf(be->device, sizeof(be->device), "cpu");
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -118,14 +185,53 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
         }
         fclose(f);
     }
-    gemmd_log(LOG_INFO, "cpu backend: %s, %d OpenBLAS threads", be->device,
-              threads);
+    snprintf(p->model, sizeof(p->model), "%s", be->device);
+    gemmd_log(LOG_INFO, "cpu backend: %s, %d OpenBLAS threads, %u device%s",
+              be->device, threads, p->ndevs, p->ndevs > 1 ? "s" : "");
     return GEMM_OK;
 }
 
 static void cpu_fini(gemmd_backend *be)
 {
-    (void)be;
+    free(be->priv);
+    be->priv = NULL;
+}
+
+/* The address on device dev of what ptr points at, when ptr lies in a
+ * resident tensor of j whose home is elsewhere: dev's copy (made now if
+ * it has none and the cap allows), else ptr. Worker thread. */
+static const void *cpu_local(cpu_priv *p, gemmd_job *j, unsigned dev,
+                             const void *ptr)
+{
+    for (int i = 0; i < j->nbufs; i++) {
+        reg_buffer *b = j->bufs[i];
+        if (b->kind != REG_TENSOR || b->pin == NULL)
+            continue;
+        cpu_tensor *t = b->pin;
+        const char *c = ptr;
+        if (c < t->data || c >= t->data + t->bytes)
+            continue;
+        if (t->home == dev || dev >= p->ndevs)
+            return ptr;
+        cpu_device *d = &p->devs[dev];
+        pthread_mutex_lock(&t->mu);
+        char *copy = t->copy[dev];
+        if (copy == NULL &&
+            atomic_fetch_add(&d->copy_bytes, t->bytes) + t->bytes <=
+                p->copy_cap &&
+            (copy = malloc(t->bytes)) != NULL) {
+            memcpy(copy, t->data, t->bytes);
+            t->copy[dev] = copy;
+            atomic_fetch_or(&t->on, 1u << dev);
+            atomic_fetch_add(&d->tensors, 1);
+            atomic_fetch_add(&d->migrations, 1);
+        } else if (copy == NULL) {
+            atomic_fetch_sub(&d->copy_bytes, t->bytes);
+        }
+        pthread_mutex_unlock(&t->mu);
+        return copy != NULL ? copy + (c - t->data) : ptr;
+    }
+    return ptr;
 }
 
 /* Copies a rows x cols matrix of type st with leading dimension ld into a
@@ -288,15 +394,21 @@ static void naive_sgemm(const gemmd_job *j, const float *A, uint64_t lda,
  * run on the operands where they are. */
 static uint64_t cpu_job_memory(gemmd_backend *be, const gemmd_job *j)
 {
-    (void)be;
+    cpu_priv *p = be->priv;
     if (j->kind != JOB_GEMM)
         return 0;
     uint64_t bytes = 0;
     bool tf32 = j->ab_type == GEMM_FP32 && j->precision == GEMM_PRECISION_TF32;
     bool half_ab = j->ab_type == GEMM_BF16 || j->ab_type == GEMM_FP16;
     bool half_cd = j->cd_type == GEMM_BF16 || j->cd_type == GEMM_FP16;
+    /* split across the devices (split.c), each panel widens all of B */
+    uint64_t copies_b = 1;
+    if (p->ndevs > 1 && p->split_volume != 0 &&
+        (double)j->m * j->n * j->k >= (double)p->split_volume &&
+        j->m >= 2 * be->split_align)
+        copies_b = p->ndevs;
     if (half_ab || tf32)
-        bytes += (j->m * j->k + j->k * j->n) * sizeof(float);
+        bytes += (j->m * j->k + copies_b * j->k * j->n) * sizeof(float);
     if (half_cd)
         bytes += j->m * j->n * sizeof(float);
     return bytes;
@@ -355,9 +467,29 @@ static int cpu_gemm_wide(gemmd_job *j)
     return GEMM_OK;
 }
 
+static int cpu_gemm_here(gemmd_job *j);
+
+/* Runs j on device j->device, on that device's copies of the resident
+ * tensors it reads. Worker thread. */
 static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
 {
-    (void)be;
+    cpu_priv *p = be->priv;
+    const void *a = j->a, *b = j->b, *c = j->c;
+    if (p->ndevs > 1) {
+        j->a = cpu_local(p, j, j->device, j->a);
+        j->b = cpu_local(p, j, j->device, j->b);
+        if (j->c != NULL)
+            j->c = cpu_local(p, j, j->device, j->c);
+    }
+    int rv = cpu_gemm_here(j);
+    j->a = a;
+    j->b = b;
+    j->c = c;
+    return rv;
+}
+
+static int cpu_gemm_here(gemmd_job *j)
+{
     int rv = GEMM_OK;
     float *a32 = NULL, *b32 = NULL, *d32 = NULL;
     bool naive = strcmp(j->kernel, "cpu-naive") == 0;
@@ -448,14 +580,18 @@ done:
     return rv;
 }
 
-/* A resident tensor on the CPU backend: a dense host copy. */
+/* A resident tensor on the CPU backend: a dense host copy, at home on
+ * device j->device. */
 static int cpu_upload(gemmd_backend *be, gemmd_job *j)
 {
-    (void)be;
+    cpu_priv *pv = be->priv;
     size_t es = gemm_dtype_size(j->dtype);
     reg_buffer *t = j->tensor;
+    cpu_tensor *ct = calloc(1, sizeof(*ct));
     char *p = malloc(j->rows * j->cols * es);
-    if (p == NULL) {
+    if (p == NULL || ct == NULL) {
+        free(p);
+        free(ct);
         snprintf(j->msg, sizeof(j->msg), "out of memory for a %llux%llu tensor",
                  (unsigned long long)j->rows, (unsigned long long)j->cols);
         return GEMM_ERR_NOMEM;
@@ -463,18 +599,60 @@ static int cpu_upload(gemmd_backend *be, gemmd_job *j)
     for (uint64_t r = 0; r < j->rows; r++)
         memcpy(p + r * j->cols * es, (const char *)j->a + r * j->lda * es,
                j->cols * es);
-    t->pin = p;
+    pthread_mutex_init(&ct->mu, NULL);
+    ct->data = p;
+    ct->bytes = j->rows * j->cols * es;
+    ct->home = j->device < pv->ndevs ? j->device : 0;
+    ct->priv = pv;
+    atomic_init(&ct->on, 1u << ct->home);
+    atomic_fetch_add(&pv->devs[ct->home].tensors, 1);
+    t->pin = ct;
     t->data = p;
-    t->size = j->rows * j->cols * es;
+    t->size = ct->bytes;
     t->ld = j->cols;
     t->on_device = false;
     return GEMM_OK;
 }
 
+/* Frees a tensor and every device's copy. Loop thread (no job uses it). */
 static void cpu_tensor_free(gemmd_backend *be, void *handle)
 {
     (void)be;
-    free(handle);
+    cpu_tensor *t = handle;
+    cpu_priv *p = t->priv;
+    for (unsigned i = 0; i < p->ndevs; i++) {
+        if (t->copy[i] != NULL) {
+            free(t->copy[i]);
+            atomic_fetch_sub(&p->devs[i].copy_bytes, t->bytes);
+        }
+        if (atomic_load(&t->on) & (1u << i))
+            atomic_fetch_sub(&p->devs[i].tensors, 1);
+    }
+    pthread_mutex_destroy(&t->mu);
+    free(t->data);
+    free(t);
+}
+
+static uint32_t cpu_tensor_devices(gemmd_backend *be, const void *handle)
+{
+    (void)be;
+    return atomic_load(&((cpu_tensor *)handle)->on);
+}
+
+static void cpu_device_stats(gemmd_backend *be, unsigned i,
+                             gemmd_device_stats *out)
+{
+    cpu_priv *p = be->priv;
+    memset(out, 0, sizeof(*out));
+    if (i >= p->ndevs)
+        return;
+    if (p->ndevs > 1)
+        snprintf(out->name, sizeof(out->name), "cpu %u: %.100s", i, p->model);
+    else
+        snprintf(out->name, sizeof(out->name), "%s", p->model);
+    out->memory_bytes = atomic_load(&p->devs[i].copy_bytes);
+    out->tensors = atomic_load(&p->devs[i].tensors);
+    out->migrations = atomic_load(&p->devs[i].migrations);
 }
 
 const gemmd_backend_ops gemmd_backend_cpu = {
@@ -491,4 +669,6 @@ const gemmd_backend_ops gemmd_backend_cpu = {
     .stats = NULL,
     .kernel_at = cpu_kernel_at,
     .kernel_check = cpu_kernel_check,
+    .device_stats = cpu_device_stats,
+    .tensor_devices = cpu_tensor_devices,
 };

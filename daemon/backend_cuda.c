@@ -12,6 +12,7 @@
  */
 #include "backend.h"
 #include "cuda/device.h"
+#include "cuda/migrate.h"
 #include "cuda/staging.h"
 #include "cuda/staging_blas3.h"
 #include "log.h"
@@ -24,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CUDA_MAX_DEVICES 16
+#define CUDA_MAX_DEVICES GEMMD_MAX_DEVICES
 
 typedef struct cuda_priv {
     cuda_device *devs[CUDA_MAX_DEVICES]; /* the GPUs this daemon serves */
@@ -48,26 +49,77 @@ static bool cuda_available(void)
 
 static void cuda_fini(gemmd_backend *be);
 
-/* The devices of cfg: today the one --device names. */
+/* The CUDA ordinals cfg lists, or every Hopper GPU; returns how many
+ * (0: none, msg says why). */
+static unsigned cuda_ordinals(const gemmd_config *cfg, int *out, char *msg,
+                              size_t len)
+{
+    if (cfg->ndevices > 0) {
+        memcpy(out, cfg->devices, cfg->ndevices * sizeof(int));
+        return cfg->ndevices;
+    }
+    int n = 0;
+    unsigned k = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess)
+        n = 0;
+    for (int i = 0; i < n && k < CUDA_MAX_DEVICES; i++) {
+        struct cudaDeviceProp p;
+        if (cudaGetDeviceProperties(&p, i) == cudaSuccess && p.major == 9)
+            out[k++] = i;
+    }
+    cudaGetLastError();
+    if (k == 0)
+        snprintf(msg, len,
+                 "no Hopper (sm_90) GPU found (%d CUDA devices); name one "
+                 "with --devices or use --backend cpu",
+                 n);
+    return k;
+}
+
 static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
                      size_t len)
 {
     cuda_priv *p = calloc(1, sizeof(*p));
     if (p == NULL)
         return GEMM_ERR_NOMEM;
-    const int ordinals[] = {cfg->device};
+    int ordinals[CUDA_MAX_DEVICES];
+    unsigned n = cuda_ordinals(cfg, ordinals, msg, len);
     be->priv = p;
-    for (size_t i = 0; i < sizeof(ordinals) / sizeof(ordinals[0]); i++) {
-        int rv =
-            cuda_device_create(&p->devs[p->ndevs], ordinals[i], cfg, msg, len);
+    if (n == 0) {
+        cuda_fini(be);
+        return GEMM_ERR_DEVICE;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        int rv = cuda_device_create(&p->devs[p->ndevs], i, ordinals[i], cfg,
+                                    msg, len);
         if (rv != GEMM_OK) {
             cuda_fini(be);
             return rv;
         }
-        be->workers += p->devs[p->ndevs]->nworkers;
+        /* objects of one GPU: one memory count, one split group */
+        be->group[i] = i;
+        for (unsigned k = 0; k < i; k++) {
+            if (p->devs[k]->ordinal == ordinals[i]) {
+                cuda_device_share_memory(p->devs[i], p->devs[k]);
+                be->group[i] = be->group[k];
+                break;
+            }
+        }
         p->ndevs++;
     }
-    snprintf(be->device, sizeof(be->device), "%s", p->devs[0]->name);
+    cuda_devices_peer(p->devs, p->ndevs);
+    be->ndevices = p->ndevs;
+    be->dev_workers = p->devs[0]->nworkers;
+    be->workers = be->ndevices * be->dev_workers;
+    be->split_align = 128; /* the kernels' tile height */
+    be->flops_rate = 600e12;
+    be->copy_rate = 25e9;
+    be->peer_rate = 100e9;
+    if (p->ndevs == 1)
+        snprintf(be->device, sizeof(be->device), "%s", p->devs[0]->name);
+    else
+        snprintf(be->device, sizeof(be->device), "%u x %.100s", p->ndevs,
+                 p->devs[0]->name);
     be->threads = be->workers;
     return GEMM_OK;
 }
@@ -100,36 +152,43 @@ static void cuda_unpin(gemmd_backend *be, void *base, void *handle)
     cuda_device_unpin(p->devs[0], base, handle);
 }
 
-/* The calling worker thread's worker: claimed on its first call from the
- * first device with one left. */
-static int cuda_worker_of(cuda_priv *p, cuda_worker **out, char *msg,
-                          size_t len)
+/* The calling worker thread's worker on device dev: claimed on its first
+ * call (the scheduler runs each thread for one device). */
+static int cuda_worker_of(cuda_priv *p, unsigned dev, cuda_worker **out,
+                          char *msg, size_t len)
 {
-    if ((*out = cuda_worker_current()) != NULL)
-        return GEMM_OK;
-    int rv = GEMM_ERR_INTERNAL;
-    for (unsigned i = 0; i < p->ndevs; i++)
-        if ((rv = cuda_device_claim(p->devs[i], out, msg, len)) == GEMM_OK)
-            return GEMM_OK;
+    if (dev >= p->ndevs) {
+        snprintf(msg, len, "no device %u", dev);
+        return GEMM_ERR_INTERNAL;
+    }
+    int rv = cuda_device_claim(p->devs[dev], out, msg, len);
+    if (rv == GEMM_OK && (*out)->dev != p->devs[dev]) {
+        snprintf(msg, len, "worker thread of device %u ran a job of %u",
+                 (*out)->dev->index, dev);
+        return GEMM_ERR_INTERNAL;
+    }
     return rv;
 }
 
 static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
 {
     cuda_worker *w;
-    int rv = cuda_worker_of(be->priv, &w, j->msg, sizeof(j->msg));
+    int rv = cuda_worker_of(be->priv, j->device, &w, j->msg, sizeof(j->msg));
     if (rv != GEMM_OK)
         return rv;
     cuda_worker_forget(w);
-    if (j->kind == JOB_BLAS3)
-        return cuda_stage_blas3(w, j);
-    return cuda_stage_gemm(w, j);
+    cuda_local l;
+    if ((rv = cuda_local_begin(w, j, &l)) == GEMM_OK)
+        rv = j->kind == JOB_BLAS3 ? cuda_stage_blas3(w, j)
+                                  : cuda_stage_gemm(w, j);
+    cuda_local_end(w, j, &l);
+    return rv;
 }
 
 static int cuda_upload(gemmd_backend *be, gemmd_job *j)
 {
     cuda_worker *w;
-    int rv = cuda_worker_of(be->priv, &w, j->msg, sizeof(j->msg));
+    int rv = cuda_worker_of(be->priv, j->device, &w, j->msg, sizeof(j->msg));
     if (rv != GEMM_OK)
         return rv;
     return cuda_stage_upload(w, j);
@@ -144,9 +203,70 @@ static void cuda_tensor_free(gemmd_backend *be, void *handle)
 static void cuda_stats(gemmd_backend *be, gemmd_backend_stats *out)
 {
     cuda_priv *p = be->priv;
-    for (unsigned i = 0; i < p->ndevs; i++)
-        cuda_device_stats(p->devs[i], &out->pinned_bytes, &out->device_bytes,
-                          &out->tmap_hits, &out->tmap_misses);
+    for (unsigned i = 0; i < p->ndevs; i++) {
+        uint64_t mem = 0;
+        cuda_device_stats(p->devs[i], &out->pinned_bytes, &mem, &out->tmap_hits,
+                          &out->tmap_misses);
+        if (be->group[i] == i) /* each GPU's memory once */
+            out->device_bytes += mem;
+    }
+}
+
+/* Device i: its memory, tensors and caches; the host's pinned client
+ * memory (pinned once, every device uses it). */
+static void cuda_device_stats_of(gemmd_backend *be, unsigned i,
+                                 gemmd_device_stats *out)
+{
+    cuda_priv *p = be->priv;
+    memset(out, 0, sizeof(*out));
+    if (i >= p->ndevs)
+        return;
+    cuda_device *d = p->devs[i];
+    snprintf(out->name, sizeof(out->name), "%u: GPU %d %.100s", i, d->ordinal,
+             d->name);
+    uint64_t pinned = 0;
+    cuda_device_stats(d, &pinned, &out->memory_bytes, &out->tmap_hits,
+                      &out->tmap_misses);
+    out->pinned_bytes = atomic_load(&p->devs[0]->pinned_bytes);
+    out->tensors = atomic_load(&d->tensors);
+    out->migrations = atomic_load(&d->migrations);
+}
+
+static uint32_t cuda_tensor_devs(gemmd_backend *be, const void *handle)
+{
+    (void)be;
+    return cuda_tensor_devices(handle);
+}
+
+/* Panels must run the kernel the whole would; split-K kernels cut K by
+ * the shape, so a GEMM that gets one is not split. */
+static bool cuda_split_kernel(gemmd_backend *be, const gemmd_job *j, char *name,
+                              size_t len)
+{
+    cuda_priv *p = be->priv;
+    /* tiny GEMMs run straight from pinned memory (staging.c): not split */
+    if ((double)j->m * (double)j->n * (double)j->k <= (double)(1u << 19))
+        return false;
+    const char *k =
+        j->kernel[0] != '\0' && !gemmk_is_auto(j->kernel) ? j->kernel : NULL;
+    if (k == NULL) {
+        /* the staged layout: aligned pointers, pitched leading dims */
+        gemmk_problem kp = cuda_job_problem(j);
+        kp.a = kp.b = kp.d = (void *)(uintptr_t)4096;
+        kp.c = j->has_c ? kp.d : NULL;
+        kp.lda = (int64_t)(j->shape.a.cols + 7) / 8 * 8;
+        kp.ldb = (int64_t)(j->shape.b.cols + 7) / 8 * 8;
+        kp.ldc = kp.ldd = (int64_t)(j->n + 7) / 8 * 8;
+        if (gemmk_select(p->devs[0]->workers[0].kctx, &kp, &k) != GEMM_OK ||
+            k == NULL)
+            return false;
+    }
+    if (strstr(k, "splitk") != NULL)
+        return false;
+    if ((GEMMK_WIDE_TYPES & (1u << j->ab_type)) != 0)
+        k = ""; /* the reference library's choice, as the whole's */
+    snprintf(name, len, "%s", k);
+    return true;
 }
 
 static bool cuda_kernel_at(gemmd_backend *be, size_t i, gemmd_kernel *out)
@@ -207,4 +327,7 @@ const gemmd_backend_ops gemmd_backend_cuda = {
     .stats = cuda_stats,
     .kernel_at = cuda_kernel_at,
     .kernel_check = cuda_kernel_check,
+    .device_stats = cuda_device_stats_of,
+    .tensor_devices = cuda_tensor_devs,
+    .split_kernel = cuda_split_kernel,
 };

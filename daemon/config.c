@@ -37,6 +37,9 @@ void gemmd_config_defaults(gemmd_config *cfg)
     snprintf(cfg->backend, sizeof(cfg->backend), "auto");
     cfg->threads = 0;
     cfg->device = 0;
+    cfg->ndevices = 0;              /* all */
+    cfg->split_volume = 1ull << 39; /* 8192^3 */
+    cfg->device_fail_limit = 3;
     cfg->max_queue = 256;
     cfg->max_message_bytes = 64 * 1024;
     cfg->max_dim = 1u << 20;
@@ -76,7 +79,23 @@ static void usage(FILE *f)
             "service)\n"
             "  --backend auto|cpu|cuda  compute backend (default auto: cuda "
             "when a Hopper GPU is present)\n"
-            "  --device N               CUDA device ordinal (default 0)\n"
+            "  --devices all|LIST       the devices served, one device "
+            "object each (default all:\n"
+            "                           every Hopper GPU); cuda: ordinals "
+            "(0,1; one may repeat);\n"
+            "                           cpu: N independent devices, each "
+            "with its own worker\n"
+            "  --device N               one CUDA device: --devices N\n"
+            "  --split-volume N         m*n*k from which one GEMM is split "
+            "across the devices\n"
+            "                           by panels of D (default 2^39 = "
+            "8192^3; 0 = never)\n"
+            "  --split-same-gpu         split across device objects of one "
+            "GPU too (tests;\n"
+            "                           by default one panel per GPU)\n"
+            "  --device-fail-limit N    device failures in a row before the "
+            "device leaves\n"
+            "                           placement (default 3)\n"
             "  --threads N              CPU backend threads (default: all "
             "cores)\n"
             "  --max-queue N            jobs queued or running before "
@@ -190,7 +209,8 @@ typedef struct num_opt {
 #define O(f) offsetof(gemmd_config, f)
 static const num_opt num_opts[] = {
     {"threads", K_U32, O(threads), 0, 4096},
-    {"device", K_U32, O(device), 0, 1024},
+    {"split-volume", K_U64, O(split_volume), 0, UINT64_MAX / 2},
+    {"device-fail-limit", K_U32, O(device_fail_limit), 1, 1u << 20},
     {"max-queue", K_U32, O(max_queue), 1, 1u << 20},
     {"max-message-bytes", K_SIZE, O(max_message_bytes), 1024, 64u << 20},
     {"max-dim", K_U64, O(max_dim), 1, 1ull << 31},
@@ -258,6 +278,37 @@ static int set_num(gemmd_config *cfg, const num_opt *o, const char *s,
     return -1;
 }
 
+/* --devices all|N[,N...]: fills cfg->devices; returns 0 or -1. */
+static int parse_devices(gemmd_config *cfg, const char *s)
+{
+    if (strcmp(s, "all") == 0) {
+        cfg->ndevices = 0;
+        cfg->device = 0;
+        return 0;
+    }
+    int list[GEMMD_MAX_DEVICES];
+    unsigned n = 0;
+    char buf[256];
+    if (strlen(s) >= sizeof(buf))
+        return -1;
+    snprintf(buf, sizeof(buf), "%s", s);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t != NULL;
+         t = strtok_r(NULL, ",", &save)) {
+        uint64_t v;
+        if (n == GEMMD_MAX_DEVICES || parse_u64(t, 0, 1024, 10, &v) != 0)
+            return -1;
+        list[n++] = (int)v;
+    }
+    if (n == 0 || s[strlen(s) - 1] == ',' || s[0] == ',' ||
+        strstr(s, ",,") != NULL)
+        return -1;
+    memcpy(cfg->devices, list, n * sizeof(int));
+    cfg->ndevices = n;
+    cfg->device = list[0];
+    return 0;
+}
+
 enum {
     OPT_LISTEN = 256,
     OPT_BACKEND,
@@ -266,6 +317,9 @@ enum {
     OPT_METRICS_LISTEN,
     OPT_METRICS_FILE,
     OPT_LOG_LEVEL,
+    OPT_DEVICE,
+    OPT_DEVICES,
+    OPT_SPLIT_SAME_GPU,
     OPT_VERSION,
     OPT_HELP,
     OPT_NUM, /* + index into num_opts */
@@ -346,6 +400,9 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
         {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
         {"metrics-file", required_argument, NULL, OPT_METRICS_FILE},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+        {"device", required_argument, NULL, OPT_DEVICE},
+        {"devices", required_argument, NULL, OPT_DEVICES},
+        {"split-same-gpu", no_argument, NULL, OPT_SPLIT_SAME_GPU},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
     };
@@ -418,6 +475,22 @@ int gemmd_config_parse(gemmd_config *cfg, int argc, char **argv)
                 cfg->log_level = l;
             break;
         }
+        case OPT_DEVICE:
+            if (parse_u64(optarg, 0, 1024, 10, &v) != 0)
+                bad = "--device needs a device number in 0..1024";
+            else {
+                cfg->devices[0] = cfg->device = (int)v;
+                cfg->ndevices = 1;
+            }
+            break;
+        case OPT_DEVICES:
+            if (parse_devices(cfg, optarg) != 0)
+                bad = "--devices needs all or a list of device numbers "
+                      "(0,1 or 0,0; at most 16)";
+            break;
+        case OPT_SPLIT_SAME_GPU:
+            cfg->split_same_gpu = true;
+            break;
         case OPT_VERSION:
             printf("gemmd %s (protocol %d)\n", GEMM_VERSION_STRING,
                    GEMM_PROTOCOL_VERSION);

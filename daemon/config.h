@@ -5,18 +5,32 @@
 #ifndef GEMMD_CONFIG_H
 #define GEMMD_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#define GEMMD_MAX_DEVICES 16 /* device objects one daemon serves */
+
 typedef struct gemmd_config {
-    char listen[512];         /* ipc://PATH: the Unix socket */
-    char backend[16];         /* "auto", "cpu" or "cuda" */
-    int threads;              /* CPU backend threads (0 = all cores) */
-    int device;               /* CUDA device ordinal */
-    uint32_t max_queue;       /* jobs queued or running, all clients */
-    size_t max_message_bytes; /* larger requests get GEMM_ERR_TOO_LARGE */
-    uint64_t max_dim;         /* upper limit for m, n and k */
-    uint32_t max_connections; /* 0 = from RLIMIT_NOFILE */
+    char listen[512]; /* ipc://PATH: the Unix socket */
+    char backend[16]; /* "auto", "cpu" or "cuda" */
+    int threads;      /* CPU backend threads (0 = all cores) */
+    int device;       /* CUDA device ordinal: the first of devices */
+    /* --devices: CUDA ordinals, one device object each (one ordinal may be
+     * listed twice); the CPU backend makes one device per entry, or N for
+     * the single entry N. ndevices 0: all (every Hopper GPU; one CPU) */
+    int devices[GEMMD_MAX_DEVICES];
+    unsigned ndevices;
+    uint64_t split_volume;      /* m*n*k from which one GEMM runs on several
+                                   devices by panels of D; 0 = never */
+    uint32_t device_fail_limit; /* device failures in a row before a device
+                                   leaves placement */
+    bool split_same_gpu;        /* split across device objects of one GPU
+                                   too (tests on a one-GPU host) */
+    uint32_t max_queue;         /* jobs queued or running, all clients */
+    size_t max_message_bytes;   /* larger requests get GEMM_ERR_TOO_LARGE */
+    uint64_t max_dim;           /* upper limit for m, n and k */
+    uint32_t max_connections;   /* 0 = from RLIMIT_NOFILE */
     /* per connection */
     uint32_t client_buffers;  /* registered buffers */
     uint64_t client_bytes;    /* registered + resident bytes; 0 = RAM */

@@ -11,6 +11,7 @@
 #include "admit.h"
 #include "blas3.h"
 #include "complete.h"
+#include "devstatus.h"
 #include "log.h"
 #include "request.h"
 
@@ -93,9 +94,13 @@ static void do_status(gemmd *d, sp_req *q, const Gemm__Request *req)
     SET(memory_used, d->mem_used);
     SET(users, d->lsn.users_active);
 #undef SET
+    devstatus_msgs *dm = malloc(sizeof(*dm));
+    if (dm != NULL)
+        devstatus_reply(d, &st, dm);
     r.body_case = GEMM__REPLY__BODY_STATUS_REPLY;
     r.status_reply = &st;
     complete_reply(d, q, &r);
+    free(dm);
 }
 
 static void do_register(gemmd *d, sp_req *q, const Gemm__Request *req)

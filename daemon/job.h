@@ -82,6 +82,12 @@ typedef struct gemmd_job {
                                           measures them */
     char ran[GEMM_KERNEL_NAME_MAX + 1]; /* the kernel that ran */
 
+    /* placement (scheduler.c, placement.c, split.c) */
+    unsigned device;            /* the device object it runs on */
+    double cost_ns;             /* estimated time on it, while counted */
+    struct split_parent *split; /* a panel of a split GEMM: its whole */
+    bool retried;               /* a panel run again after a device error */
+
     uint32_t owner;       /* the connection that asked */
     uint64_t deadline_ns; /* drop unstarted after this; 0 = none */
     uint64_t mem;         /* of the daemon's memory budget, reserved */

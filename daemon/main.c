@@ -261,6 +261,16 @@ int main(int argc, char **argv)
         gemmd_log(LOG_ERR, "cannot start workers: %s", gemm_strerror(rv));
         return 1;
     }
+    sched_policy(&d->sched, d->cfg.split_volume, d->cfg.split_same_gpu,
+                 d->cfg.device_fail_limit);
+    if (d->be.ndevices > 1)
+        gemmd_log(LOG_NOTICE,
+                  "%u devices, %u workers each; GEMMs from %llu (m*n*k) "
+                  "split across them; a device leaves placement after %u "
+                  "failures in a row",
+                  d->be.ndevices, d->be.dev_workers,
+                  (unsigned long long)d->cfg.split_volume,
+                  d->cfg.device_fail_limit);
     if ((rv = open_socket_side(d, msg, sizeof(msg))) != 0) {
         gemmd_log(LOG_ERR, "%s", msg);
         sched_stop(&d->sched);

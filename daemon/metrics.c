@@ -4,6 +4,7 @@
  * 404; one request per connection, at most METRICS_HTTP_MAX at once, each
  * with a 5 s deadline). Loop thread only.
  */
+#include "devstatus.h"
 #include "gemmd.h"
 #include "log.h"
 
@@ -287,27 +288,7 @@ char *metrics_render(gemmd *d, size_t *len)
     users(f, d, "gemmd_user_connections_refused_total", "counter",
           "Connections of each uid refused at a cap.", UF_REFUSED);
 
-    gemmd_backend_stats bs = {0};
-    if (d->be.ops->stats != NULL)
-        d->be.ops->stats(&d->be, &bs);
-    head(f, "gemmd_device_pinned_bytes", "gauge",
-         "Client memory pinned for the device (cudaHostRegister).");
-    fprintf(f, "gemmd_device_pinned_bytes{device=\"%d\"} %llu\n", d->cfg.device,
-            (unsigned long long)bs.pinned_bytes);
-    head(f, "gemmd_device_memory_bytes", "gauge",
-         "Device memory in use for staging and resident tensors.");
-    fprintf(f, "gemmd_device_memory_bytes{device=\"%d\"} %llu\n", d->cfg.device,
-            (unsigned long long)bs.device_bytes);
-    head(f, "gemmd_device_tensor_map_lookups_total", "counter",
-         "Tensor-map cache lookups by result.");
-    fprintf(f,
-            "gemmd_device_tensor_map_lookups_total{device=\"%d\","
-            "result=\"hit\"} %llu\n",
-            d->cfg.device, (unsigned long long)bs.tmap_hits);
-    fprintf(f,
-            "gemmd_device_tensor_map_lookups_total{device=\"%d\","
-            "result=\"miss\"} %llu\n",
-            d->cfg.device, (unsigned long long)bs.tmap_misses);
+    devstatus_metrics(d, f);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

@@ -1,10 +1,15 @@
 /*
- * scheduler.h: the scheduler between the loop and a backend. Jobs wait in
- * one FIFO per client, and the backend's worker threads take them round-robin
- * across clients, so a client that floods the daemon delays only itself.
- * A job whose deadline passed while it waited is dropped with
- * GEMM_ERR_TIMEOUT instead of run. Each finished job goes to the done
- * callback (which hands it back to the loop). Any thread may submit.
+ * scheduler.h: the scheduler between the loop and a backend's devices.
+ * Each device object has its own worker threads and its own ring of
+ * per-client FIFOs, served round-robin, so a client that floods the
+ * daemon delays only itself on every device. A job is placed when it is
+ * submitted on the device that will finish it first (placement.c), or,
+ * when it is large, cut into panels of D that run on several devices at
+ * once (split.c). A job whose deadline passed while it waited is dropped
+ * with GEMM_ERR_TIMEOUT instead of run. A device that fails
+ * --device-fail-limit jobs in a row with GEMM_ERR_DEVICE leaves placement
+ * (its queued jobs move to the others). Each finished job goes to the
+ * done callback (which hands it back to the loop). Any thread may submit.
  */
 #ifndef GEMMD_SCHEDULER_H
 #define GEMMD_SCHEDULER_H
@@ -18,7 +23,7 @@
 
 typedef void (*sched_done_fn)(void *arg, gemmd_job *job);
 
-/* One client's waiting jobs; on the ring while it has any. */
+/* One client's waiting jobs on one device; on its ring while it has any. */
 typedef struct sched_queue {
     uint32_t owner;
     gemmd_job *head, *tail;
@@ -28,44 +33,96 @@ typedef struct sched_queue {
 
 #define SCHED_BUCKETS 64
 
+/* One device object's queues and counters (all under sched.mu, but
+ * pending, which its workers poll). */
+typedef struct sched_dev {
+    sched_queue *ring; /* the queue served next; NULL when idle */
+    sched_queue *queues[SCHED_BUCKETS];
+    unsigned queued;  /* jobs waiting here */
+    unsigned running; /* jobs its workers run now */
+    double load_ns;   /* estimated time of those queued and running */
+    pthread_cond_t cv;
+    atomic_uint pending;          /* mirror of queued, polled while spinning */
+    uint64_t jobs, failed, parts; /* run here; of them failed; panels */
+    uint64_t busy_ns;             /* time its workers spent in jobs */
+    unsigned fail_streak;         /* GEMM_ERR_DEVICE in a row */
+    bool out;                     /* left placement */
+} sched_dev;
+
+/* What sched_device reports of one device. */
+typedef struct sched_dev_stats {
+    unsigned queued, running;
+    uint64_t jobs, failed, parts, busy_ns;
+    bool placed; /* in placement (not out after failures) */
+} sched_dev_stats;
+
 typedef struct sched {
     gemmd_backend *be;
     sched_done_fn done;
     void *done_arg;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    sched_queue *ring; /* the queue served next; NULL when idle */
-    sched_queue *queues[SCHED_BUCKETS];
-    unsigned queued; /* jobs waiting, all clients */
+    sched_dev devs[GEMMD_MAX_DEVICES];
+    unsigned ndevs;
+    unsigned rr;     /* where placement starts looking among equals */
+    unsigned queued; /* jobs waiting, all devices */
     bool stopping;
-    /* mirrors of queued and stopping that a worker polls without the lock
-     * for spin_ns after each job before it sleeps on cv */
-    atomic_uint pending;
-    atomic_bool stop_flag;
+    atomic_bool stop_flag; /* mirror of stopping, polled while spinning */
     uint64_t spin_ns;
-    pthread_t *threads;
+    uint64_t split_volume; /* --split-volume */
+    bool split_same_gpu;   /* --split-same-gpu */
+    unsigned fail_limit;   /* --device-fail-limit */
+    int fail_device;       /* test hooks: every GEMM here fails; -1 */
+    struct sched_worker *workers;
     unsigned nthreads;
 } sched;
 
-/* Starts be->workers threads. Returns a gemm_error. Main thread. */
-/* spin_us: after each job a worker polls this long for the next before it
- * sleeps (a sleeping thread takes 5-20 us to wake); 0 = never. */
+/*
+ * Starts be->dev_workers threads for each of be->ndevices devices.
+ * spin_us: after each job a worker polls this long for the next before it
+ * sleeps (a sleeping thread takes 5-20 us to wake); 0 = never.
+ * split_volume and fail_limit as --split-volume, --device-fail-limit.
+ * Returns a gemm_error. Main thread.
+ */
 int sched_start(sched *s, gemmd_backend *be, sched_done_fn done, void *arg,
                 unsigned spin_us);
 
-/* Queues a job behind its owner's earlier ones; never blocks on the
- * backend. Returns GEMM_OK or GEMM_ERR_NOMEM. Any thread. */
+/* Sets the split volume, whether panels may share a GPU, and the failure
+ * limit (before jobs come). Main thread. */
+void sched_policy(sched *s, uint64_t split_volume, bool split_same_gpu,
+                  unsigned fail_limit);
+
+/* Places the job (or its panels) behind its owner's earlier ones; never
+ * blocks on the backend. Returns GEMM_OK or GEMM_ERR_NOMEM. Any thread. */
 int sched_submit(sched *s, gemmd_job *job);
 
 /* Takes job off its queue if no worker has started it. Returns whether it
- * did (the job is the caller's again). Any thread. */
+ * did (the job is the caller's again). A split job is never taken back
+ * (its panels run). Any thread. */
 bool sched_cancel(sched *s, gemmd_job *job);
 
 /* Takes every queued job of owner off the queues; returns them linked by
  * next (the caller's again), NULL if none. Any thread. */
 gemmd_job *sched_cancel_owner(sched *s, uint32_t owner);
 
+/* Device i's queue and counters. Any thread. */
+void sched_device(sched *s, unsigned i, sched_dev_stats *out);
+
 /* Lets queued jobs finish, then joins the workers. Main thread. */
 void sched_stop(sched *s);
+
+/* ---- inside the scheduler (placement.c, split.c) ---------------------- */
+
+/* Queues job on device dev with its estimated cost: GEMM_OK, or
+ * GEMM_ERR_NOMEM (the job is not queued). Under s->mu. */
+int sched_enqueue(sched *s, unsigned dev, gemmd_job *job);
+
+/* sched_enqueue for a job that must not fail now (a panel, a job moved
+ * off a failing device): without memory for its owner's queue it waits
+ * in another owner's. Under s->mu. */
+void sched_enqueue_moved(sched *s, unsigned dev, gemmd_job *job);
+
+/* Hands a finished job to the done callback. Worker thread, not under
+ * s->mu. */
+void sched_finish(sched *s, gemmd_job *job);
 
 #endif

@@ -9,7 +9,8 @@ pkgs="build-essential cmake pkg-config libuv1-dev libnng-dev libprotobuf-c-dev
 protobuf-c-compiler libcriterion-dev libopenblas-dev python3 systemd prometheus
 clang clang-format libclang-rt-dev gnuplot-nox
 libblas-test python3-numpy r-base-core octave
-python3-venv python3-pytest python3-hypothesis python3-setuptools"
+python3-venv python3-pytest python3-hypothesis python3-setuptools
+python3-dask python3-distributed"
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

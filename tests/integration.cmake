@@ -19,7 +19,8 @@ endif()
 # it is never installed. Its backend_cpu.c object comes before gemmd_core
 # on the link line, so the library's own backend_cpu.o (which defines
 # nothing else) is not linked.
-add_library(gemmd_test_hooks OBJECT ${PROJECT_SOURCE_DIR}/daemon/backend_cpu.c)
+add_library(gemmd_test_hooks OBJECT ${PROJECT_SOURCE_DIR}/daemon/backend_cpu.c
+  ${PROJECT_SOURCE_DIR}/daemon/scheduler.c)
 target_compile_definitions(gemmd_test_hooks PRIVATE GEMMD_TEST_HOOKS)
 target_link_libraries(gemmd_test_hooks PRIVATE gemmd_core)
 add_executable(gemmd_test ${PROJECT_SOURCE_DIR}/daemon/main.c
@@ -78,6 +79,7 @@ add_dependencies(integration_gemmctl gemmctl)
 gemm_itest(limits 60)       # per-client caps, deadlines, fairness
 gemm_itest(tenancy 240)     # a hostile local user: lockouts, floods, memory
 gemm_itest(metrics 60)      # Prometheus endpoint and textfile, promtool
+gemm_itest(devices 400)     # --devices: placement, migration, split, faults
 gemm_itest(faults 60)       # dying clients, shm truncation, daemon restart
 gemm_itest(startup 30)      # refusals at start name the way out
 add_executable(fault_probe integration/fault_probe.c)

@@ -97,6 +97,40 @@ int cmd_ping(const char *url, int argc, char **argv)
     return EXIT_OK;
 }
 
+#define CTL_MAX_DEVICES 16
+
+/* One device of gemmctl status: two lines. */
+static void print_device(const gemm_device_status *d)
+{
+    printf("device %-8" PRIu32 " %s%s\n", d->index, d->name,
+           d->placed ? "" : " (left placement after failures)");
+    printf("                %" PRIu32 " running, %" PRIu32 " queued, %" PRIu64
+           " jobs (%" PRIu64 " failed, %" PRIu64 " panels), busy %.2f s, "
+           "%.1f MiB, %.1f MiB pinned, %" PRIu32 " tensors (%" PRIu64
+           " copied in), tensor maps %" PRIu64 "/%" PRIu64 " hits\n",
+           d->running, d->queued, d->jobs, d->failed, d->panels, d->busy_s,
+           (double)d->memory_bytes / (1024.0 * 1024.0),
+           (double)d->pinned_bytes / (1024.0 * 1024.0), d->tensors,
+           d->migrations, d->tmap_hits, d->tmap_hits + d->tmap_misses);
+}
+
+/* One device as a JSON object (then a comma when more follow). */
+static void print_device_json(const gemm_device_status *d, bool more)
+{
+    printf("{\"index\": %" PRIu32 ", \"name\": ", d->index);
+    ctl_json_str(d->name);
+    printf(", \"placed\": %s, \"running\": %" PRIu32 ", \"queued\": %" PRIu32
+           ", \"jobs\": %" PRIu64 ", \"failed\": %" PRIu64
+           ", \"panels\": %" PRIu64 ", \"busy_s\": %.3f"
+           ", \"memory_bytes\": %" PRIu64 ", \"pinned_bytes\": %" PRIu64
+           ", \"tensors\": %" PRIu32 ", \"migrations\": %" PRIu64
+           ", \"tmap_hits\": %" PRIu64 ", \"tmap_misses\": %" PRIu64 "}%s",
+           d->placed ? "true" : "false", d->running, d->queued, d->jobs,
+           d->failed, d->panels, d->busy_s, d->memory_bytes, d->pinned_bytes,
+           d->tensors, d->migrations, d->tmap_hits, d->tmap_misses,
+           more ? ", " : "");
+}
+
 int cmd_status(const char *url, int argc, char **argv)
 {
     gemm_status s;
@@ -115,10 +149,16 @@ int cmd_status(const char *url, int argc, char **argv)
     }
     if ((code = ctl_open(url, &c)) != EXIT_OK)
         return code;
+    gemm_device_status devs[CTL_MAX_DEVICES];
+    size_t ndev = 0;
     rv = gemm_get_status(c, &s);
+    if (rv == GEMM_OK)
+        rv = gemm_get_devices(c, devs, CTL_MAX_DEVICES, &ndev);
     gemm_client_close(c);
     if (rv != GEMM_OK)
         return ctl_fail(rv, "status");
+    if (ndev > CTL_MAX_DEVICES)
+        ndev = CTL_MAX_DEVICES;
     if (json) {
         printf("{\"uptime_s\": %.3f, \"backend\": ", s.uptime_s);
         ctl_json_str(s.backend);
@@ -152,7 +192,10 @@ int cmd_status(const char *url, int argc, char **argv)
         for (int r = 0; r < GEMM_ROUTINE_COUNT; r++)
             printf(", \"served_%s\": %" PRIu64,
                    gemm_routine_name((gemm_routine)r), s.routine_served[r]);
-        printf("}\n");
+        printf(", \"devices\": [");
+        for (size_t i = 0; i < ndev; i++)
+            print_device_json(&devs[i], i + 1 < ndev);
+        printf("]}\n");
         return EXIT_OK;
     }
     printf("uptime          %.1f s\n", s.uptime_s);
@@ -206,6 +249,8 @@ int cmd_status(const char *url, int argc, char **argv)
                "(mean per GEMM)\n",
                s.stage_queue_us, s.stage_kernel_us);
     printf("work            %.3g GFLOP\n", (double)s.gemm_flops / 1e9);
+    for (size_t i = 0; i < ndev; i++)
+        print_device(&devs[i]);
     return EXIT_OK;
 }
 

@@ -75,7 +75,7 @@ static int worker_create(cuda_device *d, cuda_worker *w, char *msg, size_t len)
                  gemm_strerror(rv));
         goto fail;
     }
-    if (w == &d->workers[0])
+    if (w == &d->workers[0] && d->index == 0)
         log_knobs(w->kctx);
     worker_warm(d, w);
     return GEMM_OK;
@@ -90,8 +90,8 @@ fail:
     return rv;
 }
 
-int cuda_device_create(cuda_device **out, int ordinal, const gemmd_config *cfg,
-                       char *msg, size_t len)
+int cuda_device_create(cuda_device **out, unsigned index, int ordinal,
+                       const gemmd_config *cfg, char *msg, size_t len)
 {
     int rv;
     struct cudaDeviceProp prop;
@@ -99,7 +99,9 @@ int cuda_device_create(cuda_device **out, int ordinal, const gemmd_config *cfg,
     if (d == NULL)
         return GEMM_ERR_NOMEM;
     pthread_mutex_init(&d->mu, NULL);
+    d->index = index;
     d->ordinal = ordinal;
+    d->mem = &d->device_bytes;
     d->max_pinned = cfg->max_pinned_bytes;
     d->max_device = cfg->max_device_bytes;
     CK(cudaSetDevice(d->ordinal), msg, len);
@@ -129,7 +131,8 @@ int cuda_device_create(cuda_device **out, int ordinal, const gemmd_config *cfg,
         if (rv != GEMM_OK)
             goto fail;
     }
-    gemmd_log(LOG_INFO, "cuda backend: %s, %.1f GiB", d->name,
+    gemmd_log(LOG_INFO, "cuda backend: device %u: GPU %d, %s, %.1f GiB",
+              d->index, d->ordinal, d->name,
               prop.totalGlobalMem / (double)(1u << 30));
     *out = d;
     return GEMM_OK;
@@ -212,6 +215,45 @@ void cuda_device_forget(cuda_device *d, const void *base, size_t bytes)
     }
 }
 
+void cuda_device_share_memory(cuda_device *d, cuda_device *first)
+{
+    d->mem = first->mem;
+}
+
+void cuda_devices_peer(cuda_device *const *devs, unsigned n)
+{
+    int gpus[GEMMD_MAX_DEVICES];
+    unsigned ngpus = 0;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned k = 0;
+        while (k < ngpus && gpus[k] != devs[i]->ordinal)
+            k++;
+        if (k == ngpus && ngpus < GEMMD_MAX_DEVICES)
+            gpus[ngpus++] = devs[i]->ordinal;
+    }
+    for (unsigned i = 0; i < ngpus; i++) {
+        for (unsigned k = 0; k < ngpus; k++) {
+            int a = gpus[i], b = gpus[k], can = 0;
+            if (a == b)
+                continue;
+            cudaError_t e = cudaDeviceCanAccessPeer(&can, a, b);
+            if (e == cudaSuccess && can) {
+                e = cudaSetDevice(a);
+                if (e == cudaSuccess)
+                    e = cudaDeviceEnablePeerAccess(b, 0);
+                if (e == cudaErrorPeerAccessAlreadyEnabled)
+                    e = cudaSuccess;
+            }
+            cudaGetLastError(); /* a failure is not sticky: copies go by
+                                   the host */
+            gemmd_log(LOG_INFO, "cuda backend: GPU %d -> GPU %d: %s", a, b,
+                      e == cudaSuccess && can
+                          ? "peer access enabled"
+                          : "no peer access; tensors copy through the host");
+        }
+    }
+}
+
 int cuda_device_pin(cuda_device *d, void *base, size_t size, void **handle,
                     char *msg, size_t len)
 {
@@ -248,7 +290,7 @@ void cuda_device_stats(cuda_device *d, uint64_t *pinned, uint64_t *device,
                        uint64_t *tmap_hits, uint64_t *tmap_misses)
 {
     *pinned += atomic_load(&d->pinned_bytes);
-    *device += atomic_load(&d->device_bytes);
+    *device += atomic_load(d->mem);
     pthread_mutex_lock(&d->mu);
     for (unsigned i = 0; i < d->nworkers; i++) {
         gemmk_cache_stats cs;

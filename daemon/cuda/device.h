@@ -44,7 +44,8 @@ typedef struct cuda_worker {
 } cuda_worker;
 
 struct cuda_device {
-    int ordinal;    /* CUDA device number */
+    unsigned index; /* in the backend's list (placement's device number) */
+    int ordinal;    /* CUDA device number (several objects may share one) */
     char name[128]; /* "H100 ... (sm_90, 132 SMs)" */
     cudaMemPool_t pool;
     pthread_mutex_t mu; /* guards claimed */
@@ -52,7 +53,12 @@ struct cuda_device {
     unsigned nworkers;          /* made at start-up */
     unsigned claimed;           /* bound to a worker thread */
     atomic_ullong pinned_bytes; /* cudaHostRegister'ed client memory */
-    atomic_ullong device_bytes; /* staging and resident tensors */
+    atomic_ullong device_bytes; /* staging and resident tensors ... */
+    atomic_ullong *mem;         /* ... counted here: device_bytes of the first
+                                   object of this GPU (objects of one GPU share
+                                   its memory and --max-device-bytes) */
+    atomic_uint tensors;        /* resident tensors held (home or copy) */
+    atomic_ullong migrations;   /* tensor copies made here */
     unsigned long long max_pinned, max_device; /* 0: no limit */
     /* the device reads registered host memory at its host address
      * (cudaDevAttrCanUseHostPointerForRegisteredMem): tiny GEMMs run
@@ -76,7 +82,7 @@ int cuda_fail(cudaError_t e, const char *what, const char *file, int line,
     } while (0)
 
 /*
- * Makes the device object of CUDA device `ordinal`: its context, pool,
+ * Makes device object `index` of CUDA device `ordinal`: its context, pool,
  * CUDA_WORKERS workers, limits from cfg. Logs the kernels' tuning knobs
  * set (at notice level) when the first kernel context is made. On
  * success *out is freed with cuda_device_destroy; on failure nothing is
@@ -84,8 +90,8 @@ int cuda_fail(cudaError_t e, const char *what, const char *file, int line,
  * nothing is created later, so the daemon's memory and mappings are the
  * same after the first request as before it.
  */
-int cuda_device_create(cuda_device **out, int ordinal, const gemmd_config *cfg,
-                       char *msg, size_t len);
+int cuda_device_create(cuda_device **out, unsigned index, int ordinal,
+                       const gemmd_config *cfg, char *msg, size_t len);
 
 /* Frees the workers and the object (their threads are joined). NULL is a
  * no-op. Main thread. */
@@ -112,8 +118,16 @@ int cuda_device_pin(cuda_device *d, void *base, size_t size, void **handle,
                     char *msg, size_t len);
 void cuda_device_unpin(cuda_device *d, void *base, void *handle);
 
-/* Adds d's memory counters and its workers' tensor-map cache counters to
- * *out. Loop thread. */
+/* Enables peer access between the distinct GPUs of devs (where the
+ * hardware allows; logged either way). Main thread, at start-up. */
+void cuda_devices_peer(cuda_device *const *devs, unsigned n);
+
+/* Makes d count its device memory with `first` (an object of the same
+ * GPU made before it). Main thread, at start-up. */
+void cuda_device_share_memory(cuda_device *d, cuda_device *first);
+
+/* Adds d's memory counters (its GPU's device memory) and its workers'
+ * tensor-map cache counters to *out. Loop thread. */
 void cuda_device_stats(cuda_device *d, uint64_t *pinned, uint64_t *device,
                        uint64_t *tmap_hits, uint64_t *tmap_misses);
 

@@ -11,6 +11,7 @@
  * library reads them over PCIe. Resident tensors are uploaded here too.
  */
 #include "cuda/staging.h"
+#include "cuda/migrate.h"
 #include "log.h"
 
 #include <gemm/types.h>
@@ -30,14 +31,6 @@ typedef struct staged {
     uint64_t ld; /* elements */
 } staged;
 
-/* A resident tensor: on the device with a row pitch of 8 elements (what
- * the kernels read). */
-typedef struct cuda_tensor {
-    cuda_device *owner; /* whose memory */
-    void *dev;          /* device memory */
-    size_t bytes;       /* counted against --max-device-bytes */
-} cuda_tensor;
-
 /* Row pitch on the device: the kernels' TMA maps need a leading dimension
  * that is a multiple of 8 elements (16 bytes for 16-bit types). */
 static uint64_t pitch_elems(uint64_t cols)
@@ -52,9 +45,9 @@ static int stage_alloc(cuda_worker *w, staged *s, uint64_t rows, uint64_t cols,
     int rv = GEMM_OK;
     s->ld = pitch_elems(cols);
     s->bytes = rows * s->ld * es;
-    unsigned long long now = atomic_fetch_add(&d->device_bytes, s->bytes);
+    unsigned long long now = atomic_fetch_add(d->mem, s->bytes);
     if (d->max_device != 0 && now + s->bytes > d->max_device) {
-        atomic_fetch_sub(&d->device_bytes, s->bytes);
+        atomic_fetch_sub(d->mem, s->bytes);
         s->bytes = 0;
         snprintf(msg, len,
                  "the GEMM needs more device memory than the "
@@ -65,7 +58,7 @@ static int stage_alloc(cuda_worker *w, staged *s, uint64_t rows, uint64_t cols,
     CK(cudaMallocAsync(&s->dev, s->bytes, w->stream), msg, len);
     return GEMM_OK;
 fail:
-    atomic_fetch_sub(&d->device_bytes, s->bytes);
+    atomic_fetch_sub(d->mem, s->bytes);
     s->bytes = 0;
     s->dev = NULL;
     return rv;
@@ -75,7 +68,7 @@ static void stage_free(cuda_worker *w, staged *s)
 {
     if (s->dev != NULL) {
         cudaFreeAsync(s->dev, w->stream);
-        atomic_fetch_sub(&w->dev->device_bytes, s->bytes);
+        atomic_fetch_sub(w->dev->mem, s->bytes);
         s->dev = NULL;
     }
 }
@@ -286,11 +279,9 @@ fail:
 int cuda_stage_upload(cuda_worker *w, gemmd_job *j)
 {
     int rv;
-    cuda_tensor *t = calloc(1, sizeof(*t));
-    if (t == NULL)
-        return GEMM_ERR_NOMEM;
     size_t es = gemm_dtype_size(j->dtype);
     staged s = {0};
+    cuda_tensor *t = NULL;
     rv = stage_alloc(w, &s, j->rows, j->cols, es, j->msg, sizeof(j->msg));
     if (rv != GEMM_OK)
         goto fail;
@@ -298,9 +289,11 @@ int cuda_stage_upload(cuda_worker *w, gemmd_job *j)
                 cudaMemcpyHostToDevice),
        j->msg, sizeof(j->msg));
     CK(cudaStreamSynchronize(w->stream), j->msg, sizeof(j->msg));
-    t->owner = w->dev;
-    t->dev = s.dev;
-    t->bytes = s.bytes;
+    if ((t = cuda_tensor_new(w, s.dev, s.bytes)) == NULL) {
+        rv = GEMM_ERR_NOMEM;
+        snprintf(j->msg, sizeof(j->msg), "out of memory for a tensor");
+        goto fail;
+    }
     j->tensor->pin = t;
     j->tensor->data = s.dev;
     j->tensor->size = s.bytes;
@@ -309,20 +302,5 @@ int cuda_stage_upload(cuda_worker *w, gemmd_job *j)
     return GEMM_OK;
 fail:
     stage_free(w, &s);
-    free(t);
     return rv;
-}
-
-void cuda_tensor_release(void *handle)
-{
-    cuda_tensor *t = handle;
-    if (t->dev != NULL) {
-        cuda_device_forget(t->owner, t->dev, t->bytes);
-        cudaError_t e = cudaFree(t->dev); /* waits for work using it */
-        if (e != cudaSuccess)
-            gemmd_log(LOG_WARNING, "cudaFree of a tensor: %s",
-                      cudaGetErrorString(e));
-        atomic_fetch_sub(&t->owner->device_bytes, t->bytes);
-    }
-    free(t);
 }

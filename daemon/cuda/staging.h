@@ -25,14 +25,10 @@ gemmk_problem cuda_job_problem(const gemmd_job *j);
 
 /*
  * JOB_UPLOAD: copies j's matrix into device memory of w's device with a
- * pitch of 8 elements and fills j->tensor (its pin handle is what
- * cuda_tensor_release takes). Returns a gemm_error with j->msg. Worker
- * thread.
+ * pitch of 8 elements and fills j->tensor (its pin handle, a
+ * cuda_tensor at home on w's device, is what cuda_tensor_release takes).
+ * Returns a gemm_error with j->msg. Worker thread.
  */
 int cuda_stage_upload(cuda_worker *w, gemmd_job *j);
-
-/* Frees a resident tensor made by cuda_stage_upload (each worker of its
- * device forgets its tensor maps first). Loop thread. */
-void cuda_tensor_release(void *handle);
 
 #endif

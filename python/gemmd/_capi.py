@@ -175,6 +175,28 @@ class GemmStatus(ctypes.Structure):
     ]
 
 
+class GemmDeviceStatus(ctypes.Structure):
+    """gemm_device_status: one device object of the daemon."""
+
+    _fields_ = [
+        ("index", ctypes.c_uint32),
+        ("name", ctypes.c_char * 128),
+        ("placed", ctypes.c_bool),
+        ("running", ctypes.c_uint32),
+        ("queued", ctypes.c_uint32),
+        ("jobs", ctypes.c_uint64),
+        ("failed", ctypes.c_uint64),
+        ("panels", ctypes.c_uint64),
+        ("busy_s", ctypes.c_double),
+        ("memory_bytes", ctypes.c_uint64),
+        ("pinned_bytes", ctypes.c_uint64),
+        ("tensors", ctypes.c_uint32),
+        ("migrations", ctypes.c_uint64),
+        ("tmap_hits", ctypes.c_uint64),
+        ("tmap_misses", ctypes.c_uint64),
+    ]
+
+
 class GemmKernelInfo(ctypes.Structure):
     """gemm_kernel_info: one kernel of the backend's catalog."""
 
@@ -197,6 +219,7 @@ STRUCTS: Dict[str, type] = {
     "gemm_timings": GemmTimings,
     "gemm_server_info": GemmServerInfo,
     "gemm_status": GemmStatus,
+    "gemm_device_status": GemmDeviceStatus,
     "gemm_kernel_info": GemmKernelInfo,
 }
 
@@ -236,6 +259,8 @@ PROTOTYPES: Dict[str, Tuple[Any, Sequence[Any]]] = {
     "gemm_client_set_timeout": (_int, [_p, _int]),
     "gemm_ping": (_int, [_p, _P(GemmServerInfo)]),
     "gemm_get_status": (_int, [_p, _P(GemmStatus)]),
+    "gemm_get_devices": (_int, [_p, _P(GemmDeviceStatus), ctypes.c_size_t,
+                                _P(ctypes.c_size_t)]),
     "gemm_buffer_alloc": (_int, [_p, _sz, _P(_p)]),
     "gemm_buffer_free": (None, [_p]),
     "gemm_buffer_data": (_p, [_p]),

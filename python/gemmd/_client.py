@@ -214,17 +214,22 @@ class Client:
     def status(self) -> Dict[str, Any]:
         """The daemon's counters (gemm_status of gemm.h) as a dict:
         uptime_s, backend, device, requests_served, queue_depth, latency
-        percentiles, pinned_bytes, ..., routine_served (a list: requests
-        served per level-3 routine, GEMM first, then symm .. trsm)."""
+        percentiles, pinned_bytes, ... (the totals), routine_served (a
+        list: requests served per level-3 routine, GEMM first, then symm
+        .. trsm), and "devices": one
+        dict per device object (gemm_device_status: index, name, placed,
+        running, queued, jobs, failed, panels, busy_s, memory_bytes,
+        pinned_bytes, tensors, migrations, tmap_hits, tmap_misses)."""
         def fn(conn: _Conn) -> Dict[str, Any]:
             st = _capi.GemmStatus()
             conn.check(conn.lib.gemm_get_status(conn.h, ctypes.byref(st)))
-            out: Dict[str, Any] = {}
-            for name, _ in _capi.GemmStatus._fields_:
-                v = getattr(st, name)
-                if isinstance(v, ctypes.Array):  # routine_served
-                    v = list(v)
-                out[name] = v.decode() if isinstance(v, bytes) else v
+            out: Dict[str, Any] = _fields_dict(st)
+            devs = (_capi.GemmDeviceStatus * 16)()
+            n = ctypes.c_size_t()
+            conn.check(conn.lib.gemm_get_devices(conn.h, devs, 16,
+                                                 ctypes.byref(n)))
+            out["devices"] = [_fields_dict(devs[i])
+                              for i in range(min(n.value, 16))]
             return out
         return self._with_conn(fn, idempotent=True)
 
@@ -413,6 +418,17 @@ class Client:
 
 def _bits(mask: int, names: Callable[[int], str]) -> List[str]:
     return [names(i) for i in range(32) if mask & (1 << i)]
+
+
+def _fields_dict(st: ctypes.Structure) -> Dict[str, Any]:
+    """A ctypes struct's fields as a dict (char arrays decoded)."""
+    out: Dict[str, Any] = {}
+    for name, _ in st._fields_:
+        v = getattr(st, name)
+        if isinstance(v, ctypes.Array) and not isinstance(v, bytes):
+            v = list(v)  # e.g. routine_served
+        out[name] = v.decode() if isinstance(v, bytes) else v
+    return out
 
 
 def _kernel_dict(k: _capi.GemmKernelInfo) -> Dict[str, Any]:

@@ -173,3 +173,33 @@ Test(config, metrics_beyond_loopback_warns)
         0);
     cr_expect(strstr(err, "not a loopback address") != NULL, "said: %s", err);
 }
+
+Test(config, devices)
+{
+    gemmd_config c;
+    gemmd_config_defaults(&c);
+    cr_expect_eq(c.ndevices, 0, "default: all devices");
+    cr_expect_eq(parse(&c, "--devices", "0,1,0"), 0);
+    cr_expect_eq(c.ndevices, 3);
+    cr_expect(c.devices[0] == 0 && c.devices[1] == 1 && c.devices[2] == 0);
+    cr_expect_eq(c.device, 0);
+    cr_expect_eq(parse(&c, "--device", "2"), 0);
+    cr_expect(c.ndevices == 1 && c.devices[0] == 2 && c.device == 2,
+              "--device N is a list of one");
+    cr_expect_eq(parse(&c, "--devices", "all"), 0);
+    cr_expect_eq(c.ndevices, 0);
+    cr_expect_eq(parse(&c, "--devices", "3"), 0);
+    cr_expect(c.ndevices == 1 && c.devices[0] == 3);
+    cr_expect_eq(parse(&c, "--split-volume", "0"), 0);
+    cr_expect_eq(c.split_volume, 0);
+    cr_expect_eq(parse(&c, "--device-fail-limit", "5"), 0);
+    cr_expect_eq(c.device_fail_limit, 5);
+    cr_expect_eq(parse(&c, "--devices", ""), 2);
+    cr_expect_eq(parse(&c, "--devices", "0,,1"), 2);
+    cr_expect_eq(parse(&c, "--devices", "0,"), 2);
+    cr_expect_eq(parse(&c, "--devices", "x"), 2);
+    cr_expect_eq(
+        parse(&c, "--devices", "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16"), 2,
+        "more than 16");
+    cr_expect_eq(parse(&c, "--device-fail-limit", "0"), 2);
+}

@@ -237,6 +237,26 @@ int gemmd_start(gemmd_proc *p, const char *const *extra, char *why,
         argv[argc++] = "--log-level";
         argv[argc++] = lvl != NULL && *lvl != '\0' ? lvl : "info";
     }
+    /* $GEMM_TEST_GEMMD_ARGS: options for every daemon of the suite (e.g.
+     * --devices 0,0), each unless the test sets it itself */
+    static char env_args[512];
+    const char *ea = getenv("GEMM_TEST_GEMMD_ARGS");
+    snprintf(env_args, sizeof(env_args), "%s", ea != NULL ? ea : "");
+    char *save = NULL, *tok = strtok_r(env_args, " \t", &save);
+    while (tok != NULL && argc < 60) {
+        char *val = strtok_r(NULL, " \t", &save);
+        char *next = val;
+        if (val != NULL && strncmp(val, "--", 2) == 0)
+            val = NULL; /* a flag of its own */
+        else if (val != NULL)
+            next = strtok_r(NULL, " \t", &save);
+        if (!has_option(extra, tok)) {
+            argv[argc++] = tok;
+            if (val != NULL)
+                argv[argc++] = val;
+        }
+        tok = next;
+    }
     for (; extra != NULL && *extra != NULL && argc < 62; extra++)
         argv[argc++] = *extra;
     argv[argc] = NULL;

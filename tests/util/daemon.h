@@ -15,6 +15,8 @@
  *
  * When the test made a hold (hold.h), gemmd gets its end of the hold
  * socket. Environment: GEMM_TEST_GEMMD (another gemmd binary),
+ * GEMM_TEST_GEMMD_ARGS (options added to every gemmd the suite starts,
+ * unless a test gives the same option: "--devices 0,0"),
  * GEMM_TEST_LOG_LEVEL (gemmd's --log-level, default info), GEMM_TEST_KEEP=1
  * (keep each private directory and its gemmd.log), GEMM_TEST_DAEMON_USER
  * (above).

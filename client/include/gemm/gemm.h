@@ -143,6 +143,32 @@ typedef struct gemm_status {
 /* Fetches the daemon's counters into *out. Thread-safe. */
 GEMM_API int gemm_get_status(gemm_client *c, gemm_status *out);
 
+/* One device object of the daemon (a GPU; one GPU listed twice in
+ * --devices is two; or one of the CPU backend's devices). gemm_status
+ * holds the totals. */
+typedef struct gemm_device_status {
+    uint32_t index;
+    char name[128];
+    bool placed;           /* in placement (false: left after failures) */
+    uint32_t running;      /* jobs running on it now */
+    uint32_t queued;       /* jobs waiting for it */
+    uint64_t jobs;         /* jobs run (panels of split GEMMs too) */
+    uint64_t failed;       /* of them, failed */
+    uint64_t panels;       /* panels of split GEMMs run */
+    double busy_s;         /* time its workers spent in jobs */
+    uint64_t memory_bytes; /* device memory in use (cpu: tensor copies) */
+    uint64_t pinned_bytes; /* client memory pinned, usable by it */
+    uint32_t tensors;      /* resident tensors held (home or copy) */
+    uint64_t migrations;   /* tensor copies made to it */
+    uint64_t tmap_hits, tmap_misses; /* cuda: tensor-map cache */
+} gemm_device_status;
+
+/* Fetches each device's counters: out[0 .. min(cap, *n)) and in *n the
+ * number of devices the daemon has (out may be NULL when cap is 0).
+ * Thread-safe. */
+GEMM_API int gemm_get_devices(gemm_client *c, gemm_device_status *out,
+                              size_t cap, size_t *n);
+
 /* ---- shared-memory buffers ----------------------------------------- */
 
 typedef struct gemm_buffer gemm_buffer;
