@@ -152,8 +152,14 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     /* several devices: each computes on its worker's thread alone, so
      * they run side by side (OpenBLAS serialises threaded calls, unfairly,
      * on one lock) */
-    if (p->ndevs > 1)
+    if (p->ndevs > 1) {
+        if (cfg->threads > 1)
+            gemmd_log(LOG_NOTICE,
+                      "cpu backend: --threads %u ignored: each of the %u "
+                      "devices computes on one thread",
+                      cfg->threads, p->ndevs);
         threads = 1;
+    }
     openblas_set_num_threads(threads);
     p->copy_cap =
         cfg->max_device_bytes ? cfg->max_device_bytes : CPU_COPY_CAP_DEFAULT;
@@ -161,7 +167,7 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     be->ndevices = p->ndevs;
     be->dev_workers = 1;
     be->workers = p->ndevs;
-    be->threads = (unsigned)threads;
+    be->threads = (unsigned)threads * p->ndevs; /* compute threads */
     be->host_tensors = true;
     be->split_align = 16;
     for (unsigned i = 0; i < p->ndevs; i++)

@@ -37,7 +37,18 @@ Test(status, configuration_and_idle_state)
     gemm_status a = status_now();
     cr_assert_str_eq(a.backend, tu_backend());
     cr_assert_neq(a.device[0], '\0', "empty device name");
-    cr_assert_eq(a.threads, 3, "threads %u, want 3 (--threads 3)", a.threads);
+    /* GEMM_TEST_GEMMD_ARGS may list several device objects: cuda runs
+     * 3 workers per object; several CPU devices compute on one thread
+     * each (--threads is for one) */
+    gemm_device_status devs[16];
+    size_t ndev = 0;
+    cr_assert_eq(gemm_get_devices(g_client, devs, 16, &ndev), GEMM_OK);
+    cr_assert_geq(ndev, 1, "no device objects");
+    size_t want = strcmp(a.backend, "cpu") == 0 && ndev > 1 ? ndev : 3 * ndev;
+    cr_assert_eq(a.threads, want,
+                 "threads %u, want %zu (--threads 3, %zu %s "
+                 "devices)",
+                 a.threads, want, ndev, a.backend);
     cr_assert_eq(a.queue_capacity, 17, "queue_capacity %u, want 17",
                  a.queue_capacity);
     cr_assert_eq(a.queue_depth, 0, "queue_depth %u when idle", a.queue_depth);
