@@ -52,6 +52,7 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->memory_budget = 0;
     cfg->user_memory = 0;
     cfg->fd_tickets = 16;
+    cfg->user_fds = 64;
     cfg->handshake_timeout_s = 5.0;
     cfg->message_timeout_s = 10.0;
     cfg->send_timeout_s = 30.0;
@@ -108,6 +109,9 @@ static void usage(FILE *f)
             "share of max-queue)\n"
             "  --user-memory N          share of the memory budget (default "
             "half of it)\n"
+            "  --user-fds N             descriptors passed and not yet "
+            "registered, all its\n"
+            "                           channels (default 64)\n"
             "Memory and time:\n"
             "  --memory-budget N        the daemon's own memory for client "
             "work (CPU scratch,\n"
@@ -206,6 +210,7 @@ static const num_opt num_opts[] = {
     {"user-memory", K_U64, O(user_memory), 1, UINT64_MAX / 2},
     {"memory-budget", K_U64, O(memory_budget), 1, UINT64_MAX / 2},
     {"fd-tickets", K_U32, O(fd_tickets), 1, 4096},
+    {"user-fds", K_U32, O(user_fds), 1, 1u << 20},
     {"handshake-timeout", K_SEC, O(handshake_timeout_s), 0, 0},
     {"message-timeout", K_SEC, O(message_timeout_s), 0, 0},
     {"send-timeout", K_SEC, O(send_timeout_s), 0, 0},

@@ -35,6 +35,8 @@ typedef struct gemmd_config {
                                    min(RAM, cgroup limit) */
     uint64_t user_memory;       /* one uid's share of it; 0 = half */
     uint32_t fd_tickets;        /* descriptors a channel may hold unused */
+    uint32_t user_fds;          /* descriptors one uid may have the daemon
+                                   hold unregistered, all its channels */
     double handshake_timeout_s; /* greeting must be whole by then */
     double message_timeout_s;   /* a message, from its first byte */
     double send_timeout_s;      /* replies unread this long: drop; 0 = no */
