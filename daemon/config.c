@@ -40,6 +40,8 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->max_queue = 256;
     cfg->max_message_bytes = 64 * 1024;
     cfg->max_dim = 1u << 20;
+    cfg->max_gemm_flops = 1ull << 50;
+    cfg->slice_ms = 50;
     cfg->max_connections = 0;
     cfg->client_buffers = 1024;
     cfg->client_bytes = 0;
@@ -85,6 +87,14 @@ static void usage(FILE *f)
             "  --max-message-bytes N    largest request accepted (default "
             "65536)\n"
             "  --max-dim N              largest m, n or k (default 1048576)\n"
+            "  --max-gemm-flops N       largest GEMM, in flops (2mnk, x4 "
+            "complex; default 2^50)\n"
+            "  --slice-ms MS            run large GEMMs in slices of about "
+            "MS, so a GEMM whose\n"
+            "                           client left or canceled stops, and "
+            "small GEMMs of\n"
+            "                           others start, within one (default "
+            "50; 0 = whole)\n"
             "  --max-connections N      connections at once (default: from "
             "the descriptor limit)\n"
             "Per connection:\n"
@@ -198,6 +208,8 @@ static const num_opt num_opts[] = {
     {"max-queue", K_U32, O(max_queue), 1, 1u << 20},
     {"max-message-bytes", K_SIZE, O(max_message_bytes), 1024, 64u << 20},
     {"max-dim", K_U64, O(max_dim), 1, 1ull << 31},
+    {"max-gemm-flops", K_U64, O(max_gemm_flops), 1, UINT64_MAX / 2},
+    {"slice-ms", K_U32, O(slice_ms), 0, 60000},
     {"max-connections", K_U32, O(max_connections), 1, 1u << 24},
     {"client-buffers", K_U32, O(client_buffers), 1, 1u << 20},
     {"client-bytes", K_U64, O(client_bytes), 4096, UINT64_MAX / 2},

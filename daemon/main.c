@@ -261,6 +261,7 @@ int main(int argc, char **argv)
         gemmd_log(LOG_ERR, "cannot start workers: %s", gemm_strerror(rv));
         return 1;
     }
+    d->sched.between_ns = (uint64_t)d->cfg.slice_ms * 1000000;
     if ((rv = open_socket_side(d, msg, sizeof(msg))) != 0) {
         gemmd_log(LOG_ERR, "%s", msg);
         sched_stop(&d->sched);

@@ -5,6 +5,7 @@
  */
 #include "scheduler.h"
 #include "log.h"
+#include "slice.h"
 
 #include <gemm/types.h>
 
@@ -21,13 +22,10 @@ static sched_queue **queue_link(sched *s, uint32_t owner)
     return l;
 }
 
-/* Takes the next job round-robin; NULL when none. Under s->mu. */
-static gemmd_job *take(sched *s)
+/* Takes the head of the queue after prev on the ring. Under s->mu. */
+static gemmd_job *take_after(sched *s, sched_queue *prev)
 {
-    if (s->ring == NULL)
-        return NULL;
-    /* s->ring is the last queue served; serve the one after it */
-    sched_queue *prev = s->ring, *q = prev->ring_next;
+    sched_queue *q = prev->ring_next;
     gemmd_job *j = q->head;
     q->head = j->next;
     s->queued--;
@@ -47,6 +45,68 @@ static gemmd_job *take(sched *s)
     j->next = NULL;
     atomic_fetch_sub_explicit(&s->pending, 1, memory_order_relaxed);
     return j;
+}
+
+/* Takes the next job round-robin; NULL when none. Under s->mu. */
+static gemmd_job *take(sched *s)
+{
+    /* s->ring is the last queue served; serve the one after it */
+    return s->ring != NULL ? take_after(s, s->ring) : NULL;
+}
+
+/* Takes the next small job (slice_small) round-robin of an owner other
+ * than owner; NULL when none. Under s->mu. */
+static gemmd_job *take_small(sched *s, uint32_t owner)
+{
+    sched_queue *prev = s->ring;
+    if (prev == NULL)
+        return NULL;
+    do {
+        sched_queue *q = prev->ring_next;
+        if (q->owner != owner && slice_small(q->head))
+            return take_after(s, prev);
+        prev = q;
+    } while (prev != s->ring);
+    return NULL;
+}
+
+static void run_job(sched *s, gemmd_job *j, bool outer);
+
+/* A job's between hook (slice.h), on the worker running it: runs small
+ * jobs of other clients that wait, for up to about one slice. */
+static void run_between(void *arg, gemmd_job *cur)
+{
+    sched *s = arg;
+    uint64_t until = gemmd_now_ns() + s->between_ns;
+    while (atomic_load_explicit(&s->pending, memory_order_relaxed) != 0 &&
+           gemmd_now_ns() < until) {
+        pthread_mutex_lock(&s->mu);
+        gemmd_job *j = take_small(s, cur->owner);
+        pthread_mutex_unlock(&s->mu);
+        if (j == NULL)
+            return;
+        run_job(s, j, false);
+    }
+}
+
+/* Runs job j on this worker and hands it to the done callback; an outer
+ * job (not itself run between slices) gets the between hook. */
+static void run_job(sched *s, gemmd_job *j, bool outer)
+{
+    j->t_started = gemmd_now_ns();
+    j->between = outer && s->between_ns != 0 ? run_between : NULL;
+    j->between_arg = s;
+    if (j->deadline_ns != 0 && j->t_started > j->deadline_ns) {
+        j->status = GEMM_ERR_TIMEOUT;
+        snprintf(j->msg, sizeof(j->msg),
+                 "deadline expired after %.1f ms in the queue",
+                 (j->t_started - j->t_received) / 1e6);
+    } else {
+        j->status = j->kind == JOB_UPLOAD ? s->be->ops->upload(s->be, j)
+                                          : s->be->ops->gemm(s->be, j);
+    }
+    j->t_finished = gemmd_now_ns();
+    s->done(s->done_arg, j);
 }
 
 /* Polls (without the lock) until a job is pending, the scheduler stops, or
@@ -78,19 +138,7 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&s->mu);
         if (j == NULL)
             return NULL; /* stopping and nothing left */
-
-        j->t_started = gemmd_now_ns();
-        if (j->deadline_ns != 0 && j->t_started > j->deadline_ns) {
-            j->status = GEMM_ERR_TIMEOUT;
-            snprintf(j->msg, sizeof(j->msg),
-                     "deadline expired after %.1f ms in the queue",
-                     (j->t_started - j->t_received) / 1e6);
-        } else {
-            j->status = j->kind == JOB_UPLOAD ? s->be->ops->upload(s->be, j)
-                                              : s->be->ops->gemm(s->be, j);
-        }
-        j->t_finished = gemmd_now_ns();
-        s->done(s->done_arg, j);
+        run_job(s, j, true);
     }
 }
 

@@ -43,12 +43,16 @@ typedef struct sched {
     atomic_uint pending;
     atomic_bool stop_flag;
     uint64_t spin_ns;
+    /* between two slices of a large job (slice.h) its worker runs small
+     * jobs of other clients that wait, for up to this long; 0 = never.
+     * Set by the main thread before the first job is submitted. */
+    uint64_t between_ns;
     pthread_t *threads;
     unsigned nthreads;
 } sched;
 
-/* Starts be->workers threads. Returns a gemm_error. Main thread. */
-/* spin_us: after each job a worker polls this long for the next before it
+/* Starts be->workers threads. Returns a gemm_error. Main thread.
+ * spin_us: after each job a worker polls this long for the next before it
  * sleeps (a sleeping thread takes 5-20 us to wake); 0 = never. */
 int sched_start(sched *s, gemmd_backend *be, sched_done_fn done, void *arg,
                 unsigned spin_us);
