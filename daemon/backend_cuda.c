@@ -12,6 +12,7 @@
  */
 #include "backend.h"
 #include "cuda/device.h"
+#include "cuda/slices.h"
 #include "cuda/staging.h"
 #include "log.h"
 
@@ -68,6 +69,7 @@ static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     }
     snprintf(be->device, sizeof(be->device), "%s", p->devs[0]->name);
     be->threads = be->workers;
+    cuda_slices_init(cfg->slice_ms);
     return GEMM_OK;
 }
 

@@ -60,9 +60,9 @@ void slice_plan(const gemmd_job *j, uint64_t budget, uint64_t align,
         c = align;
     if (c >= j->n)
         c = j->n;
-    uint64_t r = area / c;
-    if (r == 0)
-        r = 1;
+    uint64_t r = area / c / align * align;
+    if (r < align)
+        r = align;
     if (r >= j->m) { /* all rows fit: widen the columns instead */
         r = j->m;
         c = area / j->m / align * align;
@@ -90,8 +90,8 @@ bool slice_yield(gemmd_job *j, uint64_t done, uint64_t total)
     if (why == JOB_RUN)
         return false;
     snprintf(j->msg, sizeof(j->msg),
-             "%s while running, after %llu of %llu slices: D is partly "
-             "written",
+             "%s while running, after %llu of %llu slices: D may be "
+             "partly written",
              why == JOB_CLOSED ? "its connection closed" : "canceled",
              (unsigned long long)done, (unsigned long long)total);
     return true;

@@ -38,7 +38,8 @@ uint64_t slice_flops(const gemmd_job *j);
 bool slice_small(const gemmd_job *j);
 
 /* The tile shape for j under budget flops: *rows x *cols of D, near
- * square, *cols a multiple of align (elements) unless it is all of n;
+ * square, each a multiple of align (elements) unless it is all of m or n
+ * (so tiles of 16-byte aligned operands stay aligned);
  * the whole of D when it fits or budget is 0. Any thread. */
 void slice_plan(const gemmd_job *j, uint64_t budget, uint64_t align,
                 uint64_t *rows, uint64_t *cols);
