@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -30,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -706,5 +708,326 @@ Test(isolation, half_requests_do_not_blind_the_metrics)
               "a half request still held after %.2f s", tu_now() - t0);
     for (int i = 0; i < 40; i++)
         close(held[i]);
+    fixture_stop();
+}
+
+/* ---- 6. attacks the daemon held, kept held ---- */
+
+/* Registers fd (declared size bytes) on raw connection r: the status of
+ * the RegisterBuffer reply, or of the refused descriptor. */
+static int register_fd(tu_raw *r, int fd, uint64_t size)
+{
+    Gemm__Reply *rep = NULL;
+    int rv = tu_raw_register_fd(r, fd, size, &rep);
+    if (rv < -1)
+        return -rv;
+    if (rv != 0)
+        return -1;
+    rv = tu_reply_status(rep);
+    gemm__reply__free_unpacked(rep, NULL);
+    return rv;
+}
+
+/* Descriptors that are not memfds (a socket, a pipe, a directory, /dev
+ * files, a file on disk) are refused with a typed error; the daemon goes
+ * on. */
+Test(isolation, descriptors_of_other_types_are_refused)
+{
+    fixture_start(NULL);
+    tu_raw r;
+    cr_assert_eq(tu_raw_open(&r, g_gemmd.url, 5000), 0);
+    int sv[2], pp[2];
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    cr_assert_eq(pipe(pp), 0);
+    char tmpl[] = "/tmp/gemmd-isolation-XXXXXX";
+    int file = mkstemp(tmpl);
+    cr_assert_geq(file, 0);
+    unlink(tmpl);
+    cr_assert_eq(ftruncate(file, 4096), 0);
+    struct {
+        const char *what;
+        int fd;
+    } cases[] = {
+        {"a socket", sv[0]},
+        {"a pipe", pp[0]},
+        {"a directory", open("/tmp", O_RDONLY | O_DIRECTORY)},
+        {"/dev/null", open("/dev/null", O_RDWR)},
+        {"/dev/zero", open("/dev/zero", O_RDWR)},
+        {"a file on disk", file},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cr_assert_geq(cases[i].fd, 0, "%s", cases[i].what);
+        int rv = register_fd(&r, cases[i].fd, 4096);
+        cr_expect(rv > 0, "%s: registered (%d)", cases[i].what, rv);
+        close(cases[i].fd);
+    }
+    close(sv[1]);
+    close(pp[1]);
+    tu_raw_close(&r);
+    tu_assert_healthy(g_client);
+    fixture_stop();
+}
+
+/* A memfd another connection (as root: another uid) registered cannot be
+ * registered again, either way round; the first owner's buffer stays
+ * its own and intact. */
+Test(isolation, another_users_memfd_cannot_be_registered)
+{
+    fixture_start(NULL);
+    const struct passwd *atk = attacker_user();
+    chmod(g_gemmd.dir, 0755);
+    tu_raw r;
+    tu_shm mine = {.fd = -1};
+    uint64_t id;
+    cr_assert_eq(tu_raw_open(&r, g_gemmd.url, 5000), 0);
+    cr_assert_eq(tu_raw_buffer(&r, &mine, 65536, &id), GEMM_OK);
+    memset(mine.data, 0x5a, 65536);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) { /* the other user, holding a copy of the descriptor */
+        if (atk != NULL)
+            become_attacker(atk);
+        int s = chan_open();
+        uint64_t t;
+        if (s < 0 || chan_pass(s, mine.fd, &t) != 0)
+            _exit(0); /* refused at the channel: held */
+        /* the ticket's RegisterBuffer, spoken without nng (forked) */
+        int sp = tu_sock_connect(g_gemmd.url, 5000);
+        if (sp < 0 || tu_sp_handshake(sp) != 0)
+            _exit(20);
+        Gemm__Request rq = GEMM__REQUEST__INIT;
+        Gemm__RegisterBufferRequest rb = GEMM__REGISTER_BUFFER_REQUEST__INIT;
+        rq.has_version = rq.has_id = 1;
+        rq.version = GEMM_PROTOCOL_VERSION;
+        rq.id = 1;
+        rb.has_fd_ticket = rb.has_size = 1;
+        rb.fd_ticket = t;
+        rb.size = 65536;
+        rq.body_case = GEMM__REQUEST__BODY_REGISTER_BUFFER;
+        rq.register_buffer = &rb;
+        uint8_t buf[128];
+        size_t n = gemm__request__pack(&rq, buf);
+        uint32_t rid;
+        uint8_t *body;
+        size_t len;
+        if (tu_sp_send(sp, 1, buf, n) != 0 ||
+            tu_sp_recv(sp, &rid, &body, &len) != 0)
+            _exit(21);
+        Gemm__Reply *rep = gemm__reply__unpack(NULL, len, body);
+        _exit(rep == NULL ? 22 : tu_reply_status(rep) == GEMM_OK ? 23 : 0);
+    }
+    cr_expect_eq(child_wait(pid), 0, "the other user registered it");
+    /* the other way round: a memfd registered elsewhere, then here */
+    tu_raw r2;
+    tu_shm theirs = {.fd = -1};
+    uint64_t id2;
+    cr_assert_eq(tu_raw_open(&r2, g_gemmd.url, 5000), 0);
+    cr_assert_eq(tu_raw_buffer(&r2, &theirs, 4096, &id2), GEMM_OK);
+    cr_expect_neq(register_fd(&r, theirs.fd, 4096), GEMM_OK,
+                  "a memfd registered on another connection");
+    for (int i = 0; i < 65536; i++)
+        cr_assert_eq(((unsigned char *)mine.data)[i], 0x5a);
+    tu_raw_close(&r2);
+    tu_raw_close(&r);
+    tu_shm_destroy(&theirs);
+    tu_shm_destroy(&mine);
+    tu_assert_healthy(g_client);
+    fixture_stop();
+}
+
+/* Offsets, dimensions and leading dimensions whose products overflow 64
+ * bits are refused, never wrapped into the buffer. */
+Test(isolation, overflowing_operands_are_refused)
+{
+    fixture_start(NULL);
+    tu_raw r;
+    tu_shm shm = {.fd = -1};
+    uint64_t id;
+    cr_assert_eq(tu_raw_open(&r, g_gemmd.url, 5000), 0);
+    cr_assert_eq(tu_raw_buffer(&r, &shm, 65536, &id), GEMM_OK);
+    static const struct {
+        uint64_t m, ld, off;
+    } bad[] = {
+        {1, 1ull << 62, 0},          /* ld * rows * 4 wraps */
+        {1ull << 20, 1ull << 44, 0}, /* rows * ld wraps */
+        {4, 4, UINT64_MAX - 15},     /* offset + extent wraps */
+        {4, 4, UINT64_MAX - 3},      /* offset itself past the end */
+        {1ull << 31, 4, 0},          /* m past --max-dim */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        Gemm__GemmRequest g;
+        Gemm__Operand ops[4];
+        Gemm__Reply *rep;
+        tu_raw_gemm_init(&g, ops, id, 4, 4, 4, 0, 64, 128);
+        g.m = bad[i].m;
+        ops[0].has_ld = 1;
+        ops[0].ld = bad[i].ld;
+        ops[0].offset = bad[i].off;
+        cr_assert_eq(tu_raw_gemm(&r, &g, &rep), 0);
+        cr_expect_neq(tu_reply_status(rep), GEMM_OK, "case %zu accepted", i);
+        gemm__reply__free_unpacked(rep, NULL);
+    }
+    tu_raw_close(&r);
+    tu_shm_destroy(&shm);
+    tu_assert_healthy(g_client);
+    fixture_stop();
+}
+
+/* A client that punches holes in its registered buffer (fallocate) or
+ * drops its pages (madvise MADV_REMOVE) under the daemon: the seals the
+ * daemon set refuse both (EPERM); were one let through, the holes would
+ * read as zeros. Either way the GEMM is answered and the daemon goes
+ * on. */
+Test(isolation, holes_punched_under_the_daemon)
+{
+    fixture_start(NULL);
+    gemm_op op;
+    gemm_buffer *buf = big_gemm(g_client, 256, &op);
+    int rv = gemm_run(g_client, &op, NULL);
+    cr_assert_eq(rv, GEMM_OK);
+    char *p = gemm_buffer_data(buf);
+    int m = madvise(p, 256 * 256 * 4, MADV_REMOVE);
+    cr_expect(m == 0 || errno == EPERM, "madvise: %s", strerror(errno));
+    rv = gemm_run(g_client, &op, NULL);
+    cr_expect(rv == GEMM_OK || rv == GEMM_ERR_BUFFER_FAULT,
+              "after MADV_REMOVE: %s", gemm_strerror(rv));
+    /* the same on a raw buffer, whose descriptor the test holds */
+    tu_raw r;
+    tu_shm shm = {.fd = -1};
+    uint64_t id;
+    cr_assert_eq(tu_raw_open(&r, g_gemmd.url, 5000), 0);
+    cr_assert_eq(tu_raw_buffer(&r, &shm, 3 * 64 * 64 * 4, &id), GEMM_OK);
+    int f = fallocate(shm.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+                      64 * 64 * 4);
+    cr_expect(f == 0 || errno == EPERM, "fallocate: %s", strerror(errno));
+    Gemm__GemmRequest g;
+    Gemm__Operand ops[4];
+    Gemm__Reply *rep;
+    tu_raw_gemm_init(&g, ops, id, 64, 64, 64, 0, 64 * 64 * 4, 2 * 64 * 64 * 4);
+    cr_assert_eq(tu_raw_gemm(&r, &g, &rep), 0);
+    rv = tu_reply_status(rep);
+    cr_expect(rv == GEMM_OK || rv == GEMM_ERR_BUFFER_FAULT,
+              "after the punch: %s", gemm_strerror(rv));
+    gemm__reply__free_unpacked(rep, NULL);
+    tu_raw_close(&r);
+    tu_shm_destroy(&shm);
+    tu_assert_healthy(g_client);
+    gemm_buffer_free(buf);
+    fixture_stop();
+}
+
+/* Slots across connections: one user (as root: another uid) that fills
+ * the queue from several connections holds no more than its share while
+ * another user is connected, and the other user's GEMM is admitted. */
+Test(isolation, queue_slots_are_shared_across_connections)
+{
+    tu_hold_setup();
+    fixture_start((const char *const[]){"--max-queue", "8", NULL});
+    tu_hold_need();
+    const struct passwd *atk = attacker_user();
+    if (atk == NULL)
+        cr_skip_test("skipped: needs root and the user 'daemon' (two uids)");
+    chmod(g_gemmd.dir, 0755);
+    gemm_op mine;
+    gemm_buffer *mbuf = big_gemm(g_client, 64, &mine); /* connected now */
+    int ready[2], go[2];
+    cr_assert_eq(pipe(ready), 0);
+    cr_assert_eq(pipe(go), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) { /* 4 connections x 4 GEMMs on the held kernel */
+        become_attacker(atk);
+        int busy = 0, admitted = 0;
+        int socks[4];
+        for (int c = 0; c < 4; c++) {
+            tu_shm s;
+            uint64_t t;
+            int ch = chan_open();
+            if (tu_shm_create(&s, 3 * 64 * 64 * 4) != 0 || ch < 0 ||
+                chan_pass(ch, s.fd, &t) != 0)
+                _exit(30);
+            int sp = socks[c] = tu_sock_connect(g_gemmd.url, 5000);
+            if (sp < 0 || tu_sp_handshake(sp) != 0)
+                _exit(31);
+            Gemm__Request rq = GEMM__REQUEST__INIT;
+            Gemm__RegisterBufferRequest rb =
+                GEMM__REGISTER_BUFFER_REQUEST__INIT;
+            rq.has_version = rq.has_id = 1;
+            rq.version = GEMM_PROTOCOL_VERSION;
+            rq.id = 1;
+            rb.has_fd_ticket = rb.has_size = 1;
+            rb.fd_ticket = t;
+            rb.size = 3 * 64 * 64 * 4;
+            rq.body_case = GEMM__REQUEST__BODY_REGISTER_BUFFER;
+            rq.register_buffer = &rb;
+            uint8_t buf[512];
+            uint32_t rid;
+            uint8_t *body;
+            size_t len;
+            if (tu_sp_send(sp, 1, buf, gemm__request__pack(&rq, buf)) ||
+                tu_sp_recv(sp, &rid, &body, &len))
+                _exit(32);
+            Gemm__Reply *rep = gemm__reply__unpack(NULL, len, body);
+            if (rep == NULL || tu_reply_status(rep) != GEMM_OK)
+                _exit(33);
+            uint64_t bid = rep->register_buffer->buffer_id;
+            for (uint32_t i = 0; i < 4; i++) {
+                Gemm__GemmRequest g;
+                Gemm__Operand ops[4];
+                tu_raw_gemm_init(&g, ops, bid, 64, 64, 64, 0, 64 * 64 * 4,
+                                 2 * 64 * 64 * 4);
+                g.kernel = TU_HOLD_KERNEL;
+                rq = (Gemm__Request)GEMM__REQUEST__INIT;
+                rq.has_version = rq.has_id = 1;
+                rq.version = GEMM_PROTOCOL_VERSION;
+                rq.id = 2 + i;
+                rq.body_case = GEMM__REQUEST__BODY_GEMM;
+                rq.gemm = &g;
+                if (tu_sp_send(sp, 2 + i, buf, gemm__request__pack(&rq, buf)))
+                    _exit(34);
+            }
+        }
+        /* the refusals come back at once; the admitted ones are held */
+        for (int c = 0; c < 4; c++) {
+            struct timeval tv = {.tv_usec = 300000};
+            setsockopt(socks[c], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+            for (int i = 0; i < 4; i++) {
+                uint32_t rid;
+                uint8_t *body;
+                size_t len;
+                if (tu_sp_recv(socks[c], &rid, &body, &len) != 0)
+                    break; /* held: admitted */
+                Gemm__Reply *rep = gemm__reply__unpack(NULL, len, body);
+                busy += rep != NULL && tu_reply_status(rep) == GEMM_ERR_BUSY;
+            }
+        }
+        admitted = 16 - busy;
+        char c = (char)admitted;
+        if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+            _exit(35);
+        _exit(0);
+    }
+    close(ready[1]);
+    close(go[0]);
+    char n;
+    cr_assert_eq(read(ready[0], &n, 1), 1, "the other user failed: %d",
+                 child_wait(pid));
+    cr_expect_leq(n, 4, "one user holds %d of 8 places over 4 connections", n);
+    gemm_request *r;
+    int rv = gemm_submit(g_client, &mine, &r);
+    cr_expect_eq(rv, GEMM_OK, "the other user's GEMM: %s", gemm_strerror(rv));
+    /* the held GEMMs run once the hold's last end (the child has a copy)
+     * is closed */
+    tu_hold_close();
+    cr_assert_eq(write(go[1], "g", 1), 1);
+    child_wait(pid);
+    if (rv == GEMM_OK) {
+        rv = gemm_wait(r, NULL);
+        cr_expect_eq(rv, GEMM_OK, "%s (%s)", gemm_strerror(rv),
+                     gemm_last_error_message());
+    }
+    gemm_buffer_free(mbuf);
     fixture_stop();
 }
