@@ -20,8 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define METRICS_HTTP_MAX  16
-#define METRICS_PEER_MAX  4    /* of one peer address */
+#define METRICS_HTTP_MAX  32
+#define METRICS_PEER_MAX  16   /* of one peer address */
 #define METRICS_HEADER_MS 1000 /* the request, first byte to blank line */
 #define METRICS_WRITE_MS  5000 /* the answer written */
 #define METRICS_REQ_MAX   4096
