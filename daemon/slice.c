@@ -97,11 +97,25 @@ bool slice_yield(gemmd_job *j, uint64_t done, uint64_t total)
     return true;
 }
 
+void slice_plan_panels(const gemmd_job *j, uint64_t budget, uint64_t align,
+                       uint64_t *rows, uint64_t *cols)
+{
+    slice_plan(j, budget, align, rows, cols);
+    if (*rows == j->m && *cols == j->n)
+        return;
+    uint64_t per = slice_flops(j) / (j->m * j->n);
+    uint64_t r = budget / per / j->n / align * align;
+    if (r >= 4 * (align > 16 ? align : 16)) { /* a panel of whole rows */
+        *rows = r < j->m ? r : j->m;
+        *cols = j->n;
+    }
+}
+
 int slice_run(gemmd_job *j, uint64_t budget, uint64_t align, slice_fn fn,
               void *arg)
 {
     uint64_t rows, cols;
-    slice_plan(j, budget, align, &rows, &cols);
+    slice_plan_panels(j, budget, align, &rows, &cols);
     uint64_t nr = (j->m + rows - 1) / rows, nc = (j->n + cols - 1) / cols;
     uint64_t total = nr * nc, done = 0;
     if (total > 1)
