@@ -672,7 +672,7 @@ static int http_send(int port, const char *req)
 }
 
 /* 40 connections that send a request line and never the blank line
- * (the endpoint has 16 places, 4 per peer address) do not keep a scraper
+ * (the endpoint has 32 places, 16 per peer address) do not keep a scraper
  * out: each of 14 scrapes is answered 200 within a second, and a held
  * connection is closed within about a second. Before: all 16 places
  * held for 5 s each, 0 of 14 scrapes answered in 15 s. */
