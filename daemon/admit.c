@@ -3,6 +3,7 @@
  * memory budget, and the counts behind them; see admit.h.
  */
 #include "admit.h"
+#include "slice.h"
 #include "log.h"
 
 #include <gemm/types.h>
@@ -63,6 +64,21 @@ void admit_buffer_added(conn *c, uint64_t size)
     sp_client_of(c)->buffers++;
     c->user->buffers++;
     admit_charge_bytes(c, (int64_t)size);
+}
+
+int admit_flops(gemmd *d, const gemmd_job *j, char *msg, size_t len)
+{
+    uint64_t f = slice_flops(j);
+    if (f <= d->cfg.max_gemm_flops)
+        return GEMM_OK;
+    snprintf(msg, len,
+             "this %llux%llux%llu GEMM is %.3g flops, more than "
+             "--max-gemm-flops %.3g allows: split it into smaller GEMMs, or "
+             "start gemmd with a larger --max-gemm-flops",
+             (unsigned long long)j->m, (unsigned long long)j->n,
+             (unsigned long long)j->k, (double)f,
+             (double)d->cfg.max_gemm_flops);
+    return GEMM_ERR_LIMIT;
 }
 
 int admit_work(gemmd *d, conn *c, uint64_t mem, char *msg, size_t len)

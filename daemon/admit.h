@@ -30,6 +30,10 @@ int admit_buffer(gemmd *d, conn *c, char *msg, size_t len);
 /* A buffer of size bytes was registered on c. */
 void admit_buffer_added(conn *c, uint64_t size);
 
+/* Whether GEMM job j (filled) is within --max-gemm-flops: GEMM_OK, or
+ * LIMIT with a message naming the knob. */
+int admit_flops(gemmd *d, const gemmd_job *j, char *msg, size_t len);
+
 /* Admission of work (a GEMM or an upload) from c that needs mem bytes of
  * the memory budget: the queue, the connection's and the user's shares of
  * it, and the budget have room. GEMM_OK, or BUSY / LIMIT with a message. */

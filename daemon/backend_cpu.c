@@ -25,6 +25,11 @@
  * so the CPU gives the tensor cores' tf32 numerics up to summation order;
  * precision fp32 (and default) is a plain SGEMM.
  *
+ * A GEMM larger than one slice (slice.h) runs as OpenBLAS calls on tiles
+ * of D of at most half of --slice-ms each, from the rates measured at
+ * start-up (cpu_calibrate), so it stops, and small GEMMs of others run,
+ * between two of them.
+ *
  * Built with GEMMD_TEST_HOOKS (gemmd_test, for the test suites only; never
  * installed), a third kernel, `test-hold`, exists when gemmd starts with
  * GEMMD_TEST_HOLD_FD=N: a socket whose other end the test holds. On the
@@ -36,6 +41,7 @@
 #include "backend.h"
 #include "backend_cpu_blas3.h"
 #include "log.h"
+#include "slice.h"
 
 #include <gemm/types.h>
 
@@ -91,6 +97,67 @@ static void cpu_hold(void)
         ;
 }
 #endif
+
+/* Flops per slice by kind of call (fp32 and complex64: sgemm's rate;
+ * fp64 and complex128: dgemm's; the naive loops'), from cpu_calibrate;
+ * 0 = whole GEMMs. Set once by cpu_init before the worker starts. */
+static uint64_t cpu_slice_s, cpu_slice_d, cpu_slice_naive;
+
+static void naive_sgemm(const gemmd_job *j, const float *A, uint64_t lda,
+                        const float *B, uint64_t ldb, float *D, uint64_t ldd,
+                        uint64_t rows, uint64_t cols);
+
+/* Flops per ns of fn on an n^3 problem (the best of 3 runs after one to
+ * warm up), or 0 when out of memory. */
+static double cpu_rate(int kind, int n)
+{
+    size_t es = kind == 1 ? sizeof(double) : sizeof(float);
+    char *a = calloc((size_t)n * n, es), *b = calloc((size_t)n * n, es),
+         *d = calloc((size_t)n * n, es);
+    double best = 0;
+    gemmd_job j = {
+        .m = (uint64_t)n, .n = (uint64_t)n, .k = (uint64_t)n, .alpha = 1.0};
+    for (int i = 0; a != NULL && b != NULL && d != NULL && i < 4; i++) {
+        uint64_t t0 = gemmd_now_ns();
+        if (kind == 0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n,
+                        1.0f, (float *)a, n, (float *)b, n, 0.0f, (float *)d,
+                        n);
+        else if (kind == 1)
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0,
+                        (double *)a, n, (double *)b, n, 0.0, (double *)d, n);
+        else
+            naive_sgemm(&j, (float *)a, (uint64_t)n, (float *)b, (uint64_t)n,
+                        (float *)d, (uint64_t)n, (uint64_t)n, (uint64_t)n);
+        uint64_t dt = gemmd_now_ns() - t0;
+        double r = 2.0 * n * n * n / (double)(dt ? dt : 1);
+        if (i > 0 && r > best)
+            best = r;
+    }
+    free(a);
+    free(b);
+    free(d);
+    return best;
+}
+
+/* Measures this host's sgemm, dgemm and naive rates and sets the flops of
+ * a slice: half of slice_ms at each. */
+static void cpu_calibrate(unsigned slice_ms)
+{
+    if (slice_ms == 0)
+        return;
+    double ns = slice_ms * 1e6 / 2, rs = cpu_rate(0, 512),
+           rd = cpu_rate(1, 384), rn = cpu_rate(2, 64);
+    cpu_slice_s = (uint64_t)(rs * ns) | 1;
+    cpu_slice_d = (uint64_t)(rd * ns) | 1;
+    cpu_slice_naive = (uint64_t)(rn * ns) | 1;
+    gemmd_log(LOG_INFO,
+              "cpu backend: sgemm %.1f, dgemm %.1f, naive %.2f GFLOP/s "
+              "measured; GEMMs run in slices of at most %.1f ms (%.3g, %.3g, "
+              "%.3g flops)",
+              rs, rd, rn, slice_ms / 2.0, (double)cpu_slice_s,
+              (double)cpu_slice_d, (double)cpu_slice_naive);
+}
 
 static bool cpu_available(void)
 {
@@ -161,6 +228,7 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
         threads = 1;
     }
     openblas_set_num_threads(threads);
+    cpu_calibrate(cfg->slice_ms);
     p->copy_cap =
         cfg->max_device_bytes ? cfg->max_device_bytes : CPU_COPY_CAP_DEFAULT;
     be->priv = p;
@@ -375,13 +443,15 @@ static int cpu_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
     return GEMM_ERR_UNSUPPORTED;
 }
 
-/* D = alpha * op(A) * op(B) + beta * D (beta only when has_c), fp32, one
- * dot product per element: the naive kernel. */
+/* D = alpha * op(A) * op(B) + beta * D (beta only when has_c) for the
+ * rows x cols of D at D, fp32, one dot product per element: the naive
+ * kernel. */
 static void naive_sgemm(const gemmd_job *j, const float *A, uint64_t lda,
-                        const float *B, uint64_t ldb, float *D, uint64_t ldd)
+                        const float *B, uint64_t ldb, float *D, uint64_t ldd,
+                        uint64_t rows, uint64_t cols)
 {
-    for (uint64_t i = 0; i < j->m; i++) {
-        for (uint64_t q = 0; q < j->n; q++) {
+    for (uint64_t i = 0; i < rows; i++) {
+        for (uint64_t q = 0; q < cols; q++) {
             float acc = 0.0f;
             for (uint64_t p = 0; p < j->k; p++) {
                 float a = j->trans_a ? A[p * lda + i] : A[i * lda + p];
@@ -425,40 +495,38 @@ static CBLAS_TRANSPOSE cblas_op(bool trans, bool conj)
     return !trans ? CblasNoTrans : conj ? CblasConjTrans : CblasTrans;
 }
 
-/* fp64, complex64, complex128: D = alpha op(A) op(B) + beta C with
- * OpenBLAS in the type itself, on the operands where they are (C copied
- * into D first when it is elsewhere). The caller checked the 32-bit
- * limits. Worker thread. */
-static int cpu_gemm_wide(gemmd_job *j)
+/* One tile of a wide GEMM (slice_fn): the BLAS call of j's type on the
+ * tile's part of the operands. Worker thread. */
+static int cpu_wide_tile(gemmd_job *j, const slice_tile *t, void *arg)
 {
+    (void)arg;
     CBLAS_TRANSPOSE ta = cblas_op(j->trans_a, j->conj_a);
     CBLAS_TRANSPOSE tb = cblas_op(j->trans_b, j->conj_b);
-    int m = (int)j->m, n = (int)j->n, k = (int)j->k;
+    int m = (int)t->rows, n = (int)t->cols, k = (int)j->k;
     int lda = (int)j->lda, ldb = (int)j->ldb, ldd = (int)j->ldd;
-    size_t es = gemm_dtype_size(j->cd_type);
-    if (j->has_c && j->c != j->d)
-        for (uint64_t r = 0; r < j->m; r++)
-            memcpy((char *)j->d + r * j->ldd * es,
-                   (const char *)j->c + r * j->ldc * es, j->n * es);
-    uint64_t t0 = gemmd_now_ns();
+    size_t es = gemm_dtype_size(j->ab_type);
+    const char *a = (const char *)j->a + slice_off_a(j, t, j->lda) * es;
+    const char *b = (const char *)j->b + slice_off_b(j, t, j->ldb) * es;
+    char *d = (char *)j->d + slice_off_d(t, j->ldd) * es;
     switch (j->ab_type) {
     case GEMM_FP64:
-        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, j->alpha, j->a, lda, j->b,
-                    ldb, j->has_c ? j->beta : 0.0, j->d, ldd);
+        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, j->alpha, (const double *)a,
+                    lda, (const double *)b, ldb, j->has_c ? j->beta : 0.0,
+                    (double *)d, ldd);
         break;
     case GEMM_COMPLEX64: {
         float al[2] = {(float)j->alpha, (float)j->alpha_im};
         float be[2] = {j->has_c ? (float)j->beta : 0.0f,
                        j->has_c ? (float)j->beta_im : 0.0f};
-        cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, al, j->a, lda, j->b, ldb,
-                    be, j->d, ldd);
+        cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, al, a, lda, b, ldb, be, d,
+                    ldd);
         break;
     }
     case GEMM_COMPLEX128: {
         double al[2] = {j->alpha, j->alpha_im};
         double be[2] = {j->has_c ? j->beta : 0.0, j->has_c ? j->beta_im : 0.0};
-        cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, al, j->a, lda, j->b, ldb,
-                    be, j->d, ldd);
+        cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, al, a, lda, b, ldb, be, d,
+                    ldd);
         break;
     }
     default:
@@ -466,10 +534,56 @@ static int cpu_gemm_wide(gemmd_job *j)
                  gemm_dtype_name(j->ab_type));
         return GEMM_ERR_INTERNAL;
     }
+    return GEMM_OK;
+}
+
+/* fp64, complex64, complex128: D = alpha op(A) op(B) + beta C with
+ * OpenBLAS in the type itself, on the operands where they are (C copied
+ * into D first when it is elsewhere). The caller checked the 32-bit
+ * limits. Worker thread. */
+static int cpu_gemm_wide(gemmd_job *j)
+{
+    size_t es = gemm_dtype_size(j->cd_type);
+    if (j->has_c && j->c != j->d)
+        for (uint64_t r = 0; r < j->m; r++)
+            memcpy((char *)j->d + r * j->ldd * es,
+                   (const char *)j->c + r * j->ldc * es, j->n * es);
+    uint64_t t0 = gemmd_now_ns();
+    uint64_t budget = j->ab_type == GEMM_COMPLEX64 ? cpu_slice_s : cpu_slice_d;
+    int rv = slice_run(j, budget, 16, cpu_wide_tile, NULL);
+    if (rv != GEMM_OK)
+        return rv;
     j->ns_kernel = gemmd_now_ns() - t0;
     if (j->ns_kernel == 0)
         j->ns_kernel = 1;
     snprintf(j->ran, sizeof(j->ran), "openblas");
+    return GEMM_OK;
+}
+
+/* The fp32 operands of a GEMM as cpu_gemm prepared them. */
+typedef struct cpu_f32 {
+    const float *a, *b;
+    float *d;
+    uint64_t lda, ldb, ldd;
+    bool naive;
+} cpu_f32;
+
+/* One tile of an fp32 GEMM (slice_fn): cblas_sgemm, or the naive loops,
+ * on the tile's part of the operands in arg (a cpu_f32). Worker thread. */
+static int cpu_f32_tile(gemmd_job *j, const slice_tile *t, void *arg)
+{
+    const cpu_f32 *f = arg;
+    const float *A = f->a + slice_off_a(j, t, f->lda);
+    const float *B = f->b + slice_off_b(j, t, f->ldb);
+    float *D = f->d + slice_off_d(t, f->ldd);
+    if (f->naive)
+        naive_sgemm(j, A, f->lda, B, f->ldb, D, f->ldd, t->rows, t->cols);
+    else
+        cblas_sgemm(CblasRowMajor, j->trans_a ? CblasTrans : CblasNoTrans,
+                    j->trans_b ? CblasTrans : CblasNoTrans, (int)t->rows,
+                    (int)t->cols, (int)j->k, (float)j->alpha, A, (int)f->lda, B,
+                    (int)f->ldb, j->has_c ? (float)j->beta : 0.0f, D,
+                    (int)f->ldd);
     return GEMM_OK;
 }
 
@@ -555,13 +669,11 @@ static int cpu_gemm_here(gemmd_job *j)
                    j->n * sizeof(float));
     }
     uint64_t t0 = gemmd_now_ns();
-    if (naive)
-        naive_sgemm(j, A, (uint64_t)lda, B, (uint64_t)ldb, D, (uint64_t)ldd);
-    else
-        cblas_sgemm(CblasRowMajor, j->trans_a ? CblasTrans : CblasNoTrans,
-                    j->trans_b ? CblasTrans : CblasNoTrans, (int)j->m,
-                    (int)j->n, (int)j->k, (float)j->alpha, A, lda, B, ldb,
-                    j->has_c ? (float)j->beta : 0.0f, D, ldd);
+    cpu_f32 f = {A, B, D, (uint64_t)lda, (uint64_t)ldb, (uint64_t)ldd, naive};
+    rv = slice_run(j, naive ? cpu_slice_naive : cpu_slice_s, 16, cpu_f32_tile,
+                   &f);
+    if (rv != GEMM_OK)
+        goto done; /* stopped: a 16-bit D is left as it was */
     j->ns_kernel = gemmd_now_ns() - t0;
     if (j->ns_kernel == 0)
         j->ns_kernel = 1; /* measured, if below the clock's grain */

@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "cuda/device.h"
 #include "cuda/migrate.h"
+#include "cuda/slices.h"
 #include "cuda/staging.h"
 #include "cuda/staging_blas3.h"
 #include "log.h"
@@ -121,6 +122,7 @@ static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
         snprintf(be->device, sizeof(be->device), "%u x %.100s", p->ndevs,
                  p->devs[0]->name);
     be->threads = be->workers;
+    cuda_slices_init(cfg->slice_ms);
     return GEMM_OK;
 }
 

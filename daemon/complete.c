@@ -204,6 +204,10 @@ void complete_job_done(void *arg, gemmd_job *job)
 void complete_closed(void *arg, conn *c)
 {
     gemmd *d = arg;
+    /* work running stops at its next slice (slice.h) */
+    for (sp_req *q = sp_client_of(c)->reqs; q != NULL; q = q->next)
+        if (q->job != NULL)
+            atomic_store(&q->job->stop, JOB_CLOSED);
     /* work not yet started is dropped: nobody waits for it */
     for (gemmd_job *j = sched_cancel_owner(&d->sched, c->id), *next; j;
          j = next) {

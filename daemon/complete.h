@@ -45,8 +45,9 @@ void complete_event(gemmd *d, gemmd_event *ev);
 void complete_job_done(void *arg, gemmd_job *job);
 
 /* The SP layer's closed callback (arg is the gemmd): work not yet started
- * is dropped, its buffers and tensors go; work running finishes and its
- * replies are dropped. */
+ * is dropped, its buffers and tensors go; work running is asked to stop
+ * (at its next slice) and its replies are dropped; until it ends it
+ * counts in its user's share. */
 void complete_closed(void *arg, conn *c);
 
 #endif

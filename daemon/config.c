@@ -43,6 +43,8 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->max_queue = 256;
     cfg->max_message_bytes = 64 * 1024;
     cfg->max_dim = 1u << 20;
+    cfg->max_gemm_flops = 1ull << 50;
+    cfg->slice_ms = 50;
     cfg->max_connections = 0;
     cfg->client_buffers = 1024;
     cfg->client_bytes = 0;
@@ -55,6 +57,7 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->memory_budget = 0;
     cfg->user_memory = 0;
     cfg->fd_tickets = 16;
+    cfg->user_fds = 64;
     cfg->handshake_timeout_s = 5.0;
     cfg->message_timeout_s = 10.0;
     cfg->send_timeout_s = 30.0;
@@ -103,6 +106,14 @@ static void usage(FILE *f)
             "  --max-message-bytes N    largest request accepted (default "
             "65536)\n"
             "  --max-dim N              largest m, n or k (default 1048576)\n"
+            "  --max-gemm-flops N       largest GEMM, in flops (2mnk, x4 "
+            "complex; default 2^50)\n"
+            "  --slice-ms MS            run large GEMMs in slices of about "
+            "MS, so a GEMM whose\n"
+            "                           client left or canceled stops, and "
+            "small GEMMs of\n"
+            "                           others start, within one (default "
+            "50; 0 = whole)\n"
             "  --max-connections N      connections at once (default: from "
             "the descriptor limit)\n"
             "Per connection:\n"
@@ -127,6 +138,9 @@ static void usage(FILE *f)
             "share of max-queue)\n"
             "  --user-memory N          share of the memory budget (default "
             "half of it)\n"
+            "  --user-fds N             descriptors passed and not yet "
+            "registered, all its\n"
+            "                           channels (default 64)\n"
             "Memory and time:\n"
             "  --memory-budget N        the daemon's own memory for client "
             "work (CPU scratch,\n"
@@ -214,6 +228,8 @@ static const num_opt num_opts[] = {
     {"max-queue", K_U32, O(max_queue), 1, 1u << 20},
     {"max-message-bytes", K_SIZE, O(max_message_bytes), 1024, 64u << 20},
     {"max-dim", K_U64, O(max_dim), 1, 1ull << 31},
+    {"max-gemm-flops", K_U64, O(max_gemm_flops), 1, UINT64_MAX / 2},
+    {"slice-ms", K_U32, O(slice_ms), 0, 60000},
     {"max-connections", K_U32, O(max_connections), 1, 1u << 24},
     {"client-buffers", K_U32, O(client_buffers), 1, 1u << 20},
     {"client-bytes", K_U64, O(client_bytes), 4096, UINT64_MAX / 2},
@@ -226,6 +242,7 @@ static const num_opt num_opts[] = {
     {"user-memory", K_U64, O(user_memory), 1, UINT64_MAX / 2},
     {"memory-budget", K_U64, O(memory_budget), 1, UINT64_MAX / 2},
     {"fd-tickets", K_U32, O(fd_tickets), 1, 4096},
+    {"user-fds", K_U32, O(user_fds), 1, 1u << 20},
     {"handshake-timeout", K_SEC, O(handshake_timeout_s), 0, 0},
     {"message-timeout", K_SEC, O(message_timeout_s), 0, 0},
     {"send-timeout", K_SEC, O(send_timeout_s), 0, 0},

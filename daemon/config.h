@@ -30,6 +30,9 @@ typedef struct gemmd_config {
     uint32_t max_queue;         /* jobs queued or running, all clients */
     size_t max_message_bytes;   /* larger requests get GEMM_ERR_TOO_LARGE */
     uint64_t max_dim;           /* upper limit for m, n and k */
+    uint64_t max_gemm_flops;    /* one request's 2mnk (x4 complex) */
+    uint32_t slice_ms;          /* a large GEMM runs in slices of about this
+                                   long, stoppable between; 0 = whole */
     uint32_t max_connections;   /* 0 = from RLIMIT_NOFILE */
     /* per connection */
     uint32_t client_buffers;  /* registered buffers */
@@ -49,6 +52,8 @@ typedef struct gemmd_config {
                                    min(RAM, cgroup limit) */
     uint64_t user_memory;       /* one uid's share of it; 0 = half */
     uint32_t fd_tickets;        /* descriptors a channel may hold unused */
+    uint32_t user_fds;          /* descriptors one uid may have the daemon
+                                   hold unregistered, all its channels */
     double handshake_timeout_s; /* greeting must be whole by then */
     double message_timeout_s;   /* a message, from its first byte */
     double send_timeout_s;      /* replies unread this long: drop; 0 = no */

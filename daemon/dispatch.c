@@ -228,9 +228,10 @@ static void do_gemm(gemmd *d, sp_req *q, const Gemm__Request *req)
         free(j);
         return;
     }
-    if (d->be.ops->kernel_check != NULL &&
-        (rv = d->be.ops->kernel_check(&d->be, j, msg, sizeof(msg))) !=
-            GEMM_OK) {
+    if ((rv = admit_flops(d, j, msg, sizeof(msg))) != GEMM_OK ||
+        (d->be.ops->kernel_check != NULL &&
+         (rv = d->be.ops->kernel_check(&d->be, j, msg, sizeof(msg))) !=
+             GEMM_OK)) {
         free(j);
         complete_error(d, q, rv, "%s", msg);
         return;
@@ -405,14 +406,30 @@ static void do_cancel(gemmd *d, sp_req *q, const Gemm__Request *req)
             complete_job(d, j);
             return;
         }
-        t->cancel = q; /* answered when the running job finishes */
+        /* running: it stops at its next slice (slice.h); the Cancel is
+         * answered with its reply then */
+        t->cancel = q;
+        atomic_store(&j->stop, JOB_CANCELED);
         return;
     }
     for (unsigned i = 0; i < SP_RECENT_MAX; i++) {
-        if (cl->recent[i].id == target && target != 0) {
+        const sp_recent *rc = &cl->recent[i];
+        if (rc->id == target && target != 0) {
+            /* it finished before the Cancel came: its reply again */
             Gemm__Reply r;
+            Gemm__GemmReply g = GEMM__GEMM_REPLY__INIT;
             complete_reply_init(&r, target);
-            r.status = cl->recent[i].status;
+            r.status = rc->status;
+            if (rc->gemm) {
+                g.has_queued_us = g.has_compute_us = g.has_total_us = true;
+                g.queued_us = rc->queued_us;
+                g.compute_us = rc->compute_us;
+                g.total_us = rc->total_us;
+                g.has_kernel_ns = rc->kernel_ns != 0;
+                g.kernel_ns = rc->kernel_ns;
+                r.body_case = GEMM__REPLY__BODY_GEMM;
+                r.gemm = &g;
+            }
             complete_cancel_reply(d, q, true, false, &r);
             return;
         }

@@ -27,6 +27,14 @@ static fdc_ticket **ticket_link(fdc_table *t, uint64_t ticket)
     return l;
 }
 
+/* A descriptor held for user u (a ticket's or a queued one) goes. */
+static void fd_release(fdc_table *t, gemmd_user *u)
+{
+    t->count--;
+    if (u != NULL && u->fds > 0)
+        u->fds--;
+}
+
 static void ticket_drop(fdc_table *t, fdc_ticket **l)
 {
     fdc_ticket *k = *l;
@@ -38,34 +46,32 @@ static void ticket_drop(fdc_table *t, fdc_ticket **l)
     }
     if (k->fd >= 0)
         close(k->fd);
-    t->count--;
+    fd_release(t, k->user);
     free(k);
 }
 
-/* Stashes fd under a fresh ticket of c's uid. Returns GEMM_OK and the
- * ticket, or an error (fd closed then). */
+/* Stashes fd (already counted for c's user) under a fresh ticket of c's
+ * uid. Returns GEMM_OK and the ticket, or an error (fd closed and
+ * uncounted then). */
 static int ticket_add(fdc_table *t, conn *c, int fd, uint64_t *out)
 {
     fdc_chan *ch = c->up;
-    if (ch->tickets >= t->set->cfg->fd_tickets ||
-        t->count >= t->set->lsn->max_conns) {
-        close(fd);
-        return GEMM_ERR_LIMIT;
-    }
-    fdc_ticket *k = calloc(1, sizeof(*k));
-    if (k == NULL) {
-        close(fd);
-        return GEMM_ERR_NOMEM;
-    }
+    fdc_ticket *k = NULL;
+    int rv = GEMM_ERR_LIMIT;
+    if (ch->tickets >= t->set->cfg->fd_tickets)
+        goto fail;
+    rv = GEMM_ERR_NOMEM;
+    if ((k = calloc(1, sizeof(*k))) == NULL)
+        goto fail;
     do {
         if (getrandom(&k->ticket, sizeof(k->ticket), 0) != sizeof(k->ticket)) {
-            free(k);
-            close(fd);
-            return GEMM_ERR_INTERNAL;
+            rv = GEMM_ERR_INTERNAL;
+            goto fail;
         }
     } while (k->ticket == 0 || *ticket_link(t, k->ticket) != NULL);
     k->fd = fd;
     k->uid = c->uid;
+    k->user = c->user;
     k->chan = c;
     k->expires_ns = gemmd_now_ns() + FDC_TICKET_TTL * 1000000000ull;
     lsn_arm(t->set->lsn, k->expires_ns);
@@ -73,9 +79,48 @@ static int ticket_add(fdc_table *t, conn *c, int fd, uint64_t *out)
     k->next = *l;
     *l = k;
     ch->tickets++;
-    t->count++;
     *out = k->ticket;
     return GEMM_OK;
+fail:
+    free(k);
+    close(fd);
+    fd_release(t, c->user);
+    return rv;
+}
+
+/* Queues descriptor fd received on c, or closes it and queues a refusal
+ * (-1) when c's user or the daemon holds its limit of descriptors. False
+ * when c's queue is full (fd closed). */
+static bool fd_queue(fdc_table *t, conn *c, int fd)
+{
+    fdc_chan *ch = c->up;
+    gemmd_user *u = c->user;
+    if (ch->nfdq >= FDC_FDQ_MAX) {
+        close(fd);
+        return false;
+    }
+    if (u->fds >= t->set->cfg->user_fds || t->count >= t->set->lsn->max_conns) {
+        close(fd);
+        t->refused++;
+        fd = -1;
+    } else {
+        u->fds++;
+        t->count++;
+    }
+    ch->fdq[ch->nfdq++] = fd;
+    return true;
+}
+
+/* The message deadline of channel c: while a message is partly read or
+ * descriptors wait for theirs, from the first byte (or descriptor) on. */
+static void fd_deadline(conn *c)
+{
+    fdc_chan *ch = c->up;
+    if (c->head_got == 0 && ch->nfdq == 0)
+        c->deadline_ns = 0;
+    else if (c->deadline_ns == 0)
+        conn_deadline(c, gemmd_now_ns() +
+                             (uint64_t)(c->set->cfg->message_timeout_s * 1e9));
 }
 
 int fdc_take(fdc_table *t, uint64_t ticket, uint64_t uid)
@@ -87,7 +132,7 @@ int fdc_take(fdc_table *t, uint64_t ticket, uint64_t uid)
         return -1;
     int fd = (*l)->fd;
     (*l)->fd = -1;
-    ticket_drop(t, l);
+    ticket_drop(t, l); /* the descriptor is the caller's now */
     return fd;
 }
 
@@ -121,14 +166,9 @@ static void fd_read(void *arg, conn *c)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
-        for (size_t i = 0; i < nfds; i++) {
-            if (ch->nfdq < FDC_FDQ_MAX) {
-                ch->fdq[ch->nfdq++] = fds[i];
-            } else {
-                close(fds[i]);
+        for (size_t i = 0; i < nfds; i++)
+            if (!fd_queue(t, c, fds[i]))
                 overflow = true;
-            }
-        }
         if (r <= 0) {
             conn_close(c, LOG_DEBUG,
                        r == 0 ? "peer closed the channel" : strerror(errno));
@@ -140,6 +180,7 @@ static void fd_read(void *arg, conn *c)
             return;
         }
         c->head_got += (unsigned)r;
+        fd_deadline(c);
         if (c->head_got < WIRE_FD_MSG_LEN)
             continue;
         c->head_got = 0;
@@ -153,26 +194,42 @@ static void fd_read(void *arg, conn *c)
         if (ch->nfdq > 0) {
             int fd = ch->fdq[0];
             memmove(ch->fdq, ch->fdq + 1, --ch->nfdq * sizeof(int));
-            status = ticket_add(t, c, fd, &ticket);
+            status = fd < 0 ? GEMM_ERR_LIMIT : ticket_add(t, c, fd, &ticket);
         }
+        fd_deadline(c);
         conn_pending_add(c);
         fd_answer(c, status, ticket);
     }
 }
 
-/* The channel closed: descriptors not yet matched go; its tickets stay
- * good until they expire. */
+/* The channel closed: descriptors not yet matched go, and its tickets
+ * expire within FDC_CLOSED_TTL (time enough for a RegisterBuffer already
+ * on its way). */
 static void fd_close(void *arg, conn *c)
 {
     fdc_table *t = arg;
     fdc_chan *ch = c->up;
-    for (unsigned i = 0; i < ch->nfdq; i++)
-        close(ch->fdq[i]);
+    for (unsigned i = 0; i < ch->nfdq; i++) {
+        if (ch->fdq[i] >= 0) {
+            close(ch->fdq[i]);
+            fd_release(t, c->user);
+        }
+    }
     ch->nfdq = 0;
-    for (int b = 0; b < FDC_BUCKETS; b++)
-        for (fdc_ticket *k = t->buckets[b]; k != NULL; k = k->next)
-            if (k->chan == c)
+    uint64_t soon = gemmd_now_ns() + FDC_CLOSED_TTL * 1000000000ull;
+    bool any = false;
+    for (int b = 0; b < FDC_BUCKETS; b++) {
+        for (fdc_ticket *k = t->buckets[b]; k != NULL; k = k->next) {
+            if (k->chan == c) {
                 k->chan = NULL;
+                if (k->expires_ns > soon)
+                    k->expires_ns = soon;
+                any = true;
+            }
+        }
+    }
+    if (any)
+        lsn_arm(t->set->lsn, soon);
 }
 
 /* Drops expired tickets; returns the next expiry. See lsn_sweep_fn. */

@@ -4,8 +4,15 @@
  * (its greeting names the channel, see common/wire.h), hands each memfd
  * over with SCM_RIGHTS and gets a one-use ticket bound to its uid
  * (SO_PEERCRED), which its RegisterBuffer names. A ticket not used within
- * 30 s expires. The channel installs itself on the connection layer as a
- * protocol. Loop thread only.
+ * 30 s expires, and one whose channel closed within FDC_CLOSED_TTL.
+ * Every descriptor the daemon holds for a client before it is registered
+ * (a ticket's, or one received and not yet matched with its message)
+ * counts against its uid (--user-fds) and the daemon's descriptor budget
+ * (the half of the connection cap kept for them); past either the
+ * message is answered LIMIT and the descriptor closed at once. A message
+ * must be whole within --message-timeout of its first byte, and queued
+ * descriptors without a message are held no longer. The channel installs
+ * itself on the connection layer as a protocol. Loop thread only.
  */
 #ifndef GEMMD_FDCHAN_H
 #define GEMMD_FDCHAN_H
@@ -17,10 +24,11 @@
 #define FDC_FDQ_MAX    8 /* descriptors received, not yet matched */
 #define FDC_BUCKETS    64
 #define FDC_TICKET_TTL 30 /* seconds a ticket stays good */
+#define FDC_CLOSED_TTL 1  /* seconds, once its channel closed */
 
 /* The state of one channel (its conn->up). */
 typedef struct fdc_chan {
-    int fdq[FDC_FDQ_MAX];
+    int fdq[FDC_FDQ_MAX]; /* -1: one refused at a cap (answered LIMIT) */
     unsigned nfdq;
     unsigned tickets; /* tickets of this channel not yet used */
 } fdc_chan;
@@ -30,7 +38,8 @@ typedef struct fdc_ticket {
     uint64_t ticket;
     int fd;
     uint64_t uid;
-    conn *chan; /* the channel it came on (NULL once closed) */
+    gemmd_user *user; /* whose fds it counts in */
+    conn *chan;       /* the channel it came on (NULL once closed) */
     uint64_t expires_ns;
     struct fdc_ticket *next;
 } fdc_ticket;
@@ -39,7 +48,9 @@ typedef struct fdc_table {
     conn_set *set;
     conn_proto proto;
     fdc_ticket *buckets[FDC_BUCKETS];
-    uint32_t count; /* tickets held, all channels */
+    uint32_t count;   /* descriptors held: tickets and queued, all
+                         channels */
+    uint64_t refused; /* descriptors refused at a cap */
 } fdc_table;
 
 /* Installs the descriptor channel on set and its ticket sweeper on the

@@ -12,6 +12,7 @@
 
 #include <gemm/types.h>
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* An item on the loop's inbox: a finished job, embedded in it. */
@@ -23,6 +24,13 @@ typedef struct gemmd_event {
     int kind;
     struct gemmd_event *next;
 } gemmd_event;
+
+/* Why a running job is asked to stop (gemmd_job.stop). */
+enum gemmd_job_stop {
+    JOB_RUN,      /* go on */
+    JOB_CLOSED,   /* its connection closed: nobody waits for it */
+    JOB_CANCELED, /* its client sent Cancel */
+};
 
 enum gemmd_job_kind {
     JOB_GEMM,   /* D = alpha op(A) op(B) + beta C */
@@ -92,6 +100,14 @@ typedef struct gemmd_job {
     uint64_t deadline_ns; /* drop unstarted after this; 0 = none */
     uint64_t mem;         /* of the daemon's memory budget, reserved */
     bool canceled;        /* dropped before it started (Cancel) */
+    /* set by the loop thread, read by the worker between slices
+     * (slice.h): enum gemmd_job_stop */
+    atomic_int stop;
+    /* installed by the scheduler for the worker that runs the job: called
+     * between two of its slices (runs small jobs waiting meanwhile);
+     * NULL: none */
+    void (*between)(void *arg, struct gemmd_job *j);
+    void *between_arg;
 
     /* where the reply goes */
     void *slot;      /* the sp_req it answers */

@@ -1,8 +1,12 @@
 /*
  * metrics.c: the Prometheus text exposition of gemmd's counters, and the
  * small HTTP/1.0 server that hands it out (GET /metrics, anything else
- * 404; one request per connection, at most METRICS_HTTP_MAX at once, each
- * with a 5 s deadline). Loop thread only.
+ * 404; one request per connection, at most METRICS_HTTP_MAX at once and
+ * METRICS_PEER_MAX of one peer address; the request's header must be whole
+ * within METRICS_HEADER_MS and the answer written within 5 s). When a new
+ * connection finds the server (or its peer's share) full, the oldest one
+ * still sending its request is closed for it, so connections that send
+ * half a request cannot keep a scraper out. Loop thread only.
  */
 #include "devstatus.h"
 #include "gemmd.h"
@@ -17,8 +21,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#define METRICS_HTTP_MAX 16
-#define METRICS_REQ_MAX  4096
+#define METRICS_HTTP_MAX  32
+#define METRICS_PEER_MAX  16   /* of one peer address */
+#define METRICS_HEADER_MS 1000 /* the request, first byte to blank line */
+#define METRICS_WRITE_MS  5000 /* the answer written */
+#define METRICS_REQ_MAX   4096
 
 /* Upper bounds of the latency buckets, seconds (+Inf is implied). */
 static const double bucket_le[METRICS_BUCKETS] = {
@@ -329,12 +336,16 @@ typedef struct http_conn {
     char req[METRICS_REQ_MAX];
     size_t got;
     char *resp;
-    int closing; /* handles still to close */
+    int closing;    /* handles still to close */
+    bool answering; /* the request is whole: being answered */
+    struct sockaddr_storage peer;
     struct http_conn *prev, *next;
 } http_conn;
 
 static int http_open;
-static http_conn *http_conns; /* open ones, closed by metrics_stop */
+static int http_live;         /* on the list (not closing) */
+static http_conn *http_conns; /* open ones, newest first; closed by
+                                 metrics_stop */
 
 static void http_closed(uv_handle_t *h)
 {
@@ -357,6 +368,7 @@ static void http_close(http_conn *c)
     if (c->next != NULL)
         c->next->prev = c->prev;
     c->closing = 2;
+    http_live--;
     uv_close((uv_handle_t *)&c->tcp, http_closed);
     uv_close((uv_handle_t *)&c->timer, http_closed);
 }
@@ -382,6 +394,8 @@ static void http_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 static void http_answer(http_conn *c)
 {
     uv_read_stop((uv_stream_t *)&c->tcp);
+    c->answering = true;
+    uv_timer_start(&c->timer, http_timeout, METRICS_WRITE_MS, 0);
     c->req[c->got] = '\0';
     size_t n = 0;
     char *body = NULL;
@@ -433,6 +447,54 @@ static void http_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         http_answer(c);
 }
 
+/* Whether a and b are the same peer address (the port aside). */
+static bool same_peer(const struct sockaddr_storage *a,
+                      const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family)
+        return false;
+    if (a->ss_family == AF_INET)
+        return memcmp(&((const struct sockaddr_in *)a)->sin_addr,
+                      &((const struct sockaddr_in *)b)->sin_addr,
+                      sizeof(struct in_addr)) == 0;
+    if (a->ss_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                      &((const struct sockaddr_in6 *)b)->sin6_addr,
+                      sizeof(struct in6_addr)) == 0;
+    return true;
+}
+
+/* Makes room for a connection from peer: when the server or the peer's
+ * share is full, closes the oldest connection (of that peer when its
+ * share is full) still sending its request. Returns whether there is room
+ * now. */
+static bool http_make_room(const struct sockaddr_storage *peer)
+{
+    int mine = 0;
+    http_conn *oldest = NULL, *oldest_mine = NULL;
+    for (http_conn *c = http_conns; c != NULL; c = c->next) {
+        bool same = same_peer(&c->peer, peer);
+        mine += same;
+        if (!c->answering) {
+            oldest = c;
+            if (same)
+                oldest_mine = c;
+        }
+    }
+    if (mine >= METRICS_PEER_MAX) {
+        if (oldest_mine == NULL)
+            return false;
+        http_close(oldest_mine);
+        return true;
+    }
+    if (http_live >= METRICS_HTTP_MAX) {
+        if (oldest == NULL)
+            return false;
+        http_close(oldest);
+    }
+    return true;
+}
+
 static void http_accept(uv_stream_t *server, int status)
 {
     gemmd *d = server->data;
@@ -446,8 +508,10 @@ static void http_accept(uv_stream_t *server, int status)
     c->d = d;
     c->tcp.data = c;
     http_open++;
+    int plen = sizeof(c->peer);
     if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
-        http_open > METRICS_HTTP_MAX) {
+        uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&c->peer, &plen) != 0 ||
+        !http_make_room(&c->peer)) {
         c->closing = 1;
         uv_close((uv_handle_t *)&c->tcp, http_closed);
         return;
@@ -458,7 +522,8 @@ static void http_accept(uv_stream_t *server, int status)
     if (http_conns != NULL)
         http_conns->prev = c;
     http_conns = c;
-    uv_timer_start(&c->timer, http_timeout, 5000, 0);
+    http_live++;
+    uv_timer_start(&c->timer, http_timeout, METRICS_HEADER_MS, 0);
     uv_read_start((uv_stream_t *)&c->tcp, http_alloc, http_read);
 }
 

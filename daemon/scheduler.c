@@ -12,6 +12,7 @@
 #include "scheduler.h"
 #include "log.h"
 #include "placement.h"
+#include "slice.h"
 #include "split.h"
 
 #include <gemm/types.h>
@@ -44,13 +45,11 @@ static void count_off(sched *s, sched_dev *dv)
     atomic_fetch_sub_explicit(&dv->pending, 1, memory_order_relaxed);
 }
 
-/* Takes the next job of dv round-robin; NULL when none. Under s->mu. */
-static gemmd_job *take(sched *s, sched_dev *dv)
+/* Takes the head of the queue after prev on dv's ring (which then goes
+ * to the back of the ring). Under s->mu. */
+static gemmd_job *take_after(sched *s, sched_dev *dv, sched_queue *prev)
 {
-    if (dv->ring == NULL)
-        return NULL;
-    /* dv->ring is the last queue served; serve the one after it */
-    sched_queue *prev = dv->ring, *q = prev->ring_next;
+    sched_queue *q = prev->ring_next;
     gemmd_job *j = q->head;
     q->head = j->next;
     if (q->head != NULL) {
@@ -68,6 +67,29 @@ static gemmd_job *take(sched *s, sched_dev *dv)
     j->next = NULL;
     count_off(s, dv);
     return j;
+}
+
+/* Takes the next job of dv round-robin; NULL when none. Under s->mu. */
+static gemmd_job *take(sched *s, sched_dev *dv)
+{
+    /* dv->ring is the last queue served; serve the one after it */
+    return dv->ring != NULL ? take_after(s, dv, dv->ring) : NULL;
+}
+
+/* Takes the next small job (slice_small) of dv round-robin of an owner
+ * other than owner; NULL when none. Under s->mu. */
+static gemmd_job *take_small(sched *s, sched_dev *dv, uint32_t owner)
+{
+    sched_queue *prev = dv->ring;
+    if (prev == NULL)
+        return NULL;
+    do {
+        sched_queue *q = prev->ring_next;
+        if (q->owner != owner && slice_small(q->head))
+            return take_after(s, dv, prev);
+        prev = q;
+    } while (prev != dv->ring);
+    return NULL;
 }
 
 /* Polls (without the lock) until a job is pending on dv, the scheduler
@@ -249,6 +271,59 @@ static bool retry_panel(sched *s, unsigned dev, gemmd_job *j)
     return true;
 }
 
+static void serve(sched *s, unsigned dev, gemmd_job *j, bool outer);
+
+/* A job's between hook (slice.h), on the worker running it: runs small
+ * jobs of other clients waiting on the same device, for up to about one
+ * slice. */
+static void run_between(void *arg, gemmd_job *cur)
+{
+    sched *s = arg;
+    sched_dev *dv = &s->devs[cur->device];
+    uint64_t until = gemmd_now_ns() + s->between_ns;
+    while (atomic_load_explicit(&dv->pending, memory_order_relaxed) != 0 &&
+           gemmd_now_ns() < until) {
+        pthread_mutex_lock(&s->mu);
+        gemmd_job *j = take_small(s, dv, cur->owner);
+        if (j != NULL)
+            dv->running++;
+        pthread_mutex_unlock(&s->mu);
+        if (j == NULL)
+            return;
+        serve(s, cur->device, j, false);
+    }
+}
+
+/* Runs job j (taken off device dev's queue, counted running) on this
+ * worker and hands it on: the device's counters, a failed panel's second
+ * try, the split's completion or the done callback. An outer job (not
+ * itself run between another's slices) gets the between hook. Worker
+ * thread of dev. */
+static void serve(sched *s, unsigned dev, gemmd_job *j, bool outer)
+{
+    sched_dev *dv = &s->devs[dev];
+    j->between = outer && s->between_ns != 0 ? run_between : NULL;
+    j->between_arg = s;
+    run_job(s, dev, j);
+
+    pthread_mutex_lock(&s->mu);
+    dv->running--;
+    dv->load_ns -= j->cost_ns;
+    if (dv->load_ns < 0 || (dv->running == 0 && dv->queued == 0))
+        dv->load_ns = 0; /* no drift */
+    dv->busy_ns += j->t_finished - j->t_started;
+    dv->parts += j->split != NULL;
+    count_outcome(s, dv, dev, j);
+    bool again = retry_panel(s, dev, j);
+    pthread_mutex_unlock(&s->mu);
+    if (again)
+        return;
+    if (j->split != NULL)
+        split_part_done(s, j);
+    else
+        sched_finish(s, j);
+}
+
 static void *worker(void *arg)
 {
     sched_worker *w = arg;
@@ -266,25 +341,7 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&s->mu);
         if (j == NULL)
             return NULL; /* stopping and nothing left */
-
-        run_job(s, w->dev, j);
-
-        pthread_mutex_lock(&s->mu);
-        dv->running--;
-        dv->load_ns -= j->cost_ns;
-        if (dv->load_ns < 0 || (dv->running == 0 && dv->queued == 0))
-            dv->load_ns = 0; /* no drift */
-        dv->busy_ns += j->t_finished - j->t_started;
-        dv->parts += j->split != NULL;
-        count_outcome(s, dv, w->dev, j);
-        bool again = retry_panel(s, w->dev, j);
-        pthread_mutex_unlock(&s->mu);
-        if (again)
-            continue;
-        if (j->split != NULL)
-            split_part_done(s, j);
-        else
-            sched_finish(s, j);
+        serve(s, w->dev, j, true);
     }
 }
 

@@ -72,6 +72,11 @@ typedef struct sched {
     bool split_same_gpu;   /* --split-same-gpu */
     unsigned fail_limit;   /* --device-fail-limit */
     int fail_device;       /* test hooks: every GEMM here fails; -1 */
+    /* between two slices of a large job (slice.h) its worker runs small
+     * jobs of other clients waiting on its device, for up to this long;
+     * 0 = never. Set by the main thread before the first job is
+     * submitted. */
+    uint64_t between_ns;
     struct sched_worker *workers;
     unsigned nthreads;
 } sched;

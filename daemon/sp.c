@@ -176,8 +176,15 @@ void sp_reply(sp_req *q, const Gemm__Reply *r, int status)
         cl->reqs = q->next;
     if (q->next != NULL)
         q->next->prev = q->prev;
-    cl->recent[cl->recent_next].id = q->id;
-    cl->recent[cl->recent_next].status = status;
+    sp_recent *rc = &cl->recent[cl->recent_next];
+    *rc = (sp_recent){.id = q->id, .status = status};
+    if (r->body_case == GEMM__REPLY__BODY_GEMM && r->gemm != NULL) {
+        rc->gemm = true;
+        rc->queued_us = r->gemm->queued_us;
+        rc->compute_us = r->gemm->compute_us;
+        rc->total_us = r->gemm->total_us;
+        rc->kernel_ns = r->gemm->kernel_ns;
+    }
     cl->recent_next = (cl->recent_next + 1) % SP_RECENT_MAX;
     if (!c->closed) {
         size_t n = gemm__reply__get_packed_size(r);

@@ -21,10 +21,14 @@
 #define SP_BT_MAX     32 /* SP backtrace bytes kept (8 hops) */
 #define SP_RECENT_MAX 64 /* answered request ids kept for Cancel */
 
-/* A request answered recently, for Cancel lookups. */
+/* A request answered recently, for Cancel lookups: its status and, for a
+ * GEMM answered OK, the timings of its reply (a Cancel that arrives after
+ * it finished answers with them). */
 typedef struct sp_recent {
     uint64_t id;
     int status;
+    bool gemm; /* the reply had a GEMM body: the timings below */
+    uint64_t queued_us, compute_us, total_us, kernel_ns;
 } sp_recent;
 
 /* The SP state of one connection (its conn->up). */

@@ -17,6 +17,8 @@ typedef struct gemmd_user {
     uint64_t bytes;    /* registered buffer bytes + resident tensors */
     uint64_t memory;   /* of the daemon's memory budget, in use */
     uint32_t inflight; /* jobs queued or running */
+    uint32_t fds;      /* descriptors held for it, not yet registered
+                          (tickets, and those queued on its channels) */
     uint64_t requests; /* answered, all kinds */
     uint64_t failed;   /* of which with an error */
     uint64_t refused;  /* connections refused (caps) */

@@ -81,6 +81,7 @@ gemm_itest(tenancy 240)     # a hostile local user: lockouts, floods, memory
 gemm_itest(metrics 60)      # Prometheus endpoint and textfile, promtool
 gemm_itest(devices 400)     # --devices: placement, migration, split, faults
 gemm_itest(faults 60)       # dying clients, shm truncation, daemon restart
+gemm_itest(isolation 120)   # one uid cannot block, hold or blind another
 gemm_itest(startup 30)      # refusals at start name the way out
 add_executable(fault_probe integration/fault_probe.c)
 target_link_libraries(fault_probe PRIVATE gemm_itest_util)

@@ -12,6 +12,7 @@
  */
 #include "cuda/staging.h"
 #include "cuda/migrate.h"
+#include "cuda/slices.h"
 #include "log.h"
 
 #include <gemm/types.h>
@@ -239,7 +240,8 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
                                                : GEMM_PRECISION_DEFAULT;
         kp.host_mapped = 1;
     }
-    if ((rv = run_kernel(w, j, &kp)) != GEMM_OK)
+    if ((rv = direct ? run_kernel(w, j, &kp)
+                     : cuda_slices_run(w, j, &kp, run_kernel)) != GEMM_OK)
         goto fail;
     CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
     if (!direct) {

@@ -109,7 +109,8 @@ Test(access, three_uids_each_served_none_reaches_another)
     uint64_t id, ticket;
     cr_assert_eq(tu_raw_buffer(&r, &mine, 4096, &id), GEMM_OK);
     cr_assert_eq(tu_shm_create(&spare, 4096), 0);
-    cr_assert_eq(tu_fd_ticket(d.url, spare.fd, &ticket), 0);
+    int chan;
+    cr_assert_eq(tu_fd_ticket_keep(d.url, spare.fd, &ticket, &chan), 0);
     memset(mine.data, 0x3c, 4096);
     char idstr[32], tstr[32];
     snprintf(idstr, sizeof(idstr), "%llu", (unsigned long long)id);
@@ -130,6 +131,7 @@ Test(access, three_uids_each_served_none_reaches_another)
                  rep->message ? rep->message : "");
     gemm__reply__free_unpacked(rep, NULL);
     tu_raw_close(&r);
+    close(chan);
     tu_shm_destroy(&mine);
     tu_shm_destroy(&spare);
     cr_expect_eq(gemmd_stop(&d, 20.0), 0);

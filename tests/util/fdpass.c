@@ -65,6 +65,11 @@ static int send_all(int fd, const void *buf, size_t len, int pass)
 
 int tu_fd_ticket(const char *url, int fd, uint64_t *ticket)
 {
+    return tu_fd_ticket_keep(url, fd, ticket, NULL);
+}
+
+int tu_fd_ticket_keep(const char *url, int fd, uint64_t *ticket, int *chan)
+{
     int s = tu_sock_connect(url, 10000);
     uint8_t greet[WIRE_HDR_LEN], msg[WIRE_FD_MSG_LEN], ans[WIRE_FD_ANSWER_LEN];
     int rv = -1;
@@ -78,6 +83,10 @@ int tu_fd_ticket(const char *url, int fd, uint64_t *ticket)
         read_all(s, ans, sizeof(ans)) != 0)
         goto done;
     rv = wire_fd_answer_get(ans, ticket);
+    if (rv == 0 && chan != NULL) {
+        *chan = s;
+        return rv;
+    }
 done:
     close(s);
     return rv;

@@ -19,6 +19,11 @@ int tu_sock_connect(const char *url, int timeout_ms);
  * the daemon's gemm_error (> 0), or -1 on a transport failure. */
 int tu_fd_ticket(const char *url, int fd, uint64_t *ticket);
 
+/* The same, and the channel stays open (*chan, the caller closes it) so
+ * the ticket stays good past the second a closed channel's tickets have
+ * (chan may be NULL: closed). */
+int tu_fd_ticket_keep(const char *url, int fd, uint64_t *ticket, int *chan);
+
 /* Reads the daemon's greeting and sends an SP REQ header on sock. 0 or
  * -1. */
 int tu_sp_handshake(int sock);

@@ -79,8 +79,12 @@ GEMM_API void gemm_client_close(gemm_client *c);
  * What a timeout means for a GEMM or a tensor upload: the client then asks
  * the daemon to cancel it. If it had not started, the daemon drops it and
  * the call returns GEMM_ERR_TIMEOUT: nothing was written, D is as before.
- * If it had started, the call waits for it to finish (as long as the
- * timeout again, at least 1 s) and returns its real outcome. Only if the
+ * If it had started, the daemon stops a GEMM at its next slice (large
+ * GEMMs run in slices of about gemmd's --slice-ms) and the call returns
+ * GEMM_ERR_TIMEOUT saying so: D may then be partly written. A GEMM that
+ * finished meanwhile returns its success (and timings); an upload is
+ * waited for (as long as the timeout again, at least 1 s) and returns its
+ * real outcome. Only if the
  * daemon does not answer the cancel in that time does the call return
  * GEMM_ERR_ABANDONED: the request may still run and write D later, so D
  * must not be reused until the connection is closed. Other requests (ping,
