@@ -17,6 +17,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* The row-major request of a checked call, in the caller's memory. */
 typedef struct wire3 {
@@ -100,24 +101,49 @@ static void restate(const gb_l3 *p, wire3 *w)
     w->read_out = be[0] != 0 || be[1] != 0;
 }
 
-/* The output's triangle (or all of it) from src (lds) to dst (ldd), rows
- * of the row-major view. */
-static void copy_out(const wire3 *w, void *dst, size_t ldd, const void *src,
+/* Rows per block of a triangle's copy: each block is a rectangle that
+ * gb_copy2d shares out, and the diagonal block's rows. */
+#define TRI_BLOCK 256
+
+/* The output's referenced triangle (or all of it) from src (lds) to dst
+ * (ldd), rows of the row-major view: in before the call, out after it. The
+ * triangle goes by blocks of rows: the rectangle beside the diagonal block
+ * (shared over the copy threads), then the diagonal block's part, row by row.
+ */
+static void copy_ref(const wire3 *w, void *dst, size_t ldd, const void *src,
                      size_t lds, size_t es)
 {
     if (!rank_update(w->p->r)) {
         gb_copy2d(dst, ldd, src, lds, w->cr, w->cc, es);
         return;
     }
-    for (size_t i = 0; i < w->cr; i++) {
-        size_t j0 = w->op.lower ? 0 : i, j1 = w->op.lower ? i + 1 : w->cc;
-        memcpy((char *)dst + (i * ldd + j0) * es,
-               (const char *)src + (i * lds + j0) * es, (j1 - j0) * es);
+    bool lower = w->op.lower;
+    size_t n = w->cc;
+    for (size_t r0 = 0; r0 < w->cr; r0 += TRI_BLOCK) {
+        size_t r1 = r0 + TRI_BLOCK < w->cr ? r0 + TRI_BLOCK : w->cr;
+        size_t c0 = lower ? 0 : r1, c1 = lower ? r0 : n;
+        if (c1 > c0)
+            gb_copy2d((char *)dst + (r0 * ldd + c0) * es, ldd,
+                      (const char *)src + (r0 * lds + c0) * es, lds, r1 - r0,
+                      c1 - c0, es);
+        for (size_t i = r0; i < r1; i++) {
+            size_t j0 = lower ? r0 : i, j1 = lower ? i + 1 : r1;
+            memcpy((char *)dst + (i * ldd + j0) * es,
+                   (const char *)src + (i * lds + j0) * es, (j1 - j0) * es);
+        }
     }
+}
+
+static double ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
 {
+    double t0 = ms_now();
     const wire3 *w = arg;
     const gb_l3 *p = w->p;
     size_t es = gb_esize(p->t);
@@ -132,21 +158,26 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
         op.b = (gemm_matrix){buf, w->off_b, 0, 0};
     }
     if (w->read_out)
-        gb_copy2d(base + w->off_c, w->cc, p->c, (size_t)p->ldc, w->cr, w->cc,
-                  es);
+        copy_ref(w, base + w->off_c, w->cc, p->c, (size_t)p->ldc, es);
     if (p->r == GB_TRMM || p->r == GB_TRSM)
         op.b = out;
     else
         op.c = out;
     op.timeout_ms = (uint32_t)gb_cfg()->queue_ms;
     gemm_timings tm;
+    double t1 = ms_now();
     int rv = gemm_blas3_run(c, &op, &tm);
     if (rv != GEMM_OK)
         return rv;
-    copy_out(w, p->c, (size_t)p->ldc, base + w->off_c, w->cc, es);
-    gb_log(2, "%c%s n=%lld: gemmd %s, %.3f ms (daemon %.3f)", "sdcz"[p->t],
-           gemm_routine_name(op.routine), (long long)op.n, tm.kernel,
-           (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3);
+    double t2 = ms_now();
+    copy_ref(w, p->c, (size_t)p->ldc, base + w->off_c, w->cc, es);
+    gb_log(2,
+           "%c%s n=%lld: copies in %.3f ms, gemmd %s %.3f ms (daemon %.3f, "
+           "device %.3f, kernels %.3f), copy out %.3f ms",
+           "sdcz"[p->t], gemm_routine_name(op.routine), (long long)op.n,
+           t1 - t0, tm.kernel, (double)tm.round_trip_us / 1e3,
+           (double)tm.total_us / 1e3, (double)tm.compute_us / 1e3,
+           (double)tm.kernel_ns / 1e6, ms_now() - t2);
     return GEMM_OK;
 }
 
