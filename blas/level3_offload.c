@@ -4,12 +4,14 @@
  * does the other way round (a column-major X is the row-major X^T): symm,
  * hemm, trmm and trsm flip SIDE and UPLO and swap m and n; the rank
  * updates flip UPLO and TRANS (N <-> T, or C for herk/her2k), and her2k
- * takes conj(alpha). No data moves for that. Staging: A, B (when used)
- * and the output (when its old value is read: beta != 0, and trmm/trsm)
- * are packed tightly into the thread's buffer (offload.c's), the request runs
+ * takes conj(alpha). No data moves for that. Staging: A (only its
+ * referenced triangle for symm, hemm, trmm and trsm), B (when used) and
+ * the output (when its old value is read: beta != 0, and trmm/trsm) are
+ * packed tightly into the thread's buffer (offload.c's), the request runs
  * in place, and the output is copied back: all of it for symm/hemm and
- * trmm/trsm, only the referenced triangle for the rank updates, so the
- * caller's other triangle is never written, as the reference promises.
+ * trmm/trsm, only the referenced triangle for the rank updates (in and
+ * out), so the caller's other triangle is never written, as the
+ * reference promises. Large copies are shared over the copy threads.
  */
 #include "gemmblas.h"
 
@@ -105,22 +107,15 @@ static void restate(const gb_l3 *p, wire3 *w)
  * gb_copy2d shares out, and the diagonal block's rows. */
 #define TRI_BLOCK 256
 
-/* The output's referenced triangle (or all of it) from src (lds) to dst
- * (ldd), rows of the row-major view: in before the call, out after it. The
- * triangle goes by blocks of rows: the rectangle beside the diagonal block
- * (shared over the copy threads), then the diagonal block's part, row by row.
- */
-static void copy_ref(const wire3 *w, void *dst, size_t ldd, const void *src,
-                     size_t lds, size_t es)
+/* The lower (or upper) triangle of the n x n row-major src (lds) to dst
+ * (ldd), by blocks of rows: the rectangle beside each diagonal block
+ * (shared over the copy threads), then the diagonal block's part, row
+ * by row. */
+static void copy_tri(void *dst, size_t ldd, const void *src, size_t lds,
+                     size_t n, bool lower, size_t es)
 {
-    if (!rank_update(w->p->r)) {
-        gb_copy2d(dst, ldd, src, lds, w->cr, w->cc, es);
-        return;
-    }
-    bool lower = w->op.lower;
-    size_t n = w->cc;
-    for (size_t r0 = 0; r0 < w->cr; r0 += TRI_BLOCK) {
-        size_t r1 = r0 + TRI_BLOCK < w->cr ? r0 + TRI_BLOCK : w->cr;
+    for (size_t r0 = 0; r0 < n; r0 += TRI_BLOCK) {
+        size_t r1 = r0 + TRI_BLOCK < n ? r0 + TRI_BLOCK : n;
         size_t c0 = lower ? 0 : r1, c1 = lower ? r0 : n;
         if (c1 > c0)
             gb_copy2d((char *)dst + (r0 * ldd + c0) * es, ldd,
@@ -132,6 +127,18 @@ static void copy_ref(const wire3 *w, void *dst, size_t ldd, const void *src,
                    (const char *)src + (i * lds + j0) * es, (j1 - j0) * es);
         }
     }
+}
+
+/* The output's referenced part from src (lds) to dst (ldd), rows of the
+ * row-major view: in before the call, out after it; the triangle of a
+ * rank update, all of it otherwise. */
+static void copy_ref(const wire3 *w, void *dst, size_t ldd, const void *src,
+                     size_t lds, size_t es)
+{
+    if (!rank_update(w->p->r))
+        gb_copy2d(dst, ldd, src, lds, w->cr, w->cc, es);
+    else
+        copy_tri(dst, ldd, src, lds, w->cr, w->op.lower, es);
 }
 
 static double ms_now(void)
@@ -149,7 +156,10 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
     size_t es = gb_esize(p->t);
     char *base = gemm_buffer_data(buf);
     gemm_blas3_op op = w->op;
-    gb_copy2d(base, w->ac, p->a, (size_t)p->lda, w->ar, w->ac, es);
+    if (rank_update(p->r)) /* A whole; else only its triangle is read */
+        gb_copy2d(base, w->ac, p->a, (size_t)p->lda, w->ar, w->ac, es);
+    else
+        copy_tri(base, w->ac, p->a, (size_t)p->lda, w->ar, w->op.lower, es);
     op.a = (gemm_matrix){buf, 0, 0, 0};
     gemm_matrix out = {buf, w->off_c, 0, 0};
     if (w->br != 0) {
