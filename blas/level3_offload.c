@@ -103,30 +103,32 @@ static void restate(const gb_l3 *p, wire3 *w)
     w->read_out = be[0] != 0 || be[1] != 0;
 }
 
-/* Rows per block of a triangle's copy: each block is a rectangle that
- * gb_copy2d shares out, and the diagonal block's rows. */
+/* A triangle of at most this many rows is copied row by row. */
 #define TRI_BLOCK 256
 
 /* The lower (or upper) triangle of the n x n row-major src (lds) to dst
- * (ldd), by blocks of rows: the rectangle beside each diagonal block
- * (shared over the copy threads), then the diagonal block's part, row
- * by row. */
+ * (ldd): the square below (above) the diagonal halves' split as one
+ * rectangle, shared over the copy threads, then the two halves' own
+ * triangles the same way, down to TRI_BLOCK rows copied row by row. */
 static void copy_tri(void *dst, size_t ldd, const void *src, size_t lds,
                      size_t n, bool lower, size_t es)
 {
-    for (size_t r0 = 0; r0 < n; r0 += TRI_BLOCK) {
-        size_t r1 = r0 + TRI_BLOCK < n ? r0 + TRI_BLOCK : n;
-        size_t c0 = lower ? 0 : r1, c1 = lower ? r0 : n;
-        if (c1 > c0)
-            gb_copy2d((char *)dst + (r0 * ldd + c0) * es, ldd,
-                      (const char *)src + (r0 * lds + c0) * es, lds, r1 - r0,
-                      c1 - c0, es);
-        for (size_t i = r0; i < r1; i++) {
-            size_t j0 = lower ? r0 : i, j1 = lower ? i + 1 : r1;
+    if (n <= TRI_BLOCK) {
+        for (size_t i = 0; i < n; i++) {
+            size_t j0 = lower ? 0 : i, j1 = lower ? i + 1 : n;
             memcpy((char *)dst + (i * ldd + j0) * es,
                    (const char *)src + (i * lds + j0) * es, (j1 - j0) * es);
         }
+        return;
     }
+    size_t h = n / 2;
+    size_t r0 = lower ? h : 0, c0 = lower ? 0 : h;
+    gb_copy2d((char *)dst + (r0 * ldd + c0) * es, ldd,
+              (const char *)src + (r0 * lds + c0) * es, lds, lower ? n - h : h,
+              lower ? h : n - h, es);
+    copy_tri(dst, ldd, src, lds, h, lower, es);
+    copy_tri((char *)dst + (h * ldd + h) * es, ldd,
+             (const char *)src + (h * lds + h) * es, lds, n - h, lower, es);
 }
 
 /* The output's referenced part from src (lds) to dst (ldd), rows of the
