@@ -29,12 +29,14 @@ _TYPES = ("float32", "float64", "complex64", "complex128")
 
 
 def _flag(what: str, name: str, v: Any, words: dict) -> Any:
-    key = str(v).lower() if isinstance(v, str) else v
+    """The value of flag v (a word or a BLAS letter, any case)."""
+    key = v.lower() if isinstance(v, str) else None
     if key not in words:
+        shown = [w for w in words if len(w) > 1] or \
+            [w.upper() for w in words]
         raise InvalidArgument(
             "%s: %s must be one of %s, got %r" %
-            (what, name, ", ".join(repr(w) for w in words if len(w) > 1 or
-                                   w.isupper()), v))
+            (what, name, ", ".join(repr(w) for w in shown), v))
     return words[key]
 
 

@@ -169,6 +169,8 @@ def test_errors(client: gemmd.Client) -> None:
         client.symm(sq, sq, side="middle")
     with pytest.raises(gemmd.InvalidArgument, match="trans must be"):
         client.herk(sq.astype(complex), trans="T")
+    with pytest.raises(gemmd.InvalidArgument, match="'N', 'T', 'C'"):
+        client.trsm(sq, sq, trans="X")
     with pytest.raises(gemmd.InvalidArgument, match="alpha must be real"):
         client.herk(sq.astype(complex), alpha=1j)
     # a ValueError for code that catches numpy's
