@@ -4,12 +4,14 @@
  * does the other way round (a column-major X is the row-major X^T): symm,
  * hemm, trmm and trsm flip SIDE and UPLO and swap m and n; the rank
  * updates flip UPLO and TRANS (N <-> T, or C for herk/her2k), and her2k
- * takes conj(alpha). No data moves for that. Staging: A, B (when used)
- * and the output (when its old value is read: beta != 0, and trmm/trsm)
- * are packed tightly into the thread's buffer (offload.c's), the request runs
+ * takes conj(alpha). No data moves for that. Staging: A (only its
+ * referenced triangle for symm, hemm, trmm and trsm), B (when used) and
+ * the output (when its old value is read: beta != 0, and trmm/trsm) are
+ * packed tightly into the thread's buffer (offload.c's), the request runs
  * in place, and the output is copied back: all of it for symm/hemm and
- * trmm/trsm, only the referenced triangle for the rank updates, so the
- * caller's other triangle is never written, as the reference promises.
+ * trmm/trsm, only the referenced triangle for the rank updates (in and
+ * out), so the caller's other triangle is never written, as the
+ * reference promises. Large copies are shared over the copy threads.
  */
 #include "gemmblas.h"
 
@@ -17,6 +19,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* The row-major request of a checked call, in the caller's memory. */
 typedef struct wire3 {
@@ -100,30 +103,65 @@ static void restate(const gb_l3 *p, wire3 *w)
     w->read_out = be[0] != 0 || be[1] != 0;
 }
 
-/* The output's triangle (or all of it) from src (lds) to dst (ldd), rows
- * of the row-major view. */
-static void copy_out(const wire3 *w, void *dst, size_t ldd, const void *src,
-                     size_t lds, size_t es)
+/* A triangle of at most this many rows is copied row by row. */
+#define TRI_BLOCK 256
+
+/* The lower (or upper) triangle of the n x n row-major src (lds) to dst
+ * (ldd): the square below (above) the diagonal halves' split as one
+ * rectangle, shared over the copy threads, then the two halves' own
+ * triangles the same way, down to TRI_BLOCK rows copied row by row. */
+static void copy_tri(void *dst, size_t ldd, const void *src, size_t lds,
+                     size_t n, bool lower, size_t es)
 {
-    if (!rank_update(w->p->r)) {
-        gb_copy2d(dst, ldd, src, lds, w->cr, w->cc, es);
+    if (n <= TRI_BLOCK) {
+        for (size_t i = 0; i < n; i++) {
+            size_t j0 = lower ? 0 : i, j1 = lower ? i + 1 : n;
+            memcpy((char *)dst + (i * ldd + j0) * es,
+                   (const char *)src + (i * lds + j0) * es, (j1 - j0) * es);
+        }
         return;
     }
-    for (size_t i = 0; i < w->cr; i++) {
-        size_t j0 = w->op.lower ? 0 : i, j1 = w->op.lower ? i + 1 : w->cc;
-        memcpy((char *)dst + (i * ldd + j0) * es,
-               (const char *)src + (i * lds + j0) * es, (j1 - j0) * es);
-    }
+    size_t h = n / 2;
+    size_t r0 = lower ? h : 0, c0 = lower ? 0 : h;
+    gb_copy2d((char *)dst + (r0 * ldd + c0) * es, ldd,
+              (const char *)src + (r0 * lds + c0) * es, lds, lower ? n - h : h,
+              lower ? h : n - h, es);
+    copy_tri(dst, ldd, src, lds, h, lower, es);
+    copy_tri((char *)dst + (h * ldd + h) * es, ldd,
+             (const char *)src + (h * lds + h) * es, lds, n - h, lower, es);
+}
+
+/* The output's referenced part from src (lds) to dst (ldd), rows of the
+ * row-major view: in before the call, out after it; the triangle of a
+ * rank update, all of it otherwise. */
+static void copy_ref(const wire3 *w, void *dst, size_t ldd, const void *src,
+                     size_t lds, size_t es)
+{
+    if (!rank_update(w->p->r))
+        gb_copy2d(dst, ldd, src, lds, w->cr, w->cc, es);
+    else
+        copy_tri(dst, ldd, src, lds, w->cr, w->op.lower, es);
+}
+
+static double ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
 {
+    double t0 = ms_now();
     const wire3 *w = arg;
     const gb_l3 *p = w->p;
     size_t es = gb_esize(p->t);
     char *base = gemm_buffer_data(buf);
     gemm_blas3_op op = w->op;
-    gb_copy2d(base, w->ac, p->a, (size_t)p->lda, w->ar, w->ac, es);
+    if (rank_update(p->r)) /* A whole; else only its triangle is read */
+        gb_copy2d(base, w->ac, p->a, (size_t)p->lda, w->ar, w->ac, es);
+    else
+        copy_tri(base, w->ac, p->a, (size_t)p->lda, w->ar, w->op.lower, es);
     op.a = (gemm_matrix){buf, 0, 0, 0};
     gemm_matrix out = {buf, w->off_c, 0, 0};
     if (w->br != 0) {
@@ -132,21 +170,26 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
         op.b = (gemm_matrix){buf, w->off_b, 0, 0};
     }
     if (w->read_out)
-        gb_copy2d(base + w->off_c, w->cc, p->c, (size_t)p->ldc, w->cr, w->cc,
-                  es);
+        copy_ref(w, base + w->off_c, w->cc, p->c, (size_t)p->ldc, es);
     if (p->r == GB_TRMM || p->r == GB_TRSM)
         op.b = out;
     else
         op.c = out;
     op.timeout_ms = (uint32_t)gb_cfg()->queue_ms;
     gemm_timings tm;
+    double t1 = ms_now();
     int rv = gemm_blas3_run(c, &op, &tm);
     if (rv != GEMM_OK)
         return rv;
-    copy_out(w, p->c, (size_t)p->ldc, base + w->off_c, w->cc, es);
-    gb_log(2, "%c%s n=%lld: gemmd %s, %.3f ms (daemon %.3f)", "sdcz"[p->t],
-           gemm_routine_name(op.routine), (long long)op.n, tm.kernel,
-           (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3);
+    double t2 = ms_now();
+    copy_ref(w, p->c, (size_t)p->ldc, base + w->off_c, w->cc, es);
+    gb_log(2,
+           "%c%s n=%lld: copies in %.3f ms, gemmd %s %.3f ms (daemon %.3f, "
+           "device %.3f, kernels %.3f), copy out %.3f ms",
+           "sdcz"[p->t], gemm_routine_name(op.routine), (long long)op.n,
+           t1 - t0, tm.kernel, (double)tm.round_trip_us / 1e3,
+           (double)tm.total_us / 1e3, (double)tm.compute_us / 1e3,
+           (double)tm.kernel_ns / 1e6, ms_now() - t2);
     return GEMM_OK;
 }
 

@@ -9,7 +9,13 @@
  *   openblas   the CPU BLAS itself (--variants to add it)
  * Each (variant, routine, size) runs in a fresh process that dlopens its
  * library: the first call (library loading included), then --calls more,
- * of which the best is reported. Square problems: syrk L N (C n x n, A n
+ * of which the best is reported (steady state). Then --procs processes
+ * (default 4; 0: none) run at once, each warmed up by one call and
+ * released together, each making --calls calls on its own problem: the
+ * "N procs" column is the slowest one's time per call. The openblas
+ * variant's worker prints its configuration (openblas_get_config, core,
+ * threads; OPENBLAS_CORETYPE from the environment says the core where a
+ * VM hides the CPU's flags). Square problems: syrk L N (C n x n, A n
  * x n), trsm L L N N (A lower, diagonal n, alpha n: the solution keeps
  * its size call after call), symm L L; beta 0. Random data; every worker
  * prints 16 sampled outputs of its first call and the controller checks
@@ -63,14 +69,17 @@ static void fill(void *p, size_t n, bool f32, uint64_t seed)
     }
 }
 
-/* bench_blas3 --worker LIB ROUTINE N CALLS: prints "RESULT load_ms
- * first_ms best_ms" and "SAMPLE" with 16 (re) values of the output. */
+/* bench_blas3 --worker LIB ROUTINE N CALLS [together]: prints "RESULT
+ * load_ms first_ms best_ms" and "SAMPLE" with 16 (re) values of the
+ * output; with "together": after the first call "READY", waits for a byte
+ * on stdin, makes CALLS calls and prints "RESULT4 total_ms". */
 static int worker(int argc, char **argv)
 {
     if (argc < 6)
         return 2;
     const char *lib = argv[2], *rt = argv[3];
     int n = atoi(argv[4]), calls = atoi(argv[5]);
+    bool together = argc > 6 && strcmp(argv[6], "together") == 0;
     char t = rt[0];
     const char *what = rt + 1;
     bool cplx = t == 'c' || t == 'z', f32 = t == 's' || t == 'c';
@@ -114,9 +123,26 @@ static int worker(int argc, char **argv)
         return 1;
     }
     double t1 = now_ms();
+    const char *(*cfg)(void) =
+        (const char *(*)(void))dlsym(h, "openblas_get_config");
+    const char *(*core)(void) =
+        (const char *(*)(void))dlsym(h, "openblas_get_corename");
+    int (*threads)(void) = (int (*)(void))dlsym(h, "openblas_get_num_threads");
+    if (cfg != NULL && core != NULL && threads != NULL)
+        printf("CONFIG %s; core %s; %d threads\n", cfg(), core(), threads());
     void *out = trsm ? b : c;
     double best = INFINITY, first = 0;
-    for (int i = 0; i <= calls; i++) {
+    int total = together ? calls + 1 : calls;
+    double go = 0;
+    for (int i = 0; i <= total; i++) {
+        if (together && i == 1) {
+            char byte;
+            printf("READY\n");
+            fflush(stdout);
+            if (read(0, &byte, 1) != 1)
+                return 1;
+            go = now_ms();
+        }
         double s0 = now_ms();
         if (strcmp(what, "syrk") == 0)
             ((syrk_fn)f)("L", "N", &n, &n, alpha, a, &n, beta, c, &n);
@@ -146,6 +172,8 @@ static int worker(int argc, char **argv)
         }
     }
     printf("RESULT %.3f %.3f %.3f\n", t1 - t0, first, calls ? best : first);
+    if (together)
+        printf("RESULT4 %.3f\n", now_ms() - go);
     return 0;
 }
 
@@ -186,6 +214,7 @@ typedef struct result {
     bool ok;
     double load_ms, first_ms, best_ms;
     double sample[16];
+    double procs_ms; /* the slowest process's time per call; 0: not run */
 } result;
 
 static void run_one(const variant *v, const char *rt, int n, int calls,
@@ -224,6 +253,11 @@ static void run_one(const variant *v, const char *rt, int n, int calls,
         } else if (strncmp(line, "RESULT", 6) == 0) {
             got_r = sscanf(line, "RESULT %lf %lf %lf", &r->load_ms,
                            &r->first_ms, &r->best_ms) == 3;
+        } else if (strncmp(line, "CONFIG", 6) == 0) {
+            static bool said;
+            if (!said)
+                printf("#   %s: %s", v->name, line + 7);
+            said = true;
         } else if (strncmp(line, "ERROR", 5) == 0) {
             fprintf(stderr, "%s %s %d: %s", v->name, rt, n, line);
         }
@@ -234,6 +268,80 @@ static void run_one(const variant *v, const char *rt, int n, int calls,
     r->ok = got_s && got_r && WIFEXITED(st) && WEXITSTATUS(st) == 0;
     if (!r->ok)
         fprintf(stderr, "%s %s %d: worker failed\n", v->name, rt, n);
+}
+
+/* procs workers of v at once, each warmed up, released together: the
+ * slowest one's time per call into r->procs_ms (0 when one failed). */
+static void run_procs(const variant *v, const char *rt, int n, int calls,
+                      int procs, result *r)
+{
+    pid_t pid[64];
+    FILE *out[64];
+    int go[64];
+    int started = 0;
+    bool ok = true;
+    char nb[16], cb[16];
+    snprintf(nb, sizeof(nb), "%d", n);
+    snprintf(cb, sizeof(cb), "%d", calls);
+    char *argv[] = {self_path, "--worker", (char *)v->lib, (char *)rt,
+                    nb,        cb,         "together",     NULL};
+    r->procs_ms = 0;
+    for (; started < procs; started++) {
+        int po[2], pi[2];
+        if (pipe(po) != 0 || pipe(pi) != 0) {
+            ok = false;
+            break;
+        }
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, pi[0], 0);
+        posix_spawn_file_actions_addclose(&fa, po[0]);
+        posix_spawn_file_actions_addclose(&fa, pi[1]);
+        int rv = posix_spawn(&pid[started], self_path, &fa, NULL, argv,
+                             worker_env(v));
+        posix_spawn_file_actions_destroy(&fa);
+        close(po[1]);
+        close(pi[0]);
+        if (rv != 0) {
+            close(po[0]);
+            close(pi[1]);
+            ok = false;
+            break;
+        }
+        out[started] = fdopen(po[0], "r");
+        go[started] = pi[1];
+    }
+    char line[1024];
+    for (int i = 0; i < started && ok; i++) {
+        bool ready = false;
+        while (!ready && fgets(line, sizeof(line), out[i]) != NULL)
+            ready = strncmp(line, "READY", 5) == 0;
+        ok = ready;
+    }
+    for (int i = 0; i < started; i++) {
+        if (ok && write(go[i], "g", 1) != 1)
+            ok = false;
+        close(go[i]);
+    }
+    double slowest = 0;
+    for (int i = 0; i < started; i++) {
+        double ms = -1;
+        while (fgets(line, sizeof(line), out[i]) != NULL)
+            if (strncmp(line, "RESULT4", 7) == 0)
+                sscanf(line, "RESULT4 %lf", &ms);
+        ok = ok && ms > 0;
+        slowest = ms > slowest ? ms : slowest;
+        fclose(out[i]);
+        int st;
+        waitpid(pid[i], &st, 0);
+        ok = ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    }
+    if (ok && calls > 0)
+        r->procs_ms = slowest / calls;
+    else
+        fprintf(stderr, "%s %s %d x%d: a worker failed\n", v->name, rt, n,
+                procs);
 }
 
 /* Work of routine rt at n (flops; complex counts 4 real products). */
@@ -275,7 +383,8 @@ int main(int argc, char **argv)
     const char *ob = "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3";
     const char *nv = "/usr/local/cuda/lib64/libnvblas.so";
     const char *gb = "libgemmblas.so.0", *csv = NULL;
-    int calls = 3;
+    int calls = 3, procs = 4;
+    char procs_s[128] = "gemmblas,nvblas,nvblas-pin";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v == NULL) {
@@ -298,11 +407,16 @@ int main(int argc, char **argv)
             calls = atoi(v);
         else if (strcmp(a, "--csv") == 0)
             csv = v;
+        else if (strcmp(a, "--procs") == 0)
+            procs = atoi(v);
+        else if (strcmp(a, "--procs-variants") == 0)
+            snprintf(procs_s, sizeof(procs_s), "%s", v);
         else {
             fputs("usage: bench_blas3 [--routines dsyrk,dtrsm,...] [--sizes "
                   "4096,8192]\n  [--variants gemmblas,nvblas,nvblas-pin,"
                   "openblas] [--calls 3]\n  [--openblas LIB] [--nvblas LIB] "
-                  "[--gemmblas LIB] [--csv FILE]\n",
+                  "[--gemmblas LIB] [--csv FILE]\n  [--procs 4] "
+                  "[--procs-variants gemmblas,nvblas,nvblas-pin]\n",
                   stderr);
             return 2;
         }
@@ -313,6 +427,12 @@ int main(int argc, char **argv)
     char *rts[16], *szs[16], *want[8];
     int nr = split(rts_s, rts, 16), ns = split(sizes_s, szs, 16);
     int nw = split(want_s, want, 8);
+    char *pw[8];
+    int npw = split(procs_s, pw, 8);
+    if (procs < 0 || procs > 64) {
+        fprintf(stderr, "bench_blas3: --procs 0..64\n");
+        return 2;
+    }
 
     /* nvblas.conf, without and with autopin */
     static char conf[2][128], confenv[2][160], gbcpu[4200];
@@ -337,7 +457,7 @@ int main(int argc, char **argv)
     nvenv1[0] = confenv[1];
     gbenv[0] = "GEMMBLAS_MIN_FLOPS=0";
     gbenv[1] = gbcpu;
-    gbenv[2] = "GEMMBLAS_VERBOSE=1";
+    gbenv[2] = "GEMMBLAS_VERBOSE=2"; /* per call: where the time goes */
     variant all[4] = {{"nvblas", nv, nvenv0},
                       {"nvblas-pin", nv, nvenv1},
                       {"gemmblas", gb, gbenv},
@@ -360,27 +480,34 @@ int main(int argc, char **argv)
     FILE *cs = csv ? fopen(csv, "w") : NULL;
     if (cs)
         fprintf(cs, "routine,n,variant,load_ms,first_ms,best_ms,gflops,"
-                    "rel_diff\n");
+                    "rel_diff,procs,procs_ms\n");
     int ig = -1;
     for (int vi = 0; vi < nv_; vi++)
         if (strcmp(vs[vi].name, "gemmblas") == 0)
             ig = vi;
-    /* the table, a row as soon as its variants have run */
+    bool inp[4] = {false};
+    for (int vi = 0; vi < nv_; vi++)
+        for (int w = 0; w < npw && procs > 0; w++)
+            inp[vi] = inp[vi] || strcmp(pw[w], vs[vi].name) == 0;
+    /* the table, a row as soon as its variants have run: each variant's
+     * first call, steady (best) and procs-at-once time per call, then
+     * each other variant's steady and procs time over gemmblas's */
     printf("\n%-7s %5s", "routine", "n");
     for (int vi = 0; vi < nv_; vi++)
-        printf(" %12s", vs[vi].name);
+        printf(" %30s", vs[vi].name);
     if (ig >= 0)
         for (int vi = 0; vi < nv_; vi++)
             if (vi != ig)
-                printf(" %14s", vs[vi].name);
+                printf(" %17s", vs[vi].name);
     printf("  %s\n", "check");
     printf("%-7s %5s", "", "");
     for (int vi = 0; vi < nv_; vi++)
-        printf(" %12s", "best ms");
+        printf(" %9s %9s %8s%-2d", "first ms", "steady", "procs x",
+               inp[vi] ? procs : 0);
     if (ig >= 0)
         for (int vi = 0; vi < nv_; vi++)
             if (vi != ig)
-                printf(" %14s", "/ gemmblas");
+                printf(" %8s %8s", "/steady", "/procs");
     printf("\n");
     fflush(stdout);
     int wrong = 0;
@@ -390,17 +517,22 @@ int main(int argc, char **argv)
             for (int vi = 0; vi < nv_; vi++) {
                 result *r = &R(ri, si, vi);
                 run_one(&vs[vi], rts[ri], n, calls, r);
+                if (inp[vi] && r->ok)
+                    run_procs(&vs[vi], rts[ri], n, calls, procs, r);
                 fprintf(stderr,
-                        "  %-10s %-6s %5d: first %9.1f ms, best %9.2f ms\n",
-                        vs[vi].name, rts[ri], n, r->first_ms, r->best_ms);
+                        "  %-10s %-6s %5d: first %9.1f ms, best %9.2f ms, "
+                        "%d procs %9.2f ms\n",
+                        vs[vi].name, rts[ri], n, r->first_ms, r->best_ms,
+                        inp[vi] ? procs : 0, r->procs_ms);
             }
             printf("%-7s %5d", rts[ri], n);
             for (int vi = 0; vi < nv_; vi++) {
                 result *r = &R(ri, si, vi);
                 if (r->ok)
-                    printf(" %12.2f", r->best_ms);
+                    printf(" %9.1f %9.2f %10.2f", r->first_ms, r->best_ms,
+                           r->procs_ms);
                 else
-                    printf(" %12s", "FAILED");
+                    printf(" %30s", "FAILED");
             }
             if (ig >= 0)
                 for (int vi = 0; vi < nv_; vi++) {
@@ -408,9 +540,13 @@ int main(int argc, char **argv)
                         continue;
                     result *r = &R(ri, si, vi), *g = &R(ri, si, ig);
                     if (r->ok && g->ok)
-                        printf(" %13.2fx", r->best_ms / g->best_ms);
+                        printf(" %7.2fx", r->best_ms / g->best_ms);
                     else
-                        printf(" %14s", "-");
+                        printf(" %8s", "-");
+                    if (r->procs_ms > 0 && g->procs_ms > 0)
+                        printf(" %7.2fx", r->procs_ms / g->procs_ms);
+                    else
+                        printf(" %8s", "-");
                 }
             /* every variant against the first that ran */
             double tol = rts[ri][0] == 's' || rts[ri][0] == 'c' ? 1e-3 : 1e-9;
@@ -431,10 +567,12 @@ int main(int argc, char **argv)
             fflush(stdout);
             for (int vi = 0; vi < nv_ && cs; vi++) {
                 result *r = &R(ri, si, vi);
-                fprintf(cs, "%s,%d,%s,%.3f,%.3f,%.3f,%.1f,%.3g\n", rts[ri], n,
-                        vs[vi].name, r->load_ms, r->first_ms, r->best_ms,
+                fprintf(cs, "%s,%d,%s,%.3f,%.3f,%.3f,%.1f,%.3g,%d,%.3f\n",
+                        rts[ri], n, vs[vi].name, r->load_ms, r->first_ms,
+                        r->best_ms,
                         r->ok ? flops(rts[ri], n) / r->best_ms / 1e6 : 0,
-                        ref && r->ok ? sample_diff(r, ref) : -1.0);
+                        ref && r->ok ? sample_diff(r, ref) : -1.0,
+                        inp[vi] ? procs : 0, r->procs_ms);
             }
             if (cs)
                 fflush(cs);

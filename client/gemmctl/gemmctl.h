@@ -19,6 +19,7 @@ int cmd_status(const char *url, int argc, char **argv);
 int cmd_mm(const char *url, int argc, char **argv);
 int cmd_kernels(const char *url, int argc, char **argv);
 int cmd_bench(const char *url, int argc, char **argv);
+int cmd_blas3(const char *url, int argc, char **argv);
 
 /* Prints "gemmctl: what: <the library's message>" to stderr for a failed
  * call that returned rv; returns EXIT_RUNTIME. */

@@ -2,8 +2,8 @@
  * main.c: gemmctl, the command-line face of gemmd, built only on the public
  * libgemmclient API. Global options (--url, --help, --version), then one
  * subcommand: ping, status, mm (mm.c), kernels (kernels.c), bench
- * (bench.c), dispatched through a table. The helpers they share live in
- * util.c. Exit codes: 0 ok, 1 runtime error, 2 usage error.
+ * (bench.c), blas3 (blas3.c), dispatched through a table. The helpers they
+ * share live in util.c. Exit codes: 0 ok, 1 runtime error, 2 usage error.
  */
 #include "gemmctl.h"
 
@@ -41,6 +41,11 @@ static const char usage_text[] =
     "        [--dtype T] [--precision P] [--repeat R] [--csv FILE]\n"
     "                            time kernels against the reference;\n"
     "                            table of TFLOP/s, ratio and error\n"
+    "  blas3 ROUTINE --a A.npy [--b B.npy] [--c C.npy] --out OUT.npy\n"
+    "        [--side S] [--uplo U] [--trans T] [--diag D] [--alpha x]\n"
+    "        [--beta x]          symm, hemm, syrk, herk, syr2k, her2k, trmm\n"
+    "                            or trsm on .npy files ('gemmctl blas3\n"
+    "                            --help' for shapes and flags)\n"
     "\n"
     "Options:\n"
     "  --url URL                 the daemon (default: $GEMM_URL, else\n"
@@ -260,7 +265,7 @@ static const struct {
     int (*run)(const char *url, int argc, char **argv);
 } commands[] = {
     {"ping", cmd_ping},       {"status", cmd_status}, {"mm", cmd_mm},
-    {"kernels", cmd_kernels}, {"bench", cmd_bench},
+    {"kernels", cmd_kernels}, {"bench", cmd_bench},   {"blas3", cmd_blas3},
 };
 
 int main(int argc, char **argv)

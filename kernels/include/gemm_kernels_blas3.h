@@ -19,6 +19,8 @@ extern "C" {
 
 /* Routine numbers: the wire's Routine (1 symm .. 8 trsm). */
 enum {
+    GEMMK_GEMM3 = 0, /* C = alpha op(A) op_b(B) + beta C: the blocks of
+                        a rank update cut into panels (trans_b is op_b) */
     GEMMK_SYMM = 1,
     GEMMK_HEMM = 2,
     GEMMK_SYRK = 3,
@@ -36,7 +38,9 @@ typedef struct gemmk_blas3_problem {
     int lower;             /* UPLO: 1 the lower triangle */
     int trans;             /* 0 N, 1 T, 2 C: TRANS (rank updates), TRANSA */
     int unit_diag;         /* DIAG: 1 unit (trmm, trsm) */
-    int64_t m, n, k;       /* as the wire: m, n (symm, trmm, trsm); n, k */
+    int trans_b;           /* GEMMK_GEMM3 only: 0 N, 1 T, 2 C */
+    int64_t m, n, k;       /* as the wire: m, n (symm, trmm, trsm); n, k;
+                              GEMMK_GEMM3: C m x n, inner k */
     double alpha[2];       /* (re, im); herk: real */
     double beta[2];        /* unused by trmm/trsm; herk, her2k: real */
     const void *a, *b;     /* device pointers; b NULL when unused */

@@ -10,6 +10,10 @@
  * transposed view is the same op); the rank updates flip UPLO and TRANS
  * (N <-> T, or N <-> C for herk and her2k), and her2k takes conj(alpha).
  * No data moves; cuBLAS touches only the triangles the reference does.
+ * GEMMK_GEMM3, a plain GEMM for the off-diagonal blocks of a rank update
+ * cut into panels (the daemon's staging_blas3.c), is the column-major
+ * C^T = op_b(B)^T op(A)^T: cuBLAS's gemm with the operands swapped and
+ * each keeping its op.
  */
 #include <cublas_v2.h>
 #include <stdio.h>
@@ -46,8 +50,14 @@ struct Col {
     cublasFillMode_t uplo;
     cublasOperation_t op;
     cublasDiagType_t diag;
-    int64_t m, n; /* symm, trmm, trsm */
+    int64_t m, n;               /* symm, trmm, trsm */
+    cublasOperation_t opa, opb; /* GEMMK_GEMM3 */
 };
+
+cublasOperation_t plain_op(int t, bool cplx)
+{
+    return t == 0 ? CUBLAS_OP_N : t == 1 || !cplx ? CUBLAS_OP_T : CUBLAS_OP_C;
+}
 
 Col colmajor(const gemmk_blas3_problem *p)
 {
@@ -65,6 +75,9 @@ Col colmajor(const gemmk_blas3_problem *p)
                                : CUBLAS_OP_C;
     c.m = p->n;
     c.n = p->m;
+    bool cplx = p->dtype == GEMM_COMPLEX64 || p->dtype == GEMM_COMPLEX128;
+    c.opa = plain_op(p->trans, cplx);
+    c.opb = plain_op(p->trans_b, cplx);
     return c;
 }
 
@@ -79,6 +92,10 @@ Col colmajor(const gemmk_blas3_problem *p)
         R *C = static_cast<R *>(p->c);                                         \
         cublasStatus_t s;                                                      \
         switch (p->routine) {                                                  \
+        case GEMMK_GEMM3:                                                      \
+            s = cublas##P##gemm_64(h, c.opb, c.opa, p->n, p->m, p->k, &al, B,  \
+                                   p->ldb, A, p->lda, &be, C, p->ldc);         \
+            break;                                                             \
         case GEMMK_SYMM:                                                       \
             s = cublas##P##symm_64(h, c.side, c.uplo, c.m, c.n, &al, A,        \
                                    p->lda, B, p->ldb, &be, C, p->ldc);         \
@@ -123,6 +140,10 @@ Col colmajor(const gemmk_blas3_problem *p)
         X *C = static_cast<X *>(p->c);                                         \
         cublasStatus_t s;                                                      \
         switch (p->routine) {                                                  \
+        case GEMMK_GEMM3:                                                      \
+            s = cublas##P##gemm_64(h, c.opb, c.opa, p->n, p->m, p->k, &al, B,  \
+                                   p->ldb, A, p->lda, &be, C, p->ldc);         \
+            break;                                                             \
         case GEMMK_SYMM:                                                       \
             s = cublas##P##symm_64(h, c.side, c.uplo, c.m, c.n, &al, A,        \
                                    p->lda, B, p->ldb, &be, C, p->ldc);         \
@@ -172,21 +193,23 @@ CPLX_BLAS3(cuDoubleComplex, double, Z)
 const char *kernel_name(const gemmk_blas3_problem *p)
 {
     static const char *const names[4][9] = {
-        {"", "cublas-ssymm", "", "cublas-ssyrk", "", "cublas-ssyr2k", "",
-         "cublas-strmm", "cublas-strsm"},
-        {"", "cublas-dsymm", "", "cublas-dsyrk", "", "cublas-dsyr2k", "",
-         "cublas-dtrmm", "cublas-dtrsm"},
-        {"", "cublas-csymm", "cublas-chemm", "cublas-csyrk", "cublas-cherk",
-         "cublas-csyr2k", "cublas-cher2k", "cublas-ctrmm", "cublas-ctrsm"},
-        {"", "cublas-zsymm", "cublas-zhemm", "cublas-zsyrk", "cublas-zherk",
-         "cublas-zsyr2k", "cublas-zher2k", "cublas-ztrmm", "cublas-ztrsm"},
+        {"cublas-sgemm", "cublas-ssymm", "", "cublas-ssyrk", "",
+         "cublas-ssyr2k", "", "cublas-strmm", "cublas-strsm"},
+        {"cublas-dgemm", "cublas-dsymm", "", "cublas-dsyrk", "",
+         "cublas-dsyr2k", "", "cublas-dtrmm", "cublas-dtrsm"},
+        {"cublas-cgemm", "cublas-csymm", "cublas-chemm", "cublas-csyrk",
+         "cublas-cherk", "cublas-csyr2k", "cublas-cher2k", "cublas-ctrmm",
+         "cublas-ctrsm"},
+        {"cublas-zgemm", "cublas-zsymm", "cublas-zhemm", "cublas-zsyrk",
+         "cublas-zherk", "cublas-zsyr2k", "cublas-zher2k", "cublas-ztrmm",
+         "cublas-ztrsm"},
     };
     int t = p->dtype == GEMM_FP32         ? 0
             : p->dtype == GEMM_FP64       ? 1
             : p->dtype == GEMM_COMPLEX64  ? 2
             : p->dtype == GEMM_COMPLEX128 ? 3
                                           : -1;
-    if (t < 0 || p->routine < 1 || p->routine > 8 ||
+    if (t < 0 || p->routine < 0 || p->routine > 8 ||
         names[t][p->routine][0] == '\0')
         return nullptr;
     return names[t][p->routine];
@@ -204,7 +227,8 @@ extern "C" gemm_error gemmk_blas3(gemmk_ctx *ctx, const gemmk_blas3_problem *p,
         res = &dummy;
     res->msg[0] = '\0';
     res->kernel = p ? kernel_name(p) : nullptr;
-    if (!ctx || !p || !res->kernel || p->trans < 0 || p->trans > 2) {
+    if (!ctx || !p || !res->kernel || p->trans < 0 || p->trans > 2 ||
+        (p->routine == GEMMK_GEMM3 && (p->trans_b < 0 || p->trans_b > 2))) {
         snprintf(res->msg, sizeof(res->msg),
                  "no such level-3 problem (routine %d, type %d, trans %d)",
                  p ? p->routine : -1, p ? (int)p->dtype : -1,

@@ -245,6 +245,30 @@ _int = ctypes.c_int
 _sz = ctypes.c_size_t
 _u64 = ctypes.c_uint64
 
+class GemmBlas3Op(ctypes.Structure):
+    """gemm_blas3_op: one of symm .. trsm, row-major (gemm.h)."""
+
+    _fields_ = [
+        ("routine", c_enum),
+        ("dtype", c_enum),
+        ("right", ctypes.c_bool),
+        ("lower", ctypes.c_bool),
+        ("trans", ctypes.c_char),
+        ("unit_diag", ctypes.c_bool),
+        ("m", ctypes.c_uint64),
+        ("n", ctypes.c_uint64),
+        ("k", ctypes.c_uint64),
+        ("alpha_re", ctypes.c_double),
+        ("alpha_im", ctypes.c_double),
+        ("beta_re", ctypes.c_double),
+        ("beta_im", ctypes.c_double),
+        ("a", GemmMatrix),
+        ("b", GemmMatrix),
+        ("c", GemmMatrix),
+        ("timeout_ms", ctypes.c_uint32),
+    ]
+
+
 # name -> (restype, argtypes)
 PROTOTYPES: Dict[str, Tuple[Any, Sequence[Any]]] = {
     "gemm_strerror": (ctypes.c_char_p, [_int]),
@@ -268,6 +292,7 @@ PROTOTYPES: Dict[str, Tuple[Any, Sequence[Any]]] = {
     "gemm_buffer_id": (_u64, [_p]),
     "gemm_run": (_int, [_p, _P(GemmOp), _P(GemmTimings)]),
     "gemm_submit": (_int, [_p, _P(GemmOp), _P(_p)]),
+    "gemm_blas3_run": (_int, [_p, _P(GemmBlas3Op), _P(GemmTimings)]),
     "gemm_wait": (_int, [_p, _P(GemmTimings)]),
     "gemm_list_kernels": (_int, [_p, _P(_P(GemmKernelInfo)), _P(_sz)]),
     "gemm_kernel_info_free": (None, [_P(GemmKernelInfo)]),

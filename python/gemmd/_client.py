@@ -24,7 +24,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Optional,
 
 import numpy as np
 
-from . import _capi, _copy, _dtypes
+from . import _blas3, _capi, _copy, _dtypes
 from ._capi import GemmMatrix
 from ._conn import _Conn, _Lost, _buffer_of, _OK, _ERR_CLOSED
 from ._errors import (ClientClosed, ConnectionClosed, GemmError,
@@ -378,6 +378,86 @@ class Client:
             return fut
         raise ConnectionClosed(
             "lost the connection to gemmd at %s again and again" % self.url)
+
+    # -- the other level-3 routines --
+
+    def blas3(self, routine: str, a: ArrayLike, b: Optional[ArrayLike] = None,
+              c: Optional[ArrayLike] = None, *, side: str = "left",
+              uplo: str = "upper", trans: str = "N", diag: str = "non-unit",
+              alpha: complex = 1.0, beta: complex = 0.0) -> np.ndarray:
+        """One of the level-3 routines by name ("symm", "hemm", "syrk",
+        "herk", "syr2k", "her2k", "trmm", "trsm") on 2-d arrays, row-major
+        as numpy stores them (CBLAS's CblasRowMajor meaning). Returns a new
+        array: C for symm .. her2k, the product or solution for trmm/trsm
+        (b is not changed). Only the triangle uplo names of a is read; the
+        rank updates write only that triangle (the other is c's, or zero).
+        side: "left"/"right"; uplo: "upper"/"lower"; trans: "N", "T" or
+        "C"; diag: "non-unit"/"unit". Raises ShapeError, DTypeError or
+        InvalidArgument (numpy's wording) before anything is sent."""
+        p = _blas3.plan(routine, a, b, c, side, uplo, trans, diag, alpha,
+                        beta)
+        return self._with_conn(lambda conn: _blas3.run(conn, p))
+
+    def symm(self, a: ArrayLike, b: ArrayLike, c: Optional[ArrayLike] = None,
+             *, side: str = "left", uplo: str = "upper", alpha: complex = 1.0,
+             beta: complex = 0.0) -> np.ndarray:
+        """alpha A b + beta c (side "right": alpha b A + beta c), A the
+        symmetric matrix whose uplo triangle a holds."""
+        return self.blas3("symm", a, b, c, side=side, uplo=uplo, alpha=alpha,
+                          beta=beta)
+
+    def hemm(self, a: ArrayLike, b: ArrayLike, c: Optional[ArrayLike] = None,
+             *, side: str = "left", uplo: str = "upper", alpha: complex = 1.0,
+             beta: complex = 0.0) -> np.ndarray:
+        """symm with A Hermitian (complex)."""
+        return self.blas3("hemm", a, b, c, side=side, uplo=uplo, alpha=alpha,
+                          beta=beta)
+
+    def syrk(self, a: ArrayLike, c: Optional[ArrayLike] = None, *,
+             uplo: str = "upper", trans: str = "N", alpha: complex = 1.0,
+             beta: complex = 0.0) -> np.ndarray:
+        """The uplo triangle of alpha a a^T + beta c (trans "T": a^T a)."""
+        return self.blas3("syrk", a, None, c, uplo=uplo, trans=trans,
+                          alpha=alpha, beta=beta)
+
+    def herk(self, a: ArrayLike, c: Optional[ArrayLike] = None, *,
+             uplo: str = "upper", trans: str = "N", alpha: float = 1.0,
+             beta: float = 0.0) -> np.ndarray:
+        """The uplo triangle of alpha a a^H + beta c (trans "C": a^H a);
+        alpha and beta real."""
+        return self.blas3("herk", a, None, c, uplo=uplo, trans=trans,
+                          alpha=alpha, beta=beta)
+
+    def syr2k(self, a: ArrayLike, b: ArrayLike,
+              c: Optional[ArrayLike] = None, *, uplo: str = "upper",
+              trans: str = "N", alpha: complex = 1.0,
+              beta: complex = 0.0) -> np.ndarray:
+        """The uplo triangle of alpha (a b^T + b a^T) + beta c."""
+        return self.blas3("syr2k", a, b, c, uplo=uplo, trans=trans,
+                          alpha=alpha, beta=beta)
+
+    def her2k(self, a: ArrayLike, b: ArrayLike,
+              c: Optional[ArrayLike] = None, *, uplo: str = "upper",
+              trans: str = "N", alpha: complex = 1.0,
+              beta: float = 0.0) -> np.ndarray:
+        """The uplo triangle of alpha a b^H + conj(alpha) b a^H + beta c."""
+        return self.blas3("her2k", a, b, c, uplo=uplo, trans=trans,
+                          alpha=alpha, beta=beta)
+
+    def trmm(self, a: ArrayLike, b: ArrayLike, *, side: str = "left",
+             uplo: str = "upper", trans: str = "N", diag: str = "non-unit",
+             alpha: complex = 1.0) -> np.ndarray:
+        """alpha op(A) b (side "right": alpha b op(A)), A triangular."""
+        return self.blas3("trmm", a, b, side=side, uplo=uplo, trans=trans,
+                          diag=diag, alpha=alpha)
+
+    def trsm(self, a: ArrayLike, b: ArrayLike, *, side: str = "left",
+             uplo: str = "upper", trans: str = "N", diag: str = "non-unit",
+             alpha: complex = 1.0) -> np.ndarray:
+        """X with op(A) X = alpha b (side "right": X op(A) = alpha b), A
+        triangular."""
+        return self.blas3("trsm", a, b, side=side, uplo=uplo, trans=trans,
+                          diag=diag, alpha=alpha)
 
     # -- resident tensors --
 

@@ -8,7 +8,12 @@
 #      (LD_PRELOAD, GEMMBLAS_MIN_FLOPS=0) against a private gemmd --backend
 #      cuda; every routine's served counter must grow
 #   3. bench_blas3: ?syrk, ?trsm, ?symm (d, s, z) at 4096 and 8192 through
-#      libgemmblas and NVBLAS without and with autopin, best of 3 calls
+#      libgemmblas, NVBLAS without and with autopin and the host's OpenBLAS:
+#      first call, steady state (best of 3 calls), 4 processes at once
+# Steps 1 and 2 run with GEMMD_BLAS3_PANEL=8 (TEST_PANEL), so that every
+# routine runs cut into panels; SKIP_TESTS=1 leaves them out. OpenBLAS's
+# core type is set from the CPU's model name (the VM hides its flags):
+# OPENBLAS_CORETYPE, unless set already.
 # Logs go to $OUT (default /tmp/out), packed into $OUT/l3-logs.tar.gz; a
 # summary is printed last. BACKEND=cpu and BENCH_ARGS (e.g. "--sizes 256
 # --variants gemmblas,openblas") make a dry run without a GPU.
@@ -33,13 +38,27 @@ for f in "$D"/bin/xblat3? "$D"/bin/x?cblat3; do
     ln -sf "$f" "$D/share/blas/$(basename "$f")"
 done
 
+model=$(grep -m1 "model name" /proc/cpuinfo)
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+    case $model in
+    *EPYC*9[0-9][0-9][0-9]*) OPENBLAS_CORETYPE=Zen ;;
+    *EPYC*) OPENBLAS_CORETYPE=Zen ;;
+    *Xeon*Platinum\ 8[45]*|*Xeon*Gold\ 6[45]*|*Sapphire*|*Emerald*) OPENBLAS_CORETYPE=SapphireRapids ;;
+    *) OPENBLAS_CORETYPE=SkylakeX ;;
+    esac
+fi
+export OPENBLAS_CORETYPE
+echo "OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE ($model)"
+
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+export GEMMD_BLAS3_PANEL=${TEST_PANEL:-8}
 # 1. the request kind on the GPU
 GEMM_TEST_GEMMD=$GEMMD GEMM_TEST_BACKEND=$BACKEND timeout 120 \
     "$D/bin/integration_blas3" --verbose=0 -j2 >"$L/integration_blas3.log" 2>&1
 note "integration_blas3 ($BACKEND) rc=$? $(grep -a Synthesis "$L/integration_blas3.log" | tail -1)"
 
 # 2. netlib's testers
-for p in d s z c; do
+for p in ${TESTERS:-d s z c}; do
     for t in "xblat3$p ${p}blat3.in" "x${p}cblat3 ${p}in3"; do
         set -- $t
         timeout 90 sh "$D/netlib.sh" preload "$1" "$2" >"$L/netlib-$1.log" 2>&1
@@ -47,6 +66,8 @@ for p in d s z c; do
     done
 done
 echo "   (tests: $(($(date +%s) - T0)) s)"
+unset GEMMD_BLAS3_PANEL
+fi
 
 # 3. the benchmark, gemmd on the GPU
 sock=$(mktemp -d /tmp/gemmd-l3.XXXXXX)/gemmd.sock
@@ -68,6 +89,7 @@ rc=$?
 kill "$gpid" 2>/dev/null
 wait "$gpid" 2>/dev/null
 cat "$L/bench_blas3.txt"
+grep -a "copies in" "$L/bench_blas3.err" | grep -v " n=[0-9]\{1,3\}:" | tail -40
 tail -5 "$L/bench_blas3.err"
 note "bench_blas3 rc=$rc (limit ${left}s): $(tail -1 "$L/bench_blas3.txt")"
 cp /tmp/bench_blas3_nvblas_*.log "$L/" 2>/dev/null

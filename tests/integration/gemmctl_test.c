@@ -506,3 +506,66 @@ Test(gemmctl, stopped_daemon_within_the_timeout)
     EXPECT_IN(err_text, "did not answer within 300 ms");
     tu_assert_healthy(g_client);
 }
+
+/* Reads the float64 data of a .npy that gemmctl wrote (128-byte header). */
+static void read_f8(const char *path, double *out, size_t n)
+{
+    static char text[4096];
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    size_t got = fread(text, 1, sizeof(text), f);
+    fclose(f);
+    cr_assert_eq(got, 128 + n * sizeof(double), "%s is %zu bytes", path, got);
+    cr_expect(strstr(text + 10, "'descr': '<f8'") != NULL, "%.118s", text + 10);
+    memcpy(out, text + 128, n * sizeof(double));
+}
+
+/* `gemmctl blas3`: syrk writes its triangle and keeps --c's other one,
+ * trsm solves (exactly, on small integers), and its rules say the fix. */
+Test(gemmctl, blas3_syrk_trsm_and_errors)
+{
+    char pa[256], pc[256], pb[256], po[256];
+    snprintf(pa, sizeof(pa), "%s/a.npy", g_gemmd.dir);
+    snprintf(pb, sizeof(pb), "%s/b.npy", g_gemmd.dir);
+    snprintf(pc, sizeof(pc), "%s/c.npy", g_gemmd.dir);
+    snprintf(po, sizeof(po), "%s/o.npy", g_gemmd.dir);
+    const double a[] = {1, 2, 3, 4, 5, 6}; /* 2 x 3 */
+    const double c[] = {7, 7, 7, 7};
+    write_npy(pa, "<f8", 2, 3, a, sizeof(a));
+    write_npy(pc, "<f8", 2, 2, c, sizeof(c));
+    /* lower triangle of A A^T + C: [[14+7, .], [32+7, 77+7]] */
+    cr_assert_eq(ctl("blas3", "syrk", "--a", pa, "--c", pc, "--beta", "1",
+                     "--uplo", "lower", "--out", po, NULL),
+                 0, "stdout: %s\nstderr: %s", out_text, err_text);
+    double o[4];
+    read_f8(po, o, 4);
+    const double want[] = {21, 7, 39, 84};
+    cr_expect_arr_eq(o, want, sizeof(want), "syrk lower, upper kept");
+    EXPECT_IN(out_text, "syrk");
+    /* trsm: upper T = [[2, 1], [0, 4]] (the lower entry is never read),
+     * T X = B with X = [[1, 2], [3, 4]] */
+    const double t[] = {2, 1, 1e300, 4};
+    const double b[] = {5, 8, 12, 16};
+    write_npy(pa, "<f8", 2, 2, t, sizeof(t));
+    write_npy(pb, "<f8", 2, 2, b, sizeof(b));
+    cr_assert_eq(ctl("blas3", "trsm", "--a", pa, "--b", pb, "--out", po, NULL),
+                 0, "stdout: %s\nstderr: %s", out_text, err_text);
+    read_f8(po, o, 4);
+    const double x[] = {1, 2, 3, 4};
+    cr_expect_arr_eq(o, x, sizeof(x), "trsm solved T X = B");
+    /* rules */
+    cr_expect_eq(ctl("blas3", "gemv", "--a", pa, "--out", po, NULL), 2);
+    EXPECT_IN(err_text, "syr2k");
+    cr_expect_eq(ctl("blas3", "trsm", "--a", pa, "--out", po, NULL), 2);
+    EXPECT_IN(err_text, "needs --b");
+    cr_expect_eq(
+        ctl("blas3", "syrk", "--a", pa, "--uplo", "middle", "--out", po, NULL),
+        2);
+    EXPECT_IN(err_text, "lower or upper");
+    const double b3[] = {1, 2, 3, 4, 5, 6};
+    write_npy(pb, "<f8", 3, 2, b3, sizeof(b3));
+    cr_expect_eq(ctl("blas3", "symm", "--a", pa, "--b", pb, "--out", po, NULL),
+                 1);
+    EXPECT_IN(err_text, "needs 3x3");
+    tu_assert_healthy(g_client);
+}
