@@ -319,8 +319,8 @@ static void serve(sched *s, unsigned dev, gemmd_job *j, bool outer)
     if (again)
         return;
     if (j->split != NULL)
-        split_part_done(s, j);
-    else
+        j = split_part_done(s, j); /* the whole after its last panel */
+    if (j != NULL)
         sched_finish(s, j);
 }
 
@@ -414,6 +414,10 @@ int sched_submit(sched *s, gemmd_job *job)
     job->split = NULL;
     pthread_mutex_lock(&s->mu);
     if (split_wanted(s, job) && split_submit(s, job) == GEMM_OK) {
+        for (unsigned i = 0; i < job->split->nparts; i++) {
+            gemmd_job *p = &job->split->parts[i];
+            sched_enqueue_moved(s, p->device, p);
+        }
         pthread_mutex_unlock(&s->mu);
         return GEMM_OK;
     }

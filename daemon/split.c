@@ -110,8 +110,8 @@ int split_submit(sched *s, gemmd_job *j)
         make_part(&parts[i], j, r0, rows, sp);
         if (kname[0] != '\0')
             snprintf(parts[i].kernel, sizeof(parts[i].kernel), "%s", kname);
+        parts[i].device = targets[i];
         parts[i].cost_ns = place_cost(s, &parts[i], targets[i]);
-        sched_enqueue_moved(s, targets[i], &parts[i]);
     }
     gemmd_log(LOG_DEBUG, "split a %llux%llux%llu GEMM into %u panels of %llu",
               (unsigned long long)j->m, (unsigned long long)j->n,
@@ -129,14 +129,14 @@ bool split_part_runs(gemmd_job *j, uint64_t now_ns)
     return fate == SPLIT_RUN; /* decided by another panel */
 }
 
-void split_part_done(sched *s, gemmd_job *part)
+gemmd_job *split_part_done(sched *s, gemmd_job *part)
 {
     split_parent *sp = part->split;
     pthread_mutex_lock(&s->mu);
     bool last = --sp->left == 0;
     pthread_mutex_unlock(&s->mu);
     if (!last)
-        return;
+        return NULL;
     gemmd_job *j = sp->whole;
     j->status = GEMM_OK;
     j->t_started = UINT64_MAX;
@@ -167,5 +167,5 @@ void split_part_done(sched *s, gemmd_job *part)
     j->split = NULL;
     free(sp->parts);
     free(sp);
-    sched_finish(s, j);
+    return j;
 }

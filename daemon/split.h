@@ -8,6 +8,8 @@
  * split_kernel hook), so the result is the one-device result, bit for bit,
  * where the kernel is deterministic. The whole goes back to the loop when its
  * last panel has finished, with the first failure's status if any failed.
+ * The scheduler queues the panels and finishes the whole: split.c only
+ * cuts and gathers.
  */
 #ifndef GEMMD_SPLIT_H
 #define GEMMD_SPLIT_H
@@ -31,9 +33,10 @@ typedef struct split_parent {
 /* Whether j is to be split across the devices now. Under s->mu. */
 bool split_wanted(sched *s, const gemmd_job *j);
 
-/* Cuts j into panels and queues one on each device in placement. Returns
- * GEMM_OK, or GEMM_ERR_NOMEM (j is then placed whole by the caller).
- * Under s->mu. */
+/* Cuts j into panels (j->split->parts), each with the device in placement
+ * it is to run on (its `device`) and its cost there; the caller queues
+ * them. Returns GEMM_OK, GEMM_ERR_UNSUPPORTED or GEMM_ERR_NOMEM (j is then
+ * placed whole by the caller). Under s->mu. */
 int split_submit(sched *s, gemmd_job *j);
 
 /* Whether panel j runs (true) or is dropped for its deadline: the first
@@ -42,7 +45,8 @@ int split_submit(sched *s, gemmd_job *j);
 bool split_part_runs(gemmd_job *j, uint64_t now_ns);
 
 /* A panel finished: when it is the last, fills the whole's outcome, frees
- * the panels and finishes the whole. Worker thread, not under s->mu. */
-void split_part_done(sched *s, gemmd_job *part);
+ * the panels and returns the whole, for the caller to finish; NULL while
+ * panels remain. Worker thread, not under s->mu. */
+gemmd_job *split_part_done(sched *s, gemmd_job *part);
 
 #endif
