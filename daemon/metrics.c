@@ -1,16 +1,22 @@
 /*
  * metrics.c: the Prometheus text exposition of gemmd's counters, and the
  * small HTTP/1.0 server that hands it out (GET /metrics, anything else
- * 404; one request per connection, at most METRICS_HTTP_MAX at once and
- * METRICS_PEER_MAX of one peer address; the request's header must be whole
- * within METRICS_HEADER_MS and the answer written within 5 s). When a new
- * connection finds the server (or its peer's share) full, the oldest one
- * still sending its request is closed for it, so connections that send
- * half a request cannot keep a scraper out. Loop thread only.
+ * 404; one request per connection, the request's header whole within
+ * METRICS_HEADER_MS and the answer written within 5 s). Places: at most
+ * METRICS_HTTP_MAX connections at once, METRICS_PEER_MAX of one share; a
+ * share is a local uid for a peer at a loopback address (the owner of the
+ * peer's socket, peeruid.c: every local user connects from 127.0.0.1) and
+ * the address for others. A new connection that finds its own share full
+ * closes that share's oldest connection still sending its request; one
+ * that finds the server full closes the oldest such connection of the
+ * share holding the most (never of a share below its fair part), so one
+ * user's half requests cannot keep another user's scraper out. Loop
+ * thread only.
  */
 #include "devstatus.h"
 #include "gemmd.h"
 #include "log.h"
+#include "peeruid.h"
 
 #include <gemm/types.h>
 
@@ -22,7 +28,7 @@
 #include <unistd.h>
 
 #define METRICS_HTTP_MAX  32
-#define METRICS_PEER_MAX  16   /* of one peer address */
+#define METRICS_PEER_MAX  16   /* of one share (local uid or address) */
 #define METRICS_HEADER_MS 1000 /* the request, first byte to blank line */
 #define METRICS_WRITE_MS  5000 /* the answer written */
 #define METRICS_REQ_MAX   4096
@@ -339,6 +345,8 @@ typedef struct http_conn {
     int closing;    /* handles still to close */
     bool answering; /* the request is whole: being answered */
     struct sockaddr_storage peer;
+    bool by_uid; /* shares by uid (a local peer whose owner is known) */
+    uid_t uid;
     struct http_conn *prev, *next;
 } http_conn;
 
@@ -448,7 +456,7 @@ static void http_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 }
 
 /* Whether a and b are the same peer address (the port aside). */
-static bool same_peer(const struct sockaddr_storage *a,
+static bool same_addr(const struct sockaddr_storage *a,
                       const struct sockaddr_storage *b)
 {
     if (a->ss_family != b->ss_family)
@@ -464,34 +472,100 @@ static bool same_peer(const struct sockaddr_storage *a,
     return true;
 }
 
-/* Makes room for a connection from peer: when the server or the peer's
- * share is full, closes the oldest connection (of that peer when its
- * share is full) still sending its request. Returns whether there is room
- * now. */
-static bool http_make_room(const struct sockaddr_storage *peer)
+/* Whether a and b hold places of one share: one local uid, or one
+ * address. */
+static bool same_share(const http_conn *a, const http_conn *b)
 {
-    int mine = 0;
-    http_conn *oldest = NULL, *oldest_mine = NULL;
-    for (http_conn *c = http_conns; c != NULL; c = c->next) {
-        bool same = same_peer(&c->peer, peer);
-        mine += same;
-        if (!c->answering) {
-            oldest = c;
-            if (same)
-                oldest_mine = c;
-        }
+    if (a->by_uid != b->by_uid)
+        return false;
+    return a->by_uid ? a->uid == b->uid : same_addr(&a->peer, &b->peer);
+}
+
+/* Sets c's share from its peer: by the owning uid when the peer is at a
+ * loopback address and the kernel names it, else by address. */
+static void http_share(http_conn *c)
+{
+    c->by_uid = false;
+    if (!peeruid_is_loopback(&c->peer))
+        return;
+    struct sockaddr_storage local;
+    int llen = sizeof(local);
+    if (uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&local, &llen) != 0)
+        return;
+    int rv = peeruid_lookup(&c->peer, &local, &c->uid);
+    if (rv == 0) {
+        c->by_uid = true;
+        return;
     }
+    static bool said;
+    if (!said) {
+        said = true;
+        gemmd_log(LOG_WARNING,
+                  "metrics: cannot find which user a local connection is "
+                  "from (%s): local users share one place count; allow "
+                  "AF_NETLINK (RestrictAddressFamilies=) to part them",
+                  strerror(-rv));
+    }
+}
+
+/* In conns, the number of connections of x's share, and its oldest one
+ * still sending its request (NULL when none). */
+static int share_count(const http_conn *x, http_conn **oldest)
+{
+    int n = 0;
+    *oldest = NULL;
+    for (http_conn *c = http_conns; c != NULL; c = c->next)
+        if (same_share(c, x)) {
+            n++;
+            if (!c->answering)
+                *oldest = c;
+        }
+    return n;
+}
+
+/* Makes room for the new connection nc (not on the list yet): when its
+ * share is full, closes that share's oldest connection still sending its
+ * request; when the server is full, the oldest such connection of the
+ * share holding the most, as long as that share holds more than its fair
+ * part and more than nc's. Returns whether there is room now. */
+static bool http_make_room(const http_conn *nc)
+{
+    http_conn *victim;
+    int mine = share_count(nc, &victim);
     if (mine >= METRICS_PEER_MAX) {
-        if (oldest_mine == NULL)
+        if (victim == NULL)
             return false;
-        http_close(oldest_mine);
+        http_close(victim);
         return true;
     }
-    if (http_live >= METRICS_HTTP_MAX) {
-        if (oldest == NULL)
-            return false;
-        http_close(oldest);
+    if (http_live < METRICS_HTTP_MAX)
+        return true;
+    /* the shares present, nc's counted even when it holds none */
+    int shares = mine == 0 ? 1 : 0;
+    for (http_conn *c = http_conns; c != NULL; c = c->next) {
+        bool first = true;
+        for (http_conn *e = http_conns; e != c; e = e->next)
+            if (same_share(e, c)) {
+                first = false;
+                break;
+            }
+        shares += first;
     }
+    int fair = METRICS_HTTP_MAX / shares;
+    int most = 0;
+    victim = NULL;
+    for (http_conn *c = http_conns; c != NULL; c = c->next) {
+        http_conn *old;
+        int n = share_count(c, &old);
+        if (old != NULL && n > most && n >= fair &&
+            (n > mine || same_share(c, nc))) {
+            most = n;
+            victim = old;
+        }
+    }
+    if (victim == NULL)
+        return false;
+    http_close(victim);
     return true;
 }
 
@@ -509,9 +583,12 @@ static void http_accept(uv_stream_t *server, int status)
     c->tcp.data = c;
     http_open++;
     int plen = sizeof(c->peer);
-    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0 ||
-        uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&c->peer, &plen) != 0 ||
-        !http_make_room(&c->peer)) {
+    bool ok =
+        uv_accept(server, (uv_stream_t *)&c->tcp) == 0 &&
+        uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&c->peer, &plen) == 0;
+    if (ok)
+        http_share(c);
+    if (!ok || !http_make_room(c)) {
         c->closing = 1;
         uv_close((uv_handle_t *)&c->tcp, http_closed);
         return;

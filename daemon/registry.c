@@ -4,6 +4,8 @@
  */
 #include "registry.h"
 
+#include "reaper.h"
+
 #include <gemm/types.h>
 
 #include <errno.h>
@@ -38,7 +40,7 @@ static void unmap(registry *r, reg_buffer *b)
     }
     if (b->pin != NULL && r->hooks.unpin != NULL)
         r->hooks.unpin(r->hooks.arg, b->base, b->pin);
-    munmap(b->base, b->size);
+    reaper_unmap(b->base, b->size);
     r->mapped--;
     free(b);
 }

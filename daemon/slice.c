@@ -8,6 +8,7 @@
 #include <gemm/types.h>
 
 #include <stdio.h>
+#include <sys/mman.h>
 
 static bool complex_type(int t)
 {
@@ -111,6 +112,29 @@ void slice_plan_panels(const gemmd_job *j, uint64_t budget, uint64_t align,
     }
 }
 
+/* Maps in the pages of one operand (at p, extent bytes), SLICE_FAULT_CHUNK
+ * at a time, yielding between chunks (*chunks counts them). Returns
+ * whether j must stop. */
+static bool slice_prefault(gemmd_job *j, const void *p, uint64_t extent,
+                           bool write, uint64_t total, uint64_t *chunks)
+{
+    if (p == NULL || extent == 0)
+        return false;
+    uintptr_t pg = 4096;
+    uintptr_t lo = (uintptr_t)p & ~(pg - 1);
+    uintptr_t hi = ((uintptr_t)p + extent + pg - 1) & ~(pg - 1);
+    for (uintptr_t at = lo; at < hi; at += SLICE_FAULT_CHUNK) {
+        if ((*chunks)++ > 0 && slice_yield(j, 0, total))
+            return true;
+        size_t n = hi - at < SLICE_FAULT_CHUNK ? hi - at : SLICE_FAULT_CHUNK;
+        /* before Linux 5.14 (EINVAL) the tiles fault them in instead */
+        if (madvise((void *)at, n,
+                    write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) != 0)
+            return false;
+    }
+    return false;
+}
+
 int slice_run(gemmd_job *j, uint64_t budget, uint64_t align, slice_fn fn,
               void *arg)
 {
@@ -124,9 +148,22 @@ int slice_run(gemmd_job *j, uint64_t budget, uint64_t align, slice_fn fn,
                   (unsigned long long)j->m, (unsigned long long)j->n,
                   (unsigned long long)j->k, (unsigned long long)total,
                   (unsigned long long)rows, (unsigned long long)cols);
+    /* A client's buffer is mapped lazily: its pages, faulted in by the
+     * first tiles, would make them several slices long (200 MB: ~120 ms
+     * here). Fault them in first, a chunk between two yields. */
+    uint64_t chunks = 0;
+    if (total > 1 && j->kind == JOB_GEMM &&
+        (slice_prefault(j, j->a_dev ? NULL : j->a, j->shape.a.extent, false,
+                        total, &chunks) ||
+         slice_prefault(j, j->b_dev ? NULL : j->b, j->shape.b.extent, false,
+                        total, &chunks) ||
+         slice_prefault(j, j->c_dev ? NULL : j->c, j->shape.c.extent, false,
+                        total, &chunks) ||
+         slice_prefault(j, j->d, j->shape.d.extent, true, total, &chunks)))
+        return slice_stopped(j);
     for (uint64_t r0 = 0; r0 < j->m; r0 += rows) {
         for (uint64_t c0 = 0; c0 < j->n; c0 += cols) {
-            if (done > 0 && slice_yield(j, done, total))
+            if ((done > 0 || chunks > 0) && slice_yield(j, done, total))
                 return slice_stopped(j);
             slice_tile t = {
                 .r0 = r0,

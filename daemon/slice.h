@@ -22,6 +22,10 @@
  * another (it takes milliseconds on the slowest backend). */
 #define SLICE_SMALL_FLOPS (1ull << 28)
 
+/* Bytes of a client's buffer faulted in between two yields before a
+ * sliced GEMM's first tile (a few ms). */
+#define SLICE_FAULT_CHUNK ((size_t)8 << 20)
+
 /* One tile of D: rows r0.. r0+rows-1, columns c0.. c0+cols-1. */
 typedef struct slice_tile {
     uint64_t r0, rows, c0, cols;
@@ -61,8 +65,10 @@ bool slice_yield(gemmd_job *j, uint64_t done, uint64_t total);
 int slice_stopped(const gemmd_job *j);
 
 /* Runs fn on each tile of j's plan (slice_plan_panels) in order, yielding
- * between tiles. Returns GEMM_OK, fn's error, or slice_stopped(j) when
- * it stopped (D then partly written). Worker thread. */
+ * between tiles; a GEMM of more than one tile has its operands' pages
+ * faulted in first, SLICE_FAULT_CHUNK between two yields. Returns GEMM_OK, fn's
+ * error, or slice_stopped(j) when it stopped (D then partly written). Worker
+ * thread. */
 int slice_run(gemmd_job *j, uint64_t budget, uint64_t align, slice_fn fn,
               void *arg);
 

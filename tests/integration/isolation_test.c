@@ -26,6 +26,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 TestSuite(isolation, .fini = fixture_teardown, .timeout = 90);
@@ -708,6 +710,110 @@ Test(isolation, half_requests_do_not_blind_the_metrics)
               "a half request still held after %.2f s", tu_now() - t0);
     for (int i = 0; i < 40; i++)
         close(held[i]);
+    fixture_stop();
+}
+
+/* In a forked child of uid pw: keeps 40 connections to 127.0.0.1:port
+ * that send a request line only, re-opening each as soon as gemmd closes
+ * it; writes a byte to ready once the first 40 are open. Runs until
+ * killed (at most 60 s). */
+static void half_request_flood(const struct passwd *pw, int port, int ready)
+{
+    if (setgroups(0, NULL) != 0 ||
+        setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) != 0 ||
+        setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) != 0)
+        _exit(125);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    static const char line[] = "GET /metrics HTTP/1.1\r\n";
+    struct pollfd held[40];
+    for (int i = 0; i < 40; i++)
+        held[i] = (struct pollfd){.fd = -1, .events = POLLIN};
+    bool told = false;
+    double end = tu_now() + 60;
+    while (tu_now() < end) {
+        for (int i = 0; i < 40; i++) {
+            if (held[i].fd >= 0)
+                continue;
+            int s = socket(AF_INET, SOCK_STREAM, 0);
+            if (connect(s, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+                send(s, line, sizeof(line) - 1, MSG_NOSIGNAL) < 0) {
+                close(s);
+                continue;
+            }
+            held[i].fd = s;
+        }
+        if (!told) {
+            told = write(ready, "r", 1) == 1;
+        }
+        if (poll(held, 40, 5) <= 0)
+            continue;
+        for (int i = 0; i < 40; i++)
+            if (held[i].revents != 0) {
+                close(held[i].fd);
+                held[i].fd = -1;
+            }
+    }
+    _exit(0);
+}
+
+/* As root: uid "daemon" floods half requests from 127.0.0.1 while root
+ * scrapes from the same address, sending each request in two parts 20 ms
+ * apart (a slow scraper, well within the 1 s header deadline). gemmd
+ * shares its places per local uid, so the flood only ever closes its own
+ * connections: all 300 scrapes answered 200. Before (places per peer
+ * address, both users in one share): the flood's new connections closed
+ * 6-7 of 300 scrapes. */
+Test(isolation, half_requests_of_another_uid_do_not_refuse_scrapes)
+{
+    const struct passwd *p = getpwnam("daemon");
+    if (geteuid() != 0 || p == NULL || p->pw_uid == 0)
+        cr_skip_test("skipped: needs root and the user 'daemon' (two uids)");
+    struct passwd atk = *p;
+    char spec[64];
+    int port = free_port();
+    snprintf(spec, sizeof(spec), "127.0.0.1:%d", port);
+    fixture_start((const char *const[]){"--metrics-listen", spec, NULL});
+    int ready[2];
+    cr_assert_eq(pipe(ready), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        close(ready[0]);
+        half_request_flood(&atk, port, ready[1]);
+    }
+    close(ready[1]);
+    char r;
+    cr_assert_eq(read(ready[0], &r, 1), 1, "the flood did not start");
+    close(ready[0]);
+    int refused = 0, slow = 0;
+    double worst = 0;
+    for (int i = 0; i < 300; i++) {
+        double t0 = tu_now();
+        int s = http_send(port, "GET /metrics HTTP/1.1\r\n");
+        struct timespec gap = {0, 20 * 1000 * 1000};
+        nanosleep(&gap, NULL); /* the scraper's own pace, not a wait */
+        char buf[64] = {0};
+        ssize_t n = send(s, "Host: x\r\n\r\n", 11, MSG_NOSIGNAL);
+        if (n == 11)
+            n = recv(s, buf, sizeof(buf) - 1, MSG_WAITALL);
+        double took = tu_now() - t0;
+        close(s);
+        worst = took > worst ? took : worst;
+        if (n < 12 || strncmp(buf, "HTTP/1.0 200", 12) != 0)
+            refused++;
+        else if (took > 1.0)
+            slow++;
+    }
+    kill(pid, SIGKILL);
+    child_wait(pid);
+    cr_expect_eq(refused, 0,
+                 "%d of 300 scrapes refused while uid %u flooded half "
+                 "requests (worst %.2f s)",
+                 refused, (unsigned)atk.pw_uid, worst);
+    cr_expect_eq(slow, 0, "%d of 300 scrapes took over 1 s (worst %.2f s)",
+                 slow, worst);
     fixture_stop();
 }
 

@@ -26,7 +26,7 @@ out=$(systemd-analyze verify "$dir/gemmd.service" 2>&1) || {
 if [ -n "$out" ]; then echo "$out"; exit 1; fi
 for want in Type=notify NoNewPrivileges=yes ProtectSystem=strict \
     ProtectHome=yes PrivateTmp=yes \
-    "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6" IPAddressDeny=any \
+    "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK" IPAddressDeny=any \
     IPAddressAllow=localhost RuntimeDirectory=gemmd User=gemmd Group=gemmd \
     SystemCallFilter=@system-service SystemCallErrorNumber=EPERM \
     ProtectProc=invisible; do
