@@ -91,36 +91,6 @@ void blas3_job_fill(gemmd_job *j, const val_blas3 *v,
     j->shape.has_c = res->reads_out;
 }
 
-/* Finds a buffer for the validation (dispatch.c's lookup). */
-struct blas3_lookup {
-    gemmd *d;
-    uint32_t owner;
-};
-
-static void *lookup(void *arg, uint64_t id, size_t *size, uint64_t *object)
-{
-    struct blas3_lookup *la = arg;
-    reg_buffer *b = reg_lookup(&la->d->reg, la->owner, id);
-    if (b == NULL)
-        return NULL;
-    *size = b->size;
-    *object = b->object;
-    return b;
-}
-
-static void *tensor_lookup(void *arg, uint64_t id, val_tensor *out)
-{
-    struct blas3_lookup *la = arg;
-    reg_buffer *t = reg_find(&la->d->reg, la->owner, id, REG_TENSOR);
-    if (t == NULL)
-        return NULL;
-    out->rows = t->rows;
-    out->cols = t->cols;
-    out->ld = t->ld;
-    out->dtype = t->dtype;
-    return t;
-}
-
 void blas3_handle(gemmd *d, sp_req *q, const Gemm__Request *req)
 {
     const Gemm__Blas3Request *r = req->blas3;
@@ -128,11 +98,12 @@ void blas3_handle(gemmd *d, sp_req *q, const Gemm__Request *req)
     val_blas3 v;
     blas3_desc(r, &v);
     val_limits lim = {.max_dim = d->cfg.max_dim,
-                      .tensor_lookup = tensor_lookup};
-    struct blas3_lookup la = {d, c->id};
+                      .tensor_lookup = reg_scope_tensor};
+    reg_scope la = {&d->reg, c->id};
     val_blas3_resolved res;
     char msg[512];
-    int rv = val_blas3_check(&v, &lim, lookup, &la, &res, msg, sizeof(msg));
+    int rv = val_blas3_check(&v, &lim, reg_scope_buffer, &la, &res, msg,
+                             sizeof(msg));
     if (rv != GEMM_OK) {
         complete_error(d, q, rv, "%s", msg);
         return;

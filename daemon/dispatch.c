@@ -163,35 +163,6 @@ static void do_release(gemmd *d, sp_req *q, const Gemm__Request *req)
     complete_reply(d, q, &r);
 }
 
-struct lookup_arg {
-    gemmd *d;
-    uint32_t owner;
-};
-
-static void *lookup(void *arg, uint64_t id, size_t *size, uint64_t *object)
-{
-    struct lookup_arg *la = arg;
-    reg_buffer *b = reg_lookup(&la->d->reg, la->owner, id);
-    if (b == NULL)
-        return NULL;
-    *size = b->size;
-    *object = b->object;
-    return b;
-}
-
-static void *tensor_lookup(void *arg, uint64_t id, val_tensor *out)
-{
-    struct lookup_arg *la = arg;
-    reg_buffer *t = reg_find(&la->d->reg, la->owner, id, REG_TENSOR);
-    if (t == NULL)
-        return NULL;
-    out->rows = t->rows;
-    out->cols = t->cols;
-    out->ld = t->ld;
-    out->dtype = t->dtype;
-    return t;
-}
-
 /* Hands job j of q to the scheduler (see admit_submit); replies when it
  * cannot. */
 static void submit(gemmd *d, sp_req *q, gemmd_job *j, uint64_t mem)
@@ -207,11 +178,12 @@ static void do_gemm(gemmd *d, sp_req *q, const Gemm__Request *req)
     val_gemm v;
     req_gemm_desc(g, &v);
     val_limits lim = {.max_dim = d->cfg.max_dim,
-                      .tensor_lookup = tensor_lookup};
-    struct lookup_arg la = {d, c->id};
+                      .tensor_lookup = reg_scope_tensor};
+    reg_scope la = {&d->reg, c->id};
     val_resolved res;
     char msg[512];
-    int rv = val_gemm_check(&v, &lim, lookup, &la, &res, msg, sizeof(msg));
+    int rv =
+        val_gemm_check(&v, &lim, reg_scope_buffer, &la, &res, msg, sizeof(msg));
     if (rv != GEMM_OK) {
         complete_error(d, q, rv, "%s", msg);
         return;
@@ -268,14 +240,14 @@ static void do_upload(gemmd *d, sp_req *q, const Gemm__Request *req)
     g.a = rq->src;
     req_gemm_desc(&g, &v);
     val_limits lim = {.max_dim = d->cfg.max_dim};
-    struct lookup_arg la = {d, c->id};
+    reg_scope la = {&d->reg, c->id};
     val_matrix src;
     char msg[512];
     uint64_t rows = rq->has_rows ? rq->rows : 0;
     uint64_t cols = rq->has_cols ? rq->cols : 0;
     int dtype = rq->has_dtype ? (int)rq->dtype : 0;
-    int rv = val_operand_check("src", &v.a, rows, cols, dtype, &lim, lookup,
-                               &la, &src, msg, sizeof(msg));
+    int rv = val_operand_check("src", &v.a, rows, cols, dtype, &lim,
+                               reg_scope_buffer, &la, &src, msg, sizeof(msg));
     if (rv != GEMM_OK) {
         complete_error(d, q, rv, "%s", msg);
         return;

@@ -84,6 +84,30 @@ reg_buffer *reg_lookup(registry *r, uint32_t owner, uint64_t id)
     return reg_find(r, owner, id, REG_BUFFER);
 }
 
+void *reg_scope_buffer(void *arg, uint64_t id, size_t *size, uint64_t *object)
+{
+    const reg_scope *sc = arg;
+    reg_buffer *b = reg_lookup(sc->reg, sc->owner, id);
+    if (b == NULL)
+        return NULL;
+    *size = b->size;
+    *object = b->object;
+    return b;
+}
+
+void *reg_scope_tensor(void *arg, uint64_t id, val_tensor *out)
+{
+    const reg_scope *sc = arg;
+    reg_buffer *t = reg_find(sc->reg, sc->owner, id, REG_TENSOR);
+    if (t == NULL)
+        return NULL;
+    out->rows = t->rows;
+    out->cols = t->cols;
+    out->ld = t->ld;
+    out->dtype = t->dtype;
+    return t;
+}
+
 static void grow(registry *r)
 {
     size_t n = r->nbuckets * 2;

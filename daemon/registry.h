@@ -11,6 +11,8 @@
 #ifndef GEMMD_REGISTRY_H
 #define GEMMD_REGISTRY_H
 
+#include "validate.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -97,6 +99,15 @@ reg_buffer *reg_find(registry *r, uint32_t owner, uint64_t id, int kind);
 
 /* reg_find for buffers. */
 reg_buffer *reg_lookup(registry *r, uint32_t owner, uint64_t id);
+
+/* One owner's entries as the validation's lookups (validate.h's
+ * val_lookup_fn and val_tensor_fn): pass a reg_scope as their arg. */
+typedef struct reg_scope {
+    registry *reg;
+    uint32_t owner;
+} reg_scope;
+void *reg_scope_buffer(void *arg, uint64_t id, size_t *size, uint64_t *object);
+void *reg_scope_tensor(void *arg, uint64_t id, val_tensor *out);
 
 /* Takes a reference; each needs one reg_put(). */
 void reg_hold(reg_buffer *b);
