@@ -27,6 +27,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* connections the kernel queues before accept: a flood of other users'
+ * connects must not fill it (a dropped SYN is retried only a second
+ * later); each user's share then closes only its own */
+#define METRICS_BACKLOG   1024
 #define METRICS_HTTP_MAX  32
 #define METRICS_PEER_MAX  16   /* of one share (local uid or address) */
 #define METRICS_HEADER_MS 1000 /* the request, first byte to blank line */
@@ -639,8 +643,8 @@ int metrics_start(gemmd *d, char *msg, size_t len)
     d->metrics.http.data = d;
     d->metrics.http_on = 1;
     if ((rv = uv_tcp_bind(&d->metrics.http, (struct sockaddr *)&ss, 0)) != 0 ||
-        (rv = uv_listen((uv_stream_t *)&d->metrics.http, 16, http_accept)) !=
-            0) {
+        (rv = uv_listen((uv_stream_t *)&d->metrics.http, METRICS_BACKLOG,
+                        http_accept)) != 0) {
         snprintf(msg, len, "cannot serve metrics on %s: %s", spec,
                  uv_strerror(rv));
         return GEMM_ERR_PERMISSION;
