@@ -6,11 +6,31 @@
  * each skip's reason on stderr: ctest then reports the program as skipped
  * (with why in its output) instead of counting a run that tested nothing
  * as passed.
+ *
+ * It also guards the exit of Criterion's workers against Debian's nng
+ * 1.5.2 close deadlock (docs/reliability.md): a REQ socket whose daemon
+ * went away with traffic in flight can leave nng's reaper thread blocked
+ * for ever in the transport's teardown, and every later close that needs
+ * the reaper blocks behind it. libgemmclient bounds its own closes; the
+ * one left is Criterion's: a worker closes its socket to the runner with
+ * nn_close() as it exits, after its test has reported, and then never
+ * exits. The nn_close() below (it takes the place of nng's for Criterion,
+ * which calls it through the PLT) runs nng's on a thread of its own and
+ * waits at most CM_CLOSE_WAIT_S; past that it says so on stderr and
+ * returns, and the worker exits with the result it already reported.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 
 /* ctest's SKIP_RETURN_CODE for every test the project registers. */
 #define TU_SKIP_EXIT 77
@@ -35,6 +55,91 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats)
                 t->message[0] != '\0')
                 fprintf(stderr, "%s::%s: %s\n", s->suite->name, t->test->name,
                         t->message);
+}
+
+/* How long a worker's last close may wait for nng's reaper. */
+#define CM_CLOSE_WAIT_S 5
+
+struct cm_close {
+    pthread_mutex_t mtx;
+    pthread_cond_t cv;
+    int (*real)(int);
+    int sock, rv;
+    bool done;
+};
+
+/* The closing thread: nng's nn_close(), then the word to the waiter. The
+ * job is static, so a close left behind never touches freed memory. */
+static void *cm_close_main(void *arg)
+{
+    struct cm_close *j = arg;
+    int rv = j->real(j->sock);
+    pthread_mutex_lock(&j->mtx);
+    j->rv = rv;
+    j->done = true;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mtx);
+    return NULL;
+}
+
+/* Criterion's nn_close(): nng's, bounded by CM_CLOSE_WAIT_S (see the top
+ * of the file). Returns nng's result, or 0 when the close is left to the
+ * stuck reaper (the process is about to exit). Not reentrant: Criterion
+ * closes one socket at a time, and a second caller waits its turn. */
+int nn_close(int s)
+{
+    static pthread_mutex_t turn = PTHREAD_MUTEX_INITIALIZER;
+    static struct cm_close job = {.mtx = PTHREAD_MUTEX_INITIALIZER};
+    static bool stuck;
+    int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "nn_close");
+    pthread_condattr_t ca;
+    pthread_t th;
+    struct timespec dl;
+
+    if (real == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    pthread_mutex_lock(&turn);
+    if (stuck) { /* the reaper is blocked: this close would block too */
+        pthread_mutex_unlock(&turn);
+        return 0;
+    }
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&job.cv, &ca);
+    pthread_condattr_destroy(&ca);
+    job.real = real;
+    job.sock = s;
+    job.done = false;
+    if (pthread_create(&th, NULL, cm_close_main, &job) != 0) {
+        pthread_mutex_unlock(&turn);
+        return real(s);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += CM_CLOSE_WAIT_S;
+    pthread_mutex_lock(&job.mtx);
+    while (!job.done &&
+           pthread_cond_timedwait(&job.cv, &job.mtx, &dl) != ETIMEDOUT) {
+    }
+    bool done = job.done;
+    int rv = job.rv;
+    pthread_mutex_unlock(&job.mtx);
+    if (done) {
+        pthread_join(th, NULL);
+        pthread_cond_destroy(&job.cv);
+    } else {
+        pthread_detach(th);
+        stuck = true;
+        fprintf(stderr,
+                "criterion_main: nn_close(%d) still blocked after %d s: "
+                "nng 1.5.2's reaper is stuck (its close deadlock, "
+                "docs/reliability.md); the worker exits without it\n",
+                s, CM_CLOSE_WAIT_S);
+        rv = 0;
+    }
+    pthread_mutex_unlock(&turn);
+    return rv;
 }
 
 int main(int argc, char *argv[])
