@@ -5,7 +5,9 @@
  * per-problem scalars and C in place; strided batches with a shared
  * (stride 0) operand and a resident tensor; every refusal names the right
  * problem (gemm_last_error_problem) and writes nothing, and the daemon
- * stays healthy after each; a batch canceled in the queue writes nothing;
+ * stays healthy after each, and the reply lists every bad problem; a
+ * batch canceled in the queue writes nothing, one canceled while it runs
+ * stops between problems;
  * a client that leaves with a batch queued harms nobody. The buffer is
  * poisoned with 0xff (NaN in every type) before each batch, so padding
  * read or a byte written outside the Ds shows.
@@ -13,6 +15,7 @@
 #include "util/daemon.h"
 #include "util/data.h"
 #include "util/hold.h"
+#include "util/raw.h"
 
 #include <criterion/criterion.h>
 
@@ -396,11 +399,26 @@ Test(batch, grouped_every_type)
         for (int rep = 0; rep < 3; rep++)
             grouped_case(combos[t].ab, combos[t].cd, 1 + tu_rand(&seed) % 24,
                          &seed);
-    gemm_status st;
-    cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
-    cr_assert_eq(st.batches_served, 3 * sizeof(combos) / sizeof(combos[0]),
-                 "batches_served %llu", (unsigned long long)st.batches_served);
-    cr_assert(st.batch_problems >= st.batches_served);
+    /* Status counts them (the wire's fields; gemm_status keeps its
+     * size) */
+    tu_raw r;
+    cr_assert_eq(tu_raw_open(&r, g_gemmd.url, 10000), 0);
+    Gemm__Request req = GEMM__REQUEST__INIT;
+    req.has_version = true;
+    req.version = GEMM_PROTOCOL_VERSION;
+    Gemm__StatusRequest sr = GEMM__STATUS_REQUEST__INIT;
+    Gemm__Reply *rep = NULL;
+    req.body_case = GEMM__REQUEST__BODY_STATUS;
+    req.status = &sr;
+    cr_assert_eq(tu_raw_call(&r, &req, &rep), 0);
+    cr_assert_eq(rep->body_case, GEMM__REPLY__BODY_STATUS_REPLY);
+    const Gemm__StatusReply *st = rep->status_reply;
+    cr_assert(st->has_batches_served && st->has_batch_problems);
+    cr_assert_eq(st->batches_served, 3 * sizeof(combos) / sizeof(combos[0]),
+                 "batches_served %llu", (unsigned long long)st->batches_served);
+    cr_assert_geq(st->batch_problems, st->batches_served);
+    gemm__reply__free_unpacked(rep, NULL);
+    tu_raw_close(&r);
     tu_assert_healthy(g_client);
 }
 
@@ -675,6 +693,87 @@ Test(batch, refusals_name_the_problem)
     run_ok(g_client, &b, "the valid batch");
     layout_verify(&l, "the valid batch after refusals");
     layout_free(&l);
+}
+
+/* On the wire: the reply lists every bad problem (index, status,
+ * message), the lowest BATCH_ERRORS_MAX (64) of them, and counts all. */
+Test(batch, reply_lists_bad_problems)
+{
+    fixture_start(NULL);
+    tu_raw r;
+    tu_shm shm;
+    uint64_t bid;
+    cr_assert_eq(tu_raw_open(&r, g_gemmd.url, 10000), 0);
+    cr_assert_eq(tu_raw_buffer(&r, &shm, 1 << 20, &bid), GEMM_OK);
+    enum { NP = 100 };
+    static Gemm__BatchProblem p[NP], *pp[NP];
+    static Gemm__Operand o[NP][4];
+    Gemm__GemmRequest op = GEMM__GEMM_REQUEST__INIT;
+    op.has_ab_type = op.has_cd_type = true;
+    op.ab_type = op.cd_type = GEMM__DTYPE__FP32;
+    for (int i = 0; i < NP; i++) {
+        gemm__batch_problem__init(&p[i]);
+        p[i].has_m = p[i].has_n = p[i].has_k = true;
+        p[i].m = p[i].n = p[i].k = 8;
+        for (int x = 0; x < 4; x++) {
+            gemm__operand__init(&o[i][x]);
+            o[i][x].has_buffer_id = o[i][x].has_offset = true;
+            o[i][x].buffer_id = bid;
+            o[i][x].offset = (uint64_t)(i * 4 + x) * 256;
+        }
+        p[i].a = &o[i][0];
+        p[i].b = &o[i][1];
+        p[i].d = &o[i][3];
+        pp[i] = &p[i];
+    }
+    /* three bad: 7 out of bounds, 4 with a bad ld, 1 of k 0 */
+    o[7][0].offset = 1 << 20;
+    o[4][3].has_ld = true;
+    o[4][3].ld = 2;
+    p[1].k = 0;
+    Gemm__BatchRequest b = GEMM__BATCH_REQUEST__INIT;
+    b.op = &op;
+    b.n_problems = 9;
+    b.problems = pp;
+    Gemm__Request req = GEMM__REQUEST__INIT;
+    req.has_version = true;
+    req.version = GEMM_PROTOCOL_VERSION;
+    req.body_case = GEMM__REQUEST__BODY_BATCH;
+    req.batch = &b;
+    Gemm__Reply *rep = NULL;
+    cr_assert_eq(tu_raw_call(&r, &req, &rep), 0);
+    cr_assert_eq(tu_reply_status(rep), GEMM_ERR_DIMS);
+    cr_assert(strncmp(rep->message, "problem 1: ", 11) == 0, "%s",
+              rep->message);
+    cr_assert_eq(rep->body_case, GEMM__REPLY__BODY_BATCH);
+    const Gemm__BatchReply *br = rep->batch;
+    cr_assert_eq(br->problems, 9);
+    cr_assert_eq(br->ran, 0);
+    cr_assert_eq(br->bad_problems, 3);
+    cr_assert_eq(br->n_errors, 3);
+    static const uint64_t idx[3] = {1, 4, 7};
+    static const int sts[3] = {GEMM_ERR_DIMS, GEMM_ERR_LD, GEMM_ERR_BOUNDS};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(br->errors[i]->index, idx[i]);
+        cr_assert_eq(br->errors[i]->status, sts[i], "problem %llu: %d (%s)",
+                     (unsigned long long)idx[i], br->errors[i]->status,
+                     br->errors[i]->message);
+    }
+    gemm__reply__free_unpacked(rep, NULL);
+    /* all 100 bad (k 0): the 64 lowest listed, 100 counted */
+    for (int i = 0; i < NP; i++)
+        p[i].k = 0;
+    b.n_problems = NP;
+    cr_assert_eq(tu_raw_call(&r, &req, &rep), 0);
+    cr_assert_eq(rep->body_case, GEMM__REPLY__BODY_BATCH);
+    cr_assert_eq(rep->batch->bad_problems, NP);
+    cr_assert_eq(rep->batch->n_errors, 64);
+    for (int i = 0; i < 64; i++)
+        cr_assert_eq(rep->batch->errors[i]->index, (uint64_t)i);
+    gemm__reply__free_unpacked(rep, NULL);
+    tu_raw_close(&r);
+    tu_shm_destroy(&shm);
+    tu_assert_healthy(g_client);
 }
 
 Test(batch, limits)

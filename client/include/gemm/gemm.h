@@ -142,9 +142,6 @@ typedef struct gemm_status {
     /* requests answered OK per gemm_routine (index 0: GEMM; then symm ..
      * trsm); appended after 0.2 */
     uint64_t routine_served[9];
-    /* batch requests answered OK and their problems; appended after 0.2 */
-    uint64_t batches_served;
-    uint64_t batch_problems;
 } gemm_status;
 
 /* Fetches the daemon's counters into *out. Thread-safe. */
