@@ -115,7 +115,8 @@ typedef struct layout {
     size_t used;
     gemm_dtype ab, cd;
     view *v;
-    size_t nv;
+    size_t nv;        /* problems checked */
+    size_t cap;       /* problems laid out (their references freed) */
     uint8_t *snap;    /* the buffer before the run */
     uint8_t *written; /* per byte: inside some D's elements */
     lcx **ref;        /* per problem: m*n expected */
@@ -132,6 +133,7 @@ static void layout_init(layout *l, gemm_client *c, gemm_dtype ab, gemm_dtype cd,
     memset(l->base, 0xff, BUF_BYTES);
     l->ab = ab;
     l->cd = cd;
+    l->cap = nproblems;
     l->v = calloc(nproblems, sizeof(*l->v));
     l->ref = calloc(nproblems, sizeof(*l->ref));
     l->scale = calloc(nproblems, sizeof(*l->scale));
@@ -140,7 +142,7 @@ static void layout_init(layout *l, gemm_client *c, gemm_dtype ab, gemm_dtype cd,
 
 static void layout_free(layout *l)
 {
-    for (size_t i = 0; i < l->nv; i++) {
+    for (size_t i = 0; i < l->cap; i++) {
         free(l->ref[i]);
         free(l->scale[i]);
     }
