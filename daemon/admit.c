@@ -149,6 +149,10 @@ int admit_submit(gemmd *d, sp_req *q, gemmd_job *j, uint64_t mem)
     if (sched_submit(&d->sched, j) != GEMM_OK) {
         for (int i = 0; i < j->nbufs; i++)
             reg_put(&d->reg, j->bufs[i]);
+        for (uint64_t p = 0; p < j->nproblems; p++)
+            for (int i = 0; i < j->problems[p].nbufs; i++)
+                reg_put(&d->reg, j->problems[p].bufs[i]);
+        free(j->problems);
         free(j->tensor);
         free(j);
         return GEMM_ERR_NOMEM;
@@ -169,6 +173,12 @@ void admit_release_job(gemmd *d, gemmd_job *j)
     for (int i = 0; i < j->nbufs; i++)
         reg_put(&d->reg, j->bufs[i]);
     j->nbufs = 0;
+    for (uint64_t p = 0; p < j->nproblems; p++) { /* a batch's */
+        gemmd_job *pj = &j->problems[p];
+        for (int i = 0; i < pj->nbufs; i++)
+            reg_put(&d->reg, pj->bufs[i]);
+        pj->nbufs = 0;
+    }
     d->inflight--;
     sp_client_of(c)->inflight--;
     c->user->inflight--;

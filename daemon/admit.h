@@ -40,12 +40,13 @@ int admit_flops(gemmd *d, const gemmd_job *j, char *msg, size_t len);
 int admit_work(gemmd *d, conn *c, uint64_t mem, char *msg, size_t len);
 
 /* Hands job j (its buffers held) of q to the scheduler with mem bytes of
- * the budget and counts it. On failure (GEMM_ERR_NOMEM) drops the
- * references and frees j (and an upload's tensor); the caller replies. */
+ * the budget and counts it (a batch as one). On failure (GEMM_ERR_NOMEM)
+ * drops the references (a batch's problems' too) and frees j (and an
+ * upload's tensor, a batch's problems); the caller replies. */
 int admit_submit(gemmd *d, sp_req *q, gemmd_job *j, uint64_t mem);
 
 /* Gives back what an admitted job holds (queue places, budget, buffer
- * references). */
+ * references, those of a batch's problems too). */
 void admit_release_job(gemmd *d, gemmd_job *j);
 
 /* Takes entry id of kind (REG_BUFFER, REG_TENSOR) from c and gives back

@@ -126,6 +126,20 @@ extern const gemmd_backend_ops gemmd_backend_cuda;
 #endif
 
 /*
+ * Runs batch job j (JOB_BATCH) on device j->device: its problems in order,
+ * each through be's gemm hook as a GEMM of its own (slices, staging,
+ * kernel choice unchanged), skipping those with m or n 0; stops between
+ * two problems when j is asked to (each running problem stops at its own
+ * next slice), and lets the scheduler run others' small jobs between
+ * problems (j->between) about every BATCH_YIELD_NS. Fills j's stage
+ * times (sums), nran, ran (the first problem's kernel) and, on failure,
+ * failed and msg ("problem I: ..."). Returns a gemm_error. Worker thread
+ * (batch_run.c).
+ */
+int gemmd_batch_run(gemmd_backend *be, gemmd_job *j);
+#define BATCH_YIELD_NS 10000000ull
+
+/*
  * Picks the backend named in cfg->backend ("auto": cuda if available, else
  * cpu) and initialises it into *be. Returns a gemm_error and a message.
  * Main thread.

@@ -5,6 +5,7 @@
 #include "complete.h"
 #include "admit.h"
 #include "log.h"
+#include "slice.h"
 
 #include <gemm/types.h>
 
@@ -141,12 +142,57 @@ static void finish_upload(gemmd *d, sp_req *q, gemmd_job *j)
     reply_job(d, q, &r, false);
 }
 
+/* A batch finished (or was dropped): one reply with the whole's timings
+ * and how many problems ran; its problems go. */
+static void finish_batch(gemmd *d, sp_req *q, gemmd_job *j)
+{
+    uint64_t now = gemmd_now_ns();
+    Gemm__Reply r;
+    Gemm__GemmReply g = GEMM__GEMM_REPLY__INIT;
+    Gemm__BatchReply br = GEMM__BATCH_REPLY__INIT;
+    complete_reply_init(&r, q->id);
+    if (j->status != GEMM_OK) {
+        r.status = j->status;
+        r.message = j->msg[0] ? j->msg : (char *)gemm_strerror(j->status);
+        gemmd_log(LOG_DEBUG, "request %llu on connection %u: %s: %s",
+                  (unsigned long long)q->id, q->conn->id,
+                  gemm_strerror(j->status), r.message);
+    } else {
+        stats_record_latency(&d->stats, now - j->t_received);
+        for (uint64_t i = 0; i < j->nproblems; i++)
+            d->stats.gemm_flops += slice_flops(&j->problems[i]);
+        d->stats.batches_served++;
+        d->stats.batch_problems += j->nproblems;
+    }
+    g.has_queued_us = g.has_compute_us = g.has_total_us = true;
+    g.queued_us = (j->t_started - j->t_received) / 1000;
+    g.compute_us = (j->t_finished - j->t_started) / 1000;
+    g.total_us = (now - j->t_received) / 1000;
+    if (j->ran[0] != '\0')
+        g.kernel = j->ran;
+    g.has_kernel_ns = j->ns_kernel != 0;
+    g.kernel_ns = j->ns_kernel;
+    br.gemm = &g;
+    br.has_problems = br.has_ran = true;
+    br.problems = j->nproblems;
+    br.ran = j->nran;
+    r.body_case = GEMM__REPLY__BODY_BATCH;
+    r.batch = &br;
+    reply_job(d, q, &r, j->canceled);
+    free(j->problems);
+    free(j);
+}
+
 void complete_job(gemmd *d, gemmd_job *j)
 {
     sp_req *q = j->slot;
     admit_release_job(d, j);
     if (j->kind == JOB_UPLOAD) {
         finish_upload(d, q, j);
+        return;
+    }
+    if (j->kind == JOB_BATCH) {
+        finish_batch(d, q, j);
         return;
     }
     if (j->status != GEMM_OK) {
@@ -207,7 +253,7 @@ void complete_closed(void *arg, conn *c)
     /* work running stops at its next slice (slice.h) */
     for (sp_req *q = sp_client_of(c)->reqs; q != NULL; q = q->next)
         if (q->job != NULL)
-            atomic_store(&q->job->stop, JOB_CLOSED);
+            job_request_stop(q->job, JOB_CLOSED);
     /* work not yet started is dropped: nobody waits for it */
     for (gemmd_job *j = sched_cancel_owner(&d->sched, c->id), *next; j;
          j = next) {

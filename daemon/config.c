@@ -44,6 +44,7 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->max_message_bytes = 64 * 1024;
     cfg->max_dim = 1u << 20;
     cfg->max_gemm_flops = 1ull << 50;
+    cfg->max_batch = 65536;
     cfg->slice_ms = 50;
     cfg->max_connections = 0;
     cfg->client_buffers = 1024;
@@ -108,6 +109,10 @@ static void usage(FILE *f)
             "  --max-dim N              largest m, n or k (default 1048576)\n"
             "  --max-gemm-flops N       largest GEMM, in flops (2mnk, x4 "
             "complex; default 2^50)\n"
+            "  --max-batch N            most problems in one batch request "
+            "(default 65536);\n"
+            "                           a batch's flops sum against "
+            "--max-gemm-flops\n"
             "  --slice-ms MS            run large GEMMs in slices of about "
             "MS, so a GEMM whose\n"
             "                           client left or canceled stops, and "
@@ -229,6 +234,7 @@ static const num_opt num_opts[] = {
     {"max-message-bytes", K_SIZE, O(max_message_bytes), 1024, 64u << 20},
     {"max-dim", K_U64, O(max_dim), 1, 1ull << 31},
     {"max-gemm-flops", K_U64, O(max_gemm_flops), 1, UINT64_MAX / 2},
+    {"max-batch", K_U64, O(max_batch), 1, 1u << 24},
     {"slice-ms", K_U32, O(slice_ms), 0, 60000},
     {"max-connections", K_U32, O(max_connections), 1, 1u << 24},
     {"client-buffers", K_U32, O(client_buffers), 1, 1u << 20},

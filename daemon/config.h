@@ -31,6 +31,7 @@ typedef struct gemmd_config {
     size_t max_message_bytes;   /* larger requests get GEMM_ERR_TOO_LARGE */
     uint64_t max_dim;           /* upper limit for m, n and k */
     uint64_t max_gemm_flops;    /* one request's 2mnk (x4 complex) */
+    uint64_t max_batch;         /* problems in one Batch request */
     uint32_t slice_ms;          /* a large GEMM runs in slices of about this
                                    long, stoppable between; 0 = whole */
     uint32_t max_connections;   /* 0 = from RLIMIT_NOFILE */

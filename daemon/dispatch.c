@@ -9,6 +9,7 @@
  */
 #include "dispatch.h"
 #include "admit.h"
+#include "batch.h"
 #include "blas3.h"
 #include "complete.h"
 #include "devstatus.h"
@@ -62,6 +63,8 @@ static void do_status(gemmd *d, sp_req *q, const Gemm__Request *req)
     SET(requests_failed, d->stats.failed);
     SET(gemms_served, d->stats.gemms_served);
     SET(gemms_failed, d->stats.gemms_failed);
+    SET(batches_served, d->stats.batches_served);
+    SET(batch_problems, d->stats.batch_problems);
     st.n_routine_served = GEMMD_ROUTINES;
     st.routine_served = d->stats.routine_served;
     SET(queue_depth, d->inflight);
@@ -381,7 +384,7 @@ static void do_cancel(gemmd *d, sp_req *q, const Gemm__Request *req)
         /* running: it stops at its next slice (slice.h); the Cancel is
          * answered with its reply then */
         t->cancel = q;
-        atomic_store(&j->stop, JOB_CANCELED);
+        job_request_stop(j, JOB_CANCELED);
         return;
     }
     for (unsigned i = 0; i < SP_RECENT_MAX; i++) {
@@ -441,6 +444,9 @@ static const dispatch_cmd dispatch_table[] = {
     [GEMM__REQUEST__BODY_BLAS3] = {.kind = MK_BLAS3,
                                    .work = true,
                                    .handler = blas3_handle},
+    [GEMM__REQUEST__BODY_BATCH] = {.kind = MK_BATCH,
+                                   .work = true,
+                                   .handler = batch_handle},
 };
 
 /* The row of rq's body, or NULL (no body, or one this gemmd does not

@@ -58,3 +58,11 @@ int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res)
     j->ldd = res->d.ld;
     return GEMM_OK;
 }
+
+void job_request_stop(gemmd_job *j, int why)
+{
+    atomic_store(&j->stop, why);
+    if (j->kind == JOB_BATCH)
+        for (uint64_t i = 0; i < j->nproblems; i++)
+            atomic_store(&j->problems[i].stop, why);
+}

@@ -36,6 +36,7 @@ enum gemmd_job_kind {
     JOB_GEMM,   /* D = alpha op(A) op(B) + beta C */
     JOB_UPLOAD, /* copy a matrix into a resident tensor */
     JOB_BLAS3,  /* symm .. trsm: the routine fields below */
+    JOB_BATCH,  /* many GEMMs, one reply: the batch fields below */
 };
 
 typedef struct gemmd_job {
@@ -76,6 +77,16 @@ typedef struct gemmd_job {
     uint64_t rows, cols;
     int dtype;
     reg_buffer *tensor;
+
+    /* JOB_BATCH (batch.c): nproblems JOB_GEMM jobs (each holding its
+     * buffers; one with m or n 0 is not run), run in order on this job's
+     * device (batch_run.c); ab_type, cd_type, precision and kernel are
+     * the batch's, m = n = k = 0; work_flops and work_bytes their sums
+     * (placement); nran counts those run, failed the problem that failed
+     * (when status != OK after a run) */
+    struct gemmd_job *problems;
+    uint64_t nproblems, nran, failed;
+    double work_flops, work_bytes;
 
     reg_buffer *bufs[4]; /* references held until the reply */
     int nbufs;
@@ -132,5 +143,9 @@ void *job_operand_ptr(const val_matrix *m);
  * Returns GEMM_OK or a gemm_error with j->msg set. Loop thread.
  */
 int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res);
+
+/* Asks job j to stop at its next slice (why: enum gemmd_job_stop), and
+ * every problem of a batch with it. Loop thread. */
+void job_request_stop(gemmd_job *j, int why);
 
 #endif

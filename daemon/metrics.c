@@ -46,7 +46,7 @@ static const double bucket_le[METRICS_BUCKETS] = {
 static const char *kind_names[MK_COUNT] = {
     "invalid",        "hello",  "status", "register_buffer",
     "release_buffer", "gemm",   "upload", "tensor_free",
-    "list_kernels",   "cancel", "blas3",
+    "list_kernels",   "cancel", "blas3",  "batch",
 };
 
 void metrics_observe(gemmd_metrics *m, int kind, int status, uint64_t ns)
@@ -279,6 +279,10 @@ char *metrics_render(gemmd *d, size_t *len)
           (double)d->mem_used);
     counter(f, "gemmd_gemm_flops_total", "2*M*N*K summed over GEMMs served.",
             (double)d->stats.gemm_flops);
+    counter(f, "gemmd_batch_problems_total",
+            "Problems of the batches served (each batch is one request "
+            "of kind batch).",
+            (double)d->stats.batch_problems);
 
     users(f, d, "gemmd_user_connections", "gauge",
           "Open connections of each uid.", UF_CONNS);

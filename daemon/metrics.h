@@ -28,6 +28,7 @@ enum metrics_kind {
     MK_LIST_KERNELS,
     MK_CANCEL,
     MK_BLAS3,
+    MK_BATCH,
     MK_COUNT,
 };
 

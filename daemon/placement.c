@@ -36,9 +36,20 @@ static double job_bytes(const gemmd_job *j)
     return b;
 }
 
+void place_work(const gemmd_job *j, double *flops, double *bytes)
+{
+    *flops = job_flops(j);
+    *bytes = job_bytes(j);
+}
+
 double place_cost(sched *s, const gemmd_job *j, unsigned dev)
 {
     const gemmd_backend *be = s->be;
+    if (j->kind == JOB_BATCH) /* its problems' resident tensors not
+                                 counted: one batch, one device */
+        return (j->work_bytes / be->copy_rate +
+                j->work_flops / be->flops_rate) *
+               1e9;
     double ns = job_bytes(j) / be->copy_rate * 1e9;
     if (j->kind == JOB_GEMM)
         ns += job_flops(j) / be->flops_rate * 1e9;

@@ -15,6 +15,11 @@
  * and the resident tensors it would copy there. Under s->mu. */
 double place_cost(sched *s, const gemmd_job *j, unsigned dev);
 
+/* The work of GEMM job j for placement: its real flops and the bytes it
+ * moves between the host and a device (operands not resident in, D out).
+ * A batch sums these over its problems when it is built. Any thread. */
+void place_work(const gemmd_job *j, double *flops, double *bytes);
+
 /* The device that would finish j first (ties go round-robin, so an idle
  * host spreads its work); sets j->cost_ns for it. Under s->mu. */
 unsigned place_choose(sched *s, gemmd_job *j);

@@ -47,6 +47,7 @@ int req_check_envelope(const Gemm__Request *rq, char *msg, size_t msglen)
     case GEMM__REQUEST__BODY_LIST_KERNELS:
     case GEMM__REQUEST__BODY_CANCEL:
     case GEMM__REQUEST__BODY_BLAS3:
+    case GEMM__REQUEST__BODY_BATCH:
         return GEMM_OK;
     default:
         snprintf(msg, msglen,
@@ -110,4 +111,92 @@ void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v)
     operand_desc(&v->b, g->b);
     operand_desc(&v->c, g->c);
     operand_desc(&v->d, g->d);
+}
+
+int req_batch_check(const Gemm__BatchRequest *r, uint64_t *n, char *msg,
+                    size_t msglen)
+{
+    uint64_t count = r->has_count ? r->count : 0;
+    if (r->op == NULL) {
+        snprintf(msg, msglen,
+                 "batch has no op: it gives the types, scalars and (strided) "
+                 "the shape and operands of its problems");
+        return GEMM_ERR_INVALID;
+    }
+    if (count != 0 && r->n_problems != 0) {
+        snprintf(msg, msglen,
+                 "batch has both a count (strided) and %zu problems "
+                 "(grouped): give one",
+                 r->n_problems);
+        return GEMM_ERR_INVALID;
+    }
+    if (count == 0 && r->n_problems == 0) {
+        snprintf(msg, msglen,
+                 "batch is empty: give a count (strided) or problems "
+                 "(grouped)");
+        return GEMM_ERR_INVALID;
+    }
+    const Gemm__Operand *ops[4] = {r->op->a, r->op->b, r->op->c, r->op->d};
+    uint64_t strides[4] = {r->stride_a, r->stride_b, r->stride_c, r->stride_d};
+    for (int i = 0; count != 0 && i < 4; i++) {
+        if (ops[i] != NULL && ops[i]->has_tensor_id && ops[i]->tensor_id &&
+            strides[i] != 0) {
+            snprintf(msg, msglen,
+                     "operand %c is a resident tensor, one matrix: its "
+                     "stride must be 0 (shared by every problem), not %llu",
+                     "ABCD"[i], (unsigned long long)strides[i]);
+            return GEMM_ERR_INVALID;
+        }
+    }
+    *n = count != 0 ? count : r->n_problems;
+    return GEMM_OK;
+}
+
+/* o moved by i strides of s bytes; false when the offset overflows. */
+static bool operand_at(val_operand *o, uint64_t i, uint64_t s)
+{
+    uint64_t step;
+    if (!o->present || o->tensor_id != 0 || s == 0)
+        return true;
+    return !__builtin_mul_overflow(i, s, &step) &&
+           !__builtin_add_overflow(o->offset, step, &o->offset);
+}
+
+int req_batch_problem(const Gemm__BatchRequest *r, const val_gemm *t,
+                      uint64_t i, val_gemm *v, char *msg, size_t msglen)
+{
+    *v = *t;
+    if (r->has_count && r->count != 0) {
+        val_operand *ops[4] = {&v->a, &v->b, &v->c, &v->d};
+        uint64_t strides[4] = {r->stride_a, r->stride_b, r->stride_c,
+                               r->stride_d};
+        for (int x = 0; x < 4; x++) {
+            if (!operand_at(ops[x], i, strides[x])) {
+                snprintf(msg, msglen,
+                         "operand %c: offset %llu + %llu strides of %llu "
+                         "bytes overflows",
+                         "ABCD"[x], (unsigned long long)ops[x] -> offset,
+                         (unsigned long long)i, (unsigned long long)strides[x]);
+                return GEMM_ERR_BOUNDS;
+            }
+        }
+        return GEMM_OK;
+    }
+    const Gemm__BatchProblem *p = r->problems[i];
+    v->m = p->has_m ? p->m : 0;
+    v->n = p->has_n ? p->n : 0;
+    v->k = p->has_k ? p->k : 0;
+    v->trans_a = p->has_trans_a && p->trans_a;
+    v->trans_b = p->has_trans_b && p->trans_b;
+    operand_desc(&v->a, p->a);
+    operand_desc(&v->b, p->b);
+    operand_desc(&v->c, p->c);
+    operand_desc(&v->d, p->d);
+    if (p->has_alpha) {
+        v->alpha = p->alpha;
+        v->beta = p->has_beta ? p->beta : 0.0;
+        v->alpha_im = p->has_alpha_imag ? p->alpha_imag : 0.0;
+        v->beta_im = p->has_beta_imag ? p->beta_imag : 0.0;
+    }
+    return GEMM_OK;
 }

@@ -34,4 +34,18 @@ int req_register_check(const Gemm__RegisterBufferRequest *r, char *msg,
 /* Fills *v from a GemmRequest (absent fields become 0 / not present). */
 void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v);
 
+/* The form of a Batch: an op, either a count (strided) or problems
+ * (grouped) but not both, and no resident tensor with a stride. Returns
+ * GEMM_OK with *n the number of problems, or INVALID with a message. */
+int req_batch_check(const Gemm__BatchRequest *r, uint64_t *n, char *msg,
+                    size_t msglen);
+
+/* Problem i of batch r (req_batch_check passed, i < its count) as a GEMM
+ * description: t (req_gemm_desc of r's op) with, strided, the operands
+ * moved by i strides, or, grouped, problem i's shape, transposes,
+ * operands and (when it has them) scalars. Returns GEMM_OK, or BOUNDS
+ * with a message when an offset overflows. */
+int req_batch_problem(const Gemm__BatchRequest *r, const val_gemm *t,
+                      uint64_t i, val_gemm *v, char *msg, size_t msglen);
+
 #endif

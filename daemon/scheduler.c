@@ -239,8 +239,9 @@ static void run_job(sched *s, unsigned dev, gemmd_job *j)
         snprintf(j->msg, sizeof(j->msg),
                  "device %u: forced fault (GEMMD_TEST_FAIL_DEVICE)", dev);
     } else {
-        j->status = j->kind == JOB_UPLOAD ? s->be->ops->upload(s->be, j)
-                                          : s->be->ops->gemm(s->be, j);
+        j->status = j->kind == JOB_UPLOAD  ? s->be->ops->upload(s->be, j)
+                    : j->kind == JOB_BATCH ? gemmd_batch_run(s->be, j)
+                                           : s->be->ops->gemm(s->be, j);
     }
     j->t_finished = gemmd_now_ns();
 }

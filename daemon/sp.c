@@ -178,12 +178,16 @@ void sp_reply(sp_req *q, const Gemm__Reply *r, int status)
         q->next->prev = q->prev;
     sp_recent *rc = &cl->recent[cl->recent_next];
     *rc = (sp_recent){.id = q->id, .status = status};
-    if (r->body_case == GEMM__REPLY__BODY_GEMM && r->gemm != NULL) {
+    const Gemm__GemmReply *g = r->body_case == GEMM__REPLY__BODY_GEMM ? r->gemm
+                               : r->body_case == GEMM__REPLY__BODY_BATCH
+                                   ? r->batch->gemm
+                                   : NULL;
+    if (g != NULL) { /* a batch's timings are a GEMM's */
         rc->gemm = true;
-        rc->queued_us = r->gemm->queued_us;
-        rc->compute_us = r->gemm->compute_us;
-        rc->total_us = r->gemm->total_us;
-        rc->kernel_ns = r->gemm->kernel_ns;
+        rc->queued_us = g->queued_us;
+        rc->compute_us = g->compute_us;
+        rc->total_us = g->total_us;
+        rc->kernel_ns = g->kernel_ns;
     }
     cl->recent_next = (cl->recent_next + 1) % SP_RECENT_MAX;
     if (!c->closed) {

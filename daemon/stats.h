@@ -16,6 +16,8 @@ typedef struct gemmd_stats {
     uint64_t failed;                     /* replies with an error */
     uint64_t gemms_served, gemms_failed; /* of them, GEMM requests */
     uint64_t gemm_flops;
+    uint64_t batches_served;                 /* Batch replies OK */
+    uint64_t batch_problems;                 /* problems of those */
     uint64_t routine_served[GEMMD_ROUTINES]; /* OK replies by routine
                                                 (0: GEMM, then symm ..
                                                 trsm as on the wire) */

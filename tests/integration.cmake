@@ -83,8 +83,12 @@ gemm_itest(devices 400)     # --devices: placement, migration, split, faults
 gemm_itest(faults 60)       # dying clients, shm truncation, daemon restart
 gemm_itest(isolation 120)   # one uid cannot block, hold or blind another
 gemm_itest(startup 30)      # refusals at start name the way out
+gemm_itest(batch 180)       # batched and grouped GEMM, refusals, cancel
 add_executable(fault_probe integration/fault_probe.c)
 target_link_libraries(fault_probe PRIVATE gemm_itest_util)
 target_compile_definitions(integration_faults PRIVATE
   FAULT_PROBE="$<TARGET_FILE:fault_probe>")
 add_dependencies(integration_faults fault_probe)
+target_compile_definitions(integration_batch PRIVATE
+  FAULT_PROBE="$<TARGET_FILE:fault_probe>")
+add_dependencies(integration_batch fault_probe)

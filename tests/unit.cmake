@@ -3,6 +3,8 @@ gemm_test(validate_test SOURCES unit/validate_test.c LIBS gemmd_core
   LABELS unit)
 gemm_test(validate_blas3_test SOURCES unit/validate_blas3_test.c
   LIBS gemmd_core LABELS unit)
+gemm_test(validate_batch_test SOURCES unit/validate_batch_test.c
+  LIBS gemmd_core LABELS unit)
 gemm_test(registry_test SOURCES unit/registry_test.c LIBS gemmd_core
   LABELS unit)
 gemm_test(config_test SOURCES unit/config_test.c LIBS gemmd_core

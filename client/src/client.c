@@ -262,6 +262,8 @@ GEMM_API int gemm_get_status(gemm_client *c, gemm_status *out)
     out->gemms_failed = s->gemms_failed;
     for (size_t i = 0; i < s->n_routine_served && i < GEMM_ROUTINE_COUNT; i++)
         out->routine_served[i] = s->routine_served[i];
+    out->batches_served = s->batches_served;
+    out->batch_problems = s->batch_problems;
     gemm__reply__free_unpacked(rep, NULL);
     return GEMM_OK;
 }

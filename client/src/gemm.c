@@ -66,7 +66,7 @@ static Gemm__DType wire_dtype(gemm_dtype t)
     return GEMM__DTYPE__DTYPE_INVALID;
 }
 
-static void wire_operand(Gemm__Operand *w, const gemm_matrix *m)
+void cli_wire_operand(Gemm__Operand *w, const gemm_matrix *m)
 {
     if (m->tensor != 0) {
         w->has_tensor_id = true;
@@ -81,83 +81,96 @@ static void wire_operand(Gemm__Operand *w, const gemm_matrix *m)
     w->ld = m->ld;
 }
 
-GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out)
+int cli_gemm_pack(const gemm_op *op, bool operands, Gemm__GemmRequest *g,
+                  Gemm__Operand w[4], const char *what)
 {
-    Gemm__Request req = GEMM__REQUEST__INIT;
-    Gemm__GemmRequest g = GEMM__GEMM_REQUEST__INIT;
-    Gemm__Operand a = GEMM__OPERAND__INIT, b = GEMM__OPERAND__INIT;
-    Gemm__Operand cc = GEMM__OPERAND__INIT, d = GEMM__OPERAND__INIT;
-
-    cli_clear_error();
-    if (c == NULL || op == NULL || out == NULL)
-        return cli_error(GEMM_ERR_INVALID, "gemm: NULL argument");
+    gemm__gemm_request__init(g);
+    for (int i = 0; i < 4; i++)
+        gemm__operand__init(&w[i]);
     bool a_none = op->a.buf == NULL && op->a.tensor == 0;
     bool b_none = op->b.buf == NULL && op->b.tensor == 0;
-    if (a_none || b_none || op->d.buf == NULL)
-        return cli_error(GEMM_ERR_INVALID, "gemm: %s has no buffer",
+    if (operands && (a_none || b_none || op->d.buf == NULL))
+        return cli_error(GEMM_ERR_INVALID, "%s: %s has no buffer", what,
                          a_none   ? "A"
                          : b_none ? "B"
                                   : "D");
 
-    g.has_m = g.has_n = g.has_k = true;
-    g.m = op->m;
-    g.n = op->n;
-    g.k = op->k;
-    g.has_ab_type = g.has_cd_type = true;
-    g.ab_type = wire_dtype(op->ab_type);
-    g.cd_type = wire_dtype(op->cd_type);
-    g.has_trans_a = g.has_trans_b = true;
-    g.trans_a = op->trans_a;
-    g.trans_b = op->trans_b;
-    g.has_alpha = g.has_beta = true;
-    g.alpha = op->alpha;
-    g.beta = op->beta;
+    g->has_m = g->has_n = g->has_k = true;
+    g->m = op->m;
+    g->n = op->n;
+    g->k = op->k;
+    g->has_ab_type = g->has_cd_type = true;
+    g->ab_type = wire_dtype(op->ab_type);
+    g->cd_type = wire_dtype(op->cd_type);
+    g->has_trans_a = g->has_trans_b = true;
+    g->trans_a = op->trans_a;
+    g->trans_b = op->trans_b;
+    g->has_alpha = g->has_beta = true;
+    g->alpha = op->alpha;
+    g->beta = op->beta;
     bool beta_nz = op->beta != 0.0f;
     if (op->scalars64) {
-        g.alpha = (float)op->alpha_re; /* what an older daemon reads */
-        g.beta = (float)op->beta_re;
-        g.has_alpha64 = g.has_beta64 = true;
-        g.alpha64 = op->alpha_re;
-        g.beta64 = op->beta_re;
-        g.has_alpha_imag = op->alpha_im != 0.0;
-        g.alpha_imag = op->alpha_im;
-        g.has_beta_imag = op->beta_im != 0.0;
-        g.beta_imag = op->beta_im;
+        g->alpha = (float)op->alpha_re; /* what an older daemon reads */
+        g->beta = (float)op->beta_re;
+        g->has_alpha64 = g->has_beta64 = true;
+        g->alpha64 = op->alpha_re;
+        g->beta64 = op->beta_re;
+        g->has_alpha_imag = op->alpha_im != 0.0;
+        g->alpha_imag = op->alpha_im;
+        g->has_beta_imag = op->beta_im != 0.0;
+        g->beta_imag = op->beta_im;
         beta_nz = op->beta_re != 0.0 || op->beta_im != 0.0;
     }
     /* only when set: an older daemon then sees the request it knows */
-    g.has_conj_a = op->conj_a;
-    g.conj_a = op->conj_a;
-    g.has_conj_b = op->conj_b;
-    g.conj_b = op->conj_b;
+    g->has_conj_a = op->conj_a;
+    g->conj_a = op->conj_a;
+    g->has_conj_b = op->conj_b;
+    g->conj_b = op->conj_b;
     if (op->timeout_ms != 0) {
-        g.has_timeout_ms = true;
-        g.timeout_ms = op->timeout_ms;
+        g->has_timeout_ms = true;
+        g->timeout_ms = op->timeout_ms;
     }
     if (op->precision != GEMM_PRECISION_DEFAULT) {
         /* any number goes on the wire: the daemon names a bad one */
-        g.has_precision = true;
-        g.precision = (Gemm__Precision)op->precision;
+        g->has_precision = true;
+        g->precision = (Gemm__Precision)op->precision;
     }
     if (op->kernel != NULL) {
         if (strlen(op->kernel) > GEMM_KERNEL_NAME_MAX)
             return cli_error(GEMM_ERR_INVALID,
-                             "gemm: kernel name of %zu bytes is longer "
+                             "%s: kernel name of %zu bytes is longer "
                              "than %d",
-                             strlen(op->kernel), GEMM_KERNEL_NAME_MAX);
-        g.kernel = (char *)op->kernel; /* packed below: copied */
+                             what, strlen(op->kernel), GEMM_KERNEL_NAME_MAX);
+        g->kernel = (char *)op->kernel; /* packed by the caller: copied */
     }
-    wire_operand(&a, &op->a);
-    wire_operand(&b, &op->b);
-    wire_operand(&d, &op->d);
-    g.a = &a;
-    g.b = &b;
-    g.d = &d;
+    if (!operands)
+        return GEMM_OK;
+    cli_wire_operand(&w[0], &op->a);
+    cli_wire_operand(&w[1], &op->b);
+    cli_wire_operand(&w[3], &op->d);
+    g->a = &w[0];
+    g->b = &w[1];
+    g->d = &w[3];
     /* C is read only when beta != 0; without a buffer the daemon says so. */
     if (beta_nz && (op->c.buf != NULL || op->c.tensor != 0)) {
-        wire_operand(&cc, &op->c);
-        g.c = &cc;
+        cli_wire_operand(&w[2], &op->c);
+        g->c = &w[2];
     }
+    return GEMM_OK;
+}
+
+GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out)
+{
+    Gemm__Request req = GEMM__REQUEST__INIT;
+    Gemm__GemmRequest g;
+    Gemm__Operand w[4];
+    int rv;
+
+    cli_clear_error();
+    if (c == NULL || op == NULL || out == NULL)
+        return cli_error(GEMM_ERR_INVALID, "gemm: NULL argument");
+    if ((rv = cli_gemm_pack(op, true, &g, w, "gemm")) != GEMM_OK)
+        return rv;
     req.body_case = GEMM__REQUEST__BODY_GEMM;
     req.gemm = &g;
     return cli_req_start(c, &req, "gemm", out);
@@ -174,10 +187,11 @@ GEMM_API int gemm_wait(gemm_request *r, gemm_timings *t)
         return cli_error(GEMM_ERR_INVALID, "gemm_wait: request is NULL");
     if ((rv = cli_req_finish(r, &rep, &rtt)) != GEMM_OK)
         return rv;
-    /* a GEMM's reply, or a Blas3's (the same timings) */
+    /* a GEMM's reply, a Blas3's or a Batch's (the same timings) */
     const Gemm__GemmReply *g =
         rep->body_case == GEMM__REPLY__BODY_GEMM    ? rep->gemm
         : rep->body_case == GEMM__REPLY__BODY_BLAS3 ? rep->blas3
+        : rep->body_case == GEMM__REPLY__BODY_BATCH ? rep->batch->gemm
                                                     : NULL;
     if (g == NULL) {
         gemm__reply__free_unpacked(rep, NULL);
@@ -222,7 +236,7 @@ GEMM_API int gemm_tensor_upload(gemm_client *c, const gemm_matrix *src,
     if (src->buf == NULL)
         return cli_error(GEMM_ERR_INVALID,
                          "tensor upload: the source must be in a buffer");
-    wire_operand(&o, &(gemm_matrix){src->buf, src->offset, src->ld, 0});
+    cli_wire_operand(&o, &(gemm_matrix){src->buf, src->offset, src->ld, 0});
     u.src = &o;
     u.has_rows = u.has_cols = u.has_dtype = true;
     u.rows = rows;

@@ -110,6 +110,18 @@ int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket);
 /* Closes the descriptor channel, if open. */
 void cli_fdchan_close(gemm_client *c);
 
+/* m as a wire Operand: its tensor id, or its buffer id, offset and ld
+ * (m->buf must be set when m->tensor is 0). */
+void cli_wire_operand(Gemm__Operand *w, const gemm_matrix *m);
+
+/* Fills *g (initialised here) from op: types, transposes, scalars,
+ * conjugates, timeout, precision and kernel (g->kernel points into op),
+ * and with operands, A, B, D and (beta != 0 and given) C in w[0..3]
+ * (A, B, C, D). Returns GEMM_OK, or GEMM_ERR_INVALID with the thread's
+ * message set (what names the call). */
+int cli_gemm_pack(const gemm_op *op, bool operands, Gemm__GemmRequest *g,
+                  Gemm__Operand w[4], const char *what);
+
 /* Sets the calling thread's error message (printf format); returns err so
  * that callers may `return cli_error(GEMM_ERR_X, "...")`. */
 int cli_error(int err, const char *fmt, ...)

@@ -16,10 +16,16 @@
 #include <time.h>
 
 static _Thread_local char cli_errbuf[512];
+static _Thread_local int64_t cli_errproblem = -1;
 
 GEMM_API const char *gemm_last_error_message(void)
 {
     return cli_errbuf;
+}
+
+GEMM_API int64_t gemm_last_error_problem(void)
+{
+    return cli_errproblem;
 }
 
 int cli_error(int err, const char *fmt, ...)
@@ -34,6 +40,7 @@ int cli_error(int err, const char *fmt, ...)
 void cli_clear_error(void)
 {
     cli_errbuf[0] = '\0';
+    cli_errproblem = -1;
 }
 
 uint64_t cli_now_ns(void)
@@ -152,6 +159,7 @@ static int req_start(gemm_client *c, Gemm__Request *req, const char *what,
     r->timeout_ms = timeout_ms;
     r->cancelable = req->body_case == GEMM__REQUEST__BODY_GEMM ||
                     req->body_case == GEMM__REQUEST__BODY_BLAS3 ||
+                    req->body_case == GEMM__REQUEST__BODY_BATCH ||
                     req->body_case == GEMM__REQUEST__BODY_TENSOR_UPLOAD;
     r->id = atomic_fetch_add(&c->next_id, 1);
 
@@ -342,6 +350,11 @@ int cli_req_finish(struct gemm_request *r, Gemm__Reply **out, uint64_t *rtt_us)
     }
     if (rep->has_status && rep->status != GEMM_OK) {
         rv = rep->status;
+        /* a refused batch names its bad problems, the first one first */
+        if (rep->body_case == GEMM__REPLY__BODY_BATCH &&
+            rep->batch->n_errors > 0 && rep->batch->errors[0]->has_index &&
+            rep->batch->errors[0]->index <= INT64_MAX)
+            cli_errproblem = (int64_t)rep->batch->errors[0]->index;
         if (rep->message != NULL && rep->message[0] != '\0')
             cli_error(rv, "%s", rep->message);
         else

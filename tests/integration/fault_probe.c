@@ -7,6 +7,12 @@
  * daemon's status until it has the GEMM queued or running and kills
  * itself with SIGKILL. Either way the reply is never read. The exit code names
  * the step that failed (it never exits 0).
+ *
+ * "batch URL N [KERNEL]" does the same with a strided batch of N fp32
+ * 16^3 problems (batch_test.c): with KERNEL it waits to be killed while
+ * its first problem is held; without, it kills itself once the daemon
+ * has more than one job queued or running (the batch behind the test's
+ * held GEMM).
  */
 #include <gemm/gemm.h>
 
@@ -57,8 +63,51 @@ static int die_mid_request(const char *url, uint64_t n, const char *kernel)
     return 15;
 }
 
+static int die_mid_batch(const char *url, uint64_t n, const char *kernel)
+{
+    gemm_client *c;
+    gemm_buffer *buf;
+    gemm_request *r;
+    gemm_status st;
+    if (gemm_client_open(&c, url) != GEMM_OK)
+        return 10;
+    if (gemm_buffer_alloc(c, (2 + n) * 1024, &buf) != GEMM_OK)
+        return 11;
+    float *p = gemm_buffer_data(buf);
+    for (size_t i = 0; i < 512; i++)
+        p[i] = (float)(i % 5) * 0.25f - 0.5f;
+    gemm_op op;
+    gemm_op_init(&op, 16, 16, 16, GEMM_FP32, GEMM_FP32);
+    op.a.buf = op.b.buf = op.d.buf = buf;
+    op.b.offset = 1024;
+    op.d.offset = 2048;
+    op.kernel = kernel;
+    gemm_batch b;
+    gemm_batch_init(&b, &op);
+    b.count = n;
+    b.stride_d = 1024;
+    if (gemm_batch_submit(c, &b, &r) != GEMM_OK)
+        return 13;
+    if (kernel != NULL) /* held: the test kills us once it runs */
+        for (;;)
+            pause();
+    for (int i = 0; i < 10000; i++) {
+        if (gemm_get_status(c, &st) != GEMM_OK)
+            return 14;
+        if (st.queue_depth > 1)
+            break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    raise(SIGKILL);
+    return 15;
+}
+
 int main(int argc, char **argv)
 {
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "batch") == 0)
+        return die_mid_batch(argv[2], strtoull(argv[3], NULL, 10),
+                             argc == 5 ? argv[4] : NULL);
     if ((argc == 4 || argc == 5) && strcmp(argv[1], "die") == 0)
         return die_mid_request(argv[2], strtoull(argv[3], NULL, 10),
                                argc == 5 ? argv[4] : NULL);

@@ -142,6 +142,9 @@ typedef struct gemm_status {
     /* requests answered OK per gemm_routine (index 0: GEMM; then symm ..
      * trsm); appended after 0.2 */
     uint64_t routine_served[9];
+    /* batch requests answered OK and their problems; appended after 0.2 */
+    uint64_t batches_served;
+    uint64_t batch_problems;
 } gemm_status;
 
 /* Fetches the daemon's counters into *out. Thread-safe. */
@@ -423,6 +426,65 @@ GEMM_API int gemm_blas3_submit(gemm_client *c, const gemm_blas3_op *op,
  * and gemm_last_error_message() says why. Thread-safe. */
 GEMM_API int gemm_blas3_run(gemm_client *c, const gemm_blas3_op *op,
                             gemm_timings *t);
+
+/* ---- Batched GEMM ----------------------------------------------------- */
+
+/* One problem of a grouped batch: its own shape, transposes and operands.
+ * Types, precision, kernel, timeout and (unless scalars is set) alpha and
+ * beta come from the batch's template op. m == 0 (an expert with no
+ * tokens) is allowed and does nothing. */
+typedef struct gemm_problem {
+    uint64_t m, n, k;
+    bool trans_a, trans_b;
+    gemm_matrix a, b, c, d;
+    bool scalars; /* true: this problem's own alpha/beta below */
+    double alpha_re, alpha_im, beta_re, beta_im;
+} gemm_problem;
+
+/* A batch: either strided (count > 0: every problem has op's shape,
+ * transposes and leading dimensions; problem i's operand X starts at
+ * op.X.offset + i * stride_X bytes; a stride of 0 shares one operand, e.g.
+ * a resident weight; stride_d must not be 0 when count > 1 unless m*n==0)
+ * or grouped (count == 0: nproblems problems from problems[]; op gives the
+ * shared types/scalars/etc. and its m/n/k/a/b/c/d are ignored).
+ * The daemon checks every problem as it checks one GEMM, and across
+ * problems: no D may overlap another problem's A, B, C or D. When any
+ * problem is bad nothing runs; the error is the first bad problem's,
+ * its message "problem I: ...", and gemm_last_error_problem() is I. The
+ * batch counts as one request against the daemon's limits; its problems
+ * against --max-batch and their summed flops against --max-gemm-flops.
+ * It runs as one job (on one device, problems in order); a timeout or
+ * cancel stops it between problems (D of those run is written) and a
+ * problem failing at run time ends it with "problem I: ..." too. */
+typedef struct gemm_batch {
+    gemm_op op;
+    uint64_t count;
+    uint64_t stride_a, stride_b, stride_c, stride_d;
+    const gemm_problem *problems;
+    size_t nproblems;
+} gemm_batch;
+
+/* Copies *op into b->op and zeroes the rest (a grouped batch of no
+ * problems until problems/nproblems or count are set). Thread-safe. */
+GEMM_API void gemm_batch_init(gemm_batch *b, const gemm_op *op);
+
+/* Sends batch b without waiting. On success *out is a pending request
+ * that must go to gemm_wait() exactly once (the batch's timings, as a
+ * GEMM's: queued until its first problem started, compute until its last
+ * ended, kernel_ns summed). b and problems[] are copied; the buffers must
+ * stay allocated until then. Thread-safe. */
+GEMM_API int gemm_batch_submit(gemm_client *c, const gemm_batch *b,
+                               gemm_request **out);
+
+/* gemm_batch_submit() then gemm_wait(). On failure no D has been written
+ * if the batch was refused (validation, limits), and
+ * gemm_last_error_problem() names the first bad problem. Thread-safe. */
+GEMM_API int gemm_batch_run(gemm_client *c, const gemm_batch *b,
+                            gemm_timings *t);
+
+/* After a batch failed validation: the index of the first bad problem the
+ * daemon named (thread-local, like gemm_last_error_message), or -1. */
+GEMM_API int64_t gemm_last_error_problem(void);
 
 #ifdef __cplusplus
 }
