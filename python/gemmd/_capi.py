@@ -172,6 +172,8 @@ class GemmStatus(ctypes.Structure):
         ("gemms_served", ctypes.c_uint64),
         ("gemms_failed", ctypes.c_uint64),
         ("routine_served", ctypes.c_uint64 * 9),
+        ("batches_served", ctypes.c_uint64),
+        ("batch_problems", ctypes.c_uint64),
     ]
 
 
@@ -267,6 +269,8 @@ STRUCTS: Dict[str, type] = {
     "gemm_status": GemmStatus,
     "gemm_device_status": GemmDeviceStatus,
     "gemm_kernel_info": GemmKernelInfo,
+    "gemm_problem": GemmProblem,
+    "gemm_batch": GemmBatch,
 }
 
 # Enum constants the layout test checks against the header.
