@@ -154,7 +154,7 @@ def main() -> int:
         err = max(rel_err(pick(d, i), r) for i, r in refs_.items())
         rows.append([name, t * 1e3, fl / t / 1e12, err,
                      "ok" if err <= TOL[dt] else "FAIL"])
-        print("%-22s %10.2f ms %8.1f TFLOP/s err %.1e %s" %
+        print("%-22s %10.2f ms %8.2f TFLOP/s err %.1e %s" %
               tuple(rows[-1]), flush=True)
 
     shape = "%d x %d^3 %s" % (nb, n, dt)
@@ -208,8 +208,9 @@ def main() -> int:
         ref = base.get("torch experts" if r[0] in ("torch experts",
                                                    "gemmd grouped")
                        else "torch", float("nan"))
-        print("%-22s %10.2f %9.1f %9.2fx %9.1e %s" % (
-            r[0], r[1], r[2], ref / r[1], r[3], r[4]))
+        vs = "%9.2fx" % (ref / r[1]) if ref == ref else "%10s" % "-"
+        print("%-22s %10.2f %9.2f %s %9.1e %s" % (r[0], r[1], r[2], vs,
+                                                  r[3], r[4]))
         bad |= r[4] != "ok"
     if args.csv:
         with open(args.csv, "w") as f:
