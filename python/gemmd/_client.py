@@ -1,14 +1,14 @@
 """The Client: a connection to gemmd (reopened after gemmd restarts and in a
-forked child), numpy arrays in its shared memory, matmul, futures, resident
-tensors, ping/status/kernels.
+forked child), numpy arrays in its shared memory, matmul (stacks included)
+and matmul_grouped, futures, resident tensors, ping/status/kernels.
 
 What lives on a connection does not carry over to the next one: arrays
 over its buffers stay readable and are copied (staged) when used, tensors
 raise ConnectionClosed. A request is sent again on a new connection only
 when it cannot have reached the old one (it failed at send).
 
-The top of the package's layers (_conn <- _tensor <- _gemm <- _client):
-nothing below imports it.
+The top of the package's layers (_conn <- _tensor <- _gemm <- _batch <-
+_stackcall, _grouped <- _client): nothing below imports it.
 
 Thread-safe: every public method may be called from any thread.
 """

@@ -10,9 +10,11 @@ column-ordered array as its transpose, so the copy runs along rows). D is
 the caller's ``out`` in place when it can be, else a buffer of ours that
 becomes the result (or is copied into ``out``).
 
-Imports flow one way: _conn <- _tensor <- _gemm <- _client. A _Call is
-what _conn's waiters complete (its _Pending); the client is only an
-_Owner (_tensor) here.
+Imports flow one way: _conn <- _tensor <- _gemm <- _batch <- _stackcall,
+_grouped <- _client (_stack, pure shape planning, below them all). A
+_Call is what _conn's waiters complete (its _Pending); the client is
+only an _Owner (_tensor) here. Stacks (operands of more than two
+dimensions) are planned here and run by _stackcall.
 """
 from __future__ import annotations
 
