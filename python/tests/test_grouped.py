@@ -81,16 +81,21 @@ def test_in_place_and_one_staging_buffer(bclient: gemmd.Client,
         assert rel_err(o, f64(x) @ f64(w)) <= 1e-5
 
 
-def test_per_problem_alpha_beta_c(bclient: gemmd.Client) -> None:
+@pytest.mark.parametrize("dt", ["float64", "float32", "bfloat16",
+                                "complex128"])
+def test_per_problem_alpha_beta_c(bclient: gemmd.Client, dt: str) -> None:
     rng = np.random.default_rng(3)
-    As = [rand(rng, (m, 6), np.float64) for m in (4, 0, 7)]
-    Bs = [rand(rng, (6, 3), np.float64) for _ in As]
-    Cs = [rand(rng, (3,), np.float64), None, rand(rng, (7, 3), np.float64)]
-    alphas, betas = [2.0, 3.0, -1.0], [0.5, 0.0, 2.0]
+    t = npdt(dt)
+    As = [rand(rng, (m, 6), t) for m in (4, 0, 7, 5)]
+    Bs = [rand(rng, (6, 3), t) for _ in As]
+    Cs = [rand(rng, (3,), t), None, rand(rng, (7, 3), t), None]
+    alphas, betas = [2.0, 3.0, -1.0, 0.5], [0.5, 0.0, 2.0, 0.0]
     got = bclient.matmul_grouped(As, Bs, c=Cs, alpha=alphas, beta=betas)
     for g, a, b, c, al, be in zip(got, As, Bs, Cs, alphas, betas):
-        want = al * (a @ b) + (be * c if c is not None else 0)
-        assert np.allclose(g, want, rtol=1e-12, atol=1e-12)
+        want = al * (f64(a) @ f64(b)) + (be * f64(c) if c is not None
+                                         else 0)
+        assert g.dtype == t and g.shape == want.shape
+        assert rel_err(g, want) <= tolerance(dt)
     with pytest.raises(gemmd.InvalidArgument, match="alpha has 2 values"):
         bclient.matmul_grouped(As, Bs, alpha=[1.0, 2.0])
 
