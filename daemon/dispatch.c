@@ -385,6 +385,10 @@ static void do_cancel(gemmd *d, sp_req *q, const Gemm__Request *req)
          * answered with its reply then */
         t->cancel = q;
         job_request_stop(j, JOB_CANCELED);
+        gemmd_log(LOG_DEBUG,
+                  "request %llu on connection %u: cancel asked while it "
+                  "runs; it stops at its next slice",
+                  (unsigned long long)target, q->conn->id);
         return;
     }
     for (unsigned i = 0; i < SP_RECENT_MAX; i++) {

@@ -188,13 +188,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * them back as bytes it refuses: such inputs go as they are */
     if (rq != NULL &&
         (rq->body_case == GEMM__REQUEST__BODY_GEMM ||
-         rq->body_case == GEMM__REQUEST__BODY_BLAS3) &&
+         rq->body_case == GEMM__REQUEST__BODY_BLAS3 ||
+         rq->body_case == GEMM__REQUEST__BODY_BATCH) &&
         !has_unknown(rq)) {
         if (rq->body_case == GEMM__REQUEST__BODY_GEMM) {
             map_operand(rq->gemm->a);
             map_operand(rq->gemm->b);
             map_operand(rq->gemm->c);
             map_operand(rq->gemm->d);
+        } else if (rq->body_case == GEMM__REQUEST__BODY_BATCH) {
+            const Gemm__BatchRequest *b = rq->batch;
+            if (b->op != NULL) {
+                map_operand(b->op->a);
+                map_operand(b->op->b);
+                map_operand(b->op->c);
+                map_operand(b->op->d);
+            }
+            for (size_t i = 0; i < b->n_problems; i++) {
+                map_operand(b->problems[i]->a);
+                map_operand(b->problems[i]->b);
+                map_operand(b->problems[i]->c);
+                map_operand(b->problems[i]->d);
+            }
         } else {
             map_operand(rq->blas3->a);
             map_operand(rq->blas3->b);

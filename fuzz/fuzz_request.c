@@ -3,7 +3,9 @@
  * Arbitrary bytes go through what sp.c and dispatch.c do with a message
  * before any daemon state is touched: req_decode (size cap, protobuf
  * unpack), req_check_envelope, then per body req_gemm_desc + val_gemm_check
- * (blas3_desc + val_blas3_check for a Blas3)
+ * (blas3_desc + val_blas3_check for a Blas3; for a Batch req_batch_check,
+ * req_batch_problem and val_gemm_check per problem, then the overlap
+ * check across problems, val_spans_conflicts)
  * against a fake buffer table (kernel name and precision included), or
  * req_register_check. A reply is packed as the daemon would (a GEMM's with the
  * kernel that ran, ListKernels' with two entries) and decoded again.
@@ -12,7 +14,9 @@
  * promises: an accepted GEMM has every operand inside its buffer, aligned,
  * with ld >= its row length, D apart from A and B, C either D or apart from
  * it (also through a second buffer of the same memory object); an accepted
- * RegisterBuffer names a ticket and a size. A broken promise traps.
+ * RegisterBuffer names a ticket and a size; every overlap a batch's check
+ * reports is one (a D sharing bytes with another problem's operand). A
+ * broken promise traps.
  *
  * Fake buffers: ids 1, 2, 3 are 4 KiB, 1 MiB and 2^40 bytes; an id with bit
  * 63 set names a buffer whose size is the id's low 48 bits (so the fuzzer
@@ -23,10 +27,12 @@
 #include "registry.h"
 #include "request.h"
 #include "validate.h"
+#include "validate_batch.h"
 
 #include <gemm/types.h>
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,6 +137,87 @@ static int fuzz_gemm(const Gemm__GemmRequest *g, char *msg, size_t len)
               (res.c.object == res.d.object && res.c.offset == res.d.offset &&
                res.c.ld == res.d.ld));
     }
+    return GEMM_OK;
+}
+
+/* Problems of a batch the target checks (a grouped batch has at most
+ * what fits in a message; a strided one is capped here). */
+#define FUZZ_BATCH_MAX 4096
+
+/* The spans of a batch as gathered (before the check sorts them). */
+typedef struct fuzz_spans {
+    const val_span *s;
+    size_t n;
+} fuzz_spans;
+
+/* A reported overlap must be real: a D of `bad` sharing bytes with the
+ * named operand of `other` (checked on small batches: it is quadratic). */
+static void fuzz_conflict(void *arg, const val_conflict *c)
+{
+    const fuzz_spans *f = arg;
+    CHECK(c->bad != c->other);
+    if (f->n > 256)
+        return;
+    bool real = false;
+    for (size_t i = 0; i < f->n && !real; i++)
+        for (size_t j = 0; j < f->n && !real; j++) {
+            const val_span *x = &f->s[i], *y = &f->s[j];
+            real = x->problem == c->bad && x->what == 'D' &&
+                   y->problem == c->other && y->what == c->what &&
+                   x->object == y->object && x->lo < y->hi && y->lo < x->hi;
+        }
+    CHECK(real);
+}
+
+static int fuzz_batch(const Gemm__BatchRequest *r, char *msg, size_t len)
+{
+    uint64_t n = 0;
+    val_gemm t, v;
+    val_resolved res;
+    val_limits lim = {.max_dim = FUZZ_MAX_DIM};
+    int rv = req_batch_check(r, &n, msg, len);
+    if (rv != GEMM_OK)
+        return rv;
+    CHECK(n >= 1 && (r->n_problems == 0 || n == r->n_problems));
+    req_gemm_desc(r->op, &t);
+    if (n > FUZZ_BATCH_MAX)
+        n = FUZZ_BATCH_MAX;
+    val_span *spans = calloc(4 * n, sizeof(*spans));
+    size_t ns = 0;
+    int first = GEMM_OK;
+    CHECK(spans != NULL);
+    for (uint64_t i = 0; i < n; i++) {
+        rv = req_batch_problem(r, &t, i, &v, msg, len);
+        if (rv == GEMM_OK && (v.m == 0 || v.n == 0))
+            continue;
+        if (rv == GEMM_OK)
+            rv = val_gemm_check(&v, &lim, fake_lookup, NULL, &res, msg, len);
+        if (rv != GEMM_OK) {
+            if (first == GEMM_OK)
+                first = rv;
+            continue;
+        }
+        const val_matrix *ms[4] = {&res.a, &res.b, &res.d,
+                                   res.has_c ? &res.c : NULL};
+        for (int x = 0; x < 4; x++)
+            if (ms[x] != NULL && !(x == 3 && ms[x]->offset == res.d.offset &&
+                                   ms[x]->object == res.d.object))
+                spans[ns++] = (val_span){.object = ms[x]->object,
+                                         .lo = ms[x]->offset,
+                                         .hi = ms[x]->offset + ms[x]->extent,
+                                         .problem = i,
+                                         .what = "ABDC"[x]};
+    }
+    val_span *orig = malloc((ns ? ns : 1) * sizeof(*orig));
+    CHECK(orig != NULL);
+    memcpy(orig, spans, ns * sizeof(*orig));
+    fuzz_spans f = {orig, ns};
+    val_spans_conflicts(spans, ns, fuzz_conflict, &f);
+    free(orig);
+    free(spans);
+    if (first != GEMM_OK)
+        return first;
+    snprintf(msg, len, "ok");
     return GEMM_OK;
 }
 
@@ -289,6 +376,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         case GEMM__REQUEST__BODY_BLAS3:
             rv = fuzz_blas3(rq->blas3, msg, sizeof(msg));
+            break;
+        case GEMM__REQUEST__BODY_BATCH:
+            rv = fuzz_batch(rq->batch, msg, sizeof(msg));
             break;
         default:
             break;

@@ -3,7 +3,9 @@
  * gemm.Request per file: hello, status, register, release, list_kernels,
  * GEMMs over every dtype pair with transposes, leading dimensions,
  * offsets and C = D, some naming a kernel and a precision, and Blas3
- * requests (syrk, her2k, trsm, symm, hemm, trmm) with their flags.
+ * requests (syrk, her2k, trsm, symm, hemm, trmm) with their flags, and
+ * Batch requests (a grouped one with an M = 0 problem and per-problem
+ * scalars, a strided one with a shared operand).
  * Buffer ids follow fuzz_request.c's fake table (1: 4 KiB, 2: 1 MiB,
  * 3: 2^40 bytes, bit 63 set: size in the low 48 bits); fuzz_daemon maps them
  * onto its real buffers. Usage: gen_corpus DIR. The files are committed under
@@ -232,6 +234,81 @@ static int write_blas3(const seed_blas3 *s, uint64_t id)
     return write_request(s->name, &rq);
 }
 
+/* A grouped batch: three fp32 problems (the second with M = 0, the
+ * third with its own scalars and C in place) over buffer 2. */
+static int write_batch_grouped(uint64_t id)
+{
+    Gemm__Request rq;
+    Gemm__BatchRequest b = GEMM__BATCH_REQUEST__INIT;
+    Gemm__GemmRequest op = GEMM__GEMM_REQUEST__INIT;
+    Gemm__BatchProblem p[3], *pp[3];
+    Gemm__Operand o[3][4];
+    envelope(&rq, id);
+    op.has_ab_type = op.has_cd_type = 1;
+    op.ab_type = op.cd_type = GEMM__DTYPE__FP32;
+    static const uint64_t dims[3][3] = {{16, 8, 4}, {0, 8, 4}, {5, 7, 9}};
+    for (int i = 0; i < 3; i++) {
+        gemm__batch_problem__init(&p[i]);
+        p[i].has_m = p[i].has_n = p[i].has_k = 1;
+        p[i].m = dims[i][0];
+        p[i].n = dims[i][1];
+        p[i].k = dims[i][2];
+        uint64_t base = (uint64_t)i << 14;
+        operand(&o[i][0], 2, base, 0);
+        operand(&o[i][1], 2, base + 4096, 0);
+        operand(&o[i][3], 2, base + 8192, 0);
+        p[i].a = &o[i][0];
+        p[i].b = &o[i][1];
+        p[i].d = &o[i][3];
+        pp[i] = &p[i];
+    }
+    p[2].has_trans_a = p[2].trans_a = 1;
+    p[2].has_alpha = p[2].has_beta = 1;
+    p[2].alpha = 0.5;
+    p[2].beta = -1.0;
+    p[2].c = &o[2][3];
+    b.op = &op;
+    b.n_problems = 3;
+    b.problems = pp;
+    rq.body_case = GEMM__REQUEST__BODY_BATCH;
+    rq.batch = &b;
+    return write_request("batch_grouped", &rq);
+}
+
+/* A strided batch: 8 bf16 -> fp32 32x16x8 problems, B shared (stride 0),
+ * A and D strided, a kernel named. */
+static int write_batch_strided(uint64_t id)
+{
+    Gemm__Request rq;
+    Gemm__BatchRequest b = GEMM__BATCH_REQUEST__INIT;
+    Gemm__GemmRequest op = GEMM__GEMM_REQUEST__INIT;
+    Gemm__Operand a, bb, d;
+    envelope(&rq, id);
+    op.has_m = op.has_n = op.has_k = 1;
+    op.m = 32;
+    op.n = 16;
+    op.k = 8;
+    op.has_ab_type = op.has_cd_type = 1;
+    op.ab_type = GEMM__DTYPE__BF16;
+    op.cd_type = GEMM__DTYPE__FP32;
+    op.kernel = "auto";
+    operand(&a, 2, 0, 0);
+    operand(&bb, 2, 8192, 0);
+    operand(&d, 2, 16384, 16);
+    op.a = &a;
+    op.b = &bb;
+    op.d = &d;
+    b.op = &op;
+    b.has_count = 1;
+    b.count = 8;
+    b.has_stride_a = b.has_stride_d = 1;
+    b.stride_a = 32 * 8 * 2;
+    b.stride_d = 32 * 16 * 4;
+    rq.body_case = GEMM__REQUEST__BODY_BATCH;
+    rq.batch = &b;
+    return write_request("batch_strided", &rq);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -282,5 +359,7 @@ int main(int argc, char **argv)
         rv |= write_gemm(&gemms[i], 100 + i);
     for (size_t i = 0; i < sizeof(blas3s) / sizeof(blas3s[0]); i++)
         rv |= write_blas3(&blas3s[i], 200 + i);
+    rv |= write_batch_grouped(300);
+    rv |= write_batch_strided(301);
     return rv ? 1 : 0;
 }

@@ -58,6 +58,30 @@ static inline bool has_unknown(const Gemm__Request *rq)
                 m[k++] = &b3[i]->base;
         break;
     }
+    case GEMM__REQUEST__BODY_BATCH: {
+        const Gemm__BatchRequest *b = rq->batch;
+        if (b->base.n_unknown_fields != 0)
+            return true;
+        const Gemm__GemmRequest *op = b->op;
+        if (op != NULL) {
+            const Gemm__Operand *ops[] = {op->a, op->b, op->c, op->d};
+            if (op->base.n_unknown_fields != 0)
+                return true;
+            for (size_t i = 0; i < 4; i++)
+                if (ops[i] != NULL && ops[i]->base.n_unknown_fields != 0)
+                    return true;
+        }
+        for (size_t p = 0; p < b->n_problems; p++) {
+            const Gemm__BatchProblem *q = b->problems[p];
+            const Gemm__Operand *ops[] = {q->a, q->b, q->c, q->d};
+            if (q->base.n_unknown_fields != 0)
+                return true;
+            for (size_t i = 0; i < 4; i++)
+                if (ops[i] != NULL && ops[i]->base.n_unknown_fields != 0)
+                    return true;
+        }
+        break;
+    }
     default:
         break;
     }

@@ -30,7 +30,9 @@ static const char usage_text[] =
     "                            D = alpha*op(A)*op(B) + beta*C from .npy\n"
     "                            files; D on stdout (or --out), the report\n"
     "                            on stderr; T is bf16, fp16, fp32, fp64,\n"
-    "                            c64 or c128\n"
+    "                            c64 or c128; 3-D files are stacks\n"
+    "                            (numpy's matmul, one batch request, D a\n"
+    "                            3-D .npy)\n"
     "  mm -m M -n N -k K [--dtype T] [--ta] [--tb] [--check] [--repeat R]\n"
     "                            random inputs; prints time and TFLOP/s\n"
     "  mm ... [--kernel NAME] [--precision default|tf32|fp32]\n"
@@ -197,6 +199,9 @@ int cmd_status(const char *url, int argc, char **argv)
         for (int r = 0; r < GEMM_ROUTINE_COUNT; r++)
             printf(", \"served_%s\": %" PRIu64,
                    gemm_routine_name((gemm_routine)r), s.routine_served[r]);
+        printf(", \"batches_served\": %" PRIu64
+               ", \"batch_problems\": %" PRIu64,
+               s.batches_served, s.batch_problems);
         printf(", \"devices\": [");
         for (size_t i = 0; i < ndev; i++)
             print_device_json(&devs[i], i + 1 < ndev);
@@ -218,6 +223,9 @@ int cmd_status(const char *url, int argc, char **argv)
                    s.routine_served[r]);
         printf("\n");
     }
+    if (s.batches_served != 0)
+        printf("batches         %" PRIu64 " served (%" PRIu64 " problems)\n",
+               s.batches_served, s.batch_problems);
     printf("requests        %" PRIu64 " served, %" PRIu64
            " failed (every kind: GEMM, hello, status, register, ...)\n",
            s.requests_served, s.requests_failed);

@@ -1,5 +1,6 @@
 /*
- * mm.c: `gemmctl mm`, one GEMM through gemmd. Either from .npy files
+ * mm.c: `gemmctl mm`, one GEMM through gemmd (stacks of them: mm_stack.c).
+ * Either from .npy files
  * (--a, --b, optional --c) with D printed or written to --out, or from
  * random inputs (-m -n -k) timed over --repeat runs. --check compares D
  * with a reference computed here on the CPU from the inputs exactly as the
@@ -8,8 +9,7 @@
  * (the "wide" types, which also take conjugate transposes and complex
  * alpha and beta).
  */
-#include "gemmctl.h"
-#include "npy.h"
+#include "mm.h"
 
 #include <getopt.h>
 #include <errno.h>
@@ -39,6 +39,12 @@ static const char mm_usage[] =
     "                       it, float16, float32, float64, complex64,\n"
     "                       complex128)\n"
     "  --c FILE             C, M x N (beta defaults to 1 with --c)\n"
+    "                       3-D files are stacks (numpy's matmul): a stack\n"
+    "                       times a stack (the same count, or one of them\n"
+    "                       1) or a stack times a matrix, either side\n"
+    "                       (broadcast); one batch request computes them\n"
+    "                       all and D is a 3-D .npy (--out); C may be a\n"
+    "                       matrix or a stack\n"
     "  -m M -n N -k K       random inputs, uniform in [-1, 1)\n"
     "  --seed S             random seed (default 42)\n"
     "Operation:\n"
@@ -75,21 +81,6 @@ static const char mm_usage[] =
     "  -q, --quiet          no report: what ran, times and rates go to\n"
     "                       stderr (stdout has only D and --check's\n"
     "                       verdict); --quiet drops them\n";
-
-struct mm_args {
-    const char *a_path, *b_path, *c_path, *out_path;
-    double alpha, beta, alpha_im, beta_im;
-    bool have_beta, ta, tb, ca, cb, check;
-    bool quiet; /* no report on stderr: only D (or nothing with --out) */
-    bool have_dtype, have_cd, have_out_dtype;
-    gemm_dtype dtype, cd, out_dtype;
-    uint64_t m, n, k;
-    bool have_m, have_n, have_k;
-    unsigned repeat;
-    uint64_t seed;
-    const char *kernel; /* NULL: the daemon picks */
-    gemm_precision precision;
-};
 
 /* The matrices of one GEMM, in daemon buffers, plus fp32 copies of the
  * inputs as the daemon sees them (for --check). */
@@ -150,7 +141,7 @@ static int parse_op(const char *opt, const char *s, bool *trans, bool *conj)
 
 /* fp64 and the complex types: computed in their own type, checked in long
  * double. */
-static bool wide_type(gemm_dtype t)
+bool mm_wide_type(gemm_dtype t)
 {
     return t == GEMM_FP64 || gemm_dtype_is_complex(t);
 }
@@ -356,8 +347,8 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
 }
 
 /* Allocates a buffer for count elements of type t. */
-static int alloc_matrix(gemm_client *c, size_t count, gemm_dtype t,
-                        const char *name, gemm_buffer **out)
+int mm_alloc(gemm_client *c, size_t count, gemm_dtype t, const char *name,
+             gemm_buffer **out)
 {
     size_t esize = gemm_dtype_size(t);
     if (count > SIZE_MAX / esize)
@@ -381,8 +372,8 @@ static float *to_f32(const gemm_buffer *b, gemm_dtype t, size_t count)
 }
 
 /* The --check tolerance of a GEMM and the name of what sets it. */
-static double tolerance(gemm_dtype ab, gemm_dtype cd, gemm_precision p,
-                        const char **what)
+double mm_tolerance(gemm_dtype ab, gemm_dtype cd, gemm_precision p,
+                    const char **what)
 {
     if (ab == GEMM_FP64 || ab == GEMM_COMPLEX128)
         return *what = gemm_dtype_name(ab), 1e-12;
@@ -559,8 +550,8 @@ static int do_check(const struct mm_job *j, const struct mm_args *a,
     uint64_t rows = 0;
     bool absolute = false;
     const char *what;
-    double tol = tolerance(ab, cd, a->precision, &what);
-    bool wide = wide_type(ab);
+    double tol = mm_tolerance(ab, cd, a->precision, &what);
+    bool wide = mm_wide_type(ab);
     double err = wide ? check_error_wide(j, a, ab, &rows, &absolute)
                       : check_error(j, a, d32, &rows, &absolute);
     bool pass = err <= tol;
@@ -634,8 +625,8 @@ static void print_wide(const void *d, gemm_dtype t, uint64_t m, uint64_t n)
 /* Copies count elements of a file's type st into a buffer of type dt: as
  * gemm_convert, and real files into complex buffers (imaginary 0). A
  * complex file for a real type is an error (message printed). */
-static int load_input(const char *name, void *dst, gemm_dtype dt,
-                      const npy_matrix *f, size_t count)
+int mm_load_input(const char *name, void *dst, gemm_dtype dt,
+                  const npy_matrix *f, size_t count)
 {
     bool cd = gemm_dtype_is_complex(dt), cs = gemm_dtype_is_complex(f->dtype);
     if (cs && !cd)
@@ -661,7 +652,7 @@ static int load_input(const char *name, void *dst, gemm_dtype dt,
 /* The default A/B type of file inputs: complex if one is (complex128 if
  * one is double precision), fp16 or bf16 if both are float16 or both
  * bfloat16, fp64 if both are float64, else fp32. */
-static gemm_dtype file_type(const npy_matrix *A, const npy_matrix *B)
+gemm_dtype mm_file_type(const npy_matrix *A, const npy_matrix *B)
 {
     bool cplx =
         gemm_dtype_is_complex(A->dtype) || gemm_dtype_is_complex(B->dtype);
@@ -677,9 +668,7 @@ static gemm_dtype file_type(const npy_matrix *A, const npy_matrix *B)
 
 /* The report (what ran, times, rates, where D went): on stderr, so that
  * stdout carries only D (and --check's verdict); nothing with --quiet. */
-static void mm_note(const struct mm_args *a, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void mm_note(const struct mm_args *a, const char *fmt, ...)
+void mm_note(const struct mm_args *a, const char *fmt, ...)
 {
     va_list ap;
     if (a->quiet)
@@ -751,10 +740,20 @@ int cmd_mm(const char *url, int argc, char **argv)
     /* Inputs and shapes, before talking to the daemon. */
     if (files) {
         code = EXIT_RUNTIME;
-        if (npy_read(a.a_path, &A, err, sizeof(err)) != 0 ||
-            npy_read(a.b_path, &B, err, sizeof(err)) != 0 ||
-            (a.c_path && npy_read(a.c_path, &C, err, sizeof(err)) != 0)) {
+        if (npy_read_stack(a.a_path, &A, err, sizeof(err)) != 0 ||
+            npy_read_stack(a.b_path, &B, err, sizeof(err)) != 0 ||
+            (a.c_path && npy_read_stack(a.c_path, &C, err, sizeof(err)) != 0)) {
             ctl_error(EXIT_RUNTIME, "mm: %s", err);
+            goto out;
+        }
+        if (A.ndim == 3 || B.ndim == 3) { /* stacks: a batch */
+            code = mm_stack(url, &a, &A, &B, a.c_path ? &C : NULL);
+            goto out;
+        }
+        if (a.c_path && C.ndim == 3) {
+            code =
+                ctl_error(EXIT_USAGE, "mm: C is a stack (3-D) but A and B are "
+                                      "matrices");
             goto out;
         }
         if ((code = file_shapes(&a, &A, &B, a.c_path ? &C : NULL, &j)) !=
@@ -762,7 +761,7 @@ int cmd_mm(const char *url, int argc, char **argv)
             goto out;
         j.a_rows = A.rows, j.a_cols = A.cols;
         j.b_rows = B.rows, j.b_cols = B.cols;
-        ab = a.have_dtype ? a.dtype : file_type(&A, &B);
+        ab = a.have_dtype ? a.dtype : mm_file_type(&A, &B);
     } else {
         j.m = a.m, j.n = a.n, j.k = a.k;
         j.a_rows = a.ta ? a.k : a.m, j.a_cols = a.ta ? a.m : a.k;
@@ -770,7 +769,7 @@ int cmd_mm(const char *url, int argc, char **argv)
         ab = a.have_dtype ? a.dtype : GEMM_FP32;
     }
     cd = a.have_cd ? a.cd : ab;
-    bool wide = wide_type(ab);
+    bool wide = mm_wide_type(ab);
     if ((a.ca || a.cb) && !gemm_dtype_is_complex(ab)) {
         code = ctl_error(EXIT_USAGE,
                          "mm: op C (conjugate transpose) is for complex "
@@ -796,9 +795,9 @@ int cmd_mm(const char *url, int argc, char **argv)
                          gemm_precision_name(a.precision), gemm_dtype_name(ab));
         goto out;
     }
-    outt = a.have_out_dtype                   ? a.out_dtype
-           : cd == GEMM_FP16 || wide_type(cd) ? cd
-                                              : GEMM_FP32;
+    outt = a.have_out_dtype                      ? a.out_dtype
+           : cd == GEMM_FP16 || mm_wide_type(cd) ? cd
+                                                 : GEMM_FP32;
     if (gemm_dtype_is_complex(outt) != gemm_dtype_is_complex(cd)) {
         code = ctl_error(EXIT_USAGE,
                          "mm: --out-dtype %s for a %s D: a complex D is "
@@ -814,21 +813,22 @@ int cmd_mm(const char *url, int argc, char **argv)
 
     if ((code = ctl_open(url, &cl)) != EXIT_OK)
         goto out;
-    if ((code = alloc_matrix(cl, j.m * j.k, ab, "A", &j.a)) != EXIT_OK ||
-        (code = alloc_matrix(cl, j.k * j.n, ab, "B", &j.b)) != EXIT_OK ||
-        (code = alloc_matrix(cl, j.m * j.n, cd, "D", &j.d)) != EXIT_OK)
+    if ((code = mm_alloc(cl, j.m * j.k, ab, "A", &j.a)) != EXIT_OK ||
+        (code = mm_alloc(cl, j.k * j.n, ab, "B", &j.b)) != EXIT_OK ||
+        (code = mm_alloc(cl, j.m * j.n, cd, "D", &j.d)) != EXIT_OK)
         goto out;
     if ((a.beta != 0.0 || a.beta_im != 0.0) &&
-        (code = alloc_matrix(cl, j.m * j.n, cd, "C", &j.c)) != EXIT_OK)
+        (code = mm_alloc(cl, j.m * j.n, cd, "C", &j.c)) != EXIT_OK)
         goto out;
 
     if (files) {
-        if ((code = load_input("A", gemm_buffer_data(j.a), ab, &A,
-                               j.m * j.k)) != EXIT_OK ||
-            (code = load_input("B", gemm_buffer_data(j.b), ab, &B,
-                               j.k * j.n)) != EXIT_OK ||
-            (j.c != NULL && (code = load_input("C", gemm_buffer_data(j.c), cd,
-                                               &C, j.m * j.n)) != EXIT_OK))
+        if ((code = mm_load_input("A", gemm_buffer_data(j.a), ab, &A,
+                                  j.m * j.k)) != EXIT_OK ||
+            (code = mm_load_input("B", gemm_buffer_data(j.b), ab, &B,
+                                  j.k * j.n)) != EXIT_OK ||
+            (j.c != NULL &&
+             (code = mm_load_input("C", gemm_buffer_data(j.c), cd, &C,
+                                   j.m * j.n)) != EXIT_OK))
             goto out;
     } else {
         uint64_t state = a.seed;

@@ -100,8 +100,8 @@ static int parse_header(const char *path, const char *hdr, char descr[8],
             return npy_fail(err, errlen, "%s: dimension too large", path);
         if (n == 3)
             return npy_fail(err, errlen,
-                            "%s: has more than 2 dimensions; gemmctl needs "
-                            "a 2-D matrix",
+                            "%s: has more than 3 dimensions; gemmctl needs "
+                            "a 2-D matrix (or, for mm, a 3-D stack)",
                             path);
         dims[n++] = (size_t)d;
         v = end;
@@ -118,7 +118,9 @@ static int parse_header(const char *path, const char *hdr, char descr[8],
     return 0;
 }
 
-int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen)
+/* Reads path (2-D, or 3-D when stacks) into *out; see npy.h. */
+static int npy_load(const char *path, npy_matrix *out, bool stacks, char *err,
+                    size_t errlen)
 {
     unsigned char pre[12];
     char *hdr = NULL;
@@ -211,7 +213,11 @@ int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen)
                  path, descr);
         goto fail;
     }
-    if (ndim != 2) {
+    if (ndim == 2) { /* a matrix is a stack of one */
+        dims[2] = dims[1];
+        dims[1] = dims[0];
+        dims[0] = 1;
+    } else if (ndim != 3 || !stacks) {
         if (ndim == 1)
             npy_fail(err, errlen,
                      "%s: is 1-D (shape (%zu,)); gemmctl needs a 2-D "
@@ -219,27 +225,30 @@ int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen)
                      path, dims[0], dims[0], dims[0]);
         else
             npy_fail(err, errlen,
-                     "%s: has %d dimensions; gemmctl needs a 2-D matrix", path,
-                     ndim);
+                     "%s: has %d dimensions; gemmctl needs a 2-D matrix%s",
+                     path, ndim,
+                     ndim == 3 ? " here (gemmctl mm takes 3-D stacks)" : "");
         goto fail;
     }
-    if (dims[0] == 0 || dims[1] == 0) {
-        npy_fail(err, errlen, "%s: is empty (shape (%zu, %zu))", path, dims[0],
-                 dims[1]);
+    if (dims[0] == 0 || dims[1] == 0 || dims[2] == 0) {
+        npy_fail(err, errlen, "%s: is empty (shape (%zu, %zu, %zu))", path,
+                 dims[0], dims[1], dims[2]);
         goto fail;
     }
-    if (dims[0] > SIZE_MAX / dims[1] || dims[0] * dims[1] > SIZE_MAX / esize) {
-        npy_fail(err, errlen, "%s: shape (%zu, %zu) too large", path, dims[0],
-                 dims[1]);
+    if (dims[1] > SIZE_MAX / dims[2] ||
+        dims[1] * dims[2] > SIZE_MAX / dims[0] ||
+        dims[0] * dims[1] * dims[2] > SIZE_MAX / esize) {
+        npy_fail(err, errlen, "%s: shape (%zu, %zu, %zu) too large", path,
+                 dims[0], dims[1], dims[2]);
         goto fail;
     }
-    count = dims[0] * dims[1];
+    count = dims[0] * dims[1] * dims[2];
     nbytes = count * esize;
     if ((uint64_t)st.st_size < pre_len + hlen + (uint64_t)nbytes) {
         npy_fail(err, errlen,
-                 "%s: truncated: shape (%zu, %zu) of %s needs %zu bytes of "
+                 "%s: truncated: %zu elements of %s need %zu bytes of "
                  "data, the file has %lld",
-                 path, dims[0], dims[1], descr, nbytes,
+                 path, count, descr, nbytes,
                  (long long)st.st_size - (long long)(pre_len + hlen));
         goto fail;
     }
@@ -252,22 +261,28 @@ int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen)
                  ferror(f) ? strerror(errno) : "truncated");
         goto fail;
     }
-    if (fortran) { /* column-major: element (i, j) at j * rows + i */
+    if (fortran) { /* column-major: element (b, i, j) at (j * rows + i) *
+                      batch + b */
+        size_t nb = dims[0], nr = dims[1], nc = dims[2];
         if ((data = malloc(count * esize)) == NULL) {
             npy_fail(err, errlen, "%s: out of memory", path);
             goto fail;
         }
-        for (size_t i = 0; i < dims[0]; i++)
-            for (size_t j = 0; j < dims[1]; j++)
-                memcpy((char *)data + (i * dims[1] + j) * esize,
-                       (char *)raw + (j * dims[0] + i) * esize, esize);
+        for (size_t b = 0; b < nb; b++)
+            for (size_t i = 0; i < nr; i++)
+                for (size_t j = 0; j < nc; j++)
+                    memcpy((char *)data + ((b * nr + i) * nc + j) * esize,
+                           (char *)raw + ((j * nr + i) * nb + b) * esize,
+                           esize);
         free(raw);
         raw = data;
     }
     fclose(f);
     free(hdr);
-    out->rows = dims[0];
-    out->cols = dims[1];
+    out->batch = dims[0];
+    out->ndim = ndim;
+    out->rows = dims[1];
+    out->cols = dims[2];
     out->dtype = dtype;
     memcpy(out->descr, descr, sizeof(out->descr));
     out->data = raw;
@@ -280,8 +295,26 @@ fail:
     return -1;
 }
 
+int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen)
+{
+    return npy_load(path, out, false, err, errlen);
+}
+
+int npy_read_stack(const char *path, npy_matrix *out, char *err, size_t errlen)
+{
+    return npy_load(path, out, true, err, errlen);
+}
+
 int npy_write(const char *path, const void *data, gemm_dtype dtype, size_t rows,
               size_t cols, char *err, size_t errlen)
+{
+    return npy_write_stack(path, data, dtype, 0, rows, cols, err, errlen);
+}
+
+/* batch 0: a 2-D matrix */
+int npy_write_stack(const char *path, const void *data, gemm_dtype dtype,
+                    size_t batch, size_t rows, size_t cols, char *err,
+                    size_t errlen)
 {
     char hdr[256];
     size_t esize = gemm_dtype_size(dtype), nbytes;
@@ -295,13 +328,18 @@ int npy_write(const char *path, const void *data, gemm_dtype dtype, size_t rows,
                         path);
     /* 10 bytes of preamble + dict + padding + '\n', a multiple of 64;
      * bfloat16 as numpy saves ml_dtypes.bfloat16: a 2-byte void */
+    char shape[80];
+    if (batch != 0)
+        snprintf(shape, sizeof(shape), "%zu, %zu, %zu", batch, rows, cols);
+    else
+        snprintf(shape, sizeof(shape), "%zu, %zu", rows, cols);
     n = snprintf(hdr + 10, sizeof(hdr) - 10,
                  "{'descr': '<%c%zu', 'fortran_order': False, "
-                 "'shape': (%zu, %zu), }",
+                 "'shape': (%s), }",
                  dtype == GEMM_BF16             ? 'V'
                  : gemm_dtype_is_complex(dtype) ? 'c'
                                                 : 'f',
-                 esize, rows, cols);
+                 esize, shape);
     size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
     memcpy(hdr, NPY_MAGIC, NPY_MAGIC_LEN);
     hdr[6] = 1;
@@ -311,7 +349,7 @@ int npy_write(const char *path, const void *data, gemm_dtype dtype, size_t rows,
     memset(hdr + 10 + n, ' ', total - 10 - (size_t)n - 1);
     hdr[total - 1] = '\n';
 
-    nbytes = rows * cols * esize;
+    nbytes = (batch ? batch : 1) * rows * cols * esize;
     if ((f = fopen(path, "wb")) == NULL)
         return npy_fail(err, errlen, "%s: %s", path, strerror(errno));
     if (fwrite(hdr, 1, total, f) != total ||

@@ -3,7 +3,8 @@
  * and out. Reads format versions 1, 2 and 3, little-endian float16,
  * float32, float64, complex64 and complex128, and bfloat16 as ml_dtypes
  * and numpy save it (descr '<V2'), C or Fortran order (Fortran
- * order is transposed to C order on reading). Writes version 1, C order.
+ * order is transposed to C order on reading), and stacks of them (3-D,
+ * numpy's matmul operands). Writes version 1, C order.
  * Uses only the public gemm API (for the dtype enum).
  */
 #ifndef GEMMCTL_NPY_H
@@ -17,7 +18,10 @@ typedef struct npy_matrix {
     size_t rows, cols;
     gemm_dtype dtype; /* of data: BF16, FP16, FP32, FP64, COMPLEX64, ... */
     char descr[8];    /* as the file said, e.g. "<f8" */
-    void *data;       /* rows * cols elements, row-major; malloc'd */
+    void *data;       /* batch * rows * cols elements, row-major (matrix
+                         after matrix); malloc'd */
+    size_t batch;     /* matrices in the file (1 for a 2-D one) */
+    int ndim;         /* 2, or 3 for a stack (npy_read_stack) */
 } npy_matrix;
 
 /*
@@ -26,6 +30,10 @@ typedef struct npy_matrix {
  * and frees it with npy_free(); on failure *out is untouched. Thread-safe.
  */
 int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen);
+
+/* npy_read that also takes a 3-D file, a stack of batch matrices
+ * (shape (batch, rows, cols); ndim 3, even when batch is 1). */
+int npy_read_stack(const char *path, npy_matrix *out, char *err, size_t errlen);
 
 /*
  * Writes a rows x cols row-major matrix of dtype GEMM_BF16 ("<V2", as
@@ -36,6 +44,12 @@ int npy_read(const char *path, npy_matrix *out, char *err, size_t errlen);
  */
 int npy_write(const char *path, const void *data, gemm_dtype dtype, size_t rows,
               size_t cols, char *err, size_t errlen);
+
+/* npy_write of a stack: shape (batch, rows, cols), batch matrices one
+ * after the other at data. */
+int npy_write_stack(const char *path, const void *data, gemm_dtype dtype,
+                    size_t batch, size_t rows, size_t cols, char *err,
+                    size_t errlen);
 
 /* NumPy's name of a type npy_write writes ("bfloat16" .. "complex128"),
  * "?" for others. */

@@ -17,6 +17,8 @@
 #include <criterion/criterion.h>
 
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -746,6 +748,63 @@ Test(batch, canceled_in_queue_writes_nothing)
     g_client = keep;
     gemm_buffer_free(hbuf);
     gemm_client_close(c2);
+}
+
+/* Releases the hold once the daemon logged the Cancel of a running job
+ * (arg: the count of such lines before). */
+static void *release_after_cancel(void *arg)
+{
+    int before = (int)(intptr_t)arg;
+    tu_log_wait(&g_gemmd, "cancel asked while it runs", before, 20.0);
+    tu_hold_release();
+    return NULL;
+}
+
+/* A running batch canceled by the client's timeout stops before its next
+ * problem: the call returns TIMEOUT saying how many ran; the first
+ * problem's D is written and right, the others' untouched. */
+Test(batch, canceled_while_running_stops_between_problems)
+{
+    static const char *const args[] = {"--threads", "1", "--log-level", "debug",
+                                       NULL};
+    tu_hold_setup();
+    fixture_start(args);
+    tu_hold_need();
+    layout l;
+    gemm_problem ps[3];
+    gemm_op op;
+    valid_batch(&l, ps, 3, &op);
+    op.kernel = TU_HOLD_KERNEL; /* every problem would hold the worker */
+    gemm_batch b;
+    gemm_batch_init(&b, &op);
+    b.problems = ps;
+    b.nproblems = 3;
+    int before = tu_log_count(&g_gemmd, "cancel asked while it runs");
+    cr_assert_eq(gemm_client_set_timeout(g_client, 50), GEMM_OK);
+    gemm_request *r;
+    int rv = gemm_batch_submit(g_client, &b, &r);
+    cr_assert_eq(rv, GEMM_OK, "submit: %s", gemm_strerror(rv));
+    tu_hold_wait(10.0); /* problem 0 runs */
+    pthread_t rel;
+    cr_assert_eq(pthread_create(&rel, NULL, release_after_cancel,
+                                (void *)(intptr_t)before),
+                 0);
+    rv = gemm_wait(r, NULL);
+    pthread_join(rel, NULL);
+    cr_assert_eq(rv, GEMM_ERR_TIMEOUT, "%s (%s)", gemm_strerror(rv),
+                 gemm_last_error_message());
+    cr_assert(strstr(gemm_last_error_message(), "after 1 of 3 problems"), "%s",
+              gemm_last_error_message());
+    cr_assert_eq(gemm_client_set_timeout(g_client, 30000), GEMM_OK);
+    l.nv = 1; /* problem 0 ran: right, and nothing else written */
+    layout_verify(&l, "problem 0 of a canceled batch");
+    for (int p = 1; p < 3; p++) {
+        size_t bytes = tu_extent(16, 16, l.v[p].ldd) * 4;
+        cr_assert(memcmp(l.base + l.v[p].d, l.snap + l.v[p].d, bytes) == 0,
+                  "problem %d of the canceled batch wrote its D", p);
+    }
+    tu_assert_healthy(g_client);
+    layout_free(&l);
 }
 
 /* Runs fault_probe's batch mode (n problems, with kernel or not) in a

@@ -280,16 +280,16 @@ Test(gemmctl, bench_ladder_fp32_and_errors)
     tu_assert_healthy(g_client);
 }
 
-/* Writes a rows x cols .npy of descr ("<f8", "<c16", ...) from raw
- * little-endian data of bytes bytes. */
-static void write_npy(const char *path, const char *descr, int rows, int cols,
-                      const void *data, size_t bytes)
+/* Writes a .npy of descr ("<f8", "<c16", ...) and shape (a tuple's
+ * inside, "2, 3") from raw little-endian data of bytes bytes. */
+static void write_npy_shape(const char *path, const char *descr,
+                            const char *shape, const void *data, size_t bytes)
 {
     char dict[128];
     int n = snprintf(dict, sizeof(dict),
                      "{'descr': '%s', 'fortran_order': False, 'shape': "
-                     "(%d, %d), }",
-                     descr, rows, cols);
+                     "(%s), }",
+                     descr, shape);
     size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
     char hdr[256];
     memcpy(hdr, "\x93NUMPY\x01\x00", 8);
@@ -303,6 +303,109 @@ static void write_npy(const char *path, const char *descr, int rows, int cols,
     cr_assert_eq(fwrite(hdr, 1, total, f), total);
     cr_assert_eq(fwrite(data, 1, bytes, f), bytes);
     cr_assert_eq(fclose(f), 0);
+}
+
+/* A rows x cols matrix (write_npy_shape). */
+static void write_npy(const char *path, const char *descr, int rows, int cols,
+                      const void *data, size_t bytes)
+{
+    char shape[64];
+    snprintf(shape, sizeof(shape), "%d, %d", rows, cols);
+    write_npy_shape(path, descr, shape, data, bytes);
+}
+
+/* The .npy at path: its header text (first 128 bytes) into hdr and its
+ * data into data (want bytes exactly). */
+static void read_npy(const char *path, char *hdr, void *data, size_t want)
+{
+    static char raw[8192];
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    size_t got = fread(raw, 1, sizeof(raw), f);
+    fclose(f);
+    cr_assert_eq(got, 128 + want, "%s is %zu bytes", path, got);
+    memcpy(hdr, raw, 128);
+    hdr[127] = '\0';
+    memcpy(data, raw + 128, want);
+}
+
+/* 3-D stacks: numpy's matmul of a stack by a stack, by a broadcast stack
+ * of one and by a matrix, with a stacked C; D is a 3-D .npy with the
+ * exact products of small integers; counts that do not broadcast are a
+ * usage error. */
+Test(gemmctl, mm_stacks)
+{
+    float a[3][2][3], b[3][3][2], b2[3][2], c[3][2][2];
+    for (int p = 0; p < 3; p++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 2; j++) {
+                a[p][j][i] = (float)(p + i - j);
+                b[p][i][j] = (float)(p * i + j - 1);
+                b2[i][j] = (float)(i - 2 * j);
+                if (i < 2)
+                    c[p][i][j] = (float)(p - i + 3 * j);
+            }
+    char pa[256], pb[256], pb2[256], pa1[256], pc[256], pd[256];
+    snprintf(pa, sizeof(pa), "%s/a.npy", g_gemmd.dir);
+    snprintf(pb, sizeof(pb), "%s/b.npy", g_gemmd.dir);
+    snprintf(pb2, sizeof(pb2), "%s/b2.npy", g_gemmd.dir);
+    snprintf(pa1, sizeof(pa1), "%s/a1.npy", g_gemmd.dir);
+    snprintf(pc, sizeof(pc), "%s/c.npy", g_gemmd.dir);
+    snprintf(pd, sizeof(pd), "%s/d.npy", g_gemmd.dir);
+    write_npy_shape(pa, "<f4", "3, 2, 3", a, sizeof(a));
+    write_npy_shape(pb, "<f4", "3, 3, 2", b, sizeof(b));
+    write_npy(pb2, "<f4", 3, 2, b2, sizeof(b2));
+    write_npy_shape(pa1, "<f4", "1, 2, 3", a, sizeof(a[0]));
+    write_npy_shape(pc, "<f4", "3, 2, 2", c, sizeof(c));
+    char hdr[128];
+    float d[3][2][2];
+    /* stack x stack + stacked C, alpha 2, beta -1 */
+    cr_assert_eq(ctl("mm", "--a", pa, "--b", pb, "--c", pc, "--alpha", "2",
+                     "--beta", "-1", "--out", pd, "--check", NULL),
+                 0, "stdout: %s\nstderr: %s", out_text, err_text);
+    EXPECT_IN(out_text, "PASS");
+    EXPECT_IN(err_text, "in one batch");
+    read_npy(pd, hdr, d, sizeof(d));
+    cr_expect(strstr(hdr + 10, "'shape': (3, 2, 2)") != NULL, "%s", hdr + 10);
+    for (int p = 0; p < 3; p++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                float s = 0;
+                for (int l = 0; l < 3; l++)
+                    s += a[p][i][l] * b[p][l][j];
+                cr_expect_eq(d[p][i][j], 2 * s - c[p][i][j],
+                             "D[%d][%d][%d] = %g", p, i, j, d[p][i][j]);
+            }
+    /* stack x matrix, and a stack of one x stack (both broadcast) */
+    const char *const pairs[2][2] = {{pa, pb2}, {pa1, pb}};
+    for (int v = 0; v < 2; v++) {
+        cr_assert_eq(ctl("mm", "--a", pairs[v][0], "--b", pairs[v][1], "--out",
+                         pd, NULL),
+                     0, "stdout: %s\nstderr: %s", out_text, err_text);
+        EXPECT_IN(err_text, "broadcast");
+        read_npy(pd, hdr, d, sizeof(d));
+        cr_expect(strstr(hdr + 10, "'shape': (3, 2, 2)") != NULL, "%s",
+                  hdr + 10);
+        for (int p = 0; p < 3; p++)
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++) {
+                    float s = 0;
+                    for (int l = 0; l < 3; l++)
+                        s += v == 0 ? a[p][i][l] * b2[l][j]
+                                    : a[0][i][l] * b[p][l][j];
+                    cr_expect_eq(d[p][i][j], s, "case %d: D[%d][%d][%d] = %g",
+                                 v, p, i, j, d[p][i][j]);
+                }
+    }
+    /* rules */
+    write_npy_shape(pa1, "<f4", "2, 2, 3", a, 2 * sizeof(a[0]));
+    cr_expect_eq(ctl("mm", "--a", pa1, "--b", pb, "--out", pd, NULL), 2);
+    EXPECT_IN(err_text, "do not broadcast");
+    cr_expect_eq(ctl("mm", "--a", pa, "--b", pb, NULL), 2);
+    EXPECT_IN(err_text, "--out");
+    cr_expect_eq(ctl("mm", "--a", pa, "--b", pa, "--out", pd, NULL), 2);
+    EXPECT_IN(err_text, "inner dimensions");
+    tu_assert_healthy(g_client);
 }
 
 /* fp64 and complex GEMMs through `gemmctl mm`: random inputs with every

@@ -1,0 +1,61 @@
+/*
+ * mm.h: what the two halves of `gemmctl mm` share: its options, and the
+ * helpers of mm.c (one GEMM) that mm_stack.c (a stack of them, one batch
+ * request) uses too.
+ */
+#ifndef GEMMCTL_MM_H
+#define GEMMCTL_MM_H
+
+#include "gemmctl.h"
+#include "npy.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct mm_args {
+    const char *a_path, *b_path, *c_path, *out_path;
+    double alpha, beta, alpha_im, beta_im;
+    bool have_beta, ta, tb, ca, cb, check;
+    bool quiet; /* no report on stderr: only D (or nothing with --out) */
+    bool have_dtype, have_cd, have_out_dtype;
+    gemm_dtype dtype, cd, out_dtype;
+    uint64_t m, n, k;
+    bool have_m, have_n, have_k;
+    unsigned repeat;
+    uint64_t seed;
+    const char *kernel; /* NULL: the daemon picks */
+    gemm_precision precision;
+};
+
+/* fp64 and the complex types: computed in their own type, checked in long
+ * double. */
+bool mm_wide_type(gemm_dtype t);
+
+/* The --check tolerance of a GEMM and the name of what sets it. */
+double mm_tolerance(gemm_dtype ab, gemm_dtype cd, gemm_precision p,
+                    const char **what);
+
+/* Allocates a buffer for count elements of type t (name for messages). */
+int mm_alloc(gemm_client *c, size_t count, gemm_dtype t, const char *name,
+             gemm_buffer **out);
+
+/* Copies count elements of file f into dst as type dt (real files into
+ * complex buffers too); a complex file for a real type is a usage error. */
+int mm_load_input(const char *name, void *dst, gemm_dtype dt,
+                  const npy_matrix *f, size_t count);
+
+/* The default A/B type of file inputs. */
+gemm_dtype mm_file_type(const npy_matrix *A, const npy_matrix *B);
+
+/* The report on stderr (nothing with --quiet). */
+void mm_note(const struct mm_args *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* mm of 3-D stacks (A or B has 3 dimensions; C, if given, 2-D or 3-D):
+ * numpy's matmul for a stack times a stack (equal counts, or one of them
+ * 1) or a stack times a matrix (broadcast), as one strided batch request;
+ * D is written as a 3-D .npy (--out). Returns an exit code. */
+int mm_stack(const char *url, struct mm_args *a, const npy_matrix *A,
+             const npy_matrix *B, const npy_matrix *C);
+
+#endif
