@@ -177,12 +177,14 @@ class Daemon:
             return None
 
     def kill(self) -> None:
-        if self.hold is not None:
-            self.hold.close()
-            self.hold = None
+        """SIGKILL, then the hold closed: a held GEMM never gets to run
+        (and answer) between the two."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        if self.hold is not None:
+            self.hold.close()
+            self.hold = None
 
     def destroy(self) -> None:
         self.kill()
