@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
-    "connect", "Client", "Tensor", "matmul", "default_client",
+    "connect", "Client", "Tensor", "matmul", "matmul_grouped",
+    "default_client",
     "GemmError", "DaemonNotRunning", "DaemonNotAnswering", "PermissionDenied",
     "ConnectionClosed", "ClientClosed",
     "ShuttingDown", "InvalidArgument", "ShapeError", "DTypeError", "Busy",
@@ -84,6 +85,12 @@ def matmul(a: Any, b: Any, out: Any = None, **kwargs: Any) -> Any:
     """Client.matmul on the default client (see default_client()):
     alpha * a @ b + beta * c computed by gemmd."""
     return default_client().matmul(a, b, out, **kwargs)
+
+
+def matmul_grouped(a: Any, b: Any, out: Any = None, **kwargs: Any) -> Any:
+    """Client.matmul_grouped on the default client: a list of products
+    of different shapes in one request."""
+    return default_client().matmul_grouped(a, b, out, **kwargs)
 
 
 def library_path() -> str:

@@ -172,6 +172,8 @@ class GemmStatus(ctypes.Structure):
         ("gemms_served", ctypes.c_uint64),
         ("gemms_failed", ctypes.c_uint64),
         ("routine_served", ctypes.c_uint64 * 9),
+        ("batches_served", ctypes.c_uint64),
+        ("batch_problems", ctypes.c_uint64),
     ]
 
 
@@ -212,6 +214,52 @@ class GemmKernelInfo(ctypes.Structure):
     ]
 
 
+class GemmProblem(ctypes.Structure):
+    """gemm_problem: one GEMM of a grouped batch (its own shape, transposes,
+    operands and, when scalars, alpha/beta)."""
+
+    _fields_ = [
+        ("m", ctypes.c_uint64),
+        ("n", ctypes.c_uint64),
+        ("k", ctypes.c_uint64),
+        ("trans_a", ctypes.c_bool),
+        ("trans_b", ctypes.c_bool),
+        ("a", GemmMatrix),
+        ("b", GemmMatrix),
+        ("c", GemmMatrix),
+        ("d", GemmMatrix),
+        ("scalars", ctypes.c_bool),
+        ("alpha_re", ctypes.c_double),
+        ("alpha_im", ctypes.c_double),
+        ("beta_re", ctypes.c_double),
+        ("beta_im", ctypes.c_double),
+    ]
+
+
+class GemmBatch(ctypes.Structure):
+    """gemm_batch: many GEMMs in one request. Strided (count > 0: op's
+    shape for all, problem i's X at op.X.offset + i * stride_X) or grouped
+    (count == 0: problems[0..nproblems), op gives types, scalars,
+    precision, kernel and timeout)."""
+
+    _fields_ = [
+        ("op", GemmOp),
+        ("count", ctypes.c_uint64),
+        ("stride_a", ctypes.c_uint64),
+        ("stride_b", ctypes.c_uint64),
+        ("stride_c", ctypes.c_uint64),
+        ("stride_d", ctypes.c_uint64),
+        ("problems", ctypes.POINTER(GemmProblem)),
+        ("nproblems", ctypes.c_size_t),
+    ]
+
+
+class GemmBatchBox(ctypes.Structure):
+    """A gemm_batch with zeroed room after it (see GemmOpBox)."""
+
+    _fields_ = [("batch", GemmBatch), ("_room", ctypes.c_char * 256)]
+
+
 # The structs the layout test checks, by their C names.
 STRUCTS: Dict[str, type] = {
     "gemm_matrix": GemmMatrix,
@@ -221,6 +269,8 @@ STRUCTS: Dict[str, type] = {
     "gemm_status": GemmStatus,
     "gemm_device_status": GemmDeviceStatus,
     "gemm_kernel_info": GemmKernelInfo,
+    "gemm_problem": GemmProblem,
+    "gemm_batch": GemmBatch,
 }
 
 # Enum constants the layout test checks against the header.
@@ -301,6 +351,14 @@ PROTOTYPES: Dict[str, Tuple[Any, Sequence[Any]]] = {
     "gemm_tensor_free": (_int, [_p, _u64]),
 }
 
+# Functions a library older than the batch API lacks: bound when present,
+# else None (the batch calls then raise Unsupported, naming the fix).
+OPTIONAL: Dict[str, Tuple[Any, Sequence[Any]]] = {
+    "gemm_batch_submit": (_int, [_p, _P(GemmBatch), _P(_p)]),
+    "gemm_batch_run": (_int, [_p, _P(GemmBatch), _P(GemmTimings)]),
+    "gemm_last_error_problem": (ctypes.c_int64, []),
+}
+
 SONAME = "libgemmclient.so.0"
 RTLD_NOW = 2
 RTLD_LOCAL = 0
@@ -334,6 +392,12 @@ def _bind_cdll(dll: ctypes.CDLL) -> Dict[str, Any]:
         fn = getattr(dll, name)
         fn.restype = res
         fn.argtypes = list(args)
+        funcs[name] = fn
+    for name, (res, args) in OPTIONAL.items():
+        fn = getattr(dll, name, None)
+        if fn is not None:
+            fn.restype = res
+            fn.argtypes = list(args)
         funcs[name] = fn
     return funcs
 
@@ -424,6 +488,9 @@ def _load_fresh(path: str) -> _Lib:
         if not addr:
             raise LibraryNotFound("%s has no %s" % (path, name))
         funcs[name] = ctypes.CFUNCTYPE(res, *args)(addr)
+    for name, (res, args) in OPTIONAL.items():
+        addr = dlsym(h, name.encode())
+        funcs[name] = ctypes.CFUNCTYPE(res, *args)(addr) if addr else None
     return _Lib(path, funcs, "dlmopen")
 
 

@@ -1,14 +1,14 @@
 """The Client: a connection to gemmd (reopened after gemmd restarts and in a
-forked child), numpy arrays in its shared memory, matmul, futures, resident
-tensors, ping/status/kernels.
+forked child), numpy arrays in its shared memory, matmul (stacks included)
+and matmul_grouped, futures, resident tensors, ping/status/kernels.
 
 What lives on a connection does not carry over to the next one: arrays
 over its buffers stay readable and are copied (staged) when used, tensors
 raise ConnectionClosed. A request is sent again on a new connection only
 when it cannot have reached the old one (it failed at send).
 
-The top of the package's layers (_conn <- _tensor <- _gemm <- _client):
-nothing below imports it.
+The top of the package's layers (_conn <- _tensor <- _gemm <- _batch <-
+_stackcall, _grouped <- _client): nothing below imports it.
 
 Thread-safe: every public method may be called from any thread.
 """
@@ -20,11 +20,11 @@ import threading
 import time
 import weakref
 from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Optional,
-                    Tuple)
+                    Sequence, Tuple)
 
 import numpy as np
 
-from . import _blas3, _capi, _copy, _dtypes
+from . import _blas3, _capi, _copy, _dtypes, _grouped, _stackcall
 from ._capi import GemmMatrix
 from ._conn import _Conn, _Lost, _buffer_of, _OK, _ERR_CLOSED
 from ._errors import (ClientClosed, ConnectionClosed, GemmError,
@@ -308,30 +308,68 @@ class Client:
                precision: Optional[str] = None,
                kernel: Optional[str] = None) -> Any:
         """alpha * a @ b + beta * c, computed by gemmd; numpy's matmul
-        for 2-D and 1-D operands.
+        (stacks of matrices included).
 
         a, b: numpy arrays (anything np.asarray takes) or resident Tensors.
+        Operands of more than two dimensions are stacks of matrices whose
+        leading (batch) dimensions broadcast as numpy's do; the whole
+        stack is one request to gemmd (a 1-D operand is a vector, as in
+        numpy).
         Arrays in this client's memory (empty/zeros/asarray, results of
         matmul) are used in place, transposed views and row strides
         included; other arrays are copied into shared memory first.
-        out: the result array (shape (m, n), dtype out_dtype), written in
-        place when it is gemmd memory. c: C, broadcast to the result's
-        shape, read when beta != 0 (default: out itself). dtype: the type
-        a and b are multiplied in (default: numpy's promotion of theirs;
-        bfloat16, float16, float32). out_dtype: the result's type (default
+        out: the result array (the result's shape, dtype out_dtype),
+        written in place when it is gemmd memory. c: C, broadcast to the
+        result's shape, read when beta != 0 (default: out itself). dtype:
+        the type a and b are multiplied in (default: numpy's promotion of
+        theirs; bfloat16, float16, float32, float64, complex64,
+        complex128). out_dtype: the result's type (default
         dtype; 16-bit inputs may give float32). precision: for float32
         inputs, 'tf32' (fast) or 'fp32' (the default: float32 accuracy).
         kernel: a kernel name from kernels() (default: gemmd picks).
 
         Returns out, or a new array in gemmd memory. Raises ShapeError and
         DTypeError (before sending anything) and the GemmError of a
-        refusal.
+        refusal (for a stack, ``.problem`` is the flat index of the bad
+        problem in the batch dimensions; nothing is written).
         """
         plan = _Plan(a, b, out, c, alpha, beta, dtype, out_dtype, precision,
                      kernel, self)
         if plan.empty:
             return plan.local_result()
+        if plan.batch:
+            return self._with_conn(lambda conn: _stackcall.run(conn, plan))
         return self._with_conn(lambda conn: _run(conn, plan))
+
+    def matmul_grouped(self, a: Sequence[Operand], b: Sequence[Operand],
+                       out: Optional[Sequence[Optional[np.ndarray]]] = None,
+                       *, c: Optional[Sequence[Optional[Operand]]] = None,
+                       alpha: Any = 1.0, beta: Any = 0.0,
+                       dtype: Optional[DTypeLike] = None,
+                       out_dtype: Optional[DTypeLike] = None,
+                       precision: Optional[str] = None,
+                       kernel: Optional[str] = None) -> List[Any]:
+        """[alpha[i] * a[i] @ b[i] + beta[i] * c[i] for each i] in one
+        request: products of different shapes (a mixture-of-experts layer:
+        a[i] is expert i's tokens, M rows, 0 for an expert with none).
+
+        a, b: lists of matrices (2-D or 1-D arrays, or Tensors), one pair
+        per problem. out, c: None or lists with one array (or None) per
+        problem. alpha, beta: one number for all, or one per problem.
+        dtype, out_dtype, precision, kernel: as for matmul(), one for all
+        problems (dtype default: numpy's promotion of every operand's
+        type). Problems with a dimension of 0 are answered here.
+
+        Returns the list of results (out[i], or new arrays in gemmd
+        memory, views of one buffer). Raises as matmul() does; an error
+        about one problem names it and carries its index in
+        ``.problem``; a refused request writes nothing.
+        """
+        gp = _grouped.GroupPlan(a, b, out, c, alpha, beta, dtype, out_dtype,
+                                precision, kernel, self)
+        if not gp.live:
+            return [p.local_result() for p in gp.plans]
+        return self._with_conn(lambda conn: _grouped.run(conn, gp))
 
     def submit(self, a: Operand, b: Operand,
                out: Optional[np.ndarray] = None, *,
@@ -360,14 +398,18 @@ class Client:
             except _Lost:
                 continue
             try:
-                call = _Call(conn, plan)
-                req = ctypes.c_void_p()
-                rv = conn.lib.gemm_submit(conn.h, ctypes.byref(call.op),
-                                          ctypes.byref(req))
-                if rv == _ERR_CLOSED:
-                    conn.lost = True
-                    raise _Lost()
-                conn.check(rv)
+                if plan.batch:
+                    call: Any = _stackcall.StackCall(conn, plan)
+                    req = ctypes.c_void_p(call.submit())
+                else:
+                    call = _Call(conn, plan)
+                    req = ctypes.c_void_p()
+                    rv = conn.lib.gemm_submit(conn.h, ctypes.byref(call.op),
+                                              ctypes.byref(req))
+                    if rv == _ERR_CLOSED:
+                        conn.lost = True
+                        raise _Lost()
+                    conn.check(rv)
             except _Lost:
                 conn.exit()
                 continue

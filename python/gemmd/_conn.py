@@ -38,10 +38,13 @@ if TYPE_CHECKING:
 
 class _Pending(Protocol):
     """What post() needs of a submitted request (_gemm's _Call is one):
-    the waiter thread calls failed(rv) when gemm_wait reports an error,
-    else finish() for the result, then release() either way."""
+    the waiter thread calls failed(rv) and raises error(rv) when gemm_wait
+    reports an error, else finish() for the result, then release() either
+    way."""
 
     def failed(self, rv: int) -> None: ...
+
+    def error(self, rv: int) -> BaseException: ...
 
     def finish(self) -> Any: ...
 
@@ -214,7 +217,13 @@ class _Conn:
         """Raises the error for rv (with this thread's message); a
         GEMM_ERR_CLOSED marks the connection lost."""
         if rv != _OK:
-            raise error_for(rv, self.reword(rv, self.lib.error_message()))
+            raise self.error(rv)
+
+    def error(self, rv: int) -> GemmError:
+        """The exception for a failed call's rv, with this thread's
+        message (reworded); a GEMM_ERR_CLOSED marks the connection
+        lost."""
+        return error_for(rv, self.reword(rv, self.lib.error_message()))
 
     def reword(self, rv: int, msg: str) -> str:
         """libgemmclient's message for rv as this package's user needs it:
@@ -409,7 +418,7 @@ class _Conn:
             rv = self.lib.gemm_wait(req, None)
             if rv != _OK:
                 call.failed(rv)
-                self.check(rv)
+                raise call.error(rv)
             result = call.finish()
         except BaseException as e:  # noqa: B902 - handed to the future
             err = e

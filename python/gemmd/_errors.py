@@ -26,15 +26,21 @@ if TYPE_CHECKING:
 class GemmError(Exception):
     """A gemmd failure: ``code`` is the gemm_error number (gemm.h),
     ``message`` says what went wrong (the daemon's message when the daemon
-    refused the request)."""
+    refused the request), ``problem`` the index of the problem at fault in
+    a stacked or grouped matmul (the flat index into the stack's batch
+    dimensions, or the index in the lists), None otherwise."""
 
     code: int = 23  # GEMM_ERR_INTERNAL unless a subclass or caller says
+    problem: Optional[int] = None
 
-    def __init__(self, message: str, code: Optional[int] = None) -> None:
+    def __init__(self, message: str, code: Optional[int] = None,
+                 problem: Optional[int] = None) -> None:
         super().__init__(message)
         self.message: str = message
         if code is not None:
             self.code = code
+        if problem is not None:
+            self.problem = problem
 
     @property
     def name(self) -> str:
@@ -43,11 +49,13 @@ class GemmError(Exception):
         return row[0] if row is not None else "GEMM_ERR_%d" % self.code
 
     def __reduce__(self):  # picklable across processes (futures, pools)
-        return (_rebuild, (type(self), self.message, self.code))
+        return (_rebuild, (type(self), self.message, self.code,
+                           self.problem))
 
 
-def _rebuild(cls: type, message: str, code: int) -> "GemmError":
-    return cls(message, code)
+def _rebuild(cls: type, message: str, code: int,
+             problem: Optional[int] = None) -> "GemmError":
+    return cls(message, code, problem)
 
 
 class DaemonNotRunning(GemmError, ConnectionError):

@@ -10,9 +10,11 @@ column-ordered array as its transpose, so the copy runs along rows). D is
 the caller's ``out`` in place when it can be, else a buffer of ours that
 becomes the result (or is copied into ``out``).
 
-Imports flow one way: _conn <- _tensor <- _gemm <- _client. A _Call is
-what _conn's waiters complete (its _Pending); the client is only an
-_Owner (_tensor) here.
+Imports flow one way: _conn <- _tensor <- _gemm <- _batch <- _stackcall,
+_grouped <- _client (_stack, pure shape planning, below them all). A
+_Call is what _conn's waiters complete (its _Pending); the client is
+only an _Owner (_tensor) here. Stacks (operands of more than two
+dimensions) are planned here and run by _stackcall.
 """
 from __future__ import annotations
 
@@ -21,8 +23,8 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from . import _capi, _copy, _dtypes
-from ._capi import GemmMatrix, GemmOpBox
+from . import _capi, _copy, _dtypes, _stack
+from ._capi import GemmMatrix, GemmOp, GemmOpBox
 from ._conn import _Buffer, _Conn, _Lost, _buffer_of, _OK, _ERR_CLOSED
 from ._errors import (ConnectionClosed, DTypeError, InvalidArgument,
                       ShapeError)
@@ -33,7 +35,6 @@ from ._tensor import Tensor, _Owner
 # started" since timeouts cancel; kept here for older libraries).
 _MAYBE_RUNNING = {4, 5, 6, 21, 23, 27}
 
-_SIG = "(n?,k),(k,m?)->(n?,m?)"
 _PRECISIONS = {None: 0, "default": 0, "tf32": 1, "fp32": 2}
 
 ArrayLike = Any  # numpy array, or anything np.asarray takes
@@ -44,39 +45,30 @@ DTypeLike = Any  # numpy dtype, type, name ("bfloat16", "fp16", ...)
 # ---- planning a GEMM ----------------------------------------------------
 
 
-def _core_mismatch(kind: str, i: int, dim: int, got: int,
-                   want: int) -> ShapeError:
-    return ShapeError(
-        "matmul: %s operand %d has a mismatch in its core dimension %d, "
-        "with gufunc signature %s (size %d is different from %d)" %
-        (kind, i, dim, _SIG, got, want))
-
-
 class _Plan:
     """A GEMM's shapes, types and options, checked before anything is sent;
-    independent of the connection it will run on."""
+    independent of the connection it will run on.
+
+    Operands of more than two dimensions are stacks (numpy's matmul):
+    ``batch`` is the result's batch shape, ``count`` the number of
+    problems, A and B keep their batch dimensions (a 1-D a as (1, k), a
+    1-D b as (k, 1)), ``out2`` and ``C`` are batch + (m, n) views. A
+    stack of one problem is planned as one GEMM (batch ()).
+    """
 
     def __init__(self, a: Operand, b: Operand, out: Optional[np.ndarray],
                  c: Optional[Operand], alpha: float, beta: float,
                  dtype: Optional[DTypeLike], out_dtype: Optional[DTypeLike],
                  precision: Optional[str], kernel: Optional[str],
                  client: _Owner) -> None:
-        self.A, sq_m = self._input(a, 0, client)
-        self.B, sq_n = self._input(b, 1, client)
-        if sq_n:  # b 1-D: (k,) -> (k, 1)
-            self.B = self.B.reshape(-1, 1)
-        self.m, self.k = self.A.shape
-        k2, self.n = self.B.shape
-        if k2 != self.k:
-            raise _core_mismatch("Input", 1, 0, k2, self.k)
-        if sq_m and sq_n:
-            self.shape: Tuple[int, ...] = ()
-        elif sq_m:
-            self.shape = (self.n,)
-        elif sq_n:
-            self.shape = (self.m,)
-        else:
-            self.shape = (self.m, self.n)
+        A = self._input(a, 0, client)
+        B = self._input(b, 1, client)
+        shapes = (A.shape, B.shape)
+        sh = _stack.Shapes(*shapes)
+        self.A = A.reshape(1, -1) if A.ndim == 1 else A
+        self.B = B.reshape(-1, 1) if B.ndim == 1 else B
+        self.m, self.n, self.k = sh.m, sh.n, sh.k
+        self._shapes(sh)
 
         # types
         ta = self.A.dtype if isinstance(self.A, Tensor) else None
@@ -169,17 +161,11 @@ class _Plan:
         self.out = out
         self.out2: Optional[np.ndarray] = None
         if out is not None:
-            if out.shape != self.shape:
-                if out.ndim != len(self.shape):
-                    raise ShapeError(
-                        "matmul: out has shape %s, the result has shape %s" %
-                        (out.shape, self.shape))
-                for d, (g, w) in enumerate(zip(out.shape, self.shape)):
-                    if g != w:
-                        raise _core_mismatch("Output", 0, d, g, w)
+            if out.shape != self.shape:  # out may add leading dimensions
+                self._shapes(_stack.Shapes(*shapes, out_shape=out.shape))
             if not out.flags.writeable:
                 raise InvalidArgument("matmul: output array is read-only")
-            self.out2 = out.reshape(self.m, self.n)  # a view: same size
+            self.out2 = out.reshape(self.full)  # a view: same size
         self.C: Optional[Any] = None
         self.c_is_out = False
         if self.beta != 0.0:
@@ -211,39 +197,40 @@ class _Plan:
                         "matmul: c of shape %s cannot be broadcast to the "
                         "result's shape %s" % (carr.shape, self.shape)) \
                         from None
-                self.C = cb.reshape(self.m, self.n)
+                self.C = cb.reshape(self.full)
 
-    def _input(self, x: Operand, i: int,
-               client: _Owner) -> Tuple[Any, bool]:
+    def _shapes(self, sh: "_stack.Shapes") -> None:
+        """Takes the result's shape from sh; a stack of one problem
+        becomes one GEMM (its size-1 batch dimensions dropped)."""
+        self.shape: Tuple[int, ...] = sh.shape
+        self.count = sh.count
+        self.batch: Tuple[int, ...] = sh.batch
+        if sh.count == 1 and sh.batch:
+            self.batch = ()
+            for x in ("A", "B"):
+                v = getattr(self, x)
+                if v.ndim > 2:
+                    setattr(self, x, v.reshape(v.shape[-2:]))
+        self.full: Tuple[int, ...] = self.batch + (self.m, self.n)
+
+    def _input(self, x: Operand, i: int, client: _Owner) -> Any:
         if isinstance(x, Tensor):
             if x.client is not client:
                 raise InvalidArgument("matmul: tensor operand %d belongs to "
                                       "another client" % i)
-            return x, False
-        arr = x if isinstance(x, np.ndarray) else np.asarray(x)
-        if arr.ndim == 0:
-            raise ShapeError(
-                "matmul: Input operand %d does not have enough dimensions "
-                "(has 0, gufunc core with signature %s requires 1)" %
-                (i, _SIG))
-        if arr.ndim > 2:
-            raise ShapeError(
-                "matmul: operand %d has shape %s: gemmd multiplies "
-                "matrices (2-D) and vectors, not stacks of them" %
-                (i, arr.shape))
-        if arr.ndim == 1:
-            return (arr.reshape(1, -1) if i == 0 else arr), True
-        return arr, False
+            return x
+        return x if isinstance(x, np.ndarray) else np.asarray(x)
 
     @property
     def empty(self) -> bool:
         """True when there is nothing for gemmd to compute."""
-        return self.m == 0 or self.n == 0 or self.k == 0
+        return (self.m == 0 or self.n == 0 or self.k == 0 or
+                self.count == 0)
 
     def local_result(self) -> Any:
         """The result of a GEMM with a zero dimension, computed here:
         zeros, or beta * C when k is 0 (numpy's answer)."""
-        d = np.zeros((self.m, self.n), self.cd.np)
+        d = np.zeros(self.full, self.cd.np)
         if self.k == 0 and self.C is not None:
             if isinstance(self.C, Tensor):
                 raise InvalidArgument("matmul: k = 0 with a resident "
@@ -271,24 +258,48 @@ def _locate(arr: np.ndarray, conn: _Conn, dt: np.dtype
     if buf is None or buf.conn is not conn:
         return None
     r, c = arr.shape
-    s0, s1 = arr.strides
     isz = dt.itemsize
-    if (c == 1 or s1 == isz) and (r == 1 or (s0 > 0 and s0 % isz == 0 and
-                                            s0 // isz >= c)):
-        trans, ld = False, (s0 // isz if r > 1 else c)
-        rows, cols = r, c
-    elif (r == 1 or s0 == isz) and (c == 1 or (s1 > 0 and s1 % isz == 0 and
-                                              s1 // isz >= r)):
-        trans, ld = True, (s1 // isz if c > 1 else r)
-        rows, cols = c, r
-    else:
+    lay = _stack.core_layout(r, c, arr.strides[0], arr.strides[1], isz)
+    if lay is None:
         return None
+    trans, ld = lay
     off = arr.__array_interface__["data"][0] - buf.addr
     if off < 0 or off % isz != 0:
         return None
-    if off + ((rows - 1) * ld + cols) * isz > buf.size:
+    if off + _stack.extent(r, c, ld, trans, isz) > buf.size:
         return None
     return buf, off, ld, trans
+
+
+def fill_op(op: GemmOp, plan: _Plan) -> None:
+    """Sets op's types, alpha/beta, precision and kernel from plan (what
+    a batch shares too; the caller keeps plan alive while op is used)."""
+    op.ab_type, op.cd_type = plan.ab.code, plan.cd.code
+    if plan.ab.wide:  # double (complex) scalars
+        op.scalars64 = True
+        a, b = complex(plan.alpha), complex(plan.beta)
+        op.alpha_re, op.alpha_im = a.real, a.imag
+        op.beta_re, op.beta_im = b.real, b.imag
+        op.alpha, op.beta = a.real, b.real
+    else:
+        op.alpha, op.beta = plan.alpha, plan.beta
+    op.precision = plan.precision
+    if plan.kernel is not None:
+        op.kernel = plan.kernel
+
+
+def tensor_id(t: Tensor, conn: _Conn) -> int:
+    """t's id in gemmd, to be sent on conn; InvalidArgument when it was
+    freed, ConnectionClosed when it lives on another connection."""
+    h = t._h
+    if h.freed:
+        raise InvalidArgument("matmul: resident tensor %#x was freed" % h.id)
+    if h.conn is not conn:
+        raise ConnectionClosed(
+            "matmul: resident tensor %#x was lost with the connection it "
+            "was uploaded on (gemmd restarted, or this is a forked child); "
+            "upload it again" % h.id)
+    return h.id
 
 
 class _Call:
@@ -303,18 +314,7 @@ class _Call:
         self.box = GemmOpBox()  # zeroed room past the mirror
         op = self.op = self.box.op
         op.m, op.n, op.k = plan.m, plan.n, plan.k
-        op.ab_type, op.cd_type = plan.ab.code, plan.cd.code
-        if plan.ab.wide:  # double (complex) scalars
-            op.scalars64 = True
-            a, b = complex(plan.alpha), complex(plan.beta)
-            op.alpha_re, op.alpha_im = a.real, a.imag
-            op.beta_re, op.beta_im = b.real, b.imag
-            op.alpha, op.beta = a.real, b.real
-        else:
-            op.alpha, op.beta = plan.alpha, plan.beta
-        op.precision = plan.precision
-        if plan.kernel is not None:
-            op.kernel = plan.kernel
+        fill_op(op, plan)
         ab, cd = plan.ab.np, plan.cd.np
         op.a, op.trans_a, a_loc = self._input(plan.A, ab)
         op.b, op.trans_b, b_loc = self._input(plan.B, ab)
@@ -363,16 +363,7 @@ class _Call:
                 op.c = GemmMatrix(_buffer_of(cs).ptr, 0, plan.n, 0)
 
     def _tensor_id(self, t: "Tensor") -> int:
-        h = t._h
-        if h.freed:
-            raise InvalidArgument("matmul: resident tensor %#x was freed" %
-                                  h.id)
-        if h.conn is not self.conn:
-            raise ConnectionClosed(
-                "matmul: resident tensor %#x was lost with the connection "
-                "it was uploaded on (gemmd restarted, or this is a forked "
-                "child); upload it again" % h.id)
-        return h.id
+        return tensor_id(t, self.conn)
 
     def _input(self, x: Any, dt: np.dtype
                ) -> Tuple[GemmMatrix, bool, Optional[Tuple]]:
@@ -400,6 +391,10 @@ class _Call:
             buf = _buffer_of(self.d_arr)
             if buf is not None:
                 buf.tainted = True
+
+    def error(self, rv: int) -> BaseException:
+        """The exception for a failure (this thread's message)."""
+        return self.conn.error(rv)
 
     def finish(self) -> Any:
         """The result after success: out (filled), or the new array."""

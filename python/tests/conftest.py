@@ -177,12 +177,14 @@ class Daemon:
             return None
 
     def kill(self) -> None:
-        if self.hold is not None:
-            self.hold.close()
-            self.hold = None
+        """SIGKILL, then the hold closed: a held GEMM never gets to run
+        (and answer) between the two."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        if self.hold is not None:
+            self.hold.close()
+            self.hold = None
 
     def destroy(self) -> None:
         self.kill()
@@ -288,3 +290,22 @@ def f64(a: np.ndarray) -> np.ndarray:
     if np.issubdtype(a.dtype, np.complexfloating):
         return a.astype(np.complex128)
     return a.astype(np.float64)
+
+
+@pytest.fixture
+def bclient(client: "gemmd.Client",
+            monkeypatch: pytest.MonkeyPatch) -> "gemmd.Client":
+    """client, for tests of batched requests (stacks, groups). When this
+    libgemmclient has no batch API the test is skipped (failed under
+    GEMM_REQUIRE), or with GEMM_TEST_BATCH_EMULATOR=1 its batches run in
+    tests/batch_emulator.py (the package's side alone)."""
+    lib = client._live().lib
+    if os.environ.get("GEMM_TEST_BATCH_EMULATOR", "0") not in ("", "0"):
+        from batch_emulator import emulate
+
+        emulate(client, monkeypatch)
+    elif lib.gemm_batch_submit is None:
+        assert not require("batch"), "libgemmclient has no gemm_batch_submit"
+        pytest.skip("skipped: libgemmclient %s has no batch API "
+                    "(gemm_batch_submit)" % lib.path)
+    return client

@@ -63,7 +63,8 @@ def test_shape_errors_before_sending(client: gemmd.Client) -> None:
     cases = [
         ((a, a), "Input operand 1 has a mismatch in its core dimension 0"),
         ((np.float32(1), a), "Input operand 0 does not have enough dim"),
-        ((np.ones((2, 3, 4), np.float32), a), "not stacks"),
+        ((np.ones((2, 3, 4), np.float32), np.ones((3, 4, 5), np.float32)),
+         "could not be broadcast together"),
     ]
     for args, words in cases:
         with pytest.raises(gemmd.ShapeError, match=words) as ei:

@@ -9,7 +9,11 @@
 #   2. bench/python/bench_python.py against a gemmd on the cuda backend:
 #      fresh-process time to first result (fp16: gemmd, torch, cupy,
 #      gemmctl; then bf16: gemmd, torch, gemmctl) and steady-state numpy
-#      in/out at 4096^2 and 8192^2 (bf16, fp16, fp32) against torch.
+#      in/out at 4096^2 and 8192^2 (bf16, fp16, fp32) against torch;
+#   3. with PY_STACKED=1, bench/python/bench_stacked.py on the same gemmd:
+#      the stacked matmul 64 x 1024^3 bf16 from client.empty arrays and a
+#      grouped 8-expert layer (4096 tokens) against torch, numpy in/out
+#      (its log is one more file in $OUT: add PY_BENCH=0 to stay at 8).
 # Logs and CSVs go to $OUT (default /tmp/out; 8 files, the device's limit);
 # the tables and a summary are printed last.
 #
@@ -18,7 +22,8 @@
 # for Python 3.12, see the device notes) is carried, they are installed
 # from it into /tmp/site first.
 #
-# Environment: PY_TESTS=0 skips 1, PY_BENCH=0 skips 2, PY_BENCH_ARGS adds
+# Environment: PY_TESTS=0 skips 1, PY_BENCH=0 skips 2, PY_STACKED=1 runs
+# 3, PY_BENCH_ARGS adds
 # arguments to the benchmark, GEMM_TEST_BACKEND (default cuda; cpu runs the
 # same on a host without a GPU, to try the script).
 set -uo pipefail
@@ -70,7 +75,7 @@ if [ "${PY_TESTS:-1}" != 0 ]; then
     summary+="pytest ($BACKEND) rc=$rc: $(tail -1 "$OUT/pytest-python.log")"$'\n'
 fi
 
-if [ "${PY_BENCH:-1}" != 0 ]; then
+if [ "${PY_BENCH:-1}" != 0 ] || [ "${PY_STACKED:-0}" != 0 ]; then
     sock=/tmp/gemmd-py-bench.sock
     rm -f "$sock"
     "$B/bin/gemmd" --backend "$BACKEND" --listen "ipc://$sock" \
@@ -81,23 +86,33 @@ if [ "${PY_BENCH:-1}" != 0 ]; then
         sleep 0.1
     done
     "$B/bin/gemmctl" --url "ipc://$sock" ping
-    # shellcheck disable=SC2086
-    timeout 200 $PY bench/python/bench_python.py --url "ipc://$sock" \
-        --gemmctl "$B/bin/gemmctl" --csv "$OUT/bench-python.csv" \
-        ${PY_BENCH_ARGS:-} > "$OUT/bench-python.log" 2>&1
-    rc1=$?
-    # shellcheck disable=SC2086
-    timeout 100 $PY bench/python/bench_python.py --url "ipc://$sock" \
-        --gemmctl "$B/bin/gemmctl" --fresh-dtype bf16 --skip-steady \
-        --csv "$OUT/bench-python-bf16.csv" ${PY_BENCH_ARGS:-} \
-        > "$OUT/bench-python-bf16.log" 2>&1
-    rc2=$?
+    if [ "${PY_BENCH:-1}" != 0 ]; then
+        # shellcheck disable=SC2086
+        timeout 200 $PY bench/python/bench_python.py --url "ipc://$sock" \
+            --gemmctl "$B/bin/gemmctl" --csv "$OUT/bench-python.csv" \
+            ${PY_BENCH_ARGS:-} > "$OUT/bench-python.log" 2>&1
+        rc1=$?
+        # shellcheck disable=SC2086
+        timeout 100 $PY bench/python/bench_python.py --url "ipc://$sock" \
+            --gemmctl "$B/bin/gemmctl" --fresh-dtype bf16 --skip-steady \
+            --csv "$OUT/bench-python-bf16.csv" ${PY_BENCH_ARGS:-} \
+            > "$OUT/bench-python-bf16.log" 2>&1
+        rc2=$?
+        summary+="bench fp16 rc=$rc1, bench bf16 rc=$rc2"$'\n'
+    fi
+    if [ "${PY_STACKED:-0}" != 0 ]; then
+        # shellcheck disable=SC2086
+        timeout 200 $PY bench/python/bench_stacked.py --url "ipc://$sock" \
+            --experts 8:4096 > "$OUT/bench-stacked.log" 2>&1
+        summary+="bench stacked rc=$?"$'\n'
+    fi
     "$B/bin/gemmctl" --url "ipc://$sock" status > "$OUT/gemmd-bench-status.txt"
     kill "$pid"
     wait "$pid"
-    summary+="bench fp16 rc=$rc1, bench bf16 rc=$rc2, gemmd exit=$?"$'\n'
-    sed -n '/^== /,$p' "$OUT/bench-python.log"
-    sed -n '/^== /,$p' "$OUT/bench-python-bf16.log"
+    summary+="gemmd exit=$?"$'\n'
+    for f in bench-python bench-python-bf16 bench-stacked; do
+        [ -f "$OUT/$f.log" ] && sed -n '/^== /,$p' "$OUT/$f.log"
+    done
 fi
 echo "==== summary"
 printf "%s" "$summary"
