@@ -172,8 +172,6 @@ class GemmStatus(ctypes.Structure):
         ("gemms_served", ctypes.c_uint64),
         ("gemms_failed", ctypes.c_uint64),
         ("routine_served", ctypes.c_uint64 * 9),
-        ("batches_served", ctypes.c_uint64),
-        ("batch_problems", ctypes.c_uint64),
     ]
 
 
