@@ -1,7 +1,7 @@
 /*
- * mm.h: what the two halves of `gemmctl mm` share: its options, and the
- * helpers of mm.c (one GEMM) that mm_stack.c (a stack of them, one batch
- * request) uses too.
+ * mm.h: what the two halves of `gemmctl mm` share: its options, the
+ * helpers both use (mm_util.c), and the entry of the stack half
+ * (mm_stack.c) that the one-GEMM half (mm.c) calls.
  */
 #ifndef GEMMCTL_MM_H
 #define GEMMCTL_MM_H
