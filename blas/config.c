@@ -93,8 +93,8 @@ void gb_zc_env(bool *on, size_t *min_bytes)
                                  (double)GB_ZC_DEFAULT_MIN_BYTES, 1, 0x1p62);
 }
 
-/* The zero-copy mode's settings, logged at the first BLAS call (they were
- * read when the library loaded). */
+/* The zero-copy mode's settings, logged at the first BLAS call after the
+ * library's constructor read them. */
 static void zc_log(void)
 {
     size_t min;
@@ -109,7 +109,7 @@ static void zc_log(void)
                min);
     else if (want)
         gb_log(1, "GEMMBLAS_ZEROCOPY=1 has no effect: %s",
-               why != NULL ? why : "set after the library loaded");
+               why != NULL ? why : "set after the library was loaded");
 }
 
 const gb_config *gb_cfg(void)
@@ -117,7 +117,7 @@ const gb_config *gb_cfg(void)
     static atomic_bool zc_logged;
     pthread_once(&cfg_once, cfg_read);
     if (!atomic_load_explicit(&zc_logged, memory_order_relaxed) &&
-        !atomic_exchange(&zc_logged, true))
+        gb_zc_loaded() && !atomic_exchange(&zc_logged, true))
         zc_log();
     return &cfg;
 }

@@ -289,6 +289,9 @@ enum {
  * lock) when a registered region is freed. All thread-safe; none calls
  * the client. */
 GB_HIDDEN bool gb_zc_on(size_t *min_bytes, const char **why_off);
+/* Whether zcalloc.c's constructor has run (a BLAS call from another
+ * library's constructor may come first). */
+GB_HIDDEN bool gb_zc_loaded(void);
 GB_HIDDEN bool gb_zc_find(const void *p, size_t extent, gb_zc_region *out);
 GB_HIDDEN bool gb_zc_update(const gb_zc_region *r);
 GB_HIDDEN int gb_zc_take_pending(gb_zc_region *out, int max);

@@ -66,6 +66,7 @@ extern void *__libc_pvalloc(size_t);
 
 static struct {
     atomic_bool on;       /* regions are being made */
+    atomic_bool loaded;   /* zc_load has run */
     size_t min_bytes;     /* GEMMBLAS_ZEROCOPY_MIN_BYTES */
     const char *why_off;  /* asked for but off: why (static string) */
     size_t page;          /* the page size */
@@ -119,6 +120,11 @@ gemmblas_zerocopy_counters(uint64_t *out, int n)
     if (n > GB_ZC_ON)
         out[GB_ZC_ON] = atomic_load(&zc.on);
     return GB_ZC_NCOUNT;
+}
+
+bool gb_zc_loaded(void)
+{
+    return atomic_load(&zc.loaded);
 }
 
 bool gb_zc_on(size_t *min_bytes, const char **why_off)
@@ -665,6 +671,7 @@ __attribute__((constructor(101))) static void zc_load(void)
     zc.usable = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
     bool want;
     gb_zc_env(&want, &zc.min_bytes);
+    atomic_store(&zc.loaded, true);
     if (!want)
         return;
     if (dlsym(RTLD_DEFAULT, "free") != (void *)gb_zc_own_free ||

@@ -8,7 +8,8 @@
 # gemmd's syrk counter. Then with Debian's reference LAPACK (liblapack3)
 # preloaded too, solve() (dgesv: dtrsm, dgemm) and chol() (dpotrf: dsyrk,
 # dtrsm, dgemm) call libgemmblas's level-3 routines, and gemmd's trsm and
-# syrk counters must move.
+# syrk counters must move. Last, check.R again with GEMMBLAS_ZEROCOPY=1:
+# some of its products must run with every operand in place.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -73,3 +74,8 @@ GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1 \
     LD_PRELOAD="$(preload "$GEMMBLAS_LIB") $lapack" \
     Rscript --vanilla "$T/lapack.R"
 expect_routines "$T/l.before" trsm syrk
+
+# the same products with the zero-copy mode on: R's large vectors are
+# regions, its %*% runs in place, equal to R's own loops
+GEMMBLAS_MIN_FLOPS=0 LD_PRELOAD=$(preload "$GEMMBLAS_LIB") \
+    zerocopy_run Rscript --vanilla "$T/check.R"
