@@ -101,6 +101,11 @@ static void zc_log(void)
     const char *why;
     bool want, on = gb_zc_on(&min, &why);
     gb_zc_env(&want, &min);
+    if (gb_zc_shadows())
+        gb_log(1, "another malloc (jemalloc, tcmalloc, ...) comes after "
+                  "libgemmblas in the search order: libgemmblas's malloc "
+                  "gives the program glibc's; load that allocator first "
+                  "(LD_PRELOAD=its library before libgemmblas)");
     if (on)
         gb_log(1,
                "GEMMBLAS_ZEROCOPY=1: allocations of %zu bytes "

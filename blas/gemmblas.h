@@ -292,6 +292,9 @@ GB_HIDDEN bool gb_zc_on(size_t *min_bytes, const char **why_off);
 /* Whether zcalloc.c's constructor has run (a BLAS call from another
  * library's constructor may come first). */
 GB_HIDDEN bool gb_zc_loaded(void);
+/* Whether another allocator (jemalloc, tcmalloc, ...) follows this
+ * library's malloc in the search order, and so serves nothing. */
+GB_HIDDEN bool gb_zc_shadows(void);
 GB_HIDDEN bool gb_zc_find(const void *p, size_t extent, gb_zc_region *out);
 GB_HIDDEN bool gb_zc_update(const gb_zc_region *r);
 GB_HIDDEN int gb_zc_take_pending(gb_zc_region *out, int max);

@@ -67,6 +67,7 @@ extern void *__libc_pvalloc(size_t);
 static struct {
     atomic_bool on;       /* regions are being made */
     atomic_bool loaded;   /* zc_load has run */
+    bool shadowed;        /* another malloc follows ours (jemalloc, ...) */
     size_t min_bytes;     /* GEMMBLAS_ZEROCOPY_MIN_BYTES */
     const char *why_off;  /* asked for but off: why (static string) */
     size_t page;          /* the page size */
@@ -125,6 +126,11 @@ gemmblas_zerocopy_counters(uint64_t *out, int n)
 bool gb_zc_loaded(void)
 {
     return atomic_load(&zc.loaded);
+}
+
+bool gb_zc_shadows(void)
+{
+    return zc.shadowed;
 }
 
 bool gb_zc_on(size_t *min_bytes, const char **why_off)
@@ -332,19 +338,20 @@ void gb_zc_set_wake(void (*wake)(void))
 
 /* ---- glibc's malloc_usable_size ---- */
 
+/* glibc's own malloc_usable_size (libc.so.6's, not the next definition
+ * in the search order, which may be another allocator's). */
+static size_t (*find_libc_usable(void))(void *)
+{
+    void *h = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    return h != NULL ? (size_t(*)(void *))dlsym(h, "malloc_usable_size") : NULL;
+}
+
 static size_t libc_usable(void *p)
 {
     size_t (*f)(void *) = zc.usable;
-    if (f == NULL) { /* before the constructor: resolve now (dlsym's own
-                        allocations are glibc's: nothing is on yet) */
-        f = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
-        if (f == NULL) {
-            void *h = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
-            f = h != NULL ? (size_t(*)(void *))dlsym(h, "malloc_usable_size")
-                          : NULL;
-        }
-        zc.usable = f;
-    }
+    if (f == NULL) /* before the constructor (dlsym's own allocations are
+                      glibc's: nothing is on yet) */
+        zc.usable = f = find_libc_usable();
     return f != NULL ? f(p) : 0;
 }
 
@@ -668,7 +675,12 @@ __attribute__((constructor(101))) static void zc_load(void)
     for (int i = 0; i < ZC_MAX; i++)
         zc.freelist[i] = ZC_MAX - 1 - i;
     zc.nfree = ZC_MAX;
-    zc.usable = (size_t(*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    zc.usable = find_libc_usable();
+    /* another allocator after this library in the search order is
+     * shadowed: glibc's serves the program (said with GEMMBLAS_VERBOSE) */
+    void *next = dlsym(RTLD_NEXT, "malloc");
+    if (next != NULL && next != (void *)__libc_malloc)
+        zc.shadowed = true;
     bool want;
     gb_zc_env(&want, &zc.min_bytes);
     atomic_store(&zc.loaded, true);
