@@ -65,8 +65,9 @@ extern void *__libc_pvalloc(size_t);
 #define ZC_MAX   1024 /* regions live or waiting for their release */
 
 static struct {
-    atomic_bool on;       /* regions are being made */
-    atomic_bool loaded;   /* zc_load has run */
+    atomic_bool on;               /* regions are being made */
+    atomic_bool loaded;           /* zc_load has run */
+    atomic_bool probe, probe_hit; /* reaches_us() */
     bool shadowed;        /* another malloc follows ours (jemalloc, ...) */
     size_t min_bytes;     /* GEMMBLAS_ZEROCOPY_MIN_BYTES */
     const char *why_off;  /* asked for but off: why (static string) */
@@ -165,6 +166,10 @@ static int unlist(int i)
  * NULL (nothing made) when anything fails. errno is kept. */
 static void *region_new(size_t size)
 {
+    if (atomic_load(&zc.probe)) { /* reaches_us() */
+        atomic_store(&zc.probe_hit, true);
+        return NULL;
+    }
     int saved = errno;
     size_t len = (size + zc.page - 1) / zc.page * zc.page;
     if (len < size || len > SIZE_MAX - ZC_ALIGN)
@@ -249,6 +254,8 @@ static void region_free_locked(int i)
 /* Whether p is a region (its live entry index in *i, lock held on true). */
 static bool region_lookup(void *p, int *i)
 {
+    if (p == NULL && atomic_load(&zc.probe)) /* reaches_us() */
+        atomic_store(&zc.probe_hit, true);
     if (((uintptr_t)p & (ZC_ALIGN - 1)) != 0 || p == NULL ||
         !atomic_load_explicit(&zc.on, memory_order_relaxed))
         return false;
@@ -655,16 +662,42 @@ __attribute__((destructor)) static void zc_unload(void)
            (unsigned long long)c[GB_ZC_BYTES_STAGED]);
 }
 
-/* When the library loads: the knobs, and whether our malloc is the
- * program's. Runs before any region exists; allocations before it (and
- * dlsym's here) are glibc's. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmissing-attributes"
-extern void gb_zc_own_free(void *) __attribute__((alias("free")));
-extern void *gb_zc_own_malloc(size_t) __attribute__((alias("malloc")));
-extern void *gb_zc_own_realloc(void *, size_t)
-    __attribute__((alias("realloc")));
-#pragma GCC diagnostic pop
+/* Whether the program's malloc, calloc, realloc and free (the global
+ * scope's) are these: each is called through dlsym's pointer in a way that
+ * reaches only the slow path here (a size no region can have; free(NULL),
+ * which is 2 MiB-aligned), where zc.probe marks the hit. Runs in the
+ * constructor, with regions impossible meanwhile (min_bytes SIZE_MAX). */
+static bool reaches_us(void)
+{
+    void *(*m)(size_t) = (void *(*)(size_t))dlsym(RTLD_DEFAULT, "malloc");
+    void *(*c)(size_t, size_t) =
+        (void *(*)(size_t, size_t))dlsym(RTLD_DEFAULT, "calloc");
+    void *(*r)(void *, size_t) =
+        (void *(*)(void *, size_t))dlsym(RTLD_DEFAULT, "realloc");
+    void (*f)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "free");
+    if (m == NULL || c == NULL || r == NULL || f == NULL)
+        return false;
+    size_t min = zc.min_bytes;
+    zc.min_bytes = SIZE_MAX;
+    atomic_store(&zc.on, true);
+    int hits = 0;
+    atomic_store(&zc.probe, true);
+    atomic_store(&zc.probe_hit, false);
+    void *volatile x = m(SIZE_MAX); /* NULL: ENOMEM, from either */
+    hits += atomic_exchange(&zc.probe_hit, false);
+    x = c(1, SIZE_MAX);
+    hits += atomic_exchange(&zc.probe_hit, false);
+    x = r(NULL, SIZE_MAX);
+    hits += atomic_exchange(&zc.probe_hit, false);
+    f(NULL);
+    hits += atomic_exchange(&zc.probe_hit, false);
+    (void)x;
+    atomic_store(&zc.probe, false);
+    atomic_store(&zc.on, false);
+    zc.min_bytes = min;
+    errno = 0;
+    return hits == 4;
+}
 
 /* Before the library's other constructors (priority), so that its fork
  * handlers are registered first and its prepare handler runs last. */
@@ -686,9 +719,7 @@ __attribute__((constructor(101))) static void zc_load(void)
     atomic_store(&zc.loaded, true);
     if (!want)
         return;
-    if (dlsym(RTLD_DEFAULT, "free") != (void *)gb_zc_own_free ||
-        dlsym(RTLD_DEFAULT, "malloc") != (void *)gb_zc_own_malloc ||
-        dlsym(RTLD_DEFAULT, "realloc") != (void *)gb_zc_own_realloc) {
+    if (!reaches_us()) {
         zc.why_off = "libgemmblas's malloc is not the program's (loaded "
                      "with RTLD_LOCAL, after libc in the search order, or "
                      "under another allocator such as AddressSanitizer's): "
