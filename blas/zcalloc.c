@@ -39,8 +39,16 @@
  * for the copy, a private (copy-on-write) mapping of the memfd, whose
  * pages the child sees as the parent leaves them until it writes them.
  * The cost is a copy of every live region in every child of fork.
+ *
+ * Built with GB_NO_INTERPOSE (for a program that links libgemmblas's
+ * objects into itself, blas_unit_test) the allocator is left out and the
+ * mode stays off.
  */
 #include "gemmblas.h"
+
+#ifdef GB_NO_INTERPOSE /* the table without the allocator: half of it idle */
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -343,6 +351,8 @@ void gb_zc_set_wake(void (*wake)(void))
     zc_unlock();
 }
 
+#ifndef GB_NO_INTERPOSE /* not in a program that links the objects */
+
 /* ---- glibc's malloc_usable_size ---- */
 
 /* glibc's own malloc_usable_size (libc.so.6's, not the next definition
@@ -586,6 +596,8 @@ GB_EXPORT void *pvalloc(size_t n)
     return __libc_pvalloc(n);
 }
 
+#endif /* GB_NO_INTERPOSE */
+
 /* ---- fork ---- */
 
 static void atfork_prepare(void)
@@ -708,6 +720,11 @@ __attribute__((constructor(101))) static void zc_load(void)
     for (int i = 0; i < ZC_MAX; i++)
         zc.freelist[i] = ZC_MAX - 1 - i;
     zc.nfree = ZC_MAX;
+#ifdef GB_NO_INTERPOSE
+    zc.why_off = "this program has libgemmblas's objects built in, without "
+                 "its allocator";
+    atomic_store(&zc.loaded, true);
+#else
     zc.usable = find_libc_usable();
     /* another allocator after this library in the search order is
      * shadowed: glibc's serves the program (said with GEMMBLAS_VERBOSE) */
@@ -728,4 +745,5 @@ __attribute__((constructor(101))) static void zc_load(void)
     }
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     atomic_store(&zc.on, true);
+#endif
 }

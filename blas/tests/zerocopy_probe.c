@@ -7,6 +7,7 @@
  *   gemm     dgemm_, sgemm_, zgemm_ (Fortran, with padded leading
  *            dimensions and a submatrix), cblas_dgemm row-major, dsyrk_,
  *            dtrsm_ and zhemm_ on malloc'd matrices, against references;
+ *            8 threads sharing A and B (registered once);
  *            every call fully in place (no staged bytes), then a call with
  *            one operand on the stack: that one staged, the rest in place
  *   alloc    malloc/calloc/realloc/reallocarray/posix_memalign/
@@ -296,6 +297,57 @@ static void check_zhemm(int n)
     free(c);
 }
 
+/* 8 threads multiply with the same A and B (new regions: they race to
+ * register them) into C of their own, each checked. */
+typedef struct shared_ab {
+    int n;
+    const double *a, *b;
+} shared_ab;
+
+static void *gemm_thread(void *arg)
+{
+    const shared_ab *s = arg;
+    int n = s->n;
+    double *c = malloc(sizeof(double) * (size_t)n * n);
+    double one = 1, zero = 0;
+    for (int r = 0; r < 3 && c != NULL; r++) {
+        dgemm_("N", "T", &n, &n, &n, &one, s->a, &n, s->b, &n, &zero, c, &n);
+        for (int j = 0; j < n; j += 13) {
+            double x = 0;
+            for (int l = 0; l < n; l++)
+                x += s->a[(size_t)l * n + 5] * s->b[(size_t)l * n + j];
+            if (c[(size_t)j * n + 5] != x)
+                bad = 1;
+        }
+    }
+    free(c);
+    return NULL;
+}
+
+static void check_threads(void)
+{
+    int n = 160;
+    double *a = malloc(sizeof(double) * (size_t)n * n);
+    double *b = malloc(sizeof(double) * (size_t)n * n);
+    for (size_t i = 0; i < (size_t)n * n; i++) {
+        a[i] = val(i, 2);
+        b[i] = val(i, 6);
+    }
+    shared_ab s = {n, a, b};
+    uint64_t imp0 = counter(ZC_IMPORTS);
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++)
+        pthread_create(&th[i], NULL, gemm_thread, &s);
+    for (int i = 0; i < 8; i++)
+        pthread_join(th[i], NULL);
+    CHECK(!bad, "8 threads: a wrong result");
+    CHECK(counter(ZC_IMPORTS) - imp0 == 10,
+          "8 threads: %llu registrations, expected 10 (A, B once each, 8 C)",
+          (unsigned long long)(counter(ZC_IMPORTS) - imp0));
+    free(a);
+    free(b);
+}
+
 static int mode_gemm(void)
 {
     uint64_t calls0 = counter(ZC_CALLS), inpl0 = counter(ZC_CALLS_IN_PLACE);
@@ -307,6 +359,7 @@ static int mode_gemm(void)
     check_dsyrk(300, 270);
     check_dtrsm(300, 250);
     check_zhemm(200);
+    check_threads();
     uint64_t calls = counter(ZC_CALLS) - calls0;
     uint64_t inpl = counter(ZC_CALLS_IN_PLACE) - inpl0;
     uint64_t bytes = counter(ZC_BYTES_STAGED) - bytes0;
@@ -314,7 +367,7 @@ static int mode_gemm(void)
            "staged; %llu regions registered\n",
            (unsigned long long)calls, (unsigned long long)inpl,
            (unsigned long long)bytes, (unsigned long long)counter(ZC_IMPORTS));
-    CHECK(calls == 7, "%llu calls offloaded, expected 7",
+    CHECK(calls == 7 + 24, "%llu calls offloaded, expected 31",
           (unsigned long long)calls);
     CHECK(inpl == calls, "%llu of %llu calls fully in place",
           (unsigned long long)inpl, (unsigned long long)calls);
