@@ -12,7 +12,9 @@
  * 2 MiB-aligned address, which zerocopy.c registers with gemmd at the
  * first GEMM that reads or writes it there, so that GEMM needs no staging
  * copy. Anything that fails on the way (memfd_create refused, no address
- * space, the table full) gives the allocation to glibc instead.
+ * space, the table full: 1024 regions, or a quarter of the descriptor limit,
+ * since each region holds a descriptor) gives the allocation to glibc
+ * instead.
  *
  * The table: region records in a fixed array, the live ones listed in
  * `live` and the freed ones still registered with gemmd in `pend`, all
@@ -58,6 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* glibc's allocator under its internal names (exported by libc.so.6). */
@@ -86,6 +89,7 @@ static struct {
     gb_zc_region r[ZC_MAX];
     int freelist[ZC_MAX]; /* unused records */
     int nfree;
+    int max_regions;  /* live and pending: each holds a descriptor */
     int live[ZC_MAX]; /* records of live regions */
     int nlive;
     int pend[ZC_MAX]; /* freed regions whose registration is not released */
@@ -203,7 +207,7 @@ static void *region_new(size_t size)
     if ((uintptr_t)res + len + ZC_ALIGN > at + len)
         munmap((void *)(at + len), (uintptr_t)res + len + ZC_ALIGN - at - len);
     zc_lock();
-    if (zc.nfree == 0) {
+    if (zc.nfree == 0 || zc.nlive + zc.npend >= zc.max_regions) {
         zc_unlock();
         munmap(p, len);
         goto fail_fd;
@@ -720,6 +724,13 @@ __attribute__((constructor(101))) static void zc_load(void)
     for (int i = 0; i < ZC_MAX; i++)
         zc.freelist[i] = ZC_MAX - 1 - i;
     zc.nfree = ZC_MAX;
+    /* each region holds a descriptor of the program's: a quarter of its
+     * limit at most */
+    struct rlimit rl;
+    zc.max_regions = ZC_MAX;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur / 4 < (rlim_t)ZC_MAX)
+        zc.max_regions = rl.rlim_cur / 4 > 16 ? (int)(rl.rlim_cur / 4) : 16;
 #ifdef GB_NO_INTERPOSE
     zc.why_off = "this program has libgemmblas's objects built in, without "
                  "its allocator";

@@ -2,7 +2,8 @@
 # zerocopy.sh MODE PROBE: the zero-copy mode (GEMMBLAS_ZEROCOPY=1) through
 # zerocopy_probe (a program linked with libgemmblas) against a private
 # gemmd, every GEMM sent there. MODE gemm, alloc, fork: the probe's own
-# checks, and gemmd's served counter grew. restart: the probe runs a
+# checks, and gemmd's served counter grew. fdlimit: the probe under a
+# descriptor limit of 64. restart: the probe runs a
 # dgemm in place, gemmd is killed (the next call computes on the CPU),
 # then started again (old regions are staged, new ones in place). Exits
 # 77 when the mode cannot be on (an ASan build: ASan's malloc is the
@@ -42,6 +43,13 @@ gemm | alloc | fork)
     grep -q "zero-copy: .* regions, [1-9][0-9]* registered" err.txt ||
         fail "no exit summary with registered regions"
     expect_served "$before" 1
+    ;;
+fdlimit)
+    # each region holds a descriptor: a quarter of the limit at most
+    (ulimit -n 64 && LD_PRELOAD=$(preload) "$probe" fdlimit) >out.txt 2>err.txt || rc=$?
+    cat out.txt err.txt
+    [ "${rc:-0}" -ne 77 ] || exit 77
+    [ "${rc:-0}" -eq 0 ] || fail "zerocopy_probe fdlimit exited $rc"
     ;;
 restart)
     # the probe waits for a line on its stdin after "ready"

@@ -15,6 +15,8 @@
  *            regions: contents kept, zeros, alignment, sizes; realloc of a
  *            registered region; 8 threads allocating and freeing at once;
  *            freed registered regions released (counter)
+ *   fdlimit  with 64 descriptors allowed, 16 regions at most (each holds a
+ *            memfd), the other allocations glibc's
  *   fork     a child of a process whose regions are registered writes into
  *            them and computes: the parent sees none of it and its next
  *            dgemm is right and in place
@@ -577,6 +579,39 @@ static int mode_alloc(size_t min)
     return bad;
 }
 
+/* ---- fdlimit ---- */
+
+/* Under a descriptor limit of 64 (zerocopy.sh): at most 16 regions live,
+ * the allocations past them glibc's, all of them usable; freed, the
+ * regions come back. */
+static int mode_fdlimit(size_t min)
+{
+    enum { N = 40 };
+    unsigned char *p[N];
+    int regions = 0;
+    for (int round = 0; round < 2; round++) {
+        regions = 0;
+        for (int i = 0; i < N; i++) {
+            p[i] = malloc(min);
+            CHECK(p[i] != NULL, "malloc %d", i);
+            if (p[i] == NULL)
+                return 1;
+            regions += is_region(p[i]);
+            fill(p[i], min, i);
+        }
+        for (int i = 0; i < N; i++) {
+            CHECK(filled(p[i], min, i), "allocation %d lost its contents", i);
+            free(p[i]);
+        }
+        CHECK(regions == 16,
+              "round %d: %d regions under a limit of 64 "
+              "descriptors, expected 16",
+              round, regions);
+    }
+    printf("fdlimit: 16 of %d allocations regions, the rest glibc's\n", N);
+    return bad;
+}
+
 /* ---- fork ---- */
 
 static int mode_fork(void)
@@ -709,6 +744,8 @@ int main(int argc, char **argv)
         rv = mode_gemm();
     else if (strcmp(argv[1], "alloc") == 0)
         rv = mode_alloc(min);
+    else if (strcmp(argv[1], "fdlimit") == 0)
+        rv = mode_fdlimit(min);
     else if (strcmp(argv[1], "fork") == 0)
         rv = mode_fork();
     else if (strcmp(argv[1], "restart") == 0)
