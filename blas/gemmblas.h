@@ -276,6 +276,7 @@ enum {
     GB_ZC_OPERANDS_IN_PLACE,
     GB_ZC_OPERANDS_STAGED,
     GB_ZC_BYTES_STAGED, /* bytes of the staged operands */
+    GB_ZC_DETACHES,     /* regions detached after an abandoned request */
     GB_ZC_NCOUNT
 };
 
@@ -298,20 +299,27 @@ GB_HIDDEN bool gb_zc_shadows(void);
 GB_HIDDEN bool gb_zc_find(const void *p, size_t extent, gb_zc_region *out);
 GB_HIDDEN bool gb_zc_update(const gb_zc_region *r);
 GB_HIDDEN int gb_zc_take_pending(gb_zc_region *out, int max);
+/* Gives the region holding p a private copy in place (its memfd closed):
+ * gemmd's late writes (an abandoned request) no longer reach the
+ * program. Returns false when there was no memory for the copy. */
+GB_HIDDEN bool gb_zc_detach(const void *p);
 GB_HIDDEN void gb_zc_pending_done(const gb_zc_region *r);
 GB_HIDDEN bool gb_zc_any_pending(void);
 GB_HIDDEN void gb_zc_set_wake(void (*wake)(void));
 GB_HIDDEN void gb_zc_count(int which, uint64_t n);
 
 /* zerocopy.c. gb_zc_plan: for the used operands of a call (es-byte
- * elements; ops[GB_OPND_OUT] written), which lie in place in regions
- * (registering a region on c, connection gen, the first time), and the
- * staging offsets of the others; returns the bytes to stage (0: none).
+ * elements; ops[GB_OPND_OUT] written, and read too when out_read), which
+ * lie in place in regions (registering a region on c, connection gen, the
+ * first time), and the staging offsets of the others; returns the bytes
+ * to stage (0: none). An output that is read is always staged: a failure
+ * after gemmd wrote part of it in place would leave the CPU nothing to
+ * compute from.
  * gb_zc_drain: releases the registrations of freed regions and unmaps
  * them (the connection's read lock held). The atfork handlers of its
  * locks. Any thread. */
 GB_HIDDEN size_t gb_zc_plan(struct gemm_client *c, uint64_t gen, gb_opnd *ops,
-                            size_t es);
+                            size_t es, bool out_read);
 /* Counts a call that gemmd completed with the plan in ops. */
 GB_HIDDEN void gb_zc_done(const gb_opnd *ops, size_t es);
 GB_HIDDEN void gb_zc_drain(void);

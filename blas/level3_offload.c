@@ -158,7 +158,7 @@ static double ms_now(void)
 static void prepare3(gemm_client *c, uint64_t gen, gb_call *call)
 {
     wire3 *w = call->arg;
-    call->need = gb_zc_plan(c, gen, w->op, gb_esize(w->p->t));
+    call->need = gb_zc_plan(c, gen, w->op, gb_esize(w->p->t), w->read_out);
 }
 
 static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)

@@ -353,7 +353,15 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
     case GEMM_ERR_VERSION:
     case GEMM_ERR_SHUTDOWN:
         return RETRY_CONNECTION;
-    case GEMM_ERR_ABANDONED:    /* the daemon may still write into it */
+    case GEMM_ERR_ABANDONED: /* the daemon may still write into it */
+        if (call->ops != NULL && call->ops[GB_OPND_OUT].p != NULL &&
+            call->ops[GB_OPND_OUT].in_place &&
+            !gb_zc_detach(call->ops[GB_OPND_OUT].p))
+            gb_log(1,
+                   "%s: no memory to detach its output's region from "
+                   "gemmd, which may still write it",
+                   call->what);
+        return CPU_DROP_BUFFER;
     case GEMM_ERR_BUFFER_FAULT: /* lost on the daemon's side */
     case GEMM_ERR_NO_BUFFER:
         return CPU_DROP_BUFFER;
@@ -374,7 +382,8 @@ typedef struct gemm_call {
 static void gemm_prepare(gemm_client *c, uint64_t gen, gb_call *call)
 {
     gemm_call *gc = call->arg;
-    call->need = gb_zc_plan(c, gen, gc->op, gb_esize(gc->g->t));
+    call->need = gb_zc_plan(c, gen, gc->op, gb_esize(gc->g->t),
+                            !gb_is_zero(gc->g->t, gc->g->beta));
 }
 
 /* The matrix gemmd is to use for o: in place, or staged at its offset in

@@ -298,6 +298,45 @@ bool gb_zc_find(const void *p, size_t extent, gb_zc_region *out)
     return found;
 }
 
+/* Replaces r's mapping by a private copy at the same address (anonymous
+ * memory, copied, moved over it with mremap) and closes its memfd: from
+ * then on nobody else's writes to the memfd reach it. Returns false (r
+ * unchanged) without memory for the copy. */
+static bool region_privatize(gb_zc_region *r)
+{
+    void *copy = mmap(NULL, r->len, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy == MAP_FAILED)
+        return false;
+    memcpy(copy, (void *)r->start, r->len);
+    if (mremap(copy, r->len, r->len, MREMAP_MAYMOVE | MREMAP_FIXED,
+               (void *)r->start) == MAP_FAILED) {
+        munmap(copy, r->len);
+        return false;
+    }
+    close(r->fd);
+    r->fd = -1;
+    return true;
+}
+
+bool gb_zc_detach(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    bool ok = false;
+    zc_lock();
+    for (int i = 0; i < zc.nlive; i++) {
+        gb_zc_region *r = &zc.r[zc.live[i]];
+        if (a >= r->start && a - r->start < r->len) {
+            ok = r->fd < 0 || region_privatize(r);
+            if (ok)
+                gb_zc_count(GB_ZC_DETACHES, 1);
+            break;
+        }
+    }
+    zc_unlock();
+    return ok;
+}
+
 bool gb_zc_update(const gb_zc_region *r)
 {
     bool ok = false;
@@ -629,23 +668,13 @@ static void atfork_child(void)
         gb_zc_region *r = &zc.r[zc.live[i]];
         r->buf = NULL;
         r->gen = 0;
-        if (r->fd < 0)
-            continue;
-        void *copy = mmap(NULL, r->len, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (copy != MAP_FAILED) {
-            memcpy(copy, (void *)r->start, r->len);
-            if (mremap(copy, r->len, r->len, MREMAP_MAYMOVE | MREMAP_FIXED,
-                       (void *)r->start) == MAP_FAILED) {
-                munmap(copy, r->len);
-                copy = MAP_FAILED;
-            }
-        }
-        if (copy == MAP_FAILED) /* no memory: copy-on-write of the memfd */
+        if (r->fd >= 0 && !region_privatize(r)) {
+            /* no memory for the copy: copy-on-write of the memfd */
             mmap((void *)r->start, r->len, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_FIXED, r->fd, 0);
-        close(r->fd);
-        r->fd = -1;
+            close(r->fd);
+            r->fd = -1;
+        }
     }
     for (int i = 0; i < zc.npend; i++) {
         gb_zc_region *r = &zc.r[zc.pend[i]];

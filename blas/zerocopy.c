@@ -8,7 +8,13 @@
  * in or out. The other operands are staged in the thread's buffer as
  * before (a call may mix both). The written operand is staged when it
  * shares a region with an input whose span it overlaps (gemmd refuses
- * that, even when the elements interleave without touching).
+ * that, even when the elements interleave without touching), and when
+ * its old value is read (beta != 0, trmm, trsm): the CPU computes a
+ * failed call from the caller's memory, which gemmd may have written in
+ * part by then. A request gemmd may still run after the call gave up on
+ * it (GEMM_ERR_ABANDONED) would write the output in place later: its
+ * region gets a private copy first (gb_zc_detach), so those writes reach
+ * only the memfd.
  *
  * gemmd seals what it registers, so a region is registered at most once:
  * after a reconnect (a daemon restart) its GEMMs are staged. A refused
@@ -169,7 +175,8 @@ static bool in_place(gemm_client *c, uint64_t gen, gb_opnd *o, size_t es)
     return true;
 }
 
-size_t gb_zc_plan(gemm_client *c, uint64_t gen, gb_opnd *ops, size_t es)
+size_t gb_zc_plan(gemm_client *c, uint64_t gen, gb_opnd *ops, size_t es,
+                  bool out_read)
 {
     size_t min;
     const char *why;
@@ -179,7 +186,8 @@ size_t gb_zc_plan(gemm_client *c, uint64_t gen, gb_opnd *ops, size_t es)
         o->in_place = false;
         if (o->p == NULL)
             continue;
-        o->in_place = on && in_place(c, gen, o, es);
+        o->in_place =
+            on && !(i == GB_OPND_OUT && out_read) && in_place(c, gen, o, es);
     }
     /* gemmd refuses a written operand whose span overlaps an input's in
      * the same buffer: stage it then */

@@ -3,7 +3,9 @@
 # zerocopy_probe (a program linked with libgemmblas) against a private
 # gemmd, every GEMM sent there. MODE gemm, alloc, fork: the probe's own
 # checks, and gemmd's served counter grew. fdlimit: the probe under a
-# descriptor limit of 64. restart: the probe runs a
+# descriptor limit of 64. abandon: gemmd stopped under a request (it is
+# abandoned: the output's region detached, the CPU computes), then
+# continued: its late write must not reach the program. restart: the probe runs a
 # dgemm in place, gemmd is killed (the next call computes on the CPU),
 # then started again (old regions are staged, new ones in place). Exits
 # 77 when the mode cannot be on (an ASan build: ASan's malloc is the
@@ -23,6 +25,16 @@ wait_ping() {
         i=$((i + 1))
         [ $i -lt 100 ] || fail "gemmd did not start again"
         sleep 0.1
+    done
+}
+# wait_line WORD PID: the probe (PID) printed WORD (polled, 30 s at most)
+wait_line() {
+    i=0
+    until grep -q "$1" out.txt 2>/dev/null; do
+        i=$((i + 1))
+        kill -0 "$2" 2>/dev/null || { cat out.txt err.txt; fail "the probe exited before $1"; }
+        [ $i -lt 600 ] || fail "the probe never said $1"
+        sleep 0.05
     done
 }
 run() {
@@ -50,6 +62,35 @@ fdlimit)
     cat out.txt err.txt
     [ "${rc:-0}" -ne 77 ] || exit 77
     [ "${rc:-0}" -eq 0 ] || fail "zerocopy_probe fdlimit exited $rc"
+    ;;
+abandon)
+    # gemmd stopped: the request times out, its cancel is never answered
+    # (GEMM_ERR_ABANDONED); continued, gemmd may still run it
+    mkfifo in.fifo
+    GEMMBLAS_TIMEOUT_MS=300 LD_PRELOAD=$(preload) "$probe" abandon <in.fifo >out.txt 2>err.txt &
+    pid=$!
+    exec 3>in.fifo
+    wait_line ready1 $pid
+    done0=$(($(counter requests_served) + $(counter requests_failed)))
+    kill -STOP "$GEMMD_PID"
+    echo go >&3
+    wait_line ready2 $pid
+    kill -CONT "$GEMMD_PID"
+    # until gemmd has dealt with the abandoned request (run or canceled)
+    i=0
+    until [ $(($(counter requests_served) + $(counter requests_failed))) -gt "$done0" ] &&
+        [ "$(counter queue_depth)" = 0 ]; do
+        i=$((i + 1))
+        [ $i -lt 100 ] || fail "gemmd never dealt with the abandoned request"
+        sleep 0.1
+    done
+    echo go >&3
+    exec 3>&-
+    rc=0
+    wait $pid || rc=$?
+    cat out.txt err.txt
+    [ $rc -ne 77 ] || exit 77
+    [ $rc -eq 0 ] || fail "zerocopy_probe abandon exited $rc"
     ;;
 restart)
     # the probe waits for a line on its stdin after "ready"
