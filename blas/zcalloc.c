@@ -708,10 +708,12 @@ __attribute__((destructor)) static void zc_unload(void)
 }
 
 /* Whether the program's malloc, calloc, realloc and free (the global
- * scope's) are these: each is called through dlsym's pointer in a way that
- * reaches only the slow path here (a size no region can have; free(NULL),
- * which is 2 MiB-aligned), where zc.probe marks the hit. Runs in the
- * constructor, with regions impossible meanwhile (min_bytes SIZE_MAX). */
+ * scope's) are these: each is called through dlsym's pointer with an odd
+ * size that only this probe makes a region (min_bytes set to it, and
+ * region_new marks the hit and declines, so glibc serves it), and free
+ * with NULL (2 MiB-aligned: region_lookup marks it); whichever allocator
+ * answers, what it gave is freed through its own free. Runs in the
+ * constructor. */
 static bool reaches_us(void)
 {
     void *(*m)(size_t) = (void *(*)(size_t))dlsym(RTLD_DEFAULT, "malloc");
@@ -722,25 +724,24 @@ static bool reaches_us(void)
     void (*f)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT, "free");
     if (m == NULL || c == NULL || r == NULL || f == NULL)
         return false;
+    const size_t n = ((size_t)1 << 20) + 12345;
     size_t min = zc.min_bytes;
-    zc.min_bytes = SIZE_MAX;
-    atomic_store(&zc.on, true);
-    int hits = 0;
+    zc.min_bytes = n;
     atomic_store(&zc.probe, true);
     atomic_store(&zc.probe_hit, false);
-    void *volatile x = m(SIZE_MAX); /* NULL: ENOMEM, from either */
+    atomic_store(&zc.on, true);
+    int hits = 0;
+    f(m(n));
     hits += atomic_exchange(&zc.probe_hit, false);
-    x = c(1, SIZE_MAX);
+    f(c(1, n));
     hits += atomic_exchange(&zc.probe_hit, false);
-    x = r(NULL, SIZE_MAX);
+    f(r(NULL, n));
     hits += atomic_exchange(&zc.probe_hit, false);
     f(NULL);
     hits += atomic_exchange(&zc.probe_hit, false);
-    (void)x;
-    atomic_store(&zc.probe, false);
     atomic_store(&zc.on, false);
+    atomic_store(&zc.probe, false);
     zc.min_bytes = min;
-    errno = 0;
     return hits == 4;
 }
 
