@@ -32,7 +32,13 @@ wait_line() {
     i=0
     until grep -q "$1" out.txt 2>/dev/null; do
         i=$((i + 1))
-        kill -0 "$2" 2>/dev/null || { cat out.txt err.txt; fail "the probe exited before $1"; }
+        if ! kill -0 "$2" 2>/dev/null; then
+            rc=0
+            wait "$2" || rc=$?
+            cat out.txt err.txt
+            [ $rc -ne 77 ] || exit 77
+            fail "the probe exited ($rc) before $1"
+        fi
         [ $i -lt 600 ] || fail "the probe never said $1"
         sleep 0.05
     done
@@ -98,13 +104,7 @@ restart)
     LD_PRELOAD=$(preload) "$probe" restart <in.fifo >out.txt 2>err.txt &
     pid=$!
     exec 3>in.fifo
-    i=0
-    until grep -q ready out.txt 2>/dev/null; do
-        i=$((i + 1))
-        kill -0 $pid 2>/dev/null || { cat out.txt err.txt; wait $pid || exit $?; fail "the probe exited early"; }
-        [ $i -lt 600 ] || fail "the probe never got ready"
-        sleep 0.05
-    done
+    wait_line ready $pid
     # gemmd gone: the call computes on the CPU, right
     kill -9 "$GEMMD_PID"
     wait "$GEMMD_PID" 2>/dev/null || true
@@ -130,13 +130,7 @@ restart)
     LD_PRELOAD=$(preload) "$probe" restart <in.fifo >out.txt 2>err.txt &
     pid=$!
     exec 3>in.fifo
-    i=0
-    until grep -q ready out.txt 2>/dev/null; do
-        i=$((i + 1))
-        kill -0 $pid 2>/dev/null || { cat out.txt err.txt; fail "the probe exited early"; }
-        [ $i -lt 600 ] || fail "the probe never got ready"
-        sleep 0.05
-    done
+    wait_line ready $pid
     kill "$new_pid"
     wait "$new_pid" 2>/dev/null || true
     rm -f "$sock"
