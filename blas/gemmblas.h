@@ -260,8 +260,9 @@ typedef struct gb_zc_region {
     int rec;         /* the record's index */
     struct gemm_buffer *buf; /* registered on connection gen, or NULL */
     uint64_t gen;
-    bool sealed;  /* registered once: gemmd sealed it, never again */
-    bool refused; /* the registration failed for good: staged */
+    uint64_t freed_ns; /* when it was freed (kept for reuse) */
+    bool sealed;       /* registered once: gemmd sealed it, never again */
+    bool refused;      /* the registration failed for good: staged */
 } gb_zc_region;
 
 /* The counters of gemmblas_zerocopy_counters (exported), in order. */
@@ -277,6 +278,7 @@ enum {
     GB_ZC_OPERANDS_STAGED,
     GB_ZC_BYTES_STAGED, /* bytes of the staged operands */
     GB_ZC_DETACHES,     /* regions detached after an abandoned request */
+    GB_ZC_REUSES,       /* allocations served by a freed registered region */
     GB_ZC_NCOUNT
 };
 
@@ -305,6 +307,10 @@ GB_HIDDEN int gb_zc_take_pending(gb_zc_region *out, int max);
 GB_HIDDEN bool gb_zc_detach(const void *p);
 GB_HIDDEN void gb_zc_pending_done(const gb_zc_region *r);
 GB_HIDDEN bool gb_zc_any_pending(void);
+/* Moves the regions kept for reuse past their time (1 s) to the pending
+ * releases; returns when the next one's time is up (CLOCK_MONOTONIC ns),
+ * 0 when none is kept. */
+GB_HIDDEN uint64_t gb_zc_evict(void);
 GB_HIDDEN void gb_zc_set_wake(void (*wake)(void));
 GB_HIDDEN void gb_zc_count(int which, uint64_t n);
 

@@ -61,6 +61,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 /* glibc's allocator under its internal names (exported by libc.so.6). */
@@ -72,8 +73,10 @@ extern void *__libc_memalign(size_t, size_t);
 extern void *__libc_valloc(size_t);
 extern void *__libc_pvalloc(size_t);
 
-#define ZC_ALIGN ((uintptr_t)2 << 20)
-#define ZC_MAX   1024 /* regions live or waiting for their release */
+#define ZC_ALIGN    ((uintptr_t)2 << 20)
+#define ZC_MAX      1024 /* regions live or waiting for their release */
+#define ZC_CACHE    4    /* freed registered regions kept for reuse */
+#define ZC_CACHE_NS ((uint64_t)1000000000) /* ... for at most 1 s */
 
 static struct {
     atomic_bool on;               /* regions are being made */
@@ -94,6 +97,9 @@ static struct {
     int nlive;
     int pend[ZC_MAX]; /* freed regions whose registration is not released */
     int npend;
+    int cache[ZC_CACHE]; /* freed registered regions kept for reuse, oldest
+                            first */
+    int ncache;
     void (*wake)(void);                   /* zerocopy.c's: releases are due */
     size_t (*usable)(void *);             /* glibc's malloc_usable_size */
     _Atomic uint64_t count[GB_ZC_NCOUNT]; /* gemmblas_zerocopy_counters */
@@ -176,7 +182,36 @@ static int unlist(int i)
 
 /* Maps a new region of at least size bytes: its record (listed live), or
  * NULL (nothing made) when anything fails. errno is kept. */
-static void *region_new(size_t size)
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A cached region that fits len bytes without wasting more than half of
+ * itself, moved back to the live list (lock held): its address, or NULL. */
+static void *cache_take(size_t len)
+{
+    int best = -1;
+    for (int i = 0; i < zc.ncache; i++) {
+        gb_zc_region *r = &zc.r[zc.cache[i]];
+        if (r->len >= len && r->len / 2 <= len &&
+            (best < 0 || r->len < zc.r[zc.cache[best]].len))
+            best = i;
+    }
+    if (best < 0)
+        return NULL;
+    int rec = zc.cache[best];
+    memmove(&zc.cache[best], &zc.cache[best + 1],
+            (size_t)(zc.ncache - best - 1) * sizeof(int));
+    zc.ncache--;
+    zc.live[zc.nlive++] = rec;
+    gb_zc_count(GB_ZC_REUSES, 1);
+    return (void *)zc.r[rec].start;
+}
+
+static void *region_new(size_t size, bool *fresh)
 {
     if (atomic_load(&zc.probe)) { /* reaches_us() */
         atomic_store(&zc.probe_hit, true);
@@ -186,6 +221,17 @@ static void *region_new(size_t size)
     size_t len = (size + zc.page - 1) / zc.page * zc.page;
     if (len < size || len > SIZE_MAX - ZC_ALIGN)
         return NULL;
+    if (fresh != NULL)
+        *fresh = true;
+    zc_lock();
+    void *again = zc.ncache > 0 ? cache_take(len) : NULL;
+    zc_unlock();
+    if (again != NULL) {
+        if (fresh != NULL)
+            *fresh = false;
+        errno = saved;
+        return again;
+    }
     int fd = memfd_create("gemmblas-zerocopy", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         goto fail;
@@ -207,7 +253,7 @@ static void *region_new(size_t size)
     if ((uintptr_t)res + len + ZC_ALIGN > at + len)
         munmap((void *)(at + len), (uintptr_t)res + len + ZC_ALIGN - at - len);
     zc_lock();
-    if (zc.nfree == 0 || zc.nlive + zc.npend >= zc.max_regions) {
+    if (zc.nfree == 0 || zc.nlive + zc.npend + zc.ncache >= zc.max_regions) {
         zc_unlock();
         munmap(p, len);
         goto fail_fd;
@@ -247,8 +293,20 @@ static void region_free_locked(int i)
 {
     int rec = unlist(i);
     gb_zc_region *r = &zc.r[rec];
-    if (r->buf != NULL) { /* registered: zerocopy.c releases it first */
-        zc.pend[zc.npend++] = rec;
+    if (r->buf != NULL) { /* registered: kept for reuse, or zerocopy.c
+                             releases it first */
+        if (r->fd >= 0 && !r->refused) {
+            if (zc.ncache == ZC_CACHE) { /* the oldest goes */
+                zc.pend[zc.npend++] = zc.cache[0];
+                memmove(&zc.cache[0], &zc.cache[1],
+                        (ZC_CACHE - 1) * sizeof(int));
+                zc.ncache--;
+            }
+            r->freed_ns = now_ns();
+            zc.cache[zc.ncache++] = rec;
+        } else {
+            zc.pend[zc.npend++] = rec;
+        }
         void (*wake)(void) = zc.wake;
         zc_unlock();
         if (wake != NULL)
@@ -379,6 +437,22 @@ void gb_zc_pending_done(const gb_zc_region *r)
     gb_zc_count(GB_ZC_RELEASES, 1);
 }
 
+uint64_t gb_zc_evict(void)
+{
+    uint64_t now = now_ns(), next = 0;
+    zc_lock();
+    while (zc.ncache > 0 && now - zc.r[zc.cache[0]].freed_ns >= ZC_CACHE_NS) {
+        zc.pend[zc.npend++] = zc.cache[0];
+        memmove(&zc.cache[0], &zc.cache[1],
+                (size_t)(zc.ncache - 1) * sizeof(int));
+        zc.ncache--;
+    }
+    if (zc.ncache > 0)
+        next = zc.r[zc.cache[0]].freed_ns + ZC_CACHE_NS;
+    zc_unlock();
+    return next;
+}
+
 bool gb_zc_any_pending(void)
 {
     zc_lock();
@@ -429,7 +503,7 @@ static inline bool big(size_t n)
 GB_EXPORT void *malloc(size_t n)
 {
     if (big(n)) {
-        void *p = region_new(n);
+        void *p = region_new(n, NULL);
         if (p != NULL)
             return p;
     }
@@ -467,7 +541,10 @@ GB_EXPORT void *calloc(size_t nmemb, size_t size)
         return NULL;
     }
     if (big(n)) {
-        void *p = region_new(n); /* a new memfd's pages read as zero */
+        bool fresh;
+        void *p = region_new(n, &fresh);
+        if (p != NULL && !fresh) /* reused; a new memfd reads as zero */
+            memset(p, 0, n);
         if (p != NULL)
             return p;
     }
@@ -539,7 +616,7 @@ GB_EXPORT void *realloc(void *p, size_t n)
             return __libc_realloc(p, n);
         /* a glibc chunk growing past the threshold becomes a region */
         size_t old = libc_usable(p);
-        void *q = region_new(n);
+        void *q = region_new(n, NULL);
         if (q == NULL)
             return __libc_realloc(p, n);
         memcpy(q, p, old < n ? old : n);
@@ -563,7 +640,7 @@ GB_EXPORT void *realloc(void *p, size_t n)
         zc_unlock();
     }
     /* moves: to a new region, or to glibc below the threshold */
-    void *q = big(n) ? region_new(n) : NULL;
+    void *q = big(n) ? region_new(n, NULL) : NULL;
     if (q == NULL && (q = __libc_malloc(n)) == NULL)
         return NULL; /* p stays valid, as realloc promises */
     memcpy(q, p, len < n ? len : n);
@@ -586,7 +663,7 @@ GB_EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
 static void *aligned(size_t align, size_t n)
 {
     if (big(n) && align <= ZC_ALIGN) {
-        void *p = region_new(n);
+        void *p = region_new(n, NULL);
         if (p != NULL)
             return p;
     }
@@ -622,7 +699,7 @@ GB_EXPORT void *memalign(size_t align, size_t n)
 GB_EXPORT void *valloc(size_t n)
 {
     if (big(n)) {
-        void *p = region_new(n);
+        void *p = region_new(n, NULL);
         if (p != NULL)
             return p;
     }
@@ -632,7 +709,7 @@ GB_EXPORT void *valloc(size_t n)
 GB_EXPORT void *pvalloc(size_t n)
 {
     if (big(n)) {
-        void *p = region_new(n); /* whole pages: its usable size */
+        void *p = region_new(n, NULL); /* whole pages: its usable size */
         if (p != NULL)
             return p;
     }
@@ -682,6 +759,12 @@ static void atfork_child(void)
         zc.freelist[zc.nfree++] = zc.pend[i];
     }
     zc.npend = 0;
+    for (int i = 0; i < zc.ncache; i++) {
+        gb_zc_region *r = &zc.r[zc.cache[i]];
+        region_unmap(r->start, r->len, r->fd);
+        zc.freelist[zc.nfree++] = zc.cache[i];
+    }
+    zc.ncache = 0;
     gb_zc_atfork_child();
 }
 
@@ -693,13 +776,16 @@ __attribute__((destructor)) static void zc_unload(void)
     uint64_t c[GB_ZC_NCOUNT];
     gemmblas_zerocopy_counters(c, GB_ZC_NCOUNT);
     gb_log(1,
-           "zero-copy: %llu regions, %llu registered (%llu refused, %llu "
-           "released); %llu calls, %llu with every operand in place; "
-           "operands in place %llu, staged %llu (%llu bytes)",
+           "zero-copy: %llu regions (%llu reused), %llu registered (%llu "
+           "refused, %llu released, %llu detached); %llu calls, %llu with "
+           "every operand in place; operands in place %llu, staged %llu "
+           "(%llu bytes)",
            (unsigned long long)c[GB_ZC_REGIONS],
+           (unsigned long long)c[GB_ZC_REUSES],
            (unsigned long long)c[GB_ZC_IMPORTS],
            (unsigned long long)c[GB_ZC_IMPORT_FAILS],
            (unsigned long long)c[GB_ZC_RELEASES],
+           (unsigned long long)c[GB_ZC_DETACHES],
            (unsigned long long)c[GB_ZC_CALLS],
            (unsigned long long)c[GB_ZC_CALLS_IN_PLACE],
            (unsigned long long)c[GB_ZC_OPERANDS_IN_PLACE],

@@ -22,20 +22,25 @@
  * region.
  *
  * Releases: free() (zcalloc.c) never calls the client. A freed region
- * that is registered waits, mapped, in zcalloc.c's table until its
- * registration is released here: by a background thread (started with
- * the first registration, woken by free(), all signals blocked), and at
- * every offloaded call; then it is unmapped. One registration at a time
+ * that is registered is kept for reuse (up to 4 of them, 1 s each: a
+ * program that allocates a result per product gets the last one's
+ * registered memory again), then waits, mapped, in zcalloc.c's table
+ * until its registration is released here: by a background thread
+ * (started with the first registration, woken by free() and when a kept
+ * region's time is up, all signals blocked), and at every offloaded
+ * call; then it is unmapped. One registration at a time
  * (the import lock), so two threads never register one region twice.
  */
 #include "gemmblas.h"
 
 #include <gemm/gemm.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 static struct {
     pthread_mutex_t import; /* one registration at a time */
@@ -46,7 +51,7 @@ static struct {
 } zr = {
     .import = PTHREAD_MUTEX_INITIALIZER,
     .mu = PTHREAD_MUTEX_INITIALIZER,
-    .cv = PTHREAD_COND_INITIALIZER,
+    .cv = PTHREAD_COND_INITIALIZER, /* CLOCK_MONOTONIC from cv_init */
 };
 
 /* free() of a registered region: wake the release thread. Called from
@@ -72,22 +77,42 @@ void gb_zc_drain(void)
         }
 }
 
-/* The release thread: waits for frees of registered regions and releases
- * them under the connection's read lock. Never exits. */
+/* The release thread: releases (under the connection's read lock) the
+ * registrations of freed regions, and of regions kept for reuse past
+ * their time; waits for free() or that time. Never exits. */
 static void *release_main(void *arg)
 {
     (void)arg;
     for (;;) {
-        pthread_mutex_lock(&zr.mu);
-        while (!zr.due)
-            pthread_cond_wait(&zr.cv, &zr.mu);
-        zr.due = false;
-        pthread_mutex_unlock(&zr.mu);
+        uint64_t next = gb_zc_evict();
         gb_conn_rdlock();
         gb_zc_drain();
         gb_conn_unlock();
+        pthread_mutex_lock(&zr.mu);
+        while (!zr.due) {
+            if (next == 0) {
+                pthread_cond_wait(&zr.cv, &zr.mu);
+                continue;
+            }
+            struct timespec ts = {(time_t)(next / 1000000000u),
+                                  (long)(next % 1000000000u)};
+            if (pthread_cond_timedwait(&zr.cv, &zr.mu, &ts) == ETIMEDOUT)
+                break;
+        }
+        zr.due = false;
+        pthread_mutex_unlock(&zr.mu);
     }
     return NULL;
+}
+
+/* The condition variable on CLOCK_MONOTONIC (gb_zc_evict's clock). */
+static void cv_init(void)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&zr.cv, &ca);
+    pthread_condattr_destroy(&ca);
 }
 
 /* Starts the release thread once per process (after a registration; not
@@ -96,6 +121,7 @@ static void start_releaser(void)
 {
     pthread_mutex_lock(&zr.mu);
     if (!zr.started) {
+        cv_init(); /* nobody waits on it yet */
         sigset_t all, old;
         pthread_t th;
         pthread_attr_t at;
@@ -250,7 +276,7 @@ void gb_zc_atfork_child(void)
 {
     pthread_mutex_init(&zr.import, NULL);
     pthread_mutex_init(&zr.mu, NULL);
-    pthread_cond_init(&zr.cv, NULL);
+    cv_init();
     zr.due = false;
     zr.started = false;
 }

@@ -14,8 +14,9 @@
  *   alloc    malloc/calloc/realloc/reallocarray/posix_memalign/
  *            aligned_alloc/memalign/valloc/pvalloc/malloc_usable_size on
  *            regions: contents kept, zeros, alignment, sizes; realloc of a
- *            registered region; 8 threads allocating and freeing at once;
- *            freed registered regions released (counter)
+ *            registered region; a freed registered region kept and
+ *            reused (calloc zeroes it); 8 threads allocating and freeing
+ *            at once; freed registered regions released (counter)
  *   fdlimit  with 64 descriptors allowed, 16 regions at most (each holds a
  *            memfd), the other allocations glibc's
  *   fork     a child of a process whose regions are registered writes into
@@ -79,6 +80,7 @@ enum {
     ZC_OPS_STAGED,
     ZC_BYTES_STAGED,
     ZC_DETACHES,
+    ZC_REUSES,
     ZC_N
 };
 
@@ -570,7 +572,34 @@ static int mode_alloc(size_t min)
     free(a);
     free(b);
     free(c2);
-    /* released by the background thread: poll with a deadline */
+    /* freed registered regions are kept: the next allocations of about
+     * their size get them back, registered (no new registration), and
+     * calloc zeroes */
+    uint64_t reuse0 = counter(ZC_REUSES), imp1 = counter(ZC_IMPORTS);
+    double *again = calloc(bytes / 8, 8);
+    CHECK(again == a || again == b || again == c, "no kept region came back");
+    bool zeroed = true;
+    for (size_t i = 0; i < bytes / 8; i++)
+        zeroed = zeroed && again[i] == 0;
+    CHECK(zeroed, "calloc of a kept region is not zero");
+    double *a2 = malloc(bytes), *b2 = malloc(bytes);
+    CHECK(counter(ZC_REUSES) - reuse0 == 3, "reuses %llu, expected 3",
+          (unsigned long long)(counter(ZC_REUSES) - reuse0));
+    for (int i = 0; i < dn * dn; i++)
+        a2[i] = b2[i] = val((size_t)i, 3);
+    dgemm_("N", "N", &dn, &dn, &dn, &one, a2, &dn, b2, &dn, &zero, again, &dn);
+    double s0 = 0;
+    for (int l = 0; l < dn; l++)
+        s0 += a2[l * dn] * b2[l];
+    CHECK(again[0] == s0, "dgemm into a kept region: %g want %g", again[0], s0);
+    CHECK(counter(ZC_IMPORTS) == imp1,
+          "%llu new registrations for kept regions",
+          (unsigned long long)(counter(ZC_IMPORTS) - imp1));
+    free(a2);
+    free(b2);
+    free(again);
+    /* released by the background thread (kept ones after 1 s): poll with
+     * a deadline */
     for (int i = 0; i < 500 && counter(ZC_RELEASES) - rel0 < 3; i++)
         usleep(10000);
     CHECK(counter(ZC_RELEASES) - rel0 == 3, "%llu registrations released",
