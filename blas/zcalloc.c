@@ -455,6 +455,8 @@ uint64_t gb_zc_evict(void)
 
 bool gb_zc_any_pending(void)
 {
+    if (!atomic_load_explicit(&zc.on, memory_order_relaxed))
+        return false;
     zc_lock();
     bool any = zc.npend > 0;
     zc_unlock();
