@@ -261,6 +261,7 @@ typedef struct gb_zc_region {
     struct gemm_buffer *buf; /* registered on connection gen, or NULL */
     uint64_t gen;
     uint64_t freed_ns; /* when it was freed (kept for reuse) */
+    void *snap;        /* during fork: its private snapshot */
     bool sealed;       /* registered once: gemmd sealed it, never again */
     bool refused;      /* the registration failed for good: staged */
 } gb_zc_region;

@@ -34,13 +34,16 @@
  * past the threshold becomes a region.
  *
  * fork: a MAP_SHARED region would be shared between parent and child,
- * against fork's copy-on-write promise. The child handler replaces each
- * region by a private copy (anonymous memory, copied, moved over the
- * region with mremap: the address stays) and forgets every registration
- * (the parent's connection is not the child's); when there is no memory
- * for the copy, a private (copy-on-write) mapping of the memfd, whose
- * pages the child sees as the parent leaves them until it writes them.
- * The cost is a copy of every live region in every child of fork.
+ * against fork's copy-on-write promise. The prepare handler snapshots
+ * each region into private anonymous memory; the child moves the
+ * snapshots over its regions with mremap (the addresses stay) and
+ * forgets every registration (the parent's connection is not the
+ * child's), the parent drops them. (Copying in the child would race with
+ * the parent, which writes its regions again as soon as fork returns.)
+ * When there is no memory for a snapshot, the child maps that memfd
+ * privately (copy-on-write), whose pages it sees as the parent leaves
+ * them until it writes them. The cost is a copy of every live region at
+ * every fork, paid by the forking thread before the fork.
  *
  * Built with GB_NO_INTERPOSE (for a program that links libgemmblas's
  * objects into itself, blas_unit_test) the allocator is left out and the
@@ -722,23 +725,49 @@ GB_EXPORT void *pvalloc(size_t n)
 
 /* ---- fork ---- */
 
+/* Before fork (the forking thread; registered first, so it runs after
+ * the other prepare handlers): the table locked, and a private snapshot of
+ * every live region (anonymous memory). The child takes the snapshots as
+ * its regions; copying in the child instead would race with the parent,
+ * which goes on writing its shared regions as soon as fork returns. */
 static void atfork_prepare(void)
 {
     gb_zc_atfork_prepare();
     zc_lock();
     zc.fork_owner = pthread_self();
     atomic_store(&zc.forking, true);
+    for (int i = 0; i < zc.nlive; i++) {
+        gb_zc_region *r = &zc.r[zc.live[i]];
+        r->snap = NULL;
+        if (r->fd < 0)
+            continue;
+        void *s = mmap(NULL, r->len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (s != MAP_FAILED) {
+            memcpy(s, (void *)r->start, r->len);
+            r->snap = s;
+        }
+    }
 }
 
+/* After fork, in the parent: the snapshots go. */
 static void atfork_parent(void)
 {
+    for (int i = 0; i < zc.nlive; i++) {
+        gb_zc_region *r = &zc.r[zc.live[i]];
+        if (r->snap != NULL)
+            munmap(r->snap, r->len);
+        r->snap = NULL;
+    }
     atomic_store(&zc.forking, false);
     zc_unlock();
     gb_zc_atfork_parent();
 }
 
-/* The child: private copies of every region, registrations forgotten,
- * freed regions waiting for their release unmapped. Single-threaded. */
+/* The child: each region replaced by its snapshot at the same address
+ * (mremap), its memfd closed and its registration forgotten; freed
+ * regions waiting for their release or kept for reuse unmapped.
+ * Single-threaded. */
 static void atfork_child(void)
 {
     atomic_store(&zc.forking, false);
@@ -747,13 +776,17 @@ static void atfork_child(void)
         gb_zc_region *r = &zc.r[zc.live[i]];
         r->buf = NULL;
         r->gen = 0;
-        if (r->fd >= 0 && !region_privatize(r)) {
-            /* no memory for the copy: copy-on-write of the memfd */
+        if (r->fd < 0)
+            continue;
+        if (r->snap == NULL ||
+            mremap(r->snap, r->len, r->len, MREMAP_MAYMOVE | MREMAP_FIXED,
+                   (void *)r->start) == MAP_FAILED)
+            /* no memory for the snapshot: copy-on-write of the memfd */
             mmap((void *)r->start, r->len, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_FIXED, r->fd, 0);
-            close(r->fd);
-            r->fd = -1;
-        }
+        r->snap = NULL;
+        close(r->fd);
+        r->fd = -1;
     }
     for (int i = 0; i < zc.npend; i++) {
         gb_zc_region *r = &zc.r[zc.pend[i]];

@@ -19,9 +19,10 @@
  *            at once; freed registered regions released (counter)
  *   fdlimit  with 64 descriptors allowed, 16 regions at most (each holds a
  *            memfd), the other allocations glibc's
- *   fork     a child of a process whose regions are registered writes into
- *            them and computes: the parent sees none of it and its next
- *            dgemm is right and in place
+ *   fork     a child of a process whose regions are registered sees them
+ *            as they were at the fork (the parent overwrites one at once),
+ *            writes into them and computes: the parent sees none of it
+ *            and its next dgemm is right and in place
  *   abandon  a request gemmd (stopped) never answers: the output's region
  *            detached before the CPU computes, gemmd's late write kept out
  *   restart  a dgemm in place, then "ready" on stdout and a line awaited on
@@ -668,6 +669,11 @@ static int mode_fork(void)
     CHECK(counter(ZC_IMPORTS) >= 3, "the parent's regions are not registered");
     pid_t pid = fork();
     if (pid == 0) {
+        /* the child sees the regions as they were at the fork, whatever
+         * the parent writes after it */
+        for (int i = 0; i < n * n; i++)
+            if (a[i] != val((size_t)i, 1))
+                _exit(4);
         /* the child writes into every region and computes (on the CPU:
          * the parent used nng) */
         for (int i = 0; i < n * n; i++)
@@ -679,10 +685,19 @@ static int mode_fork(void)
         free(d);
         _exit(ok ? 0 : 3);
     }
+    /* the parent writes A at once (the child must not see it), then puts
+     * it back */
+    for (int i = 0; i < n * n; i++)
+        a[i] = 99;
     int st = 0;
     CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
               WEXITSTATUS(st) == 0,
-          "the child failed (status %d)", st);
+          "the child failed (status %d%s)", st,
+          WIFEXITED(st) && WEXITSTATUS(st) == 4
+              ? ": it saw the parent's writes after the fork"
+              : "");
+    for (int i = 0; i < n * n; i++)
+        a[i] = val((size_t)i, 1);
     CHECK(a[0] == val(0, 1) && b[5] == val(5, 2) && c[0] == c00,
           "the child's writes reached the parent");
     bool same = true;
