@@ -45,9 +45,11 @@
  * them until it writes them. The cost is a copy of every live region at
  * every fork, paid by the forking thread before the fork.
  *
- * Built with GB_NO_INTERPOSE (for a program that links libgemmblas's
- * objects into itself, blas_unit_test) the allocator is left out and the
- * mode stays off.
+ * Built with GB_NO_INTERPOSE the allocator is left out and the mode stays
+ * off: in libblas.so.3, the library the Debian alternative puts under
+ * every BLAS program of the host (which must never stand in front of a
+ * program's own allocator), and in a program that links the objects into
+ * itself (blas_unit_test). The mode is libgemmblas.so.0's, preloaded.
  */
 #include "gemmblas.h"
 
@@ -883,8 +885,9 @@ __attribute__((constructor(101))) static void zc_load(void)
         rl.rlim_cur / 4 < (rlim_t)ZC_MAX)
         zc.max_regions = rl.rlim_cur / 4 > 16 ? (int)(rl.rlim_cur / 4) : 16;
 #ifdef GB_NO_INTERPOSE
-    zc.why_off = "this program has libgemmblas's objects built in, without "
-                 "its allocator";
+    zc.why_off = "this libgemmblas carries no allocator (libblas.so.3, the "
+                 "system's BLAS, never replaces a program's malloc): "
+                 "preload libgemmblas.so.0 (LD_PRELOAD) for the mode";
     atomic_store(&zc.loaded, true);
 #else
     zc.usable = find_libc_usable();
