@@ -2,13 +2,16 @@
  * config.c: libgemmblas's settings, read from the environment once (the
  * first BLAS call), and its one-line diagnostics. A malformed value is
  * reported (with GEMMBLAS_VERBOSE) and the default kept: a library in
- * someone else's program does not fail over a typo.
+ * someone else's program does not fail over a typo. The zero-copy mode's
+ * two settings are read earlier, when the library loads (gb_zc_env), and
+ * logged at the first BLAS call.
  */
 #include "gemmblas.h"
 
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,9 +82,48 @@ static void cfg_read(void)
     cfg.cpu_blas = blas != NULL && blas[0] != '\0' ? blas : NULL;
 }
 
+void gb_zc_env(bool *on, size_t *min_bytes)
+{
+    const char *z = getenv("GEMMBLAS_ZEROCOPY");
+    *on = z != NULL && strcmp(z, "1") == 0;
+    if (z != NULL && z[0] != '\0' && !*on && strcmp(z, "0") != 0)
+        fprintf(stderr, "gemmblas: GEMMBLAS_ZEROCOPY='%s': 0 or 1; using 0\n",
+                z);
+    *min_bytes = (size_t)env_num("GEMMBLAS_ZEROCOPY_MIN_BYTES",
+                                 (double)GB_ZC_DEFAULT_MIN_BYTES, 1, 0x1p62);
+}
+
+/* The zero-copy mode's settings, logged at the first BLAS call after the
+ * library's constructor read them. */
+static void zc_log(void)
+{
+    size_t min;
+    const char *why;
+    bool want, on = gb_zc_on(&min, &why);
+    gb_zc_env(&want, &min);
+    if (gb_zc_shadows())
+        gb_log(1, "another malloc (jemalloc, tcmalloc, ...) comes after "
+                  "libgemmblas in the search order: libgemmblas's malloc "
+                  "gives the program glibc's; load that allocator first "
+                  "(LD_PRELOAD=its library before libgemmblas)");
+    if (on)
+        gb_log(1,
+               "GEMMBLAS_ZEROCOPY=1: allocations of %zu bytes "
+               "(GEMMBLAS_ZEROCOPY_MIN_BYTES) and more are memfds that "
+               "GEMMs use in place",
+               min);
+    else if (want)
+        gb_log(1, "GEMMBLAS_ZEROCOPY=1 has no effect: %s",
+               why != NULL ? why : "set after the library was loaded");
+}
+
 const gb_config *gb_cfg(void)
 {
+    static atomic_bool zc_logged;
     pthread_once(&cfg_once, cfg_read);
+    if (!atomic_load_explicit(&zc_logged, memory_order_relaxed) &&
+        gb_zc_loaded() && !atomic_exchange(&zc_logged, true))
+        zc_log();
     return &cfg;
 }
 

@@ -16,7 +16,7 @@
 #ifndef GEMMBLAS_H
 #define GEMMBLAS_H
 
-#include <gemm/types.h>
+#include <gemm/gemm.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -120,22 +120,47 @@ GB_HIDDEN void gb_run(const gb_gemm *g);
  */
 GB_HIDDEN bool gb_offload(const gb_gemm *g);
 
-/* One call to stage in a thread's buffer: `need` bytes of it; run packs
- * the operands into buf, sends the request on c, waits, and on success
- * copies the result back to the caller (on failure the caller's memory
- * is untouched); it returns a gemm_error. */
+/* One operand of a call as the caller holds it (row-major rows x cols,
+ * ld elements apart) and where gemmd reads or writes it: in place (in a
+ * zero-copy region registered on the connection: m names it) or staged
+ * (packed tightly at byte `off` of the thread's buffer). */
+typedef struct gb_opnd {
+    const void *p; /* NULL: not used by this call */
+    size_t rows, cols, ld;
+    bool in_place;
+    gemm_matrix m; /* in place: the region's buffer, offset and ld */
+    size_t off;    /* staged: offset in the thread's buffer */
+} gb_opnd;
+
+/* The operands of a call; out is the index of the written one. */
+enum { GB_OPND_A, GB_OPND_B, GB_OPND_OUT, GB_NOPND };
+
+/* One call to stage in a thread's buffer: `need` bytes of it (prepare,
+ * when set, decides which operands are in place and sets need); run packs
+ * the staged operands into buf (NULL when need is 0), sends the request
+ * on c, waits, and on success copies a staged result back to the caller
+ * (on failure the caller's memory is untouched); it returns a
+ * gemm_error. ops and es: its operands, for the zero-copy counters. */
 typedef struct gb_call {
     char what[64]; /* "dsyrk 4096x4096x4096", for messages */
     size_t need;
+    const gb_opnd *ops;
+    size_t es;
+    void (*prepare)(struct gemm_client *c, uint64_t gen, struct gb_call *call);
     int (*run)(struct gemm_client *c, struct gemm_buffer *buf, const void *arg);
-    const void *arg;
+    void *arg;
 } gb_call;
 
 /* Runs call through gemmd with the thread's buffer, the connection, its
  * restarts and fork rules as for a GEMM. Returns true when the result is
  * in place; false when the CPU must compute (one line with
  * GEMMBLAS_VERBOSE). Any thread. */
-GB_HIDDEN bool gb_offload_call(const gb_call *call);
+GB_HIDDEN bool gb_offload_call(gb_call *call);
+
+/* The connection's read lock (offload.c): held, the connection is not
+ * replaced or closed. For zerocopy.c's releases. */
+GB_HIDDEN void gb_conn_rdlock(void);
+GB_HIDDEN void gb_conn_unlock(void);
 
 /* The wire type of t; x rounded up to a multiple of a; the scalar of t
  * at s as (re, im) doubles. */
@@ -222,6 +247,93 @@ GB_HIDDEN void gb_copy2d(void *dst, size_t ldd, const void *src, size_t lds,
  * there). */
 GB_HIDDEN void gb_copy_atfork_child(void);
 
+/* ---- zcalloc.c, zerocopy.c: the zero-copy mode (GEMMBLAS_ZEROCOPY) ---- */
+
+/* A region: large memory of the program's served from a memfd (zcalloc.c)
+ * and its registration with gemmd (zerocopy.c). A copy of a table record
+ * (rec, seq: which one, and which use of it). */
+typedef struct gb_zc_region {
+    uintptr_t start; /* 2 MiB-aligned */
+    size_t len;      /* mapped bytes (whole pages) */
+    int fd;          /* the memfd; -1 in a child of fork (private copy) */
+    uint32_t seq;    /* bumps with every reuse of the record */
+    int rec;         /* the record's index */
+    struct gemm_buffer *buf; /* registered on connection gen, or NULL */
+    uint64_t gen;
+    uint64_t freed_ns; /* when it was freed (kept for reuse) */
+    void *snap;        /* during fork: its private snapshot */
+    bool sealed;       /* registered once: gemmd sealed it, never again */
+    bool refused;      /* the registration failed for good: staged */
+} gb_zc_region;
+
+/* The counters of gemmblas_zerocopy_counters (exported), in order. */
+enum {
+    GB_ZC_ON,             /* 1: the mode is on */
+    GB_ZC_REGIONS,        /* regions made */
+    GB_ZC_IMPORTS,        /* regions registered with gemmd */
+    GB_ZC_IMPORT_FAILS,   /* registrations that failed */
+    GB_ZC_RELEASES,       /* registrations released after a free */
+    GB_ZC_CALLS,          /* calls gemmd completed with the mode on */
+    GB_ZC_CALLS_IN_PLACE, /* of them, every operand in place */
+    GB_ZC_OPERANDS_IN_PLACE,
+    GB_ZC_OPERANDS_STAGED,
+    GB_ZC_BYTES_STAGED, /* bytes of the staged operands */
+    GB_ZC_DETACHES,     /* regions detached after an abandoned request */
+    GB_ZC_REUSES,       /* allocations served by a freed registered region */
+    GB_ZC_NCOUNT
+};
+
+/* zcalloc.c. gb_zc_on: whether regions are being made, the threshold, and
+ * when GEMMBLAS_ZEROCOPY asked for it but it is off, why. gb_zc_find: the
+ * live region holding [p, p + extent) copied to *out. gb_zc_update: stores
+ * r's registration fields back into its record (false when the region was
+ * freed or reused meanwhile). gb_zc_take_pending: up to max freed,
+ * registered regions (their registration to release, then
+ * gb_zc_pending_done unmaps each). gb_zc_set_wake: called (outside any
+ * lock) when a registered region is freed. All thread-safe; none calls
+ * the client. */
+GB_HIDDEN bool gb_zc_on(size_t *min_bytes, const char **why_off);
+/* Whether zcalloc.c's constructor has run (a BLAS call from another
+ * library's constructor may come first). */
+GB_HIDDEN bool gb_zc_loaded(void);
+/* Whether another allocator (jemalloc, tcmalloc, ...) follows this
+ * library's malloc in the search order, and so serves nothing. */
+GB_HIDDEN bool gb_zc_shadows(void);
+GB_HIDDEN bool gb_zc_find(const void *p, size_t extent, gb_zc_region *out);
+GB_HIDDEN bool gb_zc_update(const gb_zc_region *r);
+GB_HIDDEN int gb_zc_take_pending(gb_zc_region *out, int max);
+/* Gives the region holding p a private copy in place (its memfd closed):
+ * gemmd's late writes (an abandoned request) no longer reach the
+ * program. Returns false when there was no memory for the copy. */
+GB_HIDDEN bool gb_zc_detach(const void *p);
+GB_HIDDEN void gb_zc_pending_done(const gb_zc_region *r);
+GB_HIDDEN bool gb_zc_any_pending(void);
+/* Moves the regions kept for reuse past their time (1 s) to the pending
+ * releases; returns when the next one's time is up (CLOCK_MONOTONIC ns),
+ * 0 when none is kept. */
+GB_HIDDEN uint64_t gb_zc_evict(void);
+GB_HIDDEN void gb_zc_set_wake(void (*wake)(void));
+GB_HIDDEN void gb_zc_count(int which, uint64_t n);
+
+/* zerocopy.c. gb_zc_plan: for the used operands of a call (es-byte
+ * elements; ops[GB_OPND_OUT] written, and read too when out_read), which
+ * lie in place in regions (registering a region on c, connection gen, the
+ * first time), and the staging offsets of the others; returns the bytes
+ * to stage (0: none). An output that is read is always staged: a failure
+ * after gemmd wrote part of it in place would leave the CPU nothing to
+ * compute from.
+ * gb_zc_drain: releases the registrations of freed regions and unmaps
+ * them (the connection's read lock held). The atfork handlers of its
+ * locks. Any thread. */
+GB_HIDDEN size_t gb_zc_plan(struct gemm_client *c, uint64_t gen, gb_opnd *ops,
+                            size_t es, bool out_read);
+/* Counts a call that gemmd completed with the plan in ops. */
+GB_HIDDEN void gb_zc_done(const gb_opnd *ops, size_t es);
+GB_HIDDEN void gb_zc_drain(void);
+GB_HIDDEN void gb_zc_atfork_prepare(void);
+GB_HIDDEN void gb_zc_atfork_parent(void);
+GB_HIDDEN void gb_zc_atfork_child(void);
+
 /* ---- config.c ---- */
 
 typedef struct gb_config {
@@ -238,6 +350,13 @@ typedef struct gb_config {
     bool tf32;            /* GEMMBLAS_PRECISION=tf32 for sgemm */
     const char *cpu_blas; /* GEMMBLAS_CPU_BLAS or NULL */
 } gb_config;
+
+/* GEMMBLAS_ZEROCOPY (on) and GEMMBLAS_ZEROCOPY_MIN_BYTES, read when the
+ * library loads (zcalloc.c's constructor: allocations start before any
+ * BLAS call); no allocation. */
+GB_HIDDEN void gb_zc_env(bool *on, size_t *min_bytes);
+/* The default GEMMBLAS_ZEROCOPY_MIN_BYTES. */
+#define GB_ZC_DEFAULT_MIN_BYTES ((size_t)16 << 20)
 
 /* The configuration, read from the environment once. Any thread. */
 GB_HIDDEN const gb_config *gb_cfg(void);

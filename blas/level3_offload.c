@@ -12,6 +12,9 @@
  * trmm/trsm, only the referenced triangle for the rank updates (in and
  * out), so the caller's other triangle is never written, as the
  * reference promises. Large copies are shared over the copy threads.
+ * An operand in a zero-copy region (zerocopy.c) is named in place
+ * instead, with its leading dimension: gemmd then reads only what the
+ * routine references and writes the output in the caller's memory.
  */
 #include "gemmblas.h"
 
@@ -24,12 +27,12 @@
 /* The row-major request of a checked call, in the caller's memory. */
 typedef struct wire3 {
     const gb_l3 *p;
-    gemm_blas3_op op;
-    size_t ar, ac; /* A as stored (row-major rows x cols) */
-    size_t br, bc; /* B, when used (else 0) */
-    size_t cr, cc; /* the output */
-    size_t off_b, off_c;
-    bool read_out; /* the output's old value goes to gemmd */
+    gemm_blas3_op op3;
+    size_t ar, ac;        /* A as stored (row-major rows x cols) */
+    size_t br, bc;        /* B, when used (else 0) */
+    size_t cr, cc;        /* the output */
+    bool read_out;        /* the output's old value goes to gemmd */
+    gb_opnd op[GB_NOPND]; /* A, B (p NULL when unused), the output */
 } wire3;
 
 static bool rank_update(int r)
@@ -50,7 +53,7 @@ static void restate(const gb_l3 *p, wire3 *w)
         GEMM_ROUTINE_GEMM,  GEMM_ROUTINE_SYMM, GEMM_ROUTINE_HEMM,
         GEMM_ROUTINE_SYRK,  GEMM_ROUTINE_HERK, GEMM_ROUTINE_SYR2K,
         GEMM_ROUTINE_HER2K, GEMM_ROUTINE_TRMM, GEMM_ROUTINE_TRSM};
-    gemm_blas3_op *op = &w->op;
+    gemm_blas3_op *op = &w->op3;
     memset(w, 0, sizeof(*w));
     w->p = p;
     gemm_blas3_init(op, rt[p->r], gb_wire_type(p->t));
@@ -140,7 +143,7 @@ static void copy_ref(const wire3 *w, void *dst, size_t ldd, const void *src,
     if (!rank_update(w->p->r))
         gb_copy2d(dst, ldd, src, lds, w->cr, w->cc, es);
     else
-        copy_tri(dst, ldd, src, lds, w->cr, w->op.lower, es);
+        copy_tri(dst, ldd, src, lds, w->cr, w->op3.lower, es);
 }
 
 static double ms_now(void)
@@ -150,27 +153,46 @@ static double ms_now(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Which operands are in place (zerocopy.c), the staging bytes of the
+ * others. */
+static void prepare3(gemm_client *c, uint64_t gen, gb_call *call)
+{
+    wire3 *w = call->arg;
+    call->need = gb_zc_plan(c, gen, w->op, gb_esize(w->p->t), w->read_out);
+}
+
 static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
 {
     double t0 = ms_now();
     const wire3 *w = arg;
     const gb_l3 *p = w->p;
     size_t es = gb_esize(p->t);
-    char *base = gemm_buffer_data(buf);
-    gemm_blas3_op op = w->op;
-    if (rank_update(p->r)) /* A whole; else only its triangle is read */
-        gb_copy2d(base, w->ac, p->a, (size_t)p->lda, w->ar, w->ac, es);
-    else
-        copy_tri(base, w->ac, p->a, (size_t)p->lda, w->ar, w->op.lower, es);
-    op.a = (gemm_matrix){buf, 0, 0, 0};
-    gemm_matrix out = {buf, w->off_c, 0, 0};
-    if (w->br != 0) {
-        gb_copy2d(base + w->off_b, w->bc, p->b, (size_t)p->ldb, w->br, w->bc,
+    char *base = buf != NULL ? gemm_buffer_data(buf) : NULL;
+    gemm_blas3_op op = w->op3;
+    const gb_opnd *oa = &w->op[GB_OPND_A], *ob = &w->op[GB_OPND_B],
+                  *oc = &w->op[GB_OPND_OUT];
+    if (oa->in_place)
+        op.a = oa->m;
+    else if (rank_update(p->r)) /* A whole; else only its triangle is read */
+        gb_copy2d(base + oa->off, w->ac, p->a, (size_t)p->lda, w->ar, w->ac,
                   es);
-        op.b = (gemm_matrix){buf, w->off_b, 0, 0};
+    else
+        copy_tri(base + oa->off, w->ac, p->a, (size_t)p->lda, w->ar,
+                 w->op3.lower, es);
+    if (!oa->in_place)
+        op.a = (gemm_matrix){buf, oa->off, 0, 0};
+    gemm_matrix out = oc->in_place ? oc->m : (gemm_matrix){buf, oc->off, 0, 0};
+    if (ob->p != NULL) {
+        if (ob->in_place) {
+            op.b = ob->m;
+        } else {
+            gb_copy2d(base + ob->off, w->bc, p->b, (size_t)p->ldb, w->br, w->bc,
+                      es);
+            op.b = (gemm_matrix){buf, ob->off, 0, 0};
+        }
     }
-    if (w->read_out)
-        copy_ref(w, base + w->off_c, w->cc, p->c, (size_t)p->ldc, es);
+    if (w->read_out && !oc->in_place)
+        copy_ref(w, base + oc->off, w->cc, p->c, (size_t)p->ldc, es);
     if (p->r == GB_TRMM || p->r == GB_TRSM)
         op.b = out;
     else
@@ -182,14 +204,17 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
     if (rv != GEMM_OK)
         return rv;
     double t2 = ms_now();
-    copy_ref(w, p->c, (size_t)p->ldc, base + w->off_c, w->cc, es);
+    if (!oc->in_place)
+        copy_ref(w, p->c, (size_t)p->ldc, base + oc->off, w->cc, es);
     gb_log(2,
            "%c%s n=%lld: copies in %.3f ms, gemmd %s %.3f ms (daemon %.3f, "
-           "device %.3f, kernels %.3f), copy out %.3f ms",
+           "device %.3f, kernels %.3f), copy out %.3f ms; in place:%s%s%s",
            "sdcz"[p->t], gemm_routine_name(op.routine), (long long)op.n,
            t1 - t0, tm.kernel, (double)tm.round_trip_us / 1e3,
            (double)tm.total_us / 1e3, (double)tm.compute_us / 1e3,
-           (double)tm.kernel_ns / 1e6, ms_now() - t2);
+           (double)tm.kernel_ns / 1e6, ms_now() - t2, oa->in_place ? " A" : "",
+           ob->p != NULL && ob->in_place ? " B" : "",
+           oc->in_place ? " out" : "");
     return GEMM_OK;
 }
 
@@ -222,9 +247,13 @@ bool gb_offload3(const gb_l3 *p)
     const gb_config *cfg = gb_cfg();
     wire3 w;
     restate(p, &w);
-    gb_call call = {.run = run3, .arg = &w};
+    gb_call call = {.ops = w.op,
+                    .es = gb_esize(p->t),
+                    .prepare = prepare3,
+                    .run = run3,
+                    .arg = &w};
     snprintf(call.what, sizeof(call.what), "%c%s %lldx%lldx%lld", "sdcz"[p->t],
-             gemm_routine_name(w.op.routine), (long long)p -> m,
+             gemm_routine_name(w.op3.routine), (long long)p -> m,
              (long long)p -> n, (long long)p -> k);
     double f = flops3(p), min = cfg->min_flops3[p->r];
     if (min < 0 || f < min) {
@@ -232,9 +261,12 @@ bool gb_offload3(const gb_l3 *p)
                call.what, f, min);
         return false;
     }
-    size_t es = gb_esize(p->t);
-    w.off_b = gb_align_up(w.ar * w.ac * es, 4096);
-    w.off_c = w.off_b + gb_align_up(w.br * w.bc * es, 4096);
-    call.need = w.off_c + w.cr * w.cc * es;
+    w.op[GB_OPND_A] =
+        (gb_opnd){.p = p->a, .rows = w.ar, .cols = w.ac, .ld = (size_t)p->lda};
+    if (w.br != 0)
+        w.op[GB_OPND_B] = (gb_opnd){
+            .p = p->b, .rows = w.br, .cols = w.bc, .ld = (size_t)p->ldb};
+    w.op[GB_OPND_OUT] =
+        (gb_opnd){.p = p->c, .rows = w.cr, .cols = w.cc, .ld = (size_t)p->ldc};
     return gb_offload_call(&call);
 }

@@ -15,6 +15,10 @@
  * (restart, shutdown) the call that notices reconnects and, on success,
  * tries once more; every connection has a generation number.
  *
+ * Zero-copy (GEMMBLAS_ZEROCOPY=1, zerocopy.c): an operand in one of the
+ * program's memfd regions is named in place and not staged; a call whose
+ * operands all are needs no buffer at all.
+ *
  * Staging: each thread has one shm buffer registered on the connection,
  * grown (by a quarter more than needed) when a call needs more, freed at
  * thread exit. A call packs A,
@@ -295,21 +299,36 @@ static void stored(char op, int64_t rows, int64_t cols, size_t *sr, size_t *sc)
 /* Why an attempt ended: what becomes of the connection and the buffer. */
 enum outcome { DONE, CPU, CPU_DROP_BUFFER, RETRY_CONNECTION };
 
-/* One attempt of call on connection c (read lock held): the thread's
- * buffer made or grown to call->need, then the call's own staging and
- * request. */
-static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
-                            const gb_call *call, int *err)
+void gb_conn_rdlock(void)
 {
-    size_t need = call->need;
+    pthread_rwlock_rdlock(&conn.lock);
+}
+
+void gb_conn_unlock(void)
+{
+    pthread_rwlock_unlock(&conn.lock);
+}
+
+/* One attempt of call on connection c (read lock held): the zero-copy
+ * regions' releases that are due, the call's plan (which operands are in
+ * place), the thread's buffer made or grown to call->need, then the
+ * call's own staging and request. */
+static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
+                            gb_call *call, int *err)
+{
     *err = GEMM_OK;
+    if (gb_zc_any_pending())
+        gb_zc_drain();
+    if (call->prepare != NULL)
+        call->prepare(c, gen, call);
+    size_t need = call->need;
 
     if (t->buf != NULL && t->gen != gen)
         drop_buffer(t); /* registered on a connection that is gone */
-    bool grow = t->buf != NULL && gemm_buffer_size(t->buf) < need;
+    bool grow = need > 0 && t->buf != NULL && gemm_buffer_size(t->buf) < need;
     if (grow)
         drop_buffer(t);
-    if (t->buf == NULL) {
+    if (t->buf == NULL && need > 0) {
         /* the first buffer fits this call (making and pinning it is the
          * first call's main cost); a thread that needed more once gets a
          * quarter extra, so a slowly growing size does not re-register
@@ -323,7 +342,7 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
         }
         t->gen = gen;
     }
-    int rv = call->run(c, t->buf, call->arg);
+    int rv = call->run(c, need > 0 ? t->buf : NULL, call->arg);
     if (rv == GEMM_OK)
         return DONE;
     *err = rv;
@@ -334,7 +353,15 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
     case GEMM_ERR_VERSION:
     case GEMM_ERR_SHUTDOWN:
         return RETRY_CONNECTION;
-    case GEMM_ERR_ABANDONED:    /* the daemon may still write into it */
+    case GEMM_ERR_ABANDONED: /* the daemon may still write into it */
+        if (call->ops != NULL && call->ops[GB_OPND_OUT].p != NULL &&
+            call->ops[GB_OPND_OUT].in_place &&
+            !gb_zc_detach(call->ops[GB_OPND_OUT].p))
+            gb_log(1,
+                   "%s: no memory to detach its output's region from "
+                   "gemmd, which may still write it",
+                   call->what);
+        return CPU_DROP_BUFFER;
     case GEMM_ERR_BUFFER_FAULT: /* lost on the daemon's side */
     case GEMM_ERR_NO_BUFFER:
         return CPU_DROP_BUFFER;
@@ -343,25 +370,60 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
     }
 }
 
-/* A GEMM staged into buf: A, B and (beta != 0) C packed tightly, run
- * with C in place as D, D copied back. */
+/* A GEMM through gemmd: its operands (A and B as stored, C/D m x n) and
+ * their plan. */
+typedef struct gemm_call {
+    const gb_gemm *g;
+    gb_opnd op[GB_NOPND];
+} gemm_call;
+
+/* Which operands of the GEMM are in place (zerocopy.c), the staging
+ * bytes of the others. */
+static void gemm_prepare(gemm_client *c, uint64_t gen, gb_call *call)
+{
+    gemm_call *gc = call->arg;
+    call->need = gb_zc_plan(c, gen, gc->op, gb_esize(gc->g->t),
+                            !gb_is_zero(gc->g->t, gc->g->beta));
+}
+
+/* The matrix gemmd is to use for o: in place, or staged at its offset in
+ * buf (tight), copied there first when copy_in. */
+static gemm_matrix place(gb_opnd *o, gemm_buffer *buf, bool copy_in, size_t es)
+{
+    if (o->in_place)
+        return o->m;
+    if (copy_in)
+        gb_copy2d((char *)gemm_buffer_data(buf) + o->off, o->cols, o->p, o->ld,
+                  o->rows, o->cols, es);
+    return (gemm_matrix){buf, o->off, 0, 0};
+}
+
+/* "A B D" of the operands in place, for messages. */
+static void in_place_names(const gb_opnd *op, const char *names, char *out,
+                           size_t len)
+{
+    size_t k = 0;
+    for (int i = 0; i < GB_NOPND && k + 3 < len; i++)
+        if (op[i].p != NULL && op[i].in_place) {
+            if (k > 0)
+                out[k++] = ' ';
+            out[k++] = names[i];
+        }
+    out[k] = '\0';
+    if (k == 0)
+        snprintf(out, len, "none");
+}
+
+/* A GEMM with A, B and (beta != 0) C staged into buf, packed tightly,
+ * unless in place in a zero-copy region; run with C in place as D; a
+ * staged D copied back. */
 static int gemm_staged(gemm_client *c, gemm_buffer *buf, const void *arg)
 {
-    const gb_gemm *g = arg;
+    gemm_call *gc = (gemm_call *)arg;
+    const gb_gemm *g = gc->g;
     const gb_config *cfg = gb_cfg();
     size_t es = gb_esize(g->t);
-    size_t ar, ac, br, bc;
-    stored(g->opa, g->m, g->k, &ar, &ac);
-    stored(g->opb, g->k, g->n, &br, &bc);
-    size_t off_b = gb_align_up(ar * ac * es, 4096);
-    size_t off_d = off_b + gb_align_up(br * bc * es, 4096);
-    char *base = gemm_buffer_data(buf);
-    gb_copy2d(base, ac, g->a, (size_t)g->lda, ar, ac, es);
-    gb_copy2d(base + off_b, bc, g->b, (size_t)g->ldb, br, bc, es);
     bool beta0 = gb_is_zero(g->t, g->beta);
-    if (!beta0)
-        gb_copy2d(base + off_d, (size_t)g->n, g->c, (size_t)g->ldc,
-                  (size_t)g->m, (size_t)g->n, es);
 
     gemm_op op;
     gemm_dtype ty = gb_wire_type(g->t);
@@ -374,11 +436,11 @@ static int gemm_staged(gemm_client *c, gemm_buffer *buf, const void *arg)
     gb_scalar(g->t, g->alpha, al);
     gb_scalar(g->t, g->beta, be);
     gemm_op_set_scalars(&op, al[0], al[1], be[0], be[1]);
-    op.a = (gemm_matrix){buf, 0, 0, 0};
-    op.b = (gemm_matrix){buf, off_b, 0, 0};
-    op.d = (gemm_matrix){buf, off_d, 0, 0};
+    op.a = place(&gc->op[GB_OPND_A], buf, true, es);
+    op.b = place(&gc->op[GB_OPND_B], buf, true, es);
+    op.d = place(&gc->op[GB_OPND_OUT], buf, !beta0, es);
     if (!beta0)
-        op.c = op.d; /* in place: C was copied where D goes */
+        op.c = op.d; /* in place: C is where D goes */
     op.timeout_ms = (uint32_t)cfg->queue_ms;
     if (g->t == GB_S)
         op.precision = cfg->tf32 ? GEMM_PRECISION_TF32 : GEMM_PRECISION_FP32;
@@ -386,16 +448,24 @@ static int gemm_staged(gemm_client *c, gemm_buffer *buf, const void *arg)
     int rv = gemm_run(c, &op, &tm);
     if (rv != GEMM_OK)
         return rv;
-    gb_copy2d(g->c, (size_t)g->ldc, base + off_d, (size_t)g->n, (size_t)g->m,
-              (size_t)g->n, es);
-    gb_log(2, "%cgemm %lldx%lldx%lld op %c%c: gemmd %s, %.3f ms (daemon %.3f)",
-           "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
-           (long long)g -> k, g -> opa, g -> opb, tm.kernel,
-           (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3);
+    if (!gc->op[GB_OPND_OUT].in_place)
+        gb_copy2d(g->c, (size_t)g->ldc,
+                  (char *)gemm_buffer_data(buf) + gc->op[GB_OPND_OUT].off,
+                  (size_t)g->n, (size_t)g->m, (size_t)g->n, es);
+    if (cfg->verbose >= 2) {
+        char zc[16];
+        in_place_names(gc->op, "ABD", zc, sizeof(zc));
+        gb_log(2,
+               "%cgemm %lldx%lldx%lld op %c%c: gemmd %s, %.3f ms (daemon "
+               "%.3f); in place: %s",
+               "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
+               (long long)g -> k, g -> opa, g -> opb, tm.kernel,
+               (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3, zc);
+    }
     return GEMM_OK;
 }
 
-bool gb_offload_call(const gb_call *call)
+bool gb_offload_call(gb_call *call)
 {
     if (atomic_load(&conn.disabled)) {
         gb_log(2,
@@ -420,8 +490,11 @@ bool gb_offload_call(const gb_call *call)
         if (o == RETRY_CONNECTION)
             atomic_store(&conn.broken, true);
         pthread_rwlock_unlock(&conn.lock);
-        if (o == DONE)
+        if (o == DONE) {
+            if (call->ops != NULL)
+                gb_zc_done(call->ops, call->es);
             return true;
+        }
         gb_log(1, "%s on the CPU: gemmd: %s: %s", call->what,
                gemm_strerror(err), gemm_last_error_message());
         if (o != RETRY_CONNECTION)
@@ -451,17 +524,23 @@ bool gb_offload(const gb_gemm *g)
                    (long long)g -> k, flops, cfg -> min_flops);
         return false;
     }
-    size_t es = gb_esize(g->t);
     size_t ar, ac, br, bc;
     stored(g->opa, g->m, g->k, &ar, &ac);
     stored(g->opb, g->k, g->n, &br, &bc);
-    gb_call call = {
-        .need = gb_align_up(ar * ac * es, 4096) +
-                gb_align_up(br * bc * es, 4096) +
-                (size_t)g->m * (size_t)g->n * es,
-        .run = gemm_staged,
-        .arg = g,
-    };
+    gemm_call gc = {.g = g};
+    gc.op[GB_OPND_A] =
+        (gb_opnd){.p = g->a, .rows = ar, .cols = ac, .ld = (size_t)g->lda};
+    gc.op[GB_OPND_B] =
+        (gb_opnd){.p = g->b, .rows = br, .cols = bc, .ld = (size_t)g->ldb};
+    gc.op[GB_OPND_OUT] = (gb_opnd){.p = g->c,
+                                   .rows = (size_t)g->m,
+                                   .cols = (size_t)g->n,
+                                   .ld = (size_t)g->ldc};
+    gb_call call = {.ops = gc.op,
+                    .es = gb_esize(g->t),
+                    .prepare = gemm_prepare,
+                    .run = gemm_staged,
+                    .arg = &gc};
     snprintf(call.what, sizeof(call.what), "%cgemm %lldx%lldx%lld",
              "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
              (long long)g -> k);

@@ -232,6 +232,14 @@ int reg_register_fd(registry *r, uint32_t owner, int fd, uint64_t size,
                  "MFD_ALLOW_SEALING");
         goto fail;
     }
+    if (seals == F_SEAL_SEAL) { /* what a memfd without the flag has */
+        rv = GEMM_ERR_SHM;
+        snprintf(msg, len,
+                 "the memfd was made without MFD_ALLOW_SEALING, so it "
+                 "cannot be sealed: make it with memfd_create(name, "
+                 "MFD_ALLOW_SEALING)");
+        goto fail;
+    }
     if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
         rv = GEMM_ERR_SHM;
         snprintf(msg, len, "the memfd is sealed against writing");

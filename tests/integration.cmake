@@ -55,6 +55,7 @@ gemm_itest(blas3 150)       # symm .. trsm: every flag, triangles, errors
 gemm_itest(errors 90)       # every bad input gets its code; daemon goes on
 gemm_itest(protocol 90)     # raw bytes: undecodable, version, size limits
 gemm_itest(ownership 60)    # buffers belong to their connection
+gemm_itest(import 60)       # gemm_buffer_import: a caller's memfd, sealing
 gemm_itest(concurrency 150) # 8 threads x 200 requests, async, backpressure
 gemm_itest(shutdown 120)    # SIGTERM with requests in flight
 gemm_itest(status 60)       # counters in gemm_get_status

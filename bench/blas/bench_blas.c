@@ -5,6 +5,13 @@
  *   nvblas    NVBLAS from the CUDA toolkit (libnvblas.so, with an
  *             nvblas.conf written here that names the CPU BLAS)
  *   gemmblas  libgemmblas with gemmd running (GEMMBLAS_MIN_FLOPS=0)
+ *   gemmblas-zc  the same in its zero-copy mode: preloaded (so its malloc
+ *             is the worker's) with GEMMBLAS_ZEROCOPY=1, the worker's
+ *             matrices (malloc'd before the library is opened) are memfd
+ *             regions its GEMMs use in place; its load time is the
+ *             preload's, not measured; the worker reports the calls that
+ *             ran with every operand in place and the bytes still staged
+ *             (gemmblas_zerocopy_counters)
  * For each type and size: a fresh process times its first call (from
  * before loading the library to the first result: what a short script
  * pays) and then --calls more (steady state: median); then --procs fresh
@@ -151,6 +158,11 @@ static int worker(int argc, char **argv)
         printf("RESULT4 %.3f %.3g\n", s1 - s0, e2 > err ? e2 : err);
         return 0;
     }
+    int (*zc)(uint64_t *, int) =
+        (int (*)(uint64_t *, int))dlsym(h, "gemmblas_zerocopy_counters");
+    uint64_t z[10] = {0};
+    if (zc != NULL) /* the counters' order: blas/gemmblas.h */
+        zc(z, 10);
     double *ms = calloc((size_t)calls + 1, sizeof(double));
     for (int i = 0; i < calls; i++) {
         double s0 = now_ms();
@@ -158,6 +170,13 @@ static int worker(int argc, char **argv)
         ms[i] = now_ms() - s0;
     }
     double e2 = sample_error(t, n, a, b, c);
+    if (zc != NULL && z[0] != 0) { /* the mode is on: steady calls' use */
+        uint64_t z2[10] = {0};
+        zc(z2, 10);
+        printf("ZC %llu %llu %llu\n", (unsigned long long)(z2[5] - z[5]),
+               (unsigned long long)(z2[6] - z[6]),
+               (unsigned long long)(z2[9] - z[9]));
+    }
     qsort(ms, (size_t)calls, sizeof(double), cmp_d);
     printf("RESULT %.3f %.3f %.3f %.3f %.3g\n", t1 - t0, t2 - t0,
            calls ? ms[calls / 2] : 0, calls ? ms[0] : 0, e2 > err ? e2 : err);
@@ -240,7 +259,8 @@ static bool read_line(FILE *f, const char *key, char *line, size_t len,
                       const char *who)
 {
     while (fgets(line, (int)len, f) != NULL) {
-        if (strncmp(line, key, strlen(key)) == 0)
+        if (strncmp(line, key, strlen(key)) == 0 ||
+            (strcmp(key, "RESULT ") == 0 && strncmp(line, "ZC ", 3) == 0))
             return true;
         if (strncmp(line, "ERROR", 5) == 0) {
             fprintf(stderr, "%s: %s", who, line);
@@ -264,6 +284,9 @@ typedef struct result {
     double load_ms, first_ms, med_ms, min_ms, err;
     double procs_tflops; /* 0: not run */
     double procs_err;
+    /* gemmblas-zc's steady calls: gemmd's, all operands in place, bytes
+     * staged (zc_calls < 0: no report) */
+    long long zc_calls, zc_inplace, zc_staged;
 } result;
 
 static double flops(int n)
@@ -284,13 +307,20 @@ static void run_single(const variant *v, char t, int n, int calls, result *r)
     FILE *out;
     pid_t pid = spawn_worker(v, t, n, calls, &out, NULL);
     r->ok = false;
+    r->zc_calls = -1;
     if (pid < 0) {
         fprintf(stderr, "%s: cannot start a worker\n", who);
         return;
     }
-    if (read_line(out, "RESULT ", line, sizeof(line), who) &&
-        sscanf(line, "RESULT %lf %lf %lf %lf %lf", &r->load_ms, &r->first_ms,
-               &r->med_ms, &r->min_ms, &r->err) == 5)
+    bool got = read_line(out, "RESULT ", line, sizeof(line), who);
+    if (got && strncmp(line, "ZC ", 3) == 0) {
+        if (sscanf(line, "ZC %lld %lld %lld", &r->zc_calls, &r->zc_inplace,
+                   &r->zc_staged) != 3)
+            r->zc_calls = -1;
+        got = read_line(out, "RESULT ", line, sizeof(line), who);
+    }
+    if (got && sscanf(line, "RESULT %lf %lf %lf %lf %lf", &r->load_ms,
+                      &r->first_ms, &r->med_ms, &r->min_ms, &r->err) == 5)
         r->ok = true;
     fclose(out);
     int st = reap(pid);
@@ -352,14 +382,30 @@ static void run_procs(const variant *v, char t, int n, int calls, int procs,
                 err);
 }
 
+/* Whether name is one of the comma-separated list. */
+static bool listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t l = strcspn(p, ",");
+        if (l == n && strncmp(p, name, n) == 0)
+            return true;
+        p = p[l] == ',' ? p + l + 1 : p + l;
+    }
+    return false;
+}
+
 static void usage(void)
 {
     fputs("usage: bench_blas [--sizes 1024,2048,4096,8192] [--types d,s]\n"
           "                  [--calls 10] [--procs 4] [--procs-calls 5]\n"
           "                  [--openblas LIB] [--nvblas LIB] [--gemmblas LIB]\n"
-          "                  [--variants openblas,nvblas,gemmblas]\n"
+          "                  [--variants openblas,nvblas,gemmblas,"
+          "gemmblas-zc]\n"
           "                  [--nvblas-autopin] [--csv FILE]\n"
           "       bench_blas --crossover [--sizes 256,384,...] [--types d,s]\n"
+          "--procs 0: no runs of several processes. gemmblas-zc (the\n"
+          "zero-copy mode) runs only when named in --variants.\n"
           "gemmd must be running for gemmblas (GEMM_URL, else the default\n"
           "socket). Defaults: Debian's OpenBLAS, /usr/local/cuda's NVBLAS,\n"
           "libgemmblas.so.0 beside this program's build or installed.\n",
@@ -452,7 +498,7 @@ int main(int argc, char **argv)
             return usage(), 2;
         }
     }
-    if (calls < 1 || procs < 1 || procs > 64 || procs_calls < 1)
+    if (calls < 1 || procs < 0 || procs > 64 || procs_calls < 1)
         return usage(), 2;
     if (ob == NULL) {
         fprintf(stderr, "bench_blas: no OpenBLAS (give --openblas LIB)\n");
@@ -480,19 +526,27 @@ int main(int argc, char **argv)
     }
     snprintf(confenv, sizeof(confenv), "NVBLAS_CONFIG_FILE=%s", conf);
     snprintf(gbcpu, sizeof(gbcpu), "GEMMBLAS_CPU_BLAS=%.4000s", ob);
-    static char *nvenv[2], *gbenv[4];
+    static char *nvenv[2], *gbenv[4], *zcenv[8], zcpre[4200];
     nvenv[0] = confenv;
     gbenv[0] = "GEMMBLAS_MIN_FLOPS=0";
     gbenv[1] = gbcpu;
     gbenv[2] = "GEMMBLAS_VERBOSE=1"; /* says so if gemmd is not there */
-    variant all[3] = {
-        {"openblas", ob, NULL}, {"nvblas", nv, nvenv}, {"gemmblas", gb, gbenv}};
-    variant vs[3];
+    snprintf(zcpre, sizeof(zcpre), "LD_PRELOAD=%.4000s", gb ? gb : "");
+    zcenv[0] = "GEMMBLAS_MIN_FLOPS=0";
+    zcenv[1] = gbcpu;
+    zcenv[2] = "GEMMBLAS_VERBOSE=1";
+    zcenv[3] = "GEMMBLAS_ZEROCOPY=1";
+    zcenv[4] = zcpre;
+    variant all[4] = {{"openblas", ob, NULL},
+                      {"nvblas", nv, nvenv},
+                      {"gemmblas", gb, gbenv},
+                      {"gemmblas-zc", gb, zcenv}};
+    variant vs[4];
     int nv_count = 0;
-    for (int i = 0; i < 3; i++) {
-        if (crossover && i == 1)
+    for (int i = 0; i < 4; i++) {
+        if (crossover && (i == 1 || i == 3))
             continue;
-        if (strstr(want, all[i].name) == NULL)
+        if (!listed(want, all[i].name))
             continue;
         if (all[i].lib == NULL) {
             fprintf(stderr, "bench_blas: no library for %s: skipping it\n",
@@ -507,18 +561,18 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     int ntypes = (int)strlen(types);
-    result *res = calloc((size_t)ntypes * nsizes * 3, sizeof(result));
-#define R(ti, si, vi) res[((ti)*nsizes + (si)) * 3 + (vi)]
+    result *res = calloc((size_t)ntypes * nsizes * 4, sizeof(result));
+#define R(ti, si, vi) res[((ti)*nsizes + (si)) * 4 + (vi)]
     for (int ti = 0; ti < ntypes; ti++)
         for (int si = 0; si < nsizes; si++)
             for (int vi = 0; vi < nv_count; vi++) {
                 result *r = &R(ti, si, vi);
                 run_single(&vs[vi], types[ti], sizes[si], calls, r);
-                if (!crossover && r->ok)
+                if (!crossover && r->ok && procs > 0)
                     run_procs(&vs[vi], types[ti], sizes[si], procs_calls, procs,
                               r);
                 fprintf(stderr,
-                        "  %-9s %cgemm %5d: first %9.1f ms, steady "
+                        "  %-11s %cgemm %5d: first %9.1f ms, steady "
                         "%9.2f ms, %d procs %7.2f TFLOP/s\n",
                         vs[vi].name, types[ti], sizes[si], r->first_ms,
                         r->med_ms, procs, r->procs_tflops);
@@ -528,7 +582,7 @@ int main(int argc, char **argv)
     if (cs != NULL)
         fprintf(cs, "type,n,variant,load_ms,first_ms,steady_ms,"
                     "steady_tflops,procs,procs_tflops,max_rel_err\n");
-    printf("\n%-5s %5s %-9s %10s %10s %10s %9s %12s %9s\n", "type", "n",
+    printf("\n%-5s %5s %-11s %10s %10s %10s %9s %12s %9s\n", "type", "n",
            "variant", "load ms", "first ms", "steady ms", "TFLOP/s",
            "procs TF/s", "rel err");
     for (int ti = 0; ti < ntypes; ti++)
@@ -538,7 +592,7 @@ int main(int argc, char **argv)
                 double tf = r->ok && r->med_ms > 0
                                 ? flops(sizes[si]) / (r->med_ms * 1e-3) / 1e12
                                 : 0;
-                printf("%-5c %5d %-9s %10.1f %10.1f %10.2f %9.2f %12.2f "
+                printf("%-5c %5d %-11s %10.1f %10.1f %10.2f %9.2f %12.2f "
                        "%9.2g%s\n",
                        types[ti], sizes[si], vs[vi].name, r->load_ms,
                        r->first_ms, r->med_ms, tf, r->procs_tflops,
@@ -554,7 +608,7 @@ int main(int argc, char **argv)
         fclose(cs);
 
     /* ratios: gemmblas against the others, per type and size */
-    int io = -1, in = -1, ig = -1;
+    int io = -1, in = -1, ig = -1, iz = -1;
     for (int vi = 0; vi < nv_count; vi++) {
         if (strcmp(vs[vi].name, "openblas") == 0)
             io = vi;
@@ -562,6 +616,8 @@ int main(int argc, char **argv)
             in = vi;
         if (strcmp(vs[vi].name, "gemmblas") == 0)
             ig = vi;
+        if (strcmp(vs[vi].name, "gemmblas-zc") == 0)
+            iz = vi;
     }
     if (ig >= 0) {
         printf("\nratios (gemmblas faster by): first call, steady, %d procs\n",
@@ -649,6 +705,43 @@ int main(int argc, char **argv)
                     printf("  %cgemm 8192 %d procs >= 2x nvblas: %.2fx %s\n",
                            types[ti], procs, x, x >= 2 ? "MET" : "MISSED");
                 }
+            }
+    }
+    if (iz >= 0) {
+        /* the zero-copy mode against the copying path and the CPU BLAS */
+        printf("\nzero-copy (gemmblas-zc): steady calls with every operand "
+               "in place, bytes staged per call, ratios of steady times\n");
+        printf("%-5s %5s %12s %14s %16s %16s\n", "type", "n", "in place",
+               "staged/call", "vs gemmblas", "vs openblas");
+        for (int ti = 0; ti < ntypes; ti++)
+            for (int si = 0; si < nsizes; si++) {
+                result *z = &R(ti, si, iz);
+                char a[32] = "-", b[32] = "-", ip[32] = "-", st[32] = "-";
+                if (z->ok && z->zc_calls >= 0) {
+                    snprintf(ip, sizeof(ip), "%lld/%lld", z->zc_inplace,
+                             z->zc_calls);
+                    snprintf(st, sizeof(st), "%.0f",
+                             z->zc_calls > 0
+                                 ? (double)z->zc_staged / (double)z->zc_calls
+                                 : 0.0);
+                }
+                if (ig >= 0 && z->ok && R(ti, si, ig).ok)
+                    snprintf(a, sizeof(a), "%.2fx",
+                             R(ti, si, ig).med_ms / z->med_ms);
+                if (io >= 0 && z->ok && R(ti, si, io).ok)
+                    snprintf(b, sizeof(b), "%.2fx",
+                             R(ti, si, io).med_ms / z->med_ms);
+                printf("%-5c %5d %12s %14s %16s %16s\n", types[ti], sizes[si],
+                       ip, st, a, b);
+                if (types[ti] == 'd' && sizes[si] == 8192 && z->ok)
+                    printf("  dgemm 8192 steady zero-copy <= 30 ms: %.1f ms "
+                           "%s\n",
+                           z->med_ms, z->med_ms <= 30 ? "MET" : "MISSED");
+                if (types[ti] == 'd' && sizes[si] == 8192 && ig >= 0 &&
+                    R(ti, si, ig).ok)
+                    printf("  dgemm 8192 steady copying <= 45 ms: %.1f ms %s\n",
+                           R(ti, si, ig).med_ms,
+                           R(ti, si, ig).med_ms <= 45 ? "MET" : "MISSED");
             }
     }
     unlink(conf);

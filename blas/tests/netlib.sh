@@ -4,6 +4,9 @@
 # sent there (GEMMBLAS_MIN_FLOPS=0). MODE says how the program finds
 # libgemmblas: preload (LD_PRELOAD=libgemmblas.so.0), path
 # (LD_LIBRARY_PATH to the directory where it is libblas.so.3) or
+# zerocopy (preloaded, GEMMBLAS_ZEROCOPY=1, a threshold of 256 bytes, so
+# that the CBLAS testers' row-major copies are regions: some calls must
+# run with every operand in place), or
 # alternative (gemmblas-alternative registers it in a private
 # alternatives tree, GEMMBLAS_ALT_ROOT, whose libblas.so.3 link the
 # program then loads; the library and script as `cmake --install` puts
@@ -25,6 +28,25 @@ case $mode in
 preload)
     LD_PRELOAD=$(preload "$GEMMBLAS_LIB") "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
         { cat out.txt err.txt; fail "$tester exited $?"; }
+    ;;
+zerocopy)
+    # GEMMBLAS_ZEROCOPY=1 with a threshold below the row-major copies the
+    # CBLAS testers' C wrappers malloc: those calls run in place
+    if [ -n "${GEMMBLAS_ASAN_RUNTIME:-}" ]; then
+        echo "skipped: the zero-copy mode cannot be on under ASan (its malloc is the program's)"
+        exit 77
+    fi
+    GEMMBLAS_ZEROCOPY=1 GEMMBLAS_ZEROCOPY_MIN_BYTES=256 \
+        LD_PRELOAD=$(preload "$GEMMBLAS_LIB") "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
+        { cat out.txt err.txt; fail "$tester exited $?"; }
+    if grep -q "GEMMBLAS_ZEROCOPY=1 has no effect" err.txt; then
+        grep "GEMMBLAS_ZEROCOPY" err.txt
+        echo "skipped: the zero-copy mode cannot be on here (see above)"
+        exit 77
+    fi
+    inplace=$(sed -n 's/.*zero-copy: .* calls, \([0-9]*\) with every operand in place.*/\1/p' err.txt)
+    [ "${inplace:-0}" -gt 0 ] ||
+        { cat err.txt; fail "$tester: no call ran with its operands in place"; }
     ;;
 path)
     LD_PRELOAD=$(preload) LD_LIBRARY_PATH=$GEMMBLAS_LIB3 "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||

@@ -8,7 +8,9 @@
 # gemmd's syrk counter. Then with Debian's reference LAPACK (liblapack3)
 # preloaded too, solve() (dgesv: dtrsm, dgemm) and chol() (dpotrf: dsyrk,
 # dtrsm, dgemm) call libgemmblas's level-3 routines, and gemmd's trsm and
-# syrk counters must move.
+# syrk counters must move. Last, check.R again with GEMMBLAS_ZEROCOPY=1
+# (some of its products must run with every operand in place), and
+# parallel::mclapply's forks with it.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -73,3 +75,24 @@ GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1 \
     LD_PRELOAD="$(preload "$GEMMBLAS_LIB") $lapack" \
     Rscript --vanilla "$T/lapack.R"
 expect_routines "$T/l.before" trsm syrk
+
+# the same products with the zero-copy mode on: R's large vectors are
+# regions, its %*% runs in place, equal to R's own loops; then forks
+# (parallel::mclapply): each child sees the regions as they were, its
+# writes stay its own, and the parent's next product is right
+GEMMBLAS_MIN_FLOPS=0 LD_PRELOAD=$(preload "$GEMMBLAS_LIB") \
+    zerocopy_run Rscript --vanilla "$T/check.R"
+cat >"$T/fork.R" <<'RS'
+library(parallel)
+set.seed(3)
+a <- matrix(rnorm(600 * 600), 600); b <- matrix(rnorm(600 * 600), 600)
+c0 <- a %*% b
+r <- mclapply(1:4, function(i) { a[1, 1] <- i; sum(a %*% b) }, mc.cores = 2)
+ref <- sapply(1:4, function(i) { a2 <- a; a2[1, 1] <- i; sum(a2 %*% b) })
+if (!is.numeric(unlist(r)) || length(unlist(r)) != 4) stop("a child failed")
+if (!(max(abs(unlist(r) - ref)) < 1e-8)) stop("a child's product differs")
+if (!(max(abs(a %*% b - c0)) == 0)) stop("the parent's a changed")
+cat("R fork OK\n")
+RS
+GEMMBLAS_MIN_FLOPS=0 LD_PRELOAD=$(preload "$GEMMBLAS_LIB") \
+    zerocopy_run Rscript --vanilla "$T/fork.R"

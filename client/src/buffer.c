@@ -8,6 +8,11 @@
  * nothing is left behind if anyone crashes, and no other process can find
  * it. Which buffers a request may use is the daemon's business: a buffer
  * is not checked here against the client a GEMM is sent on.
+ *
+ * gemm_buffer_import registers a memfd the caller made and keeps mapped
+ * (libgemmblas's zero-copy allocations): the same exchange, with the
+ * caller's descriptor and mapping, which gemm_buffer_free then leaves
+ * alone.
  */
 #include "internal.h"
 
@@ -18,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* MemAvailable in bytes (UINT64_MAX when unknown). A memfd has no size
@@ -168,6 +174,94 @@ fail:
     return rv;
 }
 
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010 /* Linux 5.1; older libc headers lack it */
+#endif
+
+/* Whether fd can be sealed by the daemon: GEMM_OK, or GEMM_ERR_SHM naming
+ * why not. */
+static int import_check_seals(int fd)
+{
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0)
+        return cli_error(GEMM_ERR_SHM,
+                         "gemm_buffer_import: the descriptor is not a memfd "
+                         "(%s): make it with memfd_create(name, "
+                         "MFD_ALLOW_SEALING)",
+                         strerror(errno));
+    if (seals == F_SEAL_SEAL)
+        return cli_error(GEMM_ERR_SHM,
+                         "gemm_buffer_import: the memfd was made without "
+                         "MFD_ALLOW_SEALING, so gemmd cannot seal it: make "
+                         "it with memfd_create(name, MFD_ALLOW_SEALING)");
+    if (seals & (F_SEAL_SEAL | F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))
+        return cli_error(GEMM_ERR_SHM,
+                         "gemm_buffer_import: the memfd is sealed already "
+                         "(seals 0x%x; a memfd is registered at most once): "
+                         "leave the sealing to gemmd",
+                         (unsigned)seals);
+    return GEMM_OK;
+}
+
+GEMM_API int gemm_buffer_import(gemm_client *c, int fd, size_t size, void *addr,
+                                gemm_buffer **out)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    struct stat st;
+    int rv;
+
+    cli_clear_error();
+    if (c == NULL || out == NULL || addr == NULL)
+        return cli_error(GEMM_ERR_INVALID, "gemm_buffer_import: NULL argument");
+    if (size == 0 || size > (size_t)INT64_MAX - (size_t)page)
+        return cli_error(GEMM_ERR_INVALID, "gemm_buffer_import: bad size %zu",
+                         size);
+    if ((uintptr_t)addr % (uintptr_t)page != 0)
+        return cli_error(GEMM_ERR_INVALID,
+                         "gemm_buffer_import: address %p is not page-aligned",
+                         addr);
+    size_t len = (size + (size_t)page - 1) / (size_t)page * (size_t)page;
+    if ((rv = import_check_seals(fd)) != GEMM_OK)
+        return rv;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < len)
+        return cli_error(GEMM_ERR_SHM,
+                         "gemm_buffer_import: the memfd holds %lld bytes, "
+                         "less than the %zu to register",
+                         (long long)st.st_size, len);
+    /* the daemon takes only memory whose every page is allocated */
+    uint64_t have = (uint64_t)st.st_blocks * 512;
+    if (have < len) {
+        uint64_t avail = mem_available();
+        if (len - have > avail)
+            return cli_error(GEMM_ERR_NOMEM,
+                             "cannot allocate %.1f MiB more of shared memory "
+                             "to register %zu bytes: the host has %.1f MiB "
+                             "available",
+                             (double)(len - have) / (1024.0 * 1024.0), len,
+                             (double)avail / (1024.0 * 1024.0));
+        if ((rv = posix_fallocate(fd, 0, (off_t)len)) != 0)
+            return cli_error(rv == ENOSPC || rv == ENOMEM ? GEMM_ERR_NOMEM
+                                                          : GEMM_ERR_SHM,
+                             "cannot allocate %zu bytes of shared memory to "
+                             "register: %s",
+                             len, strerror(rv));
+    }
+    gemm_buffer *b = calloc(1, sizeof(*b));
+    if (b == NULL)
+        return cli_error(GEMM_ERR_NOMEM, "gemm_buffer_import: out of memory");
+    if ((rv = buffer_register(c, fd, len, &b->id)) != GEMM_OK) {
+        free(b);
+        return rv;
+    }
+    b->client = c;
+    b->data = addr;
+    b->size = len;
+    b->imported = true;
+    buffer_link(c, b);
+    *out = b;
+    return GEMM_OK;
+}
+
 GEMM_API void gemm_buffer_free(gemm_buffer *b)
 {
     gemm_client *c;
@@ -194,7 +288,8 @@ GEMM_API void gemm_buffer_free(gemm_buffer *b)
             gemm__reply__free_unpacked(rep, NULL);
         cli_error(GEMM_OK, "%s", saved);
     }
-    munmap(b->data, b->size);
+    if (!b->imported)
+        munmap(b->data, b->size);
     free(b);
 }
 

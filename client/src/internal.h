@@ -38,6 +38,7 @@ struct gemm_buffer {
     void *data;                      /* the mapping, page-aligned */
     size_t size;                     /* mapped size (page multiple) */
     uint64_t id;                     /* the daemon's buffer id */
+    bool imported;                   /* the caller's mapping: not unmapped */
     struct gemm_buffer *prev, *next; /* on client->buffers */
 };
 

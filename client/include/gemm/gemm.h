@@ -193,8 +193,9 @@ GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size, gemm_buffer **out);
 
 /*
  * Releases the buffer on the daemon (if its client is still open) and unmaps
- * it here. NULL is ignored. No request using it may be pending. Thread-safe
- * with respect to other buffers.
+ * it here (an imported one stays mapped: gemm_buffer_import). NULL is
+ * ignored. No request using it may be pending. Thread-safe with respect to
+ * other buffers.
  */
 GEMM_API void gemm_buffer_free(gemm_buffer *b);
 
@@ -204,6 +205,25 @@ GEMM_API void *gemm_buffer_data(const gemm_buffer *b);
 GEMM_API size_t gemm_buffer_size(const gemm_buffer *b);
 /* The daemon's id for the buffer (opaque; for diagnostics). */
 GEMM_API uint64_t gemm_buffer_id(const gemm_buffer *b);
+
+/*
+ * Registers memory the caller already has: fd is a memfd made with
+ * MFD_ALLOW_SEALING (and not sealed yet), mapped MAP_SHARED from offset 0
+ * at addr (page-aligned) for at least size bytes. Pages of its first size
+ * bytes (rounded up to a page) not yet allocated are allocated here
+ * (posix_fallocate: contents kept; refused past MemAvailable), then the
+ * descriptor goes to the daemon as gemm_buffer_alloc()'s does and the
+ * daemon seals it: from then on the memfd cannot be resized or registered
+ * again (a second import of it, on any connection, is GEMM_ERR_SHM), and
+ * no new writable mapping of it can be made (addr stays writable). A memfd
+ * made without MFD_ALLOW_SEALING, or sealed already, is GEMM_ERR_SHM
+ * naming the fix. The caller keeps fd and the mapping: gemm_buffer_free()
+ * releases the registration and leaves both alone (the caller unmaps and
+ * closes them after it). On success *out is a buffer whose
+ * gemm_buffer_data() is addr. Thread-safe.
+ */
+GEMM_API int gemm_buffer_import(gemm_client *c, int fd, size_t size, void *addr,
+                                gemm_buffer **out);
 
 /* ---- GEMM ------------------------------------------------------------ */
 
