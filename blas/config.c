@@ -93,37 +93,24 @@ void gb_zc_env(bool *on, size_t *min_bytes)
                                  (double)GB_ZC_DEFAULT_MIN_BYTES, 1, 0x1p62);
 }
 
-/* The zero-copy mode's settings, logged at the first BLAS call after the
- * library's constructor read them. */
-static void zc_log(void)
+/* Run once at the first BLAS call after it is installed
+ * (gb_cfg_on_first_call): zcalloc.c's log of the zero-copy settings,
+ * installed by its constructor once it has read them. */
+static void (*_Atomic first_call)(void);
+
+void gb_cfg_on_first_call(void (*fn)(void))
 {
-    size_t min;
-    const char *why;
-    bool want, on = gb_zc_on(&min, &why);
-    gb_zc_env(&want, &min);
-    if (gb_zc_shadows())
-        gb_log(1, "another malloc (jemalloc, tcmalloc, ...) comes after "
-                  "libgemmblas in the search order: libgemmblas's malloc "
-                  "gives the program glibc's; load that allocator first "
-                  "(LD_PRELOAD=its library before libgemmblas)");
-    if (on)
-        gb_log(1,
-               "GEMMBLAS_ZEROCOPY=1: allocations of %zu bytes "
-               "(GEMMBLAS_ZEROCOPY_MIN_BYTES) and more are memfds that "
-               "GEMMs use in place",
-               min);
-    else if (want)
-        gb_log(1, "GEMMBLAS_ZEROCOPY=1 has no effect: %s",
-               why != NULL ? why : "set after the library was loaded");
+    atomic_store(&first_call, fn);
 }
 
 const gb_config *gb_cfg(void)
 {
-    static atomic_bool zc_logged;
+    static atomic_bool ran;
     pthread_once(&cfg_once, cfg_read);
-    if (!atomic_load_explicit(&zc_logged, memory_order_relaxed) &&
-        gb_zc_loaded() && !atomic_exchange(&zc_logged, true))
-        zc_log();
+    void (*fn)(void) = atomic_load_explicit(&first_call, memory_order_acquire);
+    if (fn != NULL && !atomic_load_explicit(&ran, memory_order_relaxed) &&
+        !atomic_exchange(&ran, true))
+        fn();
     return &cfg;
 }
 

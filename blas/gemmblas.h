@@ -157,15 +157,9 @@ typedef struct gb_call {
  * GEMMBLAS_VERBOSE). Any thread. */
 GB_HIDDEN bool gb_offload_call(gb_call *call);
 
-/* The connection's read lock (offload.c): held, the connection is not
- * replaced or closed. For zerocopy.c's releases. */
-GB_HIDDEN void gb_conn_rdlock(void);
-GB_HIDDEN void gb_conn_unlock(void);
-
-/* The wire type of t; x rounded up to a multiple of a; the scalar of t
- * at s as (re, im) doubles. */
+/* The wire type of t; the scalar of t at s as (re, im) doubles. */
 GB_HIDDEN gemm_dtype gb_wire_type(gb_type t);
-GB_HIDDEN size_t gb_align_up(size_t x, size_t a);
+
 GB_HIDDEN void gb_scalar(gb_type t, const void *s, double out[2]);
 
 /* ---- level3.c, level3_offload.c ---- */
@@ -293,9 +287,6 @@ enum {
  * lock) when a registered region is freed. All thread-safe; none calls
  * the client. */
 GB_HIDDEN bool gb_zc_on(size_t *min_bytes, const char **why_off);
-/* Whether zcalloc.c's constructor has run (a BLAS call from another
- * library's constructor may come first). */
-GB_HIDDEN bool gb_zc_loaded(void);
 /* Whether another allocator (jemalloc, tcmalloc, ...) follows this
  * library's malloc in the search order, and so serves nothing. */
 GB_HIDDEN bool gb_zc_shadows(void);
@@ -313,6 +304,9 @@ GB_HIDDEN bool gb_zc_any_pending(void);
  * 0 when none is kept. */
 GB_HIDDEN uint64_t gb_zc_evict(void);
 GB_HIDDEN void gb_zc_set_wake(void (*wake)(void));
+/* zerocopy.c's fork handlers, run around zcalloc.c's own. */
+GB_HIDDEN void gb_zc_set_fork_hooks(void (*prepare)(void), void (*parent)(void),
+                                    void (*child)(void));
 GB_HIDDEN void gb_zc_count(int which, uint64_t n);
 
 /* zerocopy.c. gb_zc_plan: for the used operands of a call (es-byte
@@ -330,9 +324,9 @@ GB_HIDDEN size_t gb_zc_plan(struct gemm_client *c, uint64_t gen, gb_opnd *ops,
 /* Counts a call that gemmd completed with the plan in ops. */
 GB_HIDDEN void gb_zc_done(const gb_opnd *ops, size_t es);
 GB_HIDDEN void gb_zc_drain(void);
-GB_HIDDEN void gb_zc_atfork_prepare(void);
-GB_HIDDEN void gb_zc_atfork_parent(void);
-GB_HIDDEN void gb_zc_atfork_child(void);
+/* The connection's read lock for the release thread's drains (offload.c
+ * installs its own at its init; until then none is drained there). */
+GB_HIDDEN void gb_zc_use_conn_lock(void (*rdlock)(void), void (*unlock)(void));
 
 /* ---- config.c ---- */
 
@@ -360,6 +354,15 @@ GB_HIDDEN void gb_zc_env(bool *on, size_t *min_bytes);
 
 /* The configuration, read from the environment once. Any thread. */
 GB_HIDDEN const gb_config *gb_cfg(void);
+/* fn runs once, at the first gb_cfg() after this call (zcalloc.c's log
+ * of the zero-copy settings). */
+GB_HIDDEN void gb_cfg_on_first_call(void (*fn)(void));
+
+/* x rounded up to a multiple of a. */
+static inline size_t gb_align_up(size_t x, size_t a)
+{
+    return (x + a - 1) / a * a;
+}
 
 /* "gemmblas: ..." on stderr when GEMMBLAS_VERBOSE >= level. */
 GB_HIDDEN void gb_log(int level, const char *fmt, ...)

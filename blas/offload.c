@@ -177,10 +177,14 @@ __attribute__((constructor)) static void gb_load(void)
     pthread_atfork(atfork_prepare, NULL, atfork_child);
 }
 
+static void conn_rdlock(void);
+static void conn_unlock(void);
+
 static void init(void)
 {
     lock_init();
     pthread_key_create(&thread_key, thread_exit);
+    gb_zc_use_conn_lock(conn_rdlock, conn_unlock);
     atomic_store(&conn.inited, true);
 }
 
@@ -275,11 +279,6 @@ gemm_dtype gb_wire_type(gb_type t)
     return ty[t];
 }
 
-size_t gb_align_up(size_t x, size_t a)
-{
-    return (x + a - 1) / a * a;
-}
-
 void gb_scalar(gb_type t, const void *s, double out[2])
 {
     out[0] = out[1] = 0;
@@ -299,12 +298,14 @@ static void stored(char op, int64_t rows, int64_t cols, size_t *sr, size_t *sc)
 /* Why an attempt ended: what becomes of the connection and the buffer. */
 enum outcome { DONE, CPU, CPU_DROP_BUFFER, RETRY_CONNECTION };
 
-void gb_conn_rdlock(void)
+/* The connection's read lock, for zerocopy.c's release thread: held, the
+ * connection is not replaced or closed. */
+static void conn_rdlock(void)
 {
     pthread_rwlock_rdlock(&conn.lock);
 }
 
-void gb_conn_unlock(void)
+static void conn_unlock(void)
 {
     pthread_rwlock_unlock(&conn.lock);
 }

@@ -105,7 +105,9 @@ static struct {
     int cache[ZC_CACHE]; /* freed registered regions kept for reuse, oldest
                             first */
     int ncache;
-    void (*wake)(void);                   /* zerocopy.c's: releases are due */
+    void (*wake)(void); /* zerocopy.c's: releases are due */
+    /* zerocopy.c's fork handlers, around this file's (gb_zc_set_fork_hooks) */
+    void (*fork_prepare)(void), (*fork_parent)(void), (*fork_child)(void);
     size_t (*usable)(void *);             /* glibc's malloc_usable_size */
     _Atomic uint64_t count[GB_ZC_NCOUNT]; /* gemmblas_zerocopy_counters */
 } zc = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -145,11 +147,6 @@ gemmblas_zerocopy_counters(uint64_t *out, int n)
     if (n > GB_ZC_ON)
         out[GB_ZC_ON] = atomic_load(&zc.on);
     return GB_ZC_NCOUNT;
-}
-
-bool gb_zc_loaded(void)
-{
-    return atomic_load(&zc.loaded);
 }
 
 bool gb_zc_shadows(void)
@@ -475,6 +472,40 @@ void gb_zc_set_wake(void (*wake)(void))
     zc_unlock();
 }
 
+void gb_zc_set_fork_hooks(void (*prepare)(void), void (*parent)(void),
+                          void (*child)(void))
+{
+    zc_lock();
+    zc.fork_prepare = prepare;
+    zc.fork_parent = parent;
+    zc.fork_child = child;
+    zc_unlock();
+}
+
+/* The mode's settings, logged (GEMMBLAS_VERBOSE) at the first BLAS call
+ * after the constructor read them: config.c runs it, installed below. */
+static void zc_log(void)
+{
+    size_t min;
+    const char *why;
+    bool want, on = gb_zc_on(&min, &why);
+    gb_zc_env(&want, &min);
+    if (gb_zc_shadows())
+        gb_log(1, "another malloc (jemalloc, tcmalloc, ...) comes after "
+                  "libgemmblas in the search order: libgemmblas's malloc "
+                  "gives the program glibc's; load that allocator first "
+                  "(LD_PRELOAD=its library before libgemmblas)");
+    if (on)
+        gb_log(1,
+               "GEMMBLAS_ZEROCOPY=1: allocations of %zu bytes "
+               "(GEMMBLAS_ZEROCOPY_MIN_BYTES) and more are memfds that "
+               "GEMMs use in place",
+               min);
+    else if (want)
+        gb_log(1, "GEMMBLAS_ZEROCOPY=1 has no effect: %s",
+               why != NULL ? why : "set after the library was loaded");
+}
+
 #ifndef GB_NO_INTERPOSE /* not in a program that links the objects */
 
 /* ---- glibc's malloc_usable_size ---- */
@@ -496,7 +527,12 @@ static size_t libc_usable(void *p)
     return f != NULL ? f(p) : 0;
 }
 
-/* ---- the interposed functions ---- */
+/* ---- the interposed functions ----
+ *
+ * Each is defined under this file's prefix (zc_malloc, ...) and exported
+ * under the C library's name as an alias: the names the program calls
+ * are the aliases, and this file's own code keeps calling the program's
+ * allocator by name. */
 
 #define GB_EXPORT   __attribute__((visibility("default")))
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -507,7 +543,7 @@ static inline bool big(size_t n)
            n >= zc.min_bytes;
 }
 
-GB_EXPORT void *malloc(size_t n)
+static void *zc_malloc(size_t n)
 {
     if (big(n)) {
         void *p = region_new(n, NULL);
@@ -516,8 +552,9 @@ GB_EXPORT void *malloc(size_t n)
     }
     return __libc_malloc(n);
 }
+GB_EXPORT void *malloc(size_t n) __attribute__((alias("zc_malloc")));
 
-GB_EXPORT void free(void *p)
+static void zc_free(void *p)
 {
     int i;
     if (((uintptr_t)p & (ZC_ALIGN - 1)) != 0 || !region_lookup(p, &i)) {
@@ -526,21 +563,26 @@ GB_EXPORT void free(void *p)
     }
     region_free_locked(i);
 }
+GB_EXPORT void free(void *p) __attribute__((alias("zc_free")));
 
-GB_EXPORT void free_sized(void *p, size_t size)
+static void zc_free_sized(void *p, size_t size)
 {
     (void)size;
     free(p);
 }
+GB_EXPORT void free_sized(void *p, size_t size)
+    __attribute__((alias("zc_free_sized")));
 
-GB_EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
+static void zc_free_aligned_sized(void *p, size_t align, size_t size)
 {
     (void)align;
     (void)size;
     free(p);
 }
+GB_EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
+    __attribute__((alias("zc_free_aligned_sized")));
 
-GB_EXPORT void *calloc(size_t nmemb, size_t size)
+static void *zc_calloc(size_t nmemb, size_t size)
 {
     size_t n;
     if (__builtin_mul_overflow(nmemb, size, &n)) {
@@ -557,8 +599,10 @@ GB_EXPORT void *calloc(size_t nmemb, size_t size)
     }
     return __libc_calloc(nmemb, size);
 }
+GB_EXPORT void *calloc(size_t nmemb, size_t size)
+    __attribute__((alias("zc_calloc")));
 
-GB_EXPORT size_t malloc_usable_size(void *p)
+static size_t zc_malloc_usable_size(void *p)
 {
     int i;
     if (((uintptr_t)p & (ZC_ALIGN - 1)) != 0 || !region_lookup(p, &i))
@@ -567,6 +611,8 @@ GB_EXPORT size_t malloc_usable_size(void *p)
     zc_unlock();
     return len;
 }
+GB_EXPORT size_t malloc_usable_size(void *p)
+    __attribute__((alias("zc_malloc_usable_size")));
 
 /* Grows live region i in place or to a new aligned address by resizing
  * its memfd (unregistered only; lock held, released here). Returns the
@@ -613,7 +659,7 @@ static void *region_grow(int i, size_t n)
     return q;
 }
 
-GB_EXPORT void *realloc(void *p, size_t n)
+static void *zc_realloc(void *p, size_t n)
 {
     int i;
     if (p == NULL)
@@ -654,8 +700,9 @@ GB_EXPORT void *realloc(void *p, size_t n)
     free(p);
     return q;
 }
+GB_EXPORT void *realloc(void *p, size_t n) __attribute__((alias("zc_realloc")));
 
-GB_EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
+static void *zc_reallocarray(void *p, size_t nmemb, size_t size)
 {
     size_t n;
     if (__builtin_mul_overflow(nmemb, size, &n)) {
@@ -664,6 +711,8 @@ GB_EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
     }
     return realloc(p, n);
 }
+GB_EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
+    __attribute__((alias("zc_reallocarray")));
 
 /* An allocation aligned to align: a region when large and align <= 2 MiB,
  * else glibc's memalign. */
@@ -677,7 +726,7 @@ static void *aligned(size_t align, size_t n)
     return __libc_memalign(align, n);
 }
 
-GB_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+static int zc_posix_memalign(void **out, size_t align, size_t n)
 {
     if (align % sizeof(void *) != 0 || (align & (align - 1)) != 0 || align == 0)
         return EINVAL;
@@ -692,18 +741,24 @@ GB_EXPORT int posix_memalign(void **out, size_t align, size_t n)
     *out = p;
     return 0;
 }
+GB_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+    __attribute__((alias("zc_posix_memalign")));
 
+static void *zc_aligned_alloc(size_t align, size_t n)
+{
+    return aligned(align, n);
+}
 GB_EXPORT void *aligned_alloc(size_t align, size_t n)
+    __attribute__((alias("zc_aligned_alloc")));
+
+static void *zc_memalign(size_t align, size_t n)
 {
     return aligned(align, n);
 }
-
 GB_EXPORT void *memalign(size_t align, size_t n)
-{
-    return aligned(align, n);
-}
+    __attribute__((alias("zc_memalign")));
 
-GB_EXPORT void *valloc(size_t n)
+static void *zc_valloc(size_t n)
 {
     if (big(n)) {
         void *p = region_new(n, NULL);
@@ -712,8 +767,9 @@ GB_EXPORT void *valloc(size_t n)
     }
     return __libc_valloc(n);
 }
+GB_EXPORT void *valloc(size_t n) __attribute__((alias("zc_valloc")));
 
-GB_EXPORT void *pvalloc(size_t n)
+static void *zc_pvalloc(size_t n)
 {
     if (big(n)) {
         void *p = region_new(n, NULL); /* whole pages: its usable size */
@@ -722,6 +778,7 @@ GB_EXPORT void *pvalloc(size_t n)
     }
     return __libc_pvalloc(n);
 }
+GB_EXPORT void *pvalloc(size_t n) __attribute__((alias("zc_pvalloc")));
 
 #endif /* GB_NO_INTERPOSE */
 
@@ -734,7 +791,8 @@ GB_EXPORT void *pvalloc(size_t n)
  * which goes on writing its shared regions as soon as fork returns. */
 static void atfork_prepare(void)
 {
-    gb_zc_atfork_prepare();
+    if (zc.fork_prepare != NULL)
+        zc.fork_prepare();
     zc_lock();
     zc.fork_owner = pthread_self();
     atomic_store(&zc.forking, true);
@@ -763,7 +821,8 @@ static void atfork_parent(void)
     }
     atomic_store(&zc.forking, false);
     zc_unlock();
-    gb_zc_atfork_parent();
+    if (zc.fork_parent != NULL)
+        zc.fork_parent();
 }
 
 /* The child: each region replaced by its snapshot at the same address
@@ -802,7 +861,8 @@ static void atfork_child(void)
         zc.freelist[zc.nfree++] = zc.cache[i];
     }
     zc.ncache = 0;
-    gb_zc_atfork_child();
+    if (zc.fork_child != NULL)
+        zc.fork_child();
 }
 
 /* At exit, with GEMMBLAS_VERBOSE: what the mode did. */
@@ -868,9 +928,9 @@ static bool reaches_us(void)
     return hits == 4;
 }
 
-/* Before the library's other constructors (priority), so that its fork
- * handlers are registered first and its prepare handler runs last. */
-__attribute__((constructor(101))) static void zc_load(void)
+/* The constructor's work: limits, the shadowing check, the mode's
+ * settings and, with the mode on, the fork handlers. */
+static void zc_setup(void)
 {
     long page = sysconf(_SC_PAGESIZE);
     zc.page = page > 0 ? (size_t)page : 4096;
@@ -911,4 +971,13 @@ __attribute__((constructor(101))) static void zc_load(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     atomic_store(&zc.on, true);
 #endif
+}
+
+/* Before the library's other constructors (priority), so that its fork
+ * handlers are registered first and its prepare handler runs last; the
+ * settings' log is installed once they are final. */
+__attribute__((constructor(101))) static void zc_load(void)
+{
+    zc_setup();
+    gb_cfg_on_first_call(zc_log);
 }

@@ -48,6 +48,9 @@ static struct {
     pthread_cond_t cv;      /* releases are due */
     bool due;
     bool started; /* the release thread runs (this process) */
+    /* the connection's read lock (offload.c's, gb_zc_use_conn_lock) */
+    void (*rdlock)(void);
+    void (*unlock)(void);
 } zr = {
     .import = PTHREAD_MUTEX_INITIALIZER,
     .mu = PTHREAD_MUTEX_INITIALIZER,
@@ -85,9 +88,14 @@ static void *release_main(void *arg)
     (void)arg;
     for (;;) {
         uint64_t next = gb_zc_evict();
-        gb_conn_rdlock();
-        gb_zc_drain();
-        gb_conn_unlock();
+        pthread_mutex_lock(&zr.mu);
+        void (*rdlock)(void) = zr.rdlock, (*unlock)(void) = zr.unlock;
+        pthread_mutex_unlock(&zr.mu);
+        if (rdlock != NULL) {
+            rdlock();
+            gb_zc_drain();
+            unlock();
+        }
         pthread_mutex_lock(&zr.mu);
         while (!zr.due) {
             if (next == 0) {
@@ -261,22 +269,38 @@ void gb_zc_done(const gb_opnd *ops, size_t es)
     gb_zc_count(GB_ZC_BYTES_STAGED, staged);
 }
 
-void gb_zc_atfork_prepare(void)
+static void atfork_prepare(void)
 {
     pthread_mutex_lock(&zr.import);
 }
 
-void gb_zc_atfork_parent(void)
+static void atfork_parent(void)
 {
     pthread_mutex_unlock(&zr.import);
 }
 
 /* The child: no release thread (it was the parent's), fresh locks. */
-void gb_zc_atfork_child(void)
+static void atfork_child(void)
 {
     pthread_mutex_init(&zr.import, NULL);
     pthread_mutex_init(&zr.mu, NULL);
     cv_init();
     zr.due = false;
     zr.started = false;
+}
+
+void gb_zc_use_conn_lock(void (*rdlock)(void), void (*unlock)(void))
+{
+    pthread_mutex_lock(&zr.mu);
+    zr.rdlock = rdlock;
+    zr.unlock = unlock;
+    pthread_mutex_unlock(&zr.mu);
+}
+
+/* zcalloc.c's fork handlers run these around its own (its table's lock
+ * and snapshots): installed when the library loads, before any fork can
+ * see a region. */
+__attribute__((constructor)) static void zr_load(void)
+{
+    gb_zc_set_fork_hooks(atfork_prepare, atfork_parent, atfork_child);
 }
