@@ -44,23 +44,6 @@ static bool is_complex(gemm_dtype t)
     return t == GEMM_COMPLEX64 || t == GEMM_COMPLEX128;
 }
 
-static size_t esize(gemm_dtype t)
-{
-    switch (t) {
-    case GEMM_BF16:
-    case GEMM_FP16:
-        return 2;
-    case GEMM_FP32:
-        return 4;
-    case GEMM_FP64:
-    case GEMM_COMPLEX64:
-        return 8;
-    case GEMM_COMPLEX128:
-        return 16;
-    }
-    return 0;
-}
-
 static lcx get(const void *p, gemm_dtype t, size_t i)
 {
     if (t == GEMM_COMPLEX64) {
@@ -159,7 +142,7 @@ static uint64_t place(layout *l, gemm_dtype t, size_t rows, size_t cols,
                       size_t ld)
 {
     uint64_t off = (l->used + 63) & ~(uint64_t)63;
-    size_t bytes = tu_extent(rows, cols, ld) * esize(t);
+    size_t bytes = tu_extent(rows, cols, ld) * gemm_dtype_size(t);
     cr_assert(off + bytes <= BUF_BYTES, "the test's buffer is too small");
     l->used = off + bytes;
     return off;
@@ -235,8 +218,8 @@ static void layout_reference(layout *l)
                 }
                 l->ref[p][i * v->n + j] = r;
                 l->scale[p][i * v->n + j] = mag;
-                size_t off = v->d + (i * v->ldd + j) * esize(l->cd);
-                memset(l->written + off, 1, esize(l->cd));
+                size_t off = v->d + (i * v->ldd + j) * gemm_dtype_size(l->cd);
+                memset(l->written + off, 1, gemm_dtype_size(l->cd));
             }
     }
 }
