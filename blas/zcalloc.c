@@ -1,12 +1,12 @@
 /*
- * zcalloc.c: the zero-copy mode's allocator. libgemmblas exports malloc,
+ * zcalloc.c: the zero-copy mode's allocator. libgemmblas.so.0 exports malloc,
  * free, calloc, realloc, reallocarray, posix_memalign, aligned_alloc,
  * memalign, valloc, pvalloc, malloc_usable_size (and free_sized,
  * free_aligned_sized). With GEMMBLAS_ZEROCOPY unset they cost one
  * predictable branch and call glibc's __libc_* functions, never dlsym
  * (which allocates). With GEMMBLAS_ZEROCOPY=1, and only when these
  * definitions are the ones the whole program uses (checked once, when the
- * library loads: libgemmblas preloaded or linked before libc), an
+ * library loads: libgemmblas.so.0 preloaded), an
  * allocation of GEMMBLAS_ZEROCOPY_MIN_BYTES or more is a region: an
  * anonymous memfd (MFD_CLOEXEC | MFD_ALLOW_SEALING) mapped MAP_SHARED at a
  * 2 MiB-aligned address, which zerocopy.c registers with gemmd at the
@@ -85,7 +85,6 @@ extern void *__libc_pvalloc(size_t);
 
 static struct {
     atomic_bool on;               /* regions are being made */
-    atomic_bool loaded;           /* zc_load has run */
     atomic_bool probe, probe_hit; /* reaches_us() */
     bool shadowed;        /* another malloc follows ours (jemalloc, ...) */
     size_t min_bytes;     /* GEMMBLAS_ZEROCOPY_MIN_BYTES */
@@ -948,7 +947,6 @@ static void zc_setup(void)
     zc.why_off = "this libgemmblas carries no allocator (libblas.so.3, the "
                  "system's BLAS, never replaces a program's malloc): "
                  "preload libgemmblas.so.0 (LD_PRELOAD) for the mode";
-    atomic_store(&zc.loaded, true);
 #else
     zc.usable = find_libc_usable();
     /* another allocator after this library in the search order is
@@ -958,7 +956,6 @@ static void zc_setup(void)
         zc.shadowed = true;
     bool want;
     gb_zc_env(&want, &zc.min_bytes);
-    atomic_store(&zc.loaded, true);
     if (!want)
         return;
     if (!reaches_us()) {
