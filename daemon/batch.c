@@ -176,20 +176,6 @@ static void on_conflict(void *arg, const val_conflict *c)
             (unsigned long long)c->other, c->what);
 }
 
-/* Takes a reference on each buffer or tensor problem p reads or
- * writes. */
-static void hold_problem(gemmd_job *p)
-{
-    const val_matrix *ms[4] = {&p->shape.a, &p->shape.b, &p->shape.d,
-                               p->shape.has_c ? &p->shape.c : NULL};
-    for (int x = 0; x < 4; x++) {
-        if (ms[x] == NULL)
-            continue;
-        p->bufs[p->nbufs] = ms[x]->handle;
-        reg_hold(p->bufs[p->nbufs++]);
-    }
-}
-
 /* The checks of every problem of r (n of them, template t) into probs
  * (zeroed), gathering the bad ones in e, and the batch's work and
  * memory. */
@@ -338,9 +324,8 @@ void batch_handle(gemmd *d, sp_req *q, const Gemm__Request *req)
     probs = NULL; /* the job's now */
     for (uint64_t i = 0; i < n; i++)
         if (j->problems[i].m != 0 && j->problems[i].n != 0)
-            hold_problem(&j->problems[i]);
-    if (r->op->has_timeout_ms && r->op->timeout_ms > 0)
-        j->deadline_ns = q->t_received + (uint64_t)r->op->timeout_ms * 1000000u;
+            job_hold_gemm(&j->problems[i]);
+    job_set_timeout(j, q->t_received, r->op->has_timeout_ms, r->op->timeout_ms);
     if (admit_submit(d, q, j, mem) != GEMM_OK)
         complete_error(d, q, GEMM_ERR_NOMEM, "out of memory for a queue");
 done:

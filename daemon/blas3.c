@@ -123,14 +123,8 @@ void blas3_handle(gemmd *d, sp_req *q, const Gemm__Request *req)
     }
     const val_matrix *ms[3] = {&res.a, res.has_b ? &res.b : NULL,
                                res.has_c ? &res.c : NULL};
-    for (int i = 0; i < 3; i++) {
-        if (ms[i] == NULL)
-            continue;
-        j->bufs[j->nbufs] = ms[i]->handle;
-        reg_hold(j->bufs[j->nbufs++]);
-    }
-    if (r->has_timeout_ms && r->timeout_ms > 0)
-        j->deadline_ns = q->t_received + (uint64_t)r->timeout_ms * 1000000u;
+    job_hold(j, ms, 3);
+    job_set_timeout(j, q->t_received, r->has_timeout_ms, r->timeout_ms);
     if (admit_submit(d, q, j, mem) != GEMM_OK)
         complete_error(d, q, GEMM_ERR_NOMEM, "out of memory for a queue");
 }

@@ -191,8 +191,6 @@ static void do_gemm(gemmd *d, sp_req *q, const Gemm__Request *req)
         complete_error(d, q, rv, "%s", msg);
         return;
     }
-    const val_matrix *ms[4] = {&res.a, &res.b, &res.d,
-                               res.has_c ? &res.c : NULL};
     gemmd_job *j = calloc(1, sizeof(*j));
     if (j == NULL) {
         complete_error(d, q, GEMM_ERR_NOMEM, "out of memory for a job");
@@ -218,14 +216,8 @@ static void do_gemm(gemmd *d, sp_req *q, const Gemm__Request *req)
         complete_error(d, q, rv, "%s", msg);
         return;
     }
-    for (int i = 0; i < 4; i++) {
-        if (ms[i] == NULL)
-            continue;
-        j->bufs[j->nbufs] = ms[i]->handle;
-        reg_hold(j->bufs[j->nbufs++]);
-    }
-    if (g->has_timeout_ms && g->timeout_ms > 0)
-        j->deadline_ns = q->t_received + (uint64_t)g->timeout_ms * 1000000u;
+    job_hold_gemm(j);
+    job_set_timeout(j, q->t_received, g->has_timeout_ms, g->timeout_ms);
     submit(d, q, j, mem);
 }
 
@@ -280,8 +272,8 @@ static void do_upload(gemmd *d, sp_req *q, const Gemm__Request *req)
     j->tensor = t;
     j->a = job_operand_ptr(&src);
     j->lda = src.ld;
-    j->bufs[j->nbufs] = src.handle;
-    reg_hold(j->bufs[j->nbufs++]);
+    const val_matrix *held = &src;
+    job_hold(j, &held, 1);
     admit_charge_bytes(c, (int64_t)bytes); /* given back if it fails */
     if (admit_submit(d, q, j, mem) != GEMM_OK) {
         admit_charge_bytes(c, -(int64_t)bytes); /* before q is answered */

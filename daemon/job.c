@@ -66,3 +66,27 @@ void job_request_stop(gemmd_job *j, int why)
         for (uint64_t i = 0; i < j->nproblems; i++)
             atomic_store(&j->problems[i].stop, why);
 }
+
+void job_hold(gemmd_job *j, const val_matrix *const *ms, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (ms[i] == NULL)
+            continue;
+        j->bufs[j->nbufs] = ms[i]->handle;
+        reg_hold(j->bufs[j->nbufs++]);
+    }
+}
+
+void job_hold_gemm(gemmd_job *j)
+{
+    const val_matrix *ms[4] = {&j->shape.a, &j->shape.b, &j->shape.d,
+                               j->shape.has_c ? &j->shape.c : NULL};
+    job_hold(j, ms, 4);
+}
+
+void job_set_timeout(gemmd_job *j, uint64_t t_received, bool has,
+                     uint32_t timeout_ms)
+{
+    if (has && timeout_ms > 0)
+        j->deadline_ns = t_received + (uint64_t)timeout_ms * 1000000u;
+}

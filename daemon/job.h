@@ -144,6 +144,18 @@ void *job_operand_ptr(const val_matrix *m);
  */
 int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res);
 
+/* Takes a reference on each buffer of ms (n entries, NULL ones skipped,
+ * at most 4 in all) for job j, held until its reply. job_hold_gemm: those
+ * of a GEMM job filled by job_fill_gemm (A, B, D, and C when read). Loop
+ * thread. */
+void job_hold(gemmd_job *j, const val_matrix *const *ms, int n);
+void job_hold_gemm(gemmd_job *j);
+
+/* Sets j's deadline to timeout_ms after t_received (a request's timeout
+ * field; 0 or absent: none). */
+void job_set_timeout(gemmd_job *j, uint64_t t_received, bool has,
+                     uint32_t timeout_ms);
+
 /* Asks job j to stop at its next slice (why: enum gemmd_job_stop), and
  * every problem of a batch with it. Loop thread. */
 void job_request_stop(gemmd_job *j, int why);
