@@ -8,40 +8,35 @@
  *   nvblas-pin the same with NVBLAS_AUTOPIN_MEM_ENABLED
  *   openblas   the CPU BLAS itself (--variants to add it)
  * Each (variant, routine, size) runs in a fresh process that dlopens its
- * library: the first call (library loading included), then --calls more,
- * of which the best is reported (steady state). Then --procs processes
- * (default 4; 0: none) run at once, each warmed up by one call and
- * released together, each making --calls calls on its own problem: the
- * "N procs" column is the slowest one's time per call. The openblas
- * variant's worker prints its configuration (openblas_get_config, core,
- * threads; OPENBLAS_CORETYPE from the environment says the core where a
- * VM hides the CPU's flags). Square problems: syrk L N (C n x n, A n
- * x n), trsm L L N N (A lower, diagonal n, alpha n: the solution keeps
- * its size call after call), symm L L; beta 0. Random data; every worker
- * prints 16 sampled outputs of its first call and the controller checks
- * them against the first variant's (NVBLAS computes the same problem).
+ * library (proc.h): the first call (library loading included), then up to
+ * --calls more within --row-s, of which the best is reported (steady
+ * state). Then --procs processes (default 4; 0: none) run at once, each
+ * warmed up by one call and released together, each making the same
+ * number of calls on its own problem: the "N procs" column is the slowest
+ * one's time per call. The openblas variant's worker prints its
+ * configuration (openblas_get_config, core, threads;
+ * --openblas-coretype sets OPENBLAS_CORETYPE where a VM hides the CPU's
+ * flags). Square problems: syrk L N (C n x n, A n x n), trsm L L N N (A
+ * lower, diagonal n, alpha n: the solution keeps its size call after
+ * call), symm L L; beta 0. Random data; every worker prints 16 sampled
+ * outputs of its first call and the controller checks them against the
+ * first variant's (NVBLAS computes the same problem). --budget-s bounds
+ * the whole run: rows that no longer fit are listed as not run.
+ * --crossover times gemmblas against openblas over small sizes and
+ * proposes each routine's GEMMBLAS_MIN_FLOPS_<ROUTINE> (blas/README.md),
+ * in libgemmblas's own measure of a call's work.
  * Not a test: a program that prints a table (and --csv).
  */
+#include "proc.h"
+
 #include <dlfcn.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-extern char **environ;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ---- the worker ---- */
 
@@ -69,17 +64,20 @@ static void fill(void *p, size_t n, bool f32, uint64_t seed)
     }
 }
 
-/* bench_blas3 --worker LIB ROUTINE N CALLS [together]: prints "RESULT
- * load_ms first_ms best_ms" and "SAMPLE" with 16 (re) values of the
- * output; with "together": after the first call "READY", waits for a byte
- * on stdin, makes CALLS calls and prints "RESULT4 total_ms". */
+/* bench_blas3 --worker LIB ROUTINE N CALLS MAX_MS [together]: prints
+ * "RESULT load_ms first_ms best_ms" (the best of up to CALLS calls after
+ * the first, made while they take less than MAX_MS in all) and "SAMPLE"
+ * with 16 (re) values of the output; with "together": after the first
+ * call "READY", waits for a byte on stdin, makes CALLS calls and prints
+ * "RESULT4 total_ms". */
 static int worker(int argc, char **argv)
 {
     if (argc < 6)
         return 2;
     const char *lib = argv[2], *rt = argv[3];
     int n = atoi(argv[4]), calls = atoi(argv[5]);
-    bool together = argc > 6 && strcmp(argv[6], "together") == 0;
+    double max_ms = argc > 6 ? atof(argv[6]) : INFINITY;
+    bool together = argc > 7 && strcmp(argv[7], "together") == 0;
     char t = rt[0];
     const char *what = rt + 1;
     bool cplx = t == 'c' || t == 'z', f32 = t == 's' || t == 'c';
@@ -111,7 +109,7 @@ static int worker(int argc, char **argv)
     char name[16];
     snprintf(name, sizeof(name), "%s_", rt);
 
-    double t0 = now_ms();
+    double t0 = bp_now_ms();
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
         printf("ERROR dlopen %s: %s\n", lib, dlerror());
@@ -122,35 +120,33 @@ static int worker(int argc, char **argv)
         printf("ERROR %s has no %s\n", lib, name);
         return 1;
     }
-    double t1 = now_ms();
-    const char *(*cfg)(void) =
-        (const char *(*)(void))dlsym(h, "openblas_get_config");
-    const char *(*core)(void) =
-        (const char *(*)(void))dlsym(h, "openblas_get_corename");
-    int (*threads)(void) = (int (*)(void))dlsym(h, "openblas_get_num_threads");
-    if (cfg != NULL && core != NULL && threads != NULL)
-        printf("CONFIG %s; core %s; %d threads\n", cfg(), core(), threads());
+    double t1 = bp_now_ms();
+    bp_print_blas_config(h);
     void *out = trsm ? b : c;
     double best = INFINITY, first = 0;
-    int total = together ? calls + 1 : calls;
-    double go = 0;
+    int total = calls;
+    double go = 0, steady = 0;
     for (int i = 0; i <= total; i++) {
+        if (!together && i > 1 && bp_now_ms() - steady >= max_ms)
+            break;
+        if (i == 1)
+            steady = bp_now_ms();
         if (together && i == 1) {
             char byte;
             printf("READY\n");
             fflush(stdout);
             if (read(0, &byte, 1) != 1)
                 return 1;
-            go = now_ms();
+            go = bp_now_ms();
         }
-        double s0 = now_ms();
+        double s0 = bp_now_ms();
         if (strcmp(what, "syrk") == 0)
             ((syrk_fn)f)("L", "N", &n, &n, alpha, a, &n, beta, c, &n);
         else if (trsm)
             ((trsm_fn)f)("L", "L", "N", "N", &n, &n, alpha, a, &n, b, &n);
         else
             ((symm_fn)f)("L", "L", &n, &n, alpha, a, &n, b, &n, beta, c, &n);
-        double s1 = now_ms();
+        double s1 = bp_now_ms();
         if (i == 0) {
             first = s1 - t0;
             printf("SAMPLE");
@@ -173,76 +169,51 @@ static int worker(int argc, char **argv)
     }
     printf("RESULT %.3f %.3f %.3f\n", t1 - t0, first, calls ? best : first);
     if (together)
-        printf("RESULT4 %.3f\n", now_ms() - go);
+        printf("RESULT4 %.3f\n", bp_now_ms() - go);
     return 0;
 }
 
 /* ---- the controller ---- */
 
-typedef struct variant {
-    const char *name;
-    const char *lib;
-    char **env;
-} variant;
-
-static char self_path[4096];
-
-static char **worker_env(const variant *v)
-{
-    size_t n = 0, m = 0;
-    while (environ[n] != NULL)
-        n++;
-    while (v->env != NULL && v->env[m] != NULL)
-        m++;
-    char **e = calloc(n + m + 1, sizeof(char *));
-    size_t k = 0;
-    for (size_t i = 0; i < m; i++)
-        e[k++] = v->env[i];
-    for (size_t i = 0; i < n; i++) {
-        bool dup = false;
-        for (size_t j = 0; j < m && !dup; j++) {
-            size_t l = strcspn(v->env[j], "=");
-            dup = strncmp(environ[i], v->env[j], l + 1) == 0;
-        }
-        if (!dup)
-            e[k++] = environ[i];
-    }
-    return e;
-}
-
 typedef struct result {
+    bool run; /* false: the budget left it out */
     bool ok;
     double load_ms, first_ms, best_ms;
     double sample[16];
     double procs_ms; /* the slowest process's time per call; 0: not run */
 } result;
 
-static void run_one(const variant *v, const char *rt, int n, int calls,
-                    result *r)
+/* Prints a variant's CPU BLAS configuration the first time it is seen. */
+static void say_config(const bp_variant *v, const char *line)
 {
-    int po[2];
-    memset(r, 0, sizeof(*r));
-    if (pipe(po) != 0)
-        return;
-    char nb[16], cb[16];
+    static char said[8][16];
+    for (int i = 0; i < 8; i++) {
+        if (strcmp(said[i], v->name) == 0)
+            return;
+        if (said[i][0] == '\0') {
+            snprintf(said[i], sizeof(said[i]), "%s", v->name);
+            break;
+        }
+    }
+    printf("#   %-10s %s", v->name, line + 7);
+}
+
+static void run_one(const bp_variant *v, const char *rt, int n, int calls,
+                    double max_ms, result *r)
+{
+    char nb[16], cb[16], mb[32], line[1024];
     snprintf(nb, sizeof(nb), "%d", n);
     snprintf(cb, sizeof(cb), "%d", calls);
-    char *argv[] = {self_path, "--worker", (char *)v->lib, (char *)rt, nb,
-                    cb,        NULL};
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, po[1], 1);
-    posix_spawn_file_actions_addclose(&fa, po[0]);
-    pid_t pid;
-    int rv = posix_spawn(&pid, self_path, &fa, NULL, argv, worker_env(v));
-    posix_spawn_file_actions_destroy(&fa);
-    close(po[1]);
-    if (rv != 0) {
-        close(po[0]);
+    snprintf(mb, sizeof(mb), "%.0f", max_ms);
+    char *args[] = {(char *)v->lib, (char *)rt, nb, cb, mb, NULL};
+    memset(r, 0, sizeof(*r));
+    r->run = true;
+    FILE *f;
+    pid_t pid = bp_spawn(v, args, &f, NULL);
+    if (pid < 0) {
+        fprintf(stderr, "%s %s %d: cannot start a worker\n", v->name, rt, n);
         return;
     }
-    FILE *f = fdopen(po[0], "r");
-    char line[1024];
     bool got_s = false, got_r = false;
     while (fgets(line, sizeof(line), f) != NULL) {
         if (strncmp(line, "SAMPLE", 6) == 0) {
@@ -254,71 +225,42 @@ static void run_one(const variant *v, const char *rt, int n, int calls,
             got_r = sscanf(line, "RESULT %lf %lf %lf", &r->load_ms,
                            &r->first_ms, &r->best_ms) == 3;
         } else if (strncmp(line, "CONFIG", 6) == 0) {
-            static bool said;
-            if (!said)
-                printf("#   %s: %s", v->name, line + 7);
-            said = true;
+            say_config(v, line);
         } else if (strncmp(line, "ERROR", 5) == 0) {
             fprintf(stderr, "%s %s %d: %s", v->name, rt, n, line);
         }
     }
     fclose(f);
-    int st;
-    waitpid(pid, &st, 0);
-    r->ok = got_s && got_r && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    r->ok = got_s && got_r && bp_reap(pid) == 0;
     if (!r->ok)
         fprintf(stderr, "%s %s %d: worker failed\n", v->name, rt, n);
 }
 
 /* procs workers of v at once, each warmed up, released together: the
  * slowest one's time per call into r->procs_ms (0 when one failed). */
-static void run_procs(const variant *v, const char *rt, int n, int calls,
+static void run_procs(const bp_variant *v, const char *rt, int n, int calls,
                       int procs, result *r)
 {
+    char nb[16], cb[16], who[96], line[1024];
+    snprintf(nb, sizeof(nb), "%d", n);
+    snprintf(cb, sizeof(cb), "%d", calls);
+    snprintf(who, sizeof(who), "%s %s %d x%d", v->name, rt, n, procs);
+    char *args[] = {(char *)v->lib, (char *)rt, nb, cb, "0", "together", NULL};
     pid_t pid[64];
     FILE *out[64];
     int go[64];
     int started = 0;
     bool ok = true;
-    char nb[16], cb[16];
-    snprintf(nb, sizeof(nb), "%d", n);
-    snprintf(cb, sizeof(cb), "%d", calls);
-    char *argv[] = {self_path, "--worker", (char *)v->lib, (char *)rt,
-                    nb,        cb,         "together",     NULL};
     r->procs_ms = 0;
     for (; started < procs; started++) {
-        int po[2], pi[2];
-        if (pipe(po) != 0 || pipe(pi) != 0) {
+        pid[started] = bp_spawn(v, args, &out[started], &go[started]);
+        if (pid[started] < 0) {
             ok = false;
             break;
         }
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, po[1], 1);
-        posix_spawn_file_actions_adddup2(&fa, pi[0], 0);
-        posix_spawn_file_actions_addclose(&fa, po[0]);
-        posix_spawn_file_actions_addclose(&fa, pi[1]);
-        int rv = posix_spawn(&pid[started], self_path, &fa, NULL, argv,
-                             worker_env(v));
-        posix_spawn_file_actions_destroy(&fa);
-        close(po[1]);
-        close(pi[0]);
-        if (rv != 0) {
-            close(po[0]);
-            close(pi[1]);
-            ok = false;
-            break;
-        }
-        out[started] = fdopen(po[0], "r");
-        go[started] = pi[1];
     }
-    char line[1024];
-    for (int i = 0; i < started && ok; i++) {
-        bool ready = false;
-        while (!ready && fgets(line, sizeof(line), out[i]) != NULL)
-            ready = strncmp(line, "READY", 5) == 0;
-        ok = ready;
-    }
+    for (int i = 0; i < started && ok; i++)
+        ok = bp_read_line(out[i], "READY", line, sizeof(line), who);
     for (int i = 0; i < started; i++) {
         if (ok && write(go[i], "g", 1) != 1)
             ok = false;
@@ -327,28 +269,36 @@ static void run_procs(const variant *v, const char *rt, int n, int calls,
     double slowest = 0;
     for (int i = 0; i < started; i++) {
         double ms = -1;
-        while (fgets(line, sizeof(line), out[i]) != NULL)
-            if (strncmp(line, "RESULT4", 7) == 0)
-                sscanf(line, "RESULT4 %lf", &ms);
+        if (ok && bp_read_line(out[i], "RESULT4", line, sizeof(line), who))
+            sscanf(line, "RESULT4 %lf", &ms);
         ok = ok && ms > 0;
         slowest = ms > slowest ? ms : slowest;
         fclose(out[i]);
-        int st;
-        waitpid(pid[i], &st, 0);
-        ok = ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        ok = bp_reap(pid[i]) == 0 && ok;
     }
     if (ok && calls > 0)
         r->procs_ms = slowest / calls;
     else
-        fprintf(stderr, "%s %s %d x%d: a worker failed\n", v->name, rt, n,
-                procs);
+        fprintf(stderr, "%s: a worker failed\n", who);
 }
 
-/* Work of routine rt at n (flops; complex counts 4 real products). */
+/* Work of routine rt at n as the table counts it (flops; complex counts 4
+ * real products). */
 static double flops(const char *rt, int n)
 {
     double x = (double)n * n * n;
     double f = strcmp(rt + 1, "symm") == 0 ? 2 * x : x; /* syrk, trsm: n^3 */
+    return rt[0] == 'c' || rt[0] == 'z' ? 4 * f : f;
+}
+
+/* The same call's work as libgemmblas measures it against its thresholds
+ * (blas/level3_offload.c): syrk n (n + 1) k, symm 2 m n m, trsm m n m. */
+static double lib_flops(const char *rt, int n)
+{
+    double x = (double)n * n * n;
+    double f = strcmp(rt + 1, "syrk") == 0   ? (double)n * (n + 1) * n
+               : strcmp(rt + 1, "symm") == 0 ? 2 * x
+                                             : x;
     return rt[0] == 'c' || rt[0] == 'z' ? 4 * f : f;
 }
 
@@ -373,6 +323,66 @@ static int split(char *s, char **out, int max)
     return n;
 }
 
+static void usage(void)
+{
+    fputs("usage: bench_blas3 [--routines dsyrk,dtrsm,...] [--sizes "
+          "4096,8192]\n  [--variants gemmblas,nvblas,nvblas-pin,openblas] "
+          "[--calls 3] [--row-s 5]\n  [--budget-s 480] [--openblas LIB] "
+          "[--openblas-coretype CORE]\n  [--nvblas LIB] [--gemmblas LIB] "
+          "[--csv FILE]\n  [--procs 4] [--procs-variants "
+          "gemmblas,nvblas,nvblas-pin]\n"
+          "       bench_blas3 --crossover [--routines ...] [--sizes "
+          "256,...,4096]\n",
+          stderr);
+}
+
+/* Per routine kind (syrk, trsm, symm), over its types: the smallest size
+ * from which gemmblas beats openblas at every larger size tried, as the
+ * threshold libgemmblas would need. */
+static void print_crossover(char **rts, int nr, char **szs, int ns,
+                            const result *res, int nvar, int ig, int io)
+{
+    static const char *const kinds[] = {"syrk", "trsm", "symm"};
+    printf("\ncrossover (best steady call, gemmd vs in-process OpenBLAS):\n");
+    for (int k = 0; k < 3; k++) {
+        double worst = 0;
+        bool any = false;
+        for (int ri = 0; ri < nr; ri++) {
+            if (strcmp(rts[ri] + 1, kinds[k]) != 0)
+                continue;
+            any = true;
+            int from = -1;
+            for (int si = ns - 1; si >= 0; si--) {
+                const result *g = &res[(ri * ns + si) * nvar + ig];
+                const result *o = &res[(ri * ns + si) * nvar + io];
+                if (!(g->ok && o->ok && g->best_ms < o->best_ms))
+                    break;
+                from = si;
+            }
+            if (from < 0) {
+                printf("  %-6s OpenBLAS is faster at every size up to %s\n",
+                       rts[ri], szs[ns - 1]);
+                worst = INFINITY;
+                continue;
+            }
+            double f = lib_flops(rts[ri], atoi(szs[from]));
+            printf("  %-6s gemmd faster from n = %s (%.3g flops)\n", rts[ri],
+                   szs[from], f);
+            worst = fmax(worst, f);
+        }
+        if (!any)
+            continue;
+        char up[8];
+        for (int i = 0; i < 5; i++)
+            up[i] = (char)(kinds[k][i] - ('a' - 'A'));
+        if (isfinite(worst))
+            printf("proposed GEMMBLAS_MIN_FLOPS_%.4s=%.3g\n", up, worst);
+        else
+            printf("proposed GEMMBLAS_MIN_FLOPS_%.4s: above the sizes tried\n",
+                   up);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--worker") == 0)
@@ -382,11 +392,17 @@ int main(int argc, char **argv)
     char want_s[128] = "gemmblas,nvblas,nvblas-pin";
     const char *ob = "/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3";
     const char *nv = "/usr/local/cuda/lib64/libnvblas.so";
-    const char *gb = "libgemmblas.so.0", *csv = NULL;
+    const char *gb = "libgemmblas.so.0", *csv = NULL, *core = NULL;
     int calls = 3, procs = 4;
+    double row_s = 5, budget_s = 480;
+    bool crossover = false, sizes_given = false, want_given = false;
     char procs_s[128] = "gemmblas,nvblas,nvblas-pin";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--crossover") == 0) {
+            crossover = true;
+            continue;
+        }
         if (v == NULL) {
             fprintf(stderr, "bench_blas3: %s needs a value\n", a);
             return 2;
@@ -394,148 +410,172 @@ int main(int argc, char **argv)
         if (strcmp(a, "--routines") == 0)
             snprintf(rts_s, sizeof(rts_s), "%s", v);
         else if (strcmp(a, "--sizes") == 0)
-            snprintf(sizes_s, sizeof(sizes_s), "%s", v);
+            sizes_given = snprintf(sizes_s, sizeof(sizes_s), "%s", v) > 0;
         else if (strcmp(a, "--variants") == 0)
-            snprintf(want_s, sizeof(want_s), "%s", v);
+            want_given = snprintf(want_s, sizeof(want_s), "%s", v) > 0;
         else if (strcmp(a, "--openblas") == 0)
             ob = v;
+        else if (strcmp(a, "--openblas-coretype") == 0)
+            core = v;
         else if (strcmp(a, "--nvblas") == 0)
             nv = v;
         else if (strcmp(a, "--gemmblas") == 0)
             gb = v;
         else if (strcmp(a, "--calls") == 0)
             calls = atoi(v);
+        else if (strcmp(a, "--row-s") == 0)
+            row_s = atof(v);
+        else if (strcmp(a, "--budget-s") == 0)
+            budget_s = atof(v);
         else if (strcmp(a, "--csv") == 0)
             csv = v;
         else if (strcmp(a, "--procs") == 0)
             procs = atoi(v);
         else if (strcmp(a, "--procs-variants") == 0)
             snprintf(procs_s, sizeof(procs_s), "%s", v);
-        else {
-            fputs("usage: bench_blas3 [--routines dsyrk,dtrsm,...] [--sizes "
-                  "4096,8192]\n  [--variants gemmblas,nvblas,nvblas-pin,"
-                  "openblas] [--calls 3]\n  [--openblas LIB] [--nvblas LIB] "
-                  "[--gemmblas LIB] [--csv FILE]\n  [--procs 4] "
-                  "[--procs-variants gemmblas,nvblas,nvblas-pin]\n",
-                  stderr);
-            return 2;
-        }
+        else
+            return usage(), 2;
         i++;
     }
-    if (readlink("/proc/self/exe", self_path, sizeof(self_path) - 1) < 0)
+    if (bp_init() != 0)
         return 1;
+    if (procs < 0 || procs > 64 || calls < 1 || !(row_s > 0) || budget_s < 0)
+        return usage(), 2;
+    if (crossover) {
+        if (!sizes_given)
+            snprintf(sizes_s, sizeof(sizes_s),
+                     "256,384,512,768,1024,1536,2048,3072,4096");
+        if (!want_given)
+            snprintf(want_s, sizeof(want_s), "gemmblas,openblas");
+        procs = 0;
+    }
     char *rts[16], *szs[16], *want[8];
     int nr = split(rts_s, rts, 16), ns = split(sizes_s, szs, 16);
     int nw = split(want_s, want, 8);
-    char *pw[8];
-    int npw = split(procs_s, pw, 8);
-    if (procs < 0 || procs > 64) {
-        fprintf(stderr, "bench_blas3: --procs 0..64\n");
-        return 2;
-    }
+    bp_set_coretype(core);
+    bp_budget_start(budget_s);
 
-    /* nvblas.conf, without and with autopin */
-    static char conf[2][128], confenv[2][160], gbcpu[4200];
-    for (int p = 0; p < 2; p++) {
-        snprintf(conf[p], sizeof(conf[p]), "/tmp/bench_blas3_nvblas%d_%d.conf",
-                 p, (int)getpid());
-        FILE *cf = fopen(conf[p], "w");
-        if (cf != NULL) {
-            fprintf(cf,
-                    "NVBLAS_LOGFILE /tmp/bench_blas3_nvblas_%d.log\n"
-                    "NVBLAS_CPU_BLAS_LIB %s\nNVBLAS_GPU_LIST ALL\n"
-                    "NVBLAS_TILE_DIM 2048\n%s",
-                    (int)getpid(), ob, p ? "NVBLAS_AUTOPIN_MEM_ENABLED\n" : "");
-            fclose(cf);
-        }
-        snprintf(confenv[p], sizeof(confenv[p]), "NVBLAS_CONFIG_FILE=%s",
-                 conf[p]);
-    }
+    static char nvconf[2][300], gbcpu[4200];
+    bool have_conf = bp_nvblas_conf("bench_blas3", ob, false, nvconf[0],
+                                    sizeof(nvconf[0])) == 0 &&
+                     bp_nvblas_conf("bench_blas3", ob, true, nvconf[1],
+                                    sizeof(nvconf[1])) == 0;
     snprintf(gbcpu, sizeof(gbcpu), "GEMMBLAS_CPU_BLAS=%.4000s", ob);
     static char *nvenv0[2], *nvenv1[2], *gbenv[4];
-    nvenv0[0] = confenv[0];
-    nvenv1[0] = confenv[1];
+    nvenv0[0] = nvconf[0];
+    nvenv1[0] = nvconf[1];
     gbenv[0] = "GEMMBLAS_MIN_FLOPS=0";
     gbenv[1] = gbcpu;
-    gbenv[2] = "GEMMBLAS_VERBOSE=2"; /* per call: where the time goes */
-    variant all[4] = {{"nvblas", nv, nvenv0},
-                      {"nvblas-pin", nv, nvenv1},
-                      {"gemmblas", gb, gbenv},
-                      {"openblas", ob, NULL}};
-    variant vs[4];
-    int nv_ = 0;
+    gbenv[2] = crossover ? "GEMMBLAS_VERBOSE=1"
+                         : "GEMMBLAS_VERBOSE=2"; /* per call: the time */
+    bp_variant all[4] = {{"nvblas", nv, nvenv0},
+                         {"nvblas-pin", nv, nvenv1},
+                         {"gemmblas", gb, gbenv},
+                         {"openblas", ob, NULL}};
+    bp_variant vs[4];
+    int nvar = 0;
     for (int i = 0; i < 4; i++)
         for (int w = 0; w < nw; w++)
-            if (strcmp(want[w], all[i].name) == 0)
-                vs[nv_++] = all[i];
-    printf("# bench_blas3: best of %d calls after the first; fresh process "
-           "each\n",
-           calls);
-    for (int i = 0; i < nv_; i++)
+            if (strcmp(want[w], all[i].name) == 0) {
+                if (i < 2 && !have_conf)
+                    fprintf(stderr,
+                            "bench_blas3: cannot write nvblas.conf: "
+                            "no %s\n",
+                            all[i].name);
+                else
+                    vs[nvar++] = all[i];
+            }
+    printf("# bench_blas3: %s; best of up to %d calls after the first within "
+           "%.1f s; fresh process each; budget %.0f s\n",
+           crossover ? "crossover" : "full", calls, row_s, budget_s);
+    for (int i = 0; i < nvar; i++)
         printf("#   %-10s %s\n", vs[i].name, vs[i].lib);
+    if (core != NULL)
+        printf("#   OPENBLAS_CORETYPE=%s for every worker\n", core);
     fflush(stdout);
 
-    result *res = calloc((size_t)nr * ns * nv_, sizeof(result));
-#define R(ri, si, vi) res[((ri)*ns + (si)) * nv_ + (vi)]
+    result *res = calloc((size_t)nr * ns * (nvar ? nvar : 1), sizeof(result));
+    if (res == NULL)
+        return 1;
+#define R(ri, si, vi) res[((ri)*ns + (si)) * nvar + (vi)]
     FILE *cs = csv ? fopen(csv, "w") : NULL;
     if (cs)
         fprintf(cs, "routine,n,variant,load_ms,first_ms,best_ms,gflops,"
                     "rel_diff,procs,procs_ms\n");
-    int ig = -1;
-    for (int vi = 0; vi < nv_; vi++)
+    int ig = -1, io = -1;
+    for (int vi = 0; vi < nvar; vi++) {
         if (strcmp(vs[vi].name, "gemmblas") == 0)
             ig = vi;
+        if (strcmp(vs[vi].name, "openblas") == 0)
+            io = vi;
+    }
     bool inp[4] = {false};
-    for (int vi = 0; vi < nv_; vi++)
-        for (int w = 0; w < npw && procs > 0; w++)
-            inp[vi] = inp[vi] || strcmp(pw[w], vs[vi].name) == 0;
+    for (int vi = 0; vi < nvar; vi++)
+        inp[vi] = procs > 0 && bp_listed(procs_s, vs[vi].name);
     /* the table, a row as soon as its variants have run: each variant's
      * first call, steady (best) and procs-at-once time per call, then
      * each other variant's steady and procs time over gemmblas's */
     printf("\n%-7s %5s", "routine", "n");
-    for (int vi = 0; vi < nv_; vi++)
+    for (int vi = 0; vi < nvar; vi++)
         printf(" %30s", vs[vi].name);
     if (ig >= 0)
-        for (int vi = 0; vi < nv_; vi++)
+        for (int vi = 0; vi < nvar; vi++)
             if (vi != ig)
                 printf(" %17s", vs[vi].name);
     printf("  %s\n", "check");
     printf("%-7s %5s", "", "");
-    for (int vi = 0; vi < nv_; vi++)
+    for (int vi = 0; vi < nvar; vi++)
         printf(" %9s %9s %8s%-2d", "first ms", "steady", "procs x",
                inp[vi] ? procs : 0);
     if (ig >= 0)
-        for (int vi = 0; vi < nv_; vi++)
+        for (int vi = 0; vi < nvar; vi++)
             if (vi != ig)
                 printf(" %8s %8s", "/steady", "/procs");
     printf("\n");
     fflush(stdout);
-    int wrong = 0;
+    int wrong = 0, skipped = 0;
     for (int ri = 0; ri < nr; ri++)
         for (int si = 0; si < ns; si++) {
             int n = atoi(szs[si]);
-            for (int vi = 0; vi < nv_; vi++) {
+            bool any = false;
+            for (int vi = 0; vi < nvar; vi++) {
                 result *r = &R(ri, si, vi);
-                run_one(&vs[vi], rts[ri], n, calls, r);
-                if (inp[vi] && r->ok)
-                    run_procs(&vs[vi], rts[ri], n, calls, procs, r);
+                double left = bp_budget_left_ms();
+                if (left <= 0) {
+                    skipped++;
+                    continue;
+                }
+                double row_ms = fmin(row_s * 1e3, left);
+                any = true;
+                run_one(&vs[vi], rts[ri], n, calls, row_ms, r);
+                if (inp[vi] && r->ok && bp_budget_left_ms() > 0) {
+                    int pc = calls;
+                    if (r->best_ms > 0 && pc * procs * r->best_ms > row_ms)
+                        pc = (int)fmax(1, row_ms / (procs * r->best_ms));
+                    run_procs(&vs[vi], rts[ri], n, pc, procs, r);
+                }
                 fprintf(stderr,
                         "  %-10s %-6s %5d: first %9.1f ms, best %9.2f ms, "
                         "%d procs %9.2f ms\n",
                         vs[vi].name, rts[ri], n, r->first_ms, r->best_ms,
                         inp[vi] ? procs : 0, r->procs_ms);
             }
+            if (!any) {
+                printf("%-7s %5d  not run: the --budget-s was spent\n", rts[ri],
+                       n);
+                continue;
+            }
             printf("%-7s %5d", rts[ri], n);
-            for (int vi = 0; vi < nv_; vi++) {
+            for (int vi = 0; vi < nvar; vi++) {
                 result *r = &R(ri, si, vi);
                 if (r->ok)
                     printf(" %9.1f %9.2f %10.2f", r->first_ms, r->best_ms,
                            r->procs_ms);
                 else
-                    printf(" %30s", "FAILED");
+                    printf(" %30s", r->run ? "FAILED" : "not run");
             }
             if (ig >= 0)
-                for (int vi = 0; vi < nv_; vi++) {
+                for (int vi = 0; vi < nvar; vi++) {
                     if (vi == ig)
                         continue;
                     result *r = &R(ri, si, vi), *g = &R(ri, si, ig);
@@ -552,7 +592,7 @@ int main(int argc, char **argv)
             double tol = rts[ri][0] == 's' || rts[ri][0] == 'c' ? 1e-3 : 1e-9;
             double worst = 0;
             result *ref = NULL;
-            for (int vi = 0; vi < nv_; vi++) {
+            for (int vi = 0; vi < nvar; vi++) {
                 result *r = &R(ri, si, vi);
                 if (!r->ok)
                     continue;
@@ -565,7 +605,7 @@ int main(int argc, char **argv)
             wrong += !ok;
             printf("  %s (%.1e)\n", ok ? "ok" : "WRONG", worst);
             fflush(stdout);
-            for (int vi = 0; vi < nv_ && cs; vi++) {
+            for (int vi = 0; vi < nvar && cs; vi++) {
                 result *r = &R(ri, si, vi);
                 fprintf(cs, "%s,%d,%s,%.3f,%.3f,%.3f,%.1f,%.3g,%d,%.3f\n",
                         rts[ri], n, vs[vi].name, r->load_ms, r->first_ms,
@@ -579,8 +619,12 @@ int main(int argc, char **argv)
         }
     if (cs)
         fclose(cs);
-    unlink(conf[0]);
-    unlink(conf[1]);
+    if (crossover && ig >= 0 && io >= 0)
+        print_crossover(rts, nr, szs, ns, res, nvar, ig, io);
+    if (skipped > 0)
+        printf("%d runs not made: the --budget-s of %g s was spent\n", skipped,
+               budget_s);
+    bp_cleanup();
     printf("%s\n", wrong ? "SOME RESULTS WRONG" : "all results agree");
     return wrong ? 1 : 0;
 }

@@ -14,6 +14,7 @@
 #              steady state, 4 processes), ratios and the issue's targets
 #   crossover  bench_blas --crossover: where gemmd beats in-process
 #              OpenBLAS (GEMMBLAS_MIN_FLOPS)
+# OpenBLAS's core type comes from the CPU's model name (coretype.sh).
 # Logs and CSVs go to $OUT (default /tmp/out); a summary is printed last.
 # BACKEND=cpu (default cuda) and BENCH_ARGS (extra bench_blas options,
 # e.g. "--sizes 256,512") make a dry run possible on a host without a GPU.
@@ -42,6 +43,7 @@ note() { summary+="$*"$'\n'; echo "== $*"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw \
     --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
 nproc; grep -m1 "model name" /proc/cpuinfo
+. "$D/coretype.sh"
 
 # the testers' inputs sit beside their copies, which bundle.sh put in bin/
 for f in "$D"/bin/xblat3? "$D"/bin/x?cblat3; do

@@ -46,6 +46,6 @@ cp -Lf "$ob/libblas.so.3" "$ob/libopenblas.so.0" "$out/lib/"
 strip "$out"/bin/gemmd "$out"/bin/gemmctl "$out"/bin/bench_blas \
     "$out"/lib/libgemmblas.so.0 "$out"/lib/lib3/libblas.so.3 2>/dev/null || true
 rm -f "$out"/lib/libcublas* "$out"/lib/libcudart*
-cp scripts/gpu/blas-run.sh blas/tests/lib.sh blas/tests/netlib.sh "$out/"
+cp scripts/gpu/blas-run.sh scripts/gpu/coretype.sh blas/tests/lib.sh blas/tests/netlib.sh "$out/"
 tar -C "$(dirname "$out")" -czf "$out.tar.gz" "$(basename "$out")"
 echo "bundle: $(du -sh "$out" | cut -f1) in $out, $(du -h "$out.tar.gz" | cut -f1) compressed ($out.tar.gz)"

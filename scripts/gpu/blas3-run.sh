@@ -10,6 +10,9 @@
 #   3. bench_blas3: ?syrk, ?trsm, ?symm (d, s, z) at 4096 and 8192 through
 #      libgemmblas, NVBLAS without and with autopin and the host's OpenBLAS:
 #      first call, steady state (best of 3 calls), 4 processes at once
+#   4. bench_blas3 --crossover: dsyrk, dtrsm, dsymm against the in-process
+#      OpenBLAS from 256 to 4096, the proposed per-routine thresholds
+#      (CROSSOVER_S seconds, default 120; 0 leaves it out)
 # Steps 1 and 2 run with GEMMD_BLAS3_PANEL=8 (TEST_PANEL), so that every
 # routine runs cut into panels; SKIP_TESTS=1 leaves them out. OpenBLAS's
 # core type is set from the CPU's model name (the VM hides its flags):
@@ -38,17 +41,7 @@ for f in "$D"/bin/xblat3? "$D"/bin/x?cblat3; do
     ln -sf "$f" "$D/share/blas/$(basename "$f")"
 done
 
-model=$(grep -m1 "model name" /proc/cpuinfo)
-if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-    case $model in
-    *EPYC*9[0-9][0-9][0-9]*) OPENBLAS_CORETYPE=Zen ;;
-    *EPYC*) OPENBLAS_CORETYPE=Zen ;;
-    *Xeon*Platinum\ 8[45]*|*Xeon*Gold\ 6[45]*|*Sapphire*|*Emerald*) OPENBLAS_CORETYPE=SapphireRapids ;;
-    *) OPENBLAS_CORETYPE=SkylakeX ;;
-    esac
-fi
-export OPENBLAS_CORETYPE
-echo "OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE ($model)"
+. "$D/coretype.sh"
 
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
 export GEMMD_BLAS3_PANEL=${TEST_PANEL:-8}
@@ -82,9 +75,22 @@ done
 left=$((${LIMIT:-380} - ($(date +%s) - T0)))
 [ "$left" -gt 60 ] || left=60
 timeout "$left" "$D/bin/bench_blas3" --openblas "$D/lib/libblas.so.3" \
+    --budget-s $((left - 30)) \
     --gemmblas "$GEMMBLAS_LIB" --csv "$L/bench_blas3.csv" \
     ${BENCH_ARGS:-} >"$L/bench_blas3.txt" 2>"$L/bench_blas3.err"
 rc=$?
+# 4. per-routine crossovers against the in-process OpenBLAS, in what is
+# left of the call (CROSSOVER_S, default 120 s; 0: not run)
+cs=${CROSSOVER_S:-120}
+if [ "$cs" -gt 0 ]; then
+    timeout $((cs + 30)) "$D/bin/bench_blas3" --crossover --budget-s "$cs" \
+        --openblas "$D/lib/libblas.so.3" --gemmblas "$GEMMBLAS_LIB" \
+        --routines "${CROSSOVER_ROUTINES:-dsyrk,dtrsm,dsymm}" \
+        --csv "$L/bench_blas3_crossover.csv" \
+        >"$L/bench_blas3_crossover.txt" 2>"$L/bench_blas3_crossover.err"
+    cat "$L/bench_blas3_crossover.txt"
+    note "crossover rc=$?: $(grep proposed "$L/bench_blas3_crossover.txt" | tr '\n' ' ')"
+fi
 "$GEMMCTL" status >"$L/bench-status.txt" 2>&1
 kill "$gpid" 2>/dev/null
 wait "$gpid" 2>/dev/null

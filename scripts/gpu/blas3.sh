@@ -40,6 +40,6 @@ cp -Lf "$ob/libblas.so.3" "$ob/libopenblas.so.0" "$out/lib/"
 strip "$out"/bin/gemmd "$out"/bin/gemmctl "$out"/bin/bench_blas3 \
     "$out"/bin/integration_blas3 "$out"/lib/libgemmblas.so.0 2>/dev/null || true
 rm -f "$out"/lib/libcublas* "$out"/lib/libcudart*
-cp scripts/gpu/blas3-run.sh blas/tests/lib.sh blas/tests/netlib.sh "$out/"
+cp scripts/gpu/blas3-run.sh scripts/gpu/coretype.sh blas/tests/lib.sh blas/tests/netlib.sh "$out/"
 tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"
 echo "bundle: $(du -sh "$out" | cut -f1) in $out, $(du -h "$out.tar.xz" | cut -f1) packed ($out.tar.xz)"

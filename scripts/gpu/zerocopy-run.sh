@@ -28,16 +28,7 @@ note() { summary+="$*"$'\n'; echo "== $*"; }
 T0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null
 nproc; grep -m1 "model name" /proc/cpuinfo
-model=$(grep -m1 "model name" /proc/cpuinfo)
-if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-    case $model in
-    *EPYC*) OPENBLAS_CORETYPE=Zen ;;
-    *Xeon*Platinum\ 8[45]*|*Xeon*Gold\ 6[45]*|*Sapphire*|*Emerald*) OPENBLAS_CORETYPE=SapphireRapids ;;
-    *) OPENBLAS_CORETYPE=SkylakeX ;;
-    esac
-fi
-export OPENBLAS_CORETYPE
-echo "OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE ($model)"
+. "$D/coretype.sh"
 
 sock=$(mktemp -d /tmp/gemmd-zc.XXXXXX)/gemmd.sock
 export GEMM_URL=ipc://$sock

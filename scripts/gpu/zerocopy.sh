@@ -37,6 +37,6 @@ cp -Lf "$ob/libblas.so.3" "$ob/libopenblas.so.0" "$out/lib/"
 strip "$out"/bin/gemmd "$out"/bin/gemmctl "$out"/bin/bench_blas \
     "$out"/bin/blas_zerocopy_probe "$out"/lib/libgemmblas.so.0 2>/dev/null || true
 rm -f "$out"/lib/libcublas* "$out"/lib/libcudart*
-cp scripts/gpu/zerocopy-run.sh "$out/"
+cp scripts/gpu/zerocopy-run.sh scripts/gpu/coretype.sh "$out/"
 tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"
 echo "bundle: $(du -sh "$out" | cut -f1) in $out, $(du -h "$out.tar.xz" | cut -f1) packed ($out.tar.xz)"
