@@ -16,6 +16,7 @@ products). Below _client; above _gemm.
 from __future__ import annotations
 
 import ctypes
+import math
 import re
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -76,9 +77,13 @@ def in_place(arr: np.ndarray, conn: _Conn, dt: np.dtype,
         return None
     trans, ld = lay
     base = arr.__array_interface__["data"][0] - buf.addr
+    ext = _stack.extent(rows, cols, ld, trans, isz)
+    if not batch:  # one matrix (a grouped problem): no arrays to scan
+        if base < 0 or base % isz or base + ext > buf.size:
+            return None
+        return _Slot(buf.ptr, np.array([base], np.int64), ld, trans)
     offs = base + _stack.batch_offsets(arr.shape[:-2], arr.strides[:-2],
                                        batch)
-    ext = _stack.extent(rows, cols, ld, trans, isz)
     if offs.size and (offs.min() < 0 or np.any(offs % isz) or
                       offs.max() + ext > buf.size):
         return None
@@ -127,14 +132,14 @@ def carve(conn: _Conn, pieces: Sequence[Any]) -> List[np.ndarray]:
     offs, total = [], 0
     for shape, dt in pieces:
         offs.append(total)
-        nb = dt.itemsize * int(np.prod(shape, dtype=np.int64))
+        nb = dt.itemsize * math.prod(shape)
         total += (nb + ALIGN - 1) // ALIGN * ALIGN
     if not pieces:
         return []
     raw = conn.array((max(total, 1),), np.dtype(np.uint8))
     out = []
     for (shape, dt), o in zip(pieces, offs):
-        nb = dt.itemsize * int(np.prod(shape, dtype=np.int64))
+        nb = dt.itemsize * math.prod(shape)
         out.append(raw[o:o + nb].view(dt).reshape(shape))
     return out
 

@@ -13,6 +13,7 @@ Errors are ShapeError with numpy's words, raised before anything is sent.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
@@ -115,7 +116,7 @@ class Shapes:
                 (_fmt(out_shape), _fmt(batch + core)))
         self.batch: Shape = batch
         self.shape: Shape = batch + core
-        self.count = int(np.prod(batch, dtype=np.int64))
+        self.count = math.prod(batch)
 
 
 def batch_offsets(shape: Shape, strides: Sequence[int],
@@ -125,6 +126,8 @@ def batch_offsets(shape: Shape, strides: Sequence[int],
     broadcast to batch (size-1 and missing dimensions repeat: offset 0);
     problems in C order of batch. An int64 array of prod(batch)."""
     nd = len(batch)
+    if nd == 0:
+        return np.zeros(1, np.int64)
     off = np.zeros((), np.int64)
     for j in range(nd):
         jj = j - (nd - len(shape))
