@@ -210,22 +210,6 @@ static double tol(char t)
     return t == 'd' ? 1e-12 : 1e-5;
 }
 
-/* Prints a variant's CPU BLAS configuration the first time it is seen. */
-static void say_config(const bp_variant *v, const char *line)
-{
-    static char said[8][16];
-    for (int i = 0; i < 8; i++) {
-        if (strcmp(said[i], v->name) == 0)
-            return;
-        if (said[i][0] == '\0') {
-            snprintf(said[i], sizeof(said[i]), "%s", v->name);
-            break;
-        }
-    }
-    printf("#   %-11s %s", v->name, line + 7);
-    fflush(stdout);
-}
-
 /* One fresh process: first call and up to calls more within max_ms. */
 static void run_single(const bp_variant *v, char t, int n, int calls,
                        double max_ms, result *r)
@@ -247,7 +231,7 @@ static void run_single(const bp_variant *v, char t, int n, int calls,
     }
     while (fgets(line, sizeof(line), out) != NULL) {
         if (strncmp(line, "CONFIG ", 7) == 0) {
-            say_config(v, line);
+            bp_say_config(v, line);
         } else if (strncmp(line, "ZC ", 3) == 0) {
             if (sscanf(line, "ZC %lld %lld %lld", &r->zc_calls, &r->zc_inplace,
                        &r->zc_staged) != 3)
@@ -275,44 +259,13 @@ static void run_single(const bp_variant *v, char t, int n, int calls,
 static void run_procs(const bp_variant *v, char t, int n, int calls, int procs,
                       result *r)
 {
-    char who[96], line[1024], tb[2] = {t, 0}, nb[16], cb[16];
+    char who[96], tb[2] = {t, 0}, nb[16], cb[16];
     snprintf(who, sizeof(who), "%s %cgemm %d x%d", v->name, t, n, procs);
     snprintf(nb, sizeof(nb), "%d", n);
     snprintf(cb, sizeof(cb), "%d", calls);
     char *args[] = {(char *)v->lib, tb, nb, cb, "0", "together", NULL};
-    pid_t pid[64];
-    FILE *out[64];
-    int go[64];
-    int started = 0;
-    bool ok = true;
-    for (; started < procs; started++) {
-        pid[started] = bp_spawn(v, args, &out[started], &go[started]);
-        if (pid[started] < 0) {
-            ok = false;
-            break;
-        }
-    }
-    for (int i = 0; i < started && ok; i++)
-        ok = bp_read_line(out[i], "READY", line, sizeof(line), who);
-    for (int i = 0; i < started; i++) { /* go (or EOF: they exit) */
-        if (ok && write(go[i], "g", 1) != 1)
-            ok = false;
-        close(go[i]);
-    }
-    double slowest = 0, err = 0;
-    for (int i = 0; i < started; i++) {
-        double ms, e;
-        if (ok && bp_read_line(out[i], "RESULT4", line, sizeof(line), who) &&
-            sscanf(line, "RESULT4 %lf %lf", &ms, &e) == 2) {
-            slowest = ms > slowest ? ms : slowest;
-            err = e > err ? e : err;
-        } else {
-            ok = false;
-        }
-        fclose(out[i]);
-        if (bp_reap(pid[i]) != 0)
-            ok = false;
-    }
+    double slowest, err;
+    bool ok = bp_together(v, args, procs, who, &slowest, &err);
     r->procs_tflops = ok && slowest > 0
                           ? procs * calls * flops(n) / (slowest * 1e-3) / 1e12
                           : 0;
@@ -515,11 +468,7 @@ int main(int argc, char **argv)
     printf("# bench_blas: %s; steady: up to %d calls within %.1f s a row; "
            "budget %.0f s\n",
            crossover ? "crossover" : "full", calls, row_s, budget_s);
-    for (int i = 0; i < nvar; i++)
-        printf("#   %-11s %s\n", vs[i].name, vs[i].lib);
-    if (core != NULL)
-        printf("#   OPENBLAS_CORETYPE=%s for every worker\n", core);
-    fflush(stdout);
+    bp_print_variants(vs, nvar);
 
     int ntypes = (int)strlen(types);
     result *res = calloc((size_t)ntypes * nsizes * 5, sizeof(result));

@@ -183,21 +183,6 @@ typedef struct result {
     double procs_ms; /* the slowest process's time per call; 0: not run */
 } result;
 
-/* Prints a variant's CPU BLAS configuration the first time it is seen. */
-static void say_config(const bp_variant *v, const char *line)
-{
-    static char said[8][16];
-    for (int i = 0; i < 8; i++) {
-        if (strcmp(said[i], v->name) == 0)
-            return;
-        if (said[i][0] == '\0') {
-            snprintf(said[i], sizeof(said[i]), "%s", v->name);
-            break;
-        }
-    }
-    printf("#   %-10s %s", v->name, line + 7);
-}
-
 static void run_one(const bp_variant *v, const char *rt, int n, int calls,
                     double max_ms, result *r)
 {
@@ -225,7 +210,7 @@ static void run_one(const bp_variant *v, const char *rt, int n, int calls,
             got_r = sscanf(line, "RESULT %lf %lf %lf", &r->load_ms,
                            &r->first_ms, &r->best_ms) == 3;
         } else if (strncmp(line, "CONFIG", 6) == 0) {
-            say_config(v, line);
+            bp_say_config(v, line);
         } else if (strncmp(line, "ERROR", 5) == 0) {
             fprintf(stderr, "%s %s %d: %s", v->name, rt, n, line);
         }
@@ -241,45 +226,15 @@ static void run_one(const bp_variant *v, const char *rt, int n, int calls,
 static void run_procs(const bp_variant *v, const char *rt, int n, int calls,
                       int procs, result *r)
 {
-    char nb[16], cb[16], who[96], line[1024];
+    char nb[16], cb[16], who[96];
     snprintf(nb, sizeof(nb), "%d", n);
     snprintf(cb, sizeof(cb), "%d", calls);
     snprintf(who, sizeof(who), "%s %s %d x%d", v->name, rt, n, procs);
     char *args[] = {(char *)v->lib, (char *)rt, nb, cb, "0", "together", NULL};
-    pid_t pid[64];
-    FILE *out[64];
-    int go[64];
-    int started = 0;
-    bool ok = true;
+    double slowest, err;
     r->procs_ms = 0;
-    for (; started < procs; started++) {
-        pid[started] = bp_spawn(v, args, &out[started], &go[started]);
-        if (pid[started] < 0) {
-            ok = false;
-            break;
-        }
-    }
-    for (int i = 0; i < started && ok; i++)
-        ok = bp_read_line(out[i], "READY", line, sizeof(line), who);
-    for (int i = 0; i < started; i++) {
-        if (ok && write(go[i], "g", 1) != 1)
-            ok = false;
-        close(go[i]);
-    }
-    double slowest = 0;
-    for (int i = 0; i < started; i++) {
-        double ms = -1;
-        if (ok && bp_read_line(out[i], "RESULT4", line, sizeof(line), who))
-            sscanf(line, "RESULT4 %lf", &ms);
-        ok = ok && ms > 0;
-        slowest = ms > slowest ? ms : slowest;
-        fclose(out[i]);
-        ok = bp_reap(pid[i]) == 0 && ok;
-    }
-    if (ok && calls > 0)
+    if (bp_together(v, args, procs, who, &slowest, &err) && calls > 0)
         r->procs_ms = slowest / calls;
-    else
-        fprintf(stderr, "%s: a worker failed\n", who);
 }
 
 /* Work of routine rt at n as the table counts it (flops; complex counts 4
@@ -488,11 +443,7 @@ int main(int argc, char **argv)
     printf("# bench_blas3: %s; best of up to %d calls after the first within "
            "%.1f s; fresh process each; budget %.0f s\n",
            crossover ? "crossover" : "full", calls, row_s, budget_s);
-    for (int i = 0; i < nvar; i++)
-        printf("#   %-10s %s\n", vs[i].name, vs[i].lib);
-    if (core != NULL)
-        printf("#   OPENBLAS_CORETYPE=%s for every worker\n", core);
-    fflush(stdout);
+    bp_print_variants(vs, nvar);
 
     result *res = calloc((size_t)nr * ns * (nvar ? nvar : 1), sizeof(result));
     if (res == NULL)

@@ -151,6 +151,73 @@ bool bp_read_line(FILE *f, const char *key, char *line, size_t len,
     return false;
 }
 
+void bp_print_variants(const bp_variant *vs, int n)
+{
+    for (int i = 0; i < n; i++)
+        printf("#   %-11s %s\n", vs[i].name, vs[i].lib);
+    if (coretype[0] != '\0')
+        printf("#   %s for every worker\n", coretype);
+    fflush(stdout);
+}
+
+void bp_say_config(const bp_variant *v, const char *line)
+{
+    static char said[8][16];
+    for (int i = 0; i < 8; i++) {
+        if (strcmp(said[i], v->name) == 0)
+            return;
+        if (said[i][0] == '\0') {
+            snprintf(said[i], sizeof(said[i]), "%s", v->name);
+            break;
+        }
+    }
+    printf("#   %-11s %s", v->name, line + 7);
+    fflush(stdout);
+}
+
+bool bp_together(const bp_variant *v, char *const args[], int procs,
+                 const char *who, double *slowest_ms, double *err)
+{
+    pid_t pid[64];
+    FILE *out[64];
+    int go[64];
+    int started = 0;
+    bool ok = procs > 0 && procs <= 64;
+    char line[1024];
+    for (; ok && started < procs; started++) {
+        pid[started] = bp_spawn(v, args, &out[started], &go[started]);
+        if (pid[started] < 0) {
+            ok = false;
+            break;
+        }
+    }
+    for (int i = 0; i < started && ok; i++)
+        ok = bp_read_line(out[i], "READY", line, sizeof(line), who);
+    for (int i = 0; i < started; i++) { /* go (or EOF: they exit) */
+        if (ok && write(go[i], "g", 1) != 1)
+            ok = false;
+        close(go[i]);
+    }
+    *slowest_ms = 0;
+    *err = 0;
+    for (int i = 0; i < started; i++) {
+        double ms = -1, e = 0;
+        if (ok && bp_read_line(out[i], "RESULT4", line, sizeof(line), who) &&
+            sscanf(line, "RESULT4 %lf %lf", &ms, &e) >= 1 && ms > 0) {
+            *slowest_ms = ms > *slowest_ms ? ms : *slowest_ms;
+            *err = e > *err ? e : *err;
+        } else {
+            ok = false;
+        }
+        fclose(out[i]);
+        if (bp_reap(pid[i]) != 0)
+            ok = false;
+    }
+    if (!ok)
+        fprintf(stderr, "%s: a worker failed\n", who);
+    return ok;
+}
+
 int bp_nvblas_conf(const char *prog, const char *cpu_blas, bool autopin,
                    char *env, size_t envlen)
 {

@@ -73,6 +73,24 @@ void bp_set_coretype(const char *core);
  * "CONFIG <openblas_get_config>; core X; N threads". */
 void bp_print_blas_config(void *h);
 
+/* The table's head after its first line: each variant's library and the
+ * core type set for the workers. */
+void bp_print_variants(const bp_variant *vs, int n);
+
+/* Prints "#   NAME  CONFIG..." for a worker's CONFIG line, the first time
+ * variant v says one. */
+void bp_say_config(const bp_variant *v, const char *line);
+
+/*
+ * Runs procs workers `args` (whose last is "together") of v at once: each
+ * says "READY" after its warm-up, all are released together and each
+ * prints "RESULT4 elapsed_ms [err]". Puts the slowest elapsed time in
+ * *slowest_ms and the largest err (0 when none is given) in *err; false
+ * when a worker failed (said on stderr under who).
+ */
+bool bp_together(const bp_variant *v, char *const args[], int procs,
+                 const char *who, double *slowest_ms, double *err);
+
 /* Whether name is in the comma-separated list. */
 bool bp_listed(const char *list, const char *name);
 
