@@ -199,6 +199,9 @@ int cmd_status(const char *url, int argc, char **argv)
         for (int r = 0; r < GEMM_ROUTINE_COUNT; r++)
             printf(", \"served_%s\": %" PRIu64,
                    gemm_routine_name((gemm_routine)r), s.routine_served[r]);
+        printf(", \"batches_served\": %" PRIu64
+               ", \"batch_problems\": %" PRIu64,
+               s.batches_served, s.batch_problems);
         printf(", \"devices\": [");
         for (size_t i = 0; i < ndev; i++)
             print_device_json(&devs[i], i + 1 < ndev);
@@ -220,6 +223,9 @@ int cmd_status(const char *url, int argc, char **argv)
                    s.routine_served[r]);
         printf("\n");
     }
+    if (s.batches_served != 0)
+        printf("batches         %" PRIu64 " served (%" PRIu64 " problems)\n",
+               s.batches_served, s.batch_problems);
     printf("requests        %" PRIu64 " served, %" PRIu64
            " failed (every kind: GEMM, hello, status, register, ...)\n",
            s.requests_served, s.requests_failed);

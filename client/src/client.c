@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -207,7 +208,8 @@ GEMM_API int gemm_ping(gemm_client *c, gemm_server_info *info)
     return GEMM_OK;
 }
 
-GEMM_API int gemm_get_status(gemm_client *c, gemm_status *out)
+GEMM_API int gemm_get_status_sized(gemm_client *c, gemm_status *dst,
+                                   size_t size)
 {
     Gemm__Request req = GEMM__REQUEST__INIT;
     Gemm__StatusRequest status = GEMM__STATUS_REQUEST__INIT;
@@ -215,9 +217,15 @@ GEMM_API int gemm_get_status(gemm_client *c, gemm_status *out)
     Gemm__Reply *rep;
     int rv;
 
+    gemm_status all, *out = &all;
+
     cli_clear_error();
-    if (c == NULL || out == NULL)
+    if (c == NULL || dst == NULL)
         return cli_error(GEMM_ERR_INVALID, "gemm_get_status: NULL argument");
+    if (size == 0)
+        return cli_error(GEMM_ERR_INVALID,
+                         "gemm_get_status_sized: size 0 (pass "
+                         "sizeof(gemm_status))");
     req.body_case = GEMM__REQUEST__BODY_STATUS;
     req.status = &status;
     if ((rv = cli_call(c, &req, "status", &rep, NULL)) != GEMM_OK)
@@ -262,6 +270,16 @@ GEMM_API int gemm_get_status(gemm_client *c, gemm_status *out)
     out->gemms_failed = s->gemms_failed;
     for (size_t i = 0; i < s->n_routine_served && i < GEMM_ROUTINE_COUNT; i++)
         out->routine_served[i] = s->routine_served[i];
+    out->batches_served = s->batches_served;
+    out->batch_problems = s->batch_problems;
     gemm__reply__free_unpacked(rep, NULL);
+    memcpy(dst, &all, size < sizeof(all) ? size : sizeof(all));
     return GEMM_OK;
+}
+
+/* The symbol of callers built before gemm_get_status_sized: their struct
+ * ended after routine_served. */
+GEMM_API int(gemm_get_status)(gemm_client *c, gemm_status *out)
+{
+    return gemm_get_status_sized(c, out, offsetof(gemm_status, batches_served));
 }

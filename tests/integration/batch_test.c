@@ -25,6 +25,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -384,8 +385,7 @@ Test(batch, grouped_every_type)
         for (int rep = 0; rep < 3; rep++)
             grouped_case(combos[t].ab, combos[t].cd, 1 + tu_rand(&seed) % 24,
                          &seed);
-    /* Status counts them (the wire's fields; gemm_status keeps its
-     * size) */
+    /* Status counts them, on the wire and through gemm_get_status */
     tu_raw r;
     cr_assert_eq(tu_raw_open(&r, g_gemmd.url, 10000), 0);
     Gemm__Request req = GEMM__REQUEST__INIT;
@@ -402,8 +402,24 @@ Test(batch, grouped_every_type)
     cr_assert_eq(st->batches_served, 3 * sizeof(combos) / sizeof(combos[0]),
                  "batches_served %llu", (unsigned long long)st->batches_served);
     cr_assert_geq(st->batch_problems, st->batches_served);
+    gemm_status gs;
+    cr_assert_eq(gemm_get_status(g_client, &gs), GEMM_OK);
+    cr_assert_eq(gs.batches_served, st->batches_served);
+    cr_assert_eq(gs.batch_problems, st->batch_problems);
     gemm__reply__free_unpacked(rep, NULL);
     tu_raw_close(&r);
+
+    /* The function of the old name (what a program built before the
+     * batch counters calls) writes nothing past routine_served; a size
+     * of 0 is refused */
+    memset(&gs, 0xA5, sizeof(gs));
+    cr_assert_eq((gemm_get_status)(g_client, &gs), GEMM_OK);
+    cr_assert_eq(gs.routine_served[0], gs.gemms_served);
+    const unsigned char *tail = (const unsigned char *)&gs.batches_served;
+    for (size_t i = 0; i < sizeof(gs) - offsetof(gemm_status, batches_served);
+         i++)
+        cr_assert_eq(tail[i], 0xA5, "byte %zu past routine_served written", i);
+    cr_assert_eq(gemm_get_status_sized(g_client, &gs, 0), GEMM_ERR_INVALID);
     tu_assert_healthy(g_client);
 }
 

@@ -142,10 +142,30 @@ typedef struct gemm_status {
     /* requests answered OK per gemm_routine (index 0: GEMM; then symm ..
      * trsm); appended after 0.2 */
     uint64_t routine_served[9];
+    /* batch requests answered OK and the problems they held; appended
+     * with gemm_get_status_sized */
+    uint64_t batches_served;
+    uint64_t batch_problems;
 } gemm_status;
 
-/* Fetches the daemon's counters into *out. Thread-safe. */
-GEMM_API int gemm_get_status(gemm_client *c, gemm_status *out);
+/*
+ * Fetches the daemon's counters into out, of size bytes: the caller's
+ * sizeof(gemm_status). gemm_status only grows at its end, so a program
+ * built against an older gemm.h gets the fields it knows and nothing is
+ * written past them. GEMM_ERR_INVALID when size is 0. Thread-safe.
+ */
+GEMM_API int gemm_get_status_sized(gemm_client *c, gemm_status *out,
+                                   size_t size);
+
+/*
+ * gemm_get_status(c, out): gemm_get_status_sized with sizeof(*out). The
+ * function of that name, for callers that do not see the macro (programs
+ * built before it, ctypes), fills the fields up to and including
+ * routine_served: the struct as it was before the batch counters.
+ */
+GEMM_API int(gemm_get_status)(gemm_client *c, gemm_status *out);
+#define gemm_get_status(c, out)                                                \
+    gemm_get_status_sized((c), (out), sizeof(*(out)))
 
 /* One device object of the daemon (a GPU; one GPU listed twice in
  * --devices is two; or one of the CPU backend's devices). gemm_status
