@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Protocol, Tuple
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
+    from typing import Any, Protocol, Tuple
 
 import numpy as np
 
@@ -23,11 +25,12 @@ from ._conn import _Conn, _Lost, _OK, _ERR_CLOSED
 from ._errors import GemmError, InvalidArgument, ShapeError
 
 
-class _Owner(Protocol):
-    """What a Tensor needs of the client that made it (_client's Client
-    is one): matmul, which ``@`` and numpy() run through."""
+if TYPE_CHECKING:
+    class _Owner(Protocol):
+        """What a Tensor needs of the client that made it (_client's
+        Client is one): matmul, which ``@`` and numpy() run through."""
 
-    def matmul(self, a: Any, b: Any, *args: Any, **kw: Any) -> Any: ...
+        def matmul(self, a: Any, b: Any, *args: Any, **kw: Any) -> Any: ...
 
 
 # ---- resident tensors ---------------------------------------------------
