@@ -17,6 +17,9 @@ moves them alike; every figure is the median of its runs:
               (skipped when the package has no Client.load)
   numpy       python: import numpy, np.load A and B, A @ B in-process
   gemmctl     `gemmctl mm --a A --b B --out D` (C; writes D too)
+  np.load/base  with --baseline DIR: np.load again, the gemmd package
+              taken from DIR (PYTHONPATH), e.g. an older build's
+              build/python/pkg: before and after in one interleaved run
 
 Timestamps are CLOCK_MONOTONIC in parent and child (time.monotonic), so
 "start" is from spawning the process to the child's first line.
@@ -35,7 +38,8 @@ Each result is checked (sampled rows against an fp64 reference; fp32
 
 Usage: bench_fresh.py [--url URL] [--a A.npy --b B.npy | --n 2048]
   [--dtype fp32|bf16] [--runs 7] [--gemmctl PATH] [--contenders
-  python,import,np.load,load,numpy,gemmctl] [--python EXE] [--csv FILE]
+  python,import,np.load,load,numpy,gemmctl] [--baseline DIR]
+  [--python EXE] [--csv FILE]
 """
 from __future__ import annotations
 
@@ -115,7 +119,7 @@ d = a @ b
 """ + TAIL,
 }
 
-GEMMD_CHILDREN = ("np.load", "load")
+GEMMD_CHILDREN = ("np.load", "load", "np.load/base")
 
 
 def busy(client: Any) -> float:
@@ -127,7 +131,7 @@ def run_one(name: str, args: argparse.Namespace, work: str,
             client: Any) -> Dict[str, Any]:
     """One fresh process of contender name: its phases, wall, cpu and
     the daemon's compute. Raises RuntimeError when it fails."""
-    out = os.path.join(work, "D-%s.npy" % name)
+    out = os.path.join(work, "D-%s.npy" % name.replace("/", "-"))
     if name == "gemmctl":
         d_full = os.path.join(work, "D-gemmctl-full.npy")
         cmd = [args.gemmctl, "--url", args.url, "mm", "--a", args.a, "--b",
@@ -135,14 +139,20 @@ def run_one(name: str, args: argparse.Namespace, work: str,
         if args.dtype == "bf16":
             cmd += ["--dtype", "bf16", "--cd-dtype", "fp32"]
     else:
-        cmd = [args.python, "-c", CHILD[name], args.a, args.b, args.url,
-               args.dtype, out]
+        cmd = [args.python, "-c", CHILD[name.split("/")[0]], args.a, args.b,
+               args.url, args.dtype, out]
+    env = None
+    if name.endswith("/base"):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [args.baseline] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH")
+                               else []))
     uses_daemon = name in GEMMD_CHILDREN or name == "gemmctl"
     b0 = busy(client) if uses_daemon else 0.0
     with tempfile.TemporaryFile("w+") as fo, \
             tempfile.TemporaryFile("w+") as fe:
         t0 = time.monotonic()
-        p = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True)
+        p = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True, env=env)
         _, status, ru = os.wait4(p.pid, 0)
         t_end = time.monotonic()
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -171,9 +181,8 @@ def run_one(name: str, args: argparse.Namespace, work: str,
                                c - prev_c if prev_c is not None else c)
             prev_t, prev_c = t, c
         r["result"] = marks[-1][1] - t0
-    if name in CHILD and name not in ("python", "import"):
-        r["err"] = check(out, args)
-    elif name == "gemmctl":
+        r["exit_cpu"] = r["cpu"] - marks[-1][2]
+    if name not in ("python", "import"):
         r["err"] = check(out, args)
     return r
 
@@ -212,6 +221,7 @@ def main() -> int:
     p.add_argument("--gemmctl", default=None)
     p.add_argument("--contenders",
                    default="python,import,np.load,load,numpy,gemmctl")
+    p.add_argument("--baseline", default=None)
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--csv", default=None)
     args = p.parse_args()
@@ -233,6 +243,9 @@ def main() -> int:
         names = [c for c in args.contenders.split(",") if c]
         if "gemmctl" in names and not args.gemmctl:
             names.remove("gemmctl")
+        if args.baseline:
+            names.insert(names.index("np.load") + 1 if "np.load" in names
+                         else len(names), "np.load/base")
         if "load" in names:
             probe = subprocess.run(
                 [args.python, "-c",
@@ -271,7 +284,7 @@ def main() -> int:
               info["server_version"], info["backend"], info["device"],
               "x".join(map(str, shape[0])), "x".join(map(str, shape[1])),
               args.dtype, sys.version.split()[0], args.runs))
-    print("\n%-9s %10s %10s %10s %10s %8s %9s %s" % (
+    print("\n%-13s %10s %10s %10s %10s %8s %9s %s" % (
         "who", "result s", "compute s", "beside s", "process s", "cpu s",
         "error", "check"))
     rows = []
@@ -288,7 +301,7 @@ def main() -> int:
                med([r["wall"] for r in rs]), med([r["cpu"] for r in rs]),
                err, ok]
         rows.append(row)
-        print("%-9s %10.3f %10.3f %10.3f %10.3f %8.3f %9.1e %s" %
+        print("%-13s %10.3f %10.3f %10.3f %10.3f %8.3f %9.1e %s" %
               tuple(row))
     phased = [n for n in names if n != "gemmctl"]
     order: List[str] = []
@@ -298,7 +311,9 @@ def main() -> int:
                 order.append(ph)
     print("\nphases, wall ms (cpu ms): the time from the previous mark; "
           "'start' is from spawning the process; the GEMM's phase "
-          "includes the daemon's compute, shown apart")
+          "includes the daemon's compute, shown apart; 'exit' from the "
+          "result to the process reaped (its cpu: the whole process's "
+          "less the child's own clock at the result)")
     print("%-14s" % "phase" + "".join("%18s" % n for n in phased))
     for ph in order + ["compute", "exit"]:
         cells = []
@@ -310,7 +325,9 @@ def main() -> int:
                 continue
             if ph == "exit":
                 v = [r["wall"] - r["result"] for r in rs]
-                cells.append("%18s" % ("%.1f" % (med(v) * 1e3)))
+                c = [r["exit_cpu"] for r in rs]
+                cells.append("%18s" % ("%.1f (%.1f)" % (med(v) * 1e3,
+                                                        med(c) * 1e3)))
                 continue
             w = [r["phases"][ph][0] for r in rs if ph in r["phases"]]
             c = [r["phases"][ph][1] for r in rs if ph in r["phases"]]

@@ -325,11 +325,11 @@ def main() -> int:
               "(%d^2), one multiply, D in numpy (median of %d)" %
               (args.fresh_n, args.fresh_runs))
         g = next((r[2] for r in fresh if r[0] == "gemmd"), float("nan"))
-        print("%-8s %-5s %12s %12s %12s %10s %s" % (
+        print("%-10s %-5s %12s %12s %12s %10s %s" % (
             "who", "dtype", "to result s", "process s", "vs gemmd",
             "error", "check"))
         for r in fresh:
-            print("%-8s %-5s %12.3f %12.3f %11.1fx %10.1e %s" % (  # x: its time / gemmd's
+            print("%-10s %-5s %12.3f %12.3f %11.1fx %10.1e %s" % (  # x: its time / gemmd's
                 r[0], r[1], r[2], r[3], r[2] / g, r[4], r[5]))
             bad |= r[5] != "ok"
     if steady:

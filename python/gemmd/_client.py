@@ -293,7 +293,8 @@ class Client:
 
     def load(self, path: Any, dtype: Optional[DTypeLike] = None
              ) -> np.ndarray:
-        """np.load(path) for a .npy file, read straight into gemmd's shared
+        """np.load(path) for a .npy file (path: a file name, str or
+        os.PathLike; not an open file), read straight into gemmd's shared
         memory: one pass over the file and no staging copy when a GEMM
         uses the array (np.load, then matmul, reads the data twice).
         dtype: convert to this type while reading (e.g. "bfloat16" from a

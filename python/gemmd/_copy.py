@@ -13,11 +13,12 @@ from __future__ import annotations
 import collections
 import os
 import threading
+
+import numpy as np
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
     from typing import Any, Callable, List, Optional
-
-import numpy as np
 
 # Below this many bytes a copy runs in the calling thread alone.
 PARALLEL_BYTES = 8 << 20

@@ -21,13 +21,14 @@ Thread-safe: each call opens its own file.
 from __future__ import annotations
 
 import os
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
-    from typing import Callable, Optional, Tuple
 
 import numpy as np
 
 from . import _copy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
+    from typing import Callable, Optional, Tuple
 
 # Bytes read into the scratch array before each cast when converting.
 READ_CHUNK = 4 << 20

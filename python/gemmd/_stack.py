@@ -13,15 +13,15 @@ Errors are ShapeError with numpy's words, raised before anything is sent.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from ._errors import ShapeError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
     from typing import Optional, Sequence, Tuple
 
     Shape = Tuple[int, ...]
-
-import numpy as np
-
-from ._errors import ShapeError
 
 SIG = "(n?,k),(k,m?)->(n?,m?)"
 

@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import os
 import threading
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
-    from typing import Any, Protocol, Tuple
 
 import numpy as np
 
@@ -24,8 +21,10 @@ from . import _conn
 from ._conn import _Conn, _Lost, _OK, _ERR_CLOSED
 from ._errors import GemmError, InvalidArgument, ShapeError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
+    from typing import Any, Protocol, Tuple
 
-if TYPE_CHECKING:
     class _Owner(Protocol):
         """What a Tensor needs of the client that made it (_client's
         Client is one): matmul, which ``@`` and numpy() run through."""
