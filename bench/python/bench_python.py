@@ -7,7 +7,9 @@ run, on the GPU host with gemmd running (issue 12's targets).
    Each contender runs --fresh-runs times in a new interpreter; the time is
    from spawning the process to the moment the child holds D (both read
    CLOCK_MONOTONIC), median of the runs; the process's whole life is shown
-   too. Contenders: gemmd (gemmd.connect().matmul), torch
+   too. Contenders: gemmd (np.load, then gemmd.connect().matmul),
+   gemmd-load (client.load reads the files straight into gemmd's shared
+   memory, then client.matmul: no staging copy), torch
    (torch.from_numpy(a).cuda() @ ..., .cpu().numpy()), cupy (cp.asarray,
    cp.matmul, cp.asnumpy) and, with --gemmctl, `gemmctl mm` (C, for
    reference). --fresh-dtype fp16: the files hold float16 and everyone
@@ -31,7 +33,7 @@ The tables are printed last.
 
 Usage: bench_python.py [--url URL] [--sizes 4096,8192] [--dtypes bf16,fp16,
 fp32] [--repeat 10] [--warmup 3] [--fresh-runs 3] [--fresh-dtype fp16]
-[--fresh-n 4096] [--contenders gemmd,torch,cupy] [--gemmctl PATH]
+[--fresh-n 4096] [--contenders gemmd,gemmd-load,torch,cupy] [--gemmctl PATH]
 [--skip-fresh] [--skip-steady] [--workdir DIR] [--csv FILE]
 """
 from __future__ import annotations
@@ -68,6 +70,14 @@ import numpy as np, gemmd
 a = np.load(sys.argv[1]); b = np.load(sys.argv[2])
 kw = {"dtype": "bfloat16", "out_dtype": "float32"} if DT == "bf16" else {}
 d = gemmd.connect(URL).matmul(a, b, **kw)
+""",
+    "gemmd-load": """
+import numpy as np, gemmd
+c = gemmd.connect(URL)
+dt = "bfloat16" if DT == "bf16" else None
+a = c.load(sys.argv[1], dtype=dt); b = c.load(sys.argv[2], dtype=dt)
+kw = {"out_dtype": "float32"} if DT == "bf16" else {}
+d = c.matmul(a, b, **kw)
 """,
     "torch": """
 import numpy as np, torch
@@ -282,7 +292,7 @@ def main() -> int:
     p.add_argument("--fresh-runs", type=int, default=3)
     p.add_argument("--fresh-dtype", default="fp16", choices=["fp16", "bf16"])
     p.add_argument("--fresh-n", type=int, default=4096)
-    p.add_argument("--contenders", default="gemmd,torch,cupy")
+    p.add_argument("--contenders", default="gemmd,gemmd-load,torch,cupy")
     p.add_argument("--gemmctl", default=None)
     p.add_argument("--skip-fresh", action="store_true")
     p.add_argument("--skip-steady", action="store_true")
@@ -315,11 +325,11 @@ def main() -> int:
               "(%d^2), one multiply, D in numpy (median of %d)" %
               (args.fresh_n, args.fresh_runs))
         g = next((r[2] for r in fresh if r[0] == "gemmd"), float("nan"))
-        print("%-8s %-5s %12s %12s %12s %10s %s" % (
+        print("%-10s %-5s %12s %12s %12s %10s %s" % (
             "who", "dtype", "to result s", "process s", "vs gemmd",
             "error", "check"))
         for r in fresh:
-            print("%-8s %-5s %12.3f %12.3f %11.1fx %10.1e %s" % (  # x: its time / gemmd's
+            print("%-10s %-5s %12.3f %12.3f %11.1fx %10.1e %s" % (  # x: its time / gemmd's
                 r[0], r[1], r[2], r[3], r[2] / g, r[4], r[5]))
             bad |= r[5] != "ok"
     if steady:

@@ -4,6 +4,7 @@
     with gemmd.connect() as client:        # GEMM_URL or the default socket
         a = client.empty((4096, 4096), "bfloat16")   # in shared memory
         b = client.asarray(np.random.rand(4096, 4096), "bfloat16")
+        w = client.load("W.npy")           # a .npy file, read into it
         a[...] = ...
         d = client.matmul(a, b.T, out_dtype="float32")   # no copies
     d = gemmd.matmul(x, y)                 # any arrays, a default client
@@ -11,7 +12,8 @@
 The daemon owns the GPU; this process loads no CUDA, only libgemmclient
 (through ctypes). Arrays made by a client live in shared memory that gemmd
 maps too, so GEMMs read and write them in place; other arrays are copied
-into reused staging buffers. Errors are GemmError subclasses.
+into reused staging buffers (load() reads a .npy file into gemmd memory
+directly, so a GEMM on it copies nothing). Errors are GemmError subclasses.
 
 Importing this module is cheap: numpy and libgemmclient are loaded on first
 use (PEP 562 module attributes).
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
-    "connect", "Client", "Tensor", "matmul", "matmul_grouped",
+    "connect", "Client", "Tensor", "matmul", "matmul_grouped", "load",
     "default_client",
     "GemmError", "DaemonNotRunning", "DaemonNotAnswering", "PermissionDenied",
     "ConnectionClosed", "ClientClosed",
@@ -91,6 +93,13 @@ def matmul_grouped(a: Any, b: Any, out: Any = None, **kwargs: Any) -> Any:
     """Client.matmul_grouped on the default client: a list of products
     of different shapes in one request."""
     return default_client().matmul_grouped(a, b, out, **kwargs)
+
+
+def load(path: Any, dtype: Any = None) -> Any:
+    """Client.load on the default client: a .npy file read straight into
+    gemmd's shared memory (np.load without the staging copy a GEMM on
+    its result would make)."""
+    return default_client().load(path, dtype)
 
 
 def library_path() -> str:

@@ -31,9 +31,12 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ._errors import LibraryNotFound
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 # ---- enums ------------------------------------------------------------
 

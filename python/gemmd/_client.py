@@ -8,7 +8,10 @@ raise ConnectionClosed. A request is sent again on a new connection only
 when it cannot have reached the old one (it failed at send).
 
 The top of the package's layers (_conn <- _tensor <- _gemm <- _batch <-
-_stackcall, _grouped <- _client): nothing below imports it.
+_stackcall, _grouped <- _client): nothing below imports it. Stacks,
+grouped requests and the level-3 routines (_stackcall, _grouped, _blas3
+and _batch under them) are imported by the first call that needs them:
+a fresh process's first plain matmul does not pay for them.
 
 Thread-safe: every public method may be called from any thread.
 """
@@ -19,22 +22,24 @@ import os
 import threading
 import time
 import weakref
-from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Optional,
-                    Sequence, Tuple)
 
 import numpy as np
 
-from . import _blas3, _capi, _copy, _dtypes, _grouped, _stackcall
+from . import _capi, _copy, _dtypes, _npyload
 from ._capi import GemmMatrix
 from ._conn import _Conn, _Lost, _buffer_of, _OK, _ERR_CLOSED
 from ._errors import (ClientClosed, ConnectionClosed, GemmError,
                       InvalidArgument, ShapeError, error_for)
-from ._gemm import (ArrayLike, DTypeLike, Operand, _Call, _Plan, _locate,
-                    _run)
+from ._gemm import _Call, _Plan, _locate, _run
 from ._tensor import Tensor, _TensorHandle
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
     from concurrent.futures import Future
+    from typing import (Any, Callable, Dict, List, Optional, Sequence,
+                        Tuple)
+
+    from ._gemm import ArrayLike, DTypeLike, Operand
 
 __all__ = ["Client", "Tensor"]
 
@@ -286,6 +291,27 @@ class Client:
         _copy.copy(out, arr)
         return out
 
+    def load(self, path: Any, dtype: Optional[DTypeLike] = None
+             ) -> np.ndarray:
+        """np.load(path) for a .npy file (path: a file name, str or
+        os.PathLike; not an open file), read straight into gemmd's shared
+        memory: one pass over the file and no staging copy when a GEMM
+        uses the array (np.load, then matmul, reads the data twice).
+        dtype: convert to this type while reading (e.g. "bfloat16" from a
+        float32 file), piece by piece. A Fortran-ordered file gives a
+        transposed view (used in place, as the transpose flag); a
+        bfloat16 file saved by ml_dtypes (descr '<V2') gives bfloat16.
+        Raises OSError when the file cannot be read, ValueError when it
+        is not a .npy file of numbers or is shorter than its header
+        says."""
+        path = os.fspath(path)
+        hdr = _npyload.read_header(path)
+        dt = _npyload.target_dtype(
+            hdr, _resolve_dtype(dtype) if dtype is not None else None)
+        arr = self.empty(_npyload.storage_shape(hdr), dt)
+        _npyload.read_into(path, hdr, arr)
+        return _npyload.result_view(arr, hdr)
+
     def trim(self) -> None:
         """Frees the idle shared-memory buffers kept for reuse."""
         conn = self._conn
@@ -338,6 +364,8 @@ class Client:
         if plan.empty:
             return plan.local_result()
         if plan.batch:
+            from . import _stackcall
+
             return self._with_conn(lambda conn: _stackcall.run(conn, plan))
         return self._with_conn(lambda conn: _run(conn, plan))
 
@@ -365,6 +393,8 @@ class Client:
         about one problem names it and carries its index in
         ``.problem``; a refused request writes nothing.
         """
+        from . import _grouped
+
         gp = _grouped.GroupPlan(a, b, out, c, alpha, beta, dtype, out_dtype,
                                 precision, kernel, self)
         if not gp.live:
@@ -399,6 +429,8 @@ class Client:
                 continue
             try:
                 if plan.batch:
+                    from . import _stackcall
+
                     call: Any = _stackcall.StackCall(conn, plan)
                     req = ctypes.c_void_p(call.submit())
                 else:
@@ -436,6 +468,8 @@ class Client:
         side: "left"/"right"; uplo: "upper"/"lower"; trans: "N", "T" or
         "C"; diag: "non-unit"/"unit". Raises ShapeError, DTypeError or
         InvalidArgument (numpy's wording) before anything is sent."""
+        from . import _blas3
+
         p = _blas3.plan(routine, a, b, c, side, uplo, trans, diag, alpha,
                         beta)
         return self._with_conn(lambda conn: _blas3.run(conn, p))

@@ -25,30 +25,31 @@ import ctypes
 import os
 import re
 import threading
-from typing import TYPE_CHECKING, Any, List, Optional, Protocol, Tuple
 
 import numpy as np
 
 from . import _capi
 from ._errors import ClientClosed, GemmError, error_for
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
     from concurrent.futures import Future
+    from typing import Any, List, Optional, Protocol, Tuple
 
+    class _Pending(Protocol):
+        """What post() needs of a submitted request (_gemm's _Call is
+        one): the waiter thread calls failed(rv) and raises error(rv) when
+        gemm_wait reports an error, else finish() for the result, then
+        release() either way."""
 
-class _Pending(Protocol):
-    """What post() needs of a submitted request (_gemm's _Call is one):
-    the waiter thread calls failed(rv) and raises error(rv) when gemm_wait
-    reports an error, else finish() for the result, then release() either
-    way."""
+        def failed(self, rv: int) -> None: ...
 
-    def failed(self, rv: int) -> None: ...
+        def error(self, rv: int) -> BaseException: ...
 
-    def error(self, rv: int) -> BaseException: ...
+        def finish(self) -> Any: ...
 
-    def finish(self) -> Any: ...
+        def release(self) -> None: ...
 
-    def release(self) -> None: ...
 
 _OK = 0
 _ERR_CLOSED = 5

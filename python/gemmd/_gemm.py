@@ -19,7 +19,6 @@ dimensions) are planned here and run by _stackcall.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -28,7 +27,17 @@ from ._capi import GemmMatrix, GemmOp, GemmOpBox
 from ._conn import _Buffer, _Conn, _Lost, _buffer_of, _OK, _ERR_CLOSED
 from ._errors import (ConnectionClosed, DTypeError, InvalidArgument,
                       ShapeError)
-from ._tensor import Tensor, _Owner
+from ._tensor import Tensor
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
+    from typing import Any, List, Optional, Tuple
+
+    from ._tensor import _Owner
+
+    ArrayLike = Any  # numpy array, or anything np.asarray takes
+    Operand = Any  # Tensor or ArrayLike
+    DTypeLike = Any  # numpy dtype, type, name ("bfloat16", "fp16", ...)
 
 # Failures after which the daemon may still write the request's D.
 # TIMEOUT, CLOSED, PROTOCOL, IO, INTERNAL, ABANDONED (TIMEOUT means "not
@@ -36,10 +45,6 @@ from ._tensor import Tensor, _Owner
 _MAYBE_RUNNING = {4, 5, 6, 21, 23, 27}
 
 _PRECISIONS = {None: 0, "default": 0, "tf32": 1, "fp32": 2}
-
-ArrayLike = Any  # numpy array, or anything np.asarray takes
-Operand = Any  # Tensor or ArrayLike
-DTypeLike = Any  # numpy dtype, type, name ("bfloat16", "fp16", ...)
 
 
 # ---- planning a GEMM ----------------------------------------------------

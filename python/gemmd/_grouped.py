@@ -13,7 +13,7 @@ are carved from one buffer (views of it).
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -22,8 +22,12 @@ from ._batch import BatchCall, Request, _Slot, carve, in_place, stage, \
     staged_shape, tensor_slot
 from ._conn import _Conn
 from ._errors import DTypeError, GemmError, InvalidArgument, ShapeError
-from ._gemm import DTypeLike, _Plan, fill_op
-from ._tensor import Tensor, _Owner
+from ._gemm import _Plan, fill_op
+from ._tensor import Tensor
+
+if TYPE_CHECKING:
+    from ._gemm import DTypeLike
+    from ._tensor import _Owner
 
 
 def _per_problem(x: Any, n: int, what: str) -> Tuple[List[Any], bool]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Protocol, Tuple
 
 import numpy as np
 
@@ -22,12 +21,15 @@ from . import _conn
 from ._conn import _Conn, _Lost, _OK, _ERR_CLOSED
 from ._errors import GemmError, InvalidArgument, ShapeError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
+    from typing import Any, Protocol, Tuple
 
-class _Owner(Protocol):
-    """What a Tensor needs of the client that made it (_client's Client
-    is one): matmul, which ``@`` and numpy() run through."""
+    class _Owner(Protocol):
+        """What a Tensor needs of the client that made it (_client's
+        Client is one): matmul, which ``@`` and numpy() run through."""
 
-    def matmul(self, a: Any, b: Any, *args: Any, **kw: Any) -> Any: ...
+        def matmul(self, a: Any, b: Any, *args: Any, **kw: Any) -> Any: ...
 
 
 # ---- resident tensors ---------------------------------------------------
