@@ -175,6 +175,8 @@ class GemmStatus(ctypes.Structure):
         ("gemms_served", ctypes.c_uint64),
         ("gemms_failed", ctypes.c_uint64),
         ("routine_served", ctypes.c_uint64 * 9),
+        ("batches_served", ctypes.c_uint64),
+        ("batch_problems", ctypes.c_uint64),
     ]
 
 
@@ -333,7 +335,7 @@ PROTOTYPES: Dict[str, Tuple[Any, Sequence[Any]]] = {
     "gemm_client_close": (None, [_p]),
     "gemm_client_set_timeout": (_int, [_p, _int]),
     "gemm_ping": (_int, [_p, _P(GemmServerInfo)]),
-    "gemm_get_status": (_int, [_p, _P(GemmStatus)]),
+    "gemm_get_status_sized": (_int, [_p, _P(GemmStatus), _sz]),
     "gemm_get_devices": (_int, [_p, _P(GemmDeviceStatus), ctypes.c_size_t,
                                 _P(ctypes.c_size_t)]),
     "gemm_buffer_alloc": (_int, [_p, _sz, _P(_p)]),

@@ -221,13 +221,15 @@ class Client:
         uptime_s, backend, device, requests_served, queue_depth, latency
         percentiles, pinned_bytes, ... (the totals), routine_served (a
         list: requests served per level-3 routine, GEMM first, then symm
-        .. trsm), and "devices": one
+        .. trsm), batches_served and batch_problems (batch requests
+        answered OK and the problems they held), and "devices": one
         dict per device object (gemm_device_status: index, name, placed,
         running, queued, jobs, failed, panels, busy_s, memory_bytes,
         pinned_bytes, tensors, migrations, tmap_hits, tmap_misses)."""
         def fn(conn: _Conn) -> Dict[str, Any]:
             st = _capi.GemmStatus()
-            conn.check(conn.lib.gemm_get_status(conn.h, ctypes.byref(st)))
+            conn.check(conn.lib.gemm_get_status_sized(
+                conn.h, ctypes.byref(st), ctypes.sizeof(st)))
             out: Dict[str, Any] = _fields_dict(st)
             devs = (_capi.GemmDeviceStatus * 16)()
             n = ctypes.c_size_t()

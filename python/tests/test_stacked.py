@@ -155,6 +155,17 @@ def test_in_place_no_copies(bclient: gemmd.Client,
     assert rel_err(d3, f64(a)[::2, 1:] @ bt[1:]) <= 1e-5
 
 
+def test_status_counts_batches(bclient: gemmd.Client) -> None:
+    """A stacked matmul is one batch request of all its problems, and
+    status() counts both."""
+    rng = np.random.default_rng(7)
+    before = bclient.status()
+    bclient.matmul(rand(rng, (3, 4, 5, 6)), rand(rng, (6, 2)))
+    after = bclient.status()
+    assert after["batches_served"] == before["batches_served"] + 1
+    assert after["batch_problems"] == before["batch_problems"] + 12
+
+
 def test_broadcast_operand_copied_once(bclient: gemmd.Client,
                                        monkeypatch: pytest.MonkeyPatch
                                        ) -> None:
