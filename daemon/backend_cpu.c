@@ -171,7 +171,7 @@ static void cpu_calibrate(unsigned slice_ms)
     if (slice_ms == 0)
         return;
     double ns = slice_ms * 1e6 / 2, rs = cpu_rate(0, 512),
-           rd = cpu_rate(1, 384), rn = cpu_rate(2, 64), r8 = cpu_rate(3, 384);
+           rd = cpu_rate(1, 384), rn = cpu_rate(2, 64), r8 = cpu_rate(3, 512);
     cpu_slice_s = (uint64_t)(rs * ns) | 1;
     cpu_slice_d = (uint64_t)(rd * ns) | 1;
     cpu_slice_naive = (uint64_t)(rn * ns) | 1;

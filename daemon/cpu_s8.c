@@ -127,11 +127,15 @@ static ukr_fn ukr_pick(void)
 }
 
 static pthread_once_t ukr_once = PTHREAD_ONCE_INIT;
-static ukr_fn ukr; /* set once by ukr_init */
+static ukr_fn ukr;                /* set once by ukr_init */
+static pthread_key_t scratch_key; /* each thread's packing buffers */
+static void scratch_free(void *p);
 
+/* The kernel for this CPU and the buffers' key, once per process. */
 static void ukr_init(void)
 {
     ukr = ukr_pick();
+    pthread_key_create(&scratch_key, scratch_free);
 }
 
 const char *cpu_s8_isa(void)
@@ -278,6 +282,45 @@ size_t cpu_s8_scratch(void)
     return ((size_t)MC * (KC / 2) + (size_t)(KC / 2) * NC) * sizeof(int32_t);
 }
 
+/* The calling thread's packing buffers, kept between calls (a sliced
+ * GEMM calls once per slice: no allocation and page faults each time)
+ * and freed when the thread exits. */
+typedef struct s8_scratch {
+    int32_t *buf;
+    size_t words;
+} s8_scratch;
+
+static void scratch_free(void *p)
+{
+    s8_scratch *s = p;
+    free(s->buf);
+    free(s);
+}
+
+/* The calling thread's buffers grown to words, or NULL when out of
+ * memory. */
+static int32_t *scratch(size_t words)
+{
+    s8_scratch *s = pthread_getspecific(scratch_key);
+    if (s == NULL) {
+        if ((s = calloc(1, sizeof(*s))) == NULL)
+            return NULL;
+        if (pthread_setspecific(scratch_key, s) != 0) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (words <= s->words)
+        return s->buf;
+    int32_t *b = aligned_alloc(64, words * sizeof(int32_t));
+    if (b == NULL)
+        return NULL;
+    free(s->buf);
+    s->buf = b;
+    s->words = words;
+    return b;
+}
+
 int cpu_s8_gemm(const cpu_s8_problem *p, unsigned threads)
 {
     pthread_once(&ukr_once, ukr_init);
@@ -294,8 +337,7 @@ int cpu_s8_gemm(const cpu_s8_problem *p, unsigned threads)
     if (threads > 64)
         threads = 64;
     size_t per_a = (size_t)MC * (KC / 2), per_b = (size_t)(KC / 2) * NC;
-    int32_t *buf =
-        aligned_alloc(64, (per_a + per_b) * sizeof(int32_t) * (size_t)threads);
+    int32_t *buf = scratch((per_a + per_b) * (size_t)threads);
     if (buf == NULL)
         return GEMM_ERR_NOMEM;
     s8_part parts[64];
@@ -323,6 +365,5 @@ int cpu_s8_gemm(const cpu_s8_problem *p, unsigned threads)
         else
             run_part(&parts[i]); /* no thread to be had: here, in turn */
     }
-    free(buf);
     return GEMM_OK;
 }

@@ -29,13 +29,15 @@ typedef struct cpu_s8_problem {
 
 /*
  * Computes p on `threads` threads (the caller's and threads - 1 it
- * starts and joins; 1 or a small problem: the caller's alone). Returns
- * GEMM_OK, or GEMM_ERR_NOMEM (packing buffers; D untouched) . Any thread;
- * calls on distinct D may run at once.
+ * starts and joins; 1 or a small problem: the caller's alone). The
+ * packing buffers belong to the calling thread and are kept for its next
+ * call (threads * cpu_s8_scratch() bytes at most). Returns GEMM_OK, or
+ * GEMM_ERR_NOMEM (packing buffers; D untouched). Any thread; calls on
+ * distinct D may run at once.
  */
 int cpu_s8_gemm(const cpu_s8_problem *p, unsigned threads);
 
-/* Bytes of packing buffers cpu_s8_gemm allocates per thread. */
+/* Bytes of packing buffers cpu_s8_gemm needs per thread. */
 size_t cpu_s8_scratch(void);
 
 /* The inner kernel this CPU runs: "avx2" or "portable". Thread-safe. */
