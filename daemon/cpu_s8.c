@@ -14,9 +14,9 @@
  * written, by the same thread).
  *
  * Threads split D into column (or row) ranges that are whole strips, each
- * running the blocked loops on its own packing buffers; one thread packs
- * no more of op(A) and op(B) than the whole call needs plus one copy of
- * op(A) per thread.
+ * running the blocked loops on its own packing buffers: together they
+ * pack op(B) once and op(A) once per thread (split by rows, the other way
+ * round). AVX2 is chosen at run time, so the build needs no -march.
  */
 #include "cpu_s8.h"
 
