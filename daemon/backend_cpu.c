@@ -17,7 +17,12 @@
  * tensor is freed, within --max-device-bytes per device, 256 MiB when
  * unset; past it the GEMM reads the home copy).
  *
- * Two kernels by name: `openblas` (the default and the reference) and
+ * int8 A and B (int32 C and D) have no OpenBLAS routine: they run on
+ * cpu_s8.c's blocked kernel on as many threads as OpenBLAS gets (one per
+ * device with --devices N), exact in wrapping int32 arithmetic.
+ *
+ * Three kernels by name: `openblas` (the default and the reference),
+ * `cpu-s8` (int8, the only one that serves it) and
  * `cpu-naive` (one fp32 dot product per output in plain loops: the CPU's
  * first rung of the ladder, for `gemmctl bench`). fp32 inputs with
  * precision tf32 are rounded to tf32 first (10-bit mantissa, to nearest
@@ -40,6 +45,7 @@
  */
 #include "backend.h"
 #include "backend_cpu_blas3.h"
+#include "cpu_s8.h"
 #include "log.h"
 #include "slice.h"
 
@@ -99,16 +105,22 @@ static void cpu_hold(void)
 #endif
 
 /* Flops per slice by kind of call (fp32 and complex64: sgemm's rate;
- * fp64 and complex128: dgemm's; the naive loops'), from cpu_calibrate;
- * 0 = whole GEMMs. Set once by cpu_init before the worker starts. */
-static uint64_t cpu_slice_s, cpu_slice_d, cpu_slice_naive;
+ * fp64 and complex128: dgemm's; the naive loops'; int8's), from
+ * cpu_calibrate; 0 = whole GEMMs. Set once by cpu_init before the worker
+ * starts. */
+static uint64_t cpu_slice_s, cpu_slice_d, cpu_slice_naive, cpu_slice_s8;
+
+/* Threads one int8 GEMM computes on (OpenBLAS's count). Set once by
+ * cpu_init before the worker starts. */
+static unsigned cpu_s8_threads = 1;
 
 static void naive_sgemm(const gemmd_job *j, const float *A, uint64_t lda,
                         const float *B, uint64_t ldb, float *D, uint64_t ldd,
                         uint64_t rows, uint64_t cols);
 
-/* Flops per ns of fn on an n^3 problem (the best of 3 runs after one to
- * warm up), or 0 when out of memory. */
+/* Flops per ns of kind (0 sgemm, 1 dgemm, 2 naive, 3 int8) on an n^3
+ * problem (the best of 3 runs after one to warm up), or 0 when out of
+ * memory. */
 static double cpu_rate(int kind, int n)
 {
     size_t es = kind == 1 ? sizeof(double) : sizeof(float);
@@ -126,6 +138,18 @@ static double cpu_rate(int kind, int n)
         else if (kind == 1)
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0,
                         (double *)a, n, (double *)b, n, 0.0, (double *)d, n);
+        else if (kind == 3)
+            cpu_s8_gemm(&(cpu_s8_problem){.m = (uint64_t)n,
+                                          .n = (uint64_t)n,
+                                          .k = (uint64_t)n,
+                                          .a = (const int8_t *)a,
+                                          .b = (const int8_t *)b,
+                                          .lda = (uint64_t)n,
+                                          .ldb = (uint64_t)n,
+                                          .d = (int32_t *)d,
+                                          .ldd = (uint64_t)n,
+                                          .alpha = 1},
+                        cpu_s8_threads);
         else
             naive_sgemm(&j, (float *)a, (uint64_t)n, (float *)b, (uint64_t)n,
                         (float *)d, (uint64_t)n, (uint64_t)n, (uint64_t)n);
@@ -147,16 +171,18 @@ static void cpu_calibrate(unsigned slice_ms)
     if (slice_ms == 0)
         return;
     double ns = slice_ms * 1e6 / 2, rs = cpu_rate(0, 512),
-           rd = cpu_rate(1, 384), rn = cpu_rate(2, 64);
+           rd = cpu_rate(1, 384), rn = cpu_rate(2, 64), r8 = cpu_rate(3, 512);
     cpu_slice_s = (uint64_t)(rs * ns) | 1;
     cpu_slice_d = (uint64_t)(rd * ns) | 1;
     cpu_slice_naive = (uint64_t)(rn * ns) | 1;
+    cpu_slice_s8 = (uint64_t)(r8 * ns) | 1;
     gemmd_log(LOG_INFO,
-              "cpu backend: sgemm %.1f, dgemm %.1f, naive %.2f GFLOP/s "
-              "measured; GEMMs run in slices of at most %.1f ms (%.3g, %.3g, "
-              "%.3g flops)",
-              rs, rd, rn, slice_ms / 2.0, (double)cpu_slice_s,
-              (double)cpu_slice_d, (double)cpu_slice_naive);
+              "cpu backend: sgemm %.1f, dgemm %.1f, naive %.2f GFLOP/s, int8 "
+              "%.1f GOP/s (%s) measured; GEMMs run in slices of at most %.1f "
+              "ms (%.3g, %.3g, %.3g, %.3g flops)",
+              rs, rd, rn, r8, cpu_s8_isa(), slice_ms / 2.0, (double)cpu_slice_s,
+              (double)cpu_slice_d, (double)cpu_slice_naive,
+              (double)cpu_slice_s8);
 }
 
 static bool cpu_available(void)
@@ -228,6 +254,7 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
         threads = 1;
     }
     openblas_set_num_threads(threads);
+    cpu_s8_threads = (unsigned)threads;
     cpu_calibrate(cfg->slice_ms);
     p->copy_cap =
         cfg->max_device_bytes ? cfg->max_device_bytes : CPU_COPY_CAP_DEFAULT;
@@ -361,6 +388,17 @@ static const gemmd_kernel cpu_kernels[] = {
         .transposes = 0xfu,
     },
     {
+        .name = "cpu-s8",
+        .summary = "int8 x int8 -> int32, blocked and packed, AVX2 where "
+                   "the CPU has it; exact, int32 wraps on overflow",
+        .ladder = 0,
+        .reference = false,
+        .ab_types = 1u << GEMM_INT8,
+        .cd_types = 1u << GEMM_INT32,
+        .precisions = 1u << GEMM_PRECISION_DEFAULT,
+        .transposes = 0xfu,
+    },
+    {
         .name = "cpu-naive",
         .summary = "one fp32 dot product per output in plain C loops",
         .ladder = 1,
@@ -374,15 +412,16 @@ static const gemmd_kernel cpu_kernels[] = {
 #ifdef GEMMD_TEST_HOOKS
     {
         .name = CPU_HOLD_KERNEL,
-        .summary = "openblas once the test releases it (test builds only)",
+        .summary = "openblas (cpu-s8 for int8) once the test releases it "
+                   "(test builds only)",
         .ladder = 2,
         .reference = false,
         .ab_types = 1u << GEMM_BF16 | 1u << GEMM_FP16 | 1u << GEMM_FP32 |
                     1u << GEMM_FP64 | 1u << GEMM_COMPLEX64 |
-                    1u << GEMM_COMPLEX128,
+                    1u << GEMM_COMPLEX128 | 1u << GEMM_INT8,
         .cd_types = 1u << GEMM_BF16 | 1u << GEMM_FP16 | 1u << GEMM_FP32 |
                     1u << GEMM_FP64 | 1u << GEMM_COMPLEX64 |
-                    1u << GEMM_COMPLEX128,
+                    1u << GEMM_COMPLEX128 | 1u << GEMM_INT32,
         .precisions = 1u << GEMM_PRECISION_DEFAULT | 1u << GEMM_PRECISION_TF32 |
                       1u << GEMM_PRECISION_FP32,
         .transposes = 0xfu,
@@ -432,13 +471,14 @@ static int cpu_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
             return GEMM_OK;
         snprintf(msg, len,
                  "kernel '%s' cannot serve this request: it has no %s "
-                 "inputs (openblas has)",
-                 j->kernel, gemm_dtype_name(j->ab_type));
+                 "inputs (%s has; or leave the kernel out)",
+                 j->kernel, gemm_dtype_name(j->ab_type),
+                 j->ab_type == GEMM_INT8 ? "cpu-s8" : "openblas");
         return GEMM_ERR_UNSUPPORTED;
     }
     snprintf(msg, len,
              "kernel '%s' is not available on the cpu backend (it has "
-             "openblas and cpu-naive; gemmctl kernels lists them)",
+             "openblas, cpu-s8 and cpu-naive; gemmctl kernels lists them)",
              j->kernel);
     return GEMM_ERR_UNSUPPORTED;
 }
@@ -473,6 +513,8 @@ static uint64_t cpu_job_memory(gemmd_backend *be, const gemmd_job *j)
     cpu_priv *p = be->priv;
     if (j->kind != JOB_GEMM)
         return 0;
+    if (j->ab_type == GEMM_INT8) /* packing buffers */
+        return (uint64_t)cpu_s8_scratch() * cpu_s8_threads;
     uint64_t bytes = 0;
     bool tf32 = j->ab_type == GEMM_FP32 && j->precision == GEMM_PRECISION_TF32;
     bool half_ab = j->ab_type == GEMM_BF16 || j->ab_type == GEMM_FP16;
@@ -587,6 +629,51 @@ static int cpu_f32_tile(gemmd_job *j, const slice_tile *t, void *arg)
     return GEMM_OK;
 }
 
+/* One tile of an int8 GEMM (slice_fn): cpu_s8_gemm on the tile's part
+ * of the operands (where cpu_gemm found them). Worker thread. */
+static int cpu_s8_tile(gemmd_job *j, const slice_tile *t, void *arg)
+{
+    (void)arg;
+    cpu_s8_problem p = {
+        .m = t->rows,
+        .n = t->cols,
+        .k = j->k,
+        .trans_a = j->trans_a,
+        .trans_b = j->trans_b,
+        .a = (const int8_t *)j->a + slice_off_a(j, t, j->lda),
+        .b = (const int8_t *)j->b + slice_off_b(j, t, j->ldb),
+        .lda = j->lda,
+        .ldb = j->ldb,
+        .c = j->has_c ? (const int32_t *)j->c + slice_off_d(t, j->ldc) : NULL,
+        .ldc = j->ldc,
+        .d = (int32_t *)j->d + slice_off_d(t, j->ldd),
+        .ldd = j->ldd,
+        /* validated: integers in int32's range */
+        .alpha = (int32_t)j->alpha,
+        .beta = j->has_c ? (int32_t)j->beta : 0,
+    };
+    int rv = cpu_s8_gemm(&p, cpu_s8_threads);
+    if (rv != GEMM_OK)
+        snprintf(j->msg, sizeof(j->msg),
+                 "out of memory for the int8 kernel's packing buffers");
+    return rv;
+}
+
+/* int8: D = alpha op(A) op(B) + beta C in wrapping int32 on cpu_s8.c's
+ * kernel, in slices. Worker thread. */
+static int cpu_gemm_s8(gemmd_job *j)
+{
+    uint64_t t0 = gemmd_now_ns();
+    int rv = slice_run(j, cpu_slice_s8, 16, cpu_s8_tile, NULL);
+    if (rv != GEMM_OK)
+        return rv;
+    j->ns_kernel = gemmd_now_ns() - t0;
+    if (j->ns_kernel == 0)
+        j->ns_kernel = 1;
+    snprintf(j->ran, sizeof(j->ran), "cpu-s8");
+    return GEMM_OK;
+}
+
 static int cpu_gemm_here(gemmd_job *j);
 
 /* Runs j on device j->device, on that device's copies of the resident
@@ -628,6 +715,8 @@ static int cpu_gemm_here(gemmd_job *j)
         return cpu_blas3(j);
     if (wide_type(j->ab_type))
         return cpu_gemm_wide(j);
+    if (j->ab_type == GEMM_INT8)
+        return cpu_gemm_s8(j);
     const val_matrix *sa = &j->shape.a, *sb = &j->shape.b;
     const float *A = j->a, *B = j->b;
     int lda = (int)j->lda, ldb = (int)j->ldb;

@@ -256,9 +256,11 @@ static bool cuda_split_kernel(gemmd_backend *be, const gemmd_job *j, char *name,
         gemmk_problem kp = cuda_job_problem(j);
         kp.a = kp.b = kp.d = (void *)(uintptr_t)4096;
         kp.c = j->has_c ? kp.d : NULL;
-        kp.lda = (int64_t)(j->shape.a.cols + 7) / 8 * 8;
-        kp.ldb = (int64_t)(j->shape.b.cols + 7) / 8 * 8;
-        kp.ldc = kp.ldd = (int64_t)(j->n + 7) / 8 * 8;
+        size_t es = gemm_dtype_size(j->ab_type);
+        size_t cs = gemm_dtype_size(j->cd_type);
+        kp.lda = (int64_t)cuda_pitch_elems(j->shape.a.cols, es);
+        kp.ldb = (int64_t)cuda_pitch_elems(j->shape.b.cols, es);
+        kp.ldc = kp.ldd = (int64_t)cuda_pitch_elems(j->n, cs);
         if (gemmk_select(p->devs[0]->workers[0].kctx, &kp, &k) != GEMM_OK ||
             k == NULL)
             return false;

@@ -108,15 +108,9 @@ static void reply_bad(gemmd *d, sp_req *q, const batch_errs *e, uint64_t n)
  * too). */
 static int shared_check(const val_gemm *t, char *msg, size_t len)
 {
-    if (!val_dtypes_supported(t->ab_type, t->cd_type)) {
-        snprintf(msg, len,
-                 "unsupported types: A/B %s (%d) with C/D %s (%d), as for "
-                 "a GEMM",
-                 gemm_dtype_name(t->ab_type), t->ab_type,
-                 gemm_dtype_name(t->cd_type), t->cd_type);
-        return GEMM_ERR_DTYPE;
-    }
-    int rv = val_precision(t->ab_type, t->precision, msg, len);
+    int rv = val_dtypes_check(t->ab_type, t->cd_type, msg, len);
+    if (rv == GEMM_OK)
+        rv = val_precision(t->ab_type, t->precision, msg, len);
     if (rv == GEMM_OK)
         rv = val_kernel_name(t->kernel, msg, len);
     return rv;

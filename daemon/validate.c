@@ -7,6 +7,8 @@
 
 #include <gemm/types.h>
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,9 +18,50 @@ bool val_dtypes_supported(int ab, int cd)
     bool cd_any = (cd == GEMM_BF16 || cd == GEMM_FP16 || cd == GEMM_FP32);
     if (ab16)
         return cd_any;
+    if (ab == GEMM_INT8)
+        return cd == GEMM_INT32;
     bool same = ab == GEMM_FP32 || ab == GEMM_FP64 || ab == GEMM_COMPLEX64 ||
                 ab == GEMM_COMPLEX128;
     return same && cd == ab;
+}
+
+int val_dtypes_check(int ab, int cd, char *msg, size_t len)
+{
+    if (val_dtypes_supported(ab, cd))
+        return GEMM_OK;
+    const char *an = gemm_dtype_name(ab), *cn = gemm_dtype_name(cd);
+    if (ab == GEMM_INT8)
+        snprintf(msg, len,
+                 "unsupported types: A/B int8 with C/D %s (%d): int8 inputs "
+                 "accumulate in int32 and write int32 C and D (set the C/D "
+                 "type to int32)",
+                 cn, cd);
+    else if (ab == GEMM_INT32)
+        snprintf(msg, len,
+                 "unsupported types: A/B int32: int32 is a C/D type (of "
+                 "int8 inputs) only; give int8 A and B when the values fit "
+                 "in -128..127, else convert them to fp64");
+    else if (cd == GEMM_INT32 || cd == GEMM_INT8)
+        snprintf(msg, len,
+                 "unsupported types: A/B %s (%d) with C/D %s: integer C and "
+                 "D are int32, for int8 A and B only (give int8 inputs, or "
+                 "a floating-point C/D type)",
+                 an, ab, cn);
+    else
+        snprintf(msg, len,
+                 "unsupported types: A/B %s (%d) with C/D %s (%d); A/B may "
+                 "be bf16 or fp16 with C/D bf16, fp16 or fp32, or fp32, "
+                 "fp64, c64, c128 with C/D of the same type, or int8 with "
+                 "C/D int32",
+                 an, ab, cn, cd);
+    return GEMM_ERR_DTYPE;
+}
+
+/* Whether v is an integer in int32's range (what int8 GEMMs scale by). */
+static bool int32_scalar(double v)
+{
+    return isfinite(v) && v == trunc(v) && v >= (double)INT32_MIN &&
+           v <= (double)INT32_MAX;
 }
 
 int val_ops_scalars(const val_gemm *g, char *msg, size_t len)
@@ -47,6 +90,17 @@ int val_ops_scalars(const val_gemm *g, char *msg, size_t len)
                  g->alpha_im != 0.0 ? "alpha" : "beta",
                  g->alpha_im != 0.0 ? g->alpha_im : g->beta_im,
                  gemm_dtype_name(g->ab_type));
+        return GEMM_ERR_INVALID;
+    }
+    if (g->ab_type == GEMM_INT8 &&
+        (!int32_scalar(g->alpha) || !int32_scalar(g->beta))) {
+        bool a = !int32_scalar(g->alpha);
+        snprintf(msg, len,
+                 "%s is %g but int8 GEMMs scale in int32 arithmetic: alpha "
+                 "and beta must be integers in -2147483648..2147483647 "
+                 "(scale D afterwards, or convert A and B to fp32 or fp64 "
+                 "for a fractional scale)",
+                 a ? "alpha" : "beta", a ? g->alpha : g->beta);
         return GEMM_ERR_INVALID;
     }
     return GEMM_OK;
@@ -254,16 +308,8 @@ int val_gemm_check(const val_gemm *g, const val_limits *lim,
                    char *msg, size_t len)
 {
     int rv;
-    if (!val_dtypes_supported(g->ab_type, g->cd_type)) {
-        snprintf(msg, len,
-                 "unsupported types: A/B %s (%d) with C/D %s (%d); A/B may "
-                 "be bf16 or fp16 with C/D bf16, fp16 or fp32, or fp32, "
-                 "fp64, c64, c128 with C/D of the same type",
-                 gemm_dtype_name(g->ab_type), g->ab_type,
-                 gemm_dtype_name(g->cd_type), g->cd_type);
-        return GEMM_ERR_DTYPE;
-    }
-    if ((rv = val_precision(g->ab_type, g->precision, msg, len)) != GEMM_OK ||
+    if ((rv = val_dtypes_check(g->ab_type, g->cd_type, msg, len)) != GEMM_OK ||
+        (rv = val_precision(g->ab_type, g->precision, msg, len)) != GEMM_OK ||
         (rv = val_ops_scalars(g, msg, len)) != GEMM_OK ||
         (rv = val_kernel_name(g->kernel, msg, len)) != GEMM_OK)
         return rv;

@@ -80,13 +80,20 @@ int val_operand_check(const char *what, const val_operand *op, uint64_t rows,
 
 /* Whether (ab_type, cd_type) is a combination the service computes:
  * bf16/fp16 -> bf16, fp16, fp32; fp32 -> fp32; fp64 -> fp64; complex64 ->
- * complex64; complex128 -> complex128. */
+ * complex64; complex128 -> complex128; int8 -> int32. */
 bool val_dtypes_supported(int ab_type, int cd_type);
+
+/* Checks (ab_type, cd_type) as val_dtypes_supported; when refused,
+ * GEMM_ERR_DTYPE with a message that names the combination and the fix
+ * (e.g. int8 inputs with fp32 C/D: "int8 inputs write int32 C and D").
+ * Returns GEMM_OK or GEMM_ERR_DTYPE. */
+int val_dtypes_check(int ab_type, int cd_type, char *msg, size_t len);
 
 /* The operator and scalar rules of g's types: conj_x only on complex
  * types and with trans_x (op C is the conjugate transpose), imaginary
- * parts of alpha and beta only on complex types. Returns GEMM_OK or
- * GEMM_ERR_INVALID with a message. */
+ * parts of alpha and beta only on complex types, and for int8 inputs
+ * integer alpha and beta within int32's range (they scale in int32
+ * arithmetic). Returns GEMM_OK or GEMM_ERR_INVALID with a message. */
 int val_ops_scalars(const val_gemm *g, char *msg, size_t len);
 
 /* Kernel names on the wire: 1..GEMM_KERNEL_NAME_MAX bytes of

@@ -100,6 +100,10 @@ static const seed_gemm gemms[] = {
      1, 1, 0, 0, 0, 0, 2, 2, 0, NULL, 3, 0.5, -1},
     {"gemm_c64_ct_ld", 7, 3, 5, GEMM_COMPLEX64, GEMM_COMPLEX64, 1, 0, 1, 0, 9,
      0, 4, 0, 2, 2, 0, "openblas", 1, -2, 0},
+    {"gemm_s8_s32_tn_beta", 9, 7, 33, GEMM_INT8, GEMM_INT32, 1, 0, -3, 2, 11,
+     0, 8, 0, 2, 2, 0, NULL, 0, 0, 0},
+    {"gemm_s8_s32_nt_kernel", 16, 16, 64, GEMM_INT8, GEMM_INT32, 0, 1, 1, 0, 0,
+     0, 0, 0, 2, 2, 0, "cpu-s8", 0, 0, 0},
 };
 /* clang-format on */
 

@@ -268,6 +268,12 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
             "it with gemmctl mm --dtype %s --repeat N)",
             gemm_dtype_name(gemm_dtype_size(a->ab) > 4 ? a->ab : a->cd),
             gemm_dtype_name(gemm_dtype_size(a->ab) > 4 ? a->ab : a->cd));
+    if (gemm_dtype_is_integer(a->ab) || gemm_dtype_is_integer(a->cd))
+        return ctl_error(EXIT_USAGE,
+                         "bench: compares the kernels of the bf16, fp16 and "
+                         "fp32 types against a floating-point reference; "
+                         "time int8 with gemmctl mm --dtype int8 --repeat N "
+                         "(--check compares it exactly)");
     if (a->ab == GEMM_FP32 && a->cd != GEMM_FP32)
         return ctl_error(EXIT_USAGE, "bench: fp32 inputs need --cd-dtype "
                                      "fp32");

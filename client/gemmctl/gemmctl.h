@@ -40,7 +40,8 @@ int ctl_open(const char *url, gemm_client **out);
 void ctl_json_str(const char *s);
 
 /* Fills n elements of type t at dst with uniform [-1, 1) values from the
- * splitmix64 stream *state. */
+ * splitmix64 stream *state (int8 and int32: uniform int8 values,
+ * -128..127). */
 void ctl_fill_random(void *dst, gemm_dtype t, size_t n, uint64_t *state);
 
 /* Parses "default", "tf32", "fp32" for option opt of subcommand cmd;

@@ -18,9 +18,9 @@ static const char kernels_usage[] =
     "the A/B and C/D types, the precisions served for fp32 inputs, and the\n"
     "transposes (nn, tn = A transposed, nt = B transposed, tt).\n";
 
-static const gemm_dtype all_types[] = {GEMM_BF16,      GEMM_FP16,
-                                       GEMM_FP32,      GEMM_FP64,
-                                       GEMM_COMPLEX64, GEMM_COMPLEX128};
+static const gemm_dtype all_types[] = {
+    GEMM_BF16,      GEMM_FP16,       GEMM_FP32, GEMM_FP64,
+    GEMM_COMPLEX64, GEMM_COMPLEX128, GEMM_INT8, GEMM_INT32};
 static const char *const trans_names[] = {"nn", "tn", "nt", "tt"};
 
 /* Appends word to buf (comma-separated). */

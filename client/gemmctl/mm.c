@@ -7,7 +7,8 @@
  * daemon saw them (after conversion to the request's dtype): in fp64 for
  * the 16/32-bit types, in long double for fp64, complex64 and complex128
  * (the "wide" types, which also take conjugate transposes and complex
- * alpha and beta).
+ * alpha and beta), exactly in 64-bit integers for int8 (reduced modulo
+ * 2^32, as the daemon's int32 arithmetic wraps).
  */
 #include "mm.h"
 
@@ -36,7 +37,7 @@ static const char mm_usage[] =
     "Inputs:\n"
     "  --a FILE, --b FILE   .npy matrices (bfloat16 as ml_dtypes saves\n"
     "                       it, float16, float32, float64, complex64,\n"
-    "                       complex128)\n"
+    "                       complex128, int8)\n"
     "  --c FILE             C, M x N (beta defaults to 1 with --c)\n"
     "                       3-D files are stacks (numpy's matmul): a stack\n"
     "                       times a stack (the same count, or one of them\n"
@@ -47,7 +48,9 @@ static const char mm_usage[] =
     "  -m M -n N -k K       random inputs, uniform in [-1, 1)\n"
     "  --seed S             random seed (default 42)\n"
     "Operation:\n"
-    "  --alpha X            (default 1)\n"
+    "  --alpha X            (default 1; int8: an integer in int32's\n"
+    "                       range, as --beta: D = alpha op(A) op(B) +\n"
+    "                       beta C in int32 that wraps on overflow)\n"
     "  --beta X             (default 0; needs --c with file inputs; random\n"
     "                       C with -m -n -k)\n"
     "  --alpha-im X, --beta-im X  imaginary parts (complex types)\n"
@@ -55,12 +58,13 @@ static const char mm_usage[] =
     "  --op-a OP, --op-b OP N, T (= --ta, --tb) or C (conjugate transpose,\n"
     "                       complex types)\n"
     "  --dtype T            type of A and B on the daemon: bf16, fp16,\n"
-    "                       fp32, fp64, c64, c128 (default: fp16 or bf16\n"
-    "                       if both files are float16 or both bfloat16,\n"
-    "                       fp64 if both are float64,\n"
-    "                       c64/c128 if one is complex, else fp32; fp32 for\n"
-    "                       random inputs)\n"
-    "  --cd-dtype T         type of C and D (default: as --dtype)\n"
+    "                       fp32, fp64, c64, c128, int8 (default: fp16,\n"
+    "                       bf16 or int8 if both files are float16, both\n"
+    "                       bfloat16 or both int8, fp64 if both are\n"
+    "                       float64, c64/c128 if one is complex, else fp32;\n"
+    "                       fp32 for random inputs)\n"
+    "  --cd-dtype T         type of C and D (default: as --dtype; int32\n"
+    "                       for int8)\n"
     "  --kernel NAME        run this kernel (gemmctl kernels lists them;\n"
     "                       default: the daemon picks)\n"
     "  --precision P        fp32 inputs: default, tf32 (fast, ~1e-3) or\n"
@@ -68,14 +72,15 @@ static const char mm_usage[] =
     "Output:\n"
     "  --out FILE           write D as .npy (else D is printed on stdout)\n"
     "  --out-dtype T        bf16 (read it with ml_dtypes), fp16, fp32,\n"
-    "                       fp64, c64 or c128 for --out\n"
+    "                       fp64, c64, c128 or int32 for --out\n"
     "                       (default: fp16 if D is fp16, D's type if it is\n"
-    "                       fp64 or complex, else fp32)\n"
+    "                       fp64, complex or int32, else fp32)\n"
     "  --check              compare with a CPU reference (fp64; long double\n"
     "                       for fp64, c64, c128); prints the relative\n"
     "                       Frobenius error and PASS/FAIL (fp64 and c128\n"
     "                       1e-12, fp32 and c64 1e-5, tf32 2e-3, fp16 2e-3,\n"
-    "                       bf16 1e-2)\n"
+    "                       bf16 1e-2); int8: every element exactly\n"
+    "                       against 64-bit integers modulo 2^32\n"
     "  --repeat R           run R times, report median and best (random)\n"
     "  -q, --quiet          no report: what ran, times and rates go to\n"
     "                       stderr (stdout has only D and --check's\n"
@@ -119,8 +124,8 @@ static int parse_dtype(const char *opt, const char *s, gemm_dtype *out)
 {
     if (gemm_dtype_parse(s, out) != GEMM_OK)
         return ctl_error(EXIT_USAGE,
-                         "mm: %s wants bf16, fp16, fp32, fp64, c64 or c128, "
-                         "not '%s'",
+                         "mm: %s wants bf16, fp16, fp32, fp64, c64, c128, "
+                         "int8 or int32, not '%s'",
                          opt, s);
     return EXIT_OK;
 }
@@ -503,6 +508,42 @@ static double check_error_wide(const struct mm_job *j, const struct mm_args *a,
     return (double)(den == 0.0L ? sqrtl(num) : sqrtl(num / den));
 }
 
+/* int8: every element of D (sampled rows past 2^30 multiply-adds)
+ * exactly against 64-bit integers modulo 2^32. */
+static int do_check_s8(const struct mm_job *j, const struct mm_args *a)
+{
+    uint64_t step = 1, checked = 0;
+    double macs = (double)j->m * (double)j->n * (double)j->k;
+    if (macs > (double)MM_CHECK_FULL_MACS)
+        step = (uint64_t)(macs / (double)MM_CHECK_FULL_MACS) + 1;
+    uint64_t bad =
+        mm_s8_mismatches(gemm_buffer_data(j->a), gemm_buffer_data(j->b),
+                         j->c != NULL ? gemm_buffer_data(j->c) : NULL,
+                         gemm_buffer_data(j->d), j->m, j->n, j->k, a->ta, a->tb,
+                         (int32_t)a->alpha, (int32_t)a->beta, step, &checked);
+    printf("check: %" PRIu64 " of %" PRIu64 " elements differ from the exact "
+           "int64 reference (mod 2^32)%s: %s\n",
+           bad, checked, step > 1 ? " (rows sampled)" : "",
+           bad == 0 ? "PASS" : "FAIL");
+    return bad == 0 ? EXIT_OK : EXIT_RUNTIME;
+}
+
+/* Prints an int32 D whole when small, else its top-left corner. */
+static void print_int(const int32_t *d, uint64_t m, uint64_t n)
+{
+    bool whole = m <= 12 && n <= 12;
+    uint64_t rm = whole ? m : (m < 4 ? m : 4), rn = whole ? n : (n < 4 ? n : 4);
+    if (!whole)
+        printf("D is %" PRIu64 "x%" PRIu64 " int32; top-left corner:\n", m, n);
+    for (uint64_t i = 0; i < rm; i++) {
+        for (uint64_t q = 0; q < rn; q++)
+            printf("%s%11d", q ? " " : "", d[i * n + q]);
+        printf("%s\n", rn < n ? " ..." : "");
+    }
+    if (rm < m)
+        printf("         ...\n");
+}
+
 static int do_check(const struct mm_job *j, const struct mm_args *a,
                     gemm_dtype ab, gemm_dtype cd, const float *d32)
 {
@@ -671,8 +712,9 @@ int cmd_mm(const char *url, int argc, char **argv)
         j.b_rows = a.tb ? a.n : a.k, j.b_cols = a.tb ? a.k : a.n;
         ab = a.have_dtype ? a.dtype : GEMM_FP32;
     }
-    cd = a.have_cd ? a.cd : ab;
-    bool wide = mm_wide_type(ab);
+    cd = a.have_cd ? a.cd : mm_cd_default(ab);
+    bool wide = mm_wide_type(ab), s8 = ab == GEMM_INT8;
+    bool s64 = mm_scalars64(ab);
     if ((a.ca || a.cb) && !gemm_dtype_is_complex(ab)) {
         code = ctl_error(EXIT_USAGE,
                          "mm: op C (conjugate transpose) is for complex "
@@ -687,7 +729,7 @@ int cmd_mm(const char *url, int argc, char **argv)
                          gemm_dtype_name(ab));
         goto out;
     }
-    if (!wide) { /* what the daemon computes with: float scalars */
+    if (!s64) { /* what the daemon computes with: float scalars */
         a.alpha = (float)a.alpha;
         a.beta = (float)a.beta;
     }
@@ -698,17 +740,9 @@ int cmd_mm(const char *url, int argc, char **argv)
                          gemm_precision_name(a.precision), gemm_dtype_name(ab));
         goto out;
     }
-    outt = a.have_out_dtype                      ? a.out_dtype
-           : cd == GEMM_FP16 || mm_wide_type(cd) ? cd
-                                                 : GEMM_FP32;
-    if (gemm_dtype_is_complex(outt) != gemm_dtype_is_complex(cd)) {
-        code = ctl_error(EXIT_USAGE,
-                         "mm: --out-dtype %s for a %s D: a complex D is "
-                         "written as c64 or c128, a real one as fp16, fp32 "
-                         "or fp64",
-                         gemm_dtype_name(outt), gemm_dtype_name(cd));
+    outt = a.have_out_dtype ? a.out_dtype : mm_out_default(cd);
+    if ((code = mm_check_out_type(outt, cd)) != EXIT_OK)
         goto out;
-    }
     if (j.m > SIZE_MAX / j.n || j.k > SIZE_MAX / j.m || j.k > SIZE_MAX / j.n) {
         code = ctl_error(EXIT_USAGE, "mm: dimensions too large");
         goto out;
@@ -740,7 +774,7 @@ int cmd_mm(const char *url, int argc, char **argv)
         if (j.c != NULL)
             ctl_fill_random(gemm_buffer_data(j.c), cd, j.m * j.n, &state);
     }
-    if (a.check && !wide) { /* the inputs exactly as the daemon sees them */
+    if (a.check && !wide && !s8) { /* the inputs as the daemon sees them */
         j.a32 = to_f32(j.a, ab, j.m * j.k);
         j.b32 = to_f32(j.b, ab, j.k * j.n);
         if (j.c != NULL)
@@ -758,7 +792,7 @@ int cmd_mm(const char *url, int argc, char **argv)
     op.conj_b = a.cb;
     op.alpha = (float)a.alpha;
     op.beta = (float)a.beta;
-    if (wide)
+    if (s64)
         gemm_op_set_scalars(&op, a.alpha, a.alpha_im, a.beta, a.beta_im);
     op.a.buf = j.a;
     op.b.buf = j.b;
@@ -832,14 +866,14 @@ int cmd_mm(const char *url, int argc, char **argv)
 
     /* D as fp32 only where it is read: --check, or printing file results
      * (a random 4096^3 run skipped 16.7M conversions and 64 MiB) */
-    if (!wide && (a.check || (files && a.out_path == NULL)) &&
+    if (!wide && !s8 && (a.check || (files && a.out_path == NULL)) &&
         (d32 = to_f32(j.d, cd, j.m * j.n)) == NULL) {
         code = ctl_error(EXIT_RUNTIME, "mm: out of memory");
         goto out;
     }
     code = EXIT_OK;
     if (a.check)
-        code = do_check(&j, &a, ab, cd, d32);
+        code = s8 ? do_check_s8(&j, &a) : do_check(&j, &a, ab, cd, d32);
     if (a.out_path != NULL) {
         if ((out = malloc(j.m * j.n * gemm_dtype_size(outt))) == NULL) {
             code = ctl_error(EXIT_RUNTIME, "mm: out of memory");
@@ -854,6 +888,8 @@ int cmd_mm(const char *url, int argc, char **argv)
                 npy_type_name(outt), a.out_path);
     } else if (files && wide) {
         print_wide(gemm_buffer_data(j.d), cd, j.m, j.n);
+    } else if (files && s8) {
+        print_int(gemm_buffer_data(j.d), j.m, j.n);
     } else if (files) {
         print_matrix(d32, j.m, j.n);
     }

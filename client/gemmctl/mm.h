@@ -31,6 +31,31 @@ struct mm_args {
  * double. */
 bool mm_wide_type(gemm_dtype t);
 
+/* C and D's type when --cd-dtype is not given: int32 for int8 inputs,
+ * else ab. */
+gemm_dtype mm_cd_default(gemm_dtype ab);
+
+/* --out's type when --out-dtype is not given: fp16, the wide types and
+ * int32 as they are, else fp32. */
+gemm_dtype mm_out_default(gemm_dtype cd);
+
+/* Whether alpha and beta go to the daemon as doubles (gemm_op_set_scalars)
+ * rather than floats: the wide types, and int8 (exact integers). */
+bool mm_scalars64(gemm_dtype ab);
+
+/* An --out-dtype that cannot hold D: a usage error (message printed) or
+ * EXIT_OK. */
+int mm_check_out_type(gemm_dtype outt, gemm_dtype cd);
+
+/* Elements of D (m x n, tight) that differ from the exact int8 reference
+ * alpha op(A) op(B) + beta C (C may be NULL) reduced modulo 2^32, over
+ * every row_step-th row; *checked says how many elements were compared.
+ * A and B tight as stored (k x m when ta, n x k when tb). */
+uint64_t mm_s8_mismatches(const int8_t *A, const int8_t *B, const int32_t *C,
+                          const int32_t *D, uint64_t m, uint64_t n, uint64_t k,
+                          bool ta, bool tb, int32_t alpha, int32_t beta,
+                          uint64_t row_step, uint64_t *checked);
+
 /* The --check tolerance of a GEMM and the name of what sets it. */
 double mm_tolerance(gemm_dtype ab, gemm_dtype cd, gemm_precision p,
                     const char **what);

@@ -97,6 +97,25 @@ static double stack_error(const stack_job *j, const struct mm_args *a)
     return den > 0 ? (double)sqrtl(num / den) : (double)sqrtl(num);
 }
 
+/* int8: the fraction of D's elements, over every product, that differ
+ * from the exact reference modulo 2^32 (0 when all agree). */
+static double stack_mismatches(const stack_job *j, const struct mm_args *a)
+{
+    const int8_t *A = gemm_buffer_data(j->a), *B = gemm_buffer_data(j->b);
+    const int32_t *C = j->c ? gemm_buffer_data(j->c) : NULL;
+    const int32_t *D = gemm_buffer_data(j->d);
+    uint64_t bad = 0, all = 0, mn = j->m * j->n;
+    for (uint64_t p = 0; p < j->count; p++) {
+        uint64_t seen = 0;
+        bad += mm_s8_mismatches(
+            A + (j->na > 1 ? p : 0) * j->ea, B + (j->nb > 1 ? p : 0) * j->eb,
+            C ? C + (j->nc > 1 ? p : 0) * mn : NULL, D + p * mn, j->m, j->n,
+            j->k, a->ta, a->tb, (int32_t)a->alpha, (int32_t)a->beta, 1, &seen);
+        all += seen;
+    }
+    return all ? (double)bad / (double)all : 0.0;
+}
+
 int mm_stack(const char *url, struct mm_args *a, const npy_matrix *A,
              const npy_matrix *B, const npy_matrix *C)
 {
@@ -140,7 +159,7 @@ int mm_stack(const char *url, struct mm_args *a, const npy_matrix *A,
     j.eb = B->rows * B->cols;
     j.ec = j.m * j.n;
     j.ab = a->have_dtype ? a->dtype : mm_file_type(A, B);
-    j.cd = a->have_cd ? a->cd : j.ab;
+    j.cd = a->have_cd ? a->cd : mm_cd_default(j.ab);
     bool cplx = gemm_dtype_is_complex(j.ab);
     if ((a->ca || a->cb) && !cplx)
         return ctl_error(EXIT_USAGE, "mm: op C (conjugate transpose) is for "
@@ -150,15 +169,10 @@ int mm_stack(const char *url, struct mm_args *a, const npy_matrix *A,
                                      "complex inputs");
     if (j.ab != GEMM_FP32 && a->precision != GEMM_PRECISION_DEFAULT)
         return ctl_error(EXIT_USAGE, "mm: --precision is for fp32 inputs");
-    gemm_dtype outt = a->have_out_dtype                         ? a->out_dtype
-                      : j.cd == GEMM_FP16 || mm_wide_type(j.cd) ? j.cd
-                                                                : GEMM_FP32;
-    if (gemm_dtype_is_complex(outt) != gemm_dtype_is_complex(j.cd))
-        return ctl_error(EXIT_USAGE,
-                         "mm: --out-dtype %s for a %s D: a complex D is "
-                         "written as c64 or c128, a real one as a real type",
-                         gemm_dtype_name(outt), gemm_dtype_name(j.cd));
-    if (!mm_wide_type(j.ab)) { /* what the daemon computes with */
+    gemm_dtype outt = a->have_out_dtype ? a->out_dtype : mm_out_default(j.cd);
+    if ((code = mm_check_out_type(outt, j.cd)) != EXIT_OK)
+        return code;
+    if (!mm_scalars64(j.ab)) { /* what the daemon computes with */
         a->alpha = (float)a->alpha;
         a->beta = (float)a->beta;
     }
@@ -224,7 +238,8 @@ int mm_stack(const char *url, struct mm_args *a, const npy_matrix *A,
     if (a->check) {
         const char *what;
         double tol = mm_tolerance(j.ab, j.cd, a->precision, &what);
-        double e = stack_error(&j, a);
+        double e =
+            j.ab == GEMM_INT8 ? stack_mismatches(&j, a) : stack_error(&j, a);
         bool ok = e <= tol;
         printf("check: relative error %.3g over %" PRIu64
                " products (%s tolerance %.0e): %s\n",

@@ -19,6 +19,63 @@ bool mm_wide_type(gemm_dtype t)
     return t == GEMM_FP64 || gemm_dtype_is_complex(t);
 }
 
+gemm_dtype mm_cd_default(gemm_dtype ab)
+{
+    return ab == GEMM_INT8 ? GEMM_INT32 : ab;
+}
+
+gemm_dtype mm_out_default(gemm_dtype cd)
+{
+    return cd == GEMM_FP16 || cd == GEMM_INT32 || mm_wide_type(cd) ? cd
+                                                                   : GEMM_FP32;
+}
+
+bool mm_scalars64(gemm_dtype ab)
+{
+    return mm_wide_type(ab) || ab == GEMM_INT8;
+}
+
+int mm_check_out_type(gemm_dtype outt, gemm_dtype cd)
+{
+    if (gemm_dtype_is_complex(outt) != gemm_dtype_is_complex(cd))
+        return ctl_error(EXIT_USAGE,
+                         "mm: --out-dtype %s for a %s D: a complex D is "
+                         "written as c64 or c128, a real one as a real type",
+                         gemm_dtype_name(outt), gemm_dtype_name(cd));
+    if (gemm_dtype_is_integer(outt) && outt != cd)
+        return ctl_error(EXIT_USAGE,
+                         "mm: --out-dtype %s for a %s D: only an int32 D is "
+                         "written as int32 (gemmctl does not round into "
+                         "integers)",
+                         gemm_dtype_name(outt), gemm_dtype_name(cd));
+    return EXIT_OK;
+}
+
+uint64_t mm_s8_mismatches(const int8_t *A, const int8_t *B, const int32_t *C,
+                          const int32_t *D, uint64_t m, uint64_t n, uint64_t k,
+                          bool ta, bool tb, int32_t alpha, int32_t beta,
+                          uint64_t row_step, uint64_t *checked)
+{
+    uint64_t bad = 0, seen = 0;
+    if (row_step == 0)
+        row_step = 1;
+    for (uint64_t i = 0; i < m; i += row_step)
+        for (uint64_t q = 0; q < n; q++, seen++) {
+            int64_t acc = 0;
+            for (uint64_t l = 0; l < k; l++)
+                acc += (int64_t)(ta ? A[l * m + i] : A[i * k + l]) *
+                       (tb ? B[q * k + l] : B[l * n + q]);
+            /* uint64 wraps: the same residue modulo 2^32 as int32 */
+            uint64_t r = (uint64_t)(int64_t)alpha * (uint64_t)acc;
+            if (C != NULL)
+                r += (uint64_t)(int64_t)beta * (uint64_t)(int64_t)C[i * n + q];
+            if (D[i * n + q] != (int32_t)(uint32_t)r)
+                bad++;
+        }
+    *checked = seen;
+    return bad;
+}
+
 /* Allocates a buffer for count elements of type t. */
 int mm_alloc(gemm_client *c, size_t count, gemm_dtype t, const char *name,
              gemm_buffer **out)
@@ -39,6 +96,8 @@ int mm_alloc(gemm_client *c, size_t count, gemm_dtype t, const char *name,
 double mm_tolerance(gemm_dtype ab, gemm_dtype cd, gemm_precision p,
                     const char **what)
 {
+    if (ab == GEMM_INT8)
+        return *what = "int8, exact", 0.0;
     if (ab == GEMM_FP64 || ab == GEMM_COMPLEX128)
         return *what = gemm_dtype_name(ab), 1e-12;
     if (ab == GEMM_COMPLEX64)
@@ -54,7 +113,8 @@ double mm_tolerance(gemm_dtype ab, gemm_dtype cd, gemm_precision p,
 
 /* Copies count elements of a file's type st into a buffer of type dt: as
  * gemm_convert, and real files into complex buffers (imaginary 0). A
- * complex file for a real type is an error (message printed). */
+ * complex file for a real type, or a file that would have to be rounded
+ * into an integer type, is an error (message printed). */
 int mm_load_input(const char *name, void *dst, gemm_dtype dt,
                   const npy_matrix *f, size_t count)
 {
@@ -75,13 +135,20 @@ int mm_load_input(const char *name, void *dst, gemm_dtype dt,
         }
         return EXIT_OK;
     }
-    gemm_convert(dst, dt, f->data, f->dtype, count);
+    if (gemm_convert(dst, dt, f->data, f->dtype, count) != GEMM_OK)
+        return ctl_error(EXIT_USAGE,
+                         "mm: %s is %s but the GEMM's %s operands are %s: "
+                         "gemmctl does not round or narrow into integers "
+                         "(save it as int8, e.g. a.astype(numpy.int8), or "
+                         "give --dtype fp32)",
+                         name, npy_type_name(f->dtype), name,
+                         gemm_dtype_name(dt));
     return EXIT_OK;
 }
 
 /* The default A/B type of file inputs: complex if one is (complex128 if
- * one is double precision), fp16 or bf16 if both are float16 or both
- * bfloat16, fp64 if both are float64, else fp32. */
+ * one is double precision), fp16, bf16 or int8 if both are float16, both
+ * bfloat16 or both int8, fp64 if both are float64, else fp32. */
 gemm_dtype mm_file_type(const npy_matrix *A, const npy_matrix *B)
 {
     bool cplx =
@@ -91,7 +158,8 @@ gemm_dtype mm_file_type(const npy_matrix *A, const npy_matrix *B)
     if (cplx)
         return dbl ? GEMM_COMPLEX128 : GEMM_COMPLEX64;
     if (A->dtype == B->dtype &&
-        (A->dtype == GEMM_FP16 || A->dtype == GEMM_BF16 || dbl))
+        (A->dtype == GEMM_FP16 || A->dtype == GEMM_BF16 ||
+         A->dtype == GEMM_INT8 || dbl))
         return A->dtype;
     return GEMM_FP32;
 }

@@ -3,7 +3,8 @@
  * numpy/lib/format.py): a magic string, a version, a little-endian header
  * length, then a Python dict literal with 'descr', 'fortran_order' and
  * 'shape', padded with spaces and a newline, then the raw data. Only what
- * gemmctl needs: 2-D float matrices; bfloat16 as numpy saves ml_dtypes'
+ * gemmctl needs: 2-D float, complex, int8 and int32 matrices (and stacks
+ * of them); bfloat16 as numpy saves ml_dtypes'
  * bfloat16 (descr '<V2': numpy knows no bfloat16, so a 2-byte void). Every
  * failure names the file and says what is wrong with it.
  */
@@ -205,11 +206,18 @@ static int npy_load(const char *path, npy_matrix *out, bool stacks, char *err,
     } else if (strcmp(descr, "<c16") == 0) {
         dtype = GEMM_COMPLEX128;
         esize = 16;
+    } else if (strcmp(descr, "|i1") == 0 || strcmp(descr, "<i1") == 0 ||
+               strcmp(descr, "i1") == 0) {
+        dtype = GEMM_INT8;
+        esize = 1;
+    } else if (strcmp(descr, "<i4") == 0) {
+        dtype = GEMM_INT32;
+        esize = 4;
     } else {
         npy_fail(err, errlen,
                  "%s: dtype '%s' is not supported; use bfloat16 "
-                 "(ml_dtypes), float16, float32, float64, complex64 or "
-                 "complex128",
+                 "(ml_dtypes), float16, float32, float64, complex64, "
+                 "complex128, int8 or int32",
                  path, descr);
         goto fail;
     }
@@ -324,7 +332,7 @@ int npy_write_stack(const char *path, const void *data, gemm_dtype dtype,
     if (esize == 0)
         return npy_fail(err, errlen,
                         "%s: can only write bfloat16, float16, float32, "
-                        "float64, complex64 or complex128",
+                        "float64, complex64, complex128, int8 or int32",
                         path);
     /* 10 bytes of preamble + dict + padding + '\n', a multiple of 64;
      * bfloat16 as numpy saves ml_dtypes.bfloat16: a 2-byte void */
@@ -334,10 +342,12 @@ int npy_write_stack(const char *path, const void *data, gemm_dtype dtype,
     else
         snprintf(shape, sizeof(shape), "%zu, %zu", rows, cols);
     n = snprintf(hdr + 10, sizeof(hdr) - 10,
-                 "{'descr': '<%c%zu', 'fortran_order': False, "
+                 "{'descr': '%c%c%zu', 'fortran_order': False, "
                  "'shape': (%s), }",
+                 esize == 1 ? '|' : '<', /* numpy's byte order of 1 byte */
                  dtype == GEMM_BF16             ? 'V'
                  : gemm_dtype_is_complex(dtype) ? 'c'
+                 : gemm_dtype_is_integer(dtype) ? 'i'
                                                 : 'f',
                  esize, shape);
     size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
@@ -379,6 +389,10 @@ const char *npy_type_name(gemm_dtype t)
         return "complex64";
     case GEMM_COMPLEX128:
         return "complex128";
+    case GEMM_INT8:
+        return "int8";
+    case GEMM_INT32:
+        return "int32";
     default:
         return "?";
     }

@@ -93,6 +93,16 @@ static uint64_t rnd_next(uint64_t *state)
 void ctl_fill_random(void *dst, gemm_dtype t, size_t n, uint64_t *state)
 {
     float tmp[4096];
+    if (t == GEMM_INT8 || t == GEMM_INT32) { /* every int8 value */
+        for (size_t i = 0; i < n; i++) {
+            int8_t v = (int8_t)(rnd_next(state) >> 56);
+            if (t == GEMM_INT8)
+                ((int8_t *)dst)[i] = v;
+            else
+                ((int32_t *)dst)[i] = v;
+        }
+        return;
+    }
     if (t == GEMM_FP64 || t == GEMM_COMPLEX128) {
         double *d = dst;
         size_t parts = t == GEMM_FP64 ? n : 2 * n;

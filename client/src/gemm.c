@@ -62,6 +62,10 @@ static Gemm__DType wire_dtype(gemm_dtype t)
         return GEMM__DTYPE__COMPLEX64;
     case GEMM_COMPLEX128:
         return GEMM__DTYPE__COMPLEX128;
+    case GEMM_INT8:
+        return GEMM__DTYPE__INT8;
+    case GEMM_INT32:
+        return GEMM__DTYPE__INT32;
     }
     return GEMM__DTYPE__DTYPE_INVALID;
 }

@@ -1,7 +1,8 @@
 /*
  * dtype.c: element types and conversions between bf16, fp16, fp32 and
  * fp64 (and between complex64 and complex128, part by part),
- * round-to-nearest-even, NaN preserved; the names of the precisions.
+ * round-to-nearest-even, NaN preserved, and from int8 and int32 to the
+ * wider types; the names of the precisions.
  * Shared by the client library (to fill buffers, gemmctl's .npy files) and
  * the daemon's CPU backend.
  */
@@ -13,10 +14,13 @@
 GEMM_API size_t gemm_dtype_size(gemm_dtype t)
 {
     switch (t) {
+    case GEMM_INT8:
+        return 1;
     case GEMM_BF16:
     case GEMM_FP16:
         return 2;
     case GEMM_FP32:
+    case GEMM_INT32:
         return 4;
     case GEMM_FP64:
     case GEMM_COMPLEX64:
@@ -30,6 +34,11 @@ GEMM_API size_t gemm_dtype_size(gemm_dtype t)
 GEMM_API bool gemm_dtype_is_complex(gemm_dtype t)
 {
     return t == GEMM_COMPLEX64 || t == GEMM_COMPLEX128;
+}
+
+GEMM_API bool gemm_dtype_is_integer(gemm_dtype t)
+{
+    return t == GEMM_INT8 || t == GEMM_INT32;
 }
 
 GEMM_API const char *gemm_dtype_name(gemm_dtype t)
@@ -47,6 +56,10 @@ GEMM_API const char *gemm_dtype_name(gemm_dtype t)
         return "c64";
     case GEMM_COMPLEX128:
         return "c128";
+    case GEMM_INT8:
+        return "int8";
+    case GEMM_INT32:
+        return "int32";
     }
     return "?";
 }
@@ -66,6 +79,9 @@ GEMM_API int gemm_dtype_parse(const char *s, gemm_dtype *out)
         {"double", GEMM_FP64},     {"float64", GEMM_FP64},
         {"c64", GEMM_COMPLEX64},   {"complex64", GEMM_COMPLEX64},
         {"c128", GEMM_COMPLEX128}, {"complex128", GEMM_COMPLEX128},
+        {"int8", GEMM_INT8},       {"i8", GEMM_INT8},
+        {"s8", GEMM_INT8},         {"int32", GEMM_INT32},
+        {"i32", GEMM_INT32},       {"s32", GEMM_INT32},
     };
     if (s == NULL || out == NULL)
         return GEMM_ERR_INVALID;
@@ -246,6 +262,43 @@ static int convert_wide(void *dst, gemm_dtype dt, const void *src,
     return GEMM_OK;
 }
 
+/* Conversions from int8 or int32 (st): to int32 (widening) or to a real
+ * float type, exact in fp64 and rounded to nearest even below it. The
+ * caller has checked the types and handled dt == st. */
+static int convert_int(void *dst, gemm_dtype dt, const void *src, gemm_dtype st,
+                       size_t n)
+{
+    const int8_t *s8 = src;
+    const int32_t *s32 = src;
+    if (dst == src && gemm_dtype_size(dt) > gemm_dtype_size(st))
+        return GEMM_ERR_INVALID; /* would overwrite what it reads next */
+    switch (dt) {
+    case GEMM_INT32: /* st == GEMM_INT8 */
+        for (size_t i = 0; i < n; i++)
+            ((int32_t *)dst)[i] = s8[i];
+        return GEMM_OK;
+    case GEMM_FP64:
+        for (size_t i = 0; i < n; i++)
+            ((double *)dst)[i] = st == GEMM_INT8 ? s8[i] : s32[i];
+        return GEMM_OK;
+    case GEMM_FP32: /* rounded to nearest even above 2^24 */
+        for (size_t i = 0; i < n; i++)
+            ((float *)dst)[i] = st == GEMM_INT8 ? (float)s8[i] : (float)s32[i];
+        return GEMM_OK;
+    case GEMM_BF16:
+    case GEMM_FP16:
+        for (size_t i = 0; i < n; i++) {
+            double v = st == GEMM_INT8 ? s8[i] : s32[i];
+            uint16_t h = dt == GEMM_BF16 ? f32_to_bf16(f64_to_f32_odd(v))
+                                         : f32_to_fp16(f64_to_f32_odd(v));
+            memcpy((char *)dst + 2 * i, &h, 2);
+        }
+        return GEMM_OK;
+    default:
+        return GEMM_ERR_DTYPE;
+    }
+}
+
 GEMM_API int gemm_convert(void *dst, gemm_dtype dt, const void *src,
                           gemm_dtype st, size_t n)
 {
@@ -260,6 +313,9 @@ GEMM_API int gemm_convert(void *dst, gemm_dtype dt, const void *src,
             memmove(dst, src, n * gemm_dtype_size(dt));
         return GEMM_OK;
     }
+    if (gemm_dtype_is_integer(dt) || gemm_dtype_is_integer(st))
+        return gemm_dtype_is_integer(st) ? convert_int(dst, dt, src, st, n)
+                                         : GEMM_ERR_DTYPE;
     if (gemm_dtype_size(dt) > 4 || gemm_dtype_size(st) > 4)
         return convert_wide(dst, dt, src, st, n);
     /* fp32 <-> 16-bit, the common pairs, as plain loops the compiler

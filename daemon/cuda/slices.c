@@ -39,6 +39,8 @@ static double rate_tflops(const gemmd_job *j)
         return j->precision == GEMM_PRECISION_TF32 ? 150 : 40;
     case GEMM_COMPLEX64:
         return 40;
+    case GEMM_INT8: /* pp-s8: ~1200 TOPS at 4096^3 (ozaki-notes.md) */
+        return 500;
     default: /* fp64, complex128 */
         return 25;
     }

@@ -8,7 +8,9 @@
  * kernel, the reply names it), D copied back, the memory given back to
  * the pool. The wide types (fp64, complex) update D in place, so C is
  * staged into D; tiny GEMMs on pinned buffers skip staging and the
- * library reads them over PCIe. Resident tensors are uploaded here too.
+ * library reads them over PCIe (not int8: no int8 kernel reads host
+ * memory). int8 rows are pitched to 16 bytes, what its kernels need.
+ * Resident tensors are uploaded here too.
  */
 #include "cuda/staging.h"
 #include "cuda/migrate.h"
@@ -33,10 +35,12 @@ typedef struct staged {
 } staged;
 
 /* Row pitch on the device: the kernels' TMA maps need a leading dimension
- * that is a multiple of 8 elements (16 bytes for 16-bit types). */
-static uint64_t pitch_elems(uint64_t cols)
+ * that is a multiple of 8 elements (16 bytes for 16-bit types) and of 16
+ * bytes (int8: 16 elements). */
+uint64_t cuda_pitch_elems(uint64_t cols, size_t es)
 {
-    return (cols + 7) / 8 * 8;
+    uint64_t unit = es == 1 ? 16 : 8;
+    return (cols + unit - 1) / unit * unit;
 }
 
 static int stage_alloc(cuda_worker *w, staged *s, uint64_t rows, uint64_t cols,
@@ -44,7 +48,7 @@ static int stage_alloc(cuda_worker *w, staged *s, uint64_t rows, uint64_t cols,
 {
     cuda_device *d = w->dev;
     int rv = GEMM_OK;
-    s->ld = pitch_elems(cols);
+    s->ld = cuda_pitch_elems(cols, es);
     s->bytes = rows * s->ld * es;
     unsigned long long now = atomic_fetch_add(d->mem, s->bytes);
     if (d->max_device != 0 && now + s->bytes > d->max_device) {
@@ -142,6 +146,7 @@ static bool aligned_ld(const void *ptr, uint64_t ld)
 static bool direct_ok(const cuda_device *d, const gemmd_job *j)
 {
     if (!d->host_direct || j->kind != JOB_GEMM || wide_type(j->ab_type) ||
+        j->ab_type == GEMM_INT8 ||
         (j->kernel[0] != '\0' && !gemmk_is_auto(j->kernel)) ||
         (j->ab_type == GEMM_FP32 && j->precision == GEMM_PRECISION_TF32))
         return false;

@@ -23,6 +23,11 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j);
  * thread. */
 gemmk_problem cuda_job_problem(const gemmd_job *j);
 
+/* The leading dimension, in elements, of a staged matrix of cols
+ * es-byte elements: 8 elements and 16 bytes at least (a multiple of
+ * both). Any thread. */
+uint64_t cuda_pitch_elems(uint64_t cols, size_t es);
+
 /*
  * JOB_UPLOAD: copies j's matrix into device memory of w's device with a
  * pitch of 8 elements and fills j->tensor (its pin handle, a

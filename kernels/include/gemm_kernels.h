@@ -19,6 +19,12 @@
  * leading dimension, pointers aligned to the element; D is updated in
  * place, so C, when read, must be D itself (c == d, ldc == ldd), and
  * complex operands may be conjugated (conj_a, conj_b with trans_x).
+ * Or A and B int8 with C and D int32 (GEMM_INT8, GEMM_INT32): the int8
+ * kernels of gemmk_gemm_s8, with alpha = zalpha[0] and beta = zbeta[0]
+ * (integers in int32's range, imaginary parts 0; the float alpha, beta
+ * are unused), lda and ldb multiples of 16, ldc and ldd of 4, pointers
+ * 16-byte aligned, every transpose (MN-major operands are transposed
+ * into the context's workspace first); never host-mapped.
  * Kernels of the catalog may serve less (see gemmk_kernel_desc). When
  * beta == 0, C is never read and may be NULL.
  *
@@ -28,7 +34,7 @@
  * No function prints or exits; every fallible call returns a gemm_error.
  *
  * From the client API (gemm/gemm.h) this header uses gemm_error and its
- * GEMM_OK / GEMM_ERR_* values, gemm_dtype (GEMM_BF16 .. GEMM_COMPLEX128)
+ * GEMM_OK / GEMM_ERR_* values, gemm_dtype (GEMM_BF16 .. GEMM_INT32)
  * and gemm_precision (GEMM_PRECISION_*).
  */
 #ifndef GEMM_KERNELS_H
@@ -147,9 +153,10 @@ void gemmk_ctx_info(const gemmk_ctx *ctx, int *num_sms, int *max_clusters2);
  * The kernel catalog: every kernel gemmk_gemm can run by name, from the
  * teaching ladder of the seed notes (naive ... wgmma-basic) through the
  * production configurations to cuBLAS as the reference. It lists only
- * what a client can ask for: kernels of the int8 entry point
- * (gemmk_gemm_s8) are callable by name there but not listed, since int8
- * is no request type. Entries are static and thread-safe to read.
+ * what a client can ask for (the int8 kernels included: int8 is a request
+ * type, run through gemmk_gemm or gemmk_gemm_s8); rows kept for
+ * measurements are callable by name but not listed. Entries are static
+ * and thread-safe to read.
  */
 typedef struct gemmk_kernel_desc {
     const char *name;    /* what a request names, e.g. "naive", "ws128x256" */
@@ -185,13 +192,13 @@ gemm_error gemmk_check(const char *name, const gemmk_problem *p,
                        const char **why);
 
 /*
- * Element types of the int8 path (gemmk_gemm_s8). gemm.h's gemm_dtype has
- * no int8 or int32; these are the numbers the kernels use for them.
- * GEMMK_TYPE_F64 is GEMM_FP64.
+ * Element types of the int8 path (gemmk_gemm_s8): gemm.h's GEMM_INT8 and
+ * GEMM_INT32 (the numbers the kernels used before the request types had
+ * them). GEMMK_TYPE_F64 is GEMM_FP64.
  */
-#define GEMMK_TYPE_F64 4
-#define GEMMK_TYPE_S8  7
-#define GEMMK_TYPE_S32 8
+#define GEMMK_TYPE_F64 GEMM_FP64
+#define GEMMK_TYPE_S8  GEMM_INT8
+#define GEMMK_TYPE_S32 GEMM_INT32
 
 /*
  * int8 GEMM: D = alpha * op(A) * op(B) + beta * C with A, B

@@ -33,12 +33,70 @@ size_t wide_size(int t)
     return t == GEMM_COMPLEX128 ? 16 : 8;
 }
 
+/* Whether v is an integer in int32's range (int8 alpha and beta). */
+bool int32_scalar(double v)
+{
+    return v == v && v >= -2147483648.0 && v <= 2147483647.0 &&
+           v == (double)(int64_t)v;
+}
+
+/* int8 A/B, int32 C/D: dims, scalars, pointers, leading dimensions and
+ * alignment as gemmk_gemm_s8 needs them. */
+gemm_error validate_s8_shape(const gemmk_problem *p, const char **why)
+{
+    const int64_t lim = (int64_t)1 << 30;
+    if (p->cd_type != GEMM_INT32) {
+        *why = "int8 inputs need int32 C and D";
+        return GEMM_ERR_DTYPE;
+    }
+    if (p->precision != GEMM_PRECISION_DEFAULT || p->conj_a || p->conj_b)
+        return GEMM_ERR_INVALID;
+    if (p->m < 1 || p->n < 1 || p->k < 1 || p->m > lim || p->n > lim ||
+        p->k > lim) {
+        *why = "dimensions out of range";
+        return GEMM_ERR_INVALID;
+    }
+    if ((p->trans_a != 0 && p->trans_a != 1) ||
+        (p->trans_b != 0 && p->trans_b != 1))
+        return GEMM_ERR_INVALID;
+    if (!int32_scalar(p->zalpha[0]) || !int32_scalar(p->zbeta[0]) ||
+        p->zalpha[1] != 0.0 || p->zbeta[1] != 0.0) {
+        *why = "int8: alpha and beta (zalpha[0], zbeta[0]) must be integers "
+               "in int32's range";
+        return GEMM_ERR_INVALID;
+    }
+    if (p->host_mapped) {
+        *why = "no int8 kernel reads host-mapped operands";
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    const bool usec = p->zbeta[0] != 0.0;
+    if (!p->a || !p->b || !p->d || (usec && !p->c))
+        return GEMM_ERR_INVALID;
+    if (!aligned(p->a, 16) || !aligned(p->b, 16) || !aligned(p->d, 16) ||
+        (usec && !aligned(p->c, 16))) {
+        *why = "operand not 16-byte aligned";
+        return GEMM_ERR_INVALID;
+    }
+    int64_t min_lda = p->trans_a ? p->m : p->k;
+    int64_t min_ldb = p->trans_b ? p->k : p->n;
+    if (p->lda < min_lda || p->lda % 16 || p->ldb < min_ldb || p->ldb % 16 ||
+        p->ldd < p->n || p->ldd % 4 ||
+        (usec && (p->ldc < p->n || p->ldc % 4))) {
+        *why = "int8: lda and ldb must be multiples of 16, ldc and ldd of 4, "
+               "none too small";
+        return GEMM_ERR_INVALID;
+    }
+    return GEMM_OK;
+}
+
 /* Dims, pointers, leading dimensions and alignment of p (its types are
  * row_check's). */
 gemm_error validate_shape(const gemmk_problem *p, const char **why)
 {
     const int64_t lim = (int64_t)1 << 30;
     *why = "invalid problem";
+    if (p->ab_type == GEMM_INT8)
+        return validate_s8_shape(p, why);
     if (!wide(p->ab_type)) { /* the 16/32-bit types, in this order */
         if (p->ab_type != GEMM_BF16 && p->ab_type != GEMM_FP16 &&
             p->ab_type != GEMM_FP32)
@@ -135,6 +193,8 @@ gemm_error run_auto(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s,
         res->kernel = row_reference().d.name;
         return wide_blas(ctx, p, s);
     }
+    if (p->ab_type == GEMM_INT8)
+        return run_s8(ctx, p, s, row, res);
     if (p->host_mapped) {
         const Row *m = row_mapped();
         const char *why = nullptr;
@@ -188,6 +248,11 @@ gemm_error gemmk_select(const gemmk_ctx *ctx, const gemmk_problem *p,
         return e;
     if (wide(p->ab_type)) {
         *name = row_reference().d.name;
+        return GEMM_OK;
+    }
+    if (p->ab_type == GEMM_INT8) {
+        const Row *r = row_s8(ctx_knob(ctx, KNOB_S8_KERNEL));
+        *name = (r ? r : row_s8(2))->d.name;
         return GEMM_OK;
     }
     if (p->host_mapped) {

@@ -46,8 +46,9 @@ cudaError_t launch_n256e4(const Launch &l)
 const Row kRows[] = {
     {{"auto", 0, 0,
       "picks a kernel by shape, type and precision (the wide types: "
-      "cuBLAS)",
-      kAB16 | kAB32 | kWide, kCDAll | kWide, kPrecTF32 | kPrecFP32, kT},
+      "cuBLAS; int8: pp-s8)",
+      kAB16 | kAB32 | kWide | kS8, kCDAll | kWide | kS32, kPrecTF32 | kPrecFP32,
+      kT},
      ROW_AUTO | ROW_CONJ,
      run_auto,
      {0, 0, 0, 0, 0},
@@ -223,14 +224,14 @@ const Row kRows[] = {
      nullptr,
      F32_3X},
 
-    /* int8 (gemmk_gemm_s8): not a request type, so not listed */
+    /* int8 A/B, int32 C/D (gemmk_gemm, or gemmk_gemm_s8 by name) */
     {{"ws-s8", 0, 0,
       "int8 x int8 -> int32, warp-specialized TMA+WGMMA k32 (pp-s8 by "
       "default); K-major operands in place, others transposed first "
       "(gemmk_gemm_s8)",
       kS8, kS32, 0, kT},
-     ROW_HIDDEN,
-     nullptr,
+     0,
+     run_s8,
      {},
      nullptr,
      nullptr,
@@ -239,8 +240,8 @@ const Row kRows[] = {
       "int8 ping-pong: a 128x128 tile per consumer warpgroup, one's "
       "epilogue under the other's main loop (gemmk_gemm_s8)",
       kS8, kS32, 0, kT},
-     ROW_HIDDEN,
-     nullptr,
+     0,
+     run_s8,
      {},
      nullptr,
      nullptr,
@@ -249,16 +250,16 @@ const Row kRows[] = {
       "int8 cooperative 128x256 tiles, two consumer warpgroups "
       "(gemmk_gemm_s8)",
       kS8, kS32, 0, kT},
-     ROW_HIDDEN,
-     nullptr,
+     0,
+     run_s8,
      {},
      nullptr,
      nullptr,
      3},
     {{"ws-s8x128", 0, 0, "int8 cooperative 128x128 tiles (gemmk_gemm_s8)", kS8,
       kS32, 0, kT},
-     ROW_HIDDEN,
-     nullptr,
+     0,
+     run_s8,
      {},
      nullptr,
      nullptr,
@@ -377,6 +378,14 @@ const Row *row_mapped()
     return nullptr;
 }
 
+const Row *row_s8(int v)
+{
+    for (int i = 0; i < kNumRows; i++)
+        if (kRows[i].d.ab_types == kS8 && kRows[i].variant == v)
+            return &kRows[i];
+    return nullptr;
+}
+
 const Row &row_reference()
 {
     return kRows[kNumRows - 1];
@@ -414,9 +423,15 @@ gemm_error row_check(const Row *r, const gemmk_problem *p, const char **why)
         return GEMM_ERR_UNSUPPORTED;
     }
     const gemmk_kernel_desc *d = &r->d;
-    if (p->ab_type < GEMM_BF16 || p->ab_type > GEMM_COMPLEX128 ||
-        p->cd_type < GEMM_BF16 || p->cd_type > GEMM_COMPLEX128) {
+    if (p->ab_type < GEMM_BF16 || p->ab_type > GEMM_INT32 ||
+        p->cd_type < GEMM_BF16 || p->cd_type > GEMM_INT32) {
         *why = "unknown element type";
+        return GEMM_ERR_DTYPE;
+    }
+    if ((p->ab_type == GEMM_INT8) != (p->cd_type == GEMM_INT32) ||
+        p->ab_type == GEMM_INT32 || p->cd_type == GEMM_INT8) {
+        *why = "int8 inputs need int32 C and D, and int32 C and D int8 "
+               "inputs";
         return GEMM_ERR_DTYPE;
     }
     if (is_wide(p->ab_type) != is_wide(p->cd_type) ||
@@ -443,6 +458,7 @@ gemm_error row_check(const Row *r, const gemmk_problem *p, const char **why)
         *why = d->ab_types == kAB16 ? "the kernel serves bf16/fp16 inputs only"
                : d->ab_types == kAB32 ? "the kernel serves fp32 inputs only"
                : d->ab_types == kF64  ? "the kernel serves fp64 inputs only"
+               : d->ab_types == kS8   ? "the kernel serves int8 inputs only"
                                       : "the kernel does not serve this input "
                                         "type";
         return GEMM_ERR_UNSUPPORTED;

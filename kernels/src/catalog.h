@@ -39,8 +39,8 @@ typedef cudaError_t (*RungFn)(const gemmk_problem &p, cudaStream_t s);
 
 enum RowFlags {
     ROW_AUTO = 1u << 0,   /* the automatic choice */
-    ROW_HIDDEN = 1u << 1, /* serves types the client API lacks: callable
-                             by name, never listed */
+    ROW_HIDDEN = 1u << 1, /* for measurements: callable by name, never
+                             listed */
     ROW_MAPPED = 1u << 2, /* what "auto" runs on host-mapped operands */
     ROW_CONJ = 1u << 3,   /* serves conjugate transposes */
     ROW_TILED = 1u << 4,  /* a production 16-bit tiling (plan.cu may
@@ -71,6 +71,8 @@ const Row &row_auto();
 const Row *row_mapped();
 /* The reference row (cuBLAS). */
 const Row &row_reference();
+/* The int8 row of variant v (1..3, kern_s8.cu's numbering); NULL if none. */
+const Row *row_s8(int v);
 /* The tiled row whose tiling is (bn, cluster, splits > 1, pp, epi): what
  * a plan resolves to; NULL if none. */
 const Row *row_tiled(int bn, int cluster, bool split, int pp, int epi);
@@ -91,6 +93,10 @@ gemm_error run_reference(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
                          const Row &, gemmk_result *);
 gemm_error run_f64(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
                    const Row &, gemmk_result *);
+/* int8 A/B, int32 C/D through gemmk_gemm_s8 (kern_s8.cu); "auto" and
+ * ws-s8 run the variant of the context's GEMMK_S8_KERNEL knob. */
+gemm_error run_s8(gemmk_ctx *, const gemmk_problem *, cudaStream_t, const Row &,
+                  gemmk_result *);
 /* cuBLAS DGEMM, CGEMM or ZGEMM of a wide problem (wide.cu). */
 gemm_error wide_blas(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s);
 

@@ -180,6 +180,45 @@ cudaError_t transpose_u8(const uint8_t *in, long long ldi, long long rows,
 }
 } // namespace gemmk
 
+namespace gemmk
+{
+gemm_error run_s8(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s,
+                  const Row &row, gemmk_result *res)
+{
+    gemmk_problem_s8 q;
+    memset(&q, 0, sizeof(q));
+    q.m = p->m;
+    q.n = p->n;
+    q.k = p->k;
+    q.trans_a = p->trans_a;
+    q.trans_b = p->trans_b;
+    q.a = static_cast<const int8_t *>(p->a);
+    q.b = static_cast<const int8_t *>(p->b);
+    q.alpha = static_cast<int32_t>(p->zalpha[0]); /* validated */
+    q.beta = static_cast<int32_t>(p->zbeta[0]);
+    q.c = q.beta != 0 ? static_cast<const int32_t *>(p->c) : nullptr;
+    q.d = static_cast<int32_t *>(p->d);
+    q.lda = p->lda;
+    q.ldb = p->ldb;
+    q.ldc = q.beta != 0 ? p->ldc : p->ldd;
+    q.ldd = p->ldd;
+    /* "auto" and ws-s8: the variant the knob picks, named as it ran */
+    const Row *r = &row;
+    if ((row.flags & ROW_AUTO) || row.variant == 0) {
+        r = row_s8(ctx_knob(ctx, KNOB_S8_KERNEL));
+        if (!r)
+            r = row_s8(2);
+    }
+    res->kernel = r->d.name;
+    gemm_error e = gemmk_gemm_s8(ctx, &q, s, r->d.name);
+    if (e != GEMM_OK)
+        ctx_say(ctx, "int8 GEMM %lldx%lldx%lld (%s) failed: error %d",
+                (long long)p->m, (long long)p->n, (long long)p->k, r->d.name,
+                (int)e);
+    return e;
+}
+} // namespace gemmk
+
 extern "C" gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
                                     cudaStream_t stream, const char *kernel)
 {

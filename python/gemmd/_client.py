@@ -351,8 +351,10 @@ class Client:
         result's shape, read when beta != 0 (default: out itself). dtype:
         the type a and b are multiplied in (default: numpy's promotion of
         theirs; bfloat16, float16, float32, float64, complex64,
-        complex128). out_dtype: the result's type (default
-        dtype; 16-bit inputs may give float32). precision: for float32
+        complex128, int8). out_dtype: the result's type (default
+        dtype; 16-bit inputs may give float32; int8 inputs give int32,
+        exact and wrapping modulo 2^32, where numpy's matmul gives int8;
+        alpha and beta are then integers in int32's range). precision: for float32
         inputs, 'tf32' (fast) or 'fp32' (the default: float32 accuracy).
         kernel: a kernel name from kernels() (default: gemmd picks).
 

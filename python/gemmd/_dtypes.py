@@ -1,11 +1,14 @@
 """The element types gemmd multiplies and how they map to numpy.
 
 One row per type: the numpy name, libgemmclient's gemm_dtype number, the
-C/D types gemmd writes for it as A/B (gemm.h's combinations), whether
-fp32-style precisions apply, and whether it needs the double/complex
-scalars of gemm_op (``wide``: float64, complex64, complex128; served when
-_capi.HAS_WIDE_SCALARS). bfloat16 is ml_dtypes.bfloat16 (imported only when
-a bfloat16 is asked for). Adding a type is a row here.
+C/D types gemmd writes for it as A/B (gemm.h's combinations; none: a
+result type only, as int32), whether fp32-style precisions apply, and
+whether it needs the double/complex scalars of gemm_op (``wide``: float64,
+complex64, complex128, and int8, whose integer alpha and beta travel
+exactly as doubles; served when _capi.HAS_WIDE_SCALARS). int8 inputs give
+int32 results (exact, wrapping modulo 2^32), not numpy's int8. bfloat16 is
+ml_dtypes.bfloat16 (imported only when a bfloat16 is asked for). Adding a
+type is a row here.
 """
 from __future__ import annotations
 
@@ -23,11 +26,12 @@ class DType:
     """One element type gemmd knows."""
 
     __slots__ = ("name", "short", "code", "size", "outs", "precision",
-                 "wide", "complex", "_np")
+                 "wide", "complex", "integer", "_np")
 
     def __init__(self, name: str, short: str, code: int, size: int,
                  outs: Tuple[str, ...], precision: bool = False,
-                 wide: bool = False, complex_: bool = False) -> None:
+                 wide: bool = False, complex_: bool = False,
+                 integer: bool = False) -> None:
         self.name = name  # numpy's name
         self.short = short  # gemm.h's name (gemm_dtype_name)
         self.code = code  # gemm_dtype
@@ -36,6 +40,7 @@ class DType:
         self.precision = precision  # precision= applies (fp32 inputs)
         self.wide = wide  # needs the fp64/complex API (branch blas)
         self.complex = complex_
+        self.integer = integer  # int8, int32: scalars are integers
         self._np: Optional[np.dtype] = None
 
     @property
@@ -71,6 +76,8 @@ TABLE: Dict[str, DType] = {
               complex_=True),
         DType("complex128", "complex128", 6, 16, ("complex128",), wide=True,
               complex_=True),
+        DType("int8", "int8", 7, 1, ("int32",), wide=True, integer=True),
+        DType("int32", "int32", 8, 4, (), integer=True),
     )
 }
 BY_CODE: Dict[int, DType] = {r.code: r for r in TABLE.values()}
@@ -81,12 +88,15 @@ ALIASES: Dict[str, str] = {
     "half": "float16", "fp32": "float32", "f32": "float32",
     "single": "float32", "fp64": "float64", "f64": "float64",
     "double": "float64", "c64": "complex64", "c128": "complex128",
+    "i8": "int8", "s8": "int8", "i32": "int32", "s32": "int32",
 }
 
 
 def served_names() -> str:
-    """'bfloat16, float16, float32' (and the wide types when available)."""
-    return ", ".join(r.name for r in TABLE.values() if r.available)
+    """'bfloat16, float16, float32' (and the wide types and int8 when
+    available): the input types."""
+    return ", ".join(r.name for r in TABLE.values()
+                     if r.available and r.outs)
 
 
 _BY_NP: Dict[np.dtype, Optional[DType]] = {}  # cache: dtype.name is slow

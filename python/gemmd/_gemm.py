@@ -89,6 +89,23 @@ class _Plan:
                 raise DTypeError(
                     "%s; pass dtype= (e.g. dtype='float32') to convert the "
                     "inputs" % e.message) from None
+        if not self.ab.outs:
+            raise DTypeError(
+                "matmul: gemmd does not multiply %s inputs (%s is the "
+                "result type of int8 inputs); pass dtype='int8' when the "
+                "values fit in -128..127, else dtype='float64'" %
+                (self.ab.name, self.ab.name))
+        if self.ab.integer:
+            for x, i in ((self.A, 0), (self.B, 1)):
+                if not isinstance(x, Tensor) and \
+                        np.dtype(x.dtype).kind not in "biu":
+                    raise DTypeError(
+                        "matmul: operand %d is %s and the multiply is in "
+                        "%s: gemmd does not round floats into integers "
+                        "(as numpy's matmul, casting='same_kind'); convert "
+                        "it yourself, e.g. np.rint(a).astype(np.int8), or "
+                        "pass dtype='float32'" %
+                        (i, np.dtype(x.dtype).name, self.ab.name))
         for t, i in ((ta, 0), (tb, 1)):
             if t is not None and t != self.ab.np:
                 raise DTypeError(
@@ -154,6 +171,9 @@ class _Plan:
             if self.ab.complex:
                 self.alpha: Any = complex(alpha)
                 self.beta: Any = complex(beta)
+            elif self.ab.integer:
+                self.alpha = _int32_scalar("alpha", alpha)
+                self.beta = _int32_scalar("beta", beta)
             else:
                 self.alpha = float(alpha)
                 self.beta = float(beta)
@@ -240,12 +260,32 @@ class _Plan:
             if isinstance(self.C, Tensor):
                 raise InvalidArgument("matmul: k = 0 with a resident "
                                       "tensor as C is not supported")
-            wide = np.complex128 if self.cd.complex else np.float64
-            d[...] = (self.beta * self.C.astype(wide)).astype(self.cd.np)
+            if self.cd.integer:  # int64 wraps as int32 would, modulo 2^32
+                d[...] = (np.int64(self.beta) *
+                          self.C.astype(np.int64)).astype(self.cd.np)
+            else:
+                wide = np.complex128 if self.cd.complex else np.float64
+                d[...] = (self.beta *
+                          self.C.astype(wide)).astype(self.cd.np)
         if self.out is not None:
             np.copyto(self.out2, d, casting="unsafe")
             return self.out
         return d.reshape(self.shape) if self.shape else d[0, 0]
+
+
+def _int32_scalar(what: str, v: Any) -> int:
+    """v as an int when it is an integer in int32's range (what int8
+    GEMMs scale by); InvalidArgument naming the fix otherwise."""
+    if isinstance(v, (complex, np.complexfloating)):
+        raise TypeError(what)
+    x = float(v)
+    if not (x == x and -2 ** 31 <= x <= 2 ** 31 - 1 and x == int(x)):
+        raise InvalidArgument(
+            "matmul: %s=%r: int8 inputs are scaled in int32 arithmetic, so "
+            "alpha and beta must be integers in -2147483648..2147483647 "
+            "(scale the int32 result yourself, or pass dtype='float32' for "
+            "a fractional scale)" % (what, v))
+    return int(x)
 
 
 # ---- one GEMM on one connection ------------------------------------------

@@ -98,7 +98,7 @@ def test_tensor_refusals(client: gemmd.Client, daemon: Any) -> None:
     with pytest.raises(gemmd.ShapeError):
         client.upload(np.ones(4, np.float32))
     with pytest.raises(gemmd.DTypeError):
-        client.upload(np.ones((2, 2), np.int32))
+        client.upload(np.ones((2, 2), np.int16))
     with gemmd.connect(daemon.url) as other:
         with pytest.raises(gemmd.InvalidArgument, match="another client"):
             other.matmul(np.ones((2, 4), np.float32), t)

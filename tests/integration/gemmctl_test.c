@@ -672,3 +672,119 @@ Test(gemmctl, blas3_syrk_trsm_and_errors)
     EXPECT_IN(err_text, "needs 3x3");
     tu_assert_healthy(g_client);
 }
+
+/* int8 .npy files ('|i1', as numpy saves int8) in, int32 ('<i4') out: D
+ * exact, written as int32 with numpy's header, printed as integers;
+ * transposes and an int32 C with integer alpha and beta; a stack; the
+ * random-input --check; and the refusals (a fractional alpha, float C/D,
+ * float files into int8, int32 out of a float D) name the fix. */
+Test(gemmctl, mm_int8_npy_round_trip)
+{
+    /* A 3x4, B 4x2 (and B^T 2x4), C 3x2: values at int8's ends */
+    const int8_t a[12] = {-128, 127, 1, -1, 0, 5, -7, 100, 127, 127, -128, 3};
+    const int8_t b[8] = {127, -128, -1, 2, 64, -64, 3, 9};
+    int8_t bt[8];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 2; j++)
+            bt[j * 4 + i] = b[i * 2 + j];
+    const int32_t c[6] = {2147483647, -5, 0, 1000000, -2147483647 - 1, 7};
+    char pa[256], pb[256], pbt[256], pc[256], pd[256], pf[256];
+    snprintf(pa, sizeof(pa), "%s/a8.npy", g_gemmd.dir);
+    snprintf(pb, sizeof(pb), "%s/b8.npy", g_gemmd.dir);
+    snprintf(pbt, sizeof(pbt), "%s/bt8.npy", g_gemmd.dir);
+    snprintf(pc, sizeof(pc), "%s/c32.npy", g_gemmd.dir);
+    snprintf(pd, sizeof(pd), "%s/d32.npy", g_gemmd.dir);
+    snprintf(pf, sizeof(pf), "%s/f32.npy", g_gemmd.dir);
+    write_npy(pa, "|i1", 3, 4, a, sizeof(a));
+    write_npy(pb, "|i1", 4, 2, b, sizeof(b));
+    write_npy(pbt, "<i1", 2, 4, bt, sizeof(bt)); /* either byte-order mark */
+    write_npy(pc, "<i4", 3, 2, c, sizeof(c));
+    /* the reference: alpha A B + beta C modulo 2^32 */
+    int32_t want[2][6];
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 2; j++) {
+                int64_t acc = 0;
+                for (int l = 0; l < 4; l++)
+                    acc += (int64_t)a[i * 4 + l] * b[l * 2 + j];
+                uint64_t r = s == 0 ? (uint64_t)acc
+                                    : (uint64_t)(-3 * acc) +
+                                          (uint64_t)(int64_t)c[i * 2 + j] * 2u;
+                want[s][i * 2 + j] = (int32_t)(uint32_t)r;
+            }
+    cr_assert_eq(ctl("mm", "--a", pa, "--b", pb, "--out", pd, NULL), 0,
+                 "stdout: %s\nstderr: %s", out_text, err_text);
+    EXPECT_IN(err_text, "int8 in, int32 out");
+    EXPECT_IN(err_text, "wrote D (3x2, int32)");
+    char hdr[128];
+    int32_t d[6];
+    read_npy(pd, hdr, d, sizeof(d));
+    cr_expect(strstr(hdr + 10, "'descr': '<i4'") != NULL, "%.118s", hdr + 10);
+    cr_expect(strstr(hdr + 10, "'shape': (3, 2)") != NULL, "%.118s", hdr + 10);
+    cr_expect_arr_eq(d, want[0], sizeof(d), "D = A B exactly");
+    /* B given transposed, alpha -3, beta 2 with an int32 C: wraps */
+    cr_assert_eq(ctl("mm", "--a", pa, "--b", pbt, "--tb", "--c", pc, "--alpha",
+                     "-3", "--beta", "2", "--out", pd, NULL),
+                 0, "stdout: %s\nstderr: %s", out_text, err_text);
+    read_npy(pd, hdr, d, sizeof(d));
+    cr_expect_arr_eq(d, want[1], sizeof(d), "D = -3 A B + 2 C mod 2^32");
+    /* printed: integers, D alone on stdout */
+    cr_assert_eq(ctl("mm", "--a", pa, "--b", pb, "-q", NULL), 0, "%s",
+                 err_text);
+    char line[64];
+    snprintf(line, sizeof(line), "%11d %11d\n", want[0][0], want[0][1]);
+    cr_expect(strncmp(out_text, line, strlen(line)) == 0, "'%s' vs '%s'",
+              out_text, line);
+    /* --out-dtype fp64 widens exactly */
+    cr_assert_eq(ctl("mm", "--a", pa, "--b", pb, "--out-dtype", "fp64", "--out",
+                     pd, NULL),
+                 0, "%s", err_text);
+    double dd[6];
+    read_npy(pd, hdr, dd, sizeof(dd));
+    cr_expect(strstr(hdr + 10, "'descr': '<f8'") != NULL, "%.118s", hdr + 10);
+    for (int i = 0; i < 6; i++)
+        cr_expect_eq(dd[i], (double)want[0][i], "element %d", i);
+    /* a stack of two A's times B: int32 stack out, checked exactly */
+    int8_t a2[24];
+    memcpy(a2, a, 12);
+    for (int i = 0; i < 12; i++)
+        a2[12 + i] = (int8_t)(-a[i] - 1);
+    write_npy_shape(pf, "|i1", "2, 3, 4", a2, sizeof(a2));
+    cr_assert_eq(ctl("mm", "--a", pf, "--b", pb, "--check", NULL), 0,
+                 "stdout: %s\nstderr: %s", out_text, err_text);
+    EXPECT_IN(out_text, "PASS");
+    /* random int8 inputs, every transpose, checked exactly */
+    const char *tr[][2] = {{"N", "N"}, {"T", "N"}, {"N", "T"}, {"T", "T"}};
+    for (int t = 0; t < 4; t++) {
+        cr_assert_eq(ctl("mm", "-m", "67", "-n", "45", "-k", "129", "--dtype",
+                         "int8", "--op-a", tr[t][0], "--op-b", tr[t][1],
+                         "--alpha", "2147483647", "--beta", "-1", "--check",
+                         NULL),
+                     0, "stdout: %s\nstderr: %s", out_text, err_text);
+        EXPECT_IN(out_text, "0 of 3015 elements differ");
+        EXPECT_IN(out_text, "PASS");
+    }
+    /* refusals */
+    cr_expect_eq(ctl("mm", "--a", pa, "--b", pb, "--alpha", "0.5", NULL), 1);
+    EXPECT_IN(err_text, "must be integers");
+    cr_expect_eq(ctl("mm", "--a", pa, "--b", pb, "--cd-dtype", "fp32", NULL),
+                 1);
+    EXPECT_IN(err_text, "int32 C and D");
+    cr_expect_eq(ctl("mm", "--a", pa, "--b", pb, "--dtype", "int32", NULL), 1);
+    EXPECT_IN(err_text, "give int8 A and B");
+    const float f[12] = {0.5f};
+    write_npy(pf, "<f4", 3, 4, f, sizeof(f));
+    cr_expect_eq(ctl("mm", "--a", pf, "--b", pb, "--dtype", "int8", NULL), 2);
+    EXPECT_IN(err_text, "does not round or narrow into integers");
+    cr_expect_eq(ctl("mm", "--a", pf, "--b", pf, "--tb", "--out-dtype", "int32",
+                     "--out", pd, NULL),
+                 2);
+    EXPECT_IN(err_text, "only an int32 D is written as int32");
+    cr_expect_eq(ctl("bench", "--dtype", "int8", NULL), 2);
+    EXPECT_IN(err_text, "gemmctl mm --dtype int8");
+    /* an int8 file with a float one multiplies in fp32 */
+    cr_assert_eq(ctl("mm", "--a", pf, "--b", pa, "--tb", "--check", NULL), 0,
+                 "stdout: %s\nstderr: %s", out_text, err_text);
+    EXPECT_IN(err_text, "fp32 in, fp32 out");
+    tu_assert_healthy(g_client);
+}

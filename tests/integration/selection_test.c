@@ -60,10 +60,12 @@ static const gemm_kernel_info *find(const gemm_kernel_info *ks, size_t n,
     return NULL;
 }
 
-/* Bits of every gemm_dtype: bf16 .. complex128. */
+/* Bits of every floating-point gemm_dtype: bf16 .. complex128 (what the
+ * reference serves); with int8 and int32, every type. */
 #define ALL_TYPES                                                              \
     (1u << GEMM_BF16 | 1u << GEMM_FP16 | 1u << GEMM_FP32 | 1u << GEMM_FP64 |   \
      1u << GEMM_COMPLEX64 | 1u << GEMM_COMPLEX128)
+#define ANY_TYPE (ALL_TYPES | 1u << GEMM_INT8 | 1u << GEMM_INT32)
 
 Test(selection, list_kernels)
 {
@@ -78,11 +80,16 @@ Test(selection, list_kernels)
         const gemm_kernel_info *k = &ks[i];
         cr_expect(k->name[0] != '\0', "entry %zu has no name", i);
         cr_expect(k->summary[0] != '\0', "%s has no summary", k->name);
-        cr_expect_neq(k->ab_types & ALL_TYPES, 0u, "%s serves no A/B type",
+        cr_expect_neq(k->ab_types & ANY_TYPE, 0u, "%s serves no A/B type",
                       k->name);
-        cr_expect_eq(k->ab_types & ~ALL_TYPES, 0u,
+        cr_expect_eq(k->ab_types & ~(ANY_TYPE & ~(1u << GEMM_INT32)), 0u,
                      "%s: stray A/B type bits %#x", k->name, k->ab_types);
         cr_expect_neq(k->cd_types, 0u, "%s serves no C/D type", k->name);
+        cr_expect_eq(k->cd_types & ~(ANY_TYPE & ~(1u << GEMM_INT8)), 0u,
+                     "%s: stray C/D type bits %#x", k->name, k->cd_types);
+        /* int8 inputs and int32 outputs come together */
+        cr_expect_eq(!(k->ab_types & 1u << GEMM_INT8),
+                     !(k->cd_types & 1u << GEMM_INT32), "%s", k->name);
         cr_expect_neq(k->transposes & 0xfu, 0u, "%s: no transposes", k->name);
         if (k->ab_types & (1u << GEMM_FP32))
             cr_expect_neq(k->precisions, 0u, "%s: fp32 but no precision",
@@ -100,8 +107,18 @@ Test(selection, list_kernels)
     cr_expect_eq(ref->cd_types, ALL_TYPES, "the reference serves all: %#x",
                  ref->cd_types);
     cr_expect_eq(ref->transposes, 0xfu);
+    int int8_rows = 0;
+    for (size_t i = 0; i < n; i++)
+        int8_rows += (ks[i].ab_types & 1u << GEMM_INT8) != 0;
+    cr_expect_geq(int8_rows, 1, "no kernel serves int8");
     if (on_cpu()) {
-        cr_expect_eq(n, 2u);
+        cr_expect_eq(n, 3u);
+        const gemm_kernel_info *s8 = find(ks, n, "cpu-s8");
+        cr_assert_not_null(s8);
+        cr_expect_eq(s8->ab_types, 1u << GEMM_INT8);
+        cr_expect_eq(s8->cd_types, 1u << GEMM_INT32);
+        cr_expect_eq(s8->transposes, 0xfu);
+        cr_expect_eq(s8->ladder, 0u);
         const gemm_kernel_info *naive = find(ks, n, "cpu-naive");
         cr_assert_not_null(naive);
         cr_expect_eq(naive->ladder, 1u);

@@ -18,7 +18,10 @@
  * products to keep the run short (said in the output).
  *
  * It also checks that gemmk_check and gemmk_gemm refuse every type,
- * transpose and precision combination an entry does not claim.
+ * transpose and precision combination an entry does not claim. Entries
+ * of int8 inputs (int32 C and D) run through gemmk_gemm on a few shapes,
+ * every transpose and integer alpha/beta, compared exactly with a 64-bit
+ * host reference reduced modulo 2^32 (the int32 arithmetic wraps).
  *
  * A plain program (no Criterion) so it runs on a bare GPU host; with no
  * CUDA device it prints "skipped: no CUDA device" and exits 77 (skipped).
@@ -479,6 +482,102 @@ static int64_t max_volume(const gemmk_kernel_desc *d)
     return INT64_MAX;
 }
 
+/* ---- int8 entries ---- */
+
+/* D (m x n, ldd) of one int8 problem against the host reference; returns
+ * the number of wrong elements (first one printed). */
+static int s8_case(Ctx &t, const char *name, int64_t m, int64_t n, int64_t k,
+                   int ta, int tb, int32_t alpha, int32_t beta)
+{
+    int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    int64_t lda = (ac + 15) / 16 * 16 + 16, ldb = (bc + 15) / 16 * 16;
+    int64_t ldc = (n + 3) / 4 * 4 + 4, ldd = (n + 3) / 4 * 4;
+    std::vector<int8_t> ha(ar * lda), hb(br * ldb);
+    std::vector<int32_t> hc(m * ldc), hd(m * ldd);
+    uint64_t x = t.seed + (uint64_t)(m * 31 + n * 7 + k + ta * 3 + tb);
+    for (auto &v : ha)
+        v = (int8_t)((x = x * 6364136223846793005ull + 1) >> 56);
+    for (auto &v : hb)
+        v = (int8_t)((x = x * 6364136223846793005ull + 1) >> 56);
+    for (auto &v : hc)
+        v = (int32_t)((x = x * 6364136223846793005ull + 1) >> 32);
+    void *da = t.a.get(ha.size()), *db = t.b.get(hb.size()),
+         *dc = t.c.get(hc.size() * 4), *dd = t.d.get(hd.size() * 4);
+    CK(cudaMemcpy(da, ha.data(), ha.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(db, hb.data(), hb.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dc, hc.data(), hc.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dd, 0xff, hd.size() * 4));
+    gemmk_problem p;
+    memset(&p, 0, sizeof(p));
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.ab_type = GEMM_INT8;
+    p.cd_type = GEMM_INT32;
+    p.trans_a = ta;
+    p.trans_b = tb;
+    p.a = da;
+    p.b = db;
+    p.c = beta != 0 ? dc : nullptr;
+    p.d = dd;
+    p.lda = lda;
+    p.ldb = ldb;
+    p.ldc = ldc;
+    p.ldd = ldd;
+    p.zalpha[0] = alpha;
+    p.zbeta[0] = beta;
+    gemmk_result res;
+    gemm_error rv = gemmk_gemm(t.ctx, &p, t.s, name, &res);
+    CK(cudaStreamSynchronize(t.s));
+    if (rv != GEMM_OK) {
+        fprintf(stderr, "FAIL %s: int8 %lldx%lldx%lld ta=%d tb=%d -> %d: %s\n",
+                name, (long long)m, (long long)n, (long long)k, ta, tb, (int)rv,
+                res.msg);
+        return 1;
+    }
+    CK(cudaMemcpy(hd.data(), dd, hd.size() * 4, cudaMemcpyDeviceToHost));
+    int bad = 0;
+    /* every row up to 64, then every 7th */
+    for (int64_t i = 0; i < m; i += i < 64 ? 1 : 7)
+        for (int64_t j = 0; j < n; j++) {
+            int64_t acc = 0;
+            for (int64_t l = 0; l < k; l++)
+                acc += (int64_t)(ta ? ha[l * lda + i] : ha[i * lda + l]) *
+                       (tb ? hb[j * ldb + l] : hb[l * ldb + j]);
+            uint64_t r = (uint64_t)(int64_t)alpha * (uint64_t)acc;
+            if (beta != 0)
+                r += (uint64_t)(int64_t)beta *
+                     (uint64_t)(int64_t)hc[i * ldc + j];
+            int32_t want = (int32_t)(uint32_t)r, got = hd[i * ldd + j];
+            if (got != want && bad++ == 0)
+                fprintf(stderr,
+                        "FAIL %s: int8 %lldx%lldx%lld ta=%d tb=%d alpha %d "
+                        "beta %d: D[%lld][%lld] = %d, want %d\n",
+                        name, (long long)m, (long long)n, (long long)k, ta, tb,
+                        alpha, beta, (long long)i, (long long)j, got, want);
+        }
+    return bad != 0;
+}
+
+/* Every transpose of a few shapes (tails, a K past one stage, a large
+ * one) with integer alpha and beta. Returns the failed cases. */
+static int s8_entry(Ctx &t, const char *name, bool quick, int *cases)
+{
+    const int64_t shp[][3] = {{1, 1, 1},        {7, 1, 63},
+                              {65, 129, 127},   {128, 256, 64},
+                              {300, 200, 1000}, {1024, 1000, 4096}};
+    const int32_t sc[][2] = {{1, 0}, {-3, 2}, {2147483647, -1}, {5, 1}};
+    int failed = 0, n = quick ? 5 : 6;
+    for (int s = 0; s < n; s++)
+        for (int tr = 0; tr < 4; tr++) {
+            const int32_t *ab = sc[(s + tr) % 4];
+            failed += s8_case(t, name, shp[s][0], shp[s][1], shp[s][2], tr & 1,
+                              tr >> 1, ab[0], ab[1]);
+            (*cases)++;
+        }
+    return failed;
+}
+
 /* ---- refusals ---- */
 
 static int check_refusals(Ctx &t, const gemmk_kernel_desc *d)
@@ -590,6 +689,15 @@ int main(int argc, char **argv)
         for (const Combo &c : combos)
             if (claims(d, c))
                 mine.push_back(c);
+        if (mine.empty() && (d->ab_types & (1u << GEMM_INT8)) != 0) {
+            int n = 0, f = s8_entry(t, d->name, quick, &n);
+            t.failures += f;
+            t.cases += n;
+            printf("%-20s %6d %6d %8d  (int8 -> int32, exact)\n", d->name, n, f,
+                   0);
+            fflush(stdout);
+            continue;
+        }
         if (mine.empty() && (d->ab_types & GEMMK_WIDE_TYPES) != 0) {
             /* fp64 / complex only: ozaki_gpu_test covers them */
             printf("%-20s (wide types only: kernels_ozaki_gpu_test)\n",

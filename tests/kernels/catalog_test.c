@@ -14,6 +14,9 @@
 #define ALL_TYPES ((1u << GEMM_BF16) | (1u << GEMM_FP16) | (1u << GEMM_FP32))
 /* fp64, complex64, complex128 (cuBLAS, and the fp64 kernels) */
 #define EXTRA_TYPES GEMMK_WIDE_TYPES
+/* int8 inputs (the int8 kernels and "auto"), int32 outputs */
+#define S8_TYPES  (1u << GEMM_INT8)
+#define S32_TYPES (1u << GEMM_INT32)
 #define ALL_PRECS                                                              \
     ((1u << GEMM_PRECISION_DEFAULT) | (1u << GEMM_PRECISION_TF32) |            \
      (1u << GEMM_PRECISION_FP32))
@@ -67,18 +70,26 @@ Test(catalog, listing_is_sane)
         for (int j = 0; j < i; j++)
             cr_assert_str_neq(gemmk_catalog_entry(j)->name, d->name,
                               "name %s listed twice", d->name);
-        cr_assert(d->ab_types != 0 &&
-                      (d->ab_types & ~(ALL_TYPES | EXTRA_TYPES)) == 0,
+        cr_assert(d->ab_types != 0 && (d->ab_types & ~(ALL_TYPES | EXTRA_TYPES |
+                                                       S8_TYPES)) == 0,
                   "%s: ab_types 0x%x", d->name, d->ab_types);
-        cr_assert(d->cd_types != 0 &&
-                      (d->cd_types & ~(ALL_TYPES | EXTRA_TYPES)) == 0,
+        cr_assert(d->cd_types != 0 && (d->cd_types & ~(ALL_TYPES | EXTRA_TYPES |
+                                                       S32_TYPES)) == 0,
                   "%s: cd_types 0x%x", d->name, d->cd_types);
-        /* an entry serves either the 16/32-bit types or the wide ones;
-         * "auto" and the reference (cuBLAS) serve both */
-        if (strcmp(d->name, "auto") != 0 && !d->reference)
-            cr_assert(!(d->ab_types & ALL_TYPES) !=
-                          !(d->ab_types & EXTRA_TYPES),
-                      "%s mixes type families", d->name);
+        /* int8 inputs go with int32 outputs, and only they */
+        cr_assert_eq(!(d->ab_types & S8_TYPES), !(d->cd_types & S32_TYPES),
+                     "%s: int8 in without int32 out or the reverse", d->name);
+        /* an entry serves one family: the 16/32-bit types, the wide ones
+         * or int8; "auto" serves all, the reference (cuBLAS) the first
+         * two */
+        int fams = !!(d->ab_types & ALL_TYPES) + !!(d->ab_types & EXTRA_TYPES) +
+                   !!(d->ab_types & S8_TYPES);
+        if (strcmp(d->name, "auto") == 0)
+            cr_assert_eq(fams, 3, "auto serves %d families", fams);
+        else if (d->reference)
+            cr_assert(fams == 2 && !(d->ab_types & S8_TYPES), "%s", d->name);
+        else
+            cr_assert_eq(fams, 1, "%s mixes type families", d->name);
         cr_assert(d->transposes != 0 && (d->transposes & ~GEMMK_TRANS_ALL) == 0,
                   "%s: transposes 0x%x", d->name, d->transposes);
         cr_assert_eq(d->precisions & ~ALL_PRECS, 0, "%s", d->name);
@@ -228,14 +239,50 @@ Test(catalog, refusals_say_why)
     cr_assert_eq(gemmk_check("cublas", &p, NULL), GEMM_OK);
 }
 
-/* Only types a client can ask for are listed: the int8 kernels are not
- * (int8 is no request type); the fp64 kernels list fp64; "auto" lists the
- * wide types it serves. */
+/* Request types are listed with the API's numbers: the int8 kernels as
+ * int8 -> int32 (GEMM_INT8, GEMM_INT32), every transpose; the fp64
+ * kernels list fp64; "auto" lists the wide types and int8 it serves. */
 Test(catalog, lists_request_types_only)
 {
+    cr_assert_eq(GEMMK_TYPE_S8, GEMM_INT8);
+    cr_assert_eq(GEMMK_TYPE_S32, GEMM_INT32);
     const char *s8[] = {"ws-s8", "pp-s8", "ws-s8x256", "ws-s8x128"};
-    for (int i = 0; i < 4; i++)
-        cr_assert_null(gemmk_catalog_find(s8[i]), "%s is listed", s8[i]);
+    for (int i = 0; i < 4; i++) {
+        const gemmk_kernel_desc *d = gemmk_catalog_find(s8[i]);
+        cr_assert_not_null(d, "%s is not listed", s8[i]);
+        cr_assert_eq(d->ab_types, S8_TYPES, "%s", s8[i]);
+        cr_assert_eq(d->cd_types, S32_TYPES, "%s", s8[i]);
+        cr_assert_eq(d->transposes, GEMMK_TRANS_ALL, "%s", s8[i]);
+        for (int t = 0; t < 4; t++) {
+            gemmk_problem p = problem(GEMM_INT8, GEMM_INT32, t & 1, t >> 1,
+                                      GEMM_PRECISION_DEFAULT);
+            const char *why = NULL;
+            cr_assert_eq(gemmk_check(s8[i], &p, &why), GEMM_OK, "%s t %d: %s",
+                         s8[i], t, why ? why : "");
+            cr_assert_eq(gemmk_check(NULL, &p, &why), GEMM_OK, "auto t %d", t);
+        }
+        gemmk_problem p =
+            problem(GEMM_BF16, GEMM_FP32, 0, 0, GEMM_PRECISION_DEFAULT);
+        const char *why = NULL;
+        cr_assert_eq(gemmk_check(s8[i], &p, &why), GEMM_ERR_UNSUPPORTED);
+        cr_assert_not_null(why);
+    }
+    /* int8 needs int32 C and D; int32 is no input type */
+    gemmk_problem q =
+        problem(GEMM_INT8, GEMM_FP32, 0, 0, GEMM_PRECISION_DEFAULT);
+    cr_assert_eq(gemmk_check(NULL, &q, NULL), GEMM_ERR_DTYPE);
+    q = problem(GEMM_INT32, GEMM_INT32, 0, 0, GEMM_PRECISION_DEFAULT);
+    cr_assert_eq(gemmk_check("pp-s8", &q, NULL), GEMM_ERR_DTYPE);
+    q = problem(GEMM_FP32, GEMM_INT32, 0, 0, GEMM_PRECISION_DEFAULT);
+    cr_assert_eq(gemmk_check(NULL, &q, NULL), GEMM_ERR_DTYPE);
+    /* int8 on a 16-bit kernel or cuBLAS: refused with a reason */
+    q = problem(GEMM_INT8, GEMM_INT32, 0, 1, GEMM_PRECISION_DEFAULT);
+    const char *why8 = NULL;
+    cr_assert_eq(gemmk_check("ws128x256", &q, &why8), GEMM_ERR_UNSUPPORTED);
+    cr_assert_not_null(why8);
+    why8 = NULL;
+    cr_assert_eq(gemmk_check("cublas", &q, &why8), GEMM_ERR_UNSUPPORTED);
+    cr_assert_not_null(why8);
     const char *f64[] = {"oz2", "oz2-bytes", "oz2-unfused", "cublas-dgemm"};
     for (int i = 0; i < 4; i++) {
         const gemmk_kernel_desc *d = gemmk_catalog_find(f64[i]);
@@ -246,6 +293,8 @@ Test(catalog, lists_request_types_only)
     const gemmk_kernel_desc *a = gemmk_catalog_find("auto");
     cr_assert_eq(a->ab_types & EXTRA_TYPES, EXTRA_TYPES);
     cr_assert_eq(a->cd_types & EXTRA_TYPES, EXTRA_TYPES);
+    cr_assert_eq(a->ab_types & S8_TYPES, S8_TYPES);
+    cr_assert_eq(a->cd_types & S32_TYPES, S32_TYPES);
 
     /* complex with a conjugate transpose: auto and cuBLAS only */
     gemmk_problem p =

@@ -31,13 +31,15 @@ Test(dtype, sizes_names_parse)
     cr_expect_eq(gemm_dtype_size(GEMM_BF16), 2);
     cr_expect_eq(gemm_dtype_size(GEMM_FP32), 4);
     cr_expect_eq(gemm_dtype_size((gemm_dtype)9), 0);
+    cr_expect_eq(gemm_dtype_size((gemm_dtype)0), 0);
     cr_expect_str_eq(gemm_dtype_name(GEMM_FP16), "fp16");
     gemm_dtype t;
     cr_expect_eq(gemm_dtype_parse("half", &t), GEMM_OK);
     cr_expect_eq(t, GEMM_FP16);
     cr_expect_eq(gemm_dtype_parse("BF16", &t), GEMM_OK);
     cr_expect_eq(t, GEMM_BF16);
-    cr_expect_eq(gemm_dtype_parse("int8", &t), GEMM_ERR_DTYPE);
+    cr_expect_eq(gemm_dtype_parse("int16", &t), GEMM_ERR_DTYPE);
+    cr_expect_eq(gemm_dtype_parse("uint8", &t), GEMM_ERR_DTYPE);
 }
 
 Test(dtype, known_values)
@@ -109,7 +111,7 @@ Test(dtype, bulk_and_errors)
     cr_assert_eq(gemm_convert(out, GEMM_FP32, mid, GEMM_BF16, 5), GEMM_OK);
     for (int i = 0; i < 5; i++)
         cr_expect_float_eq(out[i], in[i], fabsf(in[i]) * 0x1p-8f, "%d", i);
-    cr_expect_eq(gemm_convert(out, (gemm_dtype)7, in, GEMM_FP32, 1),
+    cr_expect_eq(gemm_convert(out, (gemm_dtype)9, in, GEMM_FP32, 1),
                  GEMM_ERR_DTYPE);
     cr_expect_eq(gemm_convert(NULL, GEMM_FP32, in, GEMM_FP32, 1),
                  GEMM_ERR_INVALID);
@@ -219,4 +221,63 @@ Test(dtype, complex_conversions)
                  GEMM_ERR_DTYPE, "complex -> real has no meaning");
     cr_expect_eq(gemm_convert(z, GEMM_COMPLEX128, c, GEMM_FP64, 2),
                  GEMM_ERR_DTYPE, "real -> complex neither");
+}
+
+Test(dtype, integer_sizes_names_parse)
+{
+    cr_expect_eq(gemm_dtype_size(GEMM_INT8), 1);
+    cr_expect_eq(gemm_dtype_size(GEMM_INT32), 4);
+    cr_expect_str_eq(gemm_dtype_name(GEMM_INT8), "int8");
+    cr_expect_str_eq(gemm_dtype_name(GEMM_INT32), "int32");
+    cr_expect(gemm_dtype_is_integer(GEMM_INT8));
+    cr_expect(gemm_dtype_is_integer(GEMM_INT32));
+    cr_expect_not(gemm_dtype_is_integer(GEMM_FP32));
+    cr_expect_not(gemm_dtype_is_complex(GEMM_INT8));
+    const struct {
+        const char *s;
+        gemm_dtype t;
+    } names[] = {{"int8", GEMM_INT8}, {"I8", GEMM_INT8},
+                 {"s8", GEMM_INT8},   {"int32", GEMM_INT32},
+                 {"i32", GEMM_INT32}, {"S32", GEMM_INT32}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        gemm_dtype t = GEMM_BF16;
+        cr_expect_eq(gemm_dtype_parse(names[i].s, &t), GEMM_OK, "%s",
+                     names[i].s);
+        cr_expect_eq(t, names[i].t, "%s", names[i].s);
+    }
+}
+
+Test(dtype, integer_conversions)
+{
+    int8_t s8[4] = {-128, -1, 0, 127};
+    int32_t s32[4];
+    cr_assert_eq(gemm_convert(s32, GEMM_INT32, s8, GEMM_INT8, 4), GEMM_OK);
+    for (int i = 0; i < 4; i++)
+        cr_expect_eq(s32[i], s8[i], "%d", i);
+    int32_t big[3] = {INT32_MIN, INT32_MAX, 16777217};
+    double d[3];
+    float f[3];
+    cr_assert_eq(gemm_convert(d, GEMM_FP64, big, GEMM_INT32, 3), GEMM_OK);
+    cr_expect_eq(d[0], -2147483648.0);
+    cr_expect_eq(d[1], 2147483647.0, "exact in fp64");
+    cr_assert_eq(gemm_convert(f, GEMM_FP32, big, GEMM_INT32, 3), GEMM_OK);
+    cr_expect_eq(f[1], 2147483648.0f, "rounded to nearest in fp32");
+    cr_expect_eq(f[2], 16777216.0f, "2^24 + 1: the tie goes to even");
+    cr_assert_eq(gemm_convert(f, GEMM_FP32, s8, GEMM_INT8, 4), GEMM_OK);
+    cr_expect_eq(f[0], -128.0f);
+    uint16_t h[4];
+    cr_assert_eq(gemm_convert(h, GEMM_BF16, s8, GEMM_INT8, 4), GEMM_OK);
+    cr_expect_eq(from16(h[3], GEMM_BF16), 127.0f);
+    cr_assert_eq(gemm_convert(h, GEMM_FP16, big, GEMM_INT32, 1), GEMM_OK);
+    cr_expect(isinf(from16(h[0], GEMM_FP16)), "-2^31 overflows fp16");
+    /* no rounding rule into the integers, no narrowing between them */
+    cr_expect_eq(gemm_convert(s8, GEMM_INT8, f, GEMM_FP32, 1), GEMM_ERR_DTYPE);
+    cr_expect_eq(gemm_convert(s32, GEMM_INT32, d, GEMM_FP64, 1),
+                 GEMM_ERR_DTYPE);
+    cr_expect_eq(gemm_convert(s8, GEMM_INT8, s32, GEMM_INT32, 1),
+                 GEMM_ERR_DTYPE);
+    cr_expect_eq(gemm_convert(d, GEMM_COMPLEX64, s8, GEMM_INT8, 1),
+                 GEMM_ERR_DTYPE);
+    cr_expect_eq(gemm_convert(s32, GEMM_INT32, s32, GEMM_INT8, 1),
+                 GEMM_ERR_INVALID, "widening in place");
 }

@@ -7,6 +7,7 @@
 #include <gemm/types.h>
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -95,13 +96,16 @@ Test(validate, valid_request_resolves)
 
 Test(validate, dtype_combinations)
 {
-    int types[] = {GEMM_BF16, GEMM_FP16,      GEMM_FP32,
-                   GEMM_FP64, GEMM_COMPLEX64, GEMM_COMPLEX128};
-    for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) {
-            /* 16-bit A/B: any of the three narrow C/D; else C/D = A/B */
-            bool want = types[i] <= GEMM_FP16 ? types[j] <= GEMM_FP32
-                                              : types[j] == types[i];
+    int types[] = {GEMM_BF16,      GEMM_FP16,       GEMM_FP32, GEMM_FP64,
+                   GEMM_COMPLEX64, GEMM_COMPLEX128, GEMM_INT8, GEMM_INT32};
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) {
+            /* 16-bit A/B: any of the three narrow C/D; int8: int32;
+             * int32 is no A/B type; else C/D = A/B */
+            bool want = types[i] <= GEMM_FP16    ? types[j] <= GEMM_FP32
+                        : types[i] == GEMM_INT8  ? types[j] == GEMM_INT32
+                        : types[i] == GEMM_INT32 ? false
+                                                 : types[j] == types[i];
             cr_expect_eq(val_dtypes_supported(types[i], types[j]), want,
                          "ab %d cd %d", types[i], types[j]);
         }
@@ -486,4 +490,113 @@ Test(validate, complex_scalars)
     g.beta_im = 0.0;
     cr_assert_eq(check(&g, &r), GEMM_OK);
     cr_expect_not(r.has_c);
+}
+
+/* A valid int8 16x16x16 GEMM (int32 C and D) in buffer 1. */
+static val_gemm base_s8(void)
+{
+    val_gemm g = base();
+    g.ab_type = GEMM_INT8;
+    g.cd_type = GEMM_INT32;
+    return g;
+}
+
+/* Refused with rv and a message that contains want. */
+static void expect_msg(const val_gemm *g, int rv, const char *want)
+{
+    val_resolved r;
+    char msg[256] = "";
+    int got = val_gemm_check(g, &lim, lookup, NULL, &r, msg, sizeof(msg));
+    cr_expect_eq(got, rv, "got %s (%d), want %s: %s", gemm_strerror(got), got,
+                 gemm_strerror(rv), msg);
+    cr_expect(strstr(msg, want) != NULL, "message '%s' lacks '%s'", msg, want);
+}
+
+Test(validate, int8_resolves_every_transpose)
+{
+    for (int t = 0; t < 4; t++) {
+        val_gemm g = base_s8();
+        g.trans_a = t & 1;
+        g.trans_b = t >> 1;
+        g.alpha = -7;
+        g.beta = 2147483647.0;
+        val_resolved r;
+        cr_assert_eq(check(&g, &r), GEMM_OK, "transposes %d", t);
+        cr_expect_eq(r.a.esize, 1);
+        cr_expect_eq(r.a.extent, 16 * 16, "A: 256 bytes of int8");
+        cr_expect_eq(r.d.esize, 4);
+        cr_expect_eq(r.d.extent, 16 * 16 * 4);
+        cr_expect(r.has_c);
+    }
+    val_gemm g = base_s8();
+    g.a.offset = 3; /* int8: any byte */
+    g.a.ld = 17;
+    g.beta = INT32_MIN;
+    val_resolved r;
+    cr_expect_eq(check(&g, &r), GEMM_OK);
+}
+
+Test(validate, int8_type_combinations_name_the_fix)
+{
+    val_gemm g = base_s8();
+    g.cd_type = GEMM_FP32;
+    expect_msg(&g, GEMM_ERR_DTYPE, "int32 C and D");
+    g = base_s8();
+    g.cd_type = GEMM_INT8;
+    expect_msg(&g, GEMM_ERR_DTYPE, "set the C/D type to int32");
+    g = base_s8();
+    g.ab_type = GEMM_INT32;
+    expect_msg(&g, GEMM_ERR_DTYPE, "give int8 A and B");
+    g = base();
+    g.cd_type = GEMM_INT32;
+    expect_msg(&g, GEMM_ERR_DTYPE, "for int8 A and B only");
+    g = base();
+    g.ab_type = GEMM_BF16;
+    g.cd_type = GEMM_INT8;
+    expect_msg(&g, GEMM_ERR_DTYPE, "for int8 A and B only");
+}
+
+Test(validate, int8_scalars_are_int32_integers)
+{
+    const double bad[] = {0.5,      -1.25, 2147483648.0, -2147483649.0,
+                          INFINITY, NAN,   1e300};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        val_gemm g = base_s8();
+        g.alpha = bad[i];
+        expect_msg(&g, GEMM_ERR_INVALID, "alpha is");
+        g = base_s8();
+        g.beta = bad[i];
+        expect_msg(&g, GEMM_ERR_INVALID, "integers in");
+    }
+    val_gemm g = base_s8();
+    g.alpha_im = 1;
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g = base_s8();
+    g.alpha = 0; /* alpha 0, beta 0: D = 0, still valid */
+    EXPECT_RV(g, GEMM_OK);
+}
+
+Test(validate, int8_other_rules)
+{
+    val_gemm g = base_s8();
+    g.precision = GEMM_PRECISION_TF32;
+    EXPECT_RV(g, GEMM_ERR_INVALID);
+    g = base_s8();
+    g.trans_a = g.conj_a = true;
+    expect_msg(&g, GEMM_ERR_INVALID, "complex types only");
+    g = base_s8();
+    g.d.offset = 12288 + 2; /* int32 D: 4-byte elements */
+    EXPECT_RV(g, GEMM_ERR_ALIGN);
+    g = base_s8();
+    g.m = 0;
+    EXPECT_RV(g, GEMM_ERR_DIMS);
+    g = base_s8();
+    g.k = 0;
+    EXPECT_RV(g, GEMM_ERR_DIMS);
+    g = base_s8();
+    g.b.buffer_id = 2; /* 4 KiB */
+    g.b.offset = 4096 - 255;
+    EXPECT_RV(g, GEMM_ERR_BOUNDS);
+    g.b.offset = 4096 - 256;
+    EXPECT_RV(g, GEMM_OK);
 }

@@ -268,7 +268,11 @@ typedef struct gemm_matrix {
  * complex GEMMs want double and complex scalars: gemm_op_set_scalars()
  * sets alpha_re .. beta_im and scalars64, and then those are used and
  * alpha/beta ignored (the library still sends alpha/beta, rounded, for
- * older daemons). The fields after `kernel` were appended after 0.1.0:
+ * older daemons). int8 A/B (int32 C/D) take integer alpha and beta in
+ * int32's range, applied in wrapping int32 arithmetic (see gemm_dtype):
+ * the float fields carry integers exactly up to 2^24 in magnitude,
+ * gemm_op_set_scalars any int32; anything else is GEMM_ERR_INVALID from
+ * the daemon. The fields after `kernel` were appended after 0.1.0:
  * code built against 0.1.0's header must be rebuilt (the struct grew;
  * the older fields keep their offsets).
  */

@@ -88,7 +88,12 @@ GEMM_API const char *gemm_version_string(void);
  * are interleaved (real, imaginary) pairs, as BLAS, C99 _Complex and NumPy
  * store them. Combinations (A/B -> C/D): bf16 or fp16 -> bf16, fp16 or
  * fp32; fp32 -> fp32; fp64 -> fp64; complex64 -> complex64; complex128
- * -> complex128. fp64 and the complex types accumulate in their own type.
+ * -> complex128; int8 -> int32. fp64 and the complex types accumulate in
+ * their own type. int8 accumulates in int32, and D = alpha * op(A) *
+ * op(B) + beta * C is computed in int32 arithmetic that wraps on overflow
+ * (exact modulo 2^32, as cuBLAS/cuBLASLt int8 GEMMs with int32 scalars):
+ * alpha and beta must be integers in int32's range. int32 is a C/D type
+ * only.
  */
 typedef enum gemm_dtype {
     GEMM_BF16 = 1,
@@ -97,6 +102,8 @@ typedef enum gemm_dtype {
     GEMM_FP64 = 4,
     GEMM_COMPLEX64 = 5,  /* two fp32 */
     GEMM_COMPLEX128 = 6, /* two fp64 */
+    GEMM_INT8 = 7,       /* signed 8-bit integer (A/B) */
+    GEMM_INT32 = 8,      /* signed 32-bit integer (C/D of int8 A/B) */
 } gemm_dtype;
 
 /*
@@ -120,25 +127,32 @@ GEMM_API const char *gemm_precision_name(gemm_precision p);
 /* Parses "default", "tf32", "fp32". GEMM_ERR_INVALID if unknown. */
 GEMM_API int gemm_precision_parse(const char *s, gemm_precision *out);
 
-/* Bytes per element: 2, 2, 4, 8, 8, 16 (a complex element counts once);
- * 0 for an unknown type. Thread-safe. */
+/* Bytes per element: 2, 2, 4, 8, 8, 16, 1, 4 (a complex element counts
+ * once); 0 for an unknown type. Thread-safe. */
 GEMM_API size_t gemm_dtype_size(gemm_dtype t);
-/* "bf16", "fp16", "fp32", "fp64", "c64", "c128"; "?" for an unknown type.
- * Thread-safe. */
+/* "bf16", "fp16", "fp32", "fp64", "c64", "c128", "int8", "int32"; "?"
+ * for an unknown type. Thread-safe. */
 GEMM_API const char *gemm_dtype_name(gemm_dtype t);
 /* Parses "bf16", "fp16"/"f16"/"half", "fp32"/"f32"/"float",
  * "fp64"/"f64"/"double"/"float64", "c64"/"complex64",
- * "c128"/"complex128" (any case). Returns GEMM_ERR_DTYPE if unknown.
+ * "c128"/"complex128", "int8"/"i8"/"s8", "int32"/"i32"/"s32" (any case).
+ * Returns GEMM_ERR_DTYPE if unknown.
  * Thread-safe. */
 GEMM_API int gemm_dtype_parse(const char *s, gemm_dtype *out);
 /* Whether t is a complex type. Thread-safe. */
 GEMM_API bool gemm_dtype_is_complex(gemm_dtype t);
+/* Whether t is an integer type (int8, int32). Thread-safe. */
+GEMM_API bool gemm_dtype_is_integer(gemm_dtype t);
 
 /*
  * Converts n elements from src (type st) to dst (type dt): any pair of
  * real types, or complex64 <-> complex128 (each part converted); real <->
  * complex is GEMM_ERR_DTYPE. Round-to-nearest-even when narrowing (fp64
- * to 16-bit rounds once: through fp32 rounded to odd), NaN kept NaN. src
+ * to 16-bit rounds once: through fp32 rounded to odd), NaN kept NaN.
+ * Integers: int8 -> int32 and int8/int32 -> any real float type (rounded
+ * to nearest even where the type is narrower); a float or int32 into
+ * int8, or a float into int32, has no one right rounding and is
+ * GEMM_ERR_DTYPE (convert such data yourself). src
  * and dst must not overlap unless they are the same pointer and the types
  * have equal size. Returns GEMM_ERR_DTYPE for an unknown type or pair.
  * Thread-safe.
