@@ -186,6 +186,10 @@ static void finish_batch(gemmd *d, sp_req *q, gemmd_job *j)
 void complete_job(gemmd *d, gemmd_job *j)
 {
     sp_req *q = j->slot;
+    TRACE_SET(q->tr[TR_STARTED], j->t_started);
+    TRACE_SET(q->tr[TR_COMPUTED], j->t_finished);
+    TRACE_SET(q->tr[TR_PUSHED], j->t_pushed);
+    TRACE_AT(q->tr, TR_INBOX);
     admit_release_job(d, j);
     if (j->kind == JOB_UPLOAD) {
         finish_upload(d, q, j);
@@ -244,6 +248,7 @@ void complete_job_done(void *arg, gemmd_job *job)
 {
     gemmd *d = arg;
     job->ev.kind = EV_DONE;
+    TRACE_SET(job->t_pushed, gemmd_now_ns());
     loop_push(&d->inbox, &job->ev);
 }
 

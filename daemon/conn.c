@@ -8,6 +8,7 @@
 #include "conn.h"
 #include "job.h"
 #include "log.h"
+#include "trace.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -233,6 +234,7 @@ static void greet_read(conn *c)
 static void conn_io(uv_poll_t *h, int status, int events)
 {
     conn *c = h->data;
+    TRACE_SET(c->t_io, gemmd_now_ns());
     if (status < 0) {
         conn_close(c, LOG_DEBUG, uv_strerror(status));
         return;

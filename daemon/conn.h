@@ -85,6 +85,7 @@ struct conn {
     unsigned pending;   /* requests read whose reply is not written */
 
     void *up;                 /* the protocol's state of this connection */
+    uint64_t t_io;            /* the read callback began (trace.h) */
     struct conn *prev, *next; /* all connections */
 };
 

@@ -218,6 +218,7 @@ static void do_gemm(gemmd *d, sp_req *q, const Gemm__Request *req)
     }
     job_hold_gemm(j);
     job_set_timeout(j, q->t_received, g->has_timeout_ms, g->timeout_ms);
+    TRACE_AT(q->tr, TR_ADMITTED);
     submit(d, q, j, mem);
 }
 
@@ -477,8 +478,10 @@ void dispatch_request(void *arg, sp_req *q)
         else if (d->draining && cmd->work)
             complete_error(d, q, GEMM_ERR_SHUTDOWN,
                            "gemmd is shutting down and takes no new work");
-        else
+        else {
+            TRACE_AT(q->tr, TR_HANDLER);
             cmd->handler(d, q, rq);
+        }
     }
     loop_spin(&d->inbox); /* its job may finish within --spin-us */
 }

@@ -97,6 +97,7 @@ typedef struct gemmd_job {
     uint64_t t_received; /* ns, CLOCK_MONOTONIC */
     uint64_t t_started;
     uint64_t t_finished;
+    uint64_t t_pushed;                  /* handed to the inbox (trace.h) */
     uint64_t ns_h2d, ns_kernel, ns_d2h; /* stage times, if the backend
                                           measures them */
     char ran[GEMM_KERNEL_NAME_MAX + 1]; /* the kernel that ran */

@@ -57,6 +57,8 @@ static void sp_request(sp_server *s, conn *c, const uint8_t *data, uint64_t len,
     memcpy(q->bt, data, bt);
     q->bt_len = bt;
     q->t_received = gemmd_now_ns();
+    TRACE_SET(q->tr[TR_IO], c->t_io);
+    TRACE_SET(q->tr[TR_READ], q->t_received);
     if (oversized) {
         q->decode_status = GEMM_ERR_TOO_LARGE;
         snprintf(q->decode_msg, sizeof(q->decode_msg),
@@ -66,6 +68,7 @@ static void sp_request(sp_server *s, conn *c, const uint8_t *data, uint64_t len,
         q->decode_status =
             req_decode(data + bt, len - bt, cfg->max_message_bytes, &q->req,
                        q->decode_msg, sizeof(q->decode_msg));
+        TRACE_AT(q->tr, TR_DECODED);
     }
     q->next = cl->reqs;
     if (cl->reqs != NULL)
@@ -201,7 +204,10 @@ void sp_reply(sp_req *q, const Gemm__Reply *r, int status)
             wire_sp_frame_put(o->data, q->bt_len + n);
             memcpy(o->data + WIRE_SP_FRAME_HEAD, q->bt, q->bt_len);
             gemm__reply__pack(r, o->data + WIRE_SP_FRAME_HEAD + q->bt_len);
+            TRACE_AT(q->tr, TR_PACKED);
             conn_send(c, o);
+            TRACE_AT(q->tr, TR_SENT);
+            trace_keep(q->kind, q->tr);
         }
     }
     if (q->req != NULL)

@@ -12,6 +12,7 @@
 
 #include "conn.h"
 #include "job.h"
+#include "trace.h"
 
 #include "gemm.pb-c.h"
 
@@ -56,6 +57,7 @@ typedef struct sp_req {
     gemmd_job *job;             /* queued or running work */
     struct sp_req *cancel;      /* a Cancel waiting for this one to finish */
     struct sp_req *prev, *next; /* the client's reqs */
+    uint64_t tr[TR_NPOINTS];    /* time stamps (trace.h) */
 } sp_req;
 
 /* A request arrived: the callee answers it with exactly one sp_reply. */
