@@ -42,7 +42,9 @@ typedef struct sched_dev {
     unsigned running; /* jobs its workers run now */
     double load_ns;   /* estimated time of those queued and running */
     pthread_cond_t cv;
+    unsigned sleeping;            /* workers waiting on cv */
     atomic_uint pending;          /* mirror of queued, polled while spinning */
+    atomic_uint spinning;         /* workers polling pending (spin_for_work) */
     uint64_t jobs, failed, parts; /* run here; of them failed; panels */
     uint64_t busy_ns;             /* time its workers spent in jobs */
     unsigned fail_streak;         /* GEMM_ERR_DEVICE in a row */

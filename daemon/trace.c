@@ -23,9 +23,8 @@ static trace_rec trace_recs[TRACE_KEEP]; /* loop thread */
 static unsigned trace_n, trace_next;
 
 static const char *const trace_names[TR_NPOINTS] = {
-    "io",      "read",     "decoded", "handler", "admitted",
-    "queued",  "started", "computed", "pushed",
-    "inbox",   "packed",   "sent",
+    "io",      "read",     "decoded", "handler", "admitted", "queued",
+    "started", "computed", "pushed",  "inbox",   "packed",   "sent",
 };
 
 void trace_keep(int kind, const uint64_t *t)

@@ -4,9 +4,9 @@
  * worker, the inbox back to the loop, packing and sending the reply), for
  * finding where a small request's microseconds go. Built only with
  * GEMMD_TRACE (cmake -DGEMM_TRACE=ON); otherwise every macro is empty
- * (the fields that hold the stamps stay, unwritten). The loop thread keeps the last TRACE_KEEP
- * answered requests and logs each stage's p50 and mean per request kind
- * at exit (trace_report).
+ * (the fields that hold the stamps stay, unwritten). The loop thread keeps the
+ * last TRACE_KEEP answered requests and logs each stage's p50 and mean per
+ * request kind at exit (trace_report).
  */
 #ifndef GEMMD_TRACE_H
 #define GEMMD_TRACE_H
@@ -44,7 +44,7 @@ void trace_keep(int kind, const uint64_t *t);
 void trace_report(void);
 #else
 #define TRACE_AT(arr, i)    ((void)0)
-#define TRACE_SET(lv, v) ((void)0)
+#define TRACE_SET(lv, v)    ((void)0)
 #define trace_keep(kind, t) ((void)0)
 #define trace_report()      ((void)0)
 #endif
