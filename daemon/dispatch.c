@@ -463,7 +463,16 @@ void dispatch_request(void *arg, sp_req *q)
     const Gemm__Request *rq = q->req;
     const dispatch_cmd *cmd = dispatch_find(rq);
     q->kind = cmd != NULL ? cmd->kind : MK_INVALID;
-    if (q->decode_status != GEMM_OK) {
+    /* a worker may have written a reply (complete_job_done) whose job is
+     * not yet counted as done; it pushed that job before letting go of
+     * the write lock, so after taking the lock the inbox holds every such
+     * job: finish them first, and this request sees what its client saw */
+    conn_wlock(&d->conns);
+    conn_wunlock(&d->conns);
+    loop_drain(&d->inbox);
+    if (q->conn->closed) /* by what finished meanwhile */
+        complete_error(d, q, GEMM_ERR_CLOSED, "connection closed");
+    else if (q->decode_status != GEMM_OK) {
         complete_error(d, q, q->decode_status, "%s", q->decode_msg);
     } else {
         q->id = rq->has_id ? rq->id : 0;

@@ -124,6 +124,11 @@ typedef struct gemmd_job {
     /* where the reply goes */
     void *slot;      /* the sp_req it answers */
     uint64_t req_id; /* the request's id */
+    /* the reply as its worker wrote it (complete_job_done): enum
+     * conn_direct, the bytes written, the rest when only part was */
+    int direct;
+    size_t direct_bytes;
+    struct conn_out *direct_rest;
 
     struct gemmd_job *next; /* queue link */
 } gemmd_job;
