@@ -32,8 +32,8 @@ static conn *make_conn(void)
     int sv[2];
     cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     int small = 1;
-    cr_assert_eq(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)),
-                 0);
+    cr_assert_eq(
+        setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
     peer = sv[1];
     cfg.client_pending = 64;
     cfg.send_timeout_s = 0;
@@ -141,8 +141,8 @@ Test(conn, direct_reply_written_in_part_goes_first)
     conn_send(c, o2); /* as the loop sends a reply a worker could not */
     read_all(lens, seeds, 3, wrote);
     cr_assert_null(c->out_head, "output left after the peer read it all");
-    cr_assert_eq(set.bytes_out, lens[0] + lens[1] + lens[2],
-                 "bytes_out %llu", (unsigned long long)set.bytes_out);
+    cr_assert_eq(set.bytes_out, lens[0] + lens[1] + lens[2], "bytes_out %llu",
+                 (unsigned long long)set.bytes_out);
     cr_assert_eq(c->pending, 0, "pending %u after three replies", c->pending);
 
     /* all written, a small reply leaves whole */
