@@ -17,6 +17,7 @@
 
 #include <gemm/types.h>
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,14 +114,17 @@ static void spin_for_work(sched *s, sched_dev *dv)
 }
 
 /* Whether the jobs queued on dv need a sleeping worker woken: more of
- * them wait than workers poll for them, and a worker sleeps. A wake-up
+ * them wait than workers poll for them, and a worker sleeps. If so that
+ * worker counts as woken, and the caller posts dv->wake once. A wake-up
  * costs a system call, and the woken thread otherwise only races the
  * spinning one for the lock. Under s->mu. */
-static bool wake_needed(sched_dev *dv)
+static bool wake_one(sched_dev *dv)
 {
-    return dv->sleeping > 0 &&
-           dv->queued >
-               atomic_load_explicit(&dv->spinning, memory_order_relaxed);
+    if (dv->sleeping == 0 ||
+        dv->queued <= atomic_load_explicit(&dv->spinning, memory_order_relaxed))
+        return false;
+    dv->sleeping--;
+    return true;
 }
 
 /* Queues job on device dev, waking no worker; see sched_enqueue. */
@@ -129,8 +133,8 @@ static int enqueue_quiet(sched *s, unsigned dev, gemmd_job *job);
 int sched_enqueue(sched *s, unsigned dev, gemmd_job *job)
 {
     int rv = enqueue_quiet(s, dev, job);
-    if (rv == GEMM_OK && wake_needed(&s->devs[dev]))
-        pthread_cond_signal(&s->devs[dev].cv);
+    if (rv == GEMM_OK && wake_one(&s->devs[dev]))
+        sem_post(&s->devs[dev].wake);
     return rv;
 }
 
@@ -361,9 +365,14 @@ static void *worker(void *arg)
         pthread_mutex_lock(&s->mu);
         gemmd_job *j;
         while ((j = take(s, dv)) == NULL && !s->stopping) {
+            /* asleep without the lock: waking from a condition variable
+             * takes the lock in its contended state, and letting it go
+             * then costs one more system call before the job starts */
             dv->sleeping++;
-            pthread_cond_wait(&dv->cv, &s->mu);
-            dv->sleeping--;
+            pthread_mutex_unlock(&s->mu);
+            while (sem_wait(&dv->wake) != 0 && errno == EINTR)
+                ;
+            pthread_mutex_lock(&s->mu);
         }
         if (j != NULL)
             dv->running++;
@@ -404,7 +413,7 @@ int sched_start(sched *s, gemmd_backend *be, sched_done_fn done, void *arg,
         s->ndevs = GEMMD_MAX_DEVICES;
     pthread_mutex_init(&s->mu, NULL);
     for (unsigned i = 0; i < s->ndevs; i++) {
-        pthread_cond_init(&s->devs[i].cv, NULL);
+        sem_init(&s->devs[i].wake, 0, 0);
         atomic_init(&s->devs[i].pending, 0);
         atomic_init(&s->devs[i].spinning, 0);
     }
@@ -455,10 +464,10 @@ int sched_submit(sched *s, gemmd_job *job)
      * wake only to wait for it */
     unsigned dev = place_choose(s, job);
     int rv = enqueue_quiet(s, dev, job);
-    bool wake = rv == GEMM_OK && wake_needed(&s->devs[dev]);
+    bool wake = rv == GEMM_OK && wake_one(&s->devs[dev]);
     pthread_mutex_unlock(&s->mu);
     if (wake)
-        pthread_cond_signal(&s->devs[dev].cv);
+        sem_post(&s->devs[dev].wake);
     return rv;
 }
 
@@ -574,7 +583,8 @@ void sched_stop(sched *s)
     s->stopping = true;
     atomic_store(&s->stop_flag, true);
     for (unsigned i = 0; i < s->ndevs; i++)
-        pthread_cond_broadcast(&s->devs[i].cv);
+        for (; s->devs[i].sleeping > 0; s->devs[i].sleeping--)
+            sem_post(&s->devs[i].wake);
     pthread_mutex_unlock(&s->mu);
     for (unsigned i = 0; i < s->nthreads; i++)
         pthread_join(s->workers[i].thread, NULL);
@@ -582,6 +592,6 @@ void sched_stop(sched *s)
     s->workers = NULL;
     s->nthreads = 0;
     for (unsigned i = 0; i < s->ndevs; i++)
-        pthread_cond_destroy(&s->devs[i].cv);
+        sem_destroy(&s->devs[i].wake);
     pthread_mutex_destroy(&s->mu);
 }
