@@ -232,7 +232,9 @@ void complete_job(gemmd *d, gemmd_job *j)
         free(j);
         return;
     }
-    uint64_t now = gemmd_now_ns();
+    /* a reply its worker wrote left then */
+    uint64_t now =
+        j->direct != CONN_DIRECT_NONE ? j->t_replied : gemmd_now_ns();
     stats_record_latency(&d->stats, now - j->t_received);
     d->stats.gemm_flops += 2 * j->m * j->n * j->k;
     d->stats.routine_served[j->kind == JOB_BLAS3 ? j->routine : 0]++;
@@ -271,7 +273,8 @@ static void reply_direct(gemmd *d, gemmd_job *j)
     sp_req *q = j->slot;
     Gemm__Reply r;
     Gemm__GemmReply g;
-    gemm_reply(j, j->req_id, gemmd_now_ns(), &r, &g);
+    j->t_replied = gemmd_now_ns();
+    gemm_reply(j, j->req_id, j->t_replied, &r, &g);
     conn_out *o = sp_reply_pack(q, &r);
     TRACE_AT(q->tr, TR_PACKED);
     conn_wlock(&d->conns);

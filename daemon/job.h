@@ -129,6 +129,7 @@ typedef struct gemmd_job {
     int direct;
     size_t direct_bytes;
     struct conn_out *direct_rest;
+    uint64_t t_replied; /* when the worker wrote it (direct) */
 
     struct gemmd_job *next; /* queue link */
 } gemmd_job;
