@@ -157,6 +157,7 @@ int admit_submit(gemmd *d, sp_req *q, gemmd_job *j, uint64_t mem)
         free(j);
         return GEMM_ERR_NOMEM;
     }
+    TRACE_AT(q->tr, TR_QUEUED);
     q->job = j;
     d->inflight++;
     sp_client_of(c)->inflight++;

@@ -183,9 +183,41 @@ static void finish_batch(gemmd *d, sp_req *q, gemmd_job *j)
     free(j);
 }
 
+/* Fills r (body g) with the reply to GEMM or BLAS3 job j, finished with
+ * GEMM_OK, to request id, its total time up to now; both point into j.
+ * Any thread. */
+static void gemm_reply(gemmd_job *j, uint64_t id, uint64_t now, Gemm__Reply *r,
+                       Gemm__GemmReply *g)
+{
+    complete_reply_init(r, id);
+    gemm__gemm_reply__init(g);
+    g->has_queued_us = g->has_compute_us = g->has_total_us = true;
+    g->queued_us = (j->t_started - j->t_received) / 1000;
+    g->compute_us = (j->t_finished - j->t_started) / 1000;
+    g->total_us = (now - j->t_received) / 1000;
+    if (j->ran[0] != '\0')
+        g->kernel = j->ran;
+    if (j->ns_kernel != 0) {
+        g->has_kernel_ns = true;
+        g->kernel_ns = j->ns_kernel;
+    }
+    if (j->kind == JOB_BLAS3) {
+        r->body_case = GEMM__REPLY__BODY_BLAS3;
+        r->blas3 = g;
+    } else {
+        r->body_case = GEMM__REPLY__BODY_GEMM;
+        r->gemm = g;
+    }
+}
+
 void complete_job(gemmd *d, gemmd_job *j)
 {
     sp_req *q = j->slot;
+    TRACE_SET(q->tr[TR_STARTED], j->t_started);
+    TRACE_SET(q->tr[TR_COMPUTED], j->t_finished);
+    TRACE_SET(q->tr[TR_PUSHED], j->t_pushed);
+    if (j->direct == CONN_DIRECT_NONE)
+        TRACE_AT(q->tr, TR_INBOX);
     admit_release_job(d, j);
     if (j->kind == JOB_UPLOAD) {
         finish_upload(d, q, j);
@@ -200,7 +232,9 @@ void complete_job(gemmd *d, gemmd_job *j)
         free(j);
         return;
     }
-    uint64_t now = gemmd_now_ns();
+    /* a reply its worker wrote left then */
+    uint64_t now =
+        j->direct != CONN_DIRECT_NONE ? j->t_replied : gemmd_now_ns();
     stats_record_latency(&d->stats, now - j->t_received);
     d->stats.gemm_flops += 2 * j->m * j->n * j->k;
     d->stats.routine_served[j->kind == JOB_BLAS3 ? j->routine : 0]++;
@@ -211,25 +245,13 @@ void complete_job(gemmd *d, gemmd_job *j)
     d->stats.ns_kernel +=
         j->ns_kernel ? j->ns_kernel : j->t_finished - j->t_started;
     Gemm__Reply r;
-    Gemm__GemmReply g = GEMM__GEMM_REPLY__INIT;
-    complete_reply_init(&r, q->id);
-    g.has_queued_us = g.has_compute_us = g.has_total_us = true;
-    g.queued_us = (j->t_started - j->t_received) / 1000;
-    g.compute_us = (j->t_finished - j->t_started) / 1000;
-    g.total_us = (now - j->t_received) / 1000;
-    if (j->ran[0] != '\0')
-        g.kernel = j->ran;
-    if (j->ns_kernel != 0) {
-        g.has_kernel_ns = true;
-        g.kernel_ns = j->ns_kernel;
-    }
-    if (j->kind == JOB_BLAS3) {
-        r.body_case = GEMM__REPLY__BODY_BLAS3;
-        r.blas3 = &g;
-    } else {
-        r.body_case = GEMM__REPLY__BODY_GEMM;
-        r.gemm = &g;
-    }
+    Gemm__GemmReply g;
+    gemm_reply(j, q->id, now, &r, &g);
+    /* a reply its worker wrote is only counted here (and rebuilt for a
+     * Cancel that waits for it) */
+    q->direct = j->direct;
+    q->direct_bytes = j->direct_bytes;
+    q->direct_rest = j->direct_rest;
     reply_job(d, q, &r, false); /* packs g, which points into j */
     free(j);
 }
@@ -240,10 +262,43 @@ void complete_event(gemmd *d, gemmd_event *ev)
         complete_job(d, (gemmd_job *)((char *)ev - offsetof(gemmd_job, ev)));
 }
 
+/* Worker thread: writes the reply of GEMM or BLAS3 job j (finished OK)
+ * to its client now, instead of after a hop to the loop, and hands j to
+ * the loop for the rest (counters, references, a waiting Cancel). The
+ * job is pushed before the write lock goes: the loop takes that lock
+ * before it reads a request (dispatch_request), so a request sent after
+ * this reply finds the job counted as done. */
+static void reply_direct(gemmd *d, gemmd_job *j)
+{
+    sp_req *q = j->slot;
+    Gemm__Reply r;
+    Gemm__GemmReply g;
+    j->t_replied = gemmd_now_ns();
+    gemm_reply(j, j->req_id, j->t_replied, &r, &g);
+    conn_out *o = sp_reply_pack(q, &r);
+    TRACE_AT(q->tr, TR_PACKED);
+    conn_wlock(&d->conns);
+    int st = o != NULL ? conn_write_direct(q->conn, o, &j->direct_bytes)
+                       : CONN_DIRECT_NONE;
+    TRACE_AT(q->tr, TR_SENT);
+    j->direct = st;
+    j->direct_rest = st == CONN_DIRECT_PARTIAL ? o : NULL;
+    loop_push(&d->inbox, &j->ev);
+    conn_wunlock(&d->conns);
+    if (st != CONN_DIRECT_PARTIAL)
+        free(o);
+}
+
 void complete_job_done(void *arg, gemmd_job *job)
 {
     gemmd *d = arg;
     job->ev.kind = EV_DONE;
+    if (job->status == GEMM_OK &&
+        (job->kind == JOB_GEMM || job->kind == JOB_BLAS3)) {
+        reply_direct(d, job);
+        return;
+    }
+    TRACE_SET(job->t_pushed, gemmd_now_ns());
     loop_push(&d->inbox, &job->ev);
 }
 

@@ -5,8 +5,10 @@
  * are answered here, a Cancel gets its target's outcome, and a connection
  * that closed has its queued work dropped and its holdings released. The
  * return path of a GEMM: scheduler -> complete_job_done (worker thread)
- * -> the inbox -> complete_event -> sp_reply -> the connection. Loop
- * thread unless noted.
+ * -> the inbox -> complete_event -> sp_reply -> the connection. A GEMM
+ * or BLAS3 call that succeeded has its reply written by its worker in
+ * complete_job_done (no hop to the loop before the client has it); the
+ * loop then only counts it. Loop thread unless noted.
  */
 #ifndef GEMMD_COMPLETE_H
 #define GEMMD_COMPLETE_H
@@ -40,8 +42,9 @@ void complete_job(gemmd *d, gemmd_job *j);
 /* An event from the inbox. */
 void complete_event(gemmd *d, gemmd_event *ev);
 
-/* Worker thread: the scheduler's done callback (arg is the gemmd); hands
- * the finished job back to the loop. */
+/* Worker thread: the scheduler's done callback (arg is the gemmd); writes
+ * a successful GEMM's or BLAS3 call's reply itself when its connection's
+ * queue is empty, and hands the finished job back to the loop. */
 void complete_job_done(void *arg, gemmd_job *job);
 
 /* The SP layer's closed callback (arg is the gemmd): work not yet started

@@ -3,11 +3,14 @@
  * conn.h. Each connection has its own read state and output queue, so a
  * client that does not read stalls only itself: with --client-pending
  * replies unwritten it is not read until they drain, and one whose output
- * makes no progress for --send-timeout is dropped.
+ * makes no progress for --send-timeout is dropped. A worker may write a
+ * reply itself while the queue is empty (conn_write_direct), under the
+ * set's write lock, which the loop's writes and closing take too.
  */
 #include "conn.h"
 #include "job.h"
 #include "log.h"
+#include "trace.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -64,16 +67,19 @@ void conn_close(conn *c, int level, const char *why)
     if (c->closed)
         return;
     conn_set *s = c->set;
-    c->closed = true;
     gemmd_log(level, "connection %u (uid %llu, pid %ld) closed: %s", c->id,
               (unsigned long long)c->uid, (long)c->pid, why);
     uv_poll_stop(&c->poll);
     uv_close((uv_handle_t *)&c->poll, conn_on_closed);
-    for (conn_out *o = c->out_head, *next; o != NULL; o = next) {
+    pthread_mutex_lock(&s->wmu); /* no worker writes to c from now */
+    c->closed = true;
+    conn_out *out = c->out_head;
+    c->out_head = c->out_tail = NULL;
+    pthread_mutex_unlock(&s->wmu);
+    for (conn_out *o = out, *next; o != NULL; o = next) {
         next = o->next;
         free(o);
     }
-    c->out_head = c->out_tail = NULL;
     free(c->msg);
     c->msg = NULL;
     if (c->prev != NULL)
@@ -98,29 +104,103 @@ conn_out *conn_out_new(size_t len, bool reply)
     return o;
 }
 
+/* The queue of c was empty and now holds something: its send deadline
+ * starts. */
+static void out_started(conn *c)
+{
+    conn_set *s = c->set;
+    c->out_since = gemmd_now_ns();
+    if (s->cfg->send_timeout_s > 0)
+        lsn_arm(s->lsn,
+                c->out_since + (uint64_t)(s->cfg->send_timeout_s * 1e9));
+}
+
 void conn_send(conn *c, conn_out *o)
 {
     conn_set *s = c->set;
     o->next = NULL;
-    if (c->out_tail != NULL) {
-        c->out_tail->next = o;
-    } else {
+    pthread_mutex_lock(&s->wmu);
+    bool first = c->out_tail == NULL;
+    if (first)
         c->out_head = o;
-        c->out_since = gemmd_now_ns();
-        if (s->cfg->send_timeout_s > 0)
-            lsn_arm(s->lsn,
-                    c->out_since + (uint64_t)(s->cfg->send_timeout_s * 1e9));
-    }
+    else
+        c->out_tail->next = o;
     c->out_tail = o;
-    if (c->out_head == o)
+    pthread_mutex_unlock(&s->wmu);
+    if (first) {
+        out_started(c);
         conn_flush(c); /* the queue was empty: most replies leave at once */
+    }
+}
+
+void conn_send_rest(conn *c, conn_out *o)
+{
+    conn_set *s = c->set;
+    pthread_mutex_lock(&s->wmu);
+    c->out_stuck = false;
+    bool first = c->out_head == NULL;
+    o->next = c->out_head;
+    c->out_head = o;
+    if (first)
+        c->out_tail = o;
+    c->out_off = 0;
+    pthread_mutex_unlock(&s->wmu);
+    if (first)
+        out_started(c);
+    conn_flush(c);
+}
+
+void conn_wlock(conn_set *s)
+{
+    pthread_mutex_lock(&s->wmu);
+}
+
+void conn_wunlock(conn_set *s)
+{
+    pthread_mutex_unlock(&s->wmu);
+}
+
+int conn_write_direct(conn *c, conn_out *o, size_t *wrote)
+{
+    *wrote = 0;
+    if (c->closed || c->out_head != NULL || c->out_stuck)
+        return CONN_DIRECT_NONE;
+    ssize_t w;
+    do
+        w = send(c->fd, o->data, o->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (w < 0 && errno == EINTR);
+    if (w <= 0) /* full, or an error that the loop meets and handles */
+        return CONN_DIRECT_NONE;
+    *wrote = (size_t)w;
+    if ((size_t)w == o->len)
+        return CONN_DIRECT_SENT;
+    memmove(o->data, o->data + w, o->len - (size_t)w);
+    o->len -= (size_t)w;
+    c->out_stuck = true; /* the rest goes before anything else */
+    return CONN_DIRECT_PARTIAL;
+}
+
+void conn_reply_written(conn *c, size_t bytes, bool done)
+{
+    conn_set *s = c->set;
+    s->bytes_out += bytes;
+    if (!done)
+        return;
+    if (c->pending > 0)
+        c->pending--;
+    if (c->read_paused && c->pending < s->cfg->client_pending) {
+        c->read_paused = false;
+        conn_poll(c);
+    }
 }
 
 /* Writes what c's queue holds until the socket is full. */
 static void conn_flush(conn *c)
 {
     conn_set *s = c->set;
-    while (c->out_head != NULL && !c->closed) {
+    int err = 0;
+    pthread_mutex_lock(&s->wmu);
+    while (c->out_head != NULL && !c->closed && !c->out_stuck) {
         struct iovec iov[16];
         int n = 0;
         size_t off = c->out_off;
@@ -135,10 +215,9 @@ static void conn_flush(conn *c)
         if (w < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                break;
-            conn_close(c, LOG_DEBUG, strerror(errno));
-            return;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                err = errno;
+            break;
         }
         s->bytes_out += (uint64_t)w;
         c->out_since = gemmd_now_ns();
@@ -159,6 +238,11 @@ static void conn_flush(conn *c)
         }
         if (c->out_head == NULL)
             c->out_tail = NULL;
+    }
+    pthread_mutex_unlock(&s->wmu);
+    if (err != 0) {
+        conn_close(c, LOG_DEBUG, strerror(err));
+        return;
     }
     if (c->read_paused && c->pending < s->cfg->client_pending)
         c->read_paused = false;
@@ -233,6 +317,7 @@ static void greet_read(conn *c)
 static void conn_io(uv_poll_t *h, int status, int events)
 {
     conn *c = h->data;
+    TRACE_SET(c->t_io, gemmd_now_ns());
     if (status < 0) {
         conn_close(c, LOG_DEBUG, uv_strerror(status));
         return;
@@ -336,6 +421,7 @@ void conn_set_init(conn_set *s, uv_loop_t *loop, const gemmd_config *cfg,
     s->loop = loop;
     s->cfg = cfg;
     s->lsn = lsn;
+    pthread_mutex_init(&s->wmu, NULL);
     lsn_set_accept(lsn, on_accept, s);
     lsn_add_sweeper(lsn, conn_sweep, s);
 }

@@ -10,7 +10,9 @@
  * as nng's transports call their protocol through an ops table. A
  * connection lives while open and while the layers above hold references
  * to it (requests in flight); replies to a closed connection are dropped.
- * Loop thread only.
+ * Loop thread only, but for conn_write_direct: a worker may write a reply
+ * itself while the queue is empty (the set's write lock orders it with
+ * the loop's writes and with closing).
  */
 #ifndef GEMMD_CONN_H
 #define GEMMD_CONN_H
@@ -19,6 +21,7 @@
 #include "listen.h"
 #include "users.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,8 +86,13 @@ struct conn {
     size_t out_off;     /* bytes of out_head already written */
     uint64_t out_since; /* last progress while the queue is non-empty */
     unsigned pending;   /* requests read whose reply is not written */
+    /* a worker wrote part of a reply (conn_write_direct): nothing else is
+     * written until the loop queues its rest (conn_send_rest); under the
+     * set's write lock */
+    bool out_stuck;
 
     void *up;                 /* the protocol's state of this connection */
+    uint64_t t_io;            /* the read callback began (trace.h) */
     struct conn *prev, *next; /* all connections */
 };
 
@@ -102,6 +110,9 @@ typedef struct conn_set {
     uint64_t bytes_in, bytes_out; /* on client sockets */
     uint64_t timed_out;           /* greeting or message too slow */
     uint64_t dropped;             /* oversized, or not reading replies */
+    /* held while a connection's bytes are written or it closes: by the
+     * loop, and by a worker writing a reply itself (conn_write_direct) */
+    pthread_mutex_t wmu;
 } conn_set;
 
 /* Fills s and installs its accept callback and sweeper on lsn. Main
@@ -124,6 +135,32 @@ conn_out *conn_out_new(size_t len, bool reply);
 
 /* Queues o (owned by c from now) and writes what the socket takes. */
 void conn_send(conn *c, conn_out *o);
+
+/* What conn_write_direct did with a reply. */
+enum conn_direct {
+    CONN_DIRECT_NONE,    /* nothing written: the loop sends it */
+    CONN_DIRECT_SENT,    /* all of it written: conn_reply_written */
+    CONN_DIRECT_PARTIAL, /* part written, o holds the rest:
+                            conn_send_rest */
+};
+
+/* Writes reply o to c now, if c is open and nothing of c's waits to be
+ * written; o stays the caller's (on CONN_DIRECT_PARTIAL it holds what is
+ * left). *wrote gets the bytes written. Any thread, with the set's write
+ * lock held (conn_wlock); c is kept alive by the caller's reference. */
+int conn_write_direct(conn *c, conn_out *o, size_t *wrote);
+
+/* Takes and lets go the write lock of s. Any thread. */
+void conn_wlock(conn_set *s);
+void conn_wunlock(conn_set *s);
+
+/* A reply wrote bytes of itself directly (all of it when done): counts
+ * them and, when done, the reply as written. */
+void conn_reply_written(conn *c, size_t bytes, bool done);
+
+/* The rest o of a reply a worker began (CONN_DIRECT_PARTIAL) goes first
+ * in c's queue (owned by c from now); writing resumes. */
+void conn_send_rest(conn *c, conn_out *o);
 
 /* A request was read: counts it as pending, pausing reads at
  * --client-pending. */

@@ -218,6 +218,7 @@ static void do_gemm(gemmd *d, sp_req *q, const Gemm__Request *req)
     }
     job_hold_gemm(j);
     job_set_timeout(j, q->t_received, g->has_timeout_ms, g->timeout_ms);
+    TRACE_AT(q->tr, TR_ADMITTED);
     submit(d, q, j, mem);
 }
 
@@ -462,7 +463,16 @@ void dispatch_request(void *arg, sp_req *q)
     const Gemm__Request *rq = q->req;
     const dispatch_cmd *cmd = dispatch_find(rq);
     q->kind = cmd != NULL ? cmd->kind : MK_INVALID;
-    if (q->decode_status != GEMM_OK) {
+    /* a worker may have written a reply (complete_job_done) whose job is
+     * not yet counted as done; it pushed that job before letting go of
+     * the write lock, so after taking the lock the inbox holds every such
+     * job: finish them first, and this request sees what its client saw */
+    conn_wlock(&d->conns);
+    conn_wunlock(&d->conns);
+    loop_drain(&d->inbox);
+    if (q->conn->closed) /* by what finished meanwhile */
+        complete_error(d, q, GEMM_ERR_CLOSED, "connection closed");
+    else if (q->decode_status != GEMM_OK) {
         complete_error(d, q, q->decode_status, "%s", q->decode_msg);
     } else {
         q->id = rq->has_id ? rq->id : 0;
@@ -477,8 +487,10 @@ void dispatch_request(void *arg, sp_req *q)
         else if (d->draining && cmd->work)
             complete_error(d, q, GEMM_ERR_SHUTDOWN,
                            "gemmd is shutting down and takes no new work");
-        else
+        else {
+            TRACE_AT(q->tr, TR_HANDLER);
             cmd->handler(d, q, rq);
+        }
     }
     loop_spin(&d->inbox); /* its job may finish within --spin-us */
 }

@@ -97,6 +97,7 @@ typedef struct gemmd_job {
     uint64_t t_received; /* ns, CLOCK_MONOTONIC */
     uint64_t t_started;
     uint64_t t_finished;
+    uint64_t t_pushed;                  /* handed to the inbox (trace.h) */
     uint64_t ns_h2d, ns_kernel, ns_d2h; /* stage times, if the backend
                                           measures them */
     char ran[GEMM_KERNEL_NAME_MAX + 1]; /* the kernel that ran */
@@ -123,6 +124,12 @@ typedef struct gemmd_job {
     /* where the reply goes */
     void *slot;      /* the sp_req it answers */
     uint64_t req_id; /* the request's id */
+    /* the reply as its worker wrote it (complete_job_done): enum
+     * conn_direct, the bytes written, the rest when only part was */
+    int direct;
+    size_t direct_bytes;
+    struct conn_out *direct_rest;
+    uint64_t t_replied; /* when the worker wrote it (direct) */
 
     struct gemmd_job *next; /* queue link */
 } gemmd_job;

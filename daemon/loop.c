@@ -22,14 +22,25 @@ static bool run_inbox(loop_inbox *ib)
 }
 
 /* Loop thread, while spinning: poll the inbox; stop after spin_ns without
- * an event (the loop then sleeps in epoll until the next uv_async_send). */
+ * an event (the loop then sleeps in epoll until the next uv_async_send).
+ * Pushes wake the loop again from the moment spinning is cleared, which
+ * happens only with the inbox seen empty under the lock. */
 static void on_spin(uv_idle_t *h)
 {
     loop_inbox *ib = h->data;
     uint64_t now = gemmd_now_ns();
-    if (run_inbox(ib))
+    if (run_inbox(ib)) {
         ib->spin_until = now + ib->spin_ns;
-    else if (now >= ib->spin_until || ib->quiet)
+        return;
+    }
+    if (now < ib->spin_until && !ib->quiet)
+        return;
+    pthread_mutex_lock(&ib->mu);
+    bool empty = ib->head == NULL;
+    if (empty)
+        ib->spinning = false;
+    pthread_mutex_unlock(&ib->mu);
+    if (empty) /* else the next pass takes what came meanwhile */
         uv_idle_stop(h);
 }
 
@@ -69,16 +80,26 @@ void loop_push(loop_inbox *ib, gemmd_event *ev)
     else
         ib->head = ev;
     ib->tail = ev;
-    uv_async_send(&ib->wake);
+    if (!ib->spinning)
+        uv_async_send(&ib->wake);
     pthread_mutex_unlock(&ib->mu);
+}
+
+void loop_drain(loop_inbox *ib)
+{
+    run_inbox(ib);
 }
 
 void loop_spin(loop_inbox *ib)
 {
     if (ib->spin_ns != 0 && !ib->quiet) {
         ib->spin_until = gemmd_now_ns() + ib->spin_ns;
-        if (!uv_is_active((uv_handle_t *)&ib->spin))
+        if (!uv_is_active((uv_handle_t *)&ib->spin)) {
+            pthread_mutex_lock(&ib->mu);
+            ib->spinning = true;
+            pthread_mutex_unlock(&ib->mu);
             uv_idle_start(&ib->spin, on_spin);
+        }
     }
 }
 

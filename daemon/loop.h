@@ -4,7 +4,8 @@
  * order, and hands them to the callback the daemon installed. After an
  * event the loop polls the inbox for --spin-us with an idle handle before
  * it sleeps: a loop asleep in epoll takes 5-20 us to notice a worker's
- * uv_async_send.
+ * uv_async_send. While it polls, a push sends nothing (no system call,
+ * and no second pass of the loop for the wake-up).
  */
 #ifndef GEMMD_LOOP_H
 #define GEMMD_LOOP_H
@@ -30,7 +31,8 @@ typedef struct loop_inbox {
 
     pthread_mutex_t mu; /* guards what follows */
     gemmd_event *head, *tail;
-    bool closed; /* no more uv_async_send */
+    bool closed;   /* no more uv_async_send */
+    bool spinning; /* the spin handle polls the inbox: no wake-up needed */
 } loop_inbox;
 
 /* Makes the inbox's handles on loop; on_events(arg, ...) gets what
@@ -40,6 +42,9 @@ int loop_inbox_init(loop_inbox *ib, uv_loop_t *loop, unsigned spin_us,
 
 /* Any thread: queues ev and wakes the loop; dropped once closed. */
 void loop_push(loop_inbox *ib, gemmd_event *ev);
+
+/* Loop thread: hands what the inbox holds to on_events now. */
+void loop_drain(loop_inbox *ib);
 
 /* Loop thread: after an event, poll the inbox for --spin-us before
  * sleeping. */

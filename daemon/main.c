@@ -16,6 +16,7 @@
 #include "log.h"
 #include "notify.h"
 #include "sysmem.h"
+#include "trace.h"
 
 #include <gemm/types.h>
 
@@ -308,6 +309,7 @@ int main(int argc, char **argv)
     d->be.ops->fini(&d->be);
     uv_loop_close(d->loop);
     loop_inbox_fini(&d->inbox);
+    trace_report();
     gemmd_log(LOG_NOTICE, "gemmd stopped: served %llu, failed %llu",
               (unsigned long long)d->stats.served,
               (unsigned long long)d->stats.failed);

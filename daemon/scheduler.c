@@ -17,6 +17,7 @@
 
 #include <gemm/types.h>
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,22 +94,51 @@ static gemmd_job *take_small(sched *s, sched_dev *dv, uint32_t owner)
 }
 
 /* Polls (without the lock) until a job is pending on dv, the scheduler
- * stops, or spin_ns pass. */
+ * stops, or spin_ns pass. Counted in dv->spinning meanwhile: the worker
+ * takes the lock and looks at the queue before it next sleeps, so a job
+ * queued while it is counted needs no wake-up. */
 static void spin_for_work(sched *s, sched_dev *dv)
 {
     uint64_t until = gemmd_now_ns() + s->spin_ns;
     unsigned i = 0;
+    atomic_fetch_add_explicit(&dv->spinning, 1, memory_order_relaxed);
     while (atomic_load_explicit(&dv->pending, memory_order_relaxed) == 0 &&
            !atomic_load_explicit(&s->stop_flag, memory_order_relaxed)) {
         if ((++i & 63) == 0 && gemmd_now_ns() >= until)
-            return;
+            break;
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
     }
+    atomic_fetch_sub_explicit(&dv->spinning, 1, memory_order_relaxed);
 }
 
+/* Whether the jobs queued on dv need a sleeping worker woken: more of
+ * them wait than workers poll for them, and a worker sleeps. If so that
+ * worker counts as woken, and the caller posts dv->wake once. A wake-up
+ * costs a system call, and the woken thread otherwise only races the
+ * spinning one for the lock. Under s->mu. */
+static bool wake_one(sched_dev *dv)
+{
+    if (dv->sleeping == 0 ||
+        dv->queued <= atomic_load_explicit(&dv->spinning, memory_order_relaxed))
+        return false;
+    dv->sleeping--;
+    return true;
+}
+
+/* Queues job on device dev, waking no worker; see sched_enqueue. */
+static int enqueue_quiet(sched *s, unsigned dev, gemmd_job *job);
+
 int sched_enqueue(sched *s, unsigned dev, gemmd_job *job)
+{
+    int rv = enqueue_quiet(s, dev, job);
+    if (rv == GEMM_OK && wake_one(&s->devs[dev]))
+        sem_post(&s->devs[dev].wake);
+    return rv;
+}
+
+static int enqueue_quiet(sched *s, unsigned dev, gemmd_job *job)
 {
     sched_dev *dv = &s->devs[dev];
     job->next = NULL;
@@ -139,7 +169,6 @@ int sched_enqueue(sched *s, unsigned dev, gemmd_job *job)
     s->queued++;
     dv->load_ns += job->cost_ns;
     atomic_fetch_add_explicit(&dv->pending, 1, memory_order_relaxed);
-    pthread_cond_signal(&dv->cv);
     return GEMM_OK;
 }
 
@@ -335,8 +364,16 @@ static void *worker(void *arg)
             spin_for_work(s, dv);
         pthread_mutex_lock(&s->mu);
         gemmd_job *j;
-        while ((j = take(s, dv)) == NULL && !s->stopping)
-            pthread_cond_wait(&dv->cv, &s->mu);
+        while ((j = take(s, dv)) == NULL && !s->stopping) {
+            /* asleep without the lock: waking from a condition variable
+             * takes the lock in its contended state, and letting it go
+             * then costs one more system call before the job starts */
+            dv->sleeping++;
+            pthread_mutex_unlock(&s->mu);
+            while (sem_wait(&dv->wake) != 0 && errno == EINTR)
+                ;
+            pthread_mutex_lock(&s->mu);
+        }
         if (j != NULL)
             dv->running++;
         pthread_mutex_unlock(&s->mu);
@@ -376,8 +413,9 @@ int sched_start(sched *s, gemmd_backend *be, sched_done_fn done, void *arg,
         s->ndevs = GEMMD_MAX_DEVICES;
     pthread_mutex_init(&s->mu, NULL);
     for (unsigned i = 0; i < s->ndevs; i++) {
-        pthread_cond_init(&s->devs[i].cv, NULL);
+        sem_init(&s->devs[i].wake, 0, 0);
         atomic_init(&s->devs[i].pending, 0);
+        atomic_init(&s->devs[i].spinning, 0);
     }
     unsigned per = be->dev_workers ? be->dev_workers : 1;
     unsigned n = per * s->ndevs;
@@ -422,8 +460,14 @@ int sched_submit(sched *s, gemmd_job *job)
         pthread_mutex_unlock(&s->mu);
         return GEMM_OK;
     }
-    int rv = sched_enqueue(s, place_choose(s, job), job);
+    /* the worker is woken after the lock is let go, so that it does not
+     * wake only to wait for it */
+    unsigned dev = place_choose(s, job);
+    int rv = enqueue_quiet(s, dev, job);
+    bool wake = rv == GEMM_OK && wake_one(&s->devs[dev]);
     pthread_mutex_unlock(&s->mu);
+    if (wake)
+        sem_post(&s->devs[dev].wake);
     return rv;
 }
 
@@ -539,7 +583,8 @@ void sched_stop(sched *s)
     s->stopping = true;
     atomic_store(&s->stop_flag, true);
     for (unsigned i = 0; i < s->ndevs; i++)
-        pthread_cond_broadcast(&s->devs[i].cv);
+        for (; s->devs[i].sleeping > 0; s->devs[i].sleeping--)
+            sem_post(&s->devs[i].wake);
     pthread_mutex_unlock(&s->mu);
     for (unsigned i = 0; i < s->nthreads; i++)
         pthread_join(s->workers[i].thread, NULL);
@@ -547,6 +592,6 @@ void sched_stop(sched *s)
     s->workers = NULL;
     s->nthreads = 0;
     for (unsigned i = 0; i < s->ndevs; i++)
-        pthread_cond_destroy(&s->devs[i].cv);
+        sem_destroy(&s->devs[i].wake);
     pthread_mutex_destroy(&s->mu);
 }

@@ -18,6 +18,7 @@
 #include "job.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -33,16 +34,19 @@ typedef struct sched_queue {
 
 #define SCHED_BUCKETS 64
 
-/* One device object's queues and counters (all under sched.mu, but
- * pending, which its workers poll). */
+/* One device object's queues and counters (all under sched.mu, but the
+ * atomics pending and spinning, which its workers poll and count
+ * themselves in, and the semaphore its sleeping workers wait on). */
 typedef struct sched_dev {
     sched_queue *ring; /* the queue served next; NULL when idle */
     sched_queue *queues[SCHED_BUCKETS];
-    unsigned queued;  /* jobs waiting here */
-    unsigned running; /* jobs its workers run now */
-    double load_ns;   /* estimated time of those queued and running */
-    pthread_cond_t cv;
-    atomic_uint pending;          /* mirror of queued, polled while spinning */
+    unsigned queued;      /* jobs waiting here */
+    unsigned running;     /* jobs its workers run now */
+    double load_ns;       /* estimated time of those queued and running */
+    sem_t wake;           /* posted once for each sleeping worker to wake */
+    unsigned sleeping;    /* workers asleep on wake, none of them woken yet */
+    atomic_uint pending;  /* mirror of queued, polled while spinning */
+    atomic_uint spinning; /* workers polling pending (spin_for_work) */
     uint64_t jobs, failed, parts; /* run here; of them failed; panels */
     uint64_t busy_ns;             /* time its workers spent in jobs */
     unsigned fail_streak;         /* GEMM_ERR_DEVICE in a row */

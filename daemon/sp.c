@@ -57,6 +57,8 @@ static void sp_request(sp_server *s, conn *c, const uint8_t *data, uint64_t len,
     memcpy(q->bt, data, bt);
     q->bt_len = bt;
     q->t_received = gemmd_now_ns();
+    TRACE_SET(q->tr[TR_IO], c->t_io);
+    TRACE_SET(q->tr[TR_READ], q->t_received);
     if (oversized) {
         q->decode_status = GEMM_ERR_TOO_LARGE;
         snprintf(q->decode_msg, sizeof(q->decode_msg),
@@ -66,6 +68,7 @@ static void sp_request(sp_server *s, conn *c, const uint8_t *data, uint64_t len,
         q->decode_status =
             req_decode(data + bt, len - bt, cfg->max_message_bytes, &q->req,
                        q->decode_msg, sizeof(q->decode_msg));
+        TRACE_AT(q->tr, TR_DECODED);
     }
     q->next = cl->reqs;
     if (cl->reqs != NULL)
@@ -190,24 +193,45 @@ void sp_reply(sp_req *q, const Gemm__Reply *r, int status)
         rc->kernel_ns = g->kernel_ns;
     }
     cl->recent_next = (cl->recent_next + 1) % SP_RECENT_MAX;
-    if (!c->closed) {
-        size_t n = gemm__reply__get_packed_size(r);
-        conn_out *o = conn_out_new(WIRE_SP_FRAME_HEAD + q->bt_len + n, true);
+    if (c->closed) {
+        free(q->direct_rest);
+    } else if (q->direct == CONN_DIRECT_SENT) {
+        conn_reply_written(c, q->direct_bytes, true);
+        trace_keep(q->kind, q->tr);
+    } else if (q->direct == CONN_DIRECT_PARTIAL) {
+        conn_reply_written(c, q->direct_bytes, false);
+        conn_send_rest(c, q->direct_rest);
+        trace_keep(q->kind, q->tr);
+    } else {
+        conn_out *o = sp_reply_pack(q, r);
         if (o == NULL) {
             /* cannot answer: the client's request times out */
-            gemmd_log(LOG_ERR, "out of memory for a %zu-byte reply", n);
+            gemmd_log(LOG_ERR, "out of memory for a %zu-byte reply",
+                      gemm__reply__get_packed_size(r));
             conn_pending_drop(c);
         } else {
-            wire_sp_frame_put(o->data, q->bt_len + n);
-            memcpy(o->data + WIRE_SP_FRAME_HEAD, q->bt, q->bt_len);
-            gemm__reply__pack(r, o->data + WIRE_SP_FRAME_HEAD + q->bt_len);
+            TRACE_AT(q->tr, TR_PACKED);
             conn_send(c, o);
+            TRACE_AT(q->tr, TR_SENT);
+            trace_keep(q->kind, q->tr);
         }
     }
     if (q->req != NULL)
         gemm__request__free_unpacked(q->req, NULL);
     free(q);
     conn_unref(c);
+}
+
+conn_out *sp_reply_pack(const sp_req *q, const Gemm__Reply *r)
+{
+    size_t n = gemm__reply__get_packed_size(r);
+    conn_out *o = conn_out_new(WIRE_SP_FRAME_HEAD + q->bt_len + n, true);
+    if (o == NULL)
+        return NULL;
+    wire_sp_frame_put(o->data, q->bt_len + n);
+    memcpy(o->data + WIRE_SP_FRAME_HEAD, q->bt, q->bt_len);
+    gemm__reply__pack(r, o->data + WIRE_SP_FRAME_HEAD + q->bt_len);
+    return o;
 }
 
 /* The peer greeted as an SP REQ client. */

@@ -12,6 +12,7 @@
 
 #include "conn.h"
 #include "job.h"
+#include "trace.h"
 
 #include "gemm.pb-c.h"
 
@@ -53,9 +54,16 @@ typedef struct sp_req {
     Gemm__Request *req; /* decoded; NULL if decode_status != 0 */
     int decode_status;
     char decode_msg[128];
-    gemmd_job *job;             /* queued or running work */
+    gemmd_job *job; /* queued or running work */
+    /* its reply as a worker wrote it (enum conn_direct), the bytes it
+     * wrote, and on CONN_DIRECT_PARTIAL the rest; set by the loop from
+     * the finished job before sp_reply */
+    int direct;
+    size_t direct_bytes;
+    conn_out *direct_rest;
     struct sp_req *cancel;      /* a Cancel waiting for this one to finish */
     struct sp_req *prev, *next; /* the client's reqs */
+    uint64_t tr[TR_NPOINTS];    /* time stamps (trace.h) */
 } sp_req;
 
 /* A request arrived: the callee answers it with exactly one sp_reply. */
@@ -82,7 +90,12 @@ sp_client *sp_client_of(conn *c);
 
 /* Queues r (status its status) as q's reply: q leaves its client's
  * requests, is remembered for Cancel and freed; its connection may be
- * closed (then nothing is sent). */
+ * closed (then nothing is sent). A reply that a worker wrote (q->direct)
+ * is only counted, or its rest queued. */
 void sp_reply(sp_req *q, const Gemm__Reply *r, int status);
+
+/* r packed as q's reply, framed with its backtrace (malloc'd; NULL when
+ * out of memory). Any thread: reads only what q keeps from its read. */
+conn_out *sp_reply_pack(const sp_req *q, const Gemm__Reply *r);
 
 #endif

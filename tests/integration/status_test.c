@@ -185,3 +185,46 @@ Test(status, clients_and_buffers)
     cr_assert_eq(st.buffers, before.buffers);
     cr_assert_eq(st.buffer_bytes, before.buffer_bytes);
 }
+
+/* A worker writes a GEMM's reply itself and the loop counts the job
+ * afterwards (complete.h): a request sent after the reply, on the same
+ * connection or another, must still find the GEMM counted as served and
+ * off the queue. */
+Test(status, a_reply_is_counted_before_the_next_request)
+{
+    gemm_buffer *buf;
+    char why[768];
+    gemm_client *other = tu_client(&g_gemmd, 10000);
+    int rv = gemm_buffer_alloc(g_client, 1 << 16, &buf);
+    cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
+    gemm_status before = status_now();
+    for (uint64_t i = 1; i <= 100; i++) {
+        tu_case cs = {.m = 4,
+                      .n = 4,
+                      .k = 4,
+                      .ab = GEMM_FP32,
+                      .cd = GEMM_FP32,
+                      .alpha = 1.0f,
+                      .c_mode = TU_C_NONE,
+                      .pad_a = TU_TIGHT,
+                      .pad_b = TU_TIGHT,
+                      .pad_d = TU_TIGHT,
+                      .seed = i};
+        rv = tu_case_run(g_client, buf, &cs, why, sizeof(why));
+        cr_assert_eq(rv, GEMM_OK, "%s", why);
+        gemm_status st;
+        rv = gemm_get_status(i % 2 ? other : g_client, &st);
+        cr_assert_eq(rv, GEMM_OK, "gemm_get_status: %s", gemm_strerror(rv));
+        cr_assert_eq(
+            st.gemms_served - before.gemms_served, i,
+            "after GEMM %llu's reply, status on the %s connection "
+            "counts %llu served",
+            (unsigned long long)i, i % 2 ? "other" : "same",
+            (unsigned long long)(st.gemms_served - before.gemms_served));
+        cr_assert_eq(st.queue_depth, 0,
+                     "after GEMM %llu's reply, queue_depth %u",
+                     (unsigned long long)i, st.queue_depth);
+    }
+    gemm_buffer_free(buf);
+    gemm_client_close(other);
+}
