@@ -579,7 +579,7 @@ static int write_csv(const struct bench_args *a, const struct bench_run *r)
         const struct bench_row *w = &r->rows[i];
         fprintf(f,
                 "%s,%u,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                ",%.6f,%.4f,%.4f,%.3e\n",
+                ",%.6f,%.6g,%.6g,%.3e\n",
                 w->k->name, w->k->ladder, gemm_dtype_name(a->ab), prec_word(a),
                 w->s.m, w->s.n, w->s.k, w->ms, w->tflops, w->ratio, w->err);
     }
