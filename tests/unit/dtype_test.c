@@ -256,7 +256,7 @@ Test(dtype, integer_conversions)
         cr_expect_eq(s32[i], s8[i], "%d", i);
     int32_t big[3] = {INT32_MIN, INT32_MAX, 16777217};
     double d[3];
-    float f[3];
+    float f[4];
     cr_assert_eq(gemm_convert(d, GEMM_FP64, big, GEMM_INT32, 3), GEMM_OK);
     cr_expect_eq(d[0], -2147483648.0);
     cr_expect_eq(d[1], 2147483647.0, "exact in fp64");
