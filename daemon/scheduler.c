@@ -128,16 +128,6 @@ static bool wake_one(sched_dev *dv)
 }
 
 /* Queues job on device dev, waking no worker; see sched_enqueue. */
-static int enqueue_quiet(sched *s, unsigned dev, gemmd_job *job);
-
-int sched_enqueue(sched *s, unsigned dev, gemmd_job *job)
-{
-    int rv = enqueue_quiet(s, dev, job);
-    if (rv == GEMM_OK && wake_one(&s->devs[dev]))
-        sem_post(&s->devs[dev].wake);
-    return rv;
-}
-
 static int enqueue_quiet(sched *s, unsigned dev, gemmd_job *job)
 {
     sched_dev *dv = &s->devs[dev];
@@ -170,6 +160,14 @@ static int enqueue_quiet(sched *s, unsigned dev, gemmd_job *job)
     dv->load_ns += job->cost_ns;
     atomic_fetch_add_explicit(&dv->pending, 1, memory_order_relaxed);
     return GEMM_OK;
+}
+
+int sched_enqueue(sched *s, unsigned dev, gemmd_job *job)
+{
+    int rv = enqueue_quiet(s, dev, job);
+    if (rv == GEMM_OK && wake_one(&s->devs[dev]))
+        sem_post(&s->devs[dev].wake);
+    return rv;
 }
 
 void sched_enqueue_moved(sched *s, unsigned dev, gemmd_job *job)
