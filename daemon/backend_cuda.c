@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "cuda/device.h"
 #include "cuda/migrate.h"
+#include "cuda/pipeline.h"
 #include "cuda/slices.h"
 #include "cuda/staging.h"
 #include "cuda/staging_blas3.h"
@@ -123,6 +124,7 @@ static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
                  p->devs[0]->name);
     be->threads = be->workers;
     cuda_slices_init(cfg->slice_ms);
+    cuda_pipeline_init(cfg->gemm_panels);
     return GEMM_OK;
 }
 

@@ -46,6 +46,7 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->max_gemm_flops = 1ull << 50;
     cfg->max_batch = 65536;
     cfg->slice_ms = 50;
+    cfg->gemm_panels = 8;
     cfg->max_connections = 0;
     cfg->client_buffers = 1024;
     cfg->client_bytes = 0;
@@ -119,6 +120,10 @@ static void usage(FILE *f)
             "small GEMMs of\n"
             "                           others start, within one (default "
             "50; 0 = whole)\n"
+            "  --gemm-panels N          cuda: a large GEMM's copies overlap "
+            "its compute in N\n"
+            "                           panels of D (default 8; 0 = copy "
+            "all, then compute)\n"
             "  --max-connections N      connections at once (default: from "
             "the descriptor limit)\n"
             "Per connection:\n"
@@ -236,6 +241,7 @@ static const num_opt num_opts[] = {
     {"max-gemm-flops", K_U64, O(max_gemm_flops), 1, UINT64_MAX / 2},
     {"max-batch", K_U64, O(max_batch), 1, 1u << 24},
     {"slice-ms", K_U32, O(slice_ms), 0, 60000},
+    {"gemm-panels", K_U32, O(gemm_panels), 0, 64},
     {"max-connections", K_U32, O(max_connections), 1, 1u << 24},
     {"client-buffers", K_U32, O(client_buffers), 1, 1u << 20},
     {"client-bytes", K_U64, O(client_bytes), 4096, UINT64_MAX / 2},

@@ -34,6 +34,8 @@ typedef struct gemmd_config {
     uint64_t max_batch;         /* problems in one Batch request */
     uint32_t slice_ms;          /* a large GEMM runs in slices of about this
                                    long, stoppable between; 0 = whole */
+    uint32_t gemm_panels;       /* a large staged GEMM (cuda) in this many
+                                   panels overlapping copies and compute */
     uint32_t max_connections;   /* 0 = from RLIMIT_NOFILE */
     /* per connection */
     uint32_t client_buffers;  /* registered buffers */

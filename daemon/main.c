@@ -274,11 +274,11 @@ int main(int argc, char **argv)
                   d->cfg.device_fail_limit);
     d->sched.between_ns = (uint64_t)d->cfg.slice_ms * 1000000;
     gemmd_log(LOG_INFO,
-              "work: slices of %u ms%s, GEMMs (and batches) up to %.3g "
-              "flops, batches of up to %llu problems; %u unregistered "
-              "descriptors per user",
+              "work: slices of %u ms%s, large GEMMs in %u panels, GEMMs "
+              "(and batches) up to %.3g flops, batches of up to %llu "
+              "problems; %u unregistered descriptors per user",
               d->cfg.slice_ms, d->cfg.slice_ms ? "" : " (off: whole GEMMs)",
-              (double)d->cfg.max_gemm_flops,
+              d->cfg.gemm_panels, (double)d->cfg.max_gemm_flops,
               (unsigned long long)d->cfg.max_batch, d->cfg.user_fds);
     if ((rv = open_socket_side(d, msg, sizeof(msg))) != 0) {
         gemmd_log(LOG_ERR, "%s", msg);

@@ -60,6 +60,39 @@ static void worker_warm(cuda_device *d, cuda_worker *w)
                   d->ordinal, w - d->workers, ms);
 }
 
+/* Makes a worker's copy streams and panel events (all or none). */
+static cudaError_t panels_create(cuda_panels *p)
+{
+    cudaError_t e;
+    memset(p, 0, sizeof(*p));
+    if ((e = cudaStreamCreateWithFlags(&p->in, cudaStreamNonBlocking)) ||
+        (e = cudaStreamCreateWithFlags(&p->out, cudaStreamNonBlocking)))
+        return e;
+    for (int i = 0; i < CUDA_PANELS; i++)
+        if ((e = cudaEventCreateWithFlags(&p->in_done[i],
+                                          cudaEventDisableTiming)) ||
+            (e = cudaEventCreateWithFlags(&p->run_done[i],
+                                          cudaEventDisableTiming)))
+            return e;
+    return cudaSuccess;
+}
+
+/* Frees what panels_create made (any part of it). */
+static void panels_destroy(cuda_panels *p)
+{
+    for (int i = 0; i < CUDA_PANELS; i++) {
+        if (p->in_done[i] != NULL)
+            cudaEventDestroy(p->in_done[i]);
+        if (p->run_done[i] != NULL)
+            cudaEventDestroy(p->run_done[i]);
+    }
+    if (p->in != NULL)
+        cudaStreamDestroy(p->in);
+    if (p->out != NULL)
+        cudaStreamDestroy(p->out);
+    memset(p, 0, sizeof(*p));
+}
+
 /* Makes worker w's stream, events and kernel context on device d. */
 static int worker_create(cuda_device *d, cuda_worker *w, char *msg, size_t len)
 {
@@ -69,6 +102,7 @@ static int worker_create(cuda_device *d, cuda_worker *w, char *msg, size_t len)
     CK(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), msg, len);
     for (int e = 0; e < 4; e++)
         CK(cudaEventCreate(&w->ev[e]), msg, len);
+    CK(panels_create(&w->panels), msg, len);
     rv = gemmk_ctx_create(&w->kctx, d->ordinal);
     if (rv != GEMM_OK) {
         snprintf(msg, len, "cannot create the kernel context: %s",
@@ -81,6 +115,7 @@ static int worker_create(cuda_device *d, cuda_worker *w, char *msg, size_t len)
     return GEMM_OK;
 fail:
     gemmk_ctx_destroy(w->kctx);
+    panels_destroy(&w->panels);
     for (int e = 0; e < 4; e++)
         if (w->ev[e] != NULL)
             cudaEventDestroy(w->ev[e]);
@@ -149,6 +184,7 @@ void cuda_device_destroy(cuda_device *d)
         cuda_worker_forget(&d->workers[i]); /* workers are joined: safe */
         pthread_mutex_destroy(&d->workers[i].forget_mu);
         gemmk_ctx_destroy(d->workers[i].kctx);
+        panels_destroy(&d->workers[i].panels);
         for (int e = 0; e < 4; e++)
             cudaEventDestroy(d->workers[i].ev[e]);
         cudaStreamDestroy(d->workers[i].stream);

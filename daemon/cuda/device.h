@@ -30,9 +30,22 @@ typedef struct cuda_forget {
     struct cuda_forget *next;
 } cuda_forget;
 
+/* Panels of one job at most (events per worker). */
+#define CUDA_PANELS 64
+
+/* A worker's two copy streams and per-panel events: copies in on one,
+ * the kernels on the worker's stream, copies out on the other, so that a
+ * large job's panel i+1 comes in and panel i-1 goes out while panel i
+ * computes (pipeline.c, staging_blas3.c). */
+typedef struct cuda_panels {
+    cudaStream_t in, out;
+    cudaEvent_t in_done[CUDA_PANELS], run_done[CUDA_PANELS];
+} cuda_panels;
+
 typedef struct cuda_worker {
     cuda_device *dev; /* the device it belongs to */
     cudaStream_t stream;
+    cuda_panels panels;
     gemmk_ctx *kctx;   /* used by its worker thread alone */
     cudaEvent_t ev[4]; /* start, copies in done, kernel done, copy out done */
     /* ranges freed by the loop thread, applied to kctx's cache by the

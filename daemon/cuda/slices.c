@@ -53,9 +53,8 @@ uint64_t cuda_slice_budget(const gemmd_job *j)
     return (uint64_t)(rate_tflops(j) * 1e12 * (slice_ms / 4.0) / 1e3);
 }
 
-/* Tile t of kp: operands offset, m and n cut. */
-static gemmk_problem tile_problem(const gemmd_job *j, const gemmk_problem *kp,
-                                  const slice_tile *t)
+gemmk_problem cuda_tile_problem(const gemmd_job *j, const gemmk_problem *kp,
+                                const slice_tile *t)
 {
     size_t es = gemm_dtype_size(j->ab_type), cs = gemm_dtype_size(j->cd_type);
     gemmk_problem p = *kp;
@@ -110,7 +109,7 @@ int cuda_slices_run(cuda_worker *w, gemmd_job *j, const gemmk_problem *kp,
                 .c0 = c0,
                 .cols = j->n - c0 < cols ? j->n - c0 : cols,
             };
-            gemmk_problem p = tile_problem(j, kp, &t);
+            gemmk_problem p = cuda_tile_problem(j, kp, &t);
             if ((rv = run(w, j, &p)) != GEMM_OK)
                 goto fail;
             CK(cudaEventRecord(ev[done % 2], w->stream), m, ml);

@@ -12,6 +12,7 @@
 
 #include "cuda/device.h"
 #include "job.h"
+#include "slice.h"
 
 /* Runs one problem on w's stream: the staging path's kernel call. */
 typedef int (*cuda_run_fn)(cuda_worker *w, gemmd_job *j,
@@ -23,6 +24,11 @@ void cuda_slices_init(unsigned slice_ms);
 
 /* The flops of one slice of j on the device (0 = whole). Any thread. */
 uint64_t cuda_slice_budget(const gemmd_job *j);
+
+/* Tile t of kp, job j's problem on device operands: its pointers
+ * offset, m and n cut. Any thread. */
+gemmk_problem cuda_tile_problem(const gemmd_job *j, const gemmk_problem *kp,
+                                const slice_tile *t);
 
 /* Runs kp, job j's problem on device operands, with run: at once when it
  * fits one slice, else tile by tile (its pointers offset, m and n cut),

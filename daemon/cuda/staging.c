@@ -14,6 +14,7 @@
  */
 #include "cuda/staging.h"
 #include "cuda/migrate.h"
+#include "cuda/pipeline.h"
 #include "cuda/slices.h"
 #include "log.h"
 
@@ -181,6 +182,23 @@ static int run_kernel(cuda_worker *w, gemmd_job *j, const gemmk_problem *kp)
     return rv;
 }
 
+/* Sets j's stage times from w's four events (start, copies in done,
+ * kernels done, copies out done), which have all completed. */
+static int stage_times(cuda_worker *w, gemmd_job *j)
+{
+    int rv = GEMM_OK;
+    float ms[3];
+    for (int i = 0; i < 3; i++)
+        CK(cudaEventElapsedTime(&ms[i], w->ev[i], w->ev[i + 1]), j->msg,
+           sizeof(j->msg));
+    j->ns_h2d = ms[0] > 0 ? (uint64_t)(ms[0] * 1e6) : 0;
+    j->ns_kernel = ms[1] > 0 ? (uint64_t)(ms[1] * 1e6) : 0;
+    j->ns_d2h = ms[2] > 0 ? (uint64_t)(ms[2] * 1e6) : 0;
+    return GEMM_OK;
+fail:
+    return rv;
+}
+
 int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
 {
     int rv = GEMM_OK;
@@ -196,6 +214,7 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
     const void *da = j->a, *db = j->b, *dc = j->c;
     void *dd = j->d;
     uint64_t lda = j->lda, ldb = j->ldb, ldc = j->ldc, ldd = j->ldd;
+    unsigned panels = 0;
     if (!direct) {
         if ((!j->a_dev &&
              (rv = stage_alloc(w, &a, sa->rows, sa->cols, es, m, ml))) ||
@@ -205,37 +224,57 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
             (!wide && j->has_c && !j->c_dev &&
              (rv = stage_alloc(w, &c, j->m, j->n, cs, m, ml))))
             goto fail;
+        if (!j->a_dev)
+            da = a.dev, lda = a.ld;
+        if (!j->b_dev)
+            db = b.dev, ldb = b.ld;
+        if (wide && j->has_c) /* D is updated in place: C into D */
+            dc = d.dev, ldc = d.ld;
+        else if (j->has_c && !j->c_dev)
+            dc = c.dev, ldc = c.ld;
+        dd = d.dev;
+        ldd = d.ld;
+        panels = cuda_pipe_panels(j);
+    }
+    if (panels > 0) {
+        cuda_pipe p = {
+            .kp = job_problem(j, da, lda, db, ldb, dc, ldc, dd, ldd),
+            .copy_a = !j->a_dev,
+            .copy_b = !j->b_dev,
+            .copy_c = j->has_c && (wide || !j->c_dev),
+            .c_dst = wide ? d.dev : c.dev,
+            .c_dst_ld = wide ? d.ld : c.ld,
+            .c_kind = wide && j->c_dev ? cudaMemcpyDeviceToDevice
+                                       : cudaMemcpyHostToDevice,
+        };
+        if ((rv = cuda_pipe_run(w, j, &p, run_kernel)) != GEMM_OK)
+            goto fail;
+        stage_free(w, &a);
+        stage_free(w, &b);
+        stage_free(w, &c);
+        stage_free(w, &d);
+        CK(cudaStreamSynchronize(w->stream), m, ml);
+        return stage_times(w, j);
+    }
+    if (!direct) {
         CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
-        if (!j->a_dev) {
+        if (!j->a_dev)
             CK(stage_in(w, &a, j->a, j->lda, sa->rows, sa->cols, es,
                         cudaMemcpyHostToDevice),
                m, ml);
-            da = a.dev;
-            lda = a.ld;
-        }
-        if (!j->b_dev) {
+        if (!j->b_dev)
             CK(stage_in(w, &b, j->b, j->ldb, sb->rows, sb->cols, es,
                         cudaMemcpyHostToDevice),
                m, ml);
-            db = b.dev;
-            ldb = b.ld;
-        }
-        if (wide && j->has_c) { /* D is updated in place: C into D */
+        if (wide && j->has_c)
             CK(stage_in(w, &d, j->c, j->ldc, j->m, j->n, cs,
                         j->c_dev ? cudaMemcpyDeviceToDevice
                                  : cudaMemcpyHostToDevice),
                m, ml);
-            dc = d.dev;
-            ldc = d.ld;
-        } else if (j->has_c && !j->c_dev) {
+        else if (j->has_c && !j->c_dev)
             CK(stage_in(w, &c, j->c, j->ldc, j->m, j->n, cs,
                         cudaMemcpyHostToDevice),
                m, ml);
-            dc = c.dev;
-            ldc = c.ld;
-        }
-        dd = d.dev;
-        ldd = d.ld;
     }
     CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
     gemmk_problem kp = job_problem(j, da, lda, db, ldb, dc, ldc, dd, ldd);
@@ -267,13 +306,7 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
         j->ns_kernel = (uint64_t)(ms * 1e6);
         return GEMM_OK;
     }
-    float ms[3];
-    for (int i = 0; i < 3; i++)
-        CK(cudaEventElapsedTime(&ms[i], w->ev[i], w->ev[i + 1]), m, ml);
-    j->ns_h2d = (uint64_t)(ms[0] * 1e6);
-    j->ns_kernel = (uint64_t)(ms[1] * 1e6);
-    j->ns_d2h = (uint64_t)(ms[2] * 1e6);
-    return GEMM_OK;
+    return stage_times(w, j);
 fail:
     stage_free(w, &a);
     stage_free(w, &b);

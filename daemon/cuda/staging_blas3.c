@@ -51,9 +51,9 @@ static int alloc3(cuda_worker *w, staged3 *s, uint64_t rows, uint64_t cols,
     cuda_device *d = w->dev;
     int rv = GEMM_OK;
     s->bytes = rows * cols * es;
-    unsigned long long now = atomic_fetch_add(&d->device_bytes, s->bytes);
+    unsigned long long now = atomic_fetch_add(d->mem, s->bytes);
     if (d->max_device != 0 && now + s->bytes > d->max_device) {
-        atomic_fetch_sub(&d->device_bytes, s->bytes);
+        atomic_fetch_sub(d->mem, s->bytes);
         s->bytes = 0;
         snprintf(msg, len,
                  "the request needs more device memory than the daemon's "
@@ -64,7 +64,7 @@ static int alloc3(cuda_worker *w, staged3 *s, uint64_t rows, uint64_t cols,
     CK(cudaMallocAsync(&s->dev, s->bytes, w->stream), msg, len);
     return GEMM_OK;
 fail:
-    atomic_fetch_sub(&d->device_bytes, s->bytes);
+    atomic_fetch_sub(d->mem, s->bytes);
     s->bytes = 0;
     s->dev = NULL;
     return rv;
@@ -74,23 +74,10 @@ static void free3(cuda_worker *w, staged3 *s)
 {
     if (s->dev != NULL) {
         cudaFreeAsync(s->dev, w->stream);
-        atomic_fetch_sub(&w->dev->device_bytes, s->bytes);
+        atomic_fetch_sub(w->dev->mem, s->bytes);
         s->dev = NULL;
     }
 }
-
-/* At most this many panels (events per worker thread). */
-#define MAX_PANELS 64
-
-/* The worker thread's copy streams and per-panel events, made on its
- * first Blas3 job (a worker thread serves one device all its life). */
-typedef struct aux3 {
-    bool made;
-    cudaStream_t in, out;
-    cudaEvent_t in_done[MAX_PANELS], run_done[MAX_PANELS];
-} aux3;
-
-static _Thread_local aux3 aux;
 
 static long long panel_knob;
 static pthread_once_t panel_once = PTHREAD_ONCE_INIT;
@@ -108,34 +95,15 @@ static void panel_read(void)
 }
 
 /* Rows or columns per panel of a dimension dim: the knob, or about an
- * eighth (a multiple of 128, at least 512), so that at most MAX_PANELS. */
+ * eighth (a multiple of 128, at least 512), so that at most CUDA_PANELS. */
 static int64_t panel_size(int64_t dim)
 {
     pthread_once(&panel_once, panel_read);
     int64_t p = panel_knob > 0 ? panel_knob : ((dim + 7) / 8 + 127) / 128 * 128;
     if (panel_knob <= 0 && p < 512)
         p = 512;
-    int64_t least = (dim + MAX_PANELS - 1) / MAX_PANELS;
+    int64_t least = (dim + CUDA_PANELS - 1) / CUDA_PANELS;
     return p < least ? least : p;
-}
-
-static int aux_make(char *msg, size_t len)
-{
-    int rv = GEMM_OK;
-    if (aux.made)
-        return GEMM_OK;
-    CK(cudaStreamCreateWithFlags(&aux.in, cudaStreamNonBlocking), msg, len);
-    CK(cudaStreamCreateWithFlags(&aux.out, cudaStreamNonBlocking), msg, len);
-    for (int i = 0; i < MAX_PANELS; i++) {
-        CK(cudaEventCreateWithFlags(&aux.in_done[i], cudaEventDisableTiming),
-           msg, len);
-        CK(cudaEventCreateWithFlags(&aux.run_done[i], cudaEventDisableTiming),
-           msg, len);
-    }
-    aux.made = true;
-    return GEMM_OK;
-fail:
-    return rv; /* what was made stays for the next try */
 }
 
 /* A rectangle rows x cols of elements es between a host matrix (ld hl)
@@ -265,7 +233,7 @@ static rect3 rank_panel(const gemmd_job *j, const val_matrix *m, int64_t r0,
 }
 
 /* The rank updates: block rows of C, in the order their A panels come. */
-static int run_rank(plan3 *q, aux3 *x)
+static int run_rank(plan3 *q, cuda_panels *x)
 {
     int rv = GEMM_OK;
     gemmd_job *j = q->j;
@@ -310,7 +278,7 @@ fail:
 
 /* symm, hemm, trmm, trsm: A whole, then independent panels of the output
  * (and of B): columns when A is on the left, rows on the right. */
-static int run_side(plan3 *q, aux3 *x)
+static int run_side(plan3 *q, cuda_panels *x)
 {
     int rv = GEMM_OK;
     gemmd_job *j = q->j;
@@ -373,8 +341,7 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     bool rank = j->routine >= VAL_SYRK && j->routine <= VAL_HER2K;
     staged3 a = {0}, b = {0}, d = {0};
     bool started = false;
-    if ((rv = aux_make(m, ml)) != GEMM_OK)
-        return rv;
+    cuda_panels *x = &w->panels;
     if ((!j->a_dev && (rv = alloc3(w, &a, sa->rows, sa->cols, es, m, ml))) ||
         (j->b != NULL && !j->b_dev &&
          (rv = alloc3(w, &b, sb->rows, sb->cols, es, m, ml))) ||
@@ -419,12 +386,12 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     /* the copy streams start after the pool's allocations */
     CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
     started = true;
-    CK(cudaStreamWaitEvent(aux.in, w->ev[0], 0), m, ml);
-    CK(cudaEventRecord(w->ev[1], aux.in), m, ml); /* again after copies */
-    if ((rv = rank ? run_rank(&q, &aux) : run_side(&q, &aux)) != GEMM_OK)
+    CK(cudaStreamWaitEvent(x->in, w->ev[0], 0), m, ml);
+    CK(cudaEventRecord(w->ev[1], x->in), m, ml); /* again after copies */
+    if ((rv = rank ? run_rank(&q, x) : run_side(&q, x)) != GEMM_OK)
         goto fail;
     CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
-    CK(cudaEventRecord(w->ev[3], aux.out), m, ml);
+    CK(cudaEventRecord(w->ev[3], x->out), m, ml);
     CK(cudaStreamWaitEvent(w->stream, w->ev[3], 0), m, ml);
     free3(w, &a);
     free3(w, &b);
@@ -440,8 +407,8 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
 fail:
     if (started) {
         /* nothing may still read or write the memory given back */
-        cudaStreamSynchronize(aux.in);
-        cudaStreamSynchronize(aux.out);
+        cudaStreamSynchronize(x->in);
+        cudaStreamSynchronize(x->out);
     }
     cudaStreamSynchronize(w->stream);
     free3(w, &a);

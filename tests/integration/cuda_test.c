@@ -51,30 +51,41 @@ static void teardown(void)
 
 TestSuite(cuda, .init = setup, .fini = teardown, .timeout = 240);
 
-/* Runs op on fresh random data in one buffer and checks D on all
- * elements (small) or on a sample of rows (large). */
-static void run_checked(gemm_op *op, uint64_t seed)
+/* Runs op on fresh random data in one buffer (with a random C and beta
+ * 0.5 when with_c) and checks D on all elements (small) or on a sample
+ * of rows (large). */
+static void run_checked_c(gemm_op *op, uint64_t seed, bool with_c)
 {
-    size_t ar, ac, ald, br, bc, bld, dr, dc, dld;
+    size_t ar, ac, ald, br, bc, bld, cr, cc, cld, dr, dc, dld;
     tu_shape(op, 'a', &ar, &ac, &ald);
     tu_shape(op, 'b', &br, &bc, &bld);
+    tu_shape(op, 'c', &cr, &cc, &cld);
     tu_shape(op, 'd', &dr, &dc, &dld);
     size_t es = gemm_dtype_size(op->ab_type);
     size_t cs = gemm_dtype_size(op->cd_type);
     size_t abytes = (tu_extent(ar, ac, ald) * es + 4095) & ~(size_t)4095;
     size_t bbytes = (tu_extent(br, bc, bld) * es + 4095) & ~(size_t)4095;
+    size_t cbytes =
+        with_c ? (tu_extent(cr, cc, cld) * cs + 4095) & ~(size_t)4095 : 0;
     size_t dbytes = tu_extent(dr, dc, dld) * cs;
     gemm_buffer *buf;
-    int rv = gemm_buffer_alloc(g_client, abytes + bbytes + dbytes, &buf);
+    int rv =
+        gemm_buffer_alloc(g_client, abytes + bbytes + cbytes + dbytes, &buf);
     cr_assert_eq(rv, GEMM_OK, "alloc: %s", gemm_strerror(rv));
     char *base = gemm_buffer_data(buf);
+    const char *c = with_c ? base + abytes + bbytes : NULL;
     tu_fill(base, op->ab_type, ar, ac, ald, &seed);
     tu_fill(base + abytes, op->ab_type, br, bc, bld, &seed);
-    memset(base + abytes + bbytes, 0xff, dbytes); /* NaN poison */
+    if (with_c) {
+        tu_fill(base + abytes + bbytes, op->cd_type, cr, cc, cld, &seed);
+        op->c = (gemm_matrix){buf, abytes + bbytes, op->c.ld, 0};
+        op->beta = 0.5f;
+    }
+    memset(base + abytes + bbytes + cbytes, 0xff, dbytes); /* NaN poison */
     op->a.buf = op->b.buf = op->d.buf = buf;
     op->a.offset = 0;
     op->b.offset = abytes;
-    op->d.offset = abytes + bbytes;
+    op->d.offset = abytes + bbytes + cbytes;
     gemm_timings t;
     rv = gemm_run(g_client, op, &t);
     cr_assert_eq(rv, GEMM_OK, "%llux%llux%llu: %s: %s",
@@ -83,14 +94,14 @@ static void run_checked(gemm_op *op, uint64_t seed)
                  gemm_last_error_message());
     double tol_rel, tol_abs;
     tu_tolerance(op, &tol_rel, &tol_abs);
-    const char *d = base + abytes + bbytes;
+    const char *d = base + abytes + bbytes + cbytes;
     uint64_t s2 = seed;
     int checked = 0;
     for (size_t i = 0; i < op->m; i += 1 + op->m / 61) {
         for (int q = 0; q < 8; q++) {
             size_t j = (q == 0) ? op->n - 1 : tu_rand(&s2) % op->n;
             double ref, scale;
-            tu_ref_elem(op, base, base + abytes, NULL, i, j, &ref, &scale);
+            tu_ref_elem(op, base, base + abytes, c, i, j, &ref, &scale);
             double got = tu_load(d, op->cd_type, i * dld + j);
             cr_assert(got == got, "D[%zu][%zu] unwritten (NaN)", i, j);
             cr_assert(fabs(got - ref) <= tol_rel * scale + tol_abs,
@@ -103,6 +114,11 @@ static void run_checked(gemm_op *op, uint64_t seed)
                 (unsigned long long)op->k, gemm_dtype_name(op->ab_type),
                 checked, (unsigned long long)t.compute_us);
     gemm_buffer_free(buf);
+}
+
+static void run_checked(gemm_op *op, uint64_t seed)
+{
+    run_checked_c(op, seed, false);
 }
 
 Test(cuda, unaligned_shapes_and_lds)
@@ -133,6 +149,38 @@ Test(cuda, large_unaligned)
     gemm_op_init(&op, 4096, 4096, 4096, GEMM_FP16, GEMM_FP32);
     op.trans_b = true;
     run_checked(&op, 43);
+}
+
+/* GEMMs of 2^32 flops and more run in panels whose copies overlap the
+ * kernels (daemon/cuda/pipeline.c): panels of rows (A streams) and of
+ * columns (B the larger), every transpose, ragged last panels, C staged
+ * per panel (beta 0.5) for the narrow types and into D for fp64, a B
+ * whose ld is no multiple of 8. */
+Test(cuda, pipelined_panels)
+{
+    NEED_CUDA();
+    static const struct {
+        uint64_t m, n, k;
+        gemm_dtype ab, cd;
+        bool c;
+    } cases[] = {
+        {3001, 1500, 1000, GEMM_BF16, GEMM_BF16, false}, /* rows */
+        {1500, 3001, 1000, GEMM_BF16, GEMM_FP32, false}, /* columns */
+        {2049, 2047, 1025, GEMM_FP16, GEMM_FP32, true},
+        {1300, 2700, 700, GEMM_FP32, GEMM_FP32, true},
+        {2600, 1100, 900, GEMM_FP64, GEMM_FP64, true},
+        {1100, 2600, 900, GEMM_FP64, GEMM_FP64, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        for (int tr = 0; tr < 4; tr++) {
+            gemm_op op;
+            gemm_op_init(&op, cases[i].m, cases[i].n, cases[i].k, cases[i].ab,
+                         cases[i].cd);
+            op.trans_a = tr & 1;
+            op.trans_b = (tr >> 1) & 1;
+            op.b.ld = (op.trans_b ? op.k : op.n) + 5;
+            run_checked_c(&op, 300 + i * 4 + tr, cases[i].c);
+        }
 }
 
 Test(cuda, pinned_accounting)

@@ -1,0 +1,192 @@
+/*
+ * pipeline.c: a large staged GEMM in panels of D whose copies overlap its
+ * kernels; see pipeline.h. The panel count is --gemm-panels (default 8):
+ * enough that the first panel's wait is an eighth of the streamed
+ * operand, few enough that each panel's kernel still fills the GPU (an
+ * eighth of 8192 rows is 8 x 32 tiles of 128 x 256 on 132 SMs). A panel
+ * is a multiple of 128 rows or columns (TMA alignment of every operand's
+ * offset, whole kernel tiles) and no larger than one slice
+ * (cuda_slice_budget), so the stop flag is checked as often as the
+ * unpipelined path checks it.
+ */
+#include "cuda/pipeline.h"
+#include "log.h"
+#include "slice.h"
+
+#include <gemm/types.h>
+
+#include <stdio.h>
+
+/* GEMMs under this many flops (1290^3) run whole: their copies take tens
+ * of microseconds, about what the panels' extra calls would cost. */
+#define PIPE_MIN_FLOPS (1ull << 32)
+#define PIPE_ALIGN 128
+
+static unsigned panel_count; /* set once before the workers run */
+
+void cuda_pipeline_init(unsigned panels)
+{
+    panel_count = panels;
+}
+
+static uint64_t ceil_div(uint64_t a, uint64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* Whether j's panels are of rows (op(A) streams) rather than columns
+ * (op(B) streams): the larger operand that is copied at all streams. */
+static bool by_rows(const gemmd_job *j)
+{
+    uint64_t ba = j->a_dev ? 0 : j->m * j->k, bb = j->b_dev ? 0 : j->k * j->n;
+    return ba >= bb;
+}
+
+/* Rows (or columns) per panel of j, or 0 when it is not pipelined. */
+static uint64_t panel_len(const gemmd_job *j, bool rows)
+{
+    uint64_t dim = rows ? j->m : j->n, flops = slice_flops(j);
+    if (panel_count <= 1 || flops < PIPE_MIN_FLOPS)
+        return 0;
+    uint64_t len = ceil_div(ceil_div(dim, panel_count), PIPE_ALIGN) * PIPE_ALIGN;
+    if (len < 2 * PIPE_ALIGN)
+        len = 2 * PIPE_ALIGN;
+    uint64_t budget = cuda_slice_budget(j), per = flops / dim;
+    if (budget != 0 && per * len > budget)
+        len = budget / per / PIPE_ALIGN * PIPE_ALIGN;
+    if (len == 0)
+        return 0;
+    uint64_t np = ceil_div(dim, len);
+    return np >= 2 && np <= CUDA_PANELS ? len : 0;
+}
+
+unsigned cuda_pipe_panels(const gemmd_job *j)
+{
+    bool rows = by_rows(j);
+    uint64_t len = panel_len(j, rows);
+    return len == 0 ? 0 : (unsigned)ceil_div(rows ? j->m : j->n, len);
+}
+
+/* A block of a matrix: rows x cols at row r, column c of its layout. */
+typedef struct rect {
+    uint64_t r, c, rows, cols;
+} rect;
+
+/* Copies block x of es-byte elements from src (ld sld) to the same block
+ * of dst (ld dld) on stream s. */
+static cudaError_t copy_rect(cudaStream_t s, void *dst, uint64_t dld,
+                             const void *src, uint64_t sld, rect x, size_t es,
+                             enum cudaMemcpyKind kind)
+{
+    if (x.rows == 0 || x.cols == 0)
+        return cudaSuccess;
+    return cudaMemcpy2DAsync((char *)dst + (x.r * dld + x.c) * es, dld * es,
+                             (const char *)src + (x.r * sld + x.c) * es,
+                             sld * es, x.cols * es, x.rows, kind, s);
+}
+
+/* The block of stored A holding op(A)'s rows of tile t (all of K). */
+static rect a_rect(const gemmd_job *j, const slice_tile *t)
+{
+    if (j->trans_a) /* stored K x M */
+        return (rect){0, t->r0, j->k, t->rows};
+    return (rect){t->r0, 0, t->rows, j->k};
+}
+
+/* The block of stored B holding op(B)'s columns of tile t. */
+static rect b_rect(const gemmd_job *j, const slice_tile *t)
+{
+    if (j->trans_b) /* stored N x K */
+        return (rect){t->c0, 0, t->cols, j->k};
+    return (rect){0, t->c0, j->k, t->cols};
+}
+
+static rect whole(const val_matrix *s)
+{
+    return (rect){0, 0, s->rows, s->cols};
+}
+
+int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
+                  cuda_run_fn run)
+{
+    int rv = GEMM_OK;
+    char *m = j->msg;
+    size_t ml = sizeof(j->msg);
+    cuda_panels *x = &w->panels;
+    const bool rows = by_rows(j);
+    const uint64_t dim = rows ? j->m : j->n, len = panel_len(j, rows);
+    const unsigned np = (unsigned)ceil_div(dim, len);
+    const size_t es = gemm_dtype_size(j->ab_type);
+    const size_t cs = gemm_dtype_size(j->cd_type);
+    const gemmk_problem *kp = &p->kp;
+    bool started = false;
+    /* other clients' small GEMMs reach the device through the other
+     * workers: this one runs no job between its panels */
+    j->between = NULL;
+    gemmd_log(LOG_DEBUG,
+              "a %llux%llux%llu GEMM runs in %u panels of %llu %s", (unsigned long long)j->m,
+              (unsigned long long)j->n, (unsigned long long)j->k, np,
+              (unsigned long long)len, rows ? "rows" : "columns");
+    /* the copy streams start after the pool's allocations */
+    CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
+    started = true;
+    CK(cudaStreamWaitEvent(x->in, w->ev[0], 0), m, ml);
+    /* the operand every panel reads comes whole, first */
+    if (rows && p->copy_b)
+        CK(copy_rect(x->in, (void *)kp->b, (uint64_t)kp->ldb, j->b, j->ldb,
+                     whole(&j->shape.b), es, cudaMemcpyHostToDevice),
+           m, ml);
+    if (!rows && p->copy_a)
+        CK(copy_rect(x->in, (void *)kp->a, (uint64_t)kp->lda, j->a, j->lda,
+                     whole(&j->shape.a), es, cudaMemcpyHostToDevice),
+           m, ml);
+    for (unsigned i = 0; i < np; i++) {
+        uint64_t at = i * len, n = dim - at < len ? dim - at : len;
+        slice_tile t = rows ? (slice_tile){at, n, 0, j->n}
+                            : (slice_tile){0, j->m, at, n};
+        rect dr = {t.r0, t.c0, t.rows, t.cols};
+        if (rows && p->copy_a)
+            CK(copy_rect(x->in, (void *)kp->a, (uint64_t)kp->lda, j->a,
+                         j->lda, a_rect(j, &t), es, cudaMemcpyHostToDevice),
+               m, ml);
+        if (!rows && p->copy_b)
+            CK(copy_rect(x->in, (void *)kp->b, (uint64_t)kp->ldb, j->b,
+                         j->ldb, b_rect(j, &t), es, cudaMemcpyHostToDevice),
+               m, ml);
+        if (p->copy_c)
+            CK(copy_rect(x->in, p->c_dst, p->c_dst_ld, j->c, j->ldc, dr, cs,
+                         p->c_kind),
+               m, ml);
+        if (i == np - 1)
+            CK(cudaEventRecord(w->ev[1], x->in), m, ml);
+        CK(cudaEventRecord(x->in_done[i], x->in), m, ml);
+        if (i >= 2) { /* at most two panels' kernels in flight */
+            CK(cudaEventSynchronize(x->run_done[i - 2]), m, ml);
+            if (slice_yield(j, i - 1, np)) {
+                rv = slice_stopped(j);
+                goto fail;
+            }
+        }
+        CK(cudaStreamWaitEvent(w->stream, x->in_done[i], 0), m, ml);
+        gemmk_problem tp = cuda_tile_problem(j, kp, &t);
+        if ((rv = run(w, j, &tp)) != GEMM_OK)
+            goto fail;
+        CK(cudaEventRecord(x->run_done[i], w->stream), m, ml);
+        CK(cudaStreamWaitEvent(x->out, x->run_done[i], 0), m, ml);
+        CK(copy_rect(x->out, j->d, j->ldd, kp->d, (uint64_t)kp->ldd, dr, cs,
+                     cudaMemcpyDeviceToHost),
+           m, ml);
+    }
+    CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
+    CK(cudaEventRecord(w->ev[3], x->out), m, ml);
+    /* what the caller frees on w's stream is freed after every copy */
+    CK(cudaStreamWaitEvent(w->stream, w->ev[3], 0), m, ml);
+    return GEMM_OK;
+fail:
+    if (started) { /* nothing may still read or write the operands */
+        cudaStreamSynchronize(x->in);
+        cudaStreamSynchronize(x->out);
+    }
+    cudaStreamSynchronize(w->stream);
+    return rv;
+}
