@@ -55,6 +55,33 @@ class Header:
         return n
 
 
+def _read_header_3_0(f, path: str, npf):
+    """(shape, fortran_order, dtype) from a version 3.0 header at f: a
+    4-byte little-endian length, then a Python dict literal in utf-8."""
+    import ast
+    import struct
+
+    raw = f.read(4)
+    if len(raw) != 4:
+        raise ValueError("%s: the .npy header is cut short" % path)
+    (hlen,) = struct.unpack("<I", raw)
+    text = f.read(hlen)
+    if len(text) != hlen:
+        raise ValueError("%s: the .npy header is cut short" % path)
+    try:
+        d = ast.literal_eval(text.decode("utf-8"))
+    except (ValueError, SyntaxError, UnicodeDecodeError) as e:
+        raise ValueError("%s: unreadable .npy header (%s)" % (path, e)) from None
+    if (not isinstance(d, dict) or
+            sorted(d) != ["descr", "fortran_order", "shape"] or
+            not isinstance(d["shape"], tuple) or
+            not all(isinstance(x, int) and x >= 0 for x in d["shape"]) or
+            not isinstance(d["fortran_order"], bool)):
+        raise ValueError("%s: the .npy header is not numpy's (descr, "
+                         "fortran_order, shape)" % path)
+    return d["shape"], d["fortran_order"], npf.descr_to_dtype(d["descr"])
+
+
 def read_header(path: str) -> Header:
     """The header of the .npy file at path. Raises OSError when it cannot
     be read, ValueError when it is not a .npy file or holds Python
@@ -72,7 +99,7 @@ def read_header(path: str) -> Header:
         elif version == (2, 0):
             shape, fortran, dtype = npf.read_array_header_2_0(f)
         else:  # (3, 0): a utf-8 header; numpy has no public reader
-            shape, fortran, dtype = npf._read_array_header(f, version)
+            shape, fortran, dtype = _read_header_3_0(f, path, npf)
         offset = f.tell()
     if dtype.hasobject:
         raise ValueError("%s holds Python objects (a pickle): gemmd arrays "

@@ -18,12 +18,13 @@ exes="$build/daemon/gemmd $build/client/gemmctl"
 exes="$exes $(ls "$build"/tests/integration_* | tr '\n' ' ')"
 exes="$exes $build/tests/fault_probe $build/tests/access_probe"
 exes="$exes $build/tests/gemmd_test"
-for e in "$build/bench/e2e/gemm_e2e" "$build/bench/e2e/fresh_cublas"; do
+for e in "$build/bench/e2e/gemm_e2e" "$build/bench/e2e/fresh_cublas" \
+    "$build"/tests/kernels_*gpu_test; do
     [ -x "$e" ] && exes="$exes $e"
 done
 ../shared/gpu-host/bundle.sh "$out" $exes >/dev/null
 strip "$out"/bin/* 2>/dev/null || true
 rm -f "$out"/lib/libcublas* "$out"/lib/libcudart*
-cp scripts/gpu/suite.sh scripts/gpu/multi.sh "$out/"
+cp scripts/gpu/suite.sh scripts/gpu/multi.sh scripts/gpu/verify.sh "$out/"
 [ -f bench/e2e/run_device.sh ] && cp bench/e2e/*.sh "$out/" || true
 du -sh "$out"

@@ -29,11 +29,13 @@ SECS=${SECS:-6}
 SPLIT_REQS=${SPLIT_REQS:-4}
 TWO=${TWO:-0,0}
 THREE=${THREE:-0,0,0}
+PARTS=" ${PARTS:-devices e2e suite} "
+TAG=${TAG:-}
 mkdir -p "$OUT"
 t_begin=$(date +%s)
 left() { echo $((TOTAL_S - ($(date +%s) - t_begin))); }
 # the suites run gemmd as nobody (as root): a bundle every user can read
-D=/tmp/gemmd-bundle
+D=${BUNDLE_COPY:-/tmp/gemmd-multi-bundle}
 rm -rf $D && cp -r "${1:-.gpu-multi}" $D && chmod -R a+rX $D
 export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
 export GEMM_TEST_BACKEND=cuda
@@ -43,15 +45,17 @@ export GEMM_TEST_GEMMCTL=$D/bin/gemmctl
 nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader
 summary=""
 
-echo "==== devices: integration_devices, --devices $THREE"
-GEMM_TEST_GEMMD=$D/bin/gemmd_test GEMM_TEST_DEVICES=$THREE \
-    timeout 120 $D/bin/integration_devices --verbose=0 -j1 \
-    >"$OUT/integration_devices.log" 2>&1
-rc=$?
-summary+="integration_devices ($THREE) rc=$rc $(grep -a Synthesis "$OUT/integration_devices.log" | tail -1)"$'\n'
-grep -aE "FAIL|Assert|differs|SKIP" "$OUT/integration_devices.log" | head -20
+if [[ $PARTS == *" devices "* ]]; then
+    echo "==== devices: integration_devices, --devices $THREE"
+    GEMM_TEST_GEMMD=$D/bin/gemmd_test GEMM_TEST_DEVICES=$THREE \
+        timeout 120 $D/bin/integration_devices --verbose=0 -j1 \
+        >"$OUT/integration_devices.log" 2>&1
+    rc=$?
+    summary+="integration_devices ($THREE) rc=$rc $(grep -a Synthesis "$OUT/integration_devices.log" | tail -1)"$'\n'
+    grep -aE "FAIL|Assert|differs|SKIP" "$OUT/integration_devices.log" | head -20
+fi
 
-sock=/tmp/gemmd-multi.sock
+sock=/tmp/gemmd-multi-$$.sock
 URL=ipc://$sock
 pid=
 start() { # NAME DEVICES
@@ -90,32 +94,36 @@ e2e() { # NAME DEVICES ARGS...
     grep -E "^\| $name" "$OUT/$name.log"
     summary+="$name (--devices $devs) rc=$rc: $(csv "$OUT/$name.csv" tflops) TFLOP/s, p50 $(csv "$OUT/$name.csv" p50_us) us, errors $(csv "$OUT/$name.csv" errors)"$'\n'
 }
-echo "==== e2e"
-S="-m 4096 -n 4096 -k 4096 --dtype bf16 --check"
-e2e stream-1dev 0 --procs 4 --inflight 2 --seconds "$SECS" $S
-e2e stream-2dev "$TWO" --procs 4 --inflight 2 --seconds "$SECS" $S
-B="-m 16384 -n 16384 -k 16384 --dtype bf16 --check --check-rows 2"
-e2e split-1dev 0 --procs 1 --inflight 1 --requests "$SPLIT_REQS" --warmup 1 $B
-e2e split-2dev "$TWO" --procs 1 --inflight 1 --requests "$SPLIT_REQS" --warmup 1 $B
-GEMMD_EXTRA=--split-same-gpu e2e split-2dev-same "$TWO" --procs 1 --inflight 1 \
-    --requests "$SPLIT_REQS" --warmup 1 $B
-grep -h '"panels"' "$OUT"/status-split-2dev.json | head -2
-cat "$OUT/status-split-2dev.txt" | tail -4
+if [[ $PARTS == *" e2e "* ]]; then
+    echo "==== e2e"
+    S="-m 4096 -n 4096 -k 4096 --dtype bf16 --check"
+    e2e stream-1dev$TAG 0 --procs 4 --inflight 2 --seconds "$SECS" $S
+    e2e stream-2dev$TAG "$TWO" --procs 4 --inflight 2 --seconds "$SECS" $S
+    B="-m 16384 -n 16384 -k 16384 --dtype bf16 --check --check-rows 2"
+    e2e split-1dev$TAG 0 --procs 1 --inflight 1 --requests "$SPLIT_REQS" --warmup 1 $B
+    e2e split-2dev$TAG "$TWO" --procs 1 --inflight 1 --requests "$SPLIT_REQS" --warmup 1 $B
+    GEMMD_EXTRA=--split-same-gpu e2e split-2dev-same$TAG "$TWO" --procs 1 --inflight 1 \
+        --requests "$SPLIT_REQS" --warmup 1 $B
+    grep -h '"panels"' "$OUT"/status-split-2dev$TAG.json | head -2
+    cat "$OUT/status-split-2dev$TAG.txt" | tail -4
+fi
 
-echo "==== suite: every integration suite, GEMM_TEST_GEMMD_ARGS=--devices $TWO"
-export GEMM_TEST_GEMMD=$D/bin/gemmd GEMM_TEST_GEMMD_ARGS="--devices $TWO"
-for t in $D/bin/integration_*; do
-    n=$(basename "$t")
-    [[ $n == integration_devices ]] && continue
-    l=$(left)
-    if ((l < 15)); then
-        summary+="$n not run: out of time"$'\n'
-        continue
-    fi
-    timeout $((l - 5)) "$t" --verbose=0 -j1 >"$OUT/$n.log" 2>&1
-    rc=$?
-    summary+="$n rc=$rc $(grep -a Synthesis "$OUT/$n.log" | tail -1)"$'\n'
-done
+if [[ $PARTS == *" suite "* ]]; then
+    echo "==== suite: every integration suite, GEMM_TEST_GEMMD_ARGS=--devices $TWO"
+    export GEMM_TEST_GEMMD=$D/bin/gemmd GEMM_TEST_GEMMD_ARGS="--devices $TWO"
+    for t in $D/bin/integration_*; do
+        n=$(basename "$t")
+        [[ $n == integration_devices ]] && continue
+        l=$(left)
+        if ((l < 15)); then
+            summary+="$n not run: out of time"$'\n'
+            continue
+        fi
+        timeout $((l - 5)) "$t" --verbose=0 -j1 >"$OUT/$n.log" 2>&1
+        rc=$?
+        summary+="$n rc=$rc $(grep -a Synthesis "$OUT/$n.log" | tail -1)"$'\n'
+    done
+fi
 echo "==== summary ($(($(date +%s) - t_begin)) s)"
 printf "%s" "$summary" | tee "$OUT/summary.txt"
 # one file back: the device tool returns at most 8
