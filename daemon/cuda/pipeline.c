@@ -20,7 +20,7 @@
 /* GEMMs under this many flops (1290^3) run whole: their copies take tens
  * of microseconds, about what the panels' extra calls would cost. */
 #define PIPE_MIN_FLOPS (1ull << 32)
-#define PIPE_ALIGN 128
+#define PIPE_ALIGN     128
 
 static unsigned panel_count; /* set once before the workers run */
 
@@ -34,12 +34,26 @@ static uint64_t ceil_div(uint64_t a, uint64_t b)
     return (a + b - 1) / b;
 }
 
-/* Whether j's panels are of rows (op(A) streams) rather than columns
- * (op(B) streams): the larger operand that is copied at all streams. */
+/* A panel's block of an operand stored across it (op(A) transposed for
+ * panels of rows, B not transposed for panels of columns) is copied in
+ * rows narrower than the matrix: on the H200, 4 KiB rows moved at about
+ * 0.7 of a whole matrix's rate (2048x16384x8192 bf16, panels of B's
+ * columns). */
+#define STRIDED_RATE 0.7
+
+/* Whether j's panels are of rows (op(A) streams, B comes first) rather
+ * than columns (op(B) streams, A first): the one whose copies take less
+ * time by a model of the link, the operand that comes first plus the
+ * larger of the streamed copies in and D's copies out. */
 static bool by_rows(const gemmd_job *j)
 {
-    uint64_t ba = j->a_dev ? 0 : j->m * j->k, bb = j->b_dev ? 0 : j->k * j->n;
-    return ba >= bb;
+    double a = j->a_dev ? 0 : (double)j->m * j->k;
+    double b = j->b_dev ? 0 : (double)j->k * j->n;
+    double cd = (double)j->m * j->n; /* C's share is the same either way */
+    double ra = a / (j->trans_a ? STRIDED_RATE : 1);
+    double rb = b / (j->trans_b ? 1 : STRIDED_RATE);
+    double rows = b + (ra > cd ? ra : cd), cols = a + (rb > cd ? rb : cd);
+    return rows <= cols;
 }
 
 /* Rows (or columns) per panel of j, or 0 when it is not pipelined. */
@@ -48,7 +62,8 @@ static uint64_t panel_len(const gemmd_job *j, bool rows)
     uint64_t dim = rows ? j->m : j->n, flops = slice_flops(j);
     if (panel_count <= 1 || flops < PIPE_MIN_FLOPS)
         return 0;
-    uint64_t len = ceil_div(ceil_div(dim, panel_count), PIPE_ALIGN) * PIPE_ALIGN;
+    uint64_t len =
+        ceil_div(ceil_div(dim, panel_count), PIPE_ALIGN) * PIPE_ALIGN;
     if (len < 2 * PIPE_ALIGN)
         len = 2 * PIPE_ALIGN;
     uint64_t budget = cuda_slice_budget(j), per = flops / dim;
@@ -123,10 +138,10 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
     /* other clients' small GEMMs reach the device through the other
      * workers: this one runs no job between its panels */
     j->between = NULL;
-    gemmd_log(LOG_DEBUG,
-              "a %llux%llux%llu GEMM runs in %u panels of %llu %s", (unsigned long long)j->m,
-              (unsigned long long)j->n, (unsigned long long)j->k, np,
-              (unsigned long long)len, rows ? "rows" : "columns");
+    gemmd_log(LOG_DEBUG, "a %llux%llux%llu GEMM runs in %u panels of %llu %s",
+              (unsigned long long)j->m, (unsigned long long)j->n,
+              (unsigned long long)j->k, np, (unsigned long long)len,
+              rows ? "rows" : "columns");
     /* the copy streams start after the pool's allocations */
     CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
     started = true;
@@ -142,16 +157,16 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
            m, ml);
     for (unsigned i = 0; i < np; i++) {
         uint64_t at = i * len, n = dim - at < len ? dim - at : len;
-        slice_tile t = rows ? (slice_tile){at, n, 0, j->n}
-                            : (slice_tile){0, j->m, at, n};
+        slice_tile t =
+            rows ? (slice_tile){at, n, 0, j->n} : (slice_tile){0, j->m, at, n};
         rect dr = {t.r0, t.c0, t.rows, t.cols};
         if (rows && p->copy_a)
-            CK(copy_rect(x->in, (void *)kp->a, (uint64_t)kp->lda, j->a,
-                         j->lda, a_rect(j, &t), es, cudaMemcpyHostToDevice),
+            CK(copy_rect(x->in, (void *)kp->a, (uint64_t)kp->lda, j->a, j->lda,
+                         a_rect(j, &t), es, cudaMemcpyHostToDevice),
                m, ml);
         if (!rows && p->copy_b)
-            CK(copy_rect(x->in, (void *)kp->b, (uint64_t)kp->ldb, j->b,
-                         j->ldb, b_rect(j, &t), es, cudaMemcpyHostToDevice),
+            CK(copy_rect(x->in, (void *)kp->b, (uint64_t)kp->ldb, j->b, j->ldb,
+                         b_rect(j, &t), es, cudaMemcpyHostToDevice),
                m, ml);
         if (p->copy_c)
             CK(copy_rect(x->in, p->c_dst, p->c_dst_ld, j->c, j->ldc, dr, cs,

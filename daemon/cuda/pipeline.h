@@ -2,12 +2,12 @@
  * pipeline.h: one large staged GEMM in panels whose transfers overlap
  * its compute (pipeline.c). D is cut into panels of rows (op(A) streams
  * in, B comes whole first) or of columns (op(B) streams in, A first),
- * whichever streams the larger operand; on the worker's copy streams
- * panel i+1 comes in and panel i-1 goes out while panel i computes, so a
- * GEMM costs about the upfront operand's copy plus the largest of the
- * rest, not the sum of its stages. Every panel is a whole set of rows or
- * columns of D with K uncut: each element of D is computed by one kernel
- * call, as unpanelled.
+ * whichever a model of the link says copies faster; on the worker's copy
+ * streams panel i+1 comes in and panel i-1 goes out while panel i
+ * computes, so a GEMM costs about the first operand's copy plus the
+ * largest of the rest, not the sum of its stages. Every panel is a whole
+ * set of rows or columns of D with K uncut: each element of D is
+ * computed by one kernel call, as unpanelled.
  */
 #ifndef GEMMD_CUDA_PIPELINE_H
 #define GEMMD_CUDA_PIPELINE_H
@@ -25,12 +25,12 @@ void cuda_pipeline_init(unsigned panels);
 /* Where a pipelined GEMM's operands are on the device, and which the
  * panels copy in from the client (j's host pointers). */
 typedef struct cuda_pipe {
-    gemmk_problem kp;   /* the whole problem on device operands */
-    bool copy_a;        /* A copied from j->a (else resident) */
-    bool copy_b;        /* B copied from j->b */
-    bool copy_c;        /* C copied from j->c into c_dst */
-    void *c_dst;        /* where C goes: its staging, or D's (wide types) */
-    uint64_t c_dst_ld;  /* elements */
+    gemmk_problem kp;  /* the whole problem on device operands */
+    bool copy_a;       /* A copied from j->a (else resident) */
+    bool copy_b;       /* B copied from j->b */
+    bool copy_c;       /* C copied from j->c into c_dst */
+    void *c_dst;       /* where C goes: its staging, or D's (wide types) */
+    uint64_t c_dst_ld; /* elements */
     enum cudaMemcpyKind c_kind; /* host to device, or device to device */
 } cuda_pipe;
 
