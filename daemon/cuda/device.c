@@ -71,8 +71,8 @@ static cudaError_t panels_create(cuda_panels *p)
     for (int i = 0; i < CUDA_PANELS; i++)
         if ((e = cudaEventCreateWithFlags(&p->in_done[i],
                                           cudaEventDisableTiming)) ||
-            (e = cudaEventCreateWithFlags(&p->run_done[i],
-                                          cudaEventDisableTiming)))
+            (e = cudaEventCreate(&p->run_start[i])) ||
+            (e = cudaEventCreate(&p->run_done[i])))
             return e;
     return cudaSuccess;
 }
@@ -83,6 +83,8 @@ static void panels_destroy(cuda_panels *p)
     for (int i = 0; i < CUDA_PANELS; i++) {
         if (p->in_done[i] != NULL)
             cudaEventDestroy(p->in_done[i]);
+        if (p->run_start[i] != NULL)
+            cudaEventDestroy(p->run_start[i]);
         if (p->run_done[i] != NULL)
             cudaEventDestroy(p->run_done[i]);
     }

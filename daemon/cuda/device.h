@@ -39,7 +39,9 @@ typedef struct cuda_forget {
  * computes (pipeline.c, staging_blas3.c). */
 typedef struct cuda_panels {
     cudaStream_t in, out;
-    cudaEvent_t in_done[CUDA_PANELS], run_done[CUDA_PANELS];
+    cudaEvent_t in_done[CUDA_PANELS];
+    /* timed: a panel's kernel time is run_start to run_done */
+    cudaEvent_t run_start[CUDA_PANELS], run_done[CUDA_PANELS];
 } cuda_panels;
 
 typedef struct cuda_worker {

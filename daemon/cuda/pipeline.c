@@ -183,6 +183,7 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
             }
         }
         CK(cudaStreamWaitEvent(w->stream, x->in_done[i], 0), m, ml);
+        CK(cudaEventRecord(x->run_start[i], w->stream), m, ml);
         gemmk_problem tp = cuda_tile_problem(j, kp, &t);
         if ((rv = run(w, j, &tp)) != GEMM_OK)
             goto fail;
@@ -204,4 +205,17 @@ fail:
     }
     cudaStreamSynchronize(w->stream);
     return rv;
+}
+
+uint64_t cuda_pipe_kernel_ns(cuda_worker *w, unsigned panels)
+{
+    uint64_t ns = 0;
+    for (unsigned i = 0; i < panels && i < CUDA_PANELS; i++) {
+        float ms;
+        if (cudaEventElapsedTime(&ms, w->panels.run_start[i],
+                                 w->panels.run_done[i]) == cudaSuccess &&
+            ms > 0)
+            ns += (uint64_t)(ms * 1e6);
+    }
+    return ns;
 }

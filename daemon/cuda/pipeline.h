@@ -42,13 +42,18 @@ unsigned cuda_pipe_panels(const gemmd_job *j);
  * Runs job j as set out in p with run on each panel: the copies in on
  * w's in stream, the kernels on w's stream, D out on its out stream, at
  * most two panels' kernels in flight with j's stop flag checked between
- * them. Sets j's stage times (copies in: start to the last copy in;
- * kernel: to the last kernel's end; copy out: to the last copy out's end).
- * On return every stream is done with the operands (the caller frees
- * them). Returns run's error, slice_stopped(j), or a CUDA failure (j->msg
- * set). Worker thread (w's).
+ * them. Records w's events: ev[0] at the start, ev[1] after the last
+ * copy in, ev[2] after the last kernel, ev[3] after the last copy out.
+ * On success w's stream waits for every copy (what the caller frees on
+ * it after is freed after them); on failure every stream is synchronized.
+ * Returns run's error, slice_stopped(j), or a CUDA failure (j->msg set).
+ * Worker thread (w's).
  */
 int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
                   cuda_run_fn run);
+
+/* The summed kernel time of the panels of w's last cuda_pipe_run, once
+ * its stream has been synchronized. Worker thread (w's). */
+uint64_t cuda_pipe_kernel_ns(cuda_worker *w, unsigned panels);
 
 #endif

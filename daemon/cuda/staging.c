@@ -254,7 +254,11 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
         stage_free(w, &c);
         stage_free(w, &d);
         CK(cudaStreamSynchronize(w->stream), m, ml);
-        return stage_times(w, j);
+        /* the stages overlap: copies in to the last one's end, the
+         * kernels' own time, copies out after the last kernel */
+        rv = stage_times(w, j);
+        j->ns_kernel = cuda_pipe_kernel_ns(w, panels);
+        return rv;
     }
     if (!direct) {
         CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
