@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
 _OK = 0
 _ERR_CLOSED = 5
 _ERR_DIMS = 14
+_ERR_LIMIT = 20
 # gemmd's words for a dimension past --max-dim: "each must be in 1..N"
 _DIMS_LIMIT = re.compile(r"each must be in 1\.\.(\d+)")
 CONNECT_TIMEOUT_MS = 2000  # GEMM_CONNECT_TIMEOUT_MS of gemm.h
@@ -241,6 +242,12 @@ class _Conn:
                 msg += ("; %s is gemmd's --max-dim (the largest m, n or k "
                         "it takes): split the multiply, or start gemmd "
                         "with a larger --max-dim" % m.group(1))
+        elif rv == _ERR_LIMIT and "buffers" in msg:
+            msg += ("; every array gemmd returns (and every client.empty "
+                    "array) holds one buffer until it is freed: keep fewer "
+                    "alive (del them, or copy small results with "
+                    "np.array), reuse one with out=, or start gemmd with a "
+                    "larger --client-buffers")
         return msg
 
     # -- closing --

@@ -347,3 +347,23 @@ def test_daemon_restarting_under_a_client(make_daemon: Any) -> None:
     t2 = c.upload(y)
     assert rel_err(c.matmul(x, t2), ref) < 1e-5
     c.close()
+
+
+def test_buffer_cap_names_the_fix(make_daemon: Any) -> None:
+    """Results kept alive past --client-buffers: Limit, and the message
+    says what holds the buffers and the three ways out; freeing results
+    lets the next call through."""
+    d = make_daemon("--client-buffers", "8")
+    with gemmd.connect(d.url, timeout=60) as c:
+        a = np.ones((16, 16), np.float32)
+        kept = []
+        with pytest.raises(gemmd.Limit) as ei:
+            for _ in range(16):
+                kept.append(c.matmul(a, a))
+        msg = str(ei.value)
+        assert "8 buffers" in msg and "--client-buffers" in msg
+        assert "out=" in msg
+        assert all(np.all(r == 16) for r in kept)
+        del kept
+        c.trim()
+        assert np.all(c.matmul(a, a) == 16)
