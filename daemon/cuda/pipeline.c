@@ -41,12 +41,32 @@ static uint64_t ceil_div(uint64_t a, uint64_t b)
  * columns). */
 #define STRIDED_RATE 0.7
 
-/* Whether j's panels are of rows (op(A) streams, B comes first) rather
- * than columns (op(B) streams, A first): the one whose copies take less
- * time by a model of the link, the operand that comes first plus the
- * larger of the streamed copies in and D's copies out. */
-static bool by_rows(const gemmd_job *j)
+/* Whether job j (kp on the device) runs in panels of rows (op(A)
+ * streams, B comes first) rather than of columns (op(B) streams, A
+ * first); *ok false when it should not run in panels at all. Every panel
+ * reads all of the operand that comes first: where the kernel rewrites it
+ * before its main loop (gemmk_prepass: a K-major copy, or the splits of
+ * 3xTF32 and Ozaki-II), that work is paid once per panel, so the panels
+ * go the other way; when both operands are rewritten, only splits (whose
+ * kernels run long enough to hide them) are cut, the smaller operand
+ * coming first. Otherwise the copies decide, by a model of the link: the
+ * operand that comes first plus the larger of the streamed copies in and
+ * D's copies out. */
+static bool by_rows(const gemmd_job *j, const gemmk_problem *kp, bool *ok)
 {
+    unsigned pre = gemmk_prepass(kp, j->kernel[0] != '\0' ? j->kernel : NULL);
+    *ok = true;
+    if (pre == GEMMK_PREPASS_A)
+        return true;
+    if (pre == GEMMK_PREPASS_B)
+        return false;
+    if (pre != 0) {
+        bool splits = j->ab_type == GEMM_FP32
+                          ? j->precision != GEMM_PRECISION_TF32
+                          : j->ab_type != GEMM_INT8;
+        *ok = splits;
+        return j->n <= j->m;
+    }
     double a = j->a_dev ? 0 : (double)j->m * j->k;
     double b = j->b_dev ? 0 : (double)j->k * j->n;
     double cd = (double)j->m * j->n; /* C's share is the same either way */
@@ -75,10 +95,10 @@ static uint64_t panel_len(const gemmd_job *j, bool rows)
     return np >= 2 && np <= CUDA_PANELS ? len : 0;
 }
 
-unsigned cuda_pipe_panels(const gemmd_job *j)
+unsigned cuda_pipe_panels(const gemmd_job *j, const gemmk_problem *kp)
 {
-    bool rows = by_rows(j);
-    uint64_t len = panel_len(j, rows);
+    bool ok, rows = by_rows(j, kp, &ok);
+    uint64_t len = ok ? panel_len(j, rows) : 0;
     return len == 0 ? 0 : (unsigned)ceil_div(rows ? j->m : j->n, len);
 }
 
@@ -128,7 +148,8 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
     char *m = j->msg;
     size_t ml = sizeof(j->msg);
     cuda_panels *x = &w->panels;
-    const bool rows = by_rows(j);
+    bool ok;
+    const bool rows = by_rows(j, &p->kp, &ok);
     const uint64_t dim = rows ? j->m : j->n, len = panel_len(j, rows);
     const unsigned np = (unsigned)ceil_div(dim, len);
     const size_t es = gemm_dtype_size(j->ab_type);

@@ -234,7 +234,9 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
             dc = c.dev, ldc = c.ld;
         dd = d.dev;
         ldd = d.ld;
-        panels = cuda_pipe_panels(j);
+        gemmk_problem whole =
+            job_problem(j, da, lda, db, ldb, dc, ldc, dd, ldd);
+        panels = cuda_pipe_panels(j, &whole);
     }
     if (panels > 0) {
         cuda_pipe p = {

@@ -135,6 +135,18 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
 int gemmk_is_auto(const char *name);
 
 /*
+ * The operands kernel `name` (NULL = "auto") rewrites on the device
+ * before its main loop when it runs p: a K-major copy of an MN-major
+ * operand (int8, tf32) or the splits of 3xTF32 and Ozaki-II, as
+ * GEMMK_PREPASS_A | GEMMK_PREPASS_B. A caller that cuts p into panels
+ * sharing one operand pays that operand's pre-pass once per panel. 0
+ * for a problem gemmk_gemm would refuse. Thread-safe.
+ */
+#define GEMMK_PREPASS_A 1u
+#define GEMMK_PREPASS_B 2u
+unsigned gemmk_prepass(const gemmk_problem *p, const char *name);
+
+/*
  * The configuration gemmk_gemm would pick for p with kernel == NULL:
  * writes its name (static string) into *name. Returns GEMM_ERR_INVALID on
  * a bad problem.

@@ -271,6 +271,30 @@ gemm_error gemmk_select(const gemmk_ctx *ctx, const gemmk_problem *p,
     return GEMM_OK;
 }
 
+unsigned gemmk_prepass(const gemmk_problem *p, const char *name)
+{
+    const Row *row;
+    const char *why;
+    if (!p || validate(p, name, &row, &why) != GEMM_OK || p->host_mapped)
+        return 0;
+    const unsigned both = GEMMK_PREPASS_A | GEMMK_PREPASS_B;
+    const unsigned mn = (p->trans_a ? GEMMK_PREPASS_A : 0u) |
+                        (p->trans_b ? 0u : GEMMK_PREPASS_B);
+    if (p->ab_type == GEMM_INT8)
+        return mn;
+    const bool autorow = (row->flags & ROW_AUTO) != 0;
+    if (p->ab_type == GEMM_FP32) {
+        if (autorow)
+            return p->precision == GEMM_PRECISION_TF32 ? mn : both;
+        if (row->run != run_fp32)
+            return 0;
+        return row->variant == F32_3X ? both : mn;
+    }
+    if (wide(p->ab_type)) /* auto: cuBLAS; named: Ozaki-II splits */
+        return autorow || row->run == run_reference ? 0 : both;
+    return 0;
+}
+
 gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
                       cudaStream_t stream, const char *kernel,
                       gemmk_result *res)
