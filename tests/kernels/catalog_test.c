@@ -313,3 +313,50 @@ Test(catalog, lists_request_types_only)
     p.cd_type = GEMM_FP32;
     cr_assert_eq(gemmk_check(NULL, &p, NULL), GEMM_ERR_DTYPE);
 }
+
+/* gemmk_prepass: which operands a kernel rewrites before its main loop
+ * (the daemon's panels never repeat that work per panel). */
+Test(catalog, prepass_names_the_rewritten_operands)
+{
+    static _Alignas(256) char mem[3][64 * 64 * 8];
+    const unsigned A = GEMMK_PREPASS_A, B = GEMMK_PREPASS_B;
+    struct {
+        gemm_dtype ab, cd;
+        int ta, tb;
+        gemm_precision prec;
+        const char *kernel;
+        unsigned want;
+    } cases[] = {
+        {GEMM_BF16, GEMM_BF16, 0, 0, GEMM_PRECISION_DEFAULT, NULL, 0},
+        {GEMM_FP16, GEMM_FP32, 1, 0, GEMM_PRECISION_DEFAULT, NULL, 0},
+        {GEMM_INT8, GEMM_INT32, 0, 0, GEMM_PRECISION_DEFAULT, NULL, B},
+        {GEMM_INT8, GEMM_INT32, 0, 1, GEMM_PRECISION_DEFAULT, NULL, 0},
+        {GEMM_INT8, GEMM_INT32, 1, 1, GEMM_PRECISION_DEFAULT, NULL, A},
+        {GEMM_INT8, GEMM_INT32, 1, 0, GEMM_PRECISION_DEFAULT, "pp-s8", A | B},
+        {GEMM_FP32, GEMM_FP32, 0, 0, GEMM_PRECISION_TF32, NULL, B},
+        {GEMM_FP32, GEMM_FP32, 1, 1, GEMM_PRECISION_TF32, NULL, A},
+        {GEMM_FP32, GEMM_FP32, 0, 1, GEMM_PRECISION_DEFAULT, NULL, A | B},
+        {GEMM_FP32, GEMM_FP32, 0, 1, GEMM_PRECISION_FP32, NULL, A | B},
+        {GEMM_FP64, GEMM_FP64, 0, 0, GEMM_PRECISION_DEFAULT, NULL, 0},
+        {GEMM_FP64, GEMM_FP64, 0, 1, GEMM_PRECISION_DEFAULT, "oz2", A | B},
+        {GEMM_COMPLEX64, GEMM_COMPLEX64, 0, 0, GEMM_PRECISION_DEFAULT, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        gemmk_problem p = problem(cases[i].ab, cases[i].cd, cases[i].ta,
+                                  cases[i].tb, cases[i].prec);
+        p.a = mem[0];
+        p.b = mem[1];
+        p.d = mem[2];
+        if (cases[i].ab == GEMM_INT8)
+            p.zalpha[0] = 1;
+        if (cases[i].ab == GEMM_FP64 || cases[i].ab == GEMM_COMPLEX64)
+            p.zalpha[0] = 1;
+        cr_expect_eq(gemmk_prepass(&p, cases[i].kernel), cases[i].want,
+                     "case %zu: prepass %u, want %u", i,
+                     gemmk_prepass(&p, cases[i].kernel), cases[i].want);
+    }
+    gemmk_problem bad =
+        problem(GEMM_FP32, GEMM_INT32, 0, 0, GEMM_PRECISION_DEFAULT);
+    cr_expect_eq(gemmk_prepass(&bad, NULL), 0u);
+    cr_expect_eq(gemmk_prepass(NULL, NULL), 0u);
+}
