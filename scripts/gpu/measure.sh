@@ -10,19 +10,23 @@
 #   int8      gemmctl mm --dtype int8 (int32 out) 4096^3 and 8192^3,
 #             checked, with the kernel's rate
 #   python    scripts/gpu/python.sh: pytest on cuda, bench_python (fresh
-#             processes, numpy in/out against torch); bench_stacked at
-#             64 x 1024^3 with 8 experts over 4096 tokens, 1024 x 64^3,
-#             16 x 2048^3 with 64 experts over 16384 tokens; bench_fresh.py
-#             at 4096^2
+#             processes, numpy in/out against torch)
+#   stacked   bench_stacked at 64 x 1024^3 with 8 experts over 4096
+#             tokens, 1024 x 64^3, 16 x 2048^3 with 64 experts over 16384
+#             tokens
+#   fresh     bench_fresh.py at 4096^2
+#   grouped   bench_grouped (the bundle's, when there): the grouped kernel
+#             against a loop of single GEMMs and cuBLAS's batched calls
+#   pin       bench_pin (the bundle's, when there): pinning cost per GB
 #   blas      scripts/gpu/blas-run.sh bench: bench_blas in the time left
-# PARTS (default all of them but blas, in that order) picks; TOTAL_S
+# PARTS (default pipeline latency int8 python stacked fresh) picks; TOTAL_S
 # (default 580) bounds the whole (blas gets what is left). Logs: $OUT/logs.tar.gz, the
 # summary in $OUT/summary.txt.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/out}
 TOTAL_S=${TOTAL_S:-580}
-PARTS=" ${PARTS:-pipeline latency int8 python} "
+PARTS=" ${PARTS:-pipeline latency int8 python stacked fresh} "
 L=/tmp/measure-logs
 rm -rf $L && mkdir -p $L "$OUT"
 t0=$(date +%s)
@@ -89,6 +93,9 @@ if has python; then
         bash "$ROOT/scripts/gpu/python.sh" "$S" >$L/python.txt 2>&1
     sed -n '/==== summary/,$p' $L/python.txt
     grep -A40 "^== " $L/python.txt | head -80
+fi
+if has stacked; then
+    echo "==== stacked ($(left) s left)"
     start stacked
     cd "$ROOT"
     export GEMMD_CLIENT_LIB=$S/lib/libgemmclient.so.0 PYTHONPATH=$ROOT/python
@@ -103,11 +110,26 @@ if has python; then
         >$L/stacked-16x2048.log 2>&1
     sed -n '/^== /,$p' $L/stacked-16x2048.log
     stop
+fi
+if has fresh; then
+    echo "==== fresh ($(left) s left)"
     start fresh
     timeout $(cap 60) python3 bench/python/bench_fresh.py --url $URL \
         --n 4096 --runs 5 --gemmctl $S/bin/gemmctl >$L/fresh.log 2>&1
     tail -25 $L/fresh.log
     stop
+fi
+if has grouped && [ -x $S/bin/bench_grouped ]; then
+    echo "==== grouped ($(left) s left)"
+    timeout $(cap 90) $S/bin/bench_grouped >$L/grouped.txt 2>&1
+    echo "bench_grouped rc=$?"
+    cat $L/grouped.txt | tail -40
+fi
+if has pin && [ -x $S/bin/bench_pin ]; then
+    echo "==== pin ($(left) s left)"
+    timeout $(cap 90) $S/bin/bench_pin >$L/pin.txt 2>&1
+    echo "bench_pin rc=$?"
+    tail -30 $L/pin.txt
 fi
 if has blas; then
     l=$(left)

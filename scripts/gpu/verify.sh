@@ -18,13 +18,22 @@
 #
 # Logs come back as $OUT/logs.tar.gz with the summaries in $OUT/summary.txt.
 # Environment: TOTAL_S (default 580) bounds the whole; step 1 gets
-# STEP1_S of it (default TOTAL_S - 200).
+# STEP1_S of it (default TOTAL_S - 200). SUITES: the integration suites
+# of step 1 (default all); MULTI=0 leaves out multi.sh's parts on GPU 1;
+# KERNEL_TESTS (default every kernels_*gpu_test of the bundle); STEP2
+# (default "e2e pipeline two"; "measure" runs scripts/gpu/measure.sh
+# with PARTS=$MEASURE_PARTS in the time left).
 set -uo pipefail
 B=$(cd "${1:-.gpu-svc}" && pwd)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/out}
 TOTAL_S=${TOTAL_S:-580}
 STEP1_S=${STEP1_S:-$((TOTAL_S - 200))}
+SUITES=${SUITES:-}
+MULTI=${MULTI:-1}
+STEP2=${STEP2:-e2e pipeline two}
+MEASURE_PARTS=${MEASURE_PARTS:-}
+KERNEL_TESTS=${KERNEL_TESTS:-$(cd "$B/bin" && ls kernels_*gpu_test 2>/dev/null | tr '\n' ' ')}
 L=/tmp/verify-logs
 rm -rf $L && mkdir -p $L "$OUT"
 t0=$(date +%s)
@@ -35,8 +44,8 @@ second=$((ngpu > 1 ? 1 : 0))
 gpu0() {
     export CUDA_VISIBLE_DEVICES=0
     OUT=$L/suite TOTAL_S=$((STEP1_S - 60)) BUNDLE_COPY=/tmp/gemmd-b0 \
-        bash "$B/suite.sh" "$B" >$L/suite.txt 2>&1
-    for k in kernels_gpu_test kernels_catalog_gpu_test kernels_ozaki_gpu_test; do
+        bash "$B/suite.sh" "$B" "$SUITES" >$L/suite.txt 2>&1
+    for k in $KERNEL_TESTS; do
         [ -x "$B/bin/$k" ] || { echo "$k: not in the bundle"; continue; }
         l=$((STEP1_S - ($(date +%s) - t0)))
         ((l > 10)) || { echo "$k: not run (out of time)"; continue; }
@@ -47,9 +56,11 @@ gpu0() {
 }
 gpu1() {
     export CUDA_VISIBLE_DEVICES=$second
-    OUT=$L/multi-same PARTS="devices suite" TOTAL_S=$((STEP1_S - 100)) \
-        BUNDLE_COPY=/tmp/gemmd-b1 bash "$B/multi.sh" "$B" \
-        >$L/multi-same.txt 2>&1
+    if [ "$MULTI" != 0 ]; then
+        OUT=$L/multi-same PARTS="devices suite" TOTAL_S=$((STEP1_S - 100)) \
+            BUNDLE_COPY=/tmp/gemmd-b1 bash "$B/multi.sh" "$B" \
+            >$L/multi-same.txt 2>&1
+    fi
     l=$((STEP1_S - ($(date +%s) - t0)))
     if ((l > 30)); then
         OUT=$L/python PY_BENCH=0 timeout $((l - 5)) \
@@ -65,24 +76,33 @@ wait $p0 $p1
 echo "==== step 1 done at $(($(date +%s) - t0)) s"
 
 left() { echo $((TOTAL_S - ($(date +%s) - t0))); }
-CUDA_VISIBLE_DEVICES=0 OUT=$L/e2e-same PARTS=e2e TAG=-same \
-    BUNDLE_COPY=/tmp/gemmd-b0 timeout $(($(left) / 3)) \
-    bash "$B/multi.sh" "$B" >$L/e2e-same.txt 2>&1
-CUDA_VISIBLE_DEVICES=0 OUT=$L/pipeline timeout $(($(left) / 2)) \
-    bash "$B/pipeline.sh" "$B" >$L/pipeline.txt 2>&1
-if ((ngpu > 1)); then
+has() { [[ " $STEP2 " == *" $1 "* ]]; }
+if has e2e; then
+    CUDA_VISIBLE_DEVICES=0 OUT=$L/e2e-same PARTS=e2e TAG=-same \
+        BUNDLE_COPY=/tmp/gemmd-b0 timeout $(($(left) / 3)) \
+        bash "$B/multi.sh" "$B" >$L/e2e-same.txt 2>&1
+fi
+if has pipeline; then
+    CUDA_VISIBLE_DEVICES=0 OUT=$L/pipeline timeout $(($(left) / 2)) \
+        bash "$B/pipeline.sh" "$B" >$L/pipeline.txt 2>&1
+fi
+if has measure; then
+    OUT=$L/measure PARTS="$MEASURE_PARTS" TOTAL_S=$(($(left) - 10)) \
+        bash "$ROOT/scripts/gpu/measure.sh" >$L/measure.txt 2>&1
+fi
+if has two && ((ngpu > 1)); then
     CUDA_VISIBLE_DEVICES=0,1 OUT=$L/e2e-two PARTS="devices e2e" TAG=-two \
         TWO=0,1 THREE=0,1,1 BUNDLE_COPY=/tmp/gemmd-b0 \
         timeout $(($(left) - 5)) bash "$B/multi.sh" "$B" >$L/e2e-two.txt 2>&1
 fi
 {
     echo "==== $(($(date +%s) - t0)) s, $ngpu GPU(s)"
-    for f in suite.txt kernels.txt multi-same.txt python.txt e2e-same.txt pipeline.txt e2e-two.txt; do
+    for f in suite.txt kernels.txt multi-same.txt python.txt e2e-same.txt pipeline.txt e2e-two.txt measure.txt; do
         [ -f $L/$f ] || continue
         echo "==== $f"
         sed -n '/==== summary/,$p' $L/$f
         case $f in kernels.txt) cat $L/$f ;; python.txt) tail -3 $L/$f ;;
-            e2e-*) grep -E '^\| ' $L/$f ;; pipeline.txt) cat $L/$f ;; esac
+            e2e-*) grep -E '^\| ' $L/$f ;; pipeline.txt | measure.txt) cat $L/$f ;; esac
     done
 } | tee "$OUT/summary.txt"
 tar czf "$OUT/logs.tar.gz" -C /tmp verify-logs
