@@ -1,8 +1,9 @@
 #!/bin/bash
 # pipeline.sh [DIR]: one request at a time, copies overlapped with compute
 # (--gemm-panels 8, the default) against copies then compute
-# (--gemm-panels 0), in the same call: gemm_e2e with one process and one
-# request in flight, every operand in shm, sampled rows checked. Shapes:
+# (--gemm-panels 0), in the same call (PANELS: the settings, default
+# "0 8"; with more, a p50 table of them all follows): gemm_e2e with one
+# process and one request in flight, every operand in shm, sampled rows checked. Shapes:
 # 8192^3 and 4096^3 bf16, 16384x16384x4096 bf16, 8192^3 fp32 (tf32) and
 # fp64, 2048x16384x8192 bf16 (panels of columns), 4096x8192x8192 bf16 with
 # B resident. The table: TFLOP/s, p50, share of the PCIe floor and the
@@ -12,6 +13,7 @@ set -uo pipefail
 D=${1:-.gpu-svc}
 OUT=${OUT:-/tmp/out}
 REQS=${REQS:-6}
+PANELS=${PANELS:-0 8} # the settings; the table compares the first two
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
 sock=/tmp/gemmd-pipe-$$.sock
@@ -32,7 +34,7 @@ shapes=(
     "fp64-8192 -m 8192 -n 8192 -k 8192 --dtype fp64"
 )
 declare -A tf p50 floor
-for panels in 0 8; do
+for panels in $PANELS; do
     rm -f $sock
     $D/bin/gemmd --backend cuda --listen $URL --gemm-panels $panels \
         --log-level info 2>"$OUT/gemmd-panels$panels.log" &
@@ -58,15 +60,29 @@ for panels in 0 8; do
     kill -TERM $pid
     wait $pid
 done
-echo "| request | panels 0: TFLOP/s | p50 ms | PCIe floor | panels 8: TFLOP/s | p50 ms | PCIe floor | p50 ratio (0 / 8) |"
+set -- $PANELS
+p0=$1 p1=${2:-$1}
+echo "| request | panels $p0: TFLOP/s | p50 ms | PCIe floor | panels $p1: TFLOP/s | p50 ms | PCIe floor | p50 ratio ($p0 / $p1) |"
 echo "|---|---|---|---|---|---|---|---|"
 for s in "${shapes[@]}"; do
     set -- $s
     n=$1
-    awk -v n="$n" -v t0="${tf[$n-0]}" -v p0="${p50[$n-0]}" \
-        -v f0="${floor[$n-0]}" -v t8="${tf[$n-8]}" -v p8="${p50[$n-8]}" \
-        -v f8="${floor[$n-8]}" 'BEGIN {
+    awk -v n="$n" -v t0="${tf[$n-$p0]}" -v p0="${p50[$n-$p0]}" \
+        -v f0="${floor[$n-$p0]}" -v t8="${tf[$n-$p1]}" -v p8="${p50[$n-$p1]}" \
+        -v f8="${floor[$n-$p1]}" 'BEGIN {
         printf "| %s | %s | %.2f | %s | %s | %.2f | %s | %.2f |\n", n, t0,
             p0 / 1000, f0, t8, p8 / 1000, f8, (p8 > 0 ? p0 / p8 : 0) }'
 done
+if (($(echo $PANELS | wc -w) > 2)); then
+    echo "| request | $(for p in $PANELS; do printf 'panels %s p50 ms | ' $p; done)"
+    for s in "${shapes[@]}"; do
+        set -- $s
+        n=$1
+        printf "| %s |" "$n"
+        for p in $PANELS; do
+            awk -v x="${p50[$n-$p]}" 'BEGIN {printf " %.2f |", x / 1000}'
+        done
+        echo
+    done
+fi
 grep -h "errors\|wrong" "$OUT"/*-p*.log | grep -v " 0 wrong\|errors 0" | head -5
