@@ -22,7 +22,9 @@
  *
  * Needs a GPU for `table`; says so when there is none.
  */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create, fallocate */
+#endif
 #include <gemm/gemm.h>
 
 #include <cuda_runtime_api.h>
