@@ -2,17 +2,17 @@
 # pin.sh: what pinning client memory costs (issue 21, point 2), in one
 # device call of about two minutes:
 #
-#   1. pin_bench table: cudaHostRegister / cudaHostUnregister of memfd
+#   1. bench_pin table: cudaHostRegister / cudaHostUnregister of memfd
 #      MAP_SHARED buffers, 64 MiB .. MAX_MIB (default 8192), pages touched
 #      first and only allocated: seconds, GB/s and s/GB.
-#   2. pin_bench first-gemm against a fresh gemmd: a 1 GiB buffer's
+#   2. bench_pin first-gemm against a fresh gemmd: a 1 GiB buffer's
 #      registration time, its first GEMM (4096^3 bf16) while the daemon
 #      pins it in the background, the second, and one after the pin; the
 #      daemon's own pin seconds and bytes (Status pin_seconds, pin_bytes).
 #      Twice: a fresh daemon each time.
 #
 # Binaries from $E2E_DIR/bin (default .gpu-e2e/bin: gemmd, gemmctl,
-# pin_bench), their libraries in $E2E_DIR/lib, CUDA from
+# bench_pin), their libraries in $E2E_DIR/lib, CUDA from
 # /usr/local/cuda/lib64. BACKEND (default cuda), MAX_MIB, MIB (the first-
 # gemm buffer, default 1024); logs go to $OUT.
 set -uo pipefail
@@ -26,8 +26,8 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$E2E_DIR/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 rc=0
 
-echo "== cudaHostRegister cost (pin_bench table --max-mib $MAX_MIB)"
-timeout 150 "$BIN/pin_bench" table --max-mib "$MAX_MIB" || rc=1
+echo "== cudaHostRegister cost (bench_pin table --max-mib $MAX_MIB)"
+timeout 100 "$BIN/bench_pin" table --max-mib "$MAX_MIB" || rc=1
 
 for run in 1 2; do
     sock=$(mktemp -u /tmp/gemmd-pin.XXXXXX).sock
@@ -44,7 +44,7 @@ for run in 1 2; do
     done
     if [ $up = 1 ]; then
         echo "== first GEMM on a fresh $MIB MiB buffer (run $run)"
-        timeout 120 "$BIN/pin_bench" first-gemm --url "ipc://$sock" \
+        timeout 120 "$BIN/bench_pin" first-gemm --url "ipc://$sock" \
             --mib "$MIB" || rc=1
         "$BIN/gemmctl" --url "ipc://$sock" status --json \
             >"$OUT/pin-status-$run.json" 2>&1

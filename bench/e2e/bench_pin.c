@@ -1,17 +1,19 @@
 /*
- * pin_bench.c: what pinning client memory costs, and what it costs a
+ * bench_pin.c: what pinning client memory costs, and what it costs a
  * buffer's first GEMM through gemmd (issue 21, point 2).
  *
- *   pin_bench table [--max-mib N] [--reps R]
+ *   bench_pin [table] [--max-mib N] [--reps R] [--budget-s S]
  *       cudaHostRegister (portable | mapped, as gemmd pins) and
  *       cudaHostUnregister of memfd-backed MAP_SHARED buffers of 64 MiB ..
  *       N MiB (default 8192), doubling: once with every page written by
  *       this process first ("touched"), once only allocated (fallocate,
  *       as gemm_buffer_alloc leaves a buffer: the register faults every
- *       page in). Median of R runs (default 3; 1 from 2 GiB up). Prints
- *       one table: seconds, GB/s and s/GB per size and case.
+ *       page in). Median of R runs (default 3; 1 from 2 GiB up); no larger
+ *       size is started after S seconds (default 60, so that the whole
+ *       fits scripts/gpu/measure.sh's 90 s). Prints one table: seconds,
+ *       GB/s and s/GB per size and case. The default mode.
  *
- *   pin_bench first-gemm --url URL [--mib M] [--n N]
+ *   bench_pin first-gemm --url URL [--mib M] [--n N]
  *       Through a running gemmd (libgemmclient, public API): allocates and
  *       registers an M MiB buffer (default 1024), fills A and B (N^3 bf16,
  *       default 4096, D bf16) and times the first GEMM on it, the second,
@@ -75,7 +77,7 @@ static double median(double *v, int n)
  * *base; touched: every page written too. Returns the fd or -1. */
 static int make_buffer(size_t size, int touched, void **base)
 {
-    int fd = memfd_create("pin_bench", MFD_CLOEXEC);
+    int fd = memfd_create("bench_pin", MFD_CLOEXEC);
     if (fd < 0) {
         perror("memfd_create");
         return -1;
@@ -119,12 +121,13 @@ static int pin_once(size_t size, int touched, double *reg_s, double *unreg_s)
     return 0;
 }
 
-static int run_table(size_t max_mib, int reps)
+static int run_table(size_t max_mib, int reps, double budget_s)
 {
+    double t_start = now_s();
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {
-        fprintf(stderr, "pin_bench table: no CUDA device (%s)\n",
+        fprintf(stderr, "bench_pin table: no CUDA device (%s)\n",
                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
         return 1;
     }
@@ -136,6 +139,11 @@ static int run_table(size_t max_mib, int reps)
     printf("%-9s %-9s %10s %8s %8s %10s %8s\n", "size_mib", "pages", "reg_s",
            "reg_GB/s", "reg_s/GB", "unreg_s", "unreg_GB/s");
     for (size_t mib = 64; mib <= max_mib; mib *= 2) {
+        if (now_s() - t_start > budget_s) {
+            printf("(stopped before %zu MiB: past the %.0f s budget)\n", mib,
+                   budget_s);
+            break;
+        }
         size_t size = mib * MIB;
         int n = mib >= 2048 ? 1 : reps;
         for (int touched = 1; touched >= 0; touched--) {
@@ -294,22 +302,22 @@ static int run_first_gemm(const char *url, size_t mib, uint64_t n)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: pin_bench table [--max-mib N] [--reps R]\n"
-                    "       pin_bench first-gemm --url URL [--mib M] "
+    fprintf(stderr, "usage: bench_pin [table] [--max-mib N] [--reps R] "
+                    "[--budget-s S]\n"
+                    "       bench_pin first-gemm --url URL [--mib M] "
                     "[--n N]\n");
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage();
-        return 2;
-    }
+    const char *mode = argc >= 2 && argv[1][0] != '-' ? argv[1] : "table";
+    int first = argc >= 2 && argv[1][0] != '-' ? 2 : 1;
+    double budget_s = 60;
     size_t max_mib = 8192, mib = 1024;
     int reps = 3;
     uint64_t n = 4096;
     const char *url = NULL;
-    for (int i = 2; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v == NULL) {
             usage();
@@ -317,6 +325,8 @@ int main(int argc, char **argv)
         }
         if (strcmp(argv[i], "--max-mib") == 0)
             max_mib = strtoull(v, NULL, 10);
+        else if (strcmp(argv[i], "--budget-s") == 0)
+            budget_s = atof(v);
         else if (strcmp(argv[i], "--reps") == 0)
             reps = atoi(v);
         else if (strcmp(argv[i], "--url") == 0)
@@ -333,9 +343,9 @@ int main(int argc, char **argv)
     }
     if (reps < 1 || reps > 16)
         reps = 3;
-    if (strcmp(argv[1], "table") == 0)
-        return run_table(max_mib, reps) == 0 ? 0 : 1;
-    if (strcmp(argv[1], "first-gemm") == 0 && url != NULL)
+    if (strcmp(mode, "table") == 0)
+        return run_table(max_mib, reps, budget_s) == 0 ? 0 : 1;
+    if (strcmp(mode, "first-gemm") == 0 && url != NULL)
         return run_first_gemm(url, mib, n);
     usage();
     return 2;
