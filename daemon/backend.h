@@ -56,7 +56,14 @@ typedef struct gemmd_backend_ops {
     int (*init)(gemmd_backend *be, const gemmd_config *cfg, char *msg,
                 size_t len);
     void (*fini)(gemmd_backend *be);
-    /* optional: prepare a newly mapped client buffer (e.g. pin it) */
+    /* optional, used while be->pins: pin client buffers for the device.
+     * pin_reserve takes size bytes of --max-pinned-bytes (GEMM_ERR_LIMIT
+     * and a message when over), loop thread; pin registers reserved
+     * memory (e.g. cudaHostRegister), any thread, the pinner's for large
+     * buffers; unpin unregisters it and releases its reservation, and
+     * pin_unreserve releases one that was never pinned, any thread */
+    int (*pin_reserve)(gemmd_backend *be, size_t size, char *msg, size_t len);
+    void (*pin_unreserve)(gemmd_backend *be, size_t size);
     int (*pin)(gemmd_backend *be, void *base, size_t size, void **handle,
                char *msg, size_t len);
     void (*unpin)(gemmd_backend *be, void *base, void *handle);
@@ -117,6 +124,7 @@ struct gemmd_backend {
     unsigned threads;  /* compute threads (CPU backend) */
     bool host_tensors; /* resident tensors live in host memory (they count
                           against the daemon's memory budget) */
+    bool pins;         /* client buffers are pinned (the pin hooks are used) */
     void *priv;
 };
 

@@ -63,7 +63,10 @@
 #include <unistd.h>
 
 #ifdef GEMMD_TEST_HOOKS
+#include <math.h>
+#include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #define CPU_HOLD_KERNEL "test-hold"
 
@@ -102,7 +105,104 @@ static void cpu_hold(void)
     while (read(cpu_hold_fd, &c, 1) < 0 && errno == EINTR)
         ;
 }
+
+/*
+ * The test pin: with GEMMD_TEST_PIN_MS_PER_MIB=X in the environment the
+ * CPU backend pins client buffers as the cuda one does, but a pin only
+ * takes X ms per MiB (the cost of cudaHostRegister, without a GPU), so
+ * tests can watch a large buffer's pin run in the background. Its bytes
+ * count against --max-pinned-bytes and show as pinned_bytes; a pin of
+ * exactly GEMMD_TEST_PIN_FAIL_SIZE bytes fails (the failure path).
+ */
+static double cpu_pin_ms_per_mib = -1; /* < 0: no test pin */
+static uint64_t cpu_pin_fail_size;
+static unsigned long long cpu_pin_max;
+static atomic_ullong cpu_pinned;
+
+/* Reads the test pin's settings; whether it is on. Main thread. */
+static bool cpu_pin_init(const gemmd_config *cfg)
+{
+    const char *e = getenv("GEMMD_TEST_PIN_MS_PER_MIB");
+    char *end;
+    if (e == NULL || *e == '\0')
+        return false;
+    double ms = strtod(e, &end);
+    if (*end != '\0' || !(ms >= 0 && ms <= 1e6)) {
+        gemmd_log(LOG_WARNING,
+                  "GEMMD_TEST_PIN_MS_PER_MIB=%s: not a number of ms in "
+                  "[0, 1e6]; no test pin",
+                  e);
+        return false;
+    }
+    cpu_pin_ms_per_mib = ms;
+    if ((e = getenv("GEMMD_TEST_PIN_FAIL_SIZE")) != NULL)
+        cpu_pin_fail_size = strtoull(e, NULL, 10);
+    cpu_pin_max = cfg->max_pinned_bytes;
+    gemmd_log(LOG_INFO,
+              "cpu backend: test pin, %.3f ms per MiB (pins of %llu bytes "
+              "fail)",
+              ms, (unsigned long long)cpu_pin_fail_size);
+    return true;
+}
+
+static int cpu_pin_reserve(gemmd_backend *be, size_t size, char *msg,
+                           size_t len)
+{
+    (void)be;
+    unsigned long long now = atomic_fetch_add(&cpu_pinned, size);
+    if (cpu_pin_max != 0 && now + size > cpu_pin_max) {
+        atomic_fetch_sub(&cpu_pinned, size);
+        snprintf(msg, len,
+                 "pinning %zu more bytes would pass the daemon's limit of "
+                 "%llu pinned bytes",
+                 size, cpu_pin_max);
+        return GEMM_ERR_LIMIT;
+    }
+    return GEMM_OK;
+}
+
+static void cpu_pin_unreserve(gemmd_backend *be, size_t size)
+{
+    (void)be;
+    atomic_fetch_sub(&cpu_pinned, size);
+}
+
+/* Takes the configured time (the test's slow operation), then pins:
+ * *handle is the size. Any thread. */
+static int cpu_pin(gemmd_backend *be, void *base, size_t size, void **handle,
+                   char *msg, size_t len)
+{
+    (void)be;
+    (void)base;
+    double ns = cpu_pin_ms_per_mib * 1e6 * ((double)size / (1 << 20));
+    struct timespec ts = {(time_t)(ns / 1e9), (long)fmod(ns, 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+    if (size == cpu_pin_fail_size) {
+        snprintf(msg, len, "test pin: pins of %zu bytes fail", size);
+        return GEMM_ERR_DEVICE;
+    }
+    *handle = (void *)(uintptr_t)size;
+    return GEMM_OK;
+}
+
+static void cpu_unpin(gemmd_backend *be, void *base, void *handle)
+{
+    (void)be;
+    (void)base;
+    atomic_fetch_sub(&cpu_pinned, (uintptr_t)handle);
+}
 #endif
+
+/* Memory counters for Status: the test pin's bytes (none otherwise). */
+static void cpu_stats(gemmd_backend *be, gemmd_backend_stats *out)
+{
+    (void)be;
+    memset(out, 0, sizeof(*out));
+#ifdef GEMMD_TEST_HOOKS
+    out->pinned_bytes = atomic_load(&cpu_pinned);
+#endif
+}
 
 /* Flops per slice by kind of call (fp32 and complex64: sgemm's rate;
  * fp64 and complex128: dgemm's; the naive loops'; int8's), from
@@ -231,6 +331,7 @@ static int cpu_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
         cfg->threads > 0 ? cfg->threads : (int)(cores > 0 ? cores : 1);
 #ifdef GEMMD_TEST_HOOKS
     cpu_hold_init();
+    be->pins = cpu_pin_init(cfg);
 #endif
     cpu_priv *p = calloc(1, sizeof(*p));
     if (p == NULL)
@@ -867,13 +968,17 @@ const gemmd_backend_ops gemmd_backend_cpu = {
     .available = cpu_available,
     .init = cpu_init,
     .fini = cpu_fini,
-    .pin = NULL,
-    .unpin = NULL,
+#ifdef GEMMD_TEST_HOOKS
+    .pin_reserve = cpu_pin_reserve,
+    .pin_unreserve = cpu_pin_unreserve,
+    .pin = cpu_pin,
+    .unpin = cpu_unpin,
+#endif
     .gemm = cpu_gemm,
     .job_memory = cpu_job_memory,
     .upload = cpu_upload,
     .tensor_free = cpu_tensor_free,
-    .stats = NULL,
+    .stats = cpu_stats,
     .kernel_at = cpu_kernel_at,
     .kernel_check = cpu_kernel_check,
     .device_stats = cpu_device_stats,

@@ -123,6 +123,7 @@ static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
         snprintf(be->device, sizeof(be->device), "%u x %.100s", p->ndevs,
                  p->devs[0]->name);
     be->threads = be->workers;
+    be->pins = true;
     cuda_slices_init(cfg->slice_ms);
     cuda_pipeline_init(cfg->gemm_panels);
     return GEMM_OK;
@@ -143,6 +144,19 @@ static void cuda_fini(gemmd_backend *be)
 
 /* Client buffers are registered portable: every device reads them; the
  * first device counts them. */
+static int cuda_pin_reserve(gemmd_backend *be, size_t size, char *msg,
+                            size_t len)
+{
+    cuda_priv *p = be->priv;
+    return cuda_device_reserve(p->devs[0], size, msg, len);
+}
+
+static void cuda_pin_unreserve(gemmd_backend *be, size_t size)
+{
+    cuda_priv *p = be->priv;
+    cuda_device_unreserve(p->devs[0], size);
+}
+
 static int cuda_pin(gemmd_backend *be, void *base, size_t size, void **handle,
                     char *msg, size_t len)
 {
@@ -325,6 +339,8 @@ const gemmd_backend_ops gemmd_backend_cuda = {
     .available = cuda_available,
     .init = cuda_init,
     .fini = cuda_fini,
+    .pin_reserve = cuda_pin_reserve,
+    .pin_unreserve = cuda_pin_unreserve,
     .pin = cuda_pin,
     .unpin = cuda_unpin,
     .gemm = cuda_gemm,

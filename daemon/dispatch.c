@@ -14,6 +14,7 @@
 #include "complete.h"
 #include "devstatus.h"
 #include "log.h"
+#include "pinner.h"
 #include "request.h"
 
 #include <gemm/types.h>
@@ -87,6 +88,13 @@ static void do_status(gemmd *d, sp_req *q, const Gemm__Request *req)
     SET(device_bytes, bs.device_bytes);
     SET(tmap_hits, bs.tmap_hits);
     SET(tmap_misses, bs.tmap_misses);
+    pinner_stats ps;
+    pinner_stats_get(&ps);
+    SET(pins_pending, ps.pending);
+    SET(pins_done, ps.done);
+    SET(pins_failed, ps.failed);
+    SET(pin_seconds, ps.seconds);
+    SET(pin_bytes, ps.bytes);
     double n = d->stats.stage_count ? (double)d->stats.stage_count : 1.0;
     SET(stage_queue_us, d->stats.ns_queue / n / 1e3);
     SET(stage_h2d_us, d->stats.ns_h2d / n / 1e3);

@@ -225,8 +225,10 @@ int main(int argc, char **argv)
     reg_hooks hooks = {0};
     hooks.arg = &d->be;
     hooks.free_tensor = free_tensor;
-    if (d->be.ops->pin != NULL) {
-        hooks.arg = &d->be;
+    if (d->be.pins && d->be.ops->pin != NULL) {
+        hooks.reserve =
+            (int (*)(void *, size_t, char *, size_t))d->be.ops->pin_reserve;
+        hooks.unreserve = (void (*)(void *, size_t))d->be.ops->pin_unreserve;
         hooks.pin = (int (*)(void *, void *, size_t, void **, char *,
                              size_t))d->be.ops->pin;
         hooks.unpin = (void (*)(void *, void *, void *))d->be.ops->unpin;

@@ -17,6 +17,7 @@
 #include "gemmd.h"
 #include "log.h"
 #include "peeruid.h"
+#include "pinner.h"
 
 #include <gemm/types.h>
 
@@ -279,6 +280,23 @@ char *metrics_render(gemmd *d, size_t *len)
           (double)d->mem_used);
     counter(f, "gemmd_gemm_flops_total", "2*M*N*K summed over GEMMs served.",
             (double)d->stats.gemm_flops);
+    pinner_stats ps;
+    pinner_stats_get(&ps);
+    gauge(f, "gemmd_pins_pending",
+          "Large buffers being pinned in the background (queued or "
+          "running).",
+          ps.pending);
+    counter(f, "gemmd_pins_total", "Large buffers pinned in the background.",
+            (double)ps.done);
+    counter(f, "gemmd_pins_failed_total",
+            "Background pins that failed (the buffers stay unpinned).",
+            (double)ps.failed);
+    counter(f, "gemmd_pin_seconds_total",
+            "Time the background pins done took (per byte: divide by "
+            "gemmd_pin_bytes_total).",
+            ps.seconds);
+    counter(f, "gemmd_pin_bytes_total",
+            "Bytes the background pins done covered.", (double)ps.bytes);
     counter(f, "gemmd_batch_problems_total",
             "Problems of the batches served (each batch is one request "
             "of kind batch).",

@@ -4,6 +4,7 @@
  */
 #include "registry.h"
 
+#include "pinner.h"
 #include "reaper.h"
 
 #include <gemm/types.h>
@@ -38,10 +39,13 @@ static void unmap(registry *r, reg_buffer *b)
         free(b);
         return;
     }
-    if (b->pin != NULL && r->hooks.unpin != NULL)
-        r->hooks.unpin(r->hooks.arg, b->base, b->pin);
-    reaper_unmap(b->base, b->size);
     r->mapped--;
+    if (pinner_release(b))
+        return; /* the pinner unpins, unmaps and frees it when done */
+    void *pin = atomic_load(&b->pin);
+    if (pin != NULL && r->hooks.unpin != NULL)
+        r->hooks.unpin(r->hooks.arg, b->base, pin);
+    reaper_unmap(b->base, b->size);
     free(b);
 }
 
@@ -55,6 +59,7 @@ void reg_fini(registry *r)
             b = next;
         }
     }
+    pinner_drain();
     free(r->buckets);
     r->buckets = NULL;
     r->count = 0;
@@ -208,6 +213,35 @@ static int check_object(int fd, uint64_t size, struct stat *st, char *msg,
     return GEMM_OK;
 }
 
+/* Reserves and pins b's mapping [base, base + size) with the hooks: at
+ * once when small, else queued to the pinner (after b is filled in and
+ * still loop-owned: the pinner only reads base and size). A gemm_error;
+ * on failure nothing stays reserved. Loop thread. */
+static int pin_or_queue(registry *r, reg_buffer *b, void *base, size_t size,
+                        char *msg, size_t len)
+{
+    const reg_hooks *h = &r->hooks;
+    int rv;
+    if (h->pin == NULL)
+        return GEMM_OK;
+    if (h->reserve != NULL &&
+        (rv = h->reserve(h->arg, size, msg, len)) != GEMM_OK)
+        return rv;
+    b->base = base;
+    b->size = size;
+    if (size >= PIN_ASYNC_MIN && pinner_queue(b, h))
+        return GEMM_OK;
+    void *handle = NULL;
+    if ((rv = h->pin(h->arg, base, size, &handle, msg, len)) != GEMM_OK) {
+        if (h->unreserve != NULL)
+            h->unreserve(h->arg, size);
+        return rv;
+    }
+    atomic_store(&b->pin, handle);
+    atomic_store(&b->pin_state, PIN_DONE);
+    return GEMM_OK;
+}
+
 int reg_register_fd(registry *r, uint32_t owner, int fd, uint64_t size,
                     uint64_t *id, char *msg, size_t len)
 {
@@ -275,13 +309,8 @@ int reg_register_fd(registry *r, uint32_t owner, int fd, uint64_t size,
         snprintf(msg, len, "cannot draw a buffer id");
         goto fail;
     }
-    if (r->hooks.pin != NULL) {
-        rv = r->hooks.pin(r->hooks.arg, base, (size_t)size, &b->pin, msg, len);
-        if (rv != GEMM_OK) {
-            b->pin = NULL;
-            goto fail;
-        }
-    }
+    if ((rv = pin_or_queue(r, b, base, (size_t)size, msg, len)) != GEMM_OK)
+        goto fail;
     close(fd); /* the mapping keeps the object; seals keep it whole */
     b->kind = REG_BUFFER;
     b->owner = owner;

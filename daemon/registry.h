@@ -13,6 +13,7 @@
 
 #include "validate.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,10 +26,13 @@ enum reg_kind {
 typedef struct reg_buffer {
     int kind; /* enum reg_kind */
     uint64_t id;
-    uint32_t owner;  /* connection id of the registering connection */
-    void *base;      /* buffer: mapping, size bytes */
-    size_t size;     /* buffer: mapped bytes; tensor: its memory */
-    void *pin;       /* backend handle (pinned buffer, tensor) */
+    uint32_t owner; /* connection id of the registering connection */
+    void *base;     /* buffer: mapping, size bytes */
+    size_t size;    /* buffer: mapped bytes; tensor: its memory */
+    /* backend handle (pinned buffer, tensor); a large buffer's is
+     * published by the pinner thread (pinner.h): NULL until then, so
+     * workers read it once per job */
+    void *_Atomic pin;
     uint64_t object; /* buffer: the file (device and inode mixed): two
                         registrations of one memfd alias each other */
     uint64_t charge; /* tensor: bytes of the memory budget it holds */
@@ -41,12 +45,22 @@ typedef struct reg_buffer {
     int dtype;
     bool on_device;
     struct reg_buffer *next; /* hash chain */
+    _Atomic int pin_state;   /* buffer: enum pin_state (pinner.h) */
+    bool pin_orphan; /* released while pinning (under the pinner's lock) */
+    struct reg_buffer *pin_next; /* the pinner's queue */
 } reg_buffer;
 
 /* Backend hooks run on register and on the final release (e.g.
- * cudaHostRegister). pin returns a gemm_error and may fill msg. */
+ * cudaHostRegister). reserve takes size bytes of the pinned-memory limit
+ * (GEMM_ERR_LIMIT and a message when over it), loop thread; pin registers
+ * reserved memory, any thread; unpin unregisters it and releases its
+ * reservation, any thread; unreserve releases a reservation whose pin
+ * failed or never ran, any thread. pin returns a gemm_error and may fill
+ * msg. */
 typedef struct reg_hooks {
     void *arg;
+    int (*reserve)(void *arg, size_t size, char *msg, size_t len);
+    void (*unreserve)(void *arg, size_t size);
     int (*pin)(void *arg, void *base, size_t size, void **handle, char *msg,
                size_t len);
     void (*unpin)(void *arg, void *base, void *handle);
@@ -67,7 +81,8 @@ typedef struct registry {
 /* Returns GEMM_OK or GEMM_ERR_NOMEM. hooks may be NULL. */
 int reg_init(registry *r, const reg_hooks *hooks);
 
-/* Releases and unmaps everything, whatever the references. */
+/* Releases and unmaps everything, whatever the references; waits for
+ * pins in flight (before the backend goes). */
 void reg_fini(registry *r);
 
 /*
@@ -77,7 +92,10 @@ void reg_fini(registry *r);
  * F_SEAL_FUTURE_WRITE, F_SEAL_SEAL: no truncation, no hole punching, no
  * new writable mappings) and checks that every page of the first size
  * bytes is allocated (a sparse object would make the daemon allocate, and
- * pay for, the client's memory). Takes fd (closed in every case). On
+ * pay for, the client's memory). With a pin hook, reserves size pinned
+ * bytes (GEMM_ERR_LIMIT when over) and pins the buffer: at once when it
+ * is under PIN_ASYNC_MIN, else on the pinner thread (pinner.h), after
+ * this returns. Takes fd (closed in every case). On
  * success *id is the new buffer's id; on failure returns a gemm_error with
  * a message in msg, and nothing is left mapped.
  */

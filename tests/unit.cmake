@@ -7,6 +7,8 @@ gemm_test(validate_batch_test SOURCES unit/validate_batch_test.c
   LIBS gemmd_core LABELS unit)
 gemm_test(registry_test SOURCES unit/registry_test.c LIBS gemmd_core
   LABELS unit)
+gemm_test(pinner_test SOURCES unit/pinner_test.c LIBS gemmd_core
+  LABELS unit)
 gemm_test(config_test SOURCES unit/config_test.c LIBS gemmd_core
   LABELS unit)
 gemm_test(dtype_test SOURCES unit/dtype_test.c LIBS gemmd_core m

@@ -202,6 +202,11 @@ int cmd_status(const char *url, int argc, char **argv)
         printf(", \"batches_served\": %" PRIu64
                ", \"batch_problems\": %" PRIu64,
                s.batches_served, s.batch_problems);
+        printf(", \"pins_pending\": %" PRIu32 ", \"pins_done\": %" PRIu64
+               ", \"pins_failed\": %" PRIu64 ", \"pin_seconds\": %.6f"
+               ", \"pin_bytes\": %" PRIu64,
+               s.pins_pending, s.pins_done, s.pins_failed, s.pin_seconds,
+               s.pin_bytes);
         printf(", \"devices\": [");
         for (size_t i = 0; i < ndev; i++)
             print_device_json(&devs[i], i + 1 < ndev);
@@ -226,6 +231,11 @@ int cmd_status(const char *url, int argc, char **argv)
     if (s.batches_served != 0)
         printf("batches         %" PRIu64 " served (%" PRIu64 " problems)\n",
                s.batches_served, s.batch_problems);
+    if (s.pins_done + s.pins_failed + s.pins_pending != 0)
+        printf("background pins %" PRIu64 " done (%.2f GB in %.3f s), %" PRIu64
+               " failed, %" PRIu32 " pending\n",
+               s.pins_done, s.pin_bytes / 1e9, s.pin_seconds, s.pins_failed,
+               s.pins_pending);
     printf("requests        %" PRIu64 " served, %" PRIu64
            " failed (every kind: GEMM, hello, status, register, ...)\n",
            s.requests_served, s.requests_failed);

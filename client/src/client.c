@@ -272,6 +272,11 @@ GEMM_API int gemm_get_status_sized(gemm_client *c, gemm_status *dst,
         out->routine_served[i] = s->routine_served[i];
     out->batches_served = s->batches_served;
     out->batch_problems = s->batch_problems;
+    out->pins_pending = s->pins_pending;
+    out->pins_done = s->pins_done;
+    out->pins_failed = s->pins_failed;
+    out->pin_seconds = s->pin_seconds;
+    out->pin_bytes = s->pin_bytes;
     gemm__reply__free_unpacked(rep, NULL);
     memcpy(dst, &all, size < sizeof(all) ? size : sizeof(all));
     return GEMM_OK;

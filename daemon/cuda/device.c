@@ -292,10 +292,8 @@ void cuda_devices_peer(cuda_device *const *devs, unsigned n)
     }
 }
 
-int cuda_device_pin(cuda_device *d, void *base, size_t size, void **handle,
-                    char *msg, size_t len)
+int cuda_device_reserve(cuda_device *d, size_t size, char *msg, size_t len)
 {
-    int rv = GEMM_OK;
     unsigned long long now = atomic_fetch_add(&d->pinned_bytes, size);
     if (d->max_pinned != 0 && now + size > d->max_pinned) {
         atomic_fetch_sub(&d->pinned_bytes, size);
@@ -305,6 +303,18 @@ int cuda_device_pin(cuda_device *d, void *base, size_t size, void **handle,
                  size, d->max_pinned);
         return GEMM_ERR_LIMIT;
     }
+    return GEMM_OK;
+}
+
+void cuda_device_unreserve(cuda_device *d, size_t size)
+{
+    atomic_fetch_sub(&d->pinned_bytes, size);
+}
+
+int cuda_device_pin(cuda_device *d, void *base, size_t size, void **handle,
+                    char *msg, size_t len)
+{
+    int rv = GEMM_OK;
     CK(cudaSetDevice(d->ordinal), msg, len);
     CK(cudaHostRegister(base, size,
                         cudaHostRegisterPortable | cudaHostRegisterMapped),
@@ -312,7 +322,6 @@ int cuda_device_pin(cuda_device *d, void *base, size_t size, void **handle,
     *handle = (void *)(uintptr_t)size;
     return GEMM_OK;
 fail:
-    atomic_fetch_sub(&d->pinned_bytes, size);
     return rv;
 }
 

@@ -126,9 +126,15 @@ void cuda_worker_forget(cuda_worker *w);
  * from its tensor-map cache before its next job. */
 void cuda_device_forget(cuda_device *d, const void *base, size_t bytes);
 
-/* Pins a client buffer for d (cudaHostRegister, portable and mapped),
- * counted against its limit: GEMM_ERR_LIMIT past it. *handle is what
- * cuda_device_unpin takes. Loop thread. */
+/* Reserves size bytes of d's pinned-memory limit: GEMM_ERR_LIMIT and a
+ * message past it. Loop thread. unreserve gives them back, any thread. */
+int cuda_device_reserve(cuda_device *d, size_t size, char *msg, size_t len);
+void cuda_device_unreserve(cuda_device *d, size_t size);
+
+/* Pins a client buffer whose bytes are reserved (cudaHostRegister,
+ * portable and mapped); on failure the reservation stays the caller's.
+ * *handle is what cuda_device_unpin takes; unpin unregisters and releases
+ * the reservation. Any thread (the pinner's for large buffers). */
 int cuda_device_pin(cuda_device *d, void *base, size_t size, void **handle,
                     char *msg, size_t len);
 void cuda_device_unpin(cuda_device *d, void *base, void *handle);

@@ -179,6 +179,11 @@ class GemmStatus(ctypes.Structure):
         ("routine_served", ctypes.c_uint64 * 9),
         ("batches_served", ctypes.c_uint64),
         ("batch_problems", ctypes.c_uint64),
+        ("pins_pending", ctypes.c_uint32),
+        ("pins_done", ctypes.c_uint64),
+        ("pins_failed", ctypes.c_uint64),
+        ("pin_seconds", ctypes.c_double),
+        ("pin_bytes", ctypes.c_uint64),
     ]
 
 

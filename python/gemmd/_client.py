@@ -222,7 +222,9 @@ class Client:
         percentiles, pinned_bytes, ... (the totals), routine_served (a
         list: requests served per level-3 routine, GEMM first, then symm
         .. trsm), batches_served and batch_problems (batch requests
-        answered OK and the problems they held), and "devices": one
+        answered OK and the problems they held), pins_pending,
+        pins_done, pins_failed, pin_seconds and pin_bytes (large buffers
+        pinned in the background), and "devices": one
         dict per device object (gemm_device_status: index, name, placed,
         running, queued, jobs, failed, panels, busy_s, memory_bytes,
         pinned_bytes, tensors, migrations, tmap_hits, tmap_misses)."""

@@ -98,7 +98,8 @@ static void assert_back_to(const baseline *b, const char *what)
     do {
         st = status_now();
         if (st.buffers == b->st.buffers && st.tensors == b->st.tensors &&
-            st.clients == b->st.clients && st.queue_depth == 0)
+            st.clients == b->st.clients && st.queue_depth == 0 &&
+            st.pinned_bytes == b->st.pinned_bytes && st.pins_pending == 0)
             break;
         tu_sleep_ms(20);
     } while (tu_now() < until);

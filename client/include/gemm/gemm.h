@@ -146,6 +146,14 @@ typedef struct gemm_status {
      * with gemm_get_status_sized */
     uint64_t batches_served;
     uint64_t batch_problems;
+    /* pins of large buffers run in the background (cuda:
+     * cudaHostRegister off the daemon's loop): queued or running now,
+     * done, failed, and the seconds and bytes of those done */
+    uint32_t pins_pending;
+    uint64_t pins_done;
+    uint64_t pins_failed;
+    double pin_seconds;
+    uint64_t pin_bytes;
 } gemm_status;
 
 /*
