@@ -6,11 +6,11 @@
  * Staging is per distinct host range, not per problem: the inputs (A, B,
  * C) that the kernels can read where they lie (16-byte aligned, leading
  * dimension a multiple of 8) are sorted by address and merged when they
- * overlap or lie within RANGE_GAP bytes of each other, and each merged
- * range is copied in with one cudaMemcpyAsync, its operands read at the
- * same offsets and leading dimensions on the device (a strided batch's
- * As are one range, one copy). Ds stored densely (ldd == n, n a multiple
- * of 8, aligned) that touch one another are one range copied back with
+ * overlap, touch, or start in the page after the range's last one; each
+ * merged range is copied in with one cudaMemcpyAsync, its operands read
+ * at the same offsets and leading dimensions on the device (a strided
+ * batch's As are one range, one copy). Ds stored densely (ldd == n, n a
+ * multiple of 8, aligned) that touch one another are one range copied back with
  * one copy; a copy back never spans bytes the batch does not write, since
  * another request may be writing them. Operands of other layouts are
  * staged as a single GEMM stages them, with a pitch of 8 elements. All
@@ -27,7 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Input operands this close (bytes) share one copy. */
+/* Input operands within the same or the next page share one copy (the
+ * bytes between them then lie in pages the operands touch, so mapped). */
+#define RANGE_PAGE 4096
+
+/* Slack allowed in an operand's span over its elements (bytes). */
 #define RANGE_GAP 4096
 
 /* Device placement granularity (cudaMalloc's alignment). */
@@ -90,19 +94,26 @@ static void operand_set(operand *o, int problem, int which, const void *src,
     o->ranged = which == OP_D ? fits && ld == cols : fits;
 }
 
+/* Whether o joins range r: it overlaps or touches r, or (near) it
+ * starts at most one page past r's last page. */
+static bool joins(const operand *o, const range *r, bool near)
+{
+    if (o->lo <= r->hi)
+        return true;
+    return near && o->lo / RANGE_PAGE <= (r->hi - 1) / RANGE_PAGE + 1;
+}
+
 /*
- * Merges the ranged operands of ops (n, sorted by lo) whose spans lie
- * within gap bytes of the previous range into ranges, placed in the device
- * block from *off on; writes each operand's range_lo and off. Returns the
- * number of ranges written to out.
+ * Merges the ranged operands of ops (n, sorted by lo) into ranges (see
+ * joins), placed in the device block from *off on; writes each operand's
+ * range_lo and off. Returns the number of ranges written to out.
  */
-static size_t merge(operand **ops, size_t n, uintptr_t gap, range *out,
-                    size_t *off)
+static size_t merge(operand **ops, size_t n, bool near, range *out, size_t *off)
 {
     size_t nr = 0;
     for (size_t i = 0; i < n; i++) {
         operand *o = ops[i];
-        if (nr == 0 || o->lo > out[nr - 1].hi + gap) {
+        if (nr == 0 || !joins(o, &out[nr - 1], near)) {
             if (nr > 0)
                 *off += round_up(out[nr - 1].hi - out[nr - 1].lo, DEV_ALIGN);
             out[nr].lo = o->lo;
@@ -201,12 +212,12 @@ int cuda_stage_batch(cuda_worker *w, gemmd_job *j, bool *declined)
         if (ops[i].ranged && ops[i].which != OP_D)
             in[nin++] = &ops[i];
     qsort(in, nin, sizeof(*in), by_lo);
-    size_t nrin = merge(in, nin, RANGE_GAP, ranges, &bytes);
+    size_t nrin = merge(in, nin, true, ranges, &bytes);
     for (size_t i = 0; i < nops; i++)
         if (ops[i].ranged && ops[i].which == OP_D)
             in[nout++] = &ops[i];
     qsort(in, nout, sizeof(*in), by_lo);
-    size_t nrout = merge(in, nout, 0, ranges + nrin, &bytes);
+    size_t nrout = merge(in, nout, false, ranges + nrin, &bytes);
     for (size_t i = 0; i < nops; i++) {
         operand *o = &ops[i];
         if (o->ranged)
