@@ -149,7 +149,8 @@ static void *op_dev(const operand *o, uint8_t *base)
 static bool batch_fits(const gemmd_job *j)
 {
     if (j->kernel[0] != '\0' && !gemmk_is_auto(j->kernel) &&
-        strcmp(j->kernel, "grouped128x128") != 0)
+        strcmp(j->kernel, "grouped128x128") != 0 &&
+        strcmp(j->kernel, "grouped128x256") != 0)
         return false;
     for (uint64_t i = 0; i < j->nproblems; i++) {
         const gemmd_job *p = &j->problems[i];

@@ -15,11 +15,12 @@
  * call: the inputs staged once per distinct host range, the Ds written
  * on the device and copied back, all on w's stream and waited for. Sets
  * *declined (and runs nothing) for what the grouped kernel does not take:
- * inputs other than bf16/fp16, a kernel named other than "auto" or
- * "grouped128x128", resident operands, or more device memory than the
- * limit allows at once; gemmd_batch_run then runs the problems one by
- * one. Otherwise sets j's stage times, nran and ran (the grouped
- * kernel), and on failure j->failed and j->msg; returns a gemm_error.
+ * inputs other than bf16/fp16, a kernel named other than "auto" or a
+ * grouped one (grouped128x128, grouped128x256), resident operands, or more
+ * device memory than the limit allows at once; gemmd_batch_run then runs the
+ * problems one by one. Otherwise sets j's stage times, nran and ran (the
+ * grouped kernel: its tile width is the library's choice, whichever name was
+ * asked for), and on failure j->failed and j->msg; returns a gemm_error.
  * Worker thread (w's).
  */
 int cuda_stage_batch(cuda_worker *w, gemmd_job *j, bool *declined);

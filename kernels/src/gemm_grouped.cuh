@@ -15,6 +15,12 @@
  * epilogue are gemm_sm90.cuh's (produce_tile, consume_tile, store_any),
  * so a tile computes exactly what gemm_ws_kernel<BN, .., CL = 1> computes
  * for the same problem without split-K.
+ *
+ * A strided batch (every problem of one shape, operands at constant
+ * strides) needs neither table nor per-problem maps: unit u is tile
+ * u % per of matrix u / per, A and B are read through two 3-D maps
+ * (kernel parameters: the third dimension is the matrix) and D, C sit
+ * at constant byte strides from matrix 0's.
  */
 #pragma once
 
@@ -40,6 +46,12 @@ struct GroupParams {
     const GroupProblem *probs; /* count entries, unit0 increasing */
     int count;
     int units; /* all problems' tiles */
+    /* strided batch (maps and probs unused): count matrices shaped as p0,
+     * matrix i's D and C at i * sd, i * sc bytes from p0's */
+    int strided;
+    int per; /* tiles per matrix */
+    long long sd, sc;
+    GroupProblem p0;
 };
 
 /* The problem that unit u belongs to: the last with unit0 <= u. */
@@ -68,9 +80,23 @@ __device__ __forceinline__ void tmap_acquire(const CUtensorMap *map)
         : "memory");
 }
 
+/* Problem i of a strided batch: p0 with matrix i's D and C. */
+__device__ __forceinline__ GroupProblem strided_problem(const GroupParams &g,
+                                                        int i)
+{
+    GroupProblem q = g.p0;
+    q.d = static_cast<char *>(q.d) + i * g.sd;
+    if (q.c)
+        q.c = static_cast<const char *>(q.c) + i * g.sc;
+    return q;
+}
+
+/* ta3, tb3: A's and B's 3-D maps of a strided batch (else unused). */
 template <int BN, int AB, int AMN, int BMN>
 __global__ void __launch_bounds__(384, 1)
-    gemm_grouped_kernel(const __grid_constant__ GroupParams g)
+    gemm_grouped_kernel(const __grid_constant__ GroupParams g,
+                        const __grid_constant__ CUtensorMap ta3,
+                        const __grid_constant__ CUtensorMap tb3)
 {
     constexpr int STAGES = Cfg<BN>::STAGES;
     constexpr int A_BYTES = Cfg<BN>::A_BYTES;
@@ -100,6 +126,14 @@ __global__ void __launch_bounds__(384, 1)
         uint32_t ph = 0;
         int seen = -1; /* the problem whose maps were acquired last */
         for (int u = blockIdx.x; tid == 0 && u < g.units; u += gridDim.x) {
+            if (g.strided) {
+                const int i = u / g.per, local = u - i * g.per;
+                const int mt = local % g.p0.num_m, nt = local / g.p0.num_m;
+                produce_tile<BN, AB, AMN, BMN, 1, STAGES, true>(
+                    &ta3, &tb3, mt * BM, nt * BN, 0, g.p0.nkb, 0, sa, sb, full,
+                    empty, s, ph, i);
+                continue;
+            }
             const int i = group_find(g, u);
             const GroupProblem &q = g.probs[i];
             const int local = u - q.unit0;
@@ -128,9 +162,16 @@ __global__ void __launch_bounds__(384, 1)
         const uint64_t db0 =
             gemmk_desc_encode(smem_u32(sb), B_LBO, 1024, GEMMK_SWIZZLE_128B);
         for (int u = blockIdx.x; u < g.units; u += gridDim.x) {
-            const int i = group_find(g, u);
-            const GroupProblem q = g.probs[i];
-            const int local = u - q.unit0;
+            GroupProblem q;
+            int local;
+            if (g.strided) {
+                const int i = u / g.per;
+                q = strided_problem(g, i);
+                local = u - i * g.per;
+            } else {
+                q = g.probs[group_find(g, u)];
+                local = u - q.unit0;
+            }
             const int mt = local % q.num_m, nt = local / q.num_m;
             consume_tile<BN, AB, AMN, BMN, 1, STAGES>(
                 d, da0, db0, 0, q.nkb, lane, 0, full, empty, s, ph);

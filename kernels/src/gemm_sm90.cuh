@@ -113,6 +113,31 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map,
         : "memory");
 }
 
+/* A box of a 3-D map at (c0, c1, c2): one matrix of a strided batch. */
+__device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map,
+                                            int c0, int c1, int c2,
+                                            uint64_t *bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::"
+        "complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(
+            smem_u32(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2),
+        "r"(smem_u32(bar))
+        : "memory");
+}
+
+/* tma_load_2d, or with Z3 tma_load_3d at matrix z. */
+template <bool Z3>
+__device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map,
+                                         int c0, int c1, int z, uint64_t *bar)
+{
+    if constexpr (Z3)
+        tma_load_3d(dst, map, c0, c1, z, bar);
+    else
+        tma_load_2d(dst, map, c0, c1, bar);
+}
+
 __device__ __forceinline__ void tma_load_2d_mc(void *dst,
                                                const CUtensorMap *map, int c0,
                                                int c1, uint64_t *bar,
@@ -384,14 +409,17 @@ template <int BN> struct CfgP2 {
  * The producer's k-blocks [kb0, kb1) of the tile at rows m0, columns n0:
  * waits for each free stage, loads A's and B's boxes through tma, tmb (a
  * kernel parameter's address, or a tensor map in global memory) and
- * advances the ring position (s, ph). The producer thread only.
+ * advances the ring position (s, ph). Z3: tma, tmb are 3-D maps of a
+ * strided batch and the tile is matrix z's (no cluster). The producer
+ * thread only.
  */
-template <int BN, int AB, int AMN, int BMN, int CL, int STAGES>
+template <int BN, int AB, int AMN, int BMN, int CL, int STAGES, bool Z3 = false>
 __device__ __forceinline__ void
 produce_tile(const CUtensorMap *tma, const CUtensorMap *tmb, int m0, int n0,
              int kb0, int kb1, uint32_t rank, uint8_t *sa, uint8_t *sb,
-             uint64_t *full, uint64_t *empty, int &s, uint32_t &ph)
+             uint64_t *full, uint64_t *empty, int &s, uint32_t &ph, int z = 0)
 {
+    static_assert(!Z3 || CL == 1, "strided batches: no clusters");
     constexpr int A_BYTES = Cfg<BN>::A_BYTES;
     constexpr int B_BYTES = Cfg<BN>::B_BYTES;
     for (int kb = kb0; kb < kb1; kb++) {
@@ -401,18 +429,19 @@ produce_tile(const CUtensorMap *tma, const CUtensorMap *tmb, int m0, int n0,
         uint8_t *a = sa + s * A_BYTES;
         uint8_t *b = sb + s * B_BYTES;
         if constexpr (AMN) {
-            tma_load_2d(a, tma, m0, k0, &full[s]);
-            tma_load_2d(a + SLAB, tma, m0 + 64, k0, &full[s]);
+            tma_load<Z3>(a, tma, m0, k0, z, &full[s]);
+            tma_load<Z3>(a + SLAB, tma, m0 + 64, k0, z, &full[s]);
         } else {
-            tma_load_2d(a, tma, k0, m0, &full[s]);
+            tma_load<Z3>(a, tma, k0, m0, z, &full[s]);
         }
         if constexpr (CL == 1) {
             if constexpr (BMN) {
 #pragma unroll
                 for (int j = 0; j < BN / 64; j++)
-                    tma_load_2d(b + j * SLAB, tmb, n0 + 64 * j, k0, &full[s]);
+                    tma_load<Z3>(b + j * SLAB, tmb, n0 + 64 * j, k0, z,
+                                 &full[s]);
             } else {
-                tma_load_2d(b, tmb, k0, n0, &full[s]);
+                tma_load<Z3>(b, tmb, k0, n0, z, &full[s]);
             }
         } else {
             const uint16_t mask = (1u << CL) - 1;

@@ -7,7 +7,9 @@
  * alpha and beta (0 with C = NULL, or random with C), padded leading
  * dimensions, and a few problems the grouped kernel does not serve (fp32
  * inputs: they run through gemmk_gemm inside the grouped call) and with
- * M = 0 (skipped). The batch runs as one gemmk_gemm_grouped call; then
+ * M = 0 (skipped); odd rounds are strided batches instead (one shape,
+ * operands at constant strides: the kernel's 3-D tensor-map mode). The
+ * batch runs as one gemmk_gemm_grouped call; then
  * every problem runs alone through gemmk_gemm on a second D: "ws128x128"
  * for the 16-bit ones (the kernel family the grouped kernel shares its
  * main loop and epilogue with: the same wgmma sequence over K and the
@@ -101,7 +103,11 @@ struct Case {
     void *d2; /* gemmk_gemm's D */
     size_t d_bytes;
     const char *alone; /* the kernel gemmk_gemm runs it with */
+    bool shared;       /* a, b, c, d lie in a strided batch's buffers */
 };
+
+/* Rounds 6 and 7: every N at least 256 (classes of 128 x 256 tiles). */
+static bool g_wide = false;
 
 static int64_t pad8(int64_t x)
 {
@@ -115,6 +121,8 @@ static Case make_case(bool groupable, uint64_t seed)
     int64_t big = rnd() % 8 == 0;
     p.m = big ? rnd_in(301, 700) : rnd_in(1, 300);
     p.n = rnd() % 6 == 0 ? rnd_in(1, 9) : rnd_in(1, big ? 600 : 300);
+    if (g_wide)
+        p.n = rnd_in(256, 700);
     p.k = rnd() % 5 == 0 ? rnd_in(300, 1100) : rnd_in(1, 200);
     if (groupable)
         p.ab_type = rnd() % 2 ? GEMM_BF16 : GEMM_FP16;
@@ -153,12 +161,92 @@ static Case make_case(bool groupable, uint64_t seed)
 
 static void free_case(Case &c)
 {
+    CK(cudaFree(c.d2));
+    if (c.shared)
+        return;
     CK(cudaFree(const_cast<void *>(c.p.a)));
     CK(cudaFree(const_cast<void *>(c.p.b)));
     if (c.p.c)
         CK(cudaFree(const_cast<void *>(c.p.c)));
     CK(cudaFree(c.p.d));
-    CK(cudaFree(c.d2));
+}
+
+/*
+ * A strided batch: count problems of one random shape (make_case's), A,
+ * B, C and D of problem i at i times constant strides (whole matrices
+ * plus 0-2 rows' worth of 8 elements) in one allocation each, which bufs
+ * collects for the caller to free. The grouped call reads A and B
+ * through 3-D tensor maps then.
+ */
+static std::vector<Case> make_strided(int count, uint64_t seed,
+                                      std::vector<void *> &bufs)
+{
+    Case t = make_case(true, seed);
+    const gemmk_problem p = t.p;
+    int64_t ar = p.trans_a ? p.k : p.m, br = p.trans_b ? p.n : p.k;
+    int64_t sa = ar * p.lda + 8 * rnd_in(0, 2);
+    int64_t sb = br * p.ldb + 8 * rnd_in(0, 2);
+    int64_t sd = p.m * p.ldd + 8 * rnd_in(0, 1);
+    int64_t sc = p.c ? p.m * p.ldc + 8 * rnd_in(0, 1) : 0;
+    size_t es = esize(p.ab_type), cs = esize(p.cd_type);
+    uint8_t *A = (uint8_t *)dev_random(p.ab_type, sa * count, seed * 4 + 1);
+    uint8_t *B = (uint8_t *)dev_random(p.ab_type, sb * count, seed * 4 + 2);
+    uint8_t *C =
+        p.c ? (uint8_t *)dev_random(p.cd_type, sc * count, seed * 4 + 3)
+            : nullptr;
+    uint8_t *D;
+    CK(cudaMalloc(&D, (size_t)(sd * count) * cs));
+    CK(cudaMemset(D, 0xFF, (size_t)(sd * count) * cs));
+    bufs.push_back(A), bufs.push_back(B), bufs.push_back(D);
+    if (C)
+        bufs.push_back(C);
+    std::vector<Case> out;
+    for (int i = 0; i < count; i++) {
+        Case c = t;
+        c.shared = true;
+        c.p.a = A + (size_t)i * sa * es;
+        c.p.b = B + (size_t)i * sb * es;
+        c.p.c = C ? C + (size_t)i * sc * cs : nullptr;
+        c.p.d = D + (size_t)i * sd * cs;
+        CK(cudaMalloc(&c.d2, c.d_bytes));
+        CK(cudaMemset(c.d2, 0xFF, c.d_bytes));
+        out.push_back(c);
+    }
+    free_case(t);
+    return out;
+}
+
+/*
+ * Sets each case's kernel alone: ws128x128, or ws128x256 for a class
+ * gemmk_gemm_grouped runs with 128 x 256 tiles (its documented rule:
+ * every problem of the class, one input type and transpose pair, at
+ * least 256 wide and at least one such tile per SM); fp32 ones "auto".
+ * Returns the name the reply must give.
+ */
+static const char *expect_kernels(std::vector<Case> &cs, int sms)
+{
+    bool any256 = false;
+    for (int cls = 0; cls < 8; cls++) {
+        bool wide = true, some = false;
+        int64_t tiles = 0;
+        for (const Case &c : cs) {
+            const gemmk_problem &p = c.p;
+            if (p.ab_type == GEMM_FP32 || ((p.ab_type == GEMM_FP16) * 4 +
+                                           p.trans_a * 2 + p.trans_b) != cls)
+                continue;
+            some = true;
+            wide = wide && p.n >= 256;
+            tiles += (p.m + 127) / 128 * ((p.n + 255) / 256);
+        }
+        bool w = some && wide && tiles >= sms;
+        any256 = any256 || w;
+        for (Case &c : cs)
+            if (c.p.ab_type != GEMM_FP32 &&
+                ((c.p.ab_type == GEMM_FP16) * 4 + c.p.trans_a * 2 +
+                 c.p.trans_b) == cls)
+                c.alone = w ? "ws128x256" : "ws128x128";
+    }
+    return any256 ? "grouped128x256" : "grouped128x128";
 }
 
 static const char *tname(int t)
@@ -191,7 +279,7 @@ static bool same(const Case &c, int round, int i)
 
 int main(int argc, char **argv)
 {
-    int rounds = 6;
+    int rounds = 8;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
@@ -220,16 +308,29 @@ int main(int argc, char **argv)
     }
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
+    int sms = 0;
+    gemmk_ctx_info(ctx, &sms, nullptr);
     int fails = 0, checked = 0;
 
     for (int r = 0; r < rounds; r++) {
-        /* round 0: a few problems (maps through the cache); later ones up
-         * to 150 (more maps than the cache holds: encoded directly) */
+        /* round 0: a few problems (maps through the cache); odd rounds: a
+         * strided batch of 2..300 (3-D maps, no table); the others up to
+         * 150 problems of different shapes (more maps than the cache
+         * holds: encoded directly) */
         int n = r == 0 ? 5 : (int)rnd_in(20, 150);
         std::vector<Case> cs;
-        for (int i = 0; i < n; i++)
+        std::vector<void *> bufs;
+        g_wide = r >= 6;
+        if (g_wide) /* enough tiles for a full wave of 128 x 256 */
+            n = (int)rnd_in(80, 150);
+        if (r % 2 == 1) {
+            n = (int)rnd_in(g_wide ? 70 : 2, 300);
+            cs = make_strided(n, seed * 100000 + r * 1000, bufs);
+        }
+        for (int i = 0; r % 2 == 0 && i < n; i++)
             cs.push_back(make_case(i == 0 || rnd() % 12 != 0,
                                    seed * 100000 + r * 1000 + (uint64_t)i));
+        const char *want = expect_kernels(cs, sms);
         std::vector<gemmk_problem> ps;
         for (auto &c : cs)
             ps.push_back(c.p);
@@ -245,9 +346,9 @@ int main(int argc, char **argv)
                    err_name(e), res.msg);
             return 1;
         }
-        if (!res.kernel || strcmp(res.kernel, "grouped128x128") != 0) {
-            printf("FAIL round %d: the reply names %s, not grouped128x128\n", r,
-                   res.kernel ? res.kernel : "(none)");
+        if (!res.kernel || strcmp(res.kernel, want) != 0) {
+            printf("FAIL round %d: the reply names %s, not %s\n", r,
+                   res.kernel ? res.kernel : "(none)", want);
             fails++;
         }
         for (auto &c : cs) {
@@ -267,33 +368,40 @@ int main(int argc, char **argv)
             fails += !same(cs[i], r, i);
             checked++;
         }
-        printf("round %d: %d problems (%d through the grouped kernel): %s\n", r,
-               n,
+        printf("round %d: %d problems%s (%d through the grouped kernel): "
+               "%s\n",
+               r, n, r % 2 ? ", strided" : "",
                (int)std::count_if(
                    cs.begin(), cs.end(),
                    [](const Case &c) { return c.p.ab_type != GEMM_FP32; }),
                fails ? "FAILURES so far" : "identical");
         for (auto &c : cs)
             free_case(c);
+        for (void *b : bufs)
+            CK(cudaFree(b));
     }
 
-    /* the catalog entry: one problem through gemmk_gemm by name */
-    {
+    /* the catalog entries: one problem through gemmk_gemm by name */
+    for (int w = 0; w < 2; w++) {
+        const char *g = w ? "grouped128x256" : "grouped128x128";
+        const char *ws = w ? "ws128x256" : "ws128x128";
         g_rng ^= 12345;
-        Case c = make_case(true, 777);
+        Case c = make_case(true, 777 + w);
+        c.alone = ws;
         gemmk_problem q = c.p;
         q.d = c.d2;
         gemmk_result r1, r2;
-        e = gemmk_gemm(ctx, &c.p, s, "grouped128x128", &r1);
+        r2.msg[0] = '\0';
+        e = gemmk_gemm(ctx, &c.p, s, g, &r1);
         if (e == GEMM_OK)
-            e = gemmk_gemm(ctx, &q, s, "ws128x128", &r2);
+            e = gemmk_gemm(ctx, &q, s, ws, &r2);
         CK(cudaStreamSynchronize(s));
         if (e != GEMM_OK) {
-            printf("FAIL catalog entry grouped128x128: %s: %s\n", err_name(e),
-                   r1.msg);
+            printf("FAIL catalog entry %s: %s: %s / %s\n", g, err_name(e),
+                   r1.msg, r2.msg);
             fails++;
         } else {
-            fails += !same(c, -1, 0);
+            fails += !same(c, -1, w);
             checked++;
         }
         free_case(c);
