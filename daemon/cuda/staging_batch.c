@@ -3,22 +3,18 @@
  * problems runs in one gemmk_gemm_grouped call (one launch of the grouped
  * kernel per transpose pair) instead of one staged GEMM per problem.
  *
- * Staging is per distinct host range, not per problem: the inputs (A, B,
- * C) that the kernels can read where they lie (16-byte aligned, leading
- * dimension a multiple of 8) are sorted by address and merged when they
- * overlap, touch, or start in the page after the range's last one; each
- * merged range is copied in with one cudaMemcpyAsync, its operands read
- * at the same offsets and leading dimensions on the device (a strided
- * batch's As are one range, one copy). Ds stored densely (ldd == n, n a
- * multiple of 8, aligned) that touch one another are one range copied back with
- * one copy; a copy back never spans bytes the batch does not write, since
- * another request may be writing them. Operands of other layouts are
- * staged as a single GEMM stages them, with a pitch of 8 elements. All
- * of it is one device allocation; when the daemon's device-memory limit
- * does not allow it at once the hook declines and the problems run one
- * by one.
+ * Staging is per distinct host range, not per problem, by the plan of
+ * batch_ranges.h: each merged input range is one cudaMemcpyAsync in,
+ * its operands read at the same offsets and leading dimensions on the
+ * device (a strided batch stays strided, so the library runs it through
+ * 3-D tensor maps); each merged range of dense Ds is one copy back;
+ * operands of other layouts are staged as a single GEMM stages them,
+ * pitched. All of it is one device allocation; when the daemon's
+ * device-memory limit does not allow it at once the hook declines and
+ * the problems run one by one.
  */
 #include "cuda/staging_batch.h"
+#include "batch_ranges.h"
 #include "cuda/staging.h"
 
 #include <gemm/types.h>
@@ -26,124 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Input operands within the same or the next page share one copy (the
- * bytes between them then lie in pages the operands touch, so mapped). */
-#define RANGE_PAGE 4096
-
-/* Slack allowed in an operand's span over its elements (bytes). */
-#define RANGE_GAP 4096
-
-/* Device placement granularity (cudaMalloc's alignment). */
-#define DEV_ALIGN 256
-
-enum { OP_A, OP_B, OP_C, OP_D };
-
-/* One operand of one problem, host side and device side. */
-typedef struct operand {
-    int problem;         /* index in the batch */
-    int which;           /* OP_A .. OP_D */
-    uintptr_t lo, hi;    /* host bytes it spans */
-    const void *src;     /* host address of element (0, 0) */
-    uint64_t rows, cols; /* as stored */
-    uint64_t ld;         /* host leading dimension, elements */
-    size_t es;           /* element bytes */
-    bool ranged;         /* copied with its range, else pitched */
-    size_t off;          /* in the device block: its range's or its own */
-    uint64_t dld;        /* device leading dimension */
-    uintptr_t range_lo;  /* ranged: its range's first host byte */
-} operand;
-
-/* A merged host range and its place in the device block. */
-typedef struct range {
-    uintptr_t lo, hi;
-    size_t off;
-} range;
-
-static size_t round_up(size_t x, size_t to)
-{
-    return (x + to - 1) / to * to;
-}
-
-static int by_lo(const void *x, const void *y)
-{
-    const operand *a = *(const operand *const *)x;
-    const operand *b = *(const operand *const *)y;
-    return a->lo < b->lo ? -1 : a->lo > b->lo ? 1 : 0;
-}
-
-static void operand_set(operand *o, int problem, int which, const void *src,
-                        uint64_t rows, uint64_t cols, uint64_t ld, size_t es)
-{
-    memset(o, 0, sizeof(*o));
-    o->problem = problem;
-    o->which = which;
-    o->src = src;
-    o->rows = rows;
-    o->cols = cols;
-    o->ld = ld;
-    o->es = es;
-    o->lo = (uintptr_t)src;
-    o->hi = o->lo + ((rows - 1) * ld + cols) * es;
-    /* read in place: aligned as the kernels need, and not mostly bytes
-     * of others (a narrow slice of a wide matrix is staged pitched) */
-    bool fits = ((uintptr_t)src & 15) == 0 && ld % 8 == 0 &&
-                o->hi - o->lo <= 2 * rows * cols * es + RANGE_GAP;
-    /* a D is ranged only when it is dense: its copy back then writes
-     * exactly its elements */
-    o->ranged = which == OP_D ? fits && ld == cols : fits;
-}
-
-/* Whether o joins range r: it overlaps or touches r, or (near) it
- * starts at most one page past r's last page. */
-static bool joins(const operand *o, const range *r, bool near)
-{
-    if (o->lo <= r->hi)
-        return true;
-    return near && o->lo / RANGE_PAGE <= (r->hi - 1) / RANGE_PAGE + 1;
-}
-
-/*
- * Merges the ranged operands of ops (n, sorted by lo) into ranges (see
- * joins), placed in the device block from *off on; writes each operand's
- * range_lo and off. Returns the number of ranges written to out.
- */
-static size_t merge(operand **ops, size_t n, bool near, range *out, size_t *off)
-{
-    size_t nr = 0;
-    for (size_t i = 0; i < n; i++) {
-        operand *o = ops[i];
-        if (nr == 0 || !joins(o, &out[nr - 1], near)) {
-            if (nr > 0)
-                *off += round_up(out[nr - 1].hi - out[nr - 1].lo, DEV_ALIGN);
-            out[nr].lo = o->lo;
-            out[nr].hi = o->hi;
-            out[nr].off = *off;
-            nr++;
-        } else if (o->hi > out[nr - 1].hi) {
-            out[nr - 1].hi = o->hi;
-        }
-    }
-    if (nr > 0)
-        *off += round_up(out[nr - 1].hi - out[nr - 1].lo, DEV_ALIGN);
-    /* every operand's range: the last one starting at or below it */
-    size_t r = 0;
-    for (size_t i = 0; i < n; i++) {
-        while (r + 1 < nr && out[r + 1].lo <= ops[i]->lo)
-            r++;
-        ops[i]->range_lo = out[r].lo;
-        ops[i]->off = out[r].off;
-    }
-    return nr;
-}
-
-/* The device address of operand o's element (0, 0) in block base. */
-static void *op_dev(const operand *o, uint8_t *base)
-{
-    if (o->ranged)
-        return base + o->off + (o->lo - o->range_lo);
-    return base + o->off;
-}
 
 /* Whether the grouped kernel takes batch j as it is. */
 static bool batch_fits(const gemmd_job *j)
@@ -179,14 +57,14 @@ int cuda_stage_batch(cuda_worker *w, gemmd_job *j, bool *declined)
         *declined = true;
         return GEMM_OK;
     }
-    operand *ops = calloc(4 * np, sizeof(*ops));
-    operand **in = calloc(4 * np, sizeof(*in));
-    range *ranges = calloc(4 * np, sizeof(*ranges));
+    brange_op *ops = calloc(4 * np, sizeof(*ops));
+    brange_op **scratch = calloc(4 * np, sizeof(*scratch));
+    brange *ranges = calloc(4 * np, sizeof(*ranges));
     gemmk_problem *kp = calloc(np, sizeof(*kp));
     int *index = calloc(np, sizeof(*index)); /* kp's problem in the batch */
     uint8_t *base = NULL;
-    size_t bytes = 0, nops = 0, nin = 0, nout = 0;
-    if (!ops || !in || !ranges || !kp || !index) {
+    size_t bytes = 0, nops = 0, nrin = 0, nrout = 0;
+    if (!ops || !scratch || !ranges || !kp || !index) {
         snprintf(m, ml, "out of host memory for a batch of %zu problems", np);
         rv = GEMM_ERR_NOMEM;
         goto out;
@@ -200,33 +78,17 @@ int cuda_stage_batch(cuda_worker *w, gemmd_job *j, bool *declined)
         size_t es = gemm_dtype_size(p->ab_type);
         size_t cs = gemm_dtype_size(p->cd_type);
         index[q++] = (int)i;
-        operand_set(&ops[nops++], (int)i, OP_A, p->a, p->shape.a.rows,
-                    p->shape.a.cols, p->lda, es);
-        operand_set(&ops[nops++], (int)i, OP_B, p->b, p->shape.b.rows,
-                    p->shape.b.cols, p->ldb, es);
+        brange_op_set(&ops[nops++], (int)i, BRANGE_A, p->a, p->shape.a.rows,
+                      p->shape.a.cols, p->lda, es);
+        brange_op_set(&ops[nops++], (int)i, BRANGE_B, p->b, p->shape.b.rows,
+                      p->shape.b.cols, p->ldb, es);
         if (p->has_c)
-            operand_set(&ops[nops++], (int)i, OP_C, p->c, p->m, p->n, p->ldc,
-                        cs);
-        operand_set(&ops[nops++], (int)i, OP_D, p->d, p->m, p->n, p->ldd, cs);
+            brange_op_set(&ops[nops++], (int)i, BRANGE_C, p->c, p->m, p->n,
+                          p->ldc, cs);
+        brange_op_set(&ops[nops++], (int)i, BRANGE_D, p->d, p->m, p->n, p->ldd,
+                      cs);
     }
-    for (size_t i = 0; i < nops; i++)
-        if (ops[i].ranged && ops[i].which != OP_D)
-            in[nin++] = &ops[i];
-    qsort(in, nin, sizeof(*in), by_lo);
-    size_t nrin = merge(in, nin, true, ranges, &bytes);
-    for (size_t i = 0; i < nops; i++)
-        if (ops[i].ranged && ops[i].which == OP_D)
-            in[nout++] = &ops[i];
-    qsort(in, nout, sizeof(*in), by_lo);
-    size_t nrout = merge(in, nout, false, ranges + nrin, &bytes);
-    for (size_t i = 0; i < nops; i++) {
-        operand *o = &ops[i];
-        if (o->ranged)
-            continue;
-        o->dld = cuda_pitch_elems(o->cols, o->es);
-        o->off = bytes;
-        bytes += round_up(o->rows * o->dld * o->es, DEV_ALIGN);
-    }
+    bytes = brange_plan(ops, nops, scratch, ranges, &nrin, &nrout);
 
     rv = cuda_dev_alloc(w, bytes, (void **)&base, m, ml);
     if (rv == GEMM_ERR_DEVICE_MEMORY) { /* one by one needs less at once */
@@ -245,8 +107,8 @@ int cuda_stage_batch(cuda_worker *w, gemmd_job *j, bool *declined)
                            w->stream),
            m, ml);
     for (size_t i = 0; i < nops; i++) {
-        const operand *o = &ops[i];
-        if (o->ranged || o->which == OP_D)
+        const brange_op *o = &ops[i];
+        if (o->ranged || o->which == BRANGE_D)
             continue;
         CK(cudaMemcpy2DAsync(base + o->off, o->dld * o->es, o->src,
                              o->ld * o->es, o->cols * o->es, o->rows,
@@ -261,14 +123,14 @@ int cuda_stage_batch(cuda_worker *w, gemmd_job *j, bool *declined)
         gemmk_problem *k = &kp[q];
         *k = cuda_job_problem(p);
         for (; i < nops && ops[i].problem == index[q]; i++) {
-            const operand *o = &ops[i];
-            void *dev = op_dev(o, base);
-            int64_t ld = (int64_t)(o->ranged ? o->ld : o->dld);
-            if (o->which == OP_A)
+            const brange_op *o = &ops[i];
+            void *dev = brange_dev(o, base);
+            int64_t ld = (int64_t)o->dld;
+            if (o->which == BRANGE_A)
                 k->a = dev, k->lda = ld;
-            else if (o->which == OP_B)
+            else if (o->which == BRANGE_B)
                 k->b = dev, k->ldb = ld;
-            else if (o->which == OP_C)
+            else if (o->which == BRANGE_C)
                 k->c = dev, k->ldc = ld;
             else
                 k->d = dev, k->ldd = ld;
@@ -300,8 +162,8 @@ int cuda_stage_batch(cuda_worker *w, gemmd_job *j, bool *declined)
                            w->stream),
            m, ml);
     for (size_t i = 0; i < nops; i++) {
-        const operand *o = &ops[i];
-        if (o->ranged || o->which != OP_D)
+        const brange_op *o = &ops[i];
+        if (o->ranged || o->which != BRANGE_D)
             continue;
         CK(cudaMemcpy2DAsync((void *)o->src, o->ld * o->es, base + o->off,
                              o->dld * o->es, o->cols * o->es, o->rows,
@@ -323,7 +185,7 @@ fail:
     if (rv != GEMM_OK || *declined)
         cudaStreamSynchronize(w->stream);
     free(ops);
-    free(in);
+    free(scratch);
     free(ranges);
     free(kp);
     free(index);
