@@ -19,8 +19,9 @@
  * A strided batch (every problem of one shape, operands at constant
  * strides) needs neither table nor per-problem maps: unit u is tile
  * u % per of matrix u / per, A and B are read through two 3-D maps
- * (kernel parameters: the third dimension is the matrix) and D, C sit
- * at constant byte strides from matrix 0's.
+ * (kernel parameters: the third dimension is the matrix; an operand of
+ * stride 0, shared by all, is a 3-D map of one matrix read at 0) and D,
+ * C sit at constant byte strides from matrix 0's.
  */
 #pragma once
 
@@ -49,7 +50,8 @@ struct GroupParams {
     /* strided batch (maps and probs unused): count matrices shaped as p0,
      * matrix i's D and C at i * sd, i * sc bytes from p0's */
     int strided;
-    int per; /* tiles per matrix */
+    int a_shared, b_shared; /* stride 0: one A (B) for all, matrix 0 */
+    int per;                /* tiles per matrix */
     long long sd, sc;
     GroupProblem p0;
 };
@@ -131,7 +133,7 @@ __global__ void __launch_bounds__(384, 1)
                 const int mt = local % g.p0.num_m, nt = local / g.p0.num_m;
                 produce_tile<BN, AB, AMN, BMN, 1, STAGES, true>(
                     &ta3, &tb3, mt * BM, nt * BN, 0, g.p0.nkb, 0, sa, sb, full,
-                    empty, s, ph, i);
+                    empty, s, ph, g.a_shared ? 0 : i, g.b_shared ? 0 : i);
                 continue;
             }
             const int i = group_find(g, u);

@@ -410,14 +410,15 @@ template <int BN> struct CfgP2 {
  * waits for each free stage, loads A's and B's boxes through tma, tmb (a
  * kernel parameter's address, or a tensor map in global memory) and
  * advances the ring position (s, ph). Z3: tma, tmb are 3-D maps of a
- * strided batch and the tile is matrix z's (no cluster). The producer
- * thread only.
+ * strided batch and the tile reads matrix za of A and zb of B (no
+ * cluster). The producer thread only.
  */
 template <int BN, int AB, int AMN, int BMN, int CL, int STAGES, bool Z3 = false>
 __device__ __forceinline__ void
 produce_tile(const CUtensorMap *tma, const CUtensorMap *tmb, int m0, int n0,
              int kb0, int kb1, uint32_t rank, uint8_t *sa, uint8_t *sb,
-             uint64_t *full, uint64_t *empty, int &s, uint32_t &ph, int z = 0)
+             uint64_t *full, uint64_t *empty, int &s, uint32_t &ph, int za = 0,
+             int zb = 0)
 {
     static_assert(!Z3 || CL == 1, "strided batches: no clusters");
     constexpr int A_BYTES = Cfg<BN>::A_BYTES;
@@ -429,19 +430,19 @@ produce_tile(const CUtensorMap *tma, const CUtensorMap *tmb, int m0, int n0,
         uint8_t *a = sa + s * A_BYTES;
         uint8_t *b = sb + s * B_BYTES;
         if constexpr (AMN) {
-            tma_load<Z3>(a, tma, m0, k0, z, &full[s]);
-            tma_load<Z3>(a + SLAB, tma, m0 + 64, k0, z, &full[s]);
+            tma_load<Z3>(a, tma, m0, k0, za, &full[s]);
+            tma_load<Z3>(a + SLAB, tma, m0 + 64, k0, za, &full[s]);
         } else {
-            tma_load<Z3>(a, tma, k0, m0, z, &full[s]);
+            tma_load<Z3>(a, tma, k0, m0, za, &full[s]);
         }
         if constexpr (CL == 1) {
             if constexpr (BMN) {
 #pragma unroll
                 for (int j = 0; j < BN / 64; j++)
-                    tma_load<Z3>(b + j * SLAB, tmb, n0 + 64 * j, k0, z,
+                    tma_load<Z3>(b + j * SLAB, tmb, n0 + 64 * j, k0, zb,
                                  &full[s]);
             } else {
-                tma_load<Z3>(b, tmb, k0, n0, z, &full[s]);
+                tma_load<Z3>(b, tmb, k0, n0, zb, &full[s]);
             }
         } else {
             const uint16_t mask = (1u << CL) - 1;

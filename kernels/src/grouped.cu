@@ -93,9 +93,9 @@ gemm_error encode_map(gemmk_ctx *ctx, const gemmk_tmap_key *key, bool cached,
 /*
  * Whether the n problems at idx (one class) are a strided batch: one
  * shape, leading dimensions, output type, alpha and beta, with A, B, D
- * (and C when read) at constant positive strides, multiples of 16 bytes
- * (what a 3-D tensor map needs). On success st holds the byte strides of
- * A, B, C, D.
+ * (and C when read) at constant strides, multiples of 16 bytes (what a
+ * 3-D tensor map needs), D's positive (A, B or C may be shared: 0). On
+ * success st holds the byte strides of A, B, C, D.
  */
 bool strided_batch(const gemmk_problem *probs, const int *idx, int n,
                    long long st[4])
@@ -111,7 +111,7 @@ bool strided_batch(const gemmk_problem *probs, const int *idx, int n,
     st[2] = usec ? at(p1->c) - at(p0->c) : 0;
     st[3] = at(p1->d) - at(p0->d);
     for (int t = 0; t < 4; t++)
-        if (st[t] % 16 != 0 || st[t] < 0 || (t != 2 && st[t] == 0))
+        if (st[t] % 16 != 0 || st[t] < 0 || (t == 3 && st[t] == 0))
             return false;
     for (int i = 1; i < n; i++) {
         const gemmk_problem *p = &probs[idx[i]];
@@ -130,10 +130,15 @@ bool strided_batch(const gemmk_problem *probs, const int *idx, int n,
 }
 
 /* The 3-D map of a strided batch's operand: key's matrix, count of them
- * zstride bytes apart. Straight from the encoder (not cached). */
+ * zstride bytes apart (0: one matrix shared by all, a map of one).
+ * Straight from the encoder (not cached). */
 gemm_error encode_3d(gemmk_ctx *ctx, const gemmk_tmap_key *key, int count,
                      long long zstride, CUtensorMap *out)
 {
+    if (zstride == 0) {
+        count = 1;
+        zstride = (long long)(key->stride1 * key->dim1);
+    }
     cuuint64_t dims[3] = {key->dim0, key->dim1, (cuuint64_t)count};
     cuuint64_t strides[2] = {key->stride1, (cuuint64_t)zstride};
     cuuint32_t box[3] = {key->box0, key->box1, 1};
@@ -273,6 +278,8 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
                 goto out;
             }
             l.g.strided = 1;
+            l.g.a_shared = c.st[0] == 0;
+            l.g.b_shared = c.st[1] == 0;
             l.g.count = count;
             l.g.per = (int)tiles(p0, c.bn);
             l.g.units = (int)units;

@@ -174,8 +174,9 @@ static void free_case(Case &c)
 /*
  * A strided batch: count problems of one random shape (make_case's), A,
  * B, C and D of problem i at i times constant strides (whole matrices
- * plus 0-2 rows' worth of 8 elements) in one allocation each, which bufs
- * collects for the caller to free. The grouped call reads A and B
+ * plus 0-2 rows' worth of 8 elements; A's or B's now and then 0, one
+ * matrix shared by all) in one allocation each, which bufs collects for
+ * the caller to free. The grouped call reads A and B
  * through 3-D tensor maps then.
  */
 static std::vector<Case> make_strided(int count, uint64_t seed,
@@ -184,13 +185,17 @@ static std::vector<Case> make_strided(int count, uint64_t seed,
     Case t = make_case(true, seed);
     const gemmk_problem p = t.p;
     int64_t ar = p.trans_a ? p.k : p.m, br = p.trans_b ? p.n : p.k;
-    int64_t sa = ar * p.lda + 8 * rnd_in(0, 2);
-    int64_t sb = br * p.ldb + 8 * rnd_in(0, 2);
+    /* now and then one A or one B shared by all (stride 0: a weight) */
+    int shared = (int)(rnd() % 6); /* 0: A shared, 1: B shared */
+    int64_t sa = shared == 0 ? 0 : ar * p.lda + 8 * rnd_in(0, 2);
+    int64_t sb = shared == 1 ? 0 : br * p.ldb + 8 * rnd_in(0, 2);
     int64_t sd = p.m * p.ldd + 8 * rnd_in(0, 1);
     int64_t sc = p.c ? p.m * p.ldc + 8 * rnd_in(0, 1) : 0;
     size_t es = esize(p.ab_type), cs = esize(p.cd_type);
-    uint8_t *A = (uint8_t *)dev_random(p.ab_type, sa * count, seed * 4 + 1);
-    uint8_t *B = (uint8_t *)dev_random(p.ab_type, sb * count, seed * 4 + 2);
+    uint8_t *A = (uint8_t *)dev_random(p.ab_type, sa ? sa * count : ar * p.lda,
+                                       seed * 4 + 1);
+    uint8_t *B = (uint8_t *)dev_random(p.ab_type, sb ? sb * count : br * p.ldb,
+                                       seed * 4 + 2);
     uint8_t *C =
         p.c ? (uint8_t *)dev_random(p.cd_type, sc * count, seed * 4 + 3)
             : nullptr;
