@@ -76,6 +76,15 @@ typedef struct gemmd_backend_ops {
      * failure sets job->msg; returns a gemm_error. Worker threads; up to
      * be->workers at once. */
     int (*gemm)(gemmd_backend *be, gemmd_job *job);
+    /* optional: runs batch job (JOB_BATCH) whole on device job->device,
+     * in as few kernel launches as the backend can (its operands staged
+     * once per distinct buffer range, one grouped launch, every D copied
+     * back); the launch is one slice (not stopped part way). Sets *declined
+     * and returns GEMM_OK having run nothing when it does not take this
+     * batch (gemmd_batch_run then runs the problems one by one);
+     * otherwise fills job's stage times, nran and ran, and on failure msg
+     * and failed, and returns a gemm_error. Worker threads. */
+    int (*batch)(gemmd_backend *be, gemmd_job *job, bool *declined);
     /* JOB_UPLOAD: copies the matrix into memory of device job->device
      * (the tensor's home) and fills job->tensor. Worker threads. */
     int (*upload)(gemmd_backend *be, gemmd_job *job);
@@ -134,11 +143,12 @@ extern const gemmd_backend_ops gemmd_backend_cuda;
 #endif
 
 /*
- * Runs batch job j (JOB_BATCH) on device j->device: its problems in order,
- * each through be's gemm hook as a GEMM of its own (slices, staging,
- * kernel choice unchanged), skipping those with m or n 0; stops between
- * two problems when j is asked to (each running problem stops at its own
- * next slice), and lets the scheduler run others' small jobs between
+ * Runs batch job j (JOB_BATCH) on device j->device: through be's batch
+ * hook when it has one that takes j (unless j was asked to stop first);
+ * else its problems in order, each through be's gemm hook as a GEMM of its own
+ * (slices, staging, kernel choice unchanged), skipping those with m or n 0;
+ * stops between two problems when j is asked to (each running problem stops at
+ * its own next slice), and lets the scheduler run others' small jobs between
  * problems (j->between) about every BATCH_YIELD_NS. Fills j's stage
  * times (sums), nran, ran (the first problem's kernel) and, on failure,
  * failed and msg ("problem I: ..."). Returns a gemm_error. Worker thread

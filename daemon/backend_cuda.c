@@ -16,6 +16,7 @@
 #include "cuda/pipeline.h"
 #include "cuda/slices.h"
 #include "cuda/staging.h"
+#include "cuda/staging_batch.h"
 #include "cuda/staging_blas3.h"
 #include "log.h"
 
@@ -203,6 +204,17 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
     return rv;
 }
 
+static int cuda_batch(gemmd_backend *be, gemmd_job *j, bool *declined)
+{
+    cuda_worker *w;
+    *declined = false;
+    int rv = cuda_worker_of(be->priv, j->device, &w, j->msg, sizeof(j->msg));
+    if (rv != GEMM_OK)
+        return rv;
+    cuda_worker_forget(w);
+    return cuda_stage_batch(w, j, declined);
+}
+
 static int cuda_upload(gemmd_backend *be, gemmd_job *j)
 {
     cuda_worker *w;
@@ -344,6 +356,7 @@ const gemmd_backend_ops gemmd_backend_cuda = {
     .pin = cuda_pin,
     .unpin = cuda_unpin,
     .gemm = cuda_gemm,
+    .batch = cuda_batch,
     .upload = cuda_upload,
     .tensor_free = cuda_tensor_free,
     .stats = cuda_stats,

@@ -2,8 +2,9 @@
  * batch_run.c: a batch on a worker (gemmd_batch_run in backend.h). The
  * problems run one after another through the backend's own GEMM path, so
  * every type, transpose, resident tensor and kernel a single GEMM serves
- * a batch serves the same way, on both backends. What a grouped kernel
- * would do in one launch is left to a backend hook when there is one.
+ * a batch serves the same way, on both backends. A backend with a batch
+ * hook (the CUDA backend's grouped kernel) may take the whole batch in
+ * one launch first; the loop here is the fallback when it declines.
  */
 #include "backend.h"
 #include "slice.h"
@@ -38,6 +39,16 @@ int gemmd_batch_run(gemmd_backend *be, gemmd_job *j)
     uint64_t t_yield = gemmd_now_ns();
     j->nran = 0;
     j->ns_h2d = j->ns_kernel = j->ns_d2h = 0;
+    if (be->ops->batch != NULL) {
+        if (batch_yield(j, 0, &t_yield))
+            return slice_stopped(j);
+        bool declined = false;
+        int rv = be->ops->batch(be, j, &declined);
+        if (!declined)
+            return rv;
+        j->nran = 0;
+        j->msg[0] = '\0';
+    }
     for (uint64_t i = 0; i < j->nproblems; i++) {
         gemmd_job *p = &j->problems[i];
         if (p->m == 0 || p->n == 0)

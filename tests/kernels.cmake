@@ -56,6 +56,16 @@ if(GEMM_HAVE_CUDA)
     ${gemmd_SOURCE_DIR}/kernels/tools)
   gemm_add_test(NAME kernels_catalog_gpu_test COMMAND kernels_catalog_gpu_test
     LABELS kernels gpu TIMEOUT 900)
+  # gemmk_gemm_grouped against gemmk_gemm, bit for bit
+  add_executable(kernels_grouped_gpu_test
+    ${CMAKE_CURRENT_LIST_DIR}/kernels/grouped_gpu_test.cu)
+  set_target_properties(kernels_grouped_gpu_test PROPERTIES
+    CUDA_ARCHITECTURES "${GEMM_CUDA_ARCHS}" CUDA_STANDARD 17)
+  target_link_libraries(kernels_grouped_gpu_test PRIVATE gemm_kernels)
+  target_include_directories(kernels_grouped_gpu_test PRIVATE
+    ${gemmd_SOURCE_DIR}/kernels/tools)
+  gemm_add_test(NAME kernels_grouped_gpu_test
+    COMMAND kernels_grouped_gpu_test LABELS kernels gpu TIMEOUT 300)
   # int8 GEMM and the Ozaki-II fp64 emulation
   add_executable(kernels_ozaki_gpu_test
     ${CMAKE_CURRENT_LIST_DIR}/kernels/ozaki_gpu_test.cu)

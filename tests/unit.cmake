@@ -5,6 +5,8 @@ gemm_test(validate_blas3_test SOURCES unit/validate_blas3_test.c
   LIBS gemmd_core LABELS unit)
 gemm_test(validate_batch_test SOURCES unit/validate_batch_test.c
   LIBS gemmd_core LABELS unit)
+gemm_test(batch_ranges_test SOURCES unit/batch_ranges_test.c
+  LIBS gemmd_core LABELS unit)
 gemm_test(registry_test SOURCES unit/registry_test.c LIBS gemmd_core
   LABELS unit)
 gemm_test(pinner_test SOURCES unit/pinner_test.c LIBS gemmd_core

@@ -44,39 +44,52 @@ uint64_t cuda_pitch_elems(uint64_t cols, size_t es)
     return (cols + unit - 1) / unit * unit;
 }
 
-static int stage_alloc(cuda_worker *w, staged *s, uint64_t rows, uint64_t cols,
-                       size_t es, char *msg, size_t len)
+int cuda_dev_alloc(cuda_worker *w, size_t bytes, void **out, char *msg,
+                   size_t len)
 {
     cuda_device *d = w->dev;
     int rv = GEMM_OK;
-    s->ld = cuda_pitch_elems(cols, es);
-    s->bytes = rows * s->ld * es;
-    unsigned long long now = atomic_fetch_add(d->mem, s->bytes);
-    if (d->max_device != 0 && now + s->bytes > d->max_device) {
-        atomic_fetch_sub(d->mem, s->bytes);
-        s->bytes = 0;
+    *out = NULL;
+    unsigned long long now = atomic_fetch_add(d->mem, bytes);
+    if (d->max_device != 0 && now + bytes > d->max_device) {
+        atomic_fetch_sub(d->mem, bytes);
         snprintf(msg, len,
                  "the GEMM needs more device memory than the "
                  "daemon's limit of %llu bytes allows now",
                  d->max_device);
         return GEMM_ERR_DEVICE_MEMORY;
     }
-    CK(cudaMallocAsync(&s->dev, s->bytes, w->stream), msg, len);
+    CK(cudaMallocAsync(out, bytes, w->stream), msg, len);
     return GEMM_OK;
 fail:
-    atomic_fetch_sub(d->mem, s->bytes);
-    s->bytes = 0;
-    s->dev = NULL;
+    atomic_fetch_sub(d->mem, bytes);
+    *out = NULL;
+    return rv;
+}
+
+void cuda_dev_free(cuda_worker *w, void *p, size_t bytes)
+{
+    if (p != NULL) {
+        cudaFreeAsync(p, w->stream);
+        atomic_fetch_sub(w->dev->mem, bytes);
+    }
+}
+
+static int stage_alloc(cuda_worker *w, staged *s, uint64_t rows, uint64_t cols,
+                       size_t es, char *msg, size_t len)
+{
+    s->ld = cuda_pitch_elems(cols, es);
+    s->bytes = rows * s->ld * es;
+    int rv = cuda_dev_alloc(w, s->bytes, &s->dev, msg, len);
+    if (rv != GEMM_OK)
+        s->bytes = 0;
     return rv;
 }
 
 static void stage_free(cuda_worker *w, staged *s)
 {
-    if (s->dev != NULL) {
-        cudaFreeAsync(s->dev, w->stream);
-        atomic_fetch_sub(w->dev->mem, s->bytes);
-        s->dev = NULL;
-    }
+    cuda_dev_free(w, s->dev, s->bytes);
+    s->dev = NULL;
 }
 
 /* Copies a rows x cols matrix (es-byte elements) at src (ld elements)

@@ -28,6 +28,14 @@ gemmk_problem cuda_job_problem(const gemmd_job *j);
  * both). Any thread. */
 uint64_t cuda_pitch_elems(uint64_t cols, size_t es);
 
+/* `bytes` of device memory from w's device's pool, on w's stream, counted
+ * against the daemon's device-memory limit: GEMM_ERR_DEVICE_MEMORY past
+ * it or when the pool has none (msg says which). cuda_dev_free gives it
+ * back (NULL: nothing). Worker thread (w's). */
+int cuda_dev_alloc(cuda_worker *w, size_t bytes, void **out, char *msg,
+                   size_t len);
+void cuda_dev_free(cuda_worker *w, void *p, size_t bytes);
+
 /*
  * JOB_UPLOAD: copies j's matrix into device memory of w's device with a
  * pitch of 8 elements and fills j->tensor (its pin handle, a

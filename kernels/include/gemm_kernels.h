@@ -131,6 +131,33 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
                       cudaStream_t stream, const char *kernel,
                       gemmk_result *res);
 
+/*
+ * Many GEMMs on `stream`, in as few kernel launches as their types allow:
+ * the problems with bf16/fp16 inputs (fp32, bf16 or fp16 C/D, device
+ * operands) run in one launch of the persistent grouped kernel per input
+ * type and transpose pair (a class): "grouped128x256" when every problem
+ * of the class is at least 256 wide and their 128 x 256 tiles number at
+ * least the SMs, else "grouped128x128", each tile computing exactly what
+ * gemmk_gemm(p, "ws128x256" or "ws128x128") computes (a class
+ * that is a strided batch, one shape at constant operand strides, reads A
+ * and B through two 3-D tensor maps: no per-problem maps); the others
+ * (fp32, wide and int8 inputs, host-mapped operands) run one by one as
+ * gemmk_gemm(p, "auto") would, on the same stream, without waiting
+ * between them. Problems with m or n 0 are skipped; every other problem
+ * is validated as gemmk_gemm validates one, all before anything runs. No
+ * D may overlap another problem's A, B, C or D (not checked). res (may
+ * be NULL): the kernel that ran (the grouped kernel's name when it ran,
+ * grouped128x256 when any class ran with those tiles),
+ * or on failure "problem I: why". Returns gemmk_gemm's errors; on a
+ * failure after launches began, earlier problems may have run.
+ * Asynchronous as gemmk_gemm: the operands must stay valid until the
+ * stream reaches the work; the tensor maps and problem table live in the
+ * context's workspace (one stream per context at a time).
+ */
+gemm_error gemmk_gemm_grouped(gemmk_ctx *ctx, const gemmk_problem *probs,
+                              int count, cudaStream_t stream,
+                              gemmk_result *res);
+
 /* 1 when `name` asks for the automatic choice (NULL or "auto"). */
 int gemmk_is_auto(const char *name);
 

@@ -186,6 +186,12 @@ void say(gemmk_result *res, const char *a, const char *b)
 
 } // namespace
 
+gemm_error check_problem(const gemmk_problem *p, const char *name,
+                         const Row **row, const char **why)
+{
+    return validate(p, name, row, why);
+}
+
 gemm_error run_auto(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s,
                     const Row &row, gemmk_result *res)
 {

@@ -80,6 +80,12 @@ const Row *row_tiled(int bn, int cluster, bool split, int pp, int epi);
 /* gemmk_check against a row (NULL: unknown kernel). */
 gemm_error row_check(const Row *r, const gemmk_problem *p, const char **why);
 
+/* gemmk_gemm's one validation of p for kernel `name` (NULL: auto): dims,
+ * types, leading dimensions, alignment, then row_check; on success *row
+ * is the row to run (api.cu). */
+gemm_error check_problem(const gemmk_problem *p, const char *name,
+                         const Row **row, const char **why);
+
 /* The paths (one file each). */
 gemm_error run_auto(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
                     const Row &, gemmk_result *);
@@ -97,6 +103,10 @@ gemm_error run_f64(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
  * ws-s8 run the variant of the context's GEMMK_S8_KERNEL knob. */
 gemm_error run_s8(gemmk_ctx *, const gemmk_problem *, cudaStream_t, const Row &,
                   gemmk_result *);
+/* The grouped kernel on one problem (grouped.cu; gemmk_gemm_grouped runs
+ * many). */
+gemm_error run_grouped(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
+                       const Row &, gemmk_result *);
 /* cuBLAS DGEMM, CGEMM or ZGEMM of a wide problem (wide.cu). */
 gemm_error wide_blas(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s);
 

@@ -31,9 +31,10 @@ struct CublasState; /* ladder/cublas.cu */
 
 /* Workspaces of a context, each grown on demand (contents not kept). */
 enum CtxSlot {
-    SLOT_S8 = 0,  /* int8 GEMM: transposed operands */
-    SLOT_OZ = 1,  /* fp64 emulation: residues, planes */
-    SLOT_OZS = 2, /* fp64 emulation: statistics and scale exponents */
+    SLOT_S8 = 0,    /* int8 GEMM: transposed operands */
+    SLOT_OZ = 1,    /* fp64 emulation: residues, planes */
+    SLOT_OZS = 2,   /* fp64 emulation: statistics and scale exponents */
+    SLOT_GROUP = 3, /* grouped launches: tensor maps and problem table */
     SLOT_COUNT
 };
 

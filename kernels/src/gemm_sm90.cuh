@@ -113,6 +113,31 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map,
         : "memory");
 }
 
+/* A box of a 3-D map at (c0, c1, c2): one matrix of a strided batch. */
+__device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map,
+                                            int c0, int c1, int c2,
+                                            uint64_t *bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::"
+        "complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(
+            smem_u32(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2),
+        "r"(smem_u32(bar))
+        : "memory");
+}
+
+/* tma_load_2d, or with Z3 tma_load_3d at matrix z. */
+template <bool Z3>
+__device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map,
+                                         int c0, int c1, int z, uint64_t *bar)
+{
+    if constexpr (Z3)
+        tma_load_3d(dst, map, c0, c1, z, bar);
+    else
+        tma_load_2d(dst, map, c0, c1, bar);
+}
+
 __device__ __forceinline__ void tma_load_2d_mc(void *dst,
                                                const CUtensorMap *map, int c0,
                                                int c1, uint64_t *bar,
@@ -380,6 +405,116 @@ template <int BN> struct CfgP2 {
     static_assert(SMEM <= 227 * 1024, "over the opt-in shared memory limit");
 };
 
+/*
+ * The producer's k-blocks [kb0, kb1) of the tile at rows m0, columns n0:
+ * waits for each free stage, loads A's and B's boxes through tma, tmb (a
+ * kernel parameter's address, or a tensor map in global memory) and
+ * advances the ring position (s, ph). Z3: tma, tmb are 3-D maps of a
+ * strided batch and the tile reads matrix za of A and zb of B (no
+ * cluster). The producer thread only.
+ */
+template <int BN, int AB, int AMN, int BMN, int CL, int STAGES, bool Z3 = false>
+__device__ __forceinline__ void
+produce_tile(const CUtensorMap *tma, const CUtensorMap *tmb, int m0, int n0,
+             int kb0, int kb1, uint32_t rank, uint8_t *sa, uint8_t *sb,
+             uint64_t *full, uint64_t *empty, int &s, uint32_t &ph, int za = 0,
+             int zb = 0)
+{
+    static_assert(!Z3 || CL == 1, "strided batches: no clusters");
+    constexpr int A_BYTES = Cfg<BN>::A_BYTES;
+    constexpr int B_BYTES = Cfg<BN>::B_BYTES;
+    for (int kb = kb0; kb < kb1; kb++) {
+        mbar_wait(&empty[s], ph ^ 1);
+        mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
+        int k0 = kb * kblock_elems<AB>();
+        uint8_t *a = sa + s * A_BYTES;
+        uint8_t *b = sb + s * B_BYTES;
+        if constexpr (AMN) {
+            tma_load<Z3>(a, tma, m0, k0, za, &full[s]);
+            tma_load<Z3>(a + SLAB, tma, m0 + 64, k0, za, &full[s]);
+        } else {
+            tma_load<Z3>(a, tma, k0, m0, za, &full[s]);
+        }
+        if constexpr (CL == 1) {
+            if constexpr (BMN) {
+#pragma unroll
+                for (int j = 0; j < BN / 64; j++)
+                    tma_load<Z3>(b + j * SLAB, tmb, n0 + 64 * j, k0, zb,
+                                 &full[s]);
+            } else {
+                tma_load<Z3>(b, tmb, k0, n0, zb, &full[s]);
+            }
+        } else {
+            const uint16_t mask = (1u << CL) - 1;
+            if constexpr (BMN) {
+#pragma unroll
+                for (int j = rank; j < BN / 64; j += CL)
+                    tma_load_2d_mc(b + j * SLAB, tmb, n0 + 64 * j, k0, &full[s],
+                                   mask);
+            } else {
+                constexpr int part = BN / CL;
+                tma_load_2d_mc(b + rank * part * 128, tmb, k0, n0 + rank * part,
+                               &full[s], mask);
+            }
+        }
+        if (++s == STAGES) {
+            s = 0;
+            ph ^= 1;
+        }
+    }
+}
+
+/*
+ * One consumer's main loop over k-blocks [kb0, kb1) of a tile: wgmma on
+ * each landed stage into d (from zero), each stage released once the
+ * next one's wgmmas are issued (to both CTAs' producers with a cluster),
+ * all drained at the end; advances the ring position (s, ph). da0, db0:
+ * descriptors of stage 0 of this consumer's A rows and of B.
+ */
+template <int BN, int AB, int AMN, int BMN, int CL, int STAGES>
+__device__ __forceinline__ void
+consume_tile(float (&d)[BN / 2], uint64_t da0, uint64_t db0, int kb0, int kb1,
+             int lane, uint32_t rank, uint64_t *full, uint64_t *empty, int &s,
+             uint32_t &ph)
+{
+    constexpr int A_BYTES = Cfg<BN>::A_BYTES;
+    constexpr int B_BYTES = Cfg<BN>::B_BYTES;
+    constexpr uint32_t A_KSTEP = AMN ? 16 * 128 : 32;
+    constexpr uint32_t B_KSTEP = BMN ? 16 * 128 : 32;
+    int prev = -1;
+    for (int kb = kb0; kb < kb1; kb++) {
+        mbar_wait(&full[s], ph);
+        fence_regs(d);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            uint64_t da = da0 + ((s * A_BYTES + kk * A_KSTEP) >> 4);
+            uint64_t db = db0 + ((s * B_BYTES + kk * B_KSTEP) >> 4);
+            mma_k16<BN, AB, AMN, BMN>(d, da, db, (kb != kb0 || kk != 0));
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        fence_regs(d);
+        if (prev >= 0 && lane == 0) {
+            mbar_arrive(&empty[prev]);
+            if constexpr (CL > 1)
+                mbar_arrive_cluster(&empty[prev], rank ^ 1);
+        }
+        prev = s;
+        if (++s == STAGES) {
+            s = 0;
+            ph ^= 1;
+        }
+    }
+    wgmma_wait<0>();
+    fence_regs(d);
+    if (lane == 0) {
+        mbar_arrive(&empty[prev]);
+        if constexpr (CL > 1)
+            mbar_arrive_cluster(&empty[prev], rank ^ 1);
+    }
+}
+
 template <int BN, int AB, int AMN, int BMN, int CL, int PR = 0>
 __global__ void __launch_bounds__(384, 1)
     gemm_ws_kernel(const __grid_constant__ CUtensorMap tma,
@@ -422,46 +557,9 @@ __global__ void __launch_bounds__(384, 1)
             mt = mt * CL + rank;
             int kb0 = split * p.kb_per_split;
             int kb1 = min(p.nkb, kb0 + p.kb_per_split);
-            int m0 = mt * BM, n0 = nt * BN;
-            for (int kb = kb0; kb < kb1; kb++) {
-                mbar_wait(&empty[s], ph ^ 1);
-                mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
-                int k0 = kb * kblock_elems<AB>();
-                uint8_t *a = sa + s * A_BYTES;
-                uint8_t *b = sb + s * B_BYTES;
-                if constexpr (AMN) {
-                    tma_load_2d(a, &tma, m0, k0, &full[s]);
-                    tma_load_2d(a + SLAB, &tma, m0 + 64, k0, &full[s]);
-                } else {
-                    tma_load_2d(a, &tma, k0, m0, &full[s]);
-                }
-                if constexpr (CL == 1) {
-                    if constexpr (BMN) {
-#pragma unroll
-                        for (int j = 0; j < BN / 64; j++)
-                            tma_load_2d(b + j * SLAB, &tmb, n0 + 64 * j, k0,
-                                        &full[s]);
-                    } else {
-                        tma_load_2d(b, &tmb, k0, n0, &full[s]);
-                    }
-                } else {
-                    const uint16_t mask = (1u << CL) - 1;
-                    if constexpr (BMN) {
-#pragma unroll
-                        for (int j = rank; j < BN / 64; j += CL)
-                            tma_load_2d_mc(b + j * SLAB, &tmb, n0 + 64 * j, k0,
-                                           &full[s], mask);
-                    } else {
-                        constexpr int part = BN / CL;
-                        tma_load_2d_mc(b + rank * part * 128, &tmb, k0,
-                                       n0 + rank * part, &full[s], mask);
-                    }
-                }
-                if (++s == STAGES) {
-                    s = 0;
-                    ph ^= 1;
-                }
-            }
+            produce_tile<BN, AB, AMN, BMN, CL, STAGES>(
+                &tma, &tmb, mt * BM, nt * BN, kb0, kb1, rank, sa, sb, full,
+                empty, s, ph);
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -494,112 +592,113 @@ __global__ void __launch_bounds__(384, 1)
             mt = mt * CL + rank;
             int kb0 = split * p.kb_per_split;
             int kb1 = min(p.nkb, kb0 + p.kb_per_split);
-            int prev = -1;
-            /* PR: chunk ends after k-block kb when kb + 1 - pfirst is a
-             * positive multiple of promo (or kb + 1 == pfirst) */
-            /* warp-uniform for the compiler: control flow that depends on
-             * threadIdx (c) around wgmma makes ptxas serialize them */
-            const int pskew = __shfl_sync(
-                0xffffffffu,
-                (p.promo_skew && c == 1 && p.promo > 1) ? p.promo / 2 : 0, 0);
-            const int pfirst = p.promo_first;
-            bool fresh = true; /* PR: the slot not yet written this unit */
-            int chunk0 = kb0;  /* PR: first k-block of the chunk */
-            for (int kb = kb0; kb < kb1; kb++) {
-                mbar_wait(&full[s], ph);
-                fence_regs(d);
-                wgmma_fence();
+            if constexpr (!PR) {
+                consume_tile<BN, AB, AMN, BMN, CL, STAGES>(
+                    d, da0, db0, kb0, kb1, lane, rank, full, empty, s, ph);
+            } else {
+                int prev = -1;
+                /* PR: chunk ends after k-block kb when kb + 1 - pfirst is a
+                 * positive multiple of promo (or kb + 1 == pfirst) */
+                /* warp-uniform for the compiler: control flow that depends on
+                 * threadIdx (c) around wgmma makes ptxas serialize them */
+                const int pskew = __shfl_sync(
+                    0xffffffffu,
+                    (p.promo_skew && c == 1 && p.promo > 1) ? p.promo / 2 : 0,
+                    0);
+                const int pfirst = p.promo_first;
+                bool fresh = true; /* PR: the slot not yet written this unit */
+                int chunk0 = kb0;  /* PR: first k-block of the chunk */
+                for (int kb = kb0; kb < kb1; kb++) {
+                    mbar_wait(&full[s], ph);
+                    fence_regs(d);
+                    wgmma_fence();
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; kk++) {
-                    uint64_t da = da0 + ((s * A_BYTES + kk * A_KSTEP) >> 4);
-                    uint64_t db = db0 + ((s * B_BYTES + kk * B_KSTEP) >> 4);
-                    mma_k16<BN, AB, AMN, BMN>(
-                        d, da, db, (kb != (PR ? chunk0 : kb0) || kk != 0));
-                }
-                wgmma_commit();
-                if constexpr (PR) {
-                    const int e = kb + 1 - pfirst;
-                    const bool last = kb == kb1 - 1;
-                    if (e == 0 || (e > 0 && (e + pskew) % p.promo == 0) ||
-                        last) {
-                        /* promote: drain, release both stages */
-                        wgmma_wait<0>();
-                        fence_regs(d);
-                        if (lane == 0) {
-                            if (prev >= 0)
-                                mbar_arrive(&empty[prev]);
-                            mbar_arrive(&empty[s]);
-                        }
-                        prev = -1;
-                        if (last) {
-                            if (!fresh) { /* d += slot */
-                                if constexpr (PR == 1)
-                                    __threadfence();
+                    for (int kk = 0; kk < BK / 16; kk++) {
+                        uint64_t da = da0 + ((s * A_BYTES + kk * A_KSTEP) >> 4);
+                        uint64_t db = db0 + ((s * B_BYTES + kk * B_KSTEP) >> 4);
+                        mma_k16<BN, AB, AMN, BMN>(
+                            d, da, db, (kb != (PR ? chunk0 : kb0) || kk != 0));
+                    }
+                    wgmma_commit();
+                    if constexpr (PR) {
+                        const int e = kb + 1 - pfirst;
+                        const bool last = kb == kb1 - 1;
+                        if (e == 0 || (e > 0 && (e + pskew) % p.promo == 0) ||
+                            last) {
+                            /* promote: drain, release both stages */
+                            wgmma_wait<0>();
+                            fence_regs(d);
+                            if (lane == 0) {
+                                if (prev >= 0)
+                                    mbar_arrive(&empty[prev]);
+                                mbar_arrive(&empty[s]);
+                            }
+                            prev = -1;
+                            if (last) {
+                                if (!fresh) { /* d += slot */
+                                    if constexpr (PR == 1)
+                                        __threadfence();
+#pragma unroll
+                                    for (int i = 0; i < BN / 8; i++) {
+                                        float4 w = PR == 1
+                                                       ? __ldcg(pslot + i * 128)
+                                                       : pslot[i * 128];
+                                        d[4 * i] = __fadd_rn(d[4 * i], w.x);
+                                        d[4 * i + 1] =
+                                            __fadd_rn(d[4 * i + 1], w.y);
+                                        d[4 * i + 2] =
+                                            __fadd_rn(d[4 * i + 2], w.z);
+                                        d[4 * i + 3] =
+                                            __fadd_rn(d[4 * i + 3], w.w);
+                                    }
+                                }
+                            } else if (fresh) {
+#pragma unroll
+                                for (int i = 0; i < BN / 8; i++) {
+                                    float4 w =
+                                        make_float4(d[4 * i], d[4 * i + 1],
+                                                    d[4 * i + 2], d[4 * i + 3]);
+                                    if constexpr (PR == 1)
+                                        __stcg(pslot + i * 128, w);
+                                    else
+                                        pslot[i * 128] = w;
+                                }
+                                fresh = false;
+                            } else { /* slot += d */
 #pragma unroll
                                 for (int i = 0; i < BN / 8; i++) {
                                     float4 w = PR == 1 ? __ldcg(pslot + i * 128)
                                                        : pslot[i * 128];
-                                    d[4 * i] = __fadd_rn(d[4 * i], w.x);
-                                    d[4 * i + 1] = __fadd_rn(d[4 * i + 1], w.y);
-                                    d[4 * i + 2] = __fadd_rn(d[4 * i + 2], w.z);
-                                    d[4 * i + 3] = __fadd_rn(d[4 * i + 3], w.w);
+                                    w.x = __fadd_rn(w.x, d[4 * i]);
+                                    w.y = __fadd_rn(w.y, d[4 * i + 1]);
+                                    w.z = __fadd_rn(w.z, d[4 * i + 2]);
+                                    w.w = __fadd_rn(w.w, d[4 * i + 3]);
+                                    if constexpr (PR == 1)
+                                        __stcg(pslot + i * 128, w);
+                                    else
+                                        pslot[i * 128] = w;
                                 }
                             }
-                        } else if (fresh) {
-#pragma unroll
-                            for (int i = 0; i < BN / 8; i++) {
-                                float4 w =
-                                    make_float4(d[4 * i], d[4 * i + 1],
-                                                d[4 * i + 2], d[4 * i + 3]);
-                                if constexpr (PR == 1)
-                                    __stcg(pslot + i * 128, w);
-                                else
-                                    pslot[i * 128] = w;
+                            chunk0 = kb + 1;
+                            if (++s == STAGES) {
+                                s = 0;
+                                ph ^= 1;
                             }
-                            fresh = false;
-                        } else { /* slot += d */
-#pragma unroll
-                            for (int i = 0; i < BN / 8; i++) {
-                                float4 w = PR == 1 ? __ldcg(pslot + i * 128)
-                                                   : pslot[i * 128];
-                                w.x = __fadd_rn(w.x, d[4 * i]);
-                                w.y = __fadd_rn(w.y, d[4 * i + 1]);
-                                w.z = __fadd_rn(w.z, d[4 * i + 2]);
-                                w.w = __fadd_rn(w.w, d[4 * i + 3]);
-                                if constexpr (PR == 1)
-                                    __stcg(pslot + i * 128, w);
-                                else
-                                    pslot[i * 128] = w;
-                            }
+                            continue;
                         }
-                        chunk0 = kb + 1;
-                        if (++s == STAGES) {
-                            s = 0;
-                            ph ^= 1;
-                        }
-                        continue;
                     }
-                }
-                wgmma_wait<1>();
-                fence_regs(d);
-                if (prev >= 0 && lane == 0) {
-                    mbar_arrive(&empty[prev]);
-                    if constexpr (CL > 1)
-                        mbar_arrive_cluster(&empty[prev], rank ^ 1);
-                }
-                prev = s;
-                if (++s == STAGES) {
-                    s = 0;
-                    ph ^= 1;
-                }
-            }
-            if constexpr (!PR) {
-                wgmma_wait<0>();
-                fence_regs(d);
-                if (lane == 0) {
-                    mbar_arrive(&empty[prev]);
-                    if constexpr (CL > 1)
-                        mbar_arrive_cluster(&empty[prev], rank ^ 1);
+                    wgmma_wait<1>();
+                    fence_regs(d);
+                    if (prev >= 0 && lane == 0) {
+                        mbar_arrive(&empty[prev]);
+                        if constexpr (CL > 1)
+                            mbar_arrive_cluster(&empty[prev], rank ^ 1);
+                    }
+                    prev = s;
+                    if (++s == STAGES) {
+                        s = 0;
+                        ph ^= 1;
+                    }
                 }
             }
 

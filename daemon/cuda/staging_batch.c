@@ -1,0 +1,193 @@
+/*
+ * staging_batch.c: the CUDA backend's batch hook. A batch of 16-bit
+ * problems runs in one gemmk_gemm_grouped call (one launch of the grouped
+ * kernel per transpose pair) instead of one staged GEMM per problem.
+ *
+ * Staging is per distinct host range, not per problem, by the plan of
+ * batch_ranges.h: each merged input range is one cudaMemcpyAsync in,
+ * its operands read at the same offsets and leading dimensions on the
+ * device (a strided batch stays strided, so the library runs it through
+ * 3-D tensor maps); each merged range of dense Ds is one copy back;
+ * operands of other layouts are staged as a single GEMM stages them,
+ * pitched. All of it is one device allocation; when the daemon's
+ * device-memory limit does not allow it at once the hook declines and
+ * the problems run one by one.
+ */
+#include "cuda/staging_batch.h"
+#include "batch_ranges.h"
+#include "cuda/staging.h"
+
+#include <gemm/types.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Whether the grouped kernel takes batch j as it is. */
+static bool batch_fits(const gemmd_job *j)
+{
+    if (j->kernel[0] != '\0' && !gemmk_is_auto(j->kernel) &&
+        strcmp(j->kernel, "grouped128x128") != 0 &&
+        strcmp(j->kernel, "grouped128x256") != 0)
+        return false;
+    for (uint64_t i = 0; i < j->nproblems; i++) {
+        const gemmd_job *p = &j->problems[i];
+        if (p->ab_type != GEMM_BF16 && p->ab_type != GEMM_FP16)
+            return false;
+        if (p->a_dev || p->b_dev || p->c_dev)
+            return false;
+    }
+    return true;
+}
+
+int cuda_stage_batch(cuda_worker *w, gemmd_job *j, bool *declined)
+{
+    int rv = GEMM_OK;
+    char *m = j->msg;
+    size_t ml = sizeof(j->msg);
+    *declined = false;
+    if (!batch_fits(j)) {
+        *declined = true;
+        return GEMM_OK;
+    }
+    size_t np = 0; /* problems that run */
+    for (uint64_t i = 0; i < j->nproblems; i++)
+        np += j->problems[i].m != 0 && j->problems[i].n != 0;
+    if (np == 0 || np > 0x7fffffff) {
+        *declined = true;
+        return GEMM_OK;
+    }
+    brange_op *ops = calloc(4 * np, sizeof(*ops));
+    brange_op **scratch = calloc(4 * np, sizeof(*scratch));
+    brange *ranges = calloc(4 * np, sizeof(*ranges));
+    gemmk_problem *kp = calloc(np, sizeof(*kp));
+    int *index = calloc(np, sizeof(*index)); /* kp's problem in the batch */
+    uint8_t *base = NULL;
+    size_t bytes = 0, nops = 0, nrin = 0, nrout = 0;
+    if (!ops || !scratch || !ranges || !kp || !index) {
+        snprintf(m, ml, "out of host memory for a batch of %zu problems", np);
+        rv = GEMM_ERR_NOMEM;
+        goto out;
+    }
+
+    /* the operands, their ranges and places in the device block */
+    for (uint64_t i = 0, q = 0; i < j->nproblems; i++) {
+        const gemmd_job *p = &j->problems[i];
+        if (p->m == 0 || p->n == 0)
+            continue;
+        size_t es = gemm_dtype_size(p->ab_type);
+        size_t cs = gemm_dtype_size(p->cd_type);
+        index[q++] = (int)i;
+        brange_op_set(&ops[nops++], (int)i, BRANGE_A, p->a, p->shape.a.rows,
+                      p->shape.a.cols, p->lda, es);
+        brange_op_set(&ops[nops++], (int)i, BRANGE_B, p->b, p->shape.b.rows,
+                      p->shape.b.cols, p->ldb, es);
+        if (p->has_c)
+            brange_op_set(&ops[nops++], (int)i, BRANGE_C, p->c, p->m, p->n,
+                          p->ldc, cs);
+        brange_op_set(&ops[nops++], (int)i, BRANGE_D, p->d, p->m, p->n, p->ldd,
+                      cs);
+    }
+    bytes = brange_plan(ops, nops, scratch, ranges, &nrin, &nrout);
+
+    rv = cuda_dev_alloc(w, bytes, (void **)&base, m, ml);
+    if (rv == GEMM_ERR_DEVICE_MEMORY) { /* one by one needs less at once */
+        *declined = true;
+        m[0] = '\0';
+        rv = GEMM_OK;
+        goto out;
+    }
+    if (rv != GEMM_OK)
+        goto out;
+
+    CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
+    for (size_t r = 0; r < nrin; r++)
+        CK(cudaMemcpyAsync(base + ranges[r].off, (const void *)ranges[r].lo,
+                           ranges[r].hi - ranges[r].lo, cudaMemcpyHostToDevice,
+                           w->stream),
+           m, ml);
+    for (size_t i = 0; i < nops; i++) {
+        const brange_op *o = &ops[i];
+        if (o->ranged || o->which == BRANGE_D)
+            continue;
+        CK(cudaMemcpy2DAsync(base + o->off, o->dld * o->es, o->src,
+                             o->ld * o->es, o->cols * o->es, o->rows,
+                             cudaMemcpyHostToDevice, w->stream),
+           m, ml);
+    }
+    CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
+
+    /* the problems on the staged copies, in batch order */
+    for (size_t i = 0, q = 0; i < nops; q++) {
+        const gemmd_job *p = &j->problems[ops[i].problem];
+        gemmk_problem *k = &kp[q];
+        *k = cuda_job_problem(p);
+        for (; i < nops && ops[i].problem == index[q]; i++) {
+            const brange_op *o = &ops[i];
+            void *dev = brange_dev(o, base);
+            int64_t ld = (int64_t)o->dld;
+            if (o->which == BRANGE_A)
+                k->a = dev, k->lda = ld;
+            else if (o->which == BRANGE_B)
+                k->b = dev, k->ldb = ld;
+            else if (o->which == BRANGE_C)
+                k->c = dev, k->ldc = ld;
+            else
+                k->d = dev, k->ldd = ld;
+        }
+        if (!p->has_c)
+            k->ldc = k->ldd;
+    }
+    gemmk_result res;
+    rv = gemmk_gemm_grouped(w->kctx, kp, (int)np, w->stream, &res);
+    snprintf(j->ran, sizeof(j->ran), "%s",
+             res.kernel != NULL ? res.kernel : "grouped128x128");
+    if (rv != GEMM_OK) {
+        int at = -1;
+        const char *why = res.msg;
+        if (sscanf(res.msg, "problem %d:", &at) == 1 && at >= 0 &&
+            (size_t)at < np) {
+            j->failed = (uint64_t)index[at];
+            why = strchr(res.msg, ':') + 1;
+        }
+        snprintf(m, ml, "problem %llu: kernel %s failed (%s):%.160s",
+                 (unsigned long long)j->failed, j->ran, gemm_strerror(rv), why);
+        goto out;
+    }
+    CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
+
+    for (size_t r = nrin; r < nrin + nrout; r++)
+        CK(cudaMemcpyAsync((void *)ranges[r].lo, base + ranges[r].off,
+                           ranges[r].hi - ranges[r].lo, cudaMemcpyDeviceToHost,
+                           w->stream),
+           m, ml);
+    for (size_t i = 0; i < nops; i++) {
+        const brange_op *o = &ops[i];
+        if (o->ranged || o->which != BRANGE_D)
+            continue;
+        CK(cudaMemcpy2DAsync((void *)o->src, o->ld * o->es, base + o->off,
+                             o->dld * o->es, o->cols * o->es, o->rows,
+                             cudaMemcpyDeviceToHost, w->stream),
+           m, ml);
+    }
+    CK(cudaEventRecord(w->ev[3], w->stream), m, ml);
+    CK(cudaStreamSynchronize(w->stream), m, ml);
+    float ms[3];
+    for (int i = 0; i < 3; i++)
+        CK(cudaEventElapsedTime(&ms[i], w->ev[i], w->ev[i + 1]), m, ml);
+    j->ns_h2d = (uint64_t)(ms[0] * 1e6);
+    j->ns_kernel = (uint64_t)(ms[1] * 1e6);
+    j->ns_d2h = (uint64_t)(ms[2] * 1e6);
+    j->nran = np;
+out:
+fail:
+    cuda_dev_free(w, base, bytes);
+    if (rv != GEMM_OK || *declined)
+        cudaStreamSynchronize(w->stream);
+    free(ops);
+    free(scratch);
+    free(ranges);
+    free(kp);
+    free(index);
+    return rv;
+}

@@ -1,0 +1,196 @@
+/*
+ * gemm_grouped.cuh: the persistent grouped kernel: one launch over the
+ * tiles of many 16-bit problems (a batch of different shapes, each with
+ * its own operands, leading dimensions, alpha and beta; one input type
+ * and transpose pair per launch, C/D types per problem).
+ *
+ * The grid (at most one CTA per SM) walks work units u = 0 .. units-1,
+ * each one 128 x BN tile of one problem with all of its K. A small
+ * device table holds, per problem, the first unit (the prefix sum of the
+ * tile counts) and what the epilogue needs; unit -> problem is a binary
+ * search in it. Each problem's A and B tensor maps were encoded on the
+ * host (the context's cache) and copied to the device before the launch
+ * in the same stream, 128-byte aligned; the producer takes them from
+ * global memory after a tensormap acquire fence. The main loop and the
+ * epilogue are gemm_sm90.cuh's (produce_tile, consume_tile, store_any),
+ * so a tile computes exactly what gemm_ws_kernel<BN, .., CL = 1> computes
+ * for the same problem without split-K.
+ *
+ * A strided batch (every problem of one shape, operands at constant
+ * strides) needs neither table nor per-problem maps: unit u is tile
+ * u % per of matrix u / per, A and B are read through two 3-D maps
+ * (kernel parameters: the third dimension is the matrix; an operand of
+ * stride 0, shared by all, is a 3-D map of one matrix read at 0) and D,
+ * C sit at constant byte strides from matrix 0's.
+ */
+#pragma once
+
+#include "gemm_sm90.cuh"
+
+namespace gemmk
+{
+
+/* One problem of a grouped launch (device table entry). */
+struct GroupProblem {
+    int m, n, nkb; /* nkb: k-blocks of BK */
+    int num_m;     /* tiles along M */
+    int unit0;     /* first work unit (prefix sum of tiles) */
+    int cd_type;   /* gemm_dtype of C and D */
+    void *d;
+    const void *c; /* NULL when beta == 0 */
+    long long ldd, ldc;
+    float alpha, beta;
+};
+
+struct GroupParams {
+    const CUtensorMap *maps;   /* 2 per problem: A then B, 128-byte aligned */
+    const GroupProblem *probs; /* count entries, unit0 increasing */
+    int count;
+    int units; /* all problems' tiles */
+    /* strided batch (maps and probs unused): count matrices shaped as p0,
+     * matrix i's D and C at i * sd, i * sc bytes from p0's */
+    int strided;
+    int a_shared, b_shared; /* stride 0: one A (B) for all, matrix 0 */
+    int per;                /* tiles per matrix */
+    long long sd, sc;
+    GroupProblem p0;
+};
+
+/* The problem that unit u belongs to: the last with unit0 <= u. */
+__device__ __forceinline__ int group_find(const GroupParams &g, int u)
+{
+    int lo = 0, hi = g.count - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) >> 1;
+        if (__ldg(&g.probs[mid].unit0) <= u)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Makes the tensor map at map (written by a host copy before the launch)
+ * visible to this thread's TMA loads, and starts fetching it. */
+__device__ __forceinline__ void tmap_acquire(const CUtensorMap *map)
+{
+    asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(
+                     reinterpret_cast<uint64_t>(map))
+                 : "memory");
+    asm volatile(
+        "prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map))
+        : "memory");
+}
+
+/* Problem i of a strided batch: p0 with matrix i's D and C. */
+__device__ __forceinline__ GroupProblem strided_problem(const GroupParams &g,
+                                                        int i)
+{
+    GroupProblem q = g.p0;
+    q.d = static_cast<char *>(q.d) + i * g.sd;
+    if (q.c)
+        q.c = static_cast<const char *>(q.c) + i * g.sc;
+    return q;
+}
+
+/* ta3, tb3: A's and B's 3-D maps of a strided batch (else unused). */
+template <int BN, int AB, int AMN, int BMN>
+__global__ void __launch_bounds__(384, 1)
+    gemm_grouped_kernel(const __grid_constant__ GroupParams g,
+                        const __grid_constant__ CUtensorMap ta3,
+                        const __grid_constant__ CUtensorMap tb3)
+{
+    constexpr int STAGES = Cfg<BN>::STAGES;
+    constexpr int A_BYTES = Cfg<BN>::A_BYTES;
+    constexpr int B_BYTES = Cfg<BN>::B_BYTES;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = reinterpret_cast<uint8_t *>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    uint8_t *sa = smem;
+    uint8_t *sb = smem + STAGES * A_BYTES;
+    uint64_t *full = reinterpret_cast<uint64_t *>(sb + STAGES * B_BYTES);
+    uint64_t *empty = full + STAGES;
+
+    const int wg = threadIdx.x / 128;
+    const int tid = threadIdx.x % 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 8); /* lane 0 of each consumer warp */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        int s = 0;
+        uint32_t ph = 0;
+        int seen = -1; /* the problem whose maps were acquired last */
+        for (int u = blockIdx.x; tid == 0 && u < g.units; u += gridDim.x) {
+            if (g.strided) {
+                const int i = u / g.per, local = u - i * g.per;
+                const int mt = local % g.p0.num_m, nt = local / g.p0.num_m;
+                produce_tile<BN, AB, AMN, BMN, 1, STAGES, true>(
+                    &ta3, &tb3, mt * BM, nt * BN, 0, g.p0.nkb, 0, sa, sb, full,
+                    empty, s, ph, g.a_shared ? 0 : i, g.b_shared ? 0 : i);
+                continue;
+            }
+            const int i = group_find(g, u);
+            const GroupProblem &q = g.probs[i];
+            const int local = u - q.unit0;
+            const int mt = local % q.num_m, nt = local / q.num_m;
+            const CUtensorMap *ma = g.maps + 2 * i;
+            if (i != seen) {
+                tmap_acquire(ma);
+                tmap_acquire(ma + 1);
+                seen = i;
+            }
+            produce_tile<BN, AB, AMN, BMN, 1, STAGES>(ma, ma + 1, mt * BM,
+                                                      nt * BN, 0, q.nkb, 0, sa,
+                                                      sb, full, empty, s, ph);
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        const int c = wg - 1;
+        const int warp = tid / 32, lane = tid % 32;
+        float d[BN / 2];
+        int s = 0;
+        uint32_t ph = 0;
+        constexpr uint32_t A_LBO = AMN ? SLAB : 16;
+        constexpr uint32_t B_LBO = BMN ? SLAB : 16;
+        const uint64_t da0 = gemmk_desc_encode(smem_u32(sa) + c * SLAB, A_LBO,
+                                               1024, GEMMK_SWIZZLE_128B);
+        const uint64_t db0 =
+            gemmk_desc_encode(smem_u32(sb), B_LBO, 1024, GEMMK_SWIZZLE_128B);
+        for (int u = blockIdx.x; u < g.units; u += gridDim.x) {
+            GroupProblem q;
+            int local;
+            if (g.strided) {
+                const int i = u / g.per;
+                q = strided_problem(g, i);
+                local = u - i * g.per;
+            } else {
+                q = g.probs[group_find(g, u)];
+                local = u - q.unit0;
+            }
+            const int mt = local % q.num_m, nt = local / q.num_m;
+            consume_tile<BN, AB, AMN, BMN, 1, STAGES>(
+                d, da0, db0, 0, q.nkb, lane, 0, full, empty, s, ph);
+            /* the epilogue of gemm_ws_kernel, through this problem's
+             * parameters */
+            KParams p;
+            p.m = q.m, p.n = q.n;
+            p.splits = 1;
+            p.cd_type = q.cd_type;
+            p.d = q.d, p.c = q.c;
+            p.ldd = q.ldd, p.ldc = q.ldc;
+            p.alpha = q.alpha, p.beta = q.beta;
+            p.ws = nullptr;
+            p.ldw = 0;
+            store_any<BN>(p, d, mt * BM + c * 64, nt * BN, lane, warp, 0);
+        }
+    }
+}
+
+} // namespace gemmk

@@ -1,0 +1,433 @@
+/*
+ * grouped.cu: gemmk_gemm_grouped, many problems in as few launches as
+ * their types allow. Every problem is validated as gemmk_gemm validates
+ * one; then the 16-bit ones (bf16/fp16 inputs, device operands) are
+ * sorted into classes by input type and transposes (what the kernel
+ * instantiates on), and each class runs as one launch of the grouped
+ * kernel (gemm_grouped.cuh). Their tensor maps are encoded here (through
+ * the context's cache while it can hold them; straight from the encoder
+ * when a batch has more maps than the cache, which would only evict
+ * itself) and, with the problem table, reach the device in one
+ * cudaMemcpyAsync on the caller's stream before the launches. The rest
+ * (other types, host-mapped operands) run one by one through gemmk_gemm
+ * on the same stream, with no synchronisation between them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "ctx_internal.h"
+#include "grouped.h"
+#include "plan.h"
+
+namespace gemmk
+{
+namespace
+{
+
+/* The catalog names of the grouped kernel's tile widths. */
+const char *grouped_name(int bn)
+{
+    return bn == 256 ? "grouped128x256" : "grouped128x128";
+}
+
+/* Whether validated problem p runs in the grouped kernel. */
+bool groupable(const gemmk_problem *p)
+{
+    return (p->ab_type == GEMM_BF16 || p->ab_type == GEMM_FP16) &&
+           !p->host_mapped;
+}
+
+/* The class of a groupable problem: input type and transposes. */
+int group_class(const gemmk_problem *p)
+{
+    return (p->ab_type == GEMM_FP16 ? 4 : 0) | (p->trans_a ? 2 : 0) |
+           (p->trans_b ? 1 : 0);
+}
+
+/* A's and B's tensor map keys of p, as tiled16.cu makes them for a
+ * 128 x bn tile without a cluster. */
+void map_keys(const gemmk_problem *p, int bn, gemmk_tmap_key *ka,
+              gemmk_tmap_key *kb)
+{
+    memset(ka, 0, sizeof(*ka));
+    ka->addr = (uint64_t)(uintptr_t)p->a;
+    ka->dtype = p->ab_type;
+    ka->swizzle = GEMMK_SWIZZLE_128B;
+    ka->stride1 = (uint64_t)p->lda * 2;
+    if (p->trans_a) {
+        ka->dim0 = p->m, ka->dim1 = p->k, ka->box0 = 64, ka->box1 = 64;
+    } else {
+        ka->dim0 = p->k, ka->dim1 = p->m, ka->box0 = 64, ka->box1 = BM;
+    }
+    memset(kb, 0, sizeof(*kb));
+    kb->addr = (uint64_t)(uintptr_t)p->b;
+    kb->dtype = p->ab_type;
+    kb->swizzle = GEMMK_SWIZZLE_128B;
+    kb->stride1 = (uint64_t)p->ldb * 2;
+    if (!p->trans_b) {
+        kb->dim0 = p->n, kb->dim1 = p->k, kb->box0 = 64, kb->box1 = 64;
+    } else {
+        kb->dim0 = p->k, kb->dim1 = p->n, kb->box0 = 64,
+        kb->box1 = (uint32_t)bn;
+    }
+}
+
+/* The tensor map of key into *out: from the cache when `cached`, else
+ * straight from the encoder. */
+gemm_error encode_map(gemmk_ctx *ctx, const gemmk_tmap_key *key, bool cached,
+                      CUtensorMap *out)
+{
+    if (cached)
+        return ctx_map(ctx, key, out);
+    gemmk_tmap m;
+    if (ctx->cache.encode(ctx->cache.user, key, &m) != 0) {
+        ctx_say(ctx, "cuTensorMapEncodeTiled failed for a grouped operand");
+        return GEMM_ERR_INVALID;
+    }
+    memcpy(out, &m, sizeof(*out));
+    return GEMM_OK;
+}
+
+/*
+ * Whether the n problems at idx (one class) are a strided batch: one
+ * shape, leading dimensions, output type, alpha and beta, with A, B, D
+ * (and C when read) at constant strides, multiples of 16 bytes (what a
+ * 3-D tensor map needs), D's positive (A, B or C may be shared: 0). On
+ * success st holds the byte strides of A, B, C, D.
+ */
+bool strided_batch(const gemmk_problem *probs, const int *idx, int n,
+                   long long st[4])
+{
+    if (n < 2)
+        return false;
+    const gemmk_problem *p0 = &probs[idx[0]];
+    const bool usec = p0->beta != 0.f;
+    auto at = [](const void *x) { return (long long)(uintptr_t)x; };
+    const gemmk_problem *p1 = &probs[idx[1]];
+    st[0] = at(p1->a) - at(p0->a);
+    st[1] = at(p1->b) - at(p0->b);
+    st[2] = usec ? at(p1->c) - at(p0->c) : 0;
+    st[3] = at(p1->d) - at(p0->d);
+    for (int t = 0; t < 4; t++)
+        if (st[t] % 16 != 0 || st[t] < 0 || (t == 3 && st[t] == 0))
+            return false;
+    for (int i = 1; i < n; i++) {
+        const gemmk_problem *p = &probs[idx[i]];
+        if (p->m != p0->m || p->n != p0->n || p->k != p0->k ||
+            p->lda != p0->lda || p->ldb != p0->ldb || p->ldd != p0->ldd ||
+            p->cd_type != p0->cd_type || p->alpha != p0->alpha ||
+            p->beta != p0->beta || (usec && p->ldc != p0->ldc))
+            return false;
+        if (at(p->a) != at(p0->a) + i * st[0] ||
+            at(p->b) != at(p0->b) + i * st[1] ||
+            at(p->d) != at(p0->d) + i * st[3] ||
+            (usec && at(p->c) != at(p0->c) + i * st[2]))
+            return false;
+    }
+    return true;
+}
+
+/* The 3-D map of a strided batch's operand: key's matrix, count of them
+ * zstride bytes apart (0: one matrix shared by all, a map of one).
+ * Straight from the encoder (not cached). */
+gemm_error encode_3d(gemmk_ctx *ctx, const gemmk_tmap_key *key, int count,
+                     long long zstride, CUtensorMap *out)
+{
+    if (zstride == 0) {
+        count = 1;
+        zstride = (long long)(key->stride1 * key->dim1);
+    }
+    cuuint64_t dims[3] = {key->dim0, key->dim1, (cuuint64_t)count};
+    cuuint64_t strides[2] = {key->stride1, (cuuint64_t)zstride};
+    cuuint32_t box[3] = {key->box0, key->box1, 1};
+    cuuint32_t estr[3] = {1, 1, 1};
+    CUtensorMapDataType dt = key->dtype == GEMM_BF16
+                                 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    CUresult r = ctx->encode(
+        out, dt, 3, reinterpret_cast<void *>(key->addr), dims, strides, box,
+        estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? GEMM_OK : GEMM_ERR_INVALID;
+}
+
+/* Problem p's table entry, its units from unit0 on. */
+void fill_entry(const gemmk_problem *p, int64_t unit0, GroupProblem *q)
+{
+    q->m = (int)p->m, q->n = (int)p->n;
+    q->nkb = (int)cdiv(p->k, BK);
+    q->num_m = (int)cdiv(p->m, BM);
+    q->unit0 = (int)unit0;
+    q->cd_type = p->cd_type;
+    q->d = p->d;
+    q->c = p->beta != 0.f ? p->c : nullptr;
+    q->ldd = p->ldd, q->ldc = p->ldc;
+    q->alpha = p->alpha, q->beta = p->beta;
+}
+
+int64_t tiles(const gemmk_problem *p, int bn)
+{
+    return cdiv(p->m, BM) * cdiv(p->n, bn);
+}
+
+/* The tile width of the n problems at idx (one class): 256 when every
+ * problem is at least 256 wide and their 128 x 256 tiles give each SM
+ * one at least (the 128 x 256 kernel's rate, a full wave); else 128. */
+int class_bn(const gemmk_problem *probs, const int *idx, int n, int num_sms)
+{
+    int64_t t = 0;
+    for (int i = 0; i < n; i++) {
+        if (probs[idx[i]].n < 256)
+            return 128;
+        t += tiles(&probs[idx[i]], 256);
+    }
+    return t >= num_sms ? 256 : 128;
+}
+
+size_t round_up(size_t x, size_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+/*
+ * Runs the groupable problems listed in idx (n of them, in class order:
+ * cls[i] is idx[i]'s class) as one launch per class. A class that is a
+ * strided batch launches with two 3-D maps and no table; the others'
+ * maps and tables go in one host buffer, one copy to the context's
+ * workspace, before the launches. *fail: the problem a failure is about
+ * (-1: none).
+ */
+gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
+                      const int *idx, const int *cls, int n, int force_bn,
+                      cudaStream_t stream, int *fail, int *max_bn)
+{
+    /* classes: [i0, i1) of idx, strided or not */
+    struct Class {
+        int i0, i1;
+        bool strided;
+        long long st[4];
+        int t0; /* first table entry (not strided) */
+        int bn; /* tile width */
+    };
+    Class cl[8];
+    int ncl = 0, nt = 0;
+    GroupLaunch *ls = static_cast<GroupLaunch *>(
+        aligned_alloc(64, round_up(sizeof(GroupLaunch) * 8, 64)));
+    if (!ls) {
+        ctx_say(ctx, "out of host memory for %d grouped problems", n);
+        return GEMM_ERR_NOMEM;
+    }
+    for (int i0 = 0; i0 < n;) {
+        int i1 = i0 + 1;
+        while (i1 < n && cls[i1] == cls[i0])
+            i1++;
+        Class &c = cl[ncl];
+        GroupLaunch &l = ls[ncl++];
+        memset(&l, 0, sizeof(l));
+        c.i0 = i0, c.i1 = i1;
+        c.bn = force_bn ? force_bn
+                        : class_bn(probs, idx + i0, i1 - i0, ctx->num_sms);
+        if (c.bn > *max_bn)
+            *max_bn = c.bn;
+        c.strided = strided_batch(probs, idx + i0, i1 - i0, c.st);
+        if (c.strided) { /* the 3-D maps, or (refused) a table after all */
+            gemmk_tmap_key ka, kb;
+            map_keys(&probs[idx[i0]], c.bn, &ka, &kb);
+            c.strided =
+                encode_3d(ctx, &ka, i1 - i0, c.st[0], &l.ta3) == GEMM_OK &&
+                encode_3d(ctx, &kb, i1 - i0, c.st[1], &l.tb3) == GEMM_OK;
+        }
+        c.t0 = nt;
+        if (!c.strided)
+            nt += i1 - i0;
+        i0 = i1;
+    }
+
+    const size_t maps_bytes = (size_t)nt * 2 * sizeof(CUtensorMap);
+    const size_t bytes = maps_bytes + (size_t)nt * sizeof(GroupProblem);
+    uint8_t *host =
+        nt ? static_cast<uint8_t *>(aligned_alloc(128, round_up(bytes, 128)))
+           : nullptr;
+    void *dev = nullptr;
+    gemm_error e = GEMM_OK;
+    if (nt && !host) {
+        ctx_say(ctx, "out of host memory for %d grouped problems", n);
+        e = GEMM_ERR_NOMEM;
+        goto out;
+    }
+    if (nt && (e = ctx_workspace(ctx, SLOT_GROUP, bytes, &dev)) != GEMM_OK)
+        goto out;
+    for (int ci = 0; ci < ncl; ci++) {
+        Class &c = cl[ci];
+        GroupLaunch &l = ls[ci];
+        const gemmk_problem *p0 = &probs[idx[c.i0]];
+        l.f16 = (cls[c.i0] & 4) != 0;
+        l.amn = (cls[c.i0] & 2) != 0;
+        l.bmn = (cls[c.i0] & 1) == 0;
+        l.stream = stream;
+        l.bn = c.bn;
+        if (c.strided) {
+            const int count = c.i1 - c.i0;
+            const int64_t units = tiles(p0, c.bn) * count;
+            if (units > 0x7fffffff) {
+                ctx_say(ctx, "a grouped launch of more than 2^31 tiles");
+                *fail = idx[c.i0];
+                e = GEMM_ERR_INVALID;
+                goto out;
+            }
+            l.g.strided = 1;
+            l.g.a_shared = c.st[0] == 0;
+            l.g.b_shared = c.st[1] == 0;
+            l.g.count = count;
+            l.g.per = (int)tiles(p0, c.bn);
+            l.g.units = (int)units;
+            l.g.sd = c.st[3];
+            l.g.sc = c.st[2];
+            fill_entry(p0, 0, &l.g.p0);
+            continue;
+        }
+        CUtensorMap *maps = reinterpret_cast<CUtensorMap *>(host);
+        GroupProblem *tab = reinterpret_cast<GroupProblem *>(host + maps_bytes);
+        int64_t unit = 0;
+        for (int i = c.i0; i < c.i1; i++) {
+            const gemmk_problem *p = &probs[idx[i]];
+            const int t = c.t0 + (i - c.i0);
+            gemmk_tmap_key ka, kb;
+            map_keys(p, c.bn, &ka, &kb);
+            const bool cached = 2 * nt <= GEMMK_TMAP_CACHE_CAP / 2;
+            if ((e = encode_map(ctx, &ka, cached, &maps[2 * t])) != GEMM_OK ||
+                (e = encode_map(ctx, &kb, cached, &maps[2 * t + 1])) !=
+                    GEMM_OK) {
+                *fail = idx[i];
+                goto out;
+            }
+            fill_entry(p, unit, &tab[t]);
+            unit += tiles(p, c.bn);
+            if (unit > 0x7fffffff) {
+                ctx_say(ctx, "a grouped launch of more than 2^31 tiles");
+                e = GEMM_ERR_INVALID;
+                *fail = idx[i];
+                goto out;
+            }
+        }
+        l.g.maps = static_cast<const CUtensorMap *>(dev) + 2 * c.t0;
+        l.g.probs = reinterpret_cast<const GroupProblem *>(
+                        static_cast<const uint8_t *>(dev) + maps_bytes) +
+                    c.t0;
+        l.g.count = c.i1 - c.i0;
+        l.g.units = (int)unit;
+    }
+    if (nt) {
+        cudaError_t ce =
+            cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream);
+        if (ce != cudaSuccess) {
+            e = ctx_fail(ctx, ce, "cudaMemcpyAsync(grouped table)", __FILE__,
+                         __LINE__);
+            goto out;
+        }
+    }
+    for (int ci = 0; ci < ncl; ci++) {
+        GroupLaunch &l = ls[ci];
+        l.grid = l.g.units < ctx->num_sms ? l.g.units : ctx->num_sms;
+        cudaError_t ce = launch_grouped(l);
+        if (ce != cudaSuccess) {
+            e = ctx_fail(ctx, ce, "launch_grouped", __FILE__, __LINE__);
+            *fail = idx[cl[ci].i0];
+            goto out;
+        }
+    }
+out:
+    free(host);
+    free(ls);
+    return e;
+}
+
+} // namespace
+
+gemm_error run_grouped(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s,
+                       const Row &row, gemmk_result *res)
+{
+    res->kernel = row.d.name;
+    if (p->host_mapped) {
+        ctx_say(ctx, "the grouped kernel reads device memory only");
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    int idx = 0, cls = group_class(p), fail = -1, bn = 0;
+    return run_groups(ctx, p, &idx, &cls, 1, row.tiling.bn, s, &fail, &bn);
+}
+
+} // namespace gemmk
+
+using namespace gemmk;
+
+extern "C" gemm_error gemmk_gemm_grouped(gemmk_ctx *ctx,
+                                         const gemmk_problem *probs, int count,
+                                         cudaStream_t stream, gemmk_result *res)
+{
+    gemmk_result dummy;
+    if (!res)
+        res = &dummy;
+    res->kernel = nullptr;
+    res->msg[0] = '\0';
+    if (!ctx || count < 0 || (count > 0 && !probs)) {
+        snprintf(res->msg, sizeof(res->msg), "grouped: %s",
+                 !ctx ? "no kernel context" : "no problems given");
+        return GEMM_ERR_INVALID;
+    }
+    ctx->msg[0] = '\0';
+    int *idx = static_cast<int *>(malloc(sizeof(int) * 2 * (count + 1)));
+    if (!idx) {
+        snprintf(res->msg, sizeof(res->msg), "grouped: out of host memory");
+        return GEMM_ERR_NOMEM;
+    }
+    int *cls = idx + count + 1;
+    int ng = 0, fail = -1;
+    gemm_error e = GEMM_OK;
+    /* validate everything before anything runs */
+    for (int i = 0; i < count && e == GEMM_OK; i++) {
+        const gemmk_problem *p = &probs[i];
+        if (p->m == 0 || p->n == 0)
+            continue;
+        const Row *row;
+        const char *why = nullptr;
+        if ((e = check_problem(p, nullptr, &row, &why)) != GEMM_OK) {
+            snprintf(res->msg, sizeof(res->msg), "problem %d: %.200s", i,
+                     why ? why : "invalid");
+            break;
+        }
+    }
+    if (e == GEMM_OK) {
+        for (int c = 0; c < 8; c++) /* groupable ones, by class */
+            for (int i = 0; i < count; i++)
+                if (probs[i].m && probs[i].n && groupable(&probs[i]) &&
+                    group_class(&probs[i]) == c) {
+                    idx[ng] = i;
+                    cls[ng++] = c;
+                }
+        if (ng > 0) {
+            int bn = 0;
+            e = run_groups(ctx, probs, idx, cls, ng, 0, stream, &fail, &bn);
+            res->kernel = grouped_name(bn ? bn : 128);
+            if (e != GEMM_OK)
+                snprintf(res->msg, sizeof(res->msg), "problem %d: %.200s", fail,
+                         ctx->msg[0] ? ctx->msg
+                                     : "failed without a CUDA error");
+        }
+    }
+    for (int i = 0; i < count && e == GEMM_OK; i++) { /* the others */
+        const gemmk_problem *p = &probs[i];
+        if (p->m == 0 || p->n == 0 || groupable(p))
+            continue;
+        gemmk_result r;
+        e = gemmk_gemm(ctx, p, stream, nullptr, &r);
+        if (!res->kernel)
+            res->kernel = r.kernel;
+        if (e != GEMM_OK)
+            snprintf(res->msg, sizeof(res->msg), "problem %d: %.200s", i,
+                     r.msg);
+    }
+    free(idx);
+    return e;
+}

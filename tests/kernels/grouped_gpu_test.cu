@@ -1,0 +1,446 @@
+/*
+ * grouped_gpu_test.cu: gemmk_gemm_grouped against gemmk_gemm, bit for bit.
+ *
+ * Each round draws a batch of problems of different shapes (M 1..300 and
+ * a few larger, odd N and K, K up to 1100 so tiles take many k-blocks),
+ * input types (bf16, fp16), transposes, output types (fp32, bf16, fp16),
+ * alpha and beta (0 with C = NULL, or random with C), padded leading
+ * dimensions, and a few problems the grouped kernel does not serve (fp32
+ * inputs: they run through gemmk_gemm inside the grouped call) and with
+ * M = 0 (skipped); odd rounds are strided batches instead (one shape,
+ * operands at constant strides: the kernel's 3-D tensor-map mode). The
+ * batch runs as one gemmk_gemm_grouped call; then
+ * every problem runs alone through gemmk_gemm on a second D: "ws128x128"
+ * for the 16-bit ones (the kernel family the grouped kernel shares its
+ * main loop and epilogue with: the same wgmma sequence over K and the
+ * same stores, so the results must be identical) and "auto" for the
+ * others. Both Ds start as 0xFF bytes (NaN), and the whole allocation,
+ * row padding included, must compare equal: every element written, no
+ * padding touched, every bit the same. It also checks the reply names
+ * the grouped kernel, the one-problem catalog entry "grouped128x128",
+ * and that a batch with one bad problem is refused as "problem I" before
+ * anything runs.
+ *
+ * A plain program: with no CUDA device (or not sm_90) it prints why and
+ * exits 77 (skipped). Usage: kernels_grouped_gpu_test [--rounds N]
+ * [--seed N]
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cuda_check.h"
+#include "gemm_kernels.h"
+
+static __device__ uint32_t mix32(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return static_cast<uint32_t>(x ^ (x >> 31));
+}
+
+/* n elements of type t (gemm_dtype) uniform in [-1, 1). */
+static __global__ void fill_kernel(void *p, int t, int64_t n, uint64_t seed)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        float v =
+            (mix32(seed + (uint64_t)i) >> 8) * (2.0f / 16777216.0f) - 1.0f;
+        if (t == GEMM_BF16)
+            static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(v);
+        else if (t == GEMM_FP16)
+            static_cast<__half *>(p)[i] = __float2half_rn(v);
+        else
+            static_cast<float *>(p)[i] = v;
+    }
+}
+
+/* A gemm_error as a number (the kernel library carries no message
+ * table). */
+static const char *err_name(gemm_error e)
+{
+    static char buf[32];
+    snprintf(buf, sizeof(buf), "gemm_error %d", (int)e);
+    return buf;
+}
+
+static uint64_t g_rng = 88172645463325252ull;
+static uint64_t rnd()
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return g_rng;
+}
+static int64_t rnd_in(int64_t lo, int64_t hi) /* [lo, hi] */
+{
+    return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
+
+static size_t esize(int t)
+{
+    return t == GEMM_FP32 ? 4 : 2;
+}
+
+static void *dev_random(int t, int64_t n, uint64_t seed)
+{
+    void *p;
+    CK(cudaMalloc(&p, (size_t)n * esize(t)));
+    fill_kernel<<<64, 256>>>(p, t, n, seed);
+    CK(cudaGetLastError());
+    return p;
+}
+
+struct Case {
+    gemmk_problem p;
+    void *d2; /* gemmk_gemm's D */
+    size_t d_bytes;
+    const char *alone; /* the kernel gemmk_gemm runs it with */
+    bool shared;       /* a, b, c, d lie in a strided batch's buffers */
+};
+
+/* Rounds 6 and 7: every N at least 256 (classes of 128 x 256 tiles). */
+static bool g_wide = false;
+
+static int64_t pad8(int64_t x)
+{
+    return (x + 7) / 8 * 8 + (rnd() % 3 == 0 ? 8 : 0);
+}
+
+static Case make_case(bool groupable, uint64_t seed)
+{
+    Case c = {};
+    gemmk_problem &p = c.p;
+    int64_t big = rnd() % 8 == 0;
+    p.m = big ? rnd_in(301, 700) : rnd_in(1, 300);
+    p.n = rnd() % 6 == 0 ? rnd_in(1, 9) : rnd_in(1, big ? 600 : 300);
+    if (g_wide)
+        p.n = rnd_in(256, 700);
+    p.k = rnd() % 5 == 0 ? rnd_in(300, 1100) : rnd_in(1, 200);
+    if (groupable)
+        p.ab_type = rnd() % 2 ? GEMM_BF16 : GEMM_FP16;
+    else
+        p.ab_type = GEMM_FP32;
+    const gemm_dtype cds[3] = {GEMM_FP32, GEMM_BF16, GEMM_FP16};
+    p.cd_type = cds[rnd() % 3];
+    p.trans_a = (int)(rnd() % 2);
+    p.trans_b = (int)(rnd() % 2);
+    p.precision = GEMM_PRECISION_DEFAULT;
+    int64_t ar = p.trans_a ? p.k : p.m, ac = p.trans_a ? p.m : p.k;
+    int64_t br = p.trans_b ? p.n : p.k, bc = p.trans_b ? p.k : p.n;
+    p.lda = pad8(ac);
+    p.ldb = pad8(bc);
+    p.ldd = pad8(p.n);
+    p.a = dev_random(p.ab_type, ar * p.lda, seed * 4 + 1);
+    p.b = dev_random(p.ab_type, br * p.ldb, seed * 4 + 2);
+    p.alpha = (float)rnd_in(-200, 200) / 100.0f;
+    if (rnd() % 2) {
+        p.beta = (float)rnd_in(-200, 200) / 100.0f;
+        p.ldc = pad8(p.n);
+        p.c = dev_random(p.cd_type, p.m * p.ldc, seed * 4 + 3);
+    } else {
+        p.beta = 0.f;
+        p.c = nullptr;
+        p.ldc = p.ldd;
+    }
+    c.d_bytes = (size_t)(p.m * p.ldd) * esize(p.cd_type);
+    CK(cudaMalloc(&p.d, c.d_bytes));
+    CK(cudaMalloc(&c.d2, c.d_bytes));
+    CK(cudaMemset(p.d, 0xFF, c.d_bytes));
+    CK(cudaMemset(c.d2, 0xFF, c.d_bytes));
+    c.alone = groupable ? "ws128x128" : "auto";
+    return c;
+}
+
+static void free_case(Case &c)
+{
+    CK(cudaFree(c.d2));
+    if (c.shared)
+        return;
+    CK(cudaFree(const_cast<void *>(c.p.a)));
+    CK(cudaFree(const_cast<void *>(c.p.b)));
+    if (c.p.c)
+        CK(cudaFree(const_cast<void *>(c.p.c)));
+    CK(cudaFree(c.p.d));
+}
+
+/*
+ * A strided batch: count problems of one random shape (make_case's), A,
+ * B, C and D of problem i at i times constant strides (whole matrices
+ * plus 0-2 rows' worth of 8 elements; A's or B's now and then 0, one
+ * matrix shared by all) in one allocation each, which bufs collects for
+ * the caller to free. The grouped call reads A and B
+ * through 3-D tensor maps then.
+ */
+static std::vector<Case> make_strided(int count, uint64_t seed,
+                                      std::vector<void *> &bufs)
+{
+    Case t = make_case(true, seed);
+    const gemmk_problem p = t.p;
+    int64_t ar = p.trans_a ? p.k : p.m, br = p.trans_b ? p.n : p.k;
+    /* now and then one A or one B shared by all (stride 0: a weight) */
+    int shared = (int)(rnd() % 6); /* 0: A shared, 1: B shared */
+    int64_t sa = shared == 0 ? 0 : ar * p.lda + 8 * rnd_in(0, 2);
+    int64_t sb = shared == 1 ? 0 : br * p.ldb + 8 * rnd_in(0, 2);
+    int64_t sd = p.m * p.ldd + 8 * rnd_in(0, 1);
+    int64_t sc = p.c ? p.m * p.ldc + 8 * rnd_in(0, 1) : 0;
+    size_t es = esize(p.ab_type), cs = esize(p.cd_type);
+    uint8_t *A = (uint8_t *)dev_random(p.ab_type, sa ? sa * count : ar * p.lda,
+                                       seed * 4 + 1);
+    uint8_t *B = (uint8_t *)dev_random(p.ab_type, sb ? sb * count : br * p.ldb,
+                                       seed * 4 + 2);
+    uint8_t *C =
+        p.c ? (uint8_t *)dev_random(p.cd_type, sc * count, seed * 4 + 3)
+            : nullptr;
+    uint8_t *D;
+    CK(cudaMalloc(&D, (size_t)(sd * count) * cs));
+    CK(cudaMemset(D, 0xFF, (size_t)(sd * count) * cs));
+    bufs.push_back(A), bufs.push_back(B), bufs.push_back(D);
+    if (C)
+        bufs.push_back(C);
+    std::vector<Case> out;
+    for (int i = 0; i < count; i++) {
+        Case c = t;
+        c.shared = true;
+        c.p.a = A + (size_t)i * sa * es;
+        c.p.b = B + (size_t)i * sb * es;
+        c.p.c = C ? C + (size_t)i * sc * cs : nullptr;
+        c.p.d = D + (size_t)i * sd * cs;
+        CK(cudaMalloc(&c.d2, c.d_bytes));
+        CK(cudaMemset(c.d2, 0xFF, c.d_bytes));
+        out.push_back(c);
+    }
+    free_case(t);
+    return out;
+}
+
+/*
+ * Sets each case's kernel alone: ws128x128, or ws128x256 for a class
+ * gemmk_gemm_grouped runs with 128 x 256 tiles (its documented rule:
+ * every problem of the class, one input type and transpose pair, at
+ * least 256 wide and at least one such tile per SM); fp32 ones "auto".
+ * Returns the name the reply must give.
+ */
+static const char *expect_kernels(std::vector<Case> &cs, int sms)
+{
+    bool any256 = false;
+    for (int cls = 0; cls < 8; cls++) {
+        bool wide = true, some = false;
+        int64_t tiles = 0;
+        for (const Case &c : cs) {
+            const gemmk_problem &p = c.p;
+            if (p.ab_type == GEMM_FP32 || ((p.ab_type == GEMM_FP16) * 4 +
+                                           p.trans_a * 2 + p.trans_b) != cls)
+                continue;
+            some = true;
+            wide = wide && p.n >= 256;
+            tiles += (p.m + 127) / 128 * ((p.n + 255) / 256);
+        }
+        bool w = some && wide && tiles >= sms;
+        any256 = any256 || w;
+        for (Case &c : cs)
+            if (c.p.ab_type != GEMM_FP32 &&
+                ((c.p.ab_type == GEMM_FP16) * 4 + c.p.trans_a * 2 +
+                 c.p.trans_b) == cls)
+                c.alone = w ? "ws128x256" : "ws128x128";
+    }
+    return any256 ? "grouped128x256" : "grouped128x128";
+}
+
+static const char *tname(int t)
+{
+    return t == GEMM_BF16 ? "bf16" : t == GEMM_FP16 ? "fp16" : "fp32";
+}
+
+/* Compares problem i's two Ds; prints the first difference. */
+static bool same(const Case &c, int round, int i)
+{
+    std::vector<uint8_t> x(c.d_bytes), y(c.d_bytes);
+    CK(cudaMemcpy(x.data(), c.p.d, c.d_bytes, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(y.data(), c.d2, c.d_bytes, cudaMemcpyDeviceToHost));
+    if (memcmp(x.data(), y.data(), c.d_bytes) == 0)
+        return true;
+    size_t es = esize(c.p.cd_type), at = 0;
+    while (x[at] == y[at])
+        at++;
+    int64_t e = (int64_t)(at / es);
+    const gemmk_problem &p = c.p;
+    printf("FAIL round %d problem %d: %s in, %s out, m %lld n %lld k %lld "
+           "ta %d tb %d beta %g: D differs from gemmk_gemm(%s) at row %lld "
+           "col %lld (ldd %lld)\n",
+           round, i, tname(p.ab_type), tname(p.cd_type), (long long)p.m,
+           (long long)p.n, (long long)p.k, p.trans_a, p.trans_b, p.beta,
+           c.alone, (long long)(e / p.ldd), (long long)(e % p.ldd),
+           (long long)p.ldd);
+    return false;
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = 8;
+    uint64_t seed = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], nullptr, 10);
+    }
+    g_rng ^= seed * 0x9E3779B97F4A7C15ull;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("skipped: no CUDA device\n");
+        return 77;
+    }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    if (prop.major != 9) {
+        printf("skipped: the kernels need sm_90, device 0 is sm_%d%d\n",
+               prop.major, prop.minor);
+        return 77;
+    }
+    gemmk_ctx *ctx = nullptr;
+    gemm_error e = gemmk_ctx_create(&ctx, 0);
+    if (e != GEMM_OK) {
+        printf("FAIL gemmk_ctx_create: %s\n", err_name(e));
+        return 1;
+    }
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    int sms = 0;
+    gemmk_ctx_info(ctx, &sms, nullptr);
+    int fails = 0, checked = 0;
+
+    for (int r = 0; r < rounds; r++) {
+        /* round 0: a few problems (maps through the cache); odd rounds: a
+         * strided batch of 2..300 (3-D maps, no table); the others up to
+         * 150 problems of different shapes (more maps than the cache
+         * holds: encoded directly) */
+        int n = r == 0 ? 5 : (int)rnd_in(20, 150);
+        std::vector<Case> cs;
+        std::vector<void *> bufs;
+        g_wide = r >= 6;
+        if (g_wide) /* enough tiles for a full wave of 128 x 256 */
+            n = (int)rnd_in(80, 150);
+        if (r % 2 == 1) {
+            n = (int)rnd_in(g_wide ? 70 : 2, 300);
+            cs = make_strided(n, seed * 100000 + r * 1000, bufs);
+        }
+        for (int i = 0; r % 2 == 0 && i < n; i++)
+            cs.push_back(make_case(i == 0 || rnd() % 12 != 0,
+                                   seed * 100000 + r * 1000 + (uint64_t)i));
+        const char *want = expect_kernels(cs, sms);
+        std::vector<gemmk_problem> ps;
+        for (auto &c : cs)
+            ps.push_back(c.p);
+        /* an expert with no tokens: skipped, its D untouched */
+        gemmk_problem empty = cs[0].p;
+        empty.m = 0;
+        ps.push_back(empty);
+        CK(cudaDeviceSynchronize());
+        gemmk_result res;
+        e = gemmk_gemm_grouped(ctx, ps.data(), (int)ps.size(), s, &res);
+        if (e != GEMM_OK) {
+            printf("FAIL round %d: gemmk_gemm_grouped: %s: %s\n", r,
+                   err_name(e), res.msg);
+            return 1;
+        }
+        if (!res.kernel || strcmp(res.kernel, want) != 0) {
+            printf("FAIL round %d: the reply names %s, not %s\n", r,
+                   res.kernel ? res.kernel : "(none)", want);
+            fails++;
+        }
+        for (auto &c : cs) {
+            gemmk_problem q = c.p;
+            q.d = c.d2;
+            gemmk_result r1;
+            e = gemmk_gemm(ctx, &q, s, c.alone, &r1);
+            if (e != GEMM_OK) {
+                printf("FAIL gemmk_gemm(%s): %s: %s\n", c.alone, err_name(e),
+                       r1.msg);
+                return 1;
+            }
+        }
+        CK(cudaStreamSynchronize(s));
+        CK(cudaGetLastError());
+        for (int i = 0; i < n; i++) {
+            fails += !same(cs[i], r, i);
+            checked++;
+        }
+        printf("round %d: %d problems%s (%d through the grouped kernel): "
+               "%s\n",
+               r, n, r % 2 ? ", strided" : "",
+               (int)std::count_if(
+                   cs.begin(), cs.end(),
+                   [](const Case &c) { return c.p.ab_type != GEMM_FP32; }),
+               fails ? "FAILURES so far" : "identical");
+        for (auto &c : cs)
+            free_case(c);
+        for (void *b : bufs)
+            CK(cudaFree(b));
+    }
+
+    /* the catalog entries: one problem through gemmk_gemm by name */
+    for (int w = 0; w < 2; w++) {
+        const char *g = w ? "grouped128x256" : "grouped128x128";
+        const char *ws = w ? "ws128x256" : "ws128x128";
+        g_rng ^= 12345;
+        Case c = make_case(true, 777 + w);
+        c.alone = ws;
+        gemmk_problem q = c.p;
+        q.d = c.d2;
+        gemmk_result r1, r2;
+        r2.msg[0] = '\0';
+        e = gemmk_gemm(ctx, &c.p, s, g, &r1);
+        if (e == GEMM_OK)
+            e = gemmk_gemm(ctx, &q, s, ws, &r2);
+        CK(cudaStreamSynchronize(s));
+        if (e != GEMM_OK) {
+            printf("FAIL catalog entry %s: %s: %s / %s\n", g, err_name(e),
+                   r1.msg, r2.msg);
+            fails++;
+        } else {
+            fails += !same(c, -1, w);
+            checked++;
+        }
+        free_case(c);
+    }
+
+    /* a bad problem refused by index, nothing run */
+    {
+        Case a = make_case(true, 901), b = make_case(true, 902);
+        gemmk_problem ps[2] = {a.p, b.p};
+        ps[1].ldd = ps[1].n > 1 ? 1 : 0; /* too small a leading dimension */
+        gemmk_result res;
+        e = gemmk_gemm_grouped(ctx, ps, 2, s, &res);
+        CK(cudaStreamSynchronize(s));
+        std::vector<uint8_t> x(a.d_bytes);
+        CK(cudaMemcpy(x.data(), a.p.d, a.d_bytes, cudaMemcpyDeviceToHost));
+        bool untouched = true;
+        for (uint8_t v : x)
+            untouched = untouched && v == 0xFF;
+        if (e != GEMM_ERR_INVALID || strncmp(res.msg, "problem 1:", 10) != 0 ||
+            !untouched) {
+            printf("FAIL bad batch: got %s \"%s\", problem 0's D %s\n",
+                   err_name(e), res.msg, untouched ? "untouched" : "WRITTEN");
+            fails++;
+        }
+        free_case(a);
+        free_case(b);
+    }
+
+    CK(cudaStreamDestroy(s));
+    gemmk_ctx_destroy(ctx);
+    if (fails) {
+        printf("FAIL: %d of %d problems differ\n", fails, checked);
+        return 1;
+    }
+    printf("ok: %d problems identical to gemmk_gemm\n", checked);
+    return 0;
+}
