@@ -19,7 +19,7 @@ exes="$exes $(ls "$build"/tests/integration_* | tr '\n' ' ')"
 exes="$exes $build/tests/fault_probe $build/tests/access_probe"
 exes="$exes $build/tests/gemmd_test"
 for e in "$build/bench/e2e/gemm_e2e" "$build/bench/e2e/fresh_cublas" \
-    "$build/bench/e2e/bench_pin" \
+    "$build/bench/e2e/bench_pin" "$build/bench/bench_grouped" \
     "$build"/tests/kernels_*gpu_test; do
     [ -x "$e" ] && exes="$exes $e"
 done
