@@ -17,7 +17,9 @@
 #   fresh     bench_fresh.py at 4096^2
 #   grouped   bench_grouped (the bundle's, when there): the grouped kernel
 #             against a loop of single GEMMs and cuBLAS's batched calls
-#   pin       bench_pin (the bundle's, when there): pinning cost per GB
+#   pin       bench/e2e/pin.sh (bench_pin, when in the bundle): pinning
+#             cost per GB up to PIN_MAX_MIB (default 4096), and a fresh
+#             buffer's first GEMM while gemmd pins it in the background
 #   blas      scripts/gpu/blas-run.sh bench: bench_blas in the time left
 # PARTS (default pipeline latency int8 python stacked fresh) picks; TOTAL_S
 # (default 580) bounds the whole (blas gets what is left). Logs: $OUT/logs.tar.gz, the
@@ -127,9 +129,10 @@ if has grouped && [ -x $S/bin/bench_grouped ]; then
 fi
 if has pin && [ -x $S/bin/bench_pin ]; then
     echo "==== pin ($(left) s left)"
-    timeout $(cap 90) $S/bin/bench_pin >$L/pin.txt 2>&1
-    echo "bench_pin rc=$?"
-    tail -30 $L/pin.txt
+    E2E_DIR=$S OUT=$L/pin MAX_MIB=${PIN_MAX_MIB:-4096} timeout $(cap 120) \
+        bash $S/pin.sh >$L/pin.txt 2>&1
+    echo "pin.sh rc=$?"
+    tail -40 $L/pin.txt
 fi
 if has blas; then
     l=$(left)

@@ -22,7 +22,9 @@
 # of step 1 (default all); MULTI=0 leaves out multi.sh's parts on GPU 1;
 # KERNEL_TESTS (default every kernels_*gpu_test of the bundle); STEP2
 # (default "e2e pipeline two"; "measure" runs scripts/gpu/measure.sh
-# with PARTS=$MEASURE_PARTS in the time left).
+# with PARTS=$MEASURE_PARTS in the time left); KERNELS_GPU=1 runs the
+# kernel tests on GPU 1 before its other work (default 0: after the
+# suites on GPU 0).
 set -uo pipefail
 B=$(cd "${1:-.gpu-svc}" && pwd)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -31,6 +33,7 @@ TOTAL_S=${TOTAL_S:-580}
 STEP1_S=${STEP1_S:-$((TOTAL_S - 200))}
 SUITES=${SUITES:-}
 MULTI=${MULTI:-1}
+KERNELS_GPU=${KERNELS_GPU:-0}
 STEP2=${STEP2:-e2e pipeline two}
 MEASURE_PARTS=${MEASURE_PARTS:-}
 KERNEL_TESTS=${KERNEL_TESTS:-$(cd "$B/bin" && ls kernels_*gpu_test 2>/dev/null | tr '\n' ' ')}
@@ -41,10 +44,7 @@ ngpu=$(nvidia-smi -L | wc -l)
 nvidia-smi -L
 second=$((ngpu > 1 ? 1 : 0))
 
-gpu0() {
-    export CUDA_VISIBLE_DEVICES=0
-    OUT=$L/suite TOTAL_S=$((STEP1_S - 60)) BUNDLE_COPY=/tmp/gemmd-b0 \
-        bash "$B/suite.sh" "$B" "$SUITES" >$L/suite.txt 2>&1
+kernel_tests() {
     for k in $KERNEL_TESTS; do
         [ -x "$B/bin/$k" ] || { echo "$k: not in the bundle"; continue; }
         l=$((STEP1_S - ($(date +%s) - t0)))
@@ -54,8 +54,15 @@ gpu0() {
         echo "$k rc=$? $(tail -1 $L/$k.log)"
     done >$L/kernels.txt 2>&1
 }
+gpu0() {
+    export CUDA_VISIBLE_DEVICES=0
+    OUT=$L/suite TOTAL_S=$((STEP1_S - 60)) BUNDLE_COPY=/tmp/gemmd-b0 \
+        bash "$B/suite.sh" "$B" "$SUITES" >$L/suite.txt 2>&1
+    [ "$KERNELS_GPU" = 0 ] && kernel_tests
+}
 gpu1() {
     export CUDA_VISIBLE_DEVICES=$second
+    [ "$KERNELS_GPU" = 1 ] && kernel_tests
     if [ "$MULTI" != 0 ]; then
         OUT=$L/multi-same PARTS="devices suite" TOTAL_S=$((STEP1_S - 100)) \
             BUNDLE_COPY=/tmp/gemmd-b1 bash "$B/multi.sh" "$B" \
