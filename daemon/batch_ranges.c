@@ -24,6 +24,7 @@ void brange_op_set(brange_op *o, int problem, int which, const void *src,
     o->cols = cols;
     o->ld = ld;
     o->es = es;
+    o->region = 0;
     o->lo = (uintptr_t)src;
     o->hi = o->lo + ((rows - 1) * ld + cols) * es;
     /* read in place: aligned as the kernels need, and not mostly bytes
@@ -39,20 +40,24 @@ static int by_lo(const void *x, const void *y)
 {
     const brange_op *a = *(const brange_op *const *)x;
     const brange_op *b = *(const brange_op *const *)y;
+    if (a->region != b->region)
+        return a->region < b->region ? -1 : 1;
     return a->lo < b->lo ? -1 : a->lo > b->lo ? 1 : 0;
 }
 
-/* Whether o joins range r: it overlaps or touches r, or (near) it
- * starts at most one page past r's last page. */
+/* Whether o joins range r: of r's region, it overlaps or touches r, or
+ * (near) it starts at most one page past r's last page. */
 static bool joins(const brange_op *o, const brange *r, bool near)
 {
+    if (o->region != r->region)
+        return false;
     if (o->lo <= r->hi)
         return true;
     return near && o->lo / BRANGE_PAGE <= (r->hi - 1) / BRANGE_PAGE + 1;
 }
 
-/* Merges ops (n, sorted by lo) into ranges at out, placed from *off on;
- * writes each operand's range_lo, off and dld. Returns the ranges. */
+/* Merges ops (n, sorted by region, then lo) into ranges at out, placed from
+ * *off on; writes each operand's range_lo, off and dld. Returns the ranges. */
 static size_t merge(brange_op **ops, size_t n, bool near, brange *out,
                     size_t *off)
 {
@@ -62,6 +67,7 @@ static size_t merge(brange_op **ops, size_t n, bool near, brange *out,
         if (nr == 0 || !joins(o, &out[nr - 1], near)) {
             if (nr > 0)
                 *off += round_up(out[nr - 1].hi - out[nr - 1].lo, BRANGE_ALIGN);
+            out[nr].region = o->region;
             out[nr].lo = o->lo;
             out[nr].hi = o->hi;
             out[nr].off = *off;
@@ -75,7 +81,9 @@ static size_t merge(brange_op **ops, size_t n, bool near, brange *out,
     /* every operand's range: the last one starting at or below it */
     size_t r = 0;
     for (size_t i = 0; i < n; i++) {
-        while (r + 1 < nr && out[r + 1].lo <= ops[i]->lo)
+        while (r + 1 < nr && (out[r + 1].region < ops[i]->region ||
+                              (out[r + 1].region == ops[i]->region &&
+                               out[r + 1].lo <= ops[i]->lo)))
             r++;
         ops[i]->range_lo = out[r].lo;
         ops[i]->off = out[r].off;

@@ -38,10 +38,14 @@ typedef struct brange_op {
     size_t off;          /* in the device block: its range's or its own */
     uint64_t dld;        /* device leading dimension (ld when ranged) */
     uintptr_t range_lo;  /* ranged: its range's first host byte */
+    uintptr_t region;    /* the mapping it lies in (0 by brange_op_set):
+                            operands of different ones never share a
+                            range, even when their addresses touch */
 } brange_op;
 
 /* A merged host range and its place in the device block. */
 typedef struct brange {
+    uintptr_t region;
     uintptr_t lo, hi;
     size_t off;
 } brange;
@@ -54,10 +58,10 @@ void brange_op_set(brange_op *o, int problem, int which, const void *src,
                    uint64_t rows, uint64_t cols, uint64_t ld, size_t es);
 
 /*
- * Plans the device block for ops (n): the ranged inputs merged into
- * ranges when they overlap, touch or start in the page after a range's
- * last one; the ranged Ds merged only when they touch; then each other
- * operand on its own with a pitch of 8 elements (16 for 1-byte ones).
+ * Plans the device block for ops (n): the ranged inputs of one region
+ * merged into ranges when they overlap, touch or start in the page after
+ * a range's last one; the ranged Ds merged only when they touch; then each
+ * other operand on its own with a pitch of 8 elements (16 for 1-byte ones).
  * Writes the input ranges then the output ranges to out (room for n),
  * their counts to *nin and *nout, each operand's off, range_lo and dld;
  * scratch holds n pointers. Returns the block's bytes (every range and

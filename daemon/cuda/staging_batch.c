@@ -78,15 +78,22 @@ int cuda_stage_batch(cuda_worker *w, gemmd_job *j, bool *declined)
         size_t es = gemm_dtype_size(p->ab_type);
         size_t cs = gemm_dtype_size(p->cd_type);
         index[q++] = (int)i;
-        brange_op_set(&ops[nops++], (int)i, BRANGE_A, p->a, p->shape.a.rows,
+        /* a copy never spans two buffers (two mappings, and two pinned
+         * registrations, even where their addresses touch) */
+        brange_op_set(&ops[nops], (int)i, BRANGE_A, p->a, p->shape.a.rows,
                       p->shape.a.cols, p->lda, es);
-        brange_op_set(&ops[nops++], (int)i, BRANGE_B, p->b, p->shape.b.rows,
+        ops[nops++].region = (uintptr_t)p->shape.a.handle;
+        brange_op_set(&ops[nops], (int)i, BRANGE_B, p->b, p->shape.b.rows,
                       p->shape.b.cols, p->ldb, es);
-        if (p->has_c)
-            brange_op_set(&ops[nops++], (int)i, BRANGE_C, p->c, p->m, p->n,
+        ops[nops++].region = (uintptr_t)p->shape.b.handle;
+        if (p->has_c) {
+            brange_op_set(&ops[nops], (int)i, BRANGE_C, p->c, p->m, p->n,
                           p->ldc, cs);
-        brange_op_set(&ops[nops++], (int)i, BRANGE_D, p->d, p->m, p->n, p->ldd,
+            ops[nops++].region = (uintptr_t)p->shape.c.handle;
+        }
+        brange_op_set(&ops[nops], (int)i, BRANGE_D, p->d, p->m, p->n, p->ldd,
                       cs);
+        ops[nops++].region = (uintptr_t)p->shape.d.handle;
     }
     bytes = brange_plan(ops, nops, scratch, ranges, &nrin, &nrout);
 

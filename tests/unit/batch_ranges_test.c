@@ -126,6 +126,47 @@ Test(batch_ranges, ds_join_only_when_dense_and_touching)
     check_plan(ops, 4, r, nin + nout, bytes);
 }
 
+/* Two buffers whose mappings touch (mmap often places them so): their
+ * operands never share a copy, inputs or Ds (one cudaMemcpy may not span
+ * two pinned registrations: "invalid argument" on the device). */
+Test(batch_ranges, operands_of_two_buffers_never_share_a_range)
+{
+    brange_op ops[6];
+    const uintptr_t buf1 = 1, buf2 = 2;
+    /* A of problem 0 ends where buffer 2 (B of problem 0) begins; Ds of
+     * both problems touch across the same boundary */
+    brange_op_set(&ops[0], 0, BRANGE_A, at(0), 8, 8, 8, 2);
+    ops[0].region = buf1;
+    brange_op_set(&ops[1], 0, BRANGE_B, at(128), 8, 8, 8, 2);
+    ops[1].region = buf2;
+    brange_op_set(&ops[2], 1, BRANGE_A, at(256), 8, 8, 8, 2);
+    ops[2].region = buf2;
+    brange_op_set(&ops[3], 1, BRANGE_B, at(64), 4, 8, 8, 2);
+    ops[3].region = buf1;
+    brange_op_set(&ops[4], 0, BRANGE_D, at(8192), 4, 8, 8, 4);
+    ops[4].region = buf1;
+    brange_op_set(&ops[5], 1, BRANGE_D, at(8192 + 128), 4, 8, 8, 4);
+    ops[5].region = buf2;
+    brange_op *scratch[6];
+    brange r[6];
+    size_t nin, nout;
+    size_t bytes = brange_plan(ops, 6, scratch, r, &nin, &nout);
+    cr_assert_eq(nin, 2, "one input range per buffer, got %zu", nin);
+    cr_assert_eq(nout, 2, "the Ds of two buffers stay apart, got %zu", nout);
+    for (size_t i = 0; i < nin + nout; i++)
+        for (int k = 0; k < 6; k++) {
+            bool in = ops[k].ranged && ops[k].range_lo == r[i].lo &&
+                      (ops[k].which == BRANGE_D) == (i >= nin);
+            if (in)
+                cr_assert_eq(ops[k].region, r[i].region,
+                             "operand %d in another buffer's range", k);
+        }
+    cr_assert_eq(ops[0].range_lo, ops[3].range_lo);
+    cr_assert_eq(ops[1].range_lo, ops[2].range_lo);
+    cr_assert_neq(ops[0].range_lo, ops[1].range_lo);
+    check_plan(ops, 6, r, nin + nout, bytes);
+}
+
 Test(batch_ranges, unreadable_layouts_are_pitched)
 {
     brange_op o;
