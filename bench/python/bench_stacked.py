@@ -11,7 +11,8 @@ values in [-1, 1)) multiplied --repeat times after --warmup by
                     .cpu().numpy()  (bf16 through int16 views)
   gemmd stack:      client.matmul(a, b): one batch request, a new result
   gemmd stack out=: client.matmul(a, b, out=d), d made by client.empty
-  gemmd one by one: client.matmul(a[i], b[i]) for each i (batch requests)
+  gemmd one by one: client.matmul(a[i], b[i], out=d[i]) for each i (one GEMM
+                    request each)
 and, with --experts E:T, a mixture-of-experts layer: E experts, T tokens
 split over them by a skewed (Zipf-like) distribution, x_e (M_e x n) @
 w_e (n x n) for each expert, by client.matmul_grouped (one request) and
@@ -171,8 +172,10 @@ def main() -> int:
     t, d = timed(lambda: client.matmul(a, b, out=out), args.warmup,
                  args.repeat)
     check("gemmd stack out=", t, d, flop, refs, lambda d, i: d[i])
-    t, d = timed(lambda: [client.matmul(a[i], b[i]) for i in range(nb)],
-                 args.warmup, args.repeat)
+    # one request per product, each into its slice of out (results kept
+    # alive as new arrays would hold one buffer each: --client-buffers)
+    t, d = timed(lambda: [client.matmul(a[i], b[i], out=out[i])
+                          for i in range(nb)], args.warmup, args.repeat)
     check("gemmd one by one", t, d, flop, refs, lambda d, i: d[i])
     del d
 
