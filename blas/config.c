@@ -54,12 +54,13 @@ static void cfg_read(void)
         cfg.min_flops = -1;
     static const char *const names[GB_NROUTINES] = {
         NULL, "SYMM", "HEMM", "SYRK", "HERK", "SYR2K", "HER2K", "TRMM", "TRSM"};
+    static const double defaults3[GB_NROUTINES] = GB_DEFAULT_MIN_FLOPS3;
     const char *all = getenv("GEMMBLAS_MIN_FLOPS");
-    double def3 =
-        all != NULL && all[0] != '\0' ? cfg.min_flops : GB_DEFAULT_MIN_FLOPS3;
+    const bool all_set = all != NULL && all[0] != '\0';
     for (int r = 1; r < GB_NROUTINES; r++) {
         char var[48];
         snprintf(var, sizeof(var), "GEMMBLAS_MIN_FLOPS_%s", names[r]);
+        double def3 = all_set ? cfg.min_flops : defaults3[r];
         cfg.min_flops3[r] = env_num(var, def3, -1, INFINITY);
         if (isinf(cfg.min_flops3[r]))
             cfg.min_flops3[r] = -1;

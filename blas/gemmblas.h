@@ -368,11 +368,17 @@ static inline size_t gb_align_up(size_t x, size_t a)
 GB_HIDDEN void gb_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* The default GEMMBLAS_MIN_FLOPS (see blas/README.md for the
- * measurement). */
-#define GB_DEFAULT_MIN_FLOPS 4e9
-/* The level-3 routines' defaults (blas/README.md): the GEMM's, since a
- * level-3 call moves the same operands for about as much work. */
-#define GB_DEFAULT_MIN_FLOPS3 4e9
+/* The default GEMMBLAS_MIN_FLOPS: where gemmd on the H100 overtook a
+ * 16-thread OpenBLAS in steady state (bench_blas --crossover: dgemm from
+ * n = 512, sgemm from n = 1024; blas/README.md). */
+#define GB_DEFAULT_MIN_FLOPS 2e9
+/* The level-3 routines' defaults, the same measurement (bench_blas3
+ * --crossover, blas/README.md): dsyrk from n = 768, dtrsm from 1024,
+ * dsymm from 768; hemm takes symm's, herk and the rank-2k updates
+ * syrk's, trmm trsm's. Indexed by GB_SYMM .. GB_TRSM. */
+#define GB_DEFAULT_MIN_FLOPS3                                                  \
+    {                                                                          \
+        0, 9e8, 9e8, 4.5e8, 4.5e8, 4.5e8, 4.5e8, 1.1e9, 1.1e9                  \
+    }
 
 #endif /* GEMMBLAS_H */
