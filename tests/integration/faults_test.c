@@ -447,18 +447,7 @@ Test(faults, daemon_restart_same_url)
 {
     gemm_buffer *buf;
     char why[512];
-    tu_case cs = {.m = 9,
-                  .n = 7,
-                  .k = 5,
-                  .ab = GEMM_FP32,
-                  .cd = GEMM_FP32,
-                  .alpha = 1.0f,
-                  .c_mode = TU_C_NONE,
-                  .pad_a = TU_TIGHT,
-                  .pad_b = TU_TIGHT,
-                  .pad_c = TU_TIGHT,
-                  .pad_d = TU_TIGHT,
-                  .seed = 8};
+    tu_case cs = tu_case_plain(9, 7, 5, GEMM_FP32, GEMM_FP32, 8);
     gemm_client_set_timeout(g_client, 5000);
     int rv = gemm_buffer_alloc(g_client, 16384, &buf);
     cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));

@@ -144,18 +144,8 @@ Test(metrics, http_endpoint_passes_promtool_and_counts)
     char why[512];
     cr_assert_eq(gemm_buffer_alloc(g_client, 1 << 16, &b), GEMM_OK);
     for (int i = 0; i < 3; i++) {
-        tu_case cs = {.m = 8,
-                      .n = 8,
-                      .k = 8,
-                      .ab = GEMM_FP32,
-                      .cd = GEMM_FP32,
-                      .alpha = 1,
-                      .c_mode = TU_C_NONE,
-                      .pad_a = TU_TIGHT,
-                      .pad_b = TU_TIGHT,
-                      .pad_c = TU_TIGHT,
-                      .pad_d = TU_TIGHT,
-                      .seed = (uint64_t)i + 1};
+        tu_case cs =
+            tu_case_plain(8, 8, 8, GEMM_FP32, GEMM_FP32, (uint64_t)i + 1);
         cr_assert_eq(tu_case_run(g_client, b, &cs, why, sizeof(why)), GEMM_OK,
                      "%s", why);
     }

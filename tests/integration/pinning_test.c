@@ -109,18 +109,8 @@ static void gemm_ok(gemm_client *c, gemm_buffer *buf, uint64_t base,
                     uint64_t seed)
 {
     char why[768];
-    tu_case cs = {.m = 96,
-                  .n = 80,
-                  .k = 64,
-                  .ab = GEMM_FP32,
-                  .cd = GEMM_FP32,
-                  .alpha = 1.0f,
-                  .c_mode = TU_C_NONE,
-                  .pad_a = TU_TIGHT,
-                  .pad_b = TU_TIGHT,
-                  .pad_d = TU_TIGHT,
-                  .base = base,
-                  .seed = seed};
+    tu_case cs = tu_case_plain(96, 80, 64, GEMM_FP32, GEMM_FP32, seed);
+    cs.base = base;
     int rv = tu_case_run(c, buf, &cs, why, sizeof(why));
     cr_assert_eq(rv, GEMM_OK, "gemm: %s", why);
 }

@@ -75,17 +75,8 @@ Test(status, served_failed_flops_latency)
     int rv = gemm_buffer_alloc(g_client, 1 << 20, &buf);
     cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
     for (int i = 0; i < 10; i++) {
-        tu_case cs = {.m = 10 + (uint64_t)i,
-                      .n = 20,
-                      .k = 30 + (uint64_t)i,
-                      .ab = GEMM_BF16,
-                      .cd = GEMM_FP32,
-                      .alpha = 1.0f,
-                      .c_mode = TU_C_NONE,
-                      .pad_a = TU_TIGHT,
-                      .pad_b = TU_TIGHT,
-                      .pad_d = TU_TIGHT,
-                      .seed = 1 + (uint64_t)i};
+        tu_case cs = tu_case_plain(10 + (uint64_t)i, 20, 30 + (uint64_t)i,
+                                   GEMM_BF16, GEMM_FP32, 1 + (uint64_t)i);
         rv = tu_case_run(g_client, buf, &cs, why, sizeof(why));
         cr_assert_eq(rv, GEMM_OK, "%s", why);
         flops += 2 * cs.m * cs.n * cs.k;
@@ -199,17 +190,7 @@ Test(status, a_reply_is_counted_before_the_next_request)
     cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
     gemm_status before = status_now();
     for (uint64_t i = 1; i <= 100; i++) {
-        tu_case cs = {.m = 4,
-                      .n = 4,
-                      .k = 4,
-                      .ab = GEMM_FP32,
-                      .cd = GEMM_FP32,
-                      .alpha = 1.0f,
-                      .c_mode = TU_C_NONE,
-                      .pad_a = TU_TIGHT,
-                      .pad_b = TU_TIGHT,
-                      .pad_d = TU_TIGHT,
-                      .seed = i};
+        tu_case cs = tu_case_plain(4, 4, 4, GEMM_FP32, GEMM_FP32, i);
         rv = tu_case_run(g_client, buf, &cs, why, sizeof(why));
         cr_assert_eq(rv, GEMM_OK, "%s", why);
         gemm_status st;

@@ -189,6 +189,24 @@ void tu_case_random(tu_case *cs, uint64_t *s, uint64_t maxdim)
     cs->seed = tu_rand(s) | 1;
 }
 
+tu_case tu_case_plain(uint64_t m, uint64_t n, uint64_t k, gemm_dtype ab,
+                      gemm_dtype cd, uint64_t seed)
+{
+    tu_case cs = {.m = m,
+                  .n = n,
+                  .k = k,
+                  .ab = ab,
+                  .cd = cd,
+                  .alpha = 1.0f,
+                  .c_mode = TU_C_NONE,
+                  .pad_a = TU_TIGHT,
+                  .pad_b = TU_TIGHT,
+                  .pad_c = TU_TIGHT,
+                  .pad_d = TU_TIGHT,
+                  .seed = seed};
+    return cs;
+}
+
 void tu_case_c_mode(tu_case *cs, unsigned sel)
 {
     switch (sel % 4) {

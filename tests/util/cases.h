@@ -67,6 +67,11 @@ int tu_case_run(gemm_client *c, gemm_buffer *buf, const tu_case *cs, char *why,
  * alpha/beta mode drawn from *state (dims in 1..maxdim). */
 void tu_case_random(tu_case *cs, uint64_t *state, uint64_t maxdim);
 
+/* The plain case: m x n x k of types ab, cd, alpha 1, no C, every
+ * operand tight, at offset 0 of its buffer. */
+tu_case tu_case_plain(uint64_t m, uint64_t n, uint64_t k, gemm_dtype ab,
+                      gemm_dtype cd, uint64_t seed);
+
 /* Sets cs's C mode with its alpha and beta, one of four by sel % 4: no C,
  * a separate C, C in place as D, a C present but unread (beta 0). */
 void tu_case_c_mode(tu_case *cs, unsigned sel);
