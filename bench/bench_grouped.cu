@@ -10,13 +10,21 @@
  *                    per expert), N = K = 4096, M per expert skewed
  *                    (Zipf 1.2) summing to 4096 tokens
  *
+ * and the fp64 rows (a strided batch of the wide types runs as one
+ * cuBLAS strided-batched call inside gemmk_gemm_grouped):
+ *
+ *   fp64 1024 x 64^3   grouped vs 1024 gemmk_gemm calls vs cuBLAS strided
+ *   fp64 64 x 512^3    grouped vs cublasDgemmStridedBatched
+ *   fp64 16 x 2048^3   grouped vs cublasDgemmStridedBatched
+ *
  * Each timing is the median of REPS runs between CUDA events, L2 flushed
  * (a 256 MiB memset) before each; the grouped times include the host's
  * work per call (tensor-map encoding, the table's copy), which is also
  * shown alone ("host us": wall time of the gemmk_gemm_grouped call).
  * Inputs are random in [-1, 1); every row checks the grouped Ds against
  * cuBLAS's (|x - y| <= 1% |y| + 0.02 sqrt(K) / 8: the same fp32 sums in
- * other orders, rounded to bf16). Ratio = cuBLAS time / grouped time
+ * other orders, rounded to bf16; fp64: |x - y| <= 1e-12 max |y|). Ratio =
+ * cuBLAS time / grouped time
  * (> 1: grouped faster). A table is printed last. Runs in well under a
  * minute on an H100. Usage: bench_grouped [--reps N]
  */
@@ -57,6 +65,27 @@ static __nv_bfloat16 *dev_bf16(size_t n, uint64_t seed)
     __nv_bfloat16 *p;
     CK(cudaMalloc(&p, n * 2));
     fill_bf16<<<1024, 256>>>(p, n, seed);
+    CK(cudaGetLastError());
+    return p;
+}
+
+static __global__ void fill_f64(double *p, size_t n, uint64_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint64_t x = (seed + i) * 0x9E3779B97F4A7C15ull;
+        x ^= x >> 31;
+        x *= 0xbf58476d1ce4e5b9ull;
+        x ^= x >> 29;
+        p[i] = (double)(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+    }
+}
+
+static double *dev_f64(size_t n, uint64_t seed)
+{
+    double *p;
+    CK(cudaMalloc(&p, n * 8));
+    fill_f64<<<1024, 256>>>(p, n, seed);
     CK(cudaGetLastError());
     return p;
 }
@@ -225,6 +254,86 @@ static void strided(gemmk_ctx *ctx, cublasHandle_t h, Timer &tm, cudaStream_t s,
     CK(cudaFree(Dc));
 }
 
+/* Compares fp64 arrays x (ours) and y (cuBLAS) of n elements: the worst
+ * |x - y| over 1e-12 max |y|. */
+static double compare_f64(const double *x, const double *y, size_t n)
+{
+    std::vector<double> hx(n), hy(n);
+    CK(cudaMemcpy(hx.data(), x, n * 8, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hy.data(), y, n * 8, cudaMemcpyDeviceToHost));
+    double big = 0, worst = 0;
+    for (size_t i = 0; i < n; i++)
+        big = std::max(big, fabs(hy[i]));
+    for (size_t i = 0; i < n; i++) {
+        double r = fabs(hx[i] - hy[i]) / (1e-12 * big);
+        if (!(r <= worst))
+            worst = r; /* NaN too */
+    }
+    return worst;
+}
+
+/* batch x (m, n, k) fp64, strided: grouped (one strided-batched cuBLAS
+ * call inside) against cublasDgemmStridedBatched; with loop, also
+ * 'batch' gemmk_gemm calls. */
+static void strided_f64(gemmk_ctx *ctx, cublasHandle_t h, Timer &tm,
+                        cudaStream_t s, int batch, int64_t m, int64_t n,
+                        int64_t k, bool loop)
+{
+    double *A = dev_f64((size_t)batch * m * k, 5);
+    double *B = dev_f64((size_t)batch * k * n, 6);
+    double *D, *Dc;
+    CK(cudaMalloc(&D, (size_t)batch * m * n * 8));
+    CK(cudaMalloc(&Dc, (size_t)batch * m * n * 8));
+    std::vector<gemmk_problem> ps;
+    for (int i = 0; i < batch; i++) {
+        gemmk_problem p =
+            bf16_problem(A + (size_t)i * m * k, B + (size_t)i * k * n,
+                         D + (size_t)i * m * n, m, n, k);
+        p.ab_type = p.cd_type = GEMM_FP64;
+        p.zalpha[0] = 1.0;
+        ps.push_back(p);
+    }
+    const double one = 1.0, zero = 0.0;
+    auto cub = [&] {
+        CB(cublasDgemmStridedBatched(
+            h, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, B,
+            (int)n, k * n, A, (int)k, m * k, &zero, Dc, (int)n, m * n, batch));
+    };
+    char name[64];
+    snprintf(name, sizeof(name), "fp64 %d x %lld^3", batch, (long long)m);
+    Row r;
+    r.name = name;
+    r.other = "cuBLAS strided";
+    r.flop = 2.0 * batch * m * n * k;
+    r.ours_ms = tm.median(s, [&] { grouped(ctx, ps, s); });
+    r.other_ms = tm.median(s, [&] { cub(); });
+    r.host_us = host_us(ctx, ps, s);
+    grouped(ctx, ps, s);
+    cub();
+    CK(cudaStreamSynchronize(s));
+    r.err = compare_f64(D, Dc, (size_t)batch * m * n);
+    g_rows.push_back(r);
+    if (loop) {
+        Row l = r;
+        l.other = "gemmk_gemm x batch";
+        l.other_ms = tm.median(s, [&] {
+            for (auto &p : ps) {
+                gemmk_result res;
+                gemm_error e = gemmk_gemm(ctx, &p, s, nullptr, &res);
+                if (e != GEMM_OK) {
+                    fprintf(stderr, "gemmk_gemm: %s\n", res.msg);
+                    exit(2);
+                }
+            }
+        });
+        g_rows.push_back(l);
+    }
+    CK(cudaFree(A));
+    CK(cudaFree(B));
+    CK(cudaFree(D));
+    CK(cudaFree(Dc));
+}
+
 /* Mixture of experts: `experts` problems (M_i x K) (K x N), M_i skewed,
  * summing to tokens; grouped against cublasGemmGroupedBatchedEx. */
 static void moe(gemmk_ctx *ctx, cublasHandle_t h, Timer &tm, cudaStream_t s,
@@ -334,11 +443,14 @@ int main(int argc, char **argv)
     strided(ctx, h, tm, s, 16, 2048, 2048, 2048, false);
     moe(ctx, h, tm, s, 8, 4096, 4096, 4096);
     moe(ctx, h, tm, s, 64, 4096, 4096, 4096);
+    strided_f64(ctx, h, tm, s, 1024, 64, 64, 64, true);
+    strided_f64(ctx, h, tm, s, 64, 512, 512, 512, false);
+    strided_f64(ctx, h, tm, s, 16, 2048, 2048, 2048, false);
 
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    printf("\nbench_grouped on %s, bf16 in/out, fp32 accumulation, median "
-           "of %d, L2 flushed (%.1f s)\n\n",
+    printf("\nbench_grouped on %s, bf16 in/out with fp32 accumulation (fp64 "
+           "rows: fp64), median of %d, L2 flushed (%.1f s)\n\n",
            prop.name, REPS, now_s() - t0);
     printf("%-24s %-20s %10s %9s %10s %9s %7s %9s %7s\n", "case", "against",
            "grouped ms", "TFLOP/s", "other ms", "TFLOP/s", "ratio", "host us",

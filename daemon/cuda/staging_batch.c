@@ -1,15 +1,19 @@
 /*
- * staging_batch.c: the CUDA backend's batch hook. A batch of 16-bit
- * problems runs in one gemmk_gemm_grouped call (one launch of the grouped
- * kernel per transpose pair) instead of one staged GEMM per problem.
+ * staging_batch.c: the CUDA backend's batch hook. A batch of 16-bit and
+ * wide (fp64, complex) problems runs in one gemmk_gemm_grouped call (one
+ * launch of the grouped kernel per transpose pair for the 16-bit ones,
+ * cuBLAS's batched calls for the wide ones) instead of one staged GEMM
+ * per problem.
  *
  * Staging is per distinct host range, not per problem, by the plan of
  * batch_ranges.h: each merged input range is one cudaMemcpyAsync in,
  * its operands read at the same offsets and leading dimensions on the
  * device (a strided batch stays strided, so the library runs it through
- * 3-D tensor maps); each merged range of dense Ds is one copy back;
- * operands of other layouts are staged as a single GEMM stages them,
- * pitched. All of it is one device allocation; when the daemon's
+ * 3-D tensor maps or one strided-batched cuBLAS call); each merged range
+ * of dense Ds is one copy back; operands of other layouts are staged as
+ * a single GEMM stages them, pitched. A wide problem's C is staged as
+ * the others' (the library copies it into D, which it updates in
+ * place). All of it is one device allocation; when the daemon's
  * device-memory limit does not allow it at once the hook declines and
  * the problems run one by one.
  */
@@ -23,16 +27,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Whether the grouped kernel takes batch j as it is. */
+static bool wide_type(int t)
+{
+    return t > 0 && t < 32 && (GEMMK_WIDE_TYPES & (1u << t)) != 0;
+}
+
+/* Whether gemmk_gemm_grouped runs batch j as the problems would run one
+ * by one: bf16/fp16 and wide inputs with "auto" (or a grouped kernel
+ * named, 16-bit inputs only), or "cublas" on wide inputs alone (for them
+ * "auto" is that cuBLAS call); no resident operands. */
 static bool batch_fits(const gemmd_job *j)
 {
-    if (j->kernel[0] != '\0' && !gemmk_is_auto(j->kernel) &&
-        strcmp(j->kernel, "grouped128x128") != 0 &&
-        strcmp(j->kernel, "grouped128x256") != 0)
+    const bool named = j->kernel[0] != '\0' && !gemmk_is_auto(j->kernel);
+    const bool cublas = named && strcmp(j->kernel, "cublas") == 0;
+    const bool grouped = named && (strcmp(j->kernel, "grouped128x128") == 0 ||
+                                   strcmp(j->kernel, "grouped128x256") == 0);
+    if (named && !cublas && !grouped)
         return false;
     for (uint64_t i = 0; i < j->nproblems; i++) {
         const gemmd_job *p = &j->problems[i];
-        if (p->ab_type != GEMM_BF16 && p->ab_type != GEMM_FP16)
+        const bool half = p->ab_type == GEMM_BF16 || p->ab_type == GEMM_FP16;
+        const bool wide = wide_type(p->ab_type);
+        if (!(half && !cublas) && !(wide && !grouped))
             return false;
         if (p->a_dev || p->b_dev || p->c_dev)
             return false;

@@ -140,19 +140,25 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
  * least the SMs, else "grouped128x128", each tile computing exactly what
  * gemmk_gemm(p, "ws128x256" or "ws128x128") computes (a class
  * that is a strided batch, one shape at constant operand strides, reads A
- * and B through two 3-D tensor maps: no per-problem maps); the others
- * (fp32, wide and int8 inputs, host-mapped operands) run one by one as
- * gemmk_gemm(p, "auto") would, on the same stream, without waiting
- * between them. Problems with m or n 0 are skipped; every other problem
- * is validated as gemmk_gemm validates one, all before anything runs. No
- * D may overlap another problem's A, B, C or D (not checked). res (may
- * be NULL): the kernel that ran (the grouped kernel's name when it ran,
- * grouped128x256 when any class ran with those tiles),
+ * and B through two 3-D tensor maps: no per-problem maps); the wide
+ * ones (fp64, complex64, complex128 on device operands, which "auto"
+ * runs through cuBLAS) run in as few cuBLAS batched calls as their
+ * shapes allow ("cublas": one strided-batched call per strided batch,
+ * one pointer-array call per other shape, the fp64 shapes together in
+ * one grouped-batched call); the others (fp32 and int8 inputs,
+ * host-mapped operands) run one by one as gemmk_gemm(p, "auto") would,
+ * on the same stream, without waiting between them. Problems with m or
+ * n 0 are skipped; every other problem is validated as gemmk_gemm
+ * validates one, all before anything runs. No D may overlap another
+ * problem's A, B, C or D (not checked). res (may be NULL): the kernel
+ * that ran (the grouped kernel's name when it ran, grouped128x256 when
+ * any class ran with those tiles, else "cublas" when wide problems ran),
  * or on failure "problem I: why". Returns gemmk_gemm's errors; on a
  * failure after launches began, earlier problems may have run.
  * Asynchronous as gemmk_gemm: the operands must stay valid until the
  * stream reaches the work; the tensor maps and problem table live in the
- * context's workspace (one stream per context at a time).
+ * context's workspace, as do the wide calls' pointer arrays (one stream
+ * per context at a time).
  */
 gemm_error gemmk_gemm_grouped(gemmk_ctx *ctx, const gemmk_problem *probs,
                               int count, cudaStream_t stream,

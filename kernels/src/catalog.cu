@@ -338,7 +338,7 @@ const Row kRows[] = {
     /* the reference */
     {{"cublas", 0, 1,
       "cuBLASLt (heuristic's first algorithm), the reference; cuBLAS "
-      "DGEMM, CGEMM, ZGEMM for the wide types",
+      "{D,C,Z}GEMM for the wide types (batched in a batch)",
       kAB16 | kAB32 | kWide, kCDAll | kWide, kPrecFma | kPrecTF32, kT},
      ROW_CONJ,
      run_reference,

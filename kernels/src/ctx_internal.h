@@ -35,6 +35,7 @@ enum CtxSlot {
     SLOT_OZ = 1,    /* fp64 emulation: residues, planes */
     SLOT_OZS = 2,   /* fp64 emulation: statistics and scale exponents */
     SLOT_GROUP = 3, /* grouped launches: tensor maps and problem table */
+    SLOT_WIDE = 4,  /* wide batches: cuBLAS's device pointer arrays */
     SLOT_COUNT
 };
 
@@ -59,7 +60,7 @@ struct gemmk_ctx {
     float *prep; /* fp32 pre-pass workspace (tf32 operands, K-major) */
     size_t prep_bytes;
     gemmk::ladder::CublasState *cublas; /* the "cublas" entry, made lazily */
-    void *slot[gemmk::SLOT_COUNT];      /* int8 / fp64 workspaces */
+    void *slot[gemmk::SLOT_COUNT];      /* workspaces by CtxSlot */
     size_t slot_bytes[gemmk::SLOT_COUNT];
     gemmk::OzState *oz;     /* the fp64 path (ozaki.cu), made lazily */
     gemmk::WideState *wide; /* cuBLAS for the wide types (wide.cu), made

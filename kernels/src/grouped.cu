@@ -8,9 +8,10 @@
  * the context's cache while it can hold them; straight from the encoder
  * when a batch has more maps than the cache, which would only evict
  * itself) and, with the problem table, reach the device in one
- * cudaMemcpyAsync on the caller's stream before the launches. The rest
- * (other types, host-mapped operands) run one by one through gemmk_gemm
- * on the same stream, with no synchronisation between them.
+ * cudaMemcpyAsync on the caller's stream before the launches. The wide
+ * types go to cuBLAS's batched calls (grouped_wide.cu); the rest (fp32,
+ * int8, host-mapped operands) run one by one through gemmk_gemm on the
+ * same stream, with no synchronisation between them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "catalog.h"
 #include "ctx_internal.h"
 #include "grouped.h"
+#include "grouped_wide.h"
 #include "plan.h"
 
 namespace gemmk
@@ -416,9 +418,18 @@ extern "C" gemm_error gemmk_gemm_grouped(gemmk_ctx *ctx,
                                      : "failed without a CUDA error");
         }
     }
+    if (e == GEMM_OK) { /* the wide ones: cuBLAS's batched calls */
+        const char *k = nullptr;
+        e = wide_batch(ctx, probs, count, stream, &fail, &k);
+        if (!res->kernel)
+            res->kernel = k;
+        if (e != GEMM_OK)
+            snprintf(res->msg, sizeof(res->msg), "problem %d: %.200s", fail,
+                     ctx->msg[0] ? ctx->msg : "failed without a CUDA error");
+    }
     for (int i = 0; i < count && e == GEMM_OK; i++) { /* the others */
         const gemmk_problem *p = &probs[i];
-        if (p->m == 0 || p->n == 0 || groupable(p))
+        if (p->m == 0 || p->n == 0 || groupable(p) || wide_batched(p))
             continue;
         gemmk_result r;
         e = gemmk_gemm(ctx, p, stream, nullptr, &r);

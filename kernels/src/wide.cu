@@ -14,6 +14,7 @@
 
 #include "catalog.h"
 #include "ctx_internal.h"
+#include "grouped_wide.h"
 
 namespace gemmk
 {
@@ -59,6 +60,8 @@ bool beta_nonzero(const gemmk_problem *p)
     return p->zbeta[0] != 0.0 || p->zbeta[1] != 0.0;
 }
 
+} // namespace
+
 /* C into D when C is read and is not D already (D is updated in place). */
 gemm_error c_into_d(gemmk_ctx *ctx, const gemmk_problem *p, size_t es,
                     cudaStream_t s)
@@ -70,8 +73,6 @@ gemm_error c_into_d(gemmk_ctx *ctx, const gemmk_problem *p, size_t es,
                                p->m, cudaMemcpyDeviceToDevice, s));
     return GEMM_OK;
 }
-
-} // namespace
 
 gemm_error wide_create(gemmk_ctx *ctx, WideState **out)
 {

@@ -3,7 +3,9 @@
  * reference. Random grouped batches of every type combination with
  * problems of M = 0 mixed in, transposes, leading-dimension padding,
  * per-problem scalars and C in place; strided batches with a shared
- * (stride 0) operand and a resident tensor; every refusal names the right
+ * (stride 0) operand and a resident tensor, fp32 and the wide types
+ * (dense, so the CUDA backend runs one strided cuBLAS call, and padded);
+ * every refusal names the right
  * problem (gemm_last_error_problem) and writes nothing, and the daemon
  * stays healthy after each, and the reply lists every bad problem; a
  * batch canceled in the queue writes nothing, one canceled while it runs
@@ -442,24 +444,31 @@ Test(batch, all_problems_empty)
 
 /* ---- strided batches ---- */
 
-/* count problems of m x n x k fp32 (transposes ta, tb; padded lds): A
- * strided, B shared (stride 0) or a resident tensor, C strided with
- * beta, D strided. */
-static void strided_case(uint64_t count, uint64_t m, uint64_t n, uint64_t k,
-                         bool ta, bool tb, bool b_tensor, uint64_t *seed)
+/* count problems of m x n x k of type t (transposes ta, tb): A strided,
+ * B shared (stride 0) or a resident tensor, C strided with beta, D
+ * strided. Padded leading dimensions and a gap between Ds, or (tight)
+ * every operand dense and the strides their sizes, so the daemon stages
+ * each operand block whole and the library sees a strided batch. */
+static void strided_case(gemm_dtype t, bool tight, uint64_t count, uint64_t m,
+                         uint64_t n, uint64_t k, bool ta, bool tb,
+                         bool b_tensor, uint64_t *seed)
 {
     layout l;
-    layout_init(&l, g_client, GEMM_FP32, GEMM_FP32, count);
+    layout_init(&l, g_client, t, t, count);
+    const size_t es = gemm_dtype_size(t);
+    const int pad = tight ? 0 : 1;
     size_t ar = ta ? k : m, ac = ta ? m : k;
     size_t br = tb ? n : k, bc = tb ? k : n;
-    uint64_t lda = ac + 1, ldb = bc + 2, ldc = n + 3, ldd = n;
-    size_t sa = tu_extent(ar, ac, lda) * 4, sc = tu_extent(m, n, ldc) * 4;
-    size_t sd = tu_extent(m, n, ldd) * 4 + 8;
-    uint64_t a0 = place(&l, GEMM_FP32, count * ar, ac, lda);
-    uint64_t b0 = place(&l, GEMM_FP32, br, bc, ldb);
-    uint64_t c0 = place(&l, GEMM_FP32, count * m, n, ldc);
-    uint64_t d0 = place(&l, GEMM_FP32, count * m, n + 2, n + 2);
-    fill(l.base + b0, GEMM_FP32, br, bc, ldb, seed);
+    uint64_t lda = ac + pad, ldb = bc + 2 * pad, ldc = n + 3 * pad, ldd = n;
+    size_t sa = tu_extent(ar, ac, lda) * es, sc = tu_extent(m, n, ldc) * es;
+    size_t sd = tu_extent(m, n, ldd) * es + (tight ? 0 : 8);
+    uint64_t a0 = place(&l, t, count * ar, ac, lda);
+    uint64_t b0 = place(&l, t, br, bc, ldb);
+    uint64_t c0 = place(&l, t, count * m, n, ldc);
+    uint64_t d0 = place(&l, t, count * m, n + 2, n + 2);
+    const lcx alpha = {0.75, is_complex(t) ? 0.25 : 0};
+    const lcx beta = {-0.5, is_complex(t) ? 0.125 : 0};
+    fill(l.base + b0, t, br, bc, ldb, seed);
     for (uint64_t i = 0; i < count; i++) {
         view *v = &l.v[i];
         *v = (view){.m = m, .n = n, .k = k, .ta = ta, .tb = tb};
@@ -472,26 +481,29 @@ static void strided_case(uint64_t count, uint64_t m, uint64_t n, uint64_t k,
         v->ldc = ldc;
         v->ldd = ldd;
         v->has_c = true;
-        v->alpha = (lcx){0.75, 0};
-        v->beta = (lcx){-0.5, 0};
-        fill(l.base + v->a, GEMM_FP32, ar, ac, lda, seed);
-        fill(l.base + v->c, GEMM_FP32, m, n, ldc, seed);
+        v->alpha = alpha;
+        v->beta = beta;
+        fill(l.base + v->a, t, ar, ac, lda, seed);
+        fill(l.base + v->c, t, m, n, ldc, seed);
     }
     l.nv = count;
     uint64_t tid = 0;
     if (b_tensor) {
         gemm_matrix src = mat(&l, b0, ldb);
-        int rv = gemm_tensor_upload(g_client, &src, br, bc, GEMM_FP32, &tid);
+        int rv = gemm_tensor_upload(g_client, &src, br, bc, t, &tid);
         cr_assert_eq(rv, GEMM_OK, "upload: %s (%s)", gemm_strerror(rv),
                      gemm_last_error_message());
     }
     layout_reference(&l);
     gemm_op op;
-    gemm_op_init(&op, m, n, k, GEMM_FP32, GEMM_FP32);
+    gemm_op_init(&op, m, n, k, t, t);
     op.trans_a = ta;
     op.trans_b = tb;
     op.alpha = 0.75f;
     op.beta = -0.5f;
+    if (t != GEMM_FP32)
+        gemm_op_set_scalars(&op, (double)alpha.re, (double)alpha.im,
+                            (double)beta.re, (double)beta.im);
     op.a = mat(&l, a0, lda);
     op.b = b_tensor ? (gemm_matrix){.tensor = tid} : mat(&l, b0, ldb);
     op.c = mat(&l, c0, ldc);
@@ -504,7 +516,8 @@ static void strided_case(uint64_t count, uint64_t m, uint64_t n, uint64_t k,
     b.stride_c = sc;
     b.stride_d = sd;
     char who[96];
-    snprintf(who, sizeof(who), "strided %llu x %llux%llux%llu %c%c%s",
+    snprintf(who, sizeof(who), "strided %s%s %llu x %llux%llux%llu %c%c%s",
+             gemm_dtype_name(t), tight ? " tight" : "",
              (unsigned long long)count, (unsigned long long)m,
              (unsigned long long)n, (unsigned long long)k, ta ? 'T' : 'N',
              tb ? 'T' : 'N', b_tensor ? " B resident" : "");
@@ -520,8 +533,26 @@ Test(batch, strided_shared_operand)
     fixture_start(NULL);
     uint64_t seed = 5;
     for (int t = 0; t < 4; t++)
-        strided_case(9, 23, 17, 31, t & 1, t >> 1, false, &seed);
-    strided_case(1, 40, 3, 2, false, false, false, &seed);
+        strided_case(GEMM_FP32, false, 9, 23, 17, 31, t & 1, t >> 1, false,
+                     &seed);
+    strided_case(GEMM_FP32, false, 1, 40, 3, 2, false, false, false, &seed);
+    tu_assert_healthy(g_client);
+}
+
+/* The wide types' strided batches: tight (on cuda one strided-batched
+ * cuBLAS call) and padded (pitched on the device: one pointer-array
+ * call), every transpose pair, C strided beside D. */
+Test(batch, strided_wide_types)
+{
+    fixture_start(NULL);
+    uint64_t seed = 7;
+    for (int t = 0; t < 4; t++)
+        strided_case(GEMM_FP64, true, 12, 24, 16, 40, t & 1, t >> 1, false,
+                     &seed);
+    strided_case(GEMM_FP64, false, 9, 23, 17, 31, true, false, false, &seed);
+    strided_case(GEMM_COMPLEX128, true, 6, 8, 16, 24, false, true, false,
+                 &seed);
+    strided_case(GEMM_COMPLEX64, false, 5, 13, 11, 9, true, true, false, &seed);
     tu_assert_healthy(g_client);
 }
 
@@ -529,8 +560,8 @@ Test(batch, strided_resident_tensor)
 {
     fixture_start(NULL);
     uint64_t seed = 6;
-    strided_case(7, 19, 24, 13, false, false, true, &seed);
-    strided_case(5, 8, 33, 21, true, true, true, &seed);
+    strided_case(GEMM_FP32, false, 7, 19, 24, 13, false, false, true, &seed);
+    strided_case(GEMM_FP32, false, 5, 8, 33, 21, true, true, true, &seed);
     tu_assert_healthy(g_client);
 }
 

@@ -28,6 +28,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,6 +283,347 @@ static bool same(const Case &c, int round, int i)
     return false;
 }
 
+/* ---- the wide types: cuBLAS's batched calls ---- */
+
+/* n scalars (doubles, or floats when f32) uniform in [-1, 1). */
+static __global__ void fill_wide_kernel(void *p, bool f32, int64_t n,
+                                        uint64_t seed)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        double v = (mix32(seed + (uint64_t)i) >> 8) * (2.0 / 16777216.0) - 1.0 +
+                   (mix32(~seed + (uint64_t)i) >> 8) * 0x1p-47;
+        if (f32)
+            static_cast<float *>(p)[i] = (float)v;
+        else
+            static_cast<double *>(p)[i] = v;
+    }
+}
+
+static size_t wsize(int t)
+{
+    return t == GEMM_COMPLEX128 ? 16 : t == GEMM_FP32 ? 4 : 8;
+}
+
+/* Scalars per element and whether they are floats. */
+static int wparts(int t)
+{
+    return t == GEMM_COMPLEX64 || t == GEMM_COMPLEX128 ? 2 : 1;
+}
+static bool wf32(int t)
+{
+    return t == GEMM_FP32 || t == GEMM_COMPLEX64;
+}
+
+static void wide_random(void *p, int t, int64_t elems, uint64_t seed)
+{
+    fill_wide_kernel<<<64, 256>>>(p, wf32(t), elems * wparts(t), seed);
+    CK(cudaGetLastError());
+}
+
+static const char *wname(int t)
+{
+    return t == GEMM_FP64         ? "fp64"
+           : t == GEMM_COMPLEX64  ? "complex64"
+           : t == GEMM_COMPLEX128 ? "complex128"
+                                  : "fp32";
+}
+
+/* A wide problem's shape, transposes, scalars and leading dimensions
+ * (pointers unset): lds padded by 0..2 elements, op(A), op(B) conjugated
+ * now and then for the complex types. c: beta != 0. */
+static gemmk_problem wide_shape(int t, int64_t m, int64_t n, int64_t k, bool c)
+{
+    gemmk_problem p = {};
+    p.m = m, p.n = n, p.k = k;
+    p.ab_type = p.cd_type = (gemm_dtype)t;
+    p.trans_a = (int)(rnd() % 2);
+    p.trans_b = (int)(rnd() % 2);
+    if (wparts(t) == 2) {
+        p.conj_a = p.trans_a && rnd() % 2;
+        p.conj_b = p.trans_b && rnd() % 2;
+    }
+    p.precision = t == GEMM_FP32 ? GEMM_PRECISION_FP32 : GEMM_PRECISION_DEFAULT;
+    int64_t ac = p.trans_a ? m : k, bc = p.trans_b ? k : n;
+    int64_t pad = t == GEMM_FP32 ? 8 : 1; /* fp32: multiples of 8 */
+    p.lda = t == GEMM_FP32 ? pad8(ac) : ac + pad * rnd_in(0, 2);
+    p.ldb = t == GEMM_FP32 ? pad8(bc) : bc + pad * rnd_in(0, 2);
+    p.ldd = t == GEMM_FP32 ? pad8(n) : n + pad * rnd_in(0, 2);
+    p.ldc = p.ldd;
+    p.zalpha[0] = (double)rnd_in(-200, 200) / 100.0;
+    p.zalpha[1] = wparts(t) == 2 ? (double)rnd_in(-100, 100) / 100.0 : 0.0;
+    p.alpha = (float)p.zalpha[0];
+    if (c) {
+        p.zbeta[0] = (double)rnd_in(-200, 200) / 100.0;
+        p.zbeta[1] = wparts(t) == 2 ? (double)rnd_in(-100, 100) / 100.0 : 0.0;
+        if (p.zbeta[0] == 0.0 && p.zbeta[1] == 0.0)
+            p.zbeta[0] = 0.5;
+        p.beta = (float)p.zbeta[0];
+    }
+    return p;
+}
+
+/* One wide problem of a batch, and gemmk_gemm's D for it. */
+struct WCase {
+    gemmk_problem p;
+    void *d2;       /* gemmk_gemm(p, "auto")'s D: D as it was, then run */
+    size_t d_bytes; /* m rows of ldd */
+};
+
+/* count problems of shape q at constant strides (whole matrices plus 0..1
+ * rows; A or B now and then shared, stride 0) in one allocation per
+ * operand, kept in bufs; C (when read) apart from D, contiguous when
+ * tight. */
+static void wide_strided(const gemmk_problem &q, int count, bool tight,
+                         uint64_t seed, std::vector<WCase> &out,
+                         std::vector<void *> &bufs)
+{
+    const int t = q.ab_type;
+    const size_t es = wsize(t);
+    int64_t ar = q.trans_a ? q.k : q.m, br = q.trans_b ? q.n : q.k;
+    int shared = (int)(rnd() % 6);
+    int64_t gap = tight ? 0 : rnd_in(0, 1);
+    int64_t sa = shared == 0 ? 0 : (ar + gap) * q.lda;
+    int64_t sb = shared == 1 ? 0 : (br + gap) * q.ldb;
+    int64_t sd = (q.m + gap) * q.ldd, sc = (q.m + gap) * q.ldc;
+    const bool c = q.zbeta[0] != 0.0 || q.zbeta[1] != 0.0;
+    void *A, *B, *C = nullptr, *D;
+    CK(cudaMalloc(&A, (size_t)(sa ? sa * count : ar * q.lda) * es));
+    CK(cudaMalloc(&B, (size_t)(sb ? sb * count : br * q.ldb) * es));
+    CK(cudaMalloc(&D, (size_t)(sd * count) * es));
+    wide_random(A, t, sa ? sa * count : ar * q.lda, seed + 1);
+    wide_random(B, t, sb ? sb * count : br * q.ldb, seed + 2);
+    CK(cudaMemset(D, 0xFF, (size_t)(sd * count) * es));
+    if (c) {
+        CK(cudaMalloc(&C, (size_t)(sc * count) * es));
+        wide_random(C, t, sc * count, seed + 3);
+        bufs.push_back(C);
+    }
+    bufs.push_back(A), bufs.push_back(B), bufs.push_back(D);
+    for (int i = 0; i < count; i++) {
+        WCase w = {q, nullptr, (size_t)(q.m * q.ldd) * es};
+        w.p.a = static_cast<uint8_t *>(A) + (size_t)(i * sa) * es;
+        w.p.b = static_cast<uint8_t *>(B) + (size_t)(i * sb) * es;
+        w.p.c = c ? static_cast<uint8_t *>(C) + (size_t)(i * sc) * es : nullptr;
+        w.p.d = static_cast<uint8_t *>(D) + (size_t)(i * sd) * es;
+        out.push_back(w);
+    }
+}
+
+/* One problem of shape q in allocations of its own (kept in bufs): C
+ * apart from D, or D itself (in place: D starts as C). */
+static void wide_alone(const gemmk_problem &q, bool in_place, uint64_t seed,
+                       std::vector<WCase> &out, std::vector<void *> &bufs)
+{
+    const int t = q.ab_type;
+    const size_t es = wsize(t);
+    int64_t ar = q.trans_a ? q.k : q.m, br = q.trans_b ? q.n : q.k;
+    WCase w = {q, nullptr, (size_t)(q.m * q.ldd) * es};
+    void *A, *B, *D;
+    CK(cudaMalloc(&A, (size_t)(ar * q.lda) * es));
+    CK(cudaMalloc(&B, (size_t)(br * q.ldb) * es));
+    CK(cudaMalloc(&D, w.d_bytes));
+    wide_random(A, t, ar * q.lda, seed + 1);
+    wide_random(B, t, br * q.ldb, seed + 2);
+    CK(cudaMemset(D, 0xFF, w.d_bytes));
+    bufs.push_back(A), bufs.push_back(B), bufs.push_back(D);
+    w.p.a = A, w.p.b = B, w.p.d = D;
+    if (q.zbeta[0] != 0.0 || q.zbeta[1] != 0.0) {
+        if (in_place) {
+            wide_random(D, t, q.m * q.ldd, seed + 3);
+            w.p.c = D;
+            w.p.ldc = q.ldd;
+        } else {
+            void *C;
+            w.p.ldc = t == GEMM_FP32 ? pad8(q.n) : q.n + rnd_in(0, 2);
+            CK(cudaMalloc(&C, (size_t)(q.m * w.p.ldc) * es));
+            wide_random(C, t, q.m * w.p.ldc, seed + 3);
+            bufs.push_back(C);
+            w.p.c = C;
+        }
+    }
+    out.push_back(w);
+}
+
+/*
+ * Compares problem i's D against gemmk_gemm's: every element within
+ * tol * (the largest |component| of gemmk_gemm's D), every padding byte
+ * the same; counts the Ds identical bit for bit in *bits.
+ */
+static bool wide_same(const WCase &w, const char *what, int i, double tol,
+                      int *bits)
+{
+    std::vector<uint8_t> x(w.d_bytes), y(w.d_bytes);
+    CK(cudaMemcpy(x.data(), w.p.d, w.d_bytes, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(y.data(), w.d2, w.d_bytes, cudaMemcpyDeviceToHost));
+    if (memcmp(x.data(), y.data(), w.d_bytes) == 0) {
+        (*bits)++;
+        return true;
+    }
+    const gemmk_problem &p = w.p;
+    const int parts = wparts(p.ab_type);
+    const bool f = wf32(p.ab_type);
+    const size_t es = wsize(p.ab_type);
+    auto at = [&](const std::vector<uint8_t> &v, int64_t e, int c) {
+        return f ? (double)reinterpret_cast<const float *>(
+                       v.data())[e * parts + c]
+                 : reinterpret_cast<const double *>(v.data())[e * parts + c];
+    };
+    double big = 0;
+    for (int64_t r = 0; r < p.m; r++)
+        for (int64_t j = 0; j < p.n; j++)
+            for (int c = 0; c < parts; c++)
+                big = std::max(big, fabs(at(y, r * p.ldd + j, c)));
+    for (int64_t r = 0; r < p.m; r++)
+        for (int64_t j = 0; j < p.ldd; j++) {
+            const int64_t e = r * p.ldd + j;
+            bool ok = true;
+            double err = 0;
+            if (j >= p.n) {
+                ok = memcmp(&x[e * es], &y[e * es], es) == 0;
+            } else {
+                for (int c = 0; c < parts; c++)
+                    err = std::max(err, fabs(at(x, e, c) - at(y, e, c)));
+                ok = err <= tol * big;
+            }
+            if (!ok) {
+                printf("FAIL %s problem %d: %s m %lld n %lld k %lld ta %d%s "
+                       "tb %d%s beta %g%+gi C %s: D[%lld][%lld] %s (error "
+                       "%.3g, scale %.3g)\n",
+                       what, i, wname(p.ab_type), (long long)p.m,
+                       (long long)p.n, (long long)p.k, p.trans_a,
+                       p.conj_a ? "H" : "", p.trans_b, p.conj_b ? "H" : "",
+                       p.zbeta[0], p.zbeta[1],
+                       !p.c         ? "none"
+                       : p.c == p.d ? "in D"
+                                    : "apart",
+                       (long long)r, (long long)j,
+                       j >= p.n ? "padding changed" : "differs", err, big);
+                return false;
+            }
+        }
+    return true;
+}
+
+/*
+ * Runs cs as one gemmk_gemm_grouped call and each alone through
+ * gemmk_gemm(p, "auto") on a copy of its D as it was (C in place read
+ * from the copy); compares them (wide_same) and the kernel the reply
+ * names with want. Returns the failures; counts checked and identical.
+ */
+static int wide_round(gemmk_ctx *ctx, cudaStream_t s, const char *what,
+                      std::vector<WCase> &cs, const char *want, int *checked)
+{
+    int fails = 0, bits = 0;
+    std::vector<gemmk_problem> ps;
+    for (WCase &w : cs) {
+        CK(cudaMalloc(&w.d2, w.d_bytes));
+        CK(cudaMemcpy(w.d2, w.p.d, w.d_bytes, cudaMemcpyDeviceToDevice));
+        ps.push_back(w.p);
+    }
+    gemmk_problem empty = cs[0].p;
+    empty.n = 0;
+    ps.push_back(empty);
+    CK(cudaDeviceSynchronize());
+    gemmk_result res;
+    gemm_error e = gemmk_gemm_grouped(ctx, ps.data(), (int)ps.size(), s, &res);
+    if (e != GEMM_OK) {
+        printf("FAIL %s: gemmk_gemm_grouped: %s: %s\n", what, err_name(e),
+               res.msg);
+        return 1;
+    }
+    if (!res.kernel || strcmp(res.kernel, want) != 0) {
+        printf("FAIL %s: the reply names %s, not %s\n", what,
+               res.kernel ? res.kernel : "(none)", want);
+        fails++;
+    }
+    for (WCase &w : cs) {
+        gemmk_problem q = w.p;
+        if (q.c == q.d)
+            q.c = w.d2;
+        q.d = w.d2;
+        gemmk_result r1;
+        e = gemmk_gemm(ctx, &q, s, "auto", &r1);
+        if (e != GEMM_OK) {
+            printf("FAIL %s: gemmk_gemm(auto): %s: %s\n", what, err_name(e),
+                   r1.msg);
+            return fails + 1;
+        }
+    }
+    CK(cudaStreamSynchronize(s));
+    CK(cudaGetLastError());
+    for (size_t i = 0; i < cs.size(); i++) {
+        const int t = cs[i].p.ab_type;
+        const double tol =
+            t == GEMM_FP64 || t == GEMM_COMPLEX128 ? 1e-12 : 1e-5;
+        fails += !wide_same(cs[i], what, (int)i, tol, &bits);
+        (*checked)++;
+    }
+    printf("%s: %zu problems, %s; %d of them bit-identical to gemmk_gemm\n",
+           what, cs.size(), fails ? "FAILURES" : "within tolerance", bits);
+    for (WCase &w : cs)
+        CK(cudaFree(w.d2));
+    return fails;
+}
+
+/* The wide batches: strided fp64, complex128 and fp32; fp64 and complex
+ * of mixed shapes; C apart (contiguous, strided or not) and in place. */
+static int wide_batches(gemmk_ctx *ctx, cudaStream_t s, int *checked)
+{
+    int fails = 0;
+    g_rng ^= 4242;
+    struct Strided {
+        const char *what;
+        int t;
+        int count;
+        bool c, tight;
+    } st[] = {
+        {"strided fp64, beta 0", GEMM_FP64, 40, false, true},
+        {"strided fp64, C apart", GEMM_FP64, 24, true, false},
+        {"strided complex128, C apart", GEMM_COMPLEX128, 20, true, true},
+        {"strided complex64", GEMM_COMPLEX64, 12, true, false},
+        {"strided fp32 (one by one: ws-3xtf32)", GEMM_FP32, 16, true, true},
+    };
+    for (const Strided &x : st) {
+        for (int rep = 0; rep < 2; rep++) {
+            std::vector<WCase> cs;
+            std::vector<void *> bufs;
+            gemmk_problem q = wide_shape(x.t, rnd_in(1, 200), rnd_in(1, 200),
+                                         rnd_in(1, 300), x.c);
+            wide_strided(q, x.count, x.tight, rnd(), cs, bufs);
+            fails +=
+                wide_round(ctx, s, x.what, cs,
+                           x.t == GEMM_FP32 ? "ws-3xtf32" : "cublas", checked);
+            for (void *b : bufs)
+                CK(cudaFree(b));
+        }
+    }
+    /* several shapes: fp64 (one grouped-batched call), complex (one
+     * batched call per shape, a lone one alone), C none, apart or in D */
+    const int types[2] = {GEMM_FP64, GEMM_COMPLEX128};
+    for (int ti = 0; ti < 3; ti++) {
+        std::vector<WCase> cs;
+        std::vector<void *> bufs;
+        for (int sh = 0; sh < 6; sh++) {
+            const int t =
+                ti < 2 ? types[ti] : (sh % 2 ? GEMM_FP64 : GEMM_COMPLEX64);
+            const bool c = rnd() % 2;
+            gemmk_problem q = wide_shape(t, rnd_in(1, 150), rnd_in(1, 150),
+                                         rnd_in(1, 200), c);
+            int reps = sh == 5 ? 1 : (int)rnd_in(2, 7);
+            for (int i = 0; i < reps; i++)
+                wide_alone(q, rnd() % 2, rnd(), cs, bufs);
+        }
+        const char *what = ti == 0   ? "fp64 of 6 shapes"
+                           : ti == 1 ? "complex128 of 6 shapes"
+                                     : "fp64 and complex64 of 6 shapes";
+        fails += wide_round(ctx, s, what, cs, "cublas", checked);
+        for (void *b : bufs)
+            CK(cudaFree(b));
+    }
+    return fails;
+}
+
 int main(int argc, char **argv)
 {
     int rounds = 8;
@@ -435,12 +777,16 @@ int main(int argc, char **argv)
         free_case(b);
     }
 
+    fails += wide_batches(ctx, s, &checked);
+
     CK(cudaStreamDestroy(s));
     gemmk_ctx_destroy(ctx);
     if (fails) {
         printf("FAIL: %d of %d problems differ\n", fails, checked);
         return 1;
     }
-    printf("ok: %d problems identical to gemmk_gemm\n", checked);
+    printf("ok: %d problems identical to gemmk_gemm (the wide ones within "
+           "tolerance)\n",
+           checked);
     return 0;
 }
