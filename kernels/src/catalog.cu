@@ -132,6 +132,16 @@ const Row kRows[] = {
      launch_n256e2,
      nullptr,
      0},
+    {{"ws128x256sk", 0, 0,
+      "ws128x256e with a stream-K tail: the last partial wave's k-blocks "
+      "spread evenly over every SM, partials summed in a fixed order",
+      kAB16, kCDAll, 0, kT},
+     ROW_TILED,
+     run_tiled16,
+     {256, 1, 1, 0, 2, 1},
+     launch_n256e2,
+     nullptr,
+     0},
     {{"ws128x256e3", 0, 0,
       "128x256 tiles with a TMA-store epilogue, 64 KB output buffer, "
       "3 stages",
@@ -411,13 +421,13 @@ const Row &row_reference()
     return kRows[kNumRows - 1];
 }
 
-const Row *row_tiled(int bn, int cluster, bool split, int pp, int epi)
+const Row *row_tiled(int bn, int cluster, bool split, int pp, int epi, int sk)
 {
     for (int i = 0; i < kNumRows; i++) {
         const Row &r = kRows[i];
         if (!(r.flags & ROW_TILED))
             continue;
-        if (r.tiling.pp != pp || r.tiling.epi != epi)
+        if (r.tiling.pp != pp || r.tiling.epi != epi || r.tiling.sk != sk)
             continue;
         if (pp || epi) /* one row each: its tiling is the plan's */
             return &r;

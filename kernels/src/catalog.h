@@ -26,6 +26,8 @@ struct Tiling {
     int pp;      /* 1: ping-pong consumers, 128 x 128 per warpgroup */
     int epi;     /* TMA-store epilogue: 64 x 64 output buffers per consumer,
                     2 (4 stages) or 4 (3 stages); 0: stores from registers */
+    int sk;      /* with epi: 1, a stream-K tail always (auto: where the
+                    plan's model says it pays) */
 };
 
 /* gemmk_gemm's path for a row: validated p, the row asked for (or "auto"),
@@ -75,7 +77,8 @@ const Row &row_reference();
 const Row *row_s8(int v);
 /* The tiled row whose tiling is (bn, cluster, splits > 1, pp, epi): what
  * a plan resolves to; NULL if none. */
-const Row *row_tiled(int bn, int cluster, bool split, int pp, int epi);
+const Row *row_tiled(int bn, int cluster, bool split, int pp, int epi,
+                     int sk = 0);
 
 /* gemmk_check against a row (NULL: unknown kernel). */
 gemm_error row_check(const Row *r, const gemmk_problem *p, const char **why);

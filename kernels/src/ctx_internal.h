@@ -36,6 +36,7 @@ enum CtxSlot {
     SLOT_OZS = 2,   /* fp64 emulation: statistics and scale exponents */
     SLOT_GROUP = 3, /* grouped launches: tensor maps and problem table */
     SLOT_WIDE = 4,  /* wide batches: cuBLAS's device pointer arrays */
+    SLOT_SK = 5,    /* stream-K: partial accumulators and flags */
     SLOT_COUNT
 };
 
@@ -65,6 +66,7 @@ struct gemmk_ctx {
     gemmk::OzState *oz;     /* the fp64 path (ozaki.cu), made lazily */
     gemmk::WideState *wide; /* cuBLAS for the wide types (wide.cu), made
                                with the context */
+    int sk_epoch;           /* the last stream-K launch's flag value */
     char msg[256];          /* why the current call failed ("" if unsaid) */
 };
 

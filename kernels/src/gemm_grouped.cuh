@@ -21,11 +21,15 @@
  * u % per of matrix u / per, A and B are read through two 3-D maps
  * (kernel parameters: the third dimension is the matrix; an operand of
  * stride 0, shared by all, is a 3-D map of one matrix read at 0) and D,
- * C sit at constant byte strides from matrix 0's.
+ * C sit at constant byte strides from matrix 0's. When its epilogue is a
+ * plain conversion (tstore_ok), D is written through a third 3-D map
+ * with gemm_sm90_tstore.cuh's TMA-store epilogue: a consumer stages its
+ * 64 x BN block in shared memory and goes on to its next tile while the
+ * copy engine stores it.
  */
 #pragma once
 
-#include "gemm_sm90.cuh"
+#include "gemm_sm90_tstore.cuh"
 
 namespace gemmk
 {
@@ -52,8 +56,18 @@ struct GroupParams {
     int strided;
     int a_shared, b_shared; /* stride 0: one A (B) for all, matrix 0 */
     int per;                /* tiles per matrix */
+    int tstore;             /* D through the 3-D map td3 (TMA stores) */
     long long sd, sc;
     GroupProblem p0;
+};
+
+/* Shared memory: Cfg<BN>'s ring and barriers, and two 64 x 64 16-bit
+ * store buffers per consumer (a 64 x 128 block, the TMA-store epilogue's
+ * step). */
+template <int BN> struct GroupCfg {
+    static constexpr int C_BYTES = 2 * 2 * TsCfg<2>::SUB;
+    static constexpr int SMEM = Cfg<BN>::SMEM + C_BYTES;
+    static_assert(SMEM <= 227 * 1024, "over the opt-in shared memory limit");
 };
 
 /* The problem that unit u belongs to: the last with unit0 <= u. */
@@ -77,9 +91,7 @@ __device__ __forceinline__ void tmap_acquire(const CUtensorMap *map)
     asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(
                      reinterpret_cast<uint64_t>(map))
                  : "memory");
-    asm volatile(
-        "prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map))
-        : "memory");
+    tmap_prefetch(map);
 }
 
 /* Problem i of a strided batch: p0 with matrix i's D and C. */
@@ -93,12 +105,14 @@ __device__ __forceinline__ GroupProblem strided_problem(const GroupParams &g,
     return q;
 }
 
-/* ta3, tb3: A's and B's 3-D maps of a strided batch (else unused). */
+/* ta3, tb3, td3: A's, B's and D's 3-D maps of a strided batch (else
+ * unused; td3 only with g.tstore). */
 template <int BN, int AB, int AMN, int BMN>
 __global__ void __launch_bounds__(384, 1)
     gemm_grouped_kernel(const __grid_constant__ GroupParams g,
                         const __grid_constant__ CUtensorMap ta3,
-                        const __grid_constant__ CUtensorMap tb3)
+                        const __grid_constant__ CUtensorMap tb3,
+                        const __grid_constant__ CUtensorMap td3)
 {
     constexpr int STAGES = Cfg<BN>::STAGES;
     constexpr int A_BYTES = Cfg<BN>::A_BYTES;
@@ -108,7 +122,8 @@ __global__ void __launch_bounds__(384, 1)
         (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     uint8_t *sa = smem;
     uint8_t *sb = smem + STAGES * A_BYTES;
-    uint64_t *full = reinterpret_cast<uint64_t *>(sb + STAGES * B_BYTES);
+    uint8_t *sc = sb + STAGES * B_BYTES;
+    uint64_t *full = reinterpret_cast<uint64_t *>(sc + GroupCfg<BN>::C_BYTES);
     uint64_t *empty = full + STAGES;
 
     const int wg = threadIdx.x / 128;
@@ -127,6 +142,10 @@ __global__ void __launch_bounds__(384, 1)
         int s = 0;
         uint32_t ph = 0;
         int seen = -1; /* the problem whose maps were acquired last */
+        if (g.strided && tid == 0) {
+            tmap_prefetch(&ta3);
+            tmap_prefetch(&tb3);
+        }
         for (int u = blockIdx.x; tid == 0 && u < g.units; u += gridDim.x) {
             if (g.strided) {
                 const int i = u / g.per, local = u - i * g.per;
@@ -154,6 +173,9 @@ __global__ void __launch_bounds__(384, 1)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         const int c = wg - 1;
         const int warp = tid / 32, lane = tid % 32;
+        uint8_t *cbuf = sc + c * 2 * TsCfg<2>::SUB;
+        if (g.tstore && tid == 0)
+            tmap_prefetch(&td3);
         float d[BN / 2];
         int s = 0;
         uint32_t ph = 0;
@@ -165,11 +187,11 @@ __global__ void __launch_bounds__(384, 1)
             gemmk_desc_encode(smem_u32(sb), B_LBO, 1024, GEMMK_SWIZZLE_128B);
         for (int u = blockIdx.x; u < g.units; u += gridDim.x) {
             GroupProblem q;
-            int local;
+            int local, z = 0;
             if (g.strided) {
-                const int i = u / g.per;
-                q = strided_problem(g, i);
-                local = u - i * g.per;
+                z = u / g.per;
+                q = strided_problem(g, z);
+                local = u - z * g.per;
             } else {
                 q = g.probs[group_find(g, u)];
                 local = u - q.unit0;
@@ -188,8 +210,21 @@ __global__ void __launch_bounds__(384, 1)
             p.alpha = q.alpha, p.beta = q.beta;
             p.ws = nullptr;
             p.ldw = 0;
-            store_any<BN>(p, d, mt * BM + c * 64, nt * BN, lane, warp, 0);
+            const int row0 = mt * BM + c * 64, col0 = nt * BN;
+            if (g.tstore) {
+                tstore_step<2, 0, BN / 2, true>(p, &td3, d, cbuf, row0, col0,
+                                                tid, warp, lane, 1 + c, z);
+                if constexpr (BN == 256)
+                    tstore_step<2, 1, BN / 2, true>(p, &td3, d, cbuf, row0,
+                                                    col0, tid, warp, lane,
+                                                    1 + c, z);
+            } else {
+                store_any<BN>(p, d, row0, col0, lane, warp, 0);
+            }
         }
+        /* the shared-memory sources must outlive the stores */
+        if (g.tstore && tid == 0)
+            bulk_wait_all();
     }
 }
 

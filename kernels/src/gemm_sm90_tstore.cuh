@@ -17,10 +17,14 @@
  * Used when the epilogue is a plain conversion: no split-K, beta == 0,
  * bf16 or fp16 D, N a multiple of 8 (tstore_ok). Otherwise the kernel falls
  * back to the register epilogue (store_tile), so every problem runs correctly.
+ * * With sk.units the grid is every SM and the last partial wave runs stream-K
+ * (gemm_streamk.cuh): segments of units' k-blocks, partials published and
+ * summed in a fixed order before the same epilogue.
  */
 #pragma once
 
 #include "gemm_sm90.cuh"
+#include "gemm_streamk.cuh"
 
 namespace gemmk
 {
@@ -55,6 +59,26 @@ __device__ __forceinline__ void tma_store_2d(const CUtensorMap *map,
         "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, "
         "%2}], [%3];" ::"l"(reinterpret_cast<uint64_t>(map)),
         "r"(c0), "r"(c1), "r"(smem_u32(src))
+        : "memory");
+}
+
+/* tma_store_2d into matrix z of a 3-D map (a strided batch's D). */
+__device__ __forceinline__ void
+tma_store_3d(const CUtensorMap *map, const void *src, int c0, int c1, int z)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, "
+        "%2, %3}], [%4];" ::"l"(reinterpret_cast<uint64_t>(map)),
+        "r"(c0), "r"(c1), "r"(z), "r"(smem_u32(src))
+        : "memory");
+}
+
+/* Starts fetching a tensor map (a kernel parameter's or one in global
+ * memory) into the TMA unit's descriptor cache. */
+__device__ __forceinline__ void tmap_prefetch(const CUtensorMap *map)
+{
+    asm volatile(
+        "prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map))
         : "memory");
 }
 
@@ -121,8 +145,8 @@ __device__ __forceinline__ uint32_t pack2(float x, float y, float alpha)
  * address of row L%8 of matrix L/8. 128B swizzle: 16-byte chunk c of row r
  * lies at r * 128 + ((c ^ r % 8) * 16).
  */
-template <bool OUT_F16, int J>
-__device__ __forceinline__ void stage_box(const float (&d)[128], uint32_t buf,
+template <bool OUT_F16, int J, int R>
+__device__ __forceinline__ void stage_box(const float (&d)[R], uint32_t buf,
                                           int warp, int lane, float alpha)
 {
     const int mi = lane >> 3;
@@ -140,41 +164,44 @@ __device__ __forceinline__ void stage_box(const float (&d)[128], uint32_t buf,
     }
 }
 
-/* The NB boxes of step S (columns 64 * NB * S..) into the buffers. */
-template <bool OUT_F16, int NB, int S>
-__device__ __forceinline__ void stage_step(const float (&d)[128], uint32_t buf,
+/* The NB boxes of step S (columns 64 * NB * S..) into the buffers; R:
+ * the accumulators of a 64 x 2R block (128: 64 x 256, 64: 64 x 128). */
+template <bool OUT_F16, int NB, int S, int R>
+__device__ __forceinline__ void stage_step(const float (&d)[R], uint32_t buf,
                                            int warp, int lane, float alpha)
 {
-    stage_box<OUT_F16, NB * S>(d, buf, warp, lane, alpha);
-    stage_box<OUT_F16, NB * S + 1>(d, buf + 8192, warp, lane, alpha);
+    static_assert(64 * NB * (S + 1) <= 2 * R, "a box past the block");
+    stage_box<OUT_F16, NB * S, R>(d, buf, warp, lane, alpha);
+    stage_box<OUT_F16, NB * S + 1, R>(d, buf + 8192, warp, lane, alpha);
     if constexpr (NB == 4) {
-        stage_box<OUT_F16, NB * S + 2>(d, buf + 2 * 8192, warp, lane, alpha);
-        stage_box<OUT_F16, NB * S + 3>(d, buf + 3 * 8192, warp, lane, alpha);
+        stage_box<OUT_F16, NB * S + 2, R>(d, buf + 2 * 8192, warp, lane, alpha);
+        stage_box<OUT_F16, NB * S + 3, R>(d, buf + 3 * 8192, warp, lane, alpha);
     }
 }
 
 /*
- * Step S of one consumer's TMA-store epilogue (4 / NB steps of NB boxes):
+ * Step S of one consumer's TMA-store epilogue (2R / 64 / NB steps of NB
+ * boxes; Z3: tmd is a 3-D map and the block goes to its matrix z):
  * the issuing thread (tid 0) waits until the engine has read the buffers'
  * previous contents, a warpgroup barrier publishes that, every thread
  * writes its fragments and fences them to the async proxy, a second
  * barrier, and tid 0 issues the NB stores as one bulk group. Boxes
  * entirely outside D are not issued; partial ones are clipped by TMA.
  */
-template <int NB, int S>
+template <int NB, int S, int R, bool Z3 = false>
 __device__ __forceinline__ void
-tstore_step(const KParams &p, const CUtensorMap *tmd, const float (&d)[128],
+tstore_step(const KParams &p, const CUtensorMap *tmd, const float (&d)[R],
             uint8_t *cbuf, int row0, int col0, int tid, int warp, int lane,
-            int bar_id)
+            int bar_id, int z = 0)
 {
     const uint32_t buf = smem_u32(cbuf);
     if (tid == 0)
         bulk_wait_read_all();
     wg_bar(bar_id);
     if (p.cd_type == 2)
-        stage_step<true, NB, S>(d, buf, warp, lane, p.alpha);
+        stage_step<true, NB, S, R>(d, buf, warp, lane, p.alpha);
     else
-        stage_step<false, NB, S>(d, buf, warp, lane, p.alpha);
+        stage_step<false, NB, S, R>(d, buf, warp, lane, p.alpha);
     fence_proxy_async_smem();
     wg_bar(bar_id);
     if (tid == 0) {
@@ -182,11 +209,34 @@ tstore_step(const KParams &p, const CUtensorMap *tmd, const float (&d)[128],
 #pragma unroll
             for (int b = 0; b < NB; b++) {
                 int col = col0 + 64 * (NB * S + b);
-                if (col < p.n)
+                if (col >= p.n)
+                    continue;
+                if constexpr (Z3)
+                    tma_store_3d(tmd, cbuf + b * 8192, col, row0, z);
+                else
                     tma_store_2d(tmd, cbuf + b * 8192, col, row0);
             }
         }
         bulk_commit();
+    }
+}
+
+/* One consumer's epilogue of the tile at (mt, nt): TMA stores when
+ * tstore, else from registers. */
+template <int NB>
+__device__ __forceinline__ void
+ts_store(const KParams &p, const CUtensorMap *tmd, float (&d)[128],
+         uint8_t *cbuf, bool tstore, int mt, int nt, int split, int c, int tid,
+         int warp, int lane)
+{
+    const int row0 = mt * BM + c * 64, col0 = nt * 256;
+    if (tstore) {
+        tstore_step<NB, 0>(p, tmd, d, cbuf, row0, col0, tid, warp, lane, 1 + c);
+        if constexpr (NB == 2)
+            tstore_step<NB, 1>(p, tmd, d, cbuf, row0, col0, tid, warp, lane,
+                               1 + c);
+    } else {
+        store_any<256>(p, d, row0, col0, lane, warp, split);
     }
 }
 
@@ -195,7 +245,8 @@ __global__ void __launch_bounds__(384, 1)
     gemm_ts_kernel(const __grid_constant__ CUtensorMap tma,
                    const __grid_constant__ CUtensorMap tmb,
                    const __grid_constant__ CUtensorMap tmd,
-                   const __grid_constant__ KParams p)
+                   const __grid_constant__ KParams p,
+                   const __grid_constant__ SkParams sk)
 {
     using C = TsCfg<NB>;
     constexpr int BN = C::BN;
@@ -221,42 +272,37 @@ __global__ void __launch_bounds__(384, 1)
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
+    /* units run whole; with sk.units the rest is split (gemm_streamk.cuh) */
+    const int dp = sk.units ? sk.dp : p.units;
+    long long it0 = 0, it1 = 0;
+    if (sk.units)
+        sk_range(sk, p.nkb, blockIdx.x, gridDim.x, it0, it1);
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         int s = 0;
         uint32_t ph = 0;
-        for (int u = blockIdx.x; tid == 0 && u < p.units; u += gridDim.x) {
+        if (tid == 0) {
+            tmap_prefetch(&tma);
+            tmap_prefetch(&tmb);
+        }
+        for (int u = blockIdx.x; tid == 0 && u < dp; u += gridDim.x) {
             int mt, nt, split;
             unit_coords(p, u, mt, nt, split);
             int kb0 = split * p.kb_per_split;
             int kb1 = min(p.nkb, kb0 + p.kb_per_split);
-            int m0 = mt * BM, n0 = nt * BN;
-            for (int kb = kb0; kb < kb1; kb++) {
-                mbar_wait(&empty[s], ph ^ 1);
-                mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
-                int k0 = kb * BK;
-                uint8_t *a = sa + s * A_BYTES;
-                uint8_t *b = sb + s * B_BYTES;
-                if constexpr (AMN) {
-                    tma_load_2d(a, &tma, m0, k0, &full[s]);
-                    tma_load_2d(a + SLAB, &tma, m0 + 64, k0, &full[s]);
-                } else {
-                    tma_load_2d(a, &tma, k0, m0, &full[s]);
-                }
-                if constexpr (BMN) {
-#pragma unroll
-                    for (int j = 0; j < BN / 64; j++)
-                        tma_load_2d(b + j * SLAB, &tmb, n0 + 64 * j, k0,
-                                    &full[s]);
-                } else {
-                    tma_load_2d(b, &tmb, k0, n0, &full[s]);
-                }
-                if (++s == STAGES) {
-                    s = 0;
-                    ph ^= 1;
-                }
-            }
+            produce_tile<BN, F16, AMN, BMN, 1, STAGES>(&tma, &tmb, mt * BM,
+                                                       nt * BN, kb0, kb1, 0, sa,
+                                                       sb, full, empty, s, ph);
+        }
+        long long pos = it1;
+        int u, kb0, kb1;
+        while (tid == 0 && sk_next(sk, p.nkb, it0, pos, u, kb0, kb1)) {
+            int mt, nt, split;
+            unit_coords(p, u, mt, nt, split);
+            produce_tile<BN, F16, AMN, BMN, 1, STAGES>(&tma, &tmb, mt * BM,
+                                                       nt * BN, kb0, kb1, 0, sa,
+                                                       sb, full, empty, s, ph);
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -264,60 +310,43 @@ __global__ void __launch_bounds__(384, 1)
         const int warp = tid / 32, lane = tid % 32;
         const bool tstore = tstore_ok(p);
         uint8_t *cbuf = sc + c * NB * C::SUB;
+        if (tstore && tid == 0)
+            tmap_prefetch(&tmd);
         float d[BN / 2];
         int s = 0;
         uint32_t ph = 0;
         constexpr uint32_t A_LBO = AMN ? SLAB : 16;
         constexpr uint32_t B_LBO = BMN ? SLAB : 16;
-        constexpr uint32_t A_KSTEP = AMN ? 16 * 128 : 32;
-        constexpr uint32_t B_KSTEP = BMN ? 16 * 128 : 32;
         const uint64_t da0 = gemmk_desc_encode(smem_u32(sa) + c * SLAB, A_LBO,
                                                1024, GEMMK_SWIZZLE_128B);
         const uint64_t db0 =
             gemmk_desc_encode(smem_u32(sb), B_LBO, 1024, GEMMK_SWIZZLE_128B);
-        for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+        for (int u = blockIdx.x; u < dp; u += gridDim.x) {
             int mt, nt, split;
             unit_coords(p, u, mt, nt, split);
             int kb0 = split * p.kb_per_split;
             int kb1 = min(p.nkb, kb0 + p.kb_per_split);
-            int prev = -1;
-            for (int kb = kb0; kb < kb1; kb++) {
-                mbar_wait(&full[s], ph);
-                fence_regs(d);
-                wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < BK / 16; kk++) {
-                    uint64_t da = da0 + ((s * A_BYTES + kk * A_KSTEP) >> 4);
-                    uint64_t db = db0 + ((s * B_BYTES + kk * B_KSTEP) >> 4);
-                    mma_k16<BN, F16, AMN, BMN>(d, da, db,
-                                               (kb != kb0 || kk != 0));
-                }
-                wgmma_commit();
-                wgmma_wait<1>();
-                fence_regs(d);
-                if (prev >= 0 && lane == 0)
-                    mbar_arrive(&empty[prev]);
-                prev = s;
-                if (++s == STAGES) {
-                    s = 0;
-                    ph ^= 1;
-                }
+            consume_tile<BN, F16, AMN, BMN, 1, STAGES>(
+                d, da0, db0, kb0, kb1, lane, 0, full, empty, s, ph);
+            ts_store<NB>(p, &tmd, d, cbuf, tstore, mt, nt, split, c, tid, warp,
+                         lane);
+        }
+        long long pos = it1;
+        int u, kb0, kb1;
+        while (sk_next(sk, p.nkb, it0, pos, u, kb0, kb1)) {
+            int mt, nt, split;
+            unit_coords(p, u, mt, nt, split);
+            consume_tile<BN, F16, AMN, BMN, 1, STAGES>(
+                d, da0, db0, kb0, kb1, lane, 0, full, empty, s, ph);
+            if (kb1 < p.nkb) { /* a partial: the range's end */
+                sk_publish<BN>(sk, blockIdx.x, c, d, tid, 1 + c);
+                continue;
             }
-            wgmma_wait<0>();
-            fence_regs(d);
-            if (lane == 0)
-                mbar_arrive(&empty[prev]);
-
-            int row0 = mt * BM + c * 64, col0 = nt * BN;
-            if (tstore) {
-                tstore_step<NB, 0>(p, &tmd, d, cbuf, row0, col0, tid, warp,
-                                   lane, 1 + c);
-                if constexpr (NB == 2)
-                    tstore_step<NB, 1>(p, &tmd, d, cbuf, row0, col0, tid, warp,
-                                       lane, 1 + c);
-            } else {
-                store_any<BN>(p, d, row0, col0, lane, warp, split);
-            }
+            if (kb0 > 0) /* finishes a unit begun by lower CTAs */
+                sk_collect<BN>(sk, p.nkb, blockIdx.x, gridDim.x, c,
+                               (long long)(u - sk.dp) * p.nkb, d, tid, 1 + c);
+            ts_store<NB>(p, &tmd, d, cbuf, tstore, mt, nt, split, c, tid, warp,
+                         lane);
         }
         /* the shared-memory sources must outlive the stores */
         if (tstore && tid == 0)

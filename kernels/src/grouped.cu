@@ -155,6 +155,26 @@ gemm_error encode_3d(gemmk_ctx *ctx, const gemmk_tmap_key *key, int count,
     return r == CUDA_SUCCESS ? GEMM_OK : GEMM_ERR_INVALID;
 }
 
+/* D's tensor map key of p for the TMA-store epilogue (64 x 64 boxes), or
+ * false when p's epilogue is not a plain conversion (tstore_ok). */
+bool d_key(const gemmk_problem *p, gemmk_tmap_key *kd)
+{
+    KParams kp = {};
+    kp.splits = 1;
+    kp.beta = p->beta;
+    kp.cd_type = p->cd_type;
+    kp.n = (int)p->n;
+    if (!tstore_ok(kp))
+        return false;
+    memset(kd, 0, sizeof(*kd));
+    kd->addr = (uint64_t)(uintptr_t)p->d;
+    kd->dtype = p->cd_type;
+    kd->swizzle = GEMMK_SWIZZLE_128B;
+    kd->stride1 = (uint64_t)p->ldd * 2;
+    kd->dim0 = p->n, kd->dim1 = p->m, kd->box0 = 64, kd->box1 = 64;
+    return true;
+}
+
 /* Problem p's table entry, its units from unit0 on. */
 void fill_entry(const gemmk_problem *p, int64_t unit0, GroupProblem *q)
 {
@@ -196,9 +216,10 @@ size_t round_up(size_t x, size_t to)
 /*
  * Runs the groupable problems listed in idx (n of them, in class order:
  * cls[i] is idx[i]'s class) as one launch per class. A class that is a
- * strided batch launches with two 3-D maps and no table; the others'
- * maps and tables go in one host buffer, one copy to the context's
- * workspace, before the launches. *fail: the problem a failure is about
+ * strided batch launches with two 3-D maps (three when D takes TMA
+ * stores) and no table; the others' maps and tables go in one host
+ * buffer, one copy to the context's workspace, before the launches. *fail: the
+ * problem a failure is about
  * (-1: none).
  */
 gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
@@ -209,6 +230,7 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
     struct Class {
         int i0, i1;
         bool strided;
+        bool tstore; /* strided, D through a 3-D map */
         long long st[4];
         int t0; /* first table entry (not strided) */
         int bn; /* tile width */
@@ -241,6 +263,9 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
                 encode_3d(ctx, &ka, i1 - i0, c.st[0], &l.ta3) == GEMM_OK &&
                 encode_3d(ctx, &kb, i1 - i0, c.st[1], &l.tb3) == GEMM_OK;
         }
+        gemmk_tmap_key kd;
+        c.tstore = c.strided && d_key(&probs[idx[i0]], &kd) &&
+                   encode_3d(ctx, &kd, i1 - i0, c.st[3], &l.td3) == GEMM_OK;
         c.t0 = nt;
         if (!c.strided)
             nt += i1 - i0;
@@ -280,6 +305,7 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
                 goto out;
             }
             l.g.strided = 1;
+            l.g.tstore = c.tstore;
             l.g.a_shared = c.st[0] == 0;
             l.g.b_shared = c.st[1] == 0;
             l.g.count = count;

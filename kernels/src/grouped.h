@@ -16,6 +16,7 @@ namespace gemmk
 struct GroupLaunch {
     GroupParams g;
     CUtensorMap ta3, tb3; /* g.strided: A's and B's 3-D maps */
+    CUtensorMap td3;      /* g.tstore: D's */
     int bn;               /* tile width: 128 or 256 */
     int grid;             /* CTAs: at most one per SM, at most g.units */
     bool f16;             /* fp16 inputs (else bf16) */
@@ -33,12 +34,12 @@ template <int BN, int AB, int AMN, int BMN>
 cudaError_t launch_grouped_one(const GroupLaunch &l)
 {
     auto kern = gemm_grouped_kernel<BN, AB, AMN, BMN>;
-    constexpr int smem = Cfg<BN>::SMEM;
+    constexpr int smem = GroupCfg<BN>::SMEM;
     cudaError_t e = cudaFuncSetAttribute(
         kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess)
         return e;
-    kern<<<l.grid, 384, smem, l.stream>>>(l.g, l.ta3, l.tb3);
+    kern<<<l.grid, 384, smem, l.stream>>>(l.g, l.ta3, l.tb3, l.td3);
     return cudaGetLastError();
 }
 

@@ -15,7 +15,8 @@ cudaError_t launch_ts(const Launch &l)
         kern, cudaFuncAttributeMaxDynamicSharedMemorySize, TsCfg<NB>::SMEM);
     if (e != cudaSuccess)
         return e;
-    kern<<<l.grid, 384, TsCfg<NB>::SMEM, l.stream>>>(l.ta, l.tb, l.td, l.p);
+    kern<<<l.grid, 384, TsCfg<NB>::SMEM, l.stream>>>(l.ta, l.tb, l.td, l.p,
+                                                     l.sk);
     return cudaGetLastError();
 }
 

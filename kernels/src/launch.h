@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gemm_sm90.cuh"
+#include "gemm_streamk.cuh"
 
 namespace gemmk
 {
@@ -17,6 +18,7 @@ struct Launch {
     CUtensorMap ta, tb;
     CUtensorMap td; /* D, for the TMA-store epilogue (launch_n256e) */
     KParams p;
+    SkParams sk; /* stream-K tail (launch_n256e; sk.units 0: none) */
     int grid;
     bool f16;
     bool tf32; /* fp32 inputs read as tf32; amn = bmn = 0 */

@@ -3,8 +3,10 @@
  * the co-resident CTAs, each bounded by the tensor rate or L2 bandwidth,
  * never faster than reading A and B once from DRAM, plus split-K traffic)
  * picks tile width, cluster and split-K among what a row's tiling allows;
- * "auto" then prefers the ping-pong kernel for one partial wave and the
- * TMA-store epilogue for large M. The measurements behind the rules are
+ * "auto" then prefers the TMA-store epilogue for M >= 512 (one partial
+ * wave included: 2048^3 measured 1.07x cuBLAS with it, 0.92x with the
+ * ping-pong kernel, which stays by name), with a stream-K tail where the
+ * last wave is mostly empty. The measurements behind the rules are
  * in docs/kernel-notes.md.
  */
 #include "gemm_sm90.cuh"
@@ -45,6 +47,36 @@ double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
     return t;
 }
 
+/* Whether the TMA-store kernel's last partial wave runs stream-K, and
+ * from which unit: always when the row says so (forced), else where the
+ * model gains 5%. Whole waves but one run as they are (a whole unit per
+ * CTA is the cheapest), the last one and a half (or the only partial
+ * wave) are split. The fix-ups cost what moving every CTA's 128 KB of
+ * partials through L2 costs, measured 11-13 us on the H100 (1536^3,
+ * 3072^3), so stream-K pays only where the empty part of the last wave
+ * is worth more than that: 3072^3 (2.18 waves) 0.80 -> 0.93 of cuBLAS,
+ * while 1536^3 (0.55) and 2560^3 (1.52) lost 5-19%. */
+void plan_sk(const gemmk_ctx *ctx, const gemmk_problem *p, bool forced,
+             Plan *out)
+{
+    out->sk = 0;
+    out->sk_dp = 0;
+    const int64_t s = ctx->num_sms;
+    const int64_t t = cdiv(p->m, BM) * cdiv(p->n, 256);
+    const int64_t nkb = cdiv(p->k, BK);
+    if (s < 1 || t < 1 || nkb < 2)
+        return;
+    const int64_t whole = t / s >= 2 ? t / s - 1 : 0;
+    const double unit = nkb * (2.0 * BM * 256 * BK) / (660e12 / s);
+    const double fixup = 15e-6;
+    const double dp = cdiv(t, s) * unit;
+    const double sk = (whole + (double)(t - whole * s) / s) * unit + fixup;
+    if (!forced && sk > 0.95 * dp)
+        return;
+    out->sk = 1;
+    out->sk_dp = (int)(whole * s);
+}
+
 } // namespace
 
 void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
@@ -54,6 +86,8 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
     double best = 1e30;
     out->pp = c.pp;
     out->epi = c.epi;
+    out->sk = 0;
+    out->sk_dp = 0;
     /* candidates in order of preference on near-ties */
     static const int cand[4][2] = {{256, 2}, {256, 1}, {128, 1}, {64, 1}};
     for (int ci = 0; ci < 4; ci++) {
@@ -86,22 +120,15 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
             }
         }
     }
-    /* One partial wave of 128x256 tiles (2048^3: 128 tiles on 132 SMs):
-     * the ping-pong kernel's 128x128 tiles give each SM two units, one's
-     * epilogue under the other's main loop; measured 0.88-0.92 -> 0.95-0.97
-     * at 2048^3 but 0.71 at 4096^3, so only here. */
-    if (is_auto && best < 1e30 && out->bn == 256 && out->cluster == 1 &&
-        out->splits == 1 && p->m >= 1024 && p->n >= 1024 &&
-        cdiv(p->m, BM) * cdiv(p->n, 256) <= ctx->num_sms) {
-        out->pp = 1;
-        out->bn = 128;
-    }
     /* 128 x 256 tiles without split-K and M >= 512: the TMA-store
      * epilogue, so the consumers start the next tile while the stores
-     * drain. */
+     * drain (and, in one wave, store faster than from registers). */
     if (is_auto && best < 1e30 && !out->pp && out->bn == 256 &&
         out->cluster == 1 && out->splits == 1 && p->m >= 512)
         out->epi = 2;
+    if ((is_auto || c.sk) && best < 1e30 && out->epi && !out->pp &&
+        out->bn == 256 && out->cluster == 1 && out->splits == 1)
+        plan_sk(ctx, p, c.sk != 0, out);
     if (best == 1e30) { /* K too small to split, or no cluster fits */
         out->bn = c.bn ? c.bn : (max_bn < 128 ? max_bn : 128);
         out->cluster = 1;
@@ -112,7 +139,7 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
 
 const Row *plan_row(const Plan &pl)
 {
-    return row_tiled(pl.bn, pl.cluster, pl.splits > 1, pl.pp, pl.epi);
+    return row_tiled(pl.bn, pl.cluster, pl.splits > 1, pl.pp, pl.epi, pl.sk);
 }
 
 } // namespace gemmk

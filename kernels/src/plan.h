@@ -20,6 +20,9 @@ struct Plan {
     int kbps;   /* k-blocks per split */
     int pp;     /* ping-pong kernel */
     int epi;    /* TMA-store epilogue buffers (Tiling::epi) */
+    int sk;     /* stream-K tail (with epi): units [0, sk_dp) run whole,
+                   the rest split by k-blocks over every SM */
+    int sk_dp;
 };
 
 inline int64_t cdiv(int64_t a, int64_t b)

@@ -21,6 +21,11 @@ gemm_error set_maps(gemmk_ctx *ctx, const gemmk_tmap_key *ka,
 gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
                        int64_t keff, int kbe, Launch *l);
 
+/* The stream-K tail of plan pl (pl.sk): the workspace of partials and
+ * flags, this launch's epoch, a grid of every SM. */
+gemm_error sk_params(gemmk_ctx *ctx, const Plan &pl, cudaStream_t stream,
+                     Launch *l);
+
 /* The split-K reduction after a split plan's kernel (nothing otherwise). */
 gemm_error finish_splits(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
                          const KParams &kp, cudaStream_t stream);

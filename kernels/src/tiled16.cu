@@ -43,6 +43,7 @@ gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
 {
     KParams &kp = l->p;
     memset(&kp, 0, sizeof(kp));
+    memset(&l->sk, 0, sizeof(l->sk));
     kp.m = (int)p->m, kp.n = (int)p->n, kp.k = (int)keff;
     kp.num_m = (int)cdiv(p->m, BM);
     kp.num_n = (int)cdiv(p->n, pl.bn);
@@ -70,6 +71,31 @@ gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
     l->cluster = pl.cluster;
     l->f16 = false;
     l->amn = l->bmn = 0;
+    return GEMM_OK;
+}
+
+gemm_error sk_params(gemmk_ctx *ctx, const Plan &pl, cudaStream_t stream,
+                     Launch *l)
+{
+    const int g = ctx->num_sms;
+    const size_t part = (size_t)g * 2 * 64 * 256 * sizeof(float);
+    const size_t flags = (size_t)g * 2 * sizeof(int);
+    void *old = ctx->slot[SLOT_SK], *buf = nullptr;
+    gemm_error e = ctx_workspace(ctx, SLOT_SK, part + flags, &buf);
+    if (e != GEMM_OK)
+        return e;
+    int *flag = reinterpret_cast<int *>(static_cast<char *>(buf) + part);
+    bool wrap = ++ctx->sk_epoch <= 0;
+    if (wrap)
+        ctx->sk_epoch = 1;
+    if (buf != old || wrap) /* no flag may hold an epoch still to come */
+        GEMMK_CK(ctx, cudaMemsetAsync(flag, 0, flags, stream));
+    l->sk.dp = pl.sk_dp;
+    l->sk.units = l->p.units - pl.sk_dp;
+    l->sk.epoch = ctx->sk_epoch;
+    l->sk.part = static_cast<float *>(buf);
+    l->sk.flag = flag;
+    l->grid = g;
     return GEMM_OK;
 }
 
@@ -133,6 +159,8 @@ gemm_error run_tiled16(gemmk_ctx *ctx, const gemmk_problem *p,
     if (e != GEMM_OK)
         return e;
     e = fill_params(ctx, p, pl, p->k, BK, &l);
+    if (e == GEMM_OK && pl.sk)
+        e = sk_params(ctx, pl, stream, &l);
     if (e != GEMM_OK)
         return e;
     memset(&l.td, 0, sizeof(l.td));

@@ -191,6 +191,24 @@ static bool run_case(const Case &c, int idx)
     std::vector<float> href(c.m * c.n);
     CK(cudaMemcpy(hd.data(), D, hd.size(), cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(href.data(), Ref, href.size() * 4, cudaMemcpyDeviceToHost));
+    if (c.kernel && strstr(c.kernel, "sk")) { /* stream-K: the same bits */
+        std::vector<uint8_t> again(hd.size());
+        for (int r = 0; r < 3; r++) {
+            if (gemmk_gemm(ctx, &p, 0, c.kernel, NULL) != GEMM_OK) {
+                printf("FAIL case %d: rerun %d failed\n", idx, r);
+                failures++;
+                return false;
+            }
+            CK(cudaMemcpy(again.data(), D, again.size(),
+                          cudaMemcpyDeviceToHost));
+            if (memcmp(again.data(), hd.data(), hd.size()) != 0) {
+                printf("FAIL case %d (%s): rerun %d gave other bits\n", idx,
+                       c.kernel, r);
+                failures++;
+                return false;
+            }
+        }
+    }
 
     double eps = c.cd == GEMM_FP32 ? 1e-6 : c.cd == GEMM_FP16 ? 1e-3 : 8e-3;
     double ss = 0, se = 0, maxrel = 0;
@@ -612,6 +630,11 @@ int main(int argc, char **argv)
                          "ws128x256e"}); /* N % 8: register fallback */
         cases.push_back({127, 64, 255, GEMM_FP16, GEMM_BF16, 1, 0, 1.0f, 0.5f,
                          8, "ws128x256e"});
+        /* the stream-K tail: partials over several CTAs, the fallback */
+        cases.push_back({1536, 1536, 1536, GEMM_BF16, GEMM_BF16, 0, 0, 1.5f,
+                         0.f, 8, "ws128x256sk"});
+        cases.push_back({300, 520, 4000, GEMM_FP16, GEMM_FP32, 1, 1, 1.0f, 0.5f,
+                         0, "ws128x256sk"});
     } else {
         const long long sz[] = {1,   7,   63,   64,   65,   127,
                                 129, 255, 1000, 1024, 4095, 4096};
@@ -675,6 +698,22 @@ int main(int argc, char **argv)
                                      8 * (q % 2),
                                      e ? "ws128x256e3" : "ws128x256e"});
                 }
+        /* the stream-K tail: one partial wave split (1536^3: 72 tiles),
+         * whole waves and a split tail (3072^3, 3000x5000x700), K of a
+         * few k-blocks per CTA, tails in M and N, every transpose, the
+         * register fallback (fp32 D, beta != 0) */
+        const long long sks[][3] = {{1536, 1536, 1536}, {3072, 3072, 3072},
+                                    {3000, 5000, 700},  {129, 264, 200},
+                                    {1000, 1000, 1000}, {257, 4095, 129},
+                                    {2560, 2560, 2560}};
+        for (auto &s : sks)
+            for (int t = 0; t < 4; t++, q++) {
+                bool fb = t == 3;
+                cases.push_back({s[0], s[1], s[2], abs_[q % 2],
+                                 fb ? GEMM_FP32 : tcd[t], t >> 1, t & 1,
+                                 (t == 2) ? -0.75f : 1.0f, fb ? 0.5f : 0.f,
+                                 8 * (q % 2), "ws128x256sk"});
+            }
         /* skinny and split-K shapes */
         const long long skinny[][3] = {{1, 8192, 8192},    {16, 4096, 8192},
                                        {64, 1000, 8192},   {128, 2048, 4096},

@@ -1,0 +1,135 @@
+/*
+ * gemm_streamk.cuh: a stream-K tail for the persistent tiled kernels.
+ *
+ * A grid of G CTAs runs units [0, dp) whole, round-robin, then splits the
+ * k-blocks of units [dp, dp + units) evenly over all G CTAs: laid end to
+ * end (unit after unit, k-blocks in order), the span is cut into G
+ * contiguous ranges, CTA b taking the b-th. A range covers the end of
+ * one unit, whole units, and the start of another, so the last partial
+ * wave of tiles costs a fraction of a tile instead of a whole one.
+ *
+ * Each CTA walks its range backwards, segment by segment (a segment: one
+ * unit's k-blocks within the range). The segment holding a unit's last
+ * k-block finishes it; segments that end before it are partials. So a
+ * CTA's first segment (its range's end) may be a partial, which it
+ * publishes: raw fp32 accumulators into its slot of the workspace, then
+ * a flag. Its last segment (the range's start) may finish a unit whose
+ * earlier k-blocks lie in lower CTAs' ranges: it waits for their flags
+ * and adds their partials, nearest CTA first, then stores as a whole
+ * unit would. A CTA waits only for lower-numbered CTAs, which publish
+ * before they wait for anything, so with CTAs dispatched in order no
+ * wait can deadlock, whatever else shares the GPU. The sum order is
+ * fixed by the ranges: the same bits run to run.
+ *
+ * Flags hold the launch's epoch (a per-context counter), so nothing is
+ * reset between launches and a stale flag never matches.
+ */
+#pragma once
+
+#include "gemm_sm90.cuh"
+
+namespace gemmk
+{
+
+struct SkParams {
+    int dp;      /* units [0, dp) run whole */
+    int units;   /* units [dp, dp + units) split by k-blocks; 0: none */
+    int epoch;   /* this launch's flag value (never 0) */
+    float *part; /* G x 2 slots of 64 x BN fp32 (fragment order) */
+    int *flag;   /* G x 2 */
+};
+
+/* CTA b's k-block range [it0, it1) of the stream-K span. */
+__device__ __forceinline__ void sk_range(const SkParams &sk, int nkb, int b,
+                                         int g, long long &it0, long long &it1)
+{
+    const long long total = (long long)sk.units * nkb;
+    const long long q = total / g, r = total % g;
+    it0 = b * q + (b < r ? b : r);
+    it1 = it0 + q + (b < r ? 1 : 0);
+}
+
+/* The segment that ends at pos (walking back from it1 to it0): unit u,
+ * its k-blocks [kb0, kb1); pos moves to the segment's start. False when
+ * the range is done. */
+__device__ __forceinline__ bool sk_next(const SkParams &sk, int nkb,
+                                        long long it0, long long &pos, int &u,
+                                        int &kb0, int &kb1)
+{
+    if (pos <= it0)
+        return false;
+    const long long t = (pos - 1) / nkb;
+    const long long start = it0 > t * nkb ? it0 : t * nkb;
+    u = sk.dp + (int)t;
+    kb0 = (int)(start - t * nkb);
+    kb1 = (int)(pos - t * nkb);
+    pos = start;
+    return true;
+}
+
+__device__ __forceinline__ void sk_flag_set(int *f, int v)
+{
+    asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(f), "r"(v)
+                 : "memory");
+}
+
+__device__ __forceinline__ int sk_flag_get(const int *f)
+{
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];"
+                 : "=r"(v)
+                 : "l"(f)
+                 : "memory");
+    return v;
+}
+
+/* Consumer c of CTA b publishes its partial accumulators d (64 x BN).
+ * bar: the consumer warpgroup's named barrier. */
+template <int BN>
+__device__ __forceinline__ void sk_publish(const SkParams &sk, int b, int c,
+                                           const float (&d)[BN / 2], int tid,
+                                           int bar)
+{
+    float4 *slot =
+        reinterpret_cast<float4 *>(sk.part) + (size_t)(2 * b + c) * 16 * BN;
+#pragma unroll
+    for (int i = 0; i < BN / 8; i++)
+        __stcg(&slot[i * 128 + tid],
+               make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]));
+    __threadfence();
+    asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
+    if (tid == 0)
+        sk_flag_set(&sk.flag[2 * b + c], sk.epoch);
+}
+
+/* Consumer c of CTA b, finishing the unit whose k-blocks start at
+ * iteration ts of the span: adds the partials of the lower CTAs whose
+ * ranges reach into it, nearest first. */
+template <int BN>
+__device__ __forceinline__ void sk_collect(const SkParams &sk, int nkb, int b,
+                                           int g, int c, long long ts,
+                                           float (&d)[BN / 2], int tid, int bar)
+{
+    for (int o = b - 1; o >= 0; o--) {
+        long long it0, it1;
+        sk_range(sk, nkb, o, g, it0, it1);
+        if (it1 <= ts)
+            break;
+        if (tid == 0)
+            while (sk_flag_get(&sk.flag[2 * o + c]) != sk.epoch)
+                __nanosleep(64);
+        asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
+        const float4 *slot = reinterpret_cast<const float4 *>(sk.part) +
+                             (size_t)(2 * o + c) * 16 * BN;
+#pragma unroll
+        for (int i = 0; i < BN / 8; i++) {
+            float4 v = __ldcg(&slot[i * 128 + tid]);
+            d[4 * i] += v.x;
+            d[4 * i + 1] += v.y;
+            d[4 * i + 2] += v.z;
+            d[4 * i + 3] += v.w;
+        }
+    }
+}
+
+} // namespace gemmk
