@@ -31,29 +31,6 @@ namespace gemmk
 namespace
 {
 
-gemm_error blas_fail(gemmk_ctx *ctx, cublasStatus_t s, const char *what,
-                     int line)
-{
-    ctx_say(ctx, "%s failed: %s (grouped_wide.cu:%d)", what,
-            cublasGetStatusString(s), line);
-    switch (s) {
-    case CUBLAS_STATUS_ALLOC_FAILED:
-        return GEMM_ERR_DEVICE_MEMORY;
-    case CUBLAS_STATUS_NOT_SUPPORTED:
-    case CUBLAS_STATUS_ARCH_MISMATCH:
-        return GEMM_ERR_UNSUPPORTED;
-    default:
-        return GEMM_ERR_DEVICE;
-    }
-}
-
-#define WIDE_CB(ctx, call)                                                     \
-    do {                                                                       \
-        cublasStatus_t s_ = (call);                                            \
-        if (s_ != CUBLAS_STATUS_SUCCESS)                                       \
-            return blas_fail((ctx), s_, #call, __LINE__);                      \
-    } while (0)
-
 bool is_wide(int t)
 {
     return t >= 1 && t < 32 && (GEMMK_WIDE_TYPES & (1u << t)) != 0;
@@ -222,29 +199,29 @@ gemm_error run_strided(gemmk_ctx *ctx, cublasHandle_t h, const gemmk_problem *p,
     const int64_t n = c.i1 - c.i0;
     switch (p->ab_type) {
     case GEMM_FP64:
-        WIDE_CB(ctx,
-                cublasDgemmStridedBatched_64(
-                    h, opb, opa, p->n, p->m, p->k, &sc.d[0],
-                    static_cast<const double *>(p->b), p->ldb, c.st[1],
-                    static_cast<const double *>(p->a), p->lda, c.st[0],
-                    &sc.d[1], static_cast<double *>(p->d), p->ldd, c.st[2], n));
+        GEMMK_CB(ctx, cublasDgemmStridedBatched_64(
+                          h, opb, opa, p->n, p->m, p->k, &sc.d[0],
+                          static_cast<const double *>(p->b), p->ldb, c.st[1],
+                          static_cast<const double *>(p->a), p->lda, c.st[0],
+                          &sc.d[1], static_cast<double *>(p->d), p->ldd,
+                          c.st[2], n));
         break;
     case GEMM_COMPLEX64:
-        WIDE_CB(ctx, cublasCgemmStridedBatched_64(
-                         h, opb, opa, p->n, p->m, p->k, &sc.c[0],
-                         static_cast<const cuComplex *>(p->b), p->ldb, c.st[1],
-                         static_cast<const cuComplex *>(p->a), p->lda, c.st[0],
-                         &sc.c[1], static_cast<cuComplex *>(p->d), p->ldd,
-                         c.st[2], n));
+        GEMMK_CB(ctx, cublasCgemmStridedBatched_64(
+                          h, opb, opa, p->n, p->m, p->k, &sc.c[0],
+                          static_cast<const cuComplex *>(p->b), p->ldb, c.st[1],
+                          static_cast<const cuComplex *>(p->a), p->lda, c.st[0],
+                          &sc.c[1], static_cast<cuComplex *>(p->d), p->ldd,
+                          c.st[2], n));
         break;
     default:
-        WIDE_CB(ctx,
-                cublasZgemmStridedBatched_64(
-                    h, opb, opa, p->n, p->m, p->k, &sc.z[0],
-                    static_cast<const cuDoubleComplex *>(p->b), p->ldb, c.st[1],
-                    static_cast<const cuDoubleComplex *>(p->a), p->lda, c.st[0],
-                    &sc.z[1], static_cast<cuDoubleComplex *>(p->d), p->ldd,
-                    c.st[2], n));
+        GEMMK_CB(ctx,
+                 cublasZgemmStridedBatched_64(
+                     h, opb, opa, p->n, p->m, p->k, &sc.z[0],
+                     static_cast<const cuDoubleComplex *>(p->b), p->ldb,
+                     c.st[1], static_cast<const cuDoubleComplex *>(p->a),
+                     p->lda, c.st[0], &sc.z[1],
+                     static_cast<cuDoubleComplex *>(p->d), p->ldd, c.st[2], n));
         break;
     }
     return GEMM_OK;
@@ -261,30 +238,31 @@ gemm_error run_listed(gemmk_ctx *ctx, cublasHandle_t h, const gemmk_problem *p,
     const Scalars sc = scalars_of(p);
     switch (p->ab_type) {
     case GEMM_FP64:
-        WIDE_CB(ctx, cublasDgemmBatched_64(
-                         h, opb, opa, p->n, p->m, p->k, &sc.d[0],
-                         reinterpret_cast<const double *const *>(pb), p->ldb,
-                         reinterpret_cast<const double *const *>(pa), p->lda,
-                         &sc.d[1], reinterpret_cast<double *const *>(pd),
-                         p->ldd, n));
+        GEMMK_CB(ctx, cublasDgemmBatched_64(
+                          h, opb, opa, p->n, p->m, p->k, &sc.d[0],
+                          reinterpret_cast<const double *const *>(pb), p->ldb,
+                          reinterpret_cast<const double *const *>(pa), p->lda,
+                          &sc.d[1], reinterpret_cast<double *const *>(pd),
+                          p->ldd, n));
         break;
     case GEMM_COMPLEX64:
-        WIDE_CB(ctx, cublasCgemmBatched_64(
-                         h, opb, opa, p->n, p->m, p->k, &sc.c[0],
-                         reinterpret_cast<const cuComplex *const *>(pb), p->ldb,
-                         reinterpret_cast<const cuComplex *const *>(pa), p->lda,
-                         &sc.c[1], reinterpret_cast<cuComplex *const *>(pd),
-                         p->ldd, n));
+        GEMMK_CB(ctx,
+                 cublasCgemmBatched_64(
+                     h, opb, opa, p->n, p->m, p->k, &sc.c[0],
+                     reinterpret_cast<const cuComplex *const *>(pb), p->ldb,
+                     reinterpret_cast<const cuComplex *const *>(pa), p->lda,
+                     &sc.c[1], reinterpret_cast<cuComplex *const *>(pd), p->ldd,
+                     n));
         break;
     default:
-        WIDE_CB(ctx,
-                cublasZgemmBatched_64(
-                    h, opb, opa, p->n, p->m, p->k, &sc.z[0],
-                    reinterpret_cast<const cuDoubleComplex *const *>(pb),
-                    p->ldb,
-                    reinterpret_cast<const cuDoubleComplex *const *>(pa),
-                    p->lda, &sc.z[1],
-                    reinterpret_cast<cuDoubleComplex *const *>(pd), p->ldd, n));
+        GEMMK_CB(ctx, cublasZgemmBatched_64(
+                          h, opb, opa, p->n, p->m, p->k, &sc.z[0],
+                          reinterpret_cast<const cuDoubleComplex *const *>(pb),
+                          p->ldb,
+                          reinterpret_cast<const cuDoubleComplex *const *>(pa),
+                          p->lda, &sc.z[1],
+                          reinterpret_cast<cuDoubleComplex *const *>(pd),
+                          p->ldd, n));
         break;
     }
     return GEMM_OK;
@@ -328,7 +306,8 @@ gemm_error run_grouped_f64(gemmk_ctx *ctx, cublasHandle_t h,
         reinterpret_cast<double *const *>(pd), ldc, ng, size);
     free(buf);
     if (s != CUBLAS_STATUS_SUCCESS)
-        return blas_fail(ctx, s, "cublasDgemmGroupedBatched_64", __LINE__);
+        return blas_fail(ctx, s, "cublasDgemmGroupedBatched_64", __FILE__,
+                         __LINE__);
     return GEMM_OK;
 }
 
@@ -379,10 +358,14 @@ gemm_error wide_batch(gemmk_ctx *ctx, const gemmk_problem *probs, int count,
             b.keys[i] = key_of(&probs[i]);
         }
     const Key *keys = b.keys;
-    std::sort(b.ord, b.ord + b.n, [keys](int x, int y) {
-        int c = key_cmp(keys[x], keys[y]);
-        return c != 0 ? c < 0 : x < y;
-    });
+    bool in_order = true; /* e.g. a strided batch: one class already */
+    for (int j = 1; j < b.n && in_order; j++)
+        in_order = key_cmp(keys[b.ord[j - 1]], keys[b.ord[j]]) <= 0;
+    if (!in_order)
+        std::sort(b.ord, b.ord + b.n, [keys](int x, int y) {
+            int c = key_cmp(keys[x], keys[y]);
+            return c != 0 ? c < 0 : x < y;
+        });
 
     /* classes; the listed fp64 ones counted for the grouped call */
     int f64_classes = 0;

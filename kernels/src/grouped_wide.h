@@ -33,6 +33,17 @@ bool wide_batched(const gemmk_problem *p);
 gemm_error wide_batch(gemmk_ctx *ctx, const gemmk_problem *probs, int count,
                       cudaStream_t s, int *fail, const char **kernel);
 
+/* wide.cu: a failed cuBLAS call said into ctx (what, file:line) as the
+ * gemm_error its status maps to; GEMMK_CB returns it from the caller. */
+gemm_error blas_fail(gemmk_ctx *ctx, cublasStatus_t s, const char *what,
+                     const char *file, int line);
+#define GEMMK_CB(ctx, call)                                                    \
+    do {                                                                       \
+        cublasStatus_t s_ = (call);                                            \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                       \
+            return ::gemmk::blas_fail((ctx), s_, #call, __FILE__, __LINE__);   \
+    } while (0)
+
 /* wide.cu: the wide types' cuBLAS handle set to s; C into D when C is
  * read and is not D already (es: element bytes). */
 gemm_error wide_handle(gemmk_ctx *ctx, cudaStream_t s, cublasHandle_t *out);

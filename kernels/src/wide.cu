@@ -11,6 +11,7 @@
  */
 #include <cublas_v2.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "catalog.h"
 #include "ctx_internal.h"
@@ -27,29 +28,6 @@ struct WideState {
 namespace
 {
 
-gemm_error blas_fail(gemmk_ctx *ctx, cublasStatus_t s, const char *what,
-                     int line)
-{
-    ctx_say(ctx, "%s failed: %s (wide.cu:%d)", what, cublasGetStatusString(s),
-            line);
-    switch (s) {
-    case CUBLAS_STATUS_ALLOC_FAILED:
-        return GEMM_ERR_DEVICE_MEMORY;
-    case CUBLAS_STATUS_NOT_SUPPORTED:
-    case CUBLAS_STATUS_ARCH_MISMATCH:
-        return GEMM_ERR_UNSUPPORTED;
-    default:
-        return GEMM_ERR_DEVICE;
-    }
-}
-
-#define GEMMK_CB(ctx, call)                                                    \
-    do {                                                                       \
-        cublasStatus_t s_ = (call);                                            \
-        if (s_ != CUBLAS_STATUS_SUCCESS)                                       \
-            return blas_fail((ctx), s_, #call, __LINE__);                      \
-    } while (0)
-
 cublasOperation_t blas_op(int trans, int conj)
 {
     return !trans ? CUBLAS_OP_N : conj ? CUBLAS_OP_C : CUBLAS_OP_T;
@@ -61,6 +39,23 @@ bool beta_nonzero(const gemmk_problem *p)
 }
 
 } // namespace
+
+gemm_error blas_fail(gemmk_ctx *ctx, cublasStatus_t s, const char *what,
+                     const char *file, int line)
+{
+    const char *base = strrchr(file, '/');
+    ctx_say(ctx, "%s failed: %s (%s:%d)", what, cublasGetStatusString(s),
+            base ? base + 1 : file, line);
+    switch (s) {
+    case CUBLAS_STATUS_ALLOC_FAILED:
+        return GEMM_ERR_DEVICE_MEMORY;
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+        return GEMM_ERR_UNSUPPORTED;
+    default:
+        return GEMM_ERR_DEVICE;
+    }
+}
 
 /* C into D when C is read and is not D already (D is updated in place). */
 gemm_error c_into_d(gemmk_ctx *ctx, const gemmk_problem *p, size_t es,
@@ -84,7 +79,7 @@ gemm_error wide_create(gemmk_ctx *ctx, WideState **out)
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasSetPointerMode(st->h, CUBLAS_POINTER_MODE_HOST);
     if (s != CUBLAS_STATUS_SUCCESS) {
-        e = blas_fail(ctx, s, "cublasCreate", __LINE__);
+        e = blas_fail(ctx, s, "cublasCreate", __FILE__, __LINE__);
         if (st->h)
             cublasDestroy(st->h);
         free(st);
