@@ -31,7 +31,15 @@ double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
         return 1e30;
     int64_t waves = cdiv(units, slots);
     int64_t active = (units < slots ? units : slots) * cl;
-    double eff = bn == 256 ? (cl == 2 ? 1.05 : 1.0) : bn == 128 ? 0.88 : 0.75;
+    /* 16-bit 128 x 256 without a cluster or split and M >= 512 gets the
+     * TMA-store epilogue (plan()), measured ~10% faster (3072x2048x1024:
+     * 0.92 of cuBLAS against 0.79 with 128 x 128 tiles) */
+    const bool epi = p->ab_type != GEMM_FP32 && p->m >= 512 && real == 1;
+    double eff = bn == 256   ? (cl == 2 ? 1.05
+                                : epi   ? 1.1
+                                        : 1.0)
+                 : bn == 128 ? 0.88
+                             : 0.75;
     double flop = 2.0 * BM * bn * kbps * BK;
     double t_mma = flop / (660e12 * eff / ctx->num_sms);
     double rows = (double)(p->m < BM ? p->m : BM) + bn / cl;
@@ -55,7 +63,12 @@ double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
  * partials through L2 costs, measured 11-13 us on the H100 (1536^3,
  * 3072^3), so stream-K pays only where the empty part of the last wave
  * is worth more than that: 3072^3 (2.18 waves) 0.80 -> 0.93 of cuBLAS,
- * while 1536^3 (0.55) and 2560^3 (1.52) lost 5-19%. */
+ * while 1536^3 (0.55) and 2560^3 (1.52) lost 5-19%. And only where A
+ * and B fit in L2 together: the split tail reads each tile's operands at
+ * other k-offsets than its neighbours do, so operands that stream from
+ * DRAM are read again (512x28672x8192, 478 MB: 1.03 -> 0.83). */
+constexpr double kL2Bytes = 40e6; /* of the H100's and H200's 50 MB */
+
 void plan_sk(const gemmk_ctx *ctx, const gemmk_problem *p, bool forced,
              Plan *out)
 {
@@ -64,7 +77,8 @@ void plan_sk(const gemmk_ctx *ctx, const gemmk_problem *p, bool forced,
     const int64_t s = ctx->num_sms;
     const int64_t t = cdiv(p->m, BM) * cdiv(p->n, 256);
     const int64_t nkb = cdiv(p->k, BK);
-    if (s < 1 || t < 1 || nkb < 2)
+    const double operands = 2.0 * (p->m * p->k + p->k * p->n);
+    if (s < 1 || t < 1 || nkb < 2 || (!forced && operands > kL2Bytes))
         return;
     const int64_t whole = t / s >= 2 ? t / s - 1 : 0;
     const double unit = nkb * (2.0 * BM * 256 * BK) / (660e12 / s);
