@@ -353,7 +353,7 @@ def test_b_staged_once(client: gemmd.Client, panels: Panels,
                        monkeypatch: pytest.MonkeyPatch) -> None:
     """B is staged once for all panels: as a resident tensor (freed when
     the call returns) or, with RESIDENT_B off, from shared memory; the
-    same result either way."""
+    same result either way (bit for bit on the CPU backend)."""
     rng = np.random.default_rng(5)
     a = rand(rng, (45, 31))
     b = np.asfortranarray(rand(rng, (31, 22)))  # staged as its transpose
@@ -381,5 +381,7 @@ def test_b_staged_once(client: gemmd.Client, panels: Panels,
     monkeypatch.setattr(_panels, "RESIDENT_B", False)
     y = client.matmul(a, b)
     assert uploads == [True, False] and len(panels.rows) == 6
-    assert np.array_equal(x, y)
+    if BACKEND == "cpu":
+        assert np.array_equal(x, y)
+    assert rel_err(x, y) <= tolerance("float32")
     assert rel_err(x, f64(a) @ f64(b)) <= tolerance("float32")
