@@ -177,14 +177,15 @@ def run(conn: _Conn, plan: _Plan, nparts: int, timeout_ms: int) -> Any:
     deadline = None if timeout_ms < 0 else t0 + timeout_ms / 1000.0
     m, n = plan.m, plan.n
     bounds = [m * i // nparts for i in range(nparts + 1)]
-    B, keep_b = _stage_b(conn, plan)
-    d = None
-    if plan.out2 is None:
-        d = conn.array((m, n), plan.cd.np)
+    keep_b: Any = None
+    d: Optional[np.ndarray] = None
     pending: List[_Panel] = []
     err: Optional[BaseException] = None
     sent = 0
     try:
+        B, keep_b = _stage_b(conn, plan)
+        if plan.out2 is None:
+            d = conn.array((m, n), plan.cd.np)
         for i in range(nparts):
             lo, hi = bounds[i], bounds[i + 1]
             left_ms = 0
@@ -192,7 +193,7 @@ def run(conn: _Conn, plan: _Plan, nparts: int, timeout_ms: int) -> Any:
                 left = deadline - time.monotonic()
                 if left <= 0 and i > 0:
                     err = error_for(_GEMM_ERR_TIMEOUT, (
-                        "matmul: %dx%dx%d as %d panels: rows %d..%d not "
+                        "matmul: %dx%dx%d as %d panels: rows %d:%d not "
                         "sent, the client's timeout of %g s was spent on "
                         "the panels before (nothing is written there); "
                         "raise it (gemmd.connect(timeout=), "
