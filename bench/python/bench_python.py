@@ -20,7 +20,15 @@ run, on the GPU host with gemmd running (issue 12's targets).
    (after --warmup) by
      torch:          (torch.from_numpy(a).cuda() @ torch.from_numpy(b)
                       .cuda()).cpu().numpy()  (bf16 through int16 views)
-     gemmd staged:   client.matmul(a, b) on the plain numpy arrays
+     gemmd staged:   client.matmul(a, b) on the plain numpy arrays, the
+                     result an array in gemmd memory (one request:
+                     client.panels = 1)
+     gemmd staged pP: the same cut into P panels of D's rows
+                     (client.panels = P for each P of --panels but 1),
+                     the staging copies overlapping gemmd's work
+     gemmd np-out pP: client.matmul(a, b, out=o), o a plain numpy array
+                     (the result copied out too), for each P of --panels
+                     (p1: unsplit); --no-np-out leaves these out
      gemmd zero-copy: client.matmul(ae, be), ae/be made once by
                       client.asarray (arrays in gemmd shared memory)
    The median time of a multiply, TFLOP/s, and the ratio to torch's time
@@ -34,7 +42,8 @@ The tables are printed last.
 Usage: bench_python.py [--url URL] [--sizes 4096,8192] [--dtypes bf16,fp16,
 fp32] [--repeat 10] [--warmup 3] [--fresh-runs 3] [--fresh-dtype fp16]
 [--fresh-n 4096] [--contenders gemmd,gemmd-load,torch,cupy] [--gemmctl PATH]
-[--skip-fresh] [--skip-steady] [--workdir DIR] [--csv FILE]
+[--panels 1,4] [--no-np-out] [--skip-fresh] [--skip-steady] [--workdir DIR]
+[--csv FILE]
 """
 from __future__ import annotations
 
@@ -259,10 +268,26 @@ def steady_section(args: argparse.Namespace) -> List[List[Any]]:
                 del d
                 torch.cuda.empty_cache()
 
-            t, d = timed(lambda: client.matmul(a, b), args.warmup,
-                         args.repeat)
-            results["gemmd staged"] = (t, rel_err(d[:SAMPLE_ROWS], ref))
-            del d
+            for pn in args.panels:
+                client.panels = pn
+                tag = "" if pn == 1 else " p%d" % pn
+                t, d = timed(lambda: client.matmul(a, b), args.warmup,
+                             args.repeat)
+                results["gemmd staged" + tag] = (
+                    t, rel_err(d[:SAMPLE_ROWS], ref))
+                del d
+            if args.np_out:
+                o = np.empty((n, n), ndt)
+                o[...] = 0  # touched: no first-write page faults timed
+                for pn in args.panels:
+                    client.panels = pn
+                    t, d = timed(lambda: client.matmul(a, b, out=o),
+                                 args.warmup, args.repeat)
+                    results["gemmd np-out p%d" % pn] = (
+                        t, rel_err(d[:SAMPLE_ROWS], ref))
+                    del d
+                del o
+            client.panels = 1
             ae, be = client.asarray(a), client.asarray(b)
             t, d = timed(lambda: client.matmul(ae, be), args.warmup,
                          args.repeat)
@@ -276,7 +301,7 @@ def steady_section(args: argparse.Namespace) -> List[List[Any]]:
                 rows.append([n, dt, path, t * 1e3, flop / t / 1e12,
                              base / t if path != "torch" else 1.0, err,
                              "ok" if ok else "FAIL"])
-                print("steady %5d %s %-16s %9.2f ms  %7.1f TFLOP/s  x%.2f "
+                print("steady %5d %s %-18s %9.2f ms  %7.1f TFLOP/s  x%.2f "
                       "vs torch  err %.1e %s" % tuple(rows[-1]), flush=True)
     client.close()
     return rows
@@ -294,6 +319,9 @@ def main() -> int:
     p.add_argument("--fresh-n", type=int, default=4096)
     p.add_argument("--contenders", default="gemmd,gemmd-load,torch,cupy")
     p.add_argument("--gemmctl", default=None)
+    p.add_argument("--panels", default="1,4",
+                   help="panel counts of the staged rows (1: unsplit)")
+    p.add_argument("--no-np-out", dest="np_out", action="store_false")
     p.add_argument("--skip-fresh", action="store_true")
     p.add_argument("--skip-steady", action="store_true")
     p.add_argument("--workdir", default=None)
@@ -302,6 +330,7 @@ def main() -> int:
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
     args.dtypes = [d for d in args.dtypes.split(",") if d]
     args.contenders = [c for c in args.contenders.split(",") if c]
+    args.panels = [int(x) for x in args.panels.split(",") if x]
     if args.url is None:
         import gemmd
 
@@ -335,11 +364,11 @@ def main() -> int:
     if steady:
         print("\n== steady state, numpy in and numpy out (median of %d after "
               "%d warm-up)" % (args.repeat, args.warmup))
-        print("%6s %-5s %-16s %10s %9s %10s %9s %s" % (
+        print("%6s %-5s %-18s %10s %9s %10s %9s %s" % (
             "n", "dtype", "path", "ms", "TFLOP/s", "vs torch", "error",
             "check"))
         for r in steady:
-            print("%6d %-5s %-16s %10.2f %9.1f %9.2fx %9.1e %s" % tuple(r))
+            print("%6d %-5s %-18s %10.2f %9.1f %9.2fx %9.1e %s" % tuple(r))
             bad |= r[7] != "ok"
     if args.csv:
         with open(args.csv, "w") as f:

@@ -51,19 +51,23 @@ __all__ = [
 
 
 def connect(url: Optional[str] = None, *, timeout: Optional[float] = 60.0,
-            pool_bytes: int = 2 << 30) -> "Client":
+            pool_bytes: int = 2 << 30,
+            panels: Optional[int] = None) -> "Client":
     """Connects to gemmd at url (None: $GEMM_URL, else
     ipc://$XDG_RUNTIME_DIR/gemmd.sock if that socket exists, else
     ipc:///run/gemmd/gemmd.sock) and returns a Client. timeout: seconds a
     request may wait for its reply (None: forever). pool_bytes: idle shared
-    memory kept for reuse. Raises DaemonNotRunning when nothing listens
+    memory kept for reuse. panels: how many panels of D's rows a large
+    matmul of copied operands runs as (None: $GEMMD_PANELS, else 4; 1:
+    off). Raises DaemonNotRunning when nothing listens
     there, DaemonNotAnswering when gemmd accepts but does not answer within
     min(timeout, 2 s) (stopped or hung), PermissionDenied when this user
     may not use its socket, LibraryNotFound when libgemmclient cannot be
     loaded."""
     from ._client import Client
 
-    return Client(url, timeout=timeout, pool_bytes=pool_bytes)
+    return Client(url, timeout=timeout, pool_bytes=pool_bytes,
+                  panels=panels)
 
 
 _default: Optional["Client"] = None

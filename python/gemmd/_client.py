@@ -8,7 +8,8 @@ raise ConnectionClosed. A request is sent again on a new connection only
 when it cannot have reached the old one (it failed at send).
 
 The top of the package's layers (_conn <- _tensor <- _gemm <- _batch <-
-_stackcall, _grouped <- _client): nothing below imports it. Stacks,
+_stackcall, _grouped, _panels <- _client): nothing below imports it. A
+large 2-D matmul of copied operands runs as panels (_panels). Stacks,
 grouped requests and the level-3 routines (_stackcall, _grouped, _blas3
 and _batch under them) are imported by the first call that needs them:
 a fresh process's first plain matmul does not pay for them.
@@ -25,7 +26,7 @@ import weakref
 
 import numpy as np
 
-from . import _capi, _copy, _dtypes, _npyload
+from . import _capi, _copy, _dtypes, _npyload, _panels
 from ._capi import GemmMatrix
 from ._conn import _Conn, _Lost, _buffer_of, _OK, _ERR_CLOSED
 from ._errors import (ClientClosed, ConnectionClosed, GemmError,
@@ -78,14 +79,18 @@ class Client:
     ipc://$XDG_RUNTIME_DIR/gemmd.sock if that socket exists, else
     ipc:///run/gemmd/gemmd.sock). timeout: seconds a request may wait for
     its reply (None: forever). pool_bytes: how much idle shared memory to
-    keep for reuse as staging buffers and results.
+    keep for reuse as staging buffers and results. panels: how many
+    panels of D's rows a large matmul of copied operands runs as, so that
+    the copies overlap gemmd's work (None: $GEMMD_PANELS, else 4; 1: off;
+    see matmul).
 
     Raises DaemonNotRunning when nothing listens at url.
     """
 
     def __init__(self, url: Optional[str] = None, *,
                  timeout: Optional[float] = 60.0,
-                 pool_bytes: int = 2 << 30) -> None:
+                 pool_bytes: int = 2 << 30,
+                 panels: Optional[int] = None) -> None:
         if url is None:
             lib = _capi.lib()
             buf = ctypes.create_string_buffer(1024)
@@ -100,6 +105,7 @@ class Client:
                 raise InvalidArgument("timeout must be > 0 seconds or None")
             self._timeout_ms = max(1, int(round(timeout * 1000)))
         self.url: str = url
+        self.panels = panels
         self._pool_limit = int(pool_bytes)
         self._lock = threading.Lock()
         self._closed = False
@@ -181,6 +187,22 @@ class Client:
         conn = self._conn
         if conn is not None and conn.pid == os.getpid():
             conn.lib.gemm_client_set_timeout(conn.h, ms)
+
+    @property
+    def panels(self) -> int:
+        """How many panels a large matmul of copied operands is cut into
+        (1: none); settable (None: $GEMMD_PANELS, else 4)."""
+        return self._panels
+
+    @panels.setter
+    def panels(self, n: Optional[int]) -> None:
+        if n is None:
+            n = _panels.PANELS
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) \
+                or n < 1:
+            raise InvalidArgument("panels must be an integer >= 1 (1: "
+                                  "off) or None, not %r" % (n,))
+        self._panels = int(n)
 
     @property
     def closed(self) -> bool:
@@ -360,6 +382,14 @@ class Client:
         inputs, 'tf32' (fast) or 'fp32' (the default: float32 accuracy).
         kernel: a kernel name from kernels() (default: gemmd picks).
 
+        A large 2-D multiply whose operands or result are copied (plain
+        numpy arrays) runs as ``panels`` requests of D's rows, so that
+        the copies of one overlap gemmd's work on another: the same
+        result within the dtype's rounding (gemmd may pick another kernel
+        for fewer rows). A failure raises the same exception; out then
+        holds the result in the rows of the panels that completed and is
+        unchanged in the others (see _panels.py).
+
         Returns out, or a new array in gemmd memory. Raises ShapeError and
         DTypeError (before sending anything) and the GemmError of a
         refusal (for a stack, ``.problem`` is the flat index of the bad
@@ -373,7 +403,15 @@ class Client:
             from . import _stackcall
 
             return self._with_conn(lambda conn: _stackcall.run(conn, plan))
-        return self._with_conn(lambda conn: _run(conn, plan))
+        return self._with_conn(lambda conn: self._gemm(conn, plan))
+
+    def _gemm(self, conn: _Conn, plan: _Plan) -> Any:
+        """One 2-D GEMM on conn: unsplit, or as panels when large and
+        copied (caller holds conn.enter())."""
+        n = _panels.parts(conn, plan, self._panels)
+        if n < 2:
+            return _run(conn, plan)
+        return _panels.run(conn, plan, n, self._timeout_ms)
 
     def matmul_grouped(self, a: Sequence[Operand], b: Sequence[Operand],
                        out: Optional[Sequence[Optional[np.ndarray]]] = None,
