@@ -18,9 +18,13 @@
  *   fp64 16 x 2048^3   grouped vs cublasDgemmStridedBatched
  *
  * Each timing is the median of REPS runs between CUDA events, L2 flushed
- * (a 256 MiB memset) before each; the grouped times include the host's
- * work per call (tensor-map encoding, the table's copy), which is also
- * shown alone ("host us": wall time of the gemmk_gemm_grouped call).
+ * (a 256 MiB memset) before each, then a 0.5 ms spin kernel that keeps
+ * the GPU busy while the host queues the call: the span is the GPU's
+ * work, for the grouped call and for cuBLAS alike (a host part longer
+ * than the spin, as 1024 gemmk_gemm calls have, still shows). The host's
+ * own time per grouped call (validation, tensor-map encoding, the
+ * table's copy) is shown apart: "host us", the wall time of the
+ * gemmk_gemm_grouped call.
  * Inputs are random in [-1, 1); every row checks the grouped Ds against
  * cuBLAS's (|x - y| <= 1% |y| + 0.02 sqrt(K) / 8: the same fp32 sums in
  * other orders, rounded to bf16; fp64: |x - y| <= 1e-12 max |y|). Ratio =
@@ -97,6 +101,15 @@ static double now_s()
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+/* Keeps the GPU busy for about `cycles` clocks, so that the host work of
+ * the call after it (queued meanwhile) stays out of the timed span. */
+__global__ void spin(long long cycles)
+{
+    const long long t0 = clock64();
+    while (clock64() - t0 < cycles) {
+    }
+}
+
 struct Timer {
     cudaEvent_t a, b;
     void *flush;
@@ -115,6 +128,9 @@ struct Timer {
         std::vector<double> t;
         for (int r = 0; r < REPS; r++) {
             CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, s));
+            spin<<<1, 1, 0, s>>>(1000000); /* ~0.5 ms: longer than any host
+                                              part of fn */
+            CK(cudaGetLastError());
             CK(cudaEventRecord(a, s));
             fn();
             CK(cudaEventRecord(b, s));

@@ -21,7 +21,10 @@
  * u % per of matrix u / per, A and B are read through two 3-D maps
  * (kernel parameters: the third dimension is the matrix; an operand of
  * stride 0, shared by all, is a 3-D map of one matrix read at 0) and D,
- * C sit at constant byte strides from matrix 0's. When its epilogue is a
+ * C sit at constant byte strides from matrix 0's. Matrices of at most
+ * 64 x 64 go two to a unit (pair): a stage holds both matrices' A rows
+ * and B columns, each consumer multiplies its own with n64 wgmmas, so
+ * the tile is not three quarters padding. When its epilogue is a
  * plain conversion (tstore_ok), D is written through a third 3-D map
  * with gemm_sm90_tstore.cuh's TMA-store epilogue: a consumer stages its
  * 64 x BN block in shared memory and goes on to its next tile while the
@@ -57,6 +60,8 @@ struct GroupParams {
     int a_shared, b_shared; /* stride 0: one A (B) for all, matrix 0 */
     int per;                /* tiles per matrix */
     int tstore;             /* D through the 3-D map td3 (TMA stores) */
+    int pair; /* m, n <= 64: unit u is matrices 2u and 2u + 1, one per
+                 consumer (64 x 64 each, maps of 64-row boxes) */
     long long sd, sc;
     GroupProblem p0;
 };
@@ -105,6 +110,63 @@ __device__ __forceinline__ GroupProblem strided_problem(const GroupParams &g,
     return q;
 }
 
+/* The epilogue's parameters of problem q (gemm_ws_kernel's, no split). */
+__device__ __forceinline__ KParams problem_params(const GroupProblem &q)
+{
+    KParams p;
+    p.m = q.m, p.n = q.n;
+    p.splits = 1;
+    p.cd_type = q.cd_type;
+    p.d = q.d, p.c = q.c;
+    p.ldd = q.ldd, p.ldc = q.ldc;
+    p.alpha = q.alpha, p.beta = q.beta;
+    p.ws = nullptr;
+    p.ldw = 0;
+    return p;
+}
+
+__device__ __forceinline__ KParams strided_params(const GroupParams &g, int i)
+{
+    return problem_params(strided_problem(g, i));
+}
+
+/* The producer's k-blocks of a pair unit: matrices z0 and z0 + 1 (past
+ * the batch: zero-filled), each one's A rows in slab h of the stage's A
+ * and its B columns in slab h of B, 64 x 64 boxes of the 3-D maps. */
+template <int AB, int AMN, int BMN, int STAGES>
+__device__ __forceinline__ void
+produce_pair(const GroupParams &g, const CUtensorMap *ta3,
+             const CUtensorMap *tb3, int z0, uint8_t *sa, uint8_t *sb,
+             uint64_t *full, uint64_t *empty, int &s, uint32_t &ph)
+{
+    constexpr int A_BYTES = Cfg<128>::A_BYTES;
+    constexpr int B_BYTES = Cfg<128>::B_BYTES;
+    for (int kb = 0; kb < g.p0.nkb; kb++) {
+        mbar_wait(&empty[s], ph ^ 1);
+        mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
+        const int k0 = kb * kblock_elems<AB>();
+        uint8_t *a = sa + s * A_BYTES;
+        uint8_t *b = sb + s * B_BYTES;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int za = g.a_shared ? 0 : z0 + h;
+            const int zb = g.b_shared ? 0 : z0 + h;
+            if constexpr (AMN)
+                tma_load_3d(a + h * SLAB, ta3, 0, k0, za, &full[s]);
+            else
+                tma_load_3d(a + h * SLAB, ta3, k0, 0, za, &full[s]);
+            if constexpr (BMN)
+                tma_load_3d(b + h * SLAB, tb3, 0, k0, zb, &full[s]);
+            else
+                tma_load_3d(b + h * SLAB, tb3, k0, 0, zb, &full[s]);
+        }
+        if (++s == STAGES) {
+            s = 0;
+            ph ^= 1;
+        }
+    }
+}
+
 /* ta3, tb3, td3: A's, B's and D's 3-D maps of a strided batch (else
  * unused; td3 only with g.tstore). */
 template <int BN, int AB, int AMN, int BMN>
@@ -147,6 +209,11 @@ __global__ void __launch_bounds__(384, 1)
             tmap_prefetch(&tb3);
         }
         for (int u = blockIdx.x; tid == 0 && u < g.units; u += gridDim.x) {
+            if (BN == 128 && g.pair) {
+                produce_pair<AB, AMN, BMN, STAGES>(g, &ta3, &tb3, 2 * u, sa, sb,
+                                                   full, empty, s, ph);
+                continue;
+            }
             if (g.strided) {
                 const int i = u / g.per, local = u - i * g.per;
                 const int mt = local % g.p0.num_m, nt = local / g.p0.num_m;
@@ -185,7 +252,23 @@ __global__ void __launch_bounds__(384, 1)
                                                1024, GEMMK_SWIZZLE_128B);
         const uint64_t db0 =
             gemmk_desc_encode(smem_u32(sb), B_LBO, 1024, GEMMK_SWIZZLE_128B);
-        for (int u = blockIdx.x; u < g.units; u += gridDim.x) {
+        for (int u = blockIdx.x; BN == 128 && g.pair && u < g.units;
+             u += gridDim.x) {
+            const int z = 2 * u + c; /* this consumer's matrix */
+            float(&d64)[32] = *reinterpret_cast<float(*)[32]>(d);
+            consume_tile<64, AB, AMN, BMN, 1, STAGES, BN>(
+                d64, da0, db0 + ((c * SLAB) >> 4), 0, g.p0.nkb, lane, 0, full,
+                empty, s, ph);
+            if (z >= g.count) /* an odd batch's last unit */
+                continue;
+            const KParams p = strided_params(g, z);
+            if (g.tstore)
+                tstore_step<1, 0, 32, true>(p, &td3, d64, cbuf, 0, 0, tid, warp,
+                                            lane, 1 + c, z);
+            else
+                store_any<64>(p, d64, 0, 0, lane, warp, 0);
+        }
+        for (int u = blockIdx.x; !g.pair && u < g.units; u += gridDim.x) {
             GroupProblem q;
             int local, z = 0;
             if (g.strided) {
@@ -201,15 +284,7 @@ __global__ void __launch_bounds__(384, 1)
                 d, da0, db0, 0, q.nkb, lane, 0, full, empty, s, ph);
             /* the epilogue of gemm_ws_kernel, through this problem's
              * parameters */
-            KParams p;
-            p.m = q.m, p.n = q.n;
-            p.splits = 1;
-            p.cd_type = q.cd_type;
-            p.d = q.d, p.c = q.c;
-            p.ldd = q.ldd, p.ldc = q.ldc;
-            p.alpha = q.alpha, p.beta = q.beta;
-            p.ws = nullptr;
-            p.ldw = 0;
+            KParams p = problem_params(q);
             const int row0 = mt * BM + c * 64, col0 = nt * BN;
             if (g.tstore) {
                 tstore_step<2, 0, BN / 2, true>(p, &td3, d, cbuf, row0, col0,

@@ -469,16 +469,18 @@ produce_tile(const CUtensorMap *tma, const CUtensorMap *tmb, int m0, int n0,
  * each landed stage into d (from zero), each stage released once the
  * next one's wgmmas are issued (to both CTAs' producers with a cluster),
  * all drained at the end; advances the ring position (s, ph). da0, db0:
- * descriptors of stage 0 of this consumer's A rows and of B.
+ * descriptors of stage 0 of this consumer's A rows and of B. RN: the
+ * tile width the ring's stages are laid out for (BN unless this consumer
+ * reads BN of a wider stage's columns, db0 pointing at them).
  */
-template <int BN, int AB, int AMN, int BMN, int CL, int STAGES>
+template <int BN, int AB, int AMN, int BMN, int CL, int STAGES, int RN = BN>
 __device__ __forceinline__ void
 consume_tile(float (&d)[BN / 2], uint64_t da0, uint64_t db0, int kb0, int kb1,
              int lane, uint32_t rank, uint64_t *full, uint64_t *empty, int &s,
              uint32_t &ph)
 {
-    constexpr int A_BYTES = Cfg<BN>::A_BYTES;
-    constexpr int B_BYTES = Cfg<BN>::B_BYTES;
+    constexpr int A_BYTES = Cfg<RN>::A_BYTES;
+    constexpr int B_BYTES = Cfg<RN>::B_BYTES;
     constexpr uint32_t A_KSTEP = AMN ? 16 * 128 : 32;
     constexpr uint32_t B_KSTEP = BMN ? 16 * 128 : 32;
     int prev = -1;

@@ -164,15 +164,17 @@ __device__ __forceinline__ void stage_box(const float (&d)[R], uint32_t buf,
     }
 }
 
-/* The NB boxes of step S (columns 64 * NB * S..) into the buffers; R:
- * the accumulators of a 64 x 2R block (128: 64 x 256, 64: 64 x 128). */
+/* The NB (1, 2 or 4) boxes of step S (columns 64 * NB * S..) into the
+ * buffers; R: the accumulators of a 64 x 2R block (128: 64 x 256, 64:
+ * 64 x 128, 32: 64 x 64). */
 template <bool OUT_F16, int NB, int S, int R>
 __device__ __forceinline__ void stage_step(const float (&d)[R], uint32_t buf,
                                            int warp, int lane, float alpha)
 {
     static_assert(64 * NB * (S + 1) <= 2 * R, "a box past the block");
     stage_box<OUT_F16, NB * S, R>(d, buf, warp, lane, alpha);
-    stage_box<OUT_F16, NB * S + 1, R>(d, buf + 8192, warp, lane, alpha);
+    if constexpr (NB >= 2)
+        stage_box<OUT_F16, NB * S + 1, R>(d, buf + 8192, warp, lane, alpha);
     if constexpr (NB == 4) {
         stage_box<OUT_F16, NB * S + 2, R>(d, buf + 2 * 8192, warp, lane, alpha);
         stage_box<OUT_F16, NB * S + 3, R>(d, buf + 3 * 8192, warp, lane, alpha);

@@ -34,6 +34,38 @@ const char *grouped_name(int bn)
     return bn == 256 ? "grouped128x256" : "grouped128x128";
 }
 
+/* Whether p passes gemmk_gemm's validation because validated problem q
+ * did: every field but the operands the same, and p's operands present
+ * and as aligned as validation asks of p's types (16 bytes for bf16 and
+ * fp16, the element for the wide types; other types are not judged
+ * here). */
+bool like(const gemmk_problem *p, const gemmk_problem *q)
+{
+    uintptr_t align;
+    if (p->ab_type == GEMM_BF16 || p->ab_type == GEMM_FP16)
+        align = 16;
+    else if (p->ab_type == GEMM_FP64)
+        align = 8;
+    else if (p->ab_type == GEMM_COMPLEX64)
+        align = 8;
+    else if (p->ab_type == GEMM_COMPLEX128)
+        align = 16;
+    else
+        return false;
+    const bool usec = p->ab_type == GEMM_BF16 || p->ab_type == GEMM_FP16
+                          ? p->beta != 0.f
+                          : p->zbeta[0] != 0.0 || p->zbeta[1] != 0.0;
+    if (!p->a || !p->b || !p->d || (usec && !p->c))
+        return false;
+    const uintptr_t bits = (uintptr_t)p->a | (uintptr_t)p->b | (uintptr_t)p->d |
+                           (usec ? (uintptr_t)p->c : 0);
+    if (bits % align != 0)
+        return false;
+    gemmk_problem x = *p;
+    x.a = q->a, x.b = q->b, x.c = q->c, x.d = q->d;
+    return memcmp(&x, q, sizeof(x)) == 0;
+}
+
 /* Whether validated problem p runs in the grouped kernel. */
 bool groupable(const gemmk_problem *p)
 {
@@ -231,6 +263,7 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
         int i0, i1;
         bool strided;
         bool tstore; /* strided, D through a 3-D map */
+        bool pair;   /* strided, two matrices of <= 64 x 64 per unit */
         long long st[4];
         int t0; /* first table entry (not strided) */
         int bn; /* tile width */
@@ -256,15 +289,25 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
         if (c.bn > *max_bn)
             *max_bn = c.bn;
         c.strided = strided_batch(probs, idx + i0, i1 - i0, c.st);
+        const gemmk_problem *p0 = &probs[idx[i0]];
+        c.pair = c.strided && c.bn == 128 && p0->m <= 64 && p0->n <= 64 &&
+                 ctx_knob(ctx, KNOB_GROUPED_PAIR);
         if (c.strided) { /* the 3-D maps, or (refused) a table after all */
             gemmk_tmap_key ka, kb;
-            map_keys(&probs[idx[i0]], c.bn, &ka, &kb);
+            map_keys(p0, c.bn, &ka, &kb);
+            if (c.pair) { /* 64-row boxes: one matrix per slab */
+                if (!p0->trans_a)
+                    ka.box1 = 64;
+                if (p0->trans_b)
+                    kb.box1 = 64;
+            }
             c.strided =
                 encode_3d(ctx, &ka, i1 - i0, c.st[0], &l.ta3) == GEMM_OK &&
                 encode_3d(ctx, &kb, i1 - i0, c.st[1], &l.tb3) == GEMM_OK;
         }
+        c.pair = c.pair && c.strided;
         gemmk_tmap_key kd;
-        c.tstore = c.strided && d_key(&probs[idx[i0]], &kd) &&
+        c.tstore = c.strided && d_key(p0, &kd) &&
                    encode_3d(ctx, &kd, i1 - i0, c.st[3], &l.td3) == GEMM_OK;
         c.t0 = nt;
         if (!c.strided)
@@ -306,11 +349,12 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
             }
             l.g.strided = 1;
             l.g.tstore = c.tstore;
+            l.g.pair = c.pair;
             l.g.a_shared = c.st[0] == 0;
             l.g.b_shared = c.st[1] == 0;
             l.g.count = count;
             l.g.per = (int)tiles(p0, c.bn);
-            l.g.units = (int)units;
+            l.g.units = c.pair ? (count + 1) / 2 : (int)units;
             l.g.sd = c.st[3];
             l.g.sc = c.st[2];
             fill_entry(p0, 0, &l.g.p0);
@@ -413,11 +457,16 @@ extern "C" gemm_error gemmk_gemm_grouped(gemmk_ctx *ctx,
     int *cls = idx + count + 1;
     int ng = 0, fail = -1;
     gemm_error e = GEMM_OK;
-    /* validate everything before anything runs */
+    /* validate everything before anything runs (a problem like the last
+     * one checked but for its operands: only those) */
+    const gemmk_problem *last = nullptr;
     for (int i = 0; i < count && e == GEMM_OK; i++) {
         const gemmk_problem *p = &probs[i];
         if (p->m == 0 || p->n == 0)
             continue;
+        if (last && like(p, last))
+            continue;
+        last = p;
         const Row *row;
         const char *why = nullptr;
         if ((e = check_problem(p, nullptr, &row, &why)) != GEMM_OK) {

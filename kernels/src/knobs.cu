@@ -94,6 +94,10 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "gemmk_ctx_warm pays first-use costs (0: it does nothing, and a "
      "first request pays them; warm.cu)",
      read_bool},
+    {KNOB_GROUPED_PAIR, "GEMMK_GROUPED_PAIR", 1,
+     "a strided batch of matrices of at most 64 x 64 runs two to a unit of "
+     "the grouped kernel (0: one per 128 x 128 tile; grouped.cu)",
+     read_bool},
 };
 
 } // namespace

@@ -23,6 +23,7 @@ enum Knob {
     KNOB_OZ_BYTES_TILE, /* oz2-bytes: all moduli of a tile in one CTA */
     KNOB_OZ_PP,         /* oz2-bytes/unfused: the ping-pong int8 kernel */
     KNOB_WARM,          /* gemmk_ctx_warm runs (0: returns at once) */
+    KNOB_GROUPED_PAIR,  /* grouped: two matrices <= 64 x 64 per unit */
     KNOB_COUNT
 };
 

@@ -8,6 +8,7 @@
  * dimensions, and a few problems the grouped kernel does not serve (fp32
  * inputs: they run through gemmk_gemm inside the grouped call) and with
  * M = 0 (skipped); odd rounds are strided batches instead (one shape,
+ * rounds 3 and 5 of at most 64 x 64: two matrices per unit;
  * operands at constant strides: the kernel's 3-D tensor-map mode). The
  * batch runs as one gemmk_gemm_grouped call; then
  * every problem runs alone through gemmk_gemm on a second D: "ws128x128"
@@ -109,6 +110,9 @@ struct Case {
 
 /* Rounds 6 and 7: every N at least 256 (classes of 128 x 256 tiles). */
 static bool g_wide = false;
+/* make_case draws matrices of at most 64 x 64 (a strided batch of them
+ * runs two to a unit) */
+static bool g_small = false;
 
 static int64_t pad8(int64_t x)
 {
@@ -124,6 +128,10 @@ static Case make_case(bool groupable, uint64_t seed)
     p.n = rnd() % 6 == 0 ? rnd_in(1, 9) : rnd_in(1, big ? 600 : 300);
     if (g_wide)
         p.n = rnd_in(256, 700);
+    if (g_small) {
+        p.m = rnd_in(1, 64);
+        p.n = rnd_in(1, 64);
+    }
     p.k = rnd() % 5 == 0 ? rnd_in(300, 1100) : rnd_in(1, 200);
     if (groupable)
         p.ab_type = rnd() % 2 ? GEMM_BF16 : GEMM_FP16;
@@ -668,6 +676,7 @@ int main(int argc, char **argv)
         std::vector<Case> cs;
         std::vector<void *> bufs;
         g_wide = r >= 6;
+        g_small = r == 3 || r == 5; /* strided: two matrices per unit */
         if (g_wide) /* enough tiles for a full wave of 128 x 256 */
             n = (int)rnd_in(80, 150);
         if (r % 2 == 1) {
