@@ -34,6 +34,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* Offsets in the buffer are kept to this alignment (whole pages: the
  * copies and the daemon's DMA start on a page). */
@@ -68,8 +69,19 @@ typedef struct panel_call {
     size_t d_off, stride; /* D's offset in a slot; bytes between slots */
     int64_t done_rows;    /* rows of C written with gemmd's result */
     bool tensor;          /* B was uploaded */
-    gb_call *call;        /* its partial is set when rows were written */
+    /* where the time went (ms), for GEMMBLAS_VERBOSE=2: B's copy, the
+     * first slots' copies, the wait for the upload after them, the
+     * later panels' copies in, D's copies out, waits for panels */
+    double b_ms, prefill_ms, upload_wait_ms, in_ms, out_ms, wait_ms;
+    gb_call *call; /* its partial is set when rows were written */
 } panel_call;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 /* Panel i's first row and its row count. */
 static void panel_rows(const panel_call *pc, int i, int64_t *r0, int64_t *n)
@@ -197,7 +209,10 @@ static int panels_run(gemm_client *c, gemm_buffer *buf, const void *arg)
     bool transb = g->opb != 'N';
     size_t br = (size_t)(transb ? g->n : g->k);
     size_t bc = (size_t)(transb ? g->k : g->n);
+    double t0 = now_ms();
     gb_copy2d(gemm_buffer_data(buf), bc, g->b, (size_t)g->ldb, br, bc, es);
+    double t1 = now_ms();
+    pc->b_ms = t1 - t0;
 
     upload up = {.c = c,
                  .src = {buf, 0, 0, 0},
@@ -222,12 +237,16 @@ static int panels_run(gemm_client *c, gemm_buffer *buf, const void *arg)
     int prefill = pc->slots < pc->npanels ? pc->slots : pc->npanels;
     for (int i = 0; i < prefill; i++)
         panel_in(pc, buf, i, 0, &ops[i]);
+    double t2 = now_ms();
+    pc->prefill_ms = t2 - t1;
     if (threaded)
         pthread_join(helper, NULL);
+    pc->upload_wait_ms = now_ms() - t2;
     if (up.rv == GEMM_OK) {
         pc->tensor = true;
     } else if (up.rv == GEMM_ERR_DEVICE_MEMORY || up.rv == GEMM_ERR_LIMIT ||
-               up.rv == GEMM_ERR_BUSY || up.rv == GEMM_ERR_UNSUPPORTED) {
+               up.rv == GEMM_ERR_BUSY || up.rv == GEMM_ERR_UNSUPPORTED ||
+               up.rv == GEMM_ERR_TOO_LARGE) {
         gb_log(2, "%cgemm: B stays in the buffer (its upload: %s: %s)",
                "sdcz"[g->t], gemm_strerror(up.rv), up.msg);
     } else { /* a daemon that does not answer, or is gone: no panels */
@@ -243,8 +262,11 @@ static int panels_run(gemm_client *c, gemm_buffer *buf, const void *arg)
         while (next < failed_at && next < pc->npanels &&
                next - head < pc->slots) {
             int s = next % pc->slots;
-            if (next >= prefill)
+            if (next >= prefill) {
+                double ti = now_ms();
                 panel_in(pc, buf, next, pc->tensor ? up.id : 0, &ops[s]);
+                pc->in_ms += now_ms() - ti;
+            }
             int rv = gemm_submit(c, &ops[s], &req[s]);
             if (rv != GEMM_OK) {
                 note(&err, rv);
@@ -258,9 +280,13 @@ static int panels_run(gemm_client *c, gemm_buffer *buf, const void *arg)
         }
         if (head == next)
             break;
+        double tw = now_ms();
         int rv = gemm_wait(req[head % pc->slots], NULL);
+        double to = now_ms();
+        pc->wait_ms += to - tw;
         if (rv == GEMM_OK && head < failed_at) {
             panel_out(pc, buf, head);
+            pc->out_ms += now_ms() - to;
             int64_t r0, rows;
             panel_rows(pc, head, &r0, &rows);
             pc->done_rows = r0 + rows;
@@ -318,10 +344,16 @@ bool gb_offload_panels(const gb_gemm *g, int npanels)
     snprintf(call.what, sizeof(call.what), "%cgemm %lldx%lldx%lld",
              "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
              (long long)g -> k);
+    double t0 = now_ms();
     if (gb_offload_call(&call)) {
-        gb_log(2, "%s op %c%c: gemmd, %d panels (%d in flight), B %s",
+        gb_log(2,
+               "%s op %c%c: gemmd, %d panels (%d in flight), B %s; %.3f ms: "
+               "B copied in %.3f, first panels in %.3f, then the upload "
+               "%.3f, later panels in %.3f, out %.3f, waits %.3f",
                call.what, g->opa, g->opb, pc.npanels, pc.slots,
-               pc.tensor ? "uploaded once" : "in the buffer");
+               pc.tensor ? "uploaded once" : "in the buffer", now_ms() - t0,
+               pc.b_ms, pc.prefill_ms, pc.upload_wait_ms, pc.in_ms, pc.out_ms,
+               pc.wait_ms);
         return true;
     }
     if (pc.done_rows == 0)

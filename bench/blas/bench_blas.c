@@ -445,7 +445,13 @@ int main(int argc, char **argv)
     nvenv[1][0] = nvconf[1];
     gbenv[0] = "GEMMBLAS_MIN_FLOPS=0";
     gbenv[1] = gbcpu;
-    gbenv[2] = "GEMMBLAS_VERBOSE=1"; /* says so if gemmd is not there */
+    /* says so if gemmd is not there; GEMMBLAS_VERBOSE=2 in the
+     * environment: a line per call (the panels' times) */
+    static char verb[32] = "GEMMBLAS_VERBOSE=1";
+    const char *ve = getenv("GEMMBLAS_VERBOSE");
+    if (ve != NULL && ve[0] >= '1' && ve[0] <= '9' && ve[1] == '\0')
+        verb[17] = ve[0];
+    gbenv[2] = verb;
     zcenv[0] = "GEMMBLAS_MIN_FLOPS=0";
     zcenv[1] = gbcpu;
     zcenv[2] = "GEMMBLAS_VERBOSE=1";
@@ -453,7 +459,7 @@ int main(int argc, char **argv)
     zcenv[4] = zcpre;
     npenv[0] = "GEMMBLAS_MIN_FLOPS=0";
     npenv[1] = gbcpu;
-    npenv[2] = "GEMMBLAS_VERBOSE=1";
+    npenv[2] = verb;
     npenv[3] = "GEMMBLAS_PANELS=0";
     bp_variant all[NVAR] = {
         {"openblas", ob, NULL},       {"nvblas", nv, nvenv[0]},
