@@ -397,11 +397,11 @@ GB_HIDDEN void gb_log(int level, const char *fmt, ...)
 #define GB_DEFAULT_MIN_FLOPS 2e9
 /* The default GEMMBLAS_PANELS and GEMMBLAS_PANEL_MIN_FLOPS: eight panels
  * (two in flight) leave of a staged dgemm 8192's copies on its critical
- * path only B's and one panel's in and out; a panel of less than 2e10
- * flops (dgemm 2048 whole) gains less from the overlap than its requests
- * cost. */
+ * path only B's and one panel's in and out; a panel of less than 3e10
+ * flops (dgemm 2048 whole is 1.7e10) gains less from the overlap than its
+ * requests cost, and 3e10 gives n = 4096 four panels of 1024 rows. */
 #define GB_DEFAULT_PANELS          8
-#define GB_DEFAULT_PANEL_MIN_FLOPS 2e10
+#define GB_DEFAULT_PANEL_MIN_FLOPS 3e10
 /* The level-3 routines' defaults, the same measurement (bench_blas3
  * --crossover, blas/README.md): dsyrk from n = 768, dtrsm from 1024,
  * dsymm from 768; hemm takes symm's, herk and the rank-2k updates

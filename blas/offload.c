@@ -498,7 +498,8 @@ bool gb_offload_call(gb_call *call)
                 gb_zc_done(call->ops, call->es);
             return true;
         }
-        gb_log(1, "%s on the CPU: gemmd: %s: %s", call->what,
+        gb_log(1, "%s %s: gemmd: %s: %s", call->what,
+               call->partial ? "in part on the CPU" : "on the CPU",
                gemm_strerror(err), gemm_last_error_message());
         if (o != RETRY_CONNECTION || call->partial)
             return false; /* partial: the caller finishes on the CPU */

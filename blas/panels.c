@@ -39,6 +39,9 @@
 /* Offsets in the buffer are kept to this alignment (whole pages: the
  * copies and the daemon's DMA start on a page). */
 #define GB_PANEL_ALIGN 4096u
+/* A panel of more rows than this has a multiple of them: gemmd's kernels
+ * cover D in tiles of 128 rows. */
+#define GB_PANEL_ROWS 128u
 /* The most slots (GEMMBLAS_PANELS_INFLIGHT's bound). */
 #define GB_MAX_SLOTS 16
 
@@ -324,6 +327,8 @@ bool gb_offload_panels(const gb_gemm *g, int npanels)
     size_t es = gb_esize(g->t);
     panel_call pc = {.g = g, .npanels = npanels};
     pc.rows_per = (g->m + npanels - 1) / npanels;
+    if (pc.rows_per > GB_PANEL_ROWS) /* whole tiles of gemmd's kernels */
+        pc.rows_per = (int64_t)gb_align_up((size_t)pc.rows_per, GB_PANEL_ROWS);
     pc.npanels = (int)((g->m + pc.rows_per - 1) / pc.rows_per);
     pc.slots =
         cfg->panels_inflight < pc.npanels ? cfg->panels_inflight : pc.npanels;
