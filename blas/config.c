@@ -72,6 +72,18 @@ static void cfg_read(void)
     cfg.queue_ms = (int)env_num("GEMMBLAS_QUEUE_MS", 10000, 0, 3.6e6);
     double ct = cpus > 16 ? 16 : cpus > 0 ? (double)cpus : 1;
     cfg.copy_threads = (int)env_num("GEMMBLAS_COPY_THREADS", ct, 1, 256);
+    cfg.panels = (int)env_num("GEMMBLAS_PANELS", GB_DEFAULT_PANELS, 0, 64);
+    cfg.panels_inflight = (int)env_num("GEMMBLAS_PANELS_INFLIGHT", 2, 1, 16);
+    cfg.panel_min_flops = env_num("GEMMBLAS_PANEL_MIN_FLOPS",
+                                  GB_DEFAULT_PANEL_MIN_FLOPS, 0, INFINITY);
+    if (cfg.verbose >= 1 &&
+        (getenv("GEMMBLAS_PANELS") || getenv("GEMMBLAS_PANELS_INFLIGHT") ||
+         getenv("GEMMBLAS_PANEL_MIN_FLOPS")))
+        fprintf(stderr,
+                "gemmblas[%d]: panels: %d (%s), %d in flight, from %.3g flops "
+                "a panel\n",
+                (int)getpid(), cfg.panels, cfg.panels > 1 ? "on" : "off",
+                cfg.panels_inflight, cfg.panel_min_flops);
     const char *p = getenv("GEMMBLAS_PRECISION");
     cfg.tf32 = p != NULL && strcasecmp(p, "tf32") == 0;
     if (p != NULL && !cfg.tf32 && strcasecmp(p, "fp32") != 0 && p[0] != '\0')

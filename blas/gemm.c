@@ -214,7 +214,7 @@ static void naive_gemm(const gb_gemm *g)
 }
 
 /* The CPU BLAS computes g (given back its column-major form). */
-static void cpu_gemm(const gb_gemm *g)
+void gb_cpu_gemm(const gb_gemm *g)
 {
     if (gb_is_zero(g->t, g->beta))
         scale_c(g); /* zeros: the BLAS below then never sees a NaN */
@@ -244,7 +244,7 @@ void gb_run(const gb_gemm *g)
     }
     if (gb_offload(g))
         return;
-    cpu_gemm(g);
+    gb_cpu_gemm(g);
 }
 
 /* ---- the Fortran interface ---- */

@@ -108,6 +108,9 @@ GB_HIDDEN void gb_from_cblas(gb_gemm *g, gb_type t, int layout, int ta, int tb,
  */
 GB_HIDDEN void gb_run(const gb_gemm *g);
 
+/* The CPU BLAS computes g (C zeroed first when beta is 0). Any thread. */
+GB_HIDDEN void gb_cpu_gemm(const gb_gemm *g);
+
 /* ---- offload.c ---- */
 
 /*
@@ -139,8 +142,10 @@ enum { GB_OPND_A, GB_OPND_B, GB_OPND_OUT, GB_NOPND };
  * when set, decides which operands are in place and sets need); run packs
  * the staged operands into buf (NULL when need is 0), sends the request
  * on c, waits, and on success copies a staged result back to the caller
- * (on failure the caller's memory is untouched); it returns a
- * gemm_error. ops and es: its operands, for the zero-copy counters. */
+ * (on failure the caller's memory is untouched, unless run sets partial:
+ * then part of it was written and the call is not tried again); it
+ * returns a gemm_error. ops and es: its operands, for the zero-copy
+ * counters. */
 typedef struct gb_call {
     char what[64]; /* "dsyrk 4096x4096x4096", for messages */
     size_t need;
@@ -149,6 +154,7 @@ typedef struct gb_call {
     void (*prepare)(struct gemm_client *c, uint64_t gen, struct gb_call *call);
     int (*run)(struct gemm_client *c, struct gemm_buffer *buf, const void *arg);
     void *arg;
+    bool partial; /* set by run: it wrote part of the output, then failed */
 } gb_call;
 
 /* Runs call through gemmd with the thread's buffer, the connection, its
@@ -156,6 +162,20 @@ typedef struct gb_call {
  * in place; false when the CPU must compute (one line with
  * GEMMBLAS_VERBOSE). Any thread. */
 GB_HIDDEN bool gb_offload_call(gb_call *call);
+
+/* ---- panels.c ---- */
+
+/* How many row panels g (flops of work) is cut into: 1 (one request) when
+ * panels are off (GEMMBLAS_PANELS 0 or 1), the zero-copy mode is on, or
+ * a panel would fall below GEMMBLAS_PANEL_MIN_FLOPS. Any thread. */
+GB_HIDDEN int gb_panel_count(const gb_gemm *g, double flops);
+
+/* Sends g to gemmd in npanels (> 1) row panels, the staging copies of
+ * one overlapping the daemon's work on others. Returns true when C holds
+ * the result (a panel that failed, and those after it, computed on the
+ * CPU from the caller's C rows, which were not yet written); false (C
+ * untouched) when the CPU must compute all of it. Any thread. */
+GB_HIDDEN bool gb_offload_panels(const gb_gemm *g, int npanels);
 
 /* The wire type of t; the scalar of t at s as (re, im) doubles. */
 GB_HIDDEN gemm_dtype gb_wire_type(gb_type t);
@@ -335,14 +355,17 @@ typedef struct gb_config {
     /* per level-3 routine (GB_SYMM ..): GEMMBLAS_MIN_FLOPS_SYRK etc., else
      * GEMMBLAS_MIN_FLOPS when set, else the routine's default */
     double min_flops3[GB_NROUTINES];
-    int verbose;          /* GEMMBLAS_VERBOSE: 0, 1 (failures), 2 (all) */
-    int timeout_ms;       /* GEMMBLAS_TIMEOUT_MS: one request */
-    int connect_ms;       /* GEMMBLAS_CONNECT_TIMEOUT_MS: first ping */
-    int retry_ms;         /* GEMMBLAS_RETRY_MS: after a failed connect */
-    int queue_ms;         /* GEMMBLAS_QUEUE_MS: start deadline, 0 none */
-    int copy_threads;     /* GEMMBLAS_COPY_THREADS */
-    bool tf32;            /* GEMMBLAS_PRECISION=tf32 for sgemm */
-    const char *cpu_blas; /* GEMMBLAS_CPU_BLAS or NULL */
+    int verbose;            /* GEMMBLAS_VERBOSE: 0, 1 (failures), 2 (all) */
+    int timeout_ms;         /* GEMMBLAS_TIMEOUT_MS: one request */
+    int connect_ms;         /* GEMMBLAS_CONNECT_TIMEOUT_MS: first ping */
+    int retry_ms;           /* GEMMBLAS_RETRY_MS: after a failed connect */
+    int queue_ms;           /* GEMMBLAS_QUEUE_MS: start deadline, 0 none */
+    int copy_threads;       /* GEMMBLAS_COPY_THREADS */
+    int panels;             /* GEMMBLAS_PANELS: 0 or 1 off */
+    int panels_inflight;    /* GEMMBLAS_PANELS_INFLIGHT */
+    double panel_min_flops; /* GEMMBLAS_PANEL_MIN_FLOPS: per panel */
+    bool tf32;              /* GEMMBLAS_PRECISION=tf32 for sgemm */
+    const char *cpu_blas;   /* GEMMBLAS_CPU_BLAS or NULL */
 } gb_config;
 
 /* GEMMBLAS_ZEROCOPY (on) and GEMMBLAS_ZEROCOPY_MIN_BYTES, read when the
@@ -372,6 +395,13 @@ GB_HIDDEN void gb_log(int level, const char *fmt, ...)
  * 16-thread OpenBLAS in steady state (bench_blas --crossover: dgemm from
  * n = 512, sgemm from n = 1024; blas/README.md). */
 #define GB_DEFAULT_MIN_FLOPS 2e9
+/* The default GEMMBLAS_PANELS and GEMMBLAS_PANEL_MIN_FLOPS: eight panels
+ * (two in flight) leave of a staged dgemm 8192's copies on its critical
+ * path only B's and one panel's in and out; a panel of less than 3e10
+ * flops (dgemm 2048 whole is 1.7e10) gains less from the overlap than its
+ * requests cost, and 3e10 gives n = 4096 four panels of 1024 rows. */
+#define GB_DEFAULT_PANELS          8
+#define GB_DEFAULT_PANEL_MIN_FLOPS 3e10
 /* The level-3 routines' defaults, the same measurement (bench_blas3
  * --crossover, blas/README.md): dsyrk from n = 768, dtrsm from 1024,
  * dsymm from 768; hemm takes symm's, herk and the rank-2k updates

@@ -24,7 +24,9 @@
  * thread exit. A call packs A,
  * B and (beta != 0) C tightly into it: the row-major problem (gemmblas.h)
  * is what gemmd computes, so a column-major call needs no transposing
- * copy, only the swap of A and B. A request that times out is canceled
+ * copy, only the swap of A and B. A large call goes in row panels
+ * (panels.c) so that its copies overlap the daemon's work. A request
+ * that times out is canceled
  * by the client library: TIMEOUT means it never started (the buffer is
  * fine); ABANDONED means the daemon may still write into the buffer: it
  * is dropped, never reused.
@@ -496,10 +498,11 @@ bool gb_offload_call(gb_call *call)
                 gb_zc_done(call->ops, call->es);
             return true;
         }
-        gb_log(1, "%s on the CPU: gemmd: %s: %s", call->what,
+        gb_log(1, "%s %s: gemmd: %s: %s", call->what,
+               call->partial ? "in part on the CPU" : "on the CPU",
                gemm_strerror(err), gemm_last_error_message());
-        if (o != RETRY_CONNECTION)
-            return false;
+        if (o != RETRY_CONNECTION || call->partial)
+            return false; /* partial: the caller finishes on the CPU */
         /* the daemon went away (a restart?): reconnect and try once more */
     }
     return false;
@@ -525,6 +528,9 @@ bool gb_offload(const gb_gemm *g)
                    (long long)g -> k, flops, cfg -> min_flops);
         return false;
     }
+    int npanels = gb_panel_count(g, flops);
+    if (npanels > 1)
+        return gb_offload_panels(g, npanels);
     size_t ar, ac, br, bc;
     stored(g->opa, g->m, g->k, &ar, &ac);
     stored(g->opb, g->k, g->n, &br, &bc);

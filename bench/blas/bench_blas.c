@@ -10,7 +10,11 @@
  *   nvblas-pin   the same with NVBLAS_AUTOPIN_MEM_ENABLED, its fastest
  *                setting for a single-threaded caller: the anchor the
  *                targets count against
- *   gemmblas     libgemmblas with gemmd running (GEMMBLAS_MIN_FLOPS=0)
+ *   gemmblas     libgemmblas with gemmd running (GEMMBLAS_MIN_FLOPS=0;
+ *                its row panels as the environment or its defaults say)
+ *   gemmblas-np  the same with GEMMBLAS_PANELS=0: one request a call, the
+ *                staging copies before and after it (run only when named
+ *                in --variants)
  *   gemmblas-zc  the same in its zero-copy mode: preloaded (so its malloc
  *                is the worker's) with GEMMBLAS_ZEROCOPY=1, the worker's
  *                matrices are memfd regions its GEMMs use in place; its
@@ -49,6 +53,10 @@ typedef void (*gemm_fn)(const char *, const char *, const int *, const int *,
                         const int *, const void *, const void *, const int *,
                         const void *, const int *, const void *, void *,
                         const int *);
+
+/* The variants: openblas, nvblas, nvblas-pin, gemmblas, gemmblas-zc,
+ * gemmblas-np. */
+#define NVAR 6
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -282,12 +290,13 @@ static void usage(void)
           "                  [--procs 4] [--procs-calls 5]\n"
           "                  [--procs-variants nvblas,nvblas-pin,gemmblas]\n"
           "                  [--variants openblas,nvblas,nvblas-pin,"
-          "gemmblas,gemmblas-zc]\n"
+          "gemmblas,gemmblas-np,gemmblas-zc]\n"
           "                  [--openblas LIB] [--openblas-coretype CORE]\n"
           "                  [--nvblas LIB] [--gemmblas LIB] [--csv FILE]\n"
           "       bench_blas --crossover [--sizes 256,384,...] [--types d,s]\n"
           "--procs 0: no runs of several processes. gemmblas-zc (the\n"
-          "zero-copy mode) runs only when named in --variants. --row-s: the\n"
+          "zero-copy mode) and gemmblas-np (GEMMBLAS_PANELS=0) run only\n"
+          "when named in --variants. --row-s: the\n"
           "steady calls of one row stop after this long (at least one);\n"
           "--budget-s 0: no budget for the run. gemmd must be running for\n"
           "gemmblas (GEMM_URL, else the default socket). Defaults: Debian's\n"
@@ -431,28 +440,37 @@ int main(int argc, char **argv)
                                     sizeof(nvconf[1])) == 0;
     snprintf(gbcpu, sizeof(gbcpu), "GEMMBLAS_CPU_BLAS=%.4000s", ob);
     snprintf(zcpre, sizeof(zcpre), "LD_PRELOAD=%.4000s", gb);
-    static char *nvenv[2][2], *gbenv[4], *zcenv[6];
+    static char *nvenv[2][2], *gbenv[4], *zcenv[6], *npenv[5];
     nvenv[0][0] = nvconf[0];
     nvenv[1][0] = nvconf[1];
     gbenv[0] = "GEMMBLAS_MIN_FLOPS=0";
     gbenv[1] = gbcpu;
-    gbenv[2] = "GEMMBLAS_VERBOSE=1"; /* says so if gemmd is not there */
+    /* says so if gemmd is not there; GEMMBLAS_VERBOSE=2 in the
+     * environment: a line per call (the panels' times) */
+    static char verb[32] = "GEMMBLAS_VERBOSE=1";
+    const char *ve = getenv("GEMMBLAS_VERBOSE");
+    if (ve != NULL && ve[0] >= '1' && ve[0] <= '9' && ve[1] == '\0')
+        verb[17] = ve[0];
+    gbenv[2] = verb;
     zcenv[0] = "GEMMBLAS_MIN_FLOPS=0";
     zcenv[1] = gbcpu;
     zcenv[2] = "GEMMBLAS_VERBOSE=1";
     zcenv[3] = "GEMMBLAS_ZEROCOPY=1";
     zcenv[4] = zcpre;
-    bp_variant all[5] = {{"openblas", ob, NULL},
-                         {"nvblas", nv, nvenv[0]},
-                         {"nvblas-pin", nv, nvenv[1]},
-                         {"gemmblas", gb, gbenv},
-                         {"gemmblas-zc", gb, zcenv}};
-    bp_variant vs[5];
-    bool inp[5] = {false};
+    npenv[0] = "GEMMBLAS_MIN_FLOPS=0";
+    npenv[1] = gbcpu;
+    npenv[2] = verb;
+    npenv[3] = "GEMMBLAS_PANELS=0";
+    bp_variant all[NVAR] = {
+        {"openblas", ob, NULL},       {"nvblas", nv, nvenv[0]},
+        {"nvblas-pin", nv, nvenv[1]}, {"gemmblas", gb, gbenv},
+        {"gemmblas-zc", gb, zcenv},   {"gemmblas-np", gb, npenv}};
+    bp_variant vs[NVAR];
+    bool inp[NVAR] = {false};
     int nvar = 0;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < NVAR; i++) {
         bool nvb = strncmp(all[i].name, "nvblas", 6) == 0;
-        if (crossover && (nvb || i == 4))
+        if (crossover && (nvb || i >= 4))
             continue;
         if (!bp_listed(want, all[i].name))
             continue;
@@ -471,10 +489,10 @@ int main(int argc, char **argv)
     bp_print_variants(vs, nvar);
 
     int ntypes = (int)strlen(types);
-    result *res = calloc((size_t)ntypes * nsizes * 5, sizeof(result));
+    result *res = calloc((size_t)ntypes * nsizes * NVAR, sizeof(result));
     if (res == NULL)
         return 1;
-#define R(ti, si, vi) res[((ti)*nsizes + (si)) * 5 + (vi)]
+#define R(ti, si, vi) res[((ti)*nsizes + (si)) * NVAR + (vi)]
     int skipped = 0;
     for (int ti = 0; ti < ntypes; ti++)
         for (int si = 0; si < nsizes; si++)
@@ -542,15 +560,16 @@ int main(int argc, char **argv)
     int io = find(vs, nvar, "openblas"), in = find(vs, nvar, "nvblas");
     int ip = find(vs, nvar, "nvblas-pin"), ig = find(vs, nvar, "gemmblas");
     int iz = find(vs, nvar, "gemmblas-zc");
+    int inp_ = find(vs, nvar, "gemmblas-np");
     if (ig >= 0) {
         printf("\ngemmblas faster by (other's time / gemmblas's; procs: "
                "gemmblas's throughput / other's)\n");
         printf("%-5s %5s %-11s %8s %8s %8s\n", "type", "n", "vs", "first",
                "steady", "procs");
-        int others[3] = {ip, in, io};
+        int others[4] = {ip, in, io, inp_};
         for (int ti = 0; ti < ntypes; ti++)
             for (int si = 0; si < nsizes; si++)
-                for (int k = 0; k < 3; k++) {
+                for (int k = 0; k < 4; k++) {
                     if (others[k] < 0)
                         continue;
                     result *g = &R(ti, si, ig), *o = &R(ti, si, others[k]);

@@ -616,6 +616,273 @@ Test(blas_api, results_cpu)
     sweep();
 }
 
+/* ---- row panels (GEMMBLAS_PANELS) ---- */
+
+/* Shapes whose row-major m (the caller's n in column-major) is no
+ * multiple of 3 or 4. */
+static const int pshapes[][3] = {{37, 29, 13}, {29, 38, 8}, {50, 41, 17}};
+
+/* Every type, interface, layout and op pair on pshapes, beta 0 and not,
+ * cut into panels; returns the number of calls. */
+static int panel_sweep(void)
+{
+    static const char ops[] = "NTC";
+    int calls = 0;
+    for (int t = 0; t < 4; t++)
+        for (int api = 0; api < 3; api++)
+            for (int oa = 0; oa < 3; oa++)
+                for (int ob = 0; ob < 3; ob++)
+                    for (size_t s = 0; s < 3; s++)
+                        for (int b = 0; b < 2; b++) {
+                            if ((t == S || t == D) && (oa == 2 || ob == 2))
+                                continue; /* 'C' is 'T' on real types */
+                            call x = {.t = t,
+                                      .cblas = api > 0,
+                                      .layout = api == 2 ? ROW : COL,
+                                      .ta = ops[oa],
+                                      .tb = ops[ob],
+                                      .m = pshapes[s][0],
+                                      .n = pshapes[s][1],
+                                      .k = pshapes[s][2],
+                                      .alpha = t >= C ? 0.5 - 1.25 * I : -0.75,
+                                      .beta = b ? (t >= C ? 2 + I : 2.0) : 0};
+                            bool col = x.layout == COL;
+                            int ra = x.ta == 'N' ? x.m : x.k;
+                            int ca = x.ta == 'N' ? x.k : x.m;
+                            int rb = x.tb == 'N' ? x.k : x.n;
+                            int cb = x.tb == 'N' ? x.n : x.k;
+                            x.lda = (col ? ra : ca) + (int)(s % 3);
+                            x.ldb = (col ? rb : cb) + (int)((s + 1) % 3);
+                            x.ldc = (col ? x.m : x.n) + (int)((s + 2) % 4);
+                            char what[96];
+                            snprintf(what, sizeof(what),
+                                     "panels: %c api %d op %c%c %dx%dx%d b%d",
+                                     "sdcz"[t], api, x.ta, x.tb, x.m, x.n, x.k,
+                                     b);
+                            run_checked(&x, what);
+                            calls++;
+                        }
+    return calls;
+}
+
+static void panels_env(const char *panels, const char *inflight)
+{
+    env("0");
+    setenv("GEMMBLAS_PANELS", panels, 1);
+    setenv("GEMMBLAS_PANELS_INFLIGHT", inflight, 1);
+    setenv("GEMMBLAS_PANEL_MIN_FLOPS", "0", 1);
+}
+
+/* Three panels, two in flight: each call is at least 3 GEMMs on gemmd. */
+Test(blas_api, panels_results, .init = with_daemon, .fini = fixture_stop)
+{
+    panels_env("3", "2");
+    gemm_status st0, st1;
+    cr_assert_eq(gemm_get_status(g_client, &st0), GEMM_OK);
+    int calls = panel_sweep();
+    cr_assert_eq(gemm_get_status(g_client, &st1), GEMM_OK);
+    cr_expect_geq(st1.gemms_served - st0.gemms_served, 3 * (uint64_t)calls,
+                  "gemmd served %llu GEMMs for %d calls in 3 panels",
+                  (unsigned long long)(st1.gemms_served - st0.gemms_served),
+                  calls);
+}
+
+/* Four panels, three in flight (slots reused out of step with P). */
+Test(blas_api, panels_results_more_in_flight, .init = with_daemon,
+     .fini = fixture_stop)
+{
+    panels_env("4", "3");
+    panel_sweep();
+}
+
+/* stderr captured into a temporary file while a call runs. */
+typedef struct captured {
+    char path[64];
+    int fd, saved;
+} captured;
+
+static void capture_start(captured *cp)
+{
+    snprintf(cp->path, sizeof(cp->path), "/tmp/gemmblas-stderr-XXXXXX");
+    cp->fd = mkstemp(cp->path);
+    cr_assert_geq(cp->fd, 0);
+    fflush(stderr);
+    cp->saved = dup(2);
+    dup2(cp->fd, 2);
+}
+
+/* Restores stderr; text gets what was written (truncated to len). */
+static void capture_end(captured *cp, char *text, size_t len)
+{
+    fflush(stderr);
+    dup2(cp->saved, 2);
+    close(cp->saved);
+    lseek(cp->fd, 0, SEEK_SET);
+    ssize_t n = read(cp->fd, text, len - 1);
+    text[n > 0 ? n : 0] = '\0';
+    close(cp->fd);
+    unlink(cp->path);
+}
+
+/* A column-major dgemm C = A B^T + C of n x n small integers (exact in
+ * double): returns the number of wrong elements of C. */
+typedef struct big_dgemm {
+    int n;
+    double *a, *b, *c, *want;
+    int wrong;
+} big_dgemm;
+
+static void big_setup(big_dgemm *x, int n)
+{
+    x->n = n;
+    size_t nn = (size_t)n * n;
+    x->a = malloc(nn * 8), x->b = malloc(nn * 8), x->c = malloc(nn * 8);
+    x->want = calloc(nn, 8);
+    cr_assert(x->a && x->b && x->c && x->want);
+    for (size_t i = 0; i < nn; i++) {
+        x->a[i] = (double)((i * 7) % 11) - 5;
+        x->b[i] = (double)((i * 5) % 13) - 6;
+        x->c[i] = x->want[i] = (double)(i % 9) - 4;
+    }
+    /* want(i,j) += sum_l a(i,l) b(j,l), column-major */
+    for (int l = 0; l < n; l++)
+        for (int j = 0; j < n; j++) {
+            double bj = x->b[(size_t)l * n + j];
+            double *w = x->want + (size_t)j * n;
+            const double *al = x->a + (size_t)l * n;
+            for (int i = 0; i < n; i++)
+                w[i] += al[i] * bj;
+        }
+}
+
+static void *big_run(void *arg)
+{
+    big_dgemm *x = arg;
+    double one = 1;
+    dgemm_("N", "T", &x->n, &x->n, &x->n, &one, x->a, &x->n, x->b, &x->n, &one,
+           x->c, &x->n);
+    x->wrong = 0;
+    for (size_t i = 0; i < (size_t)x->n * x->n; i++)
+        x->wrong += x->c[i] != x->want[i];
+    return NULL;
+}
+
+static void big_free(big_dgemm *x)
+{
+    free(x->a), free(x->b), free(x->c), free(x->want);
+}
+
+/* gemmd takes one request of the connection at a time (--client-inflight
+ * 1): a panel sent while another runs is refused (the second, unless
+ * gemmd finished the first before it read the second); the panels before
+ * it are copied back and the CPU computes the others from C's rows. */
+Test(blas_api, panels_refused_mid_call)
+{
+    const char *const extra[] = {"--client-inflight", "1", "--client-pending",
+                                 "8", NULL};
+    fixture_start(extra);
+    setenv("GEMM_URL", g_gemmd.url, 1);
+    panels_env("4", "2");
+    setenv("GEMMBLAS_VERBOSE", "1", 1);
+    big_dgemm x;
+    big_setup(&x, 1024); /* panels of 256 rows */
+    captured cp;
+    capture_start(&cp);
+    big_run(&x);
+    char text[8192];
+    capture_end(&cp, text, sizeof(text));
+    cr_expect_eq(x.wrong, 0, "%d wrong elements of C", x.wrong);
+    const char *at = strstr(text, "dgemm panel ");
+    int refused = 0;
+    cr_assert(at != NULL && sscanf(at, "dgemm panel %d of 4", &refused) == 1,
+              "no panel was refused:\n%s", text);
+    cr_assert_geq(refused, 2, "the first panel was refused:\n%s", text);
+    char want[96];
+    snprintf(want, sizeof(want), "on the CPU (gemmd wrote rows 0..%d)",
+             (refused - 1) * 256 - 1);
+    cr_expect(strstr(text, want) != NULL,
+              "the rows before panel %d came from gemmd, the rest from the "
+              "CPU:\n%s",
+              refused, text);
+    gemm_status st;
+    cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
+    cr_expect_geq(st.gemms_served, (uint64_t)refused - 1,
+                  "gemmd computed the panels before the refused one");
+    big_free(&x);
+    fixture_stop();
+}
+
+/* A stopped daemon under a call in panels: it gives up within the
+ * timeouts (GEMMBLAS_TIMEOUT_MS, then the client's wait for the cancel)
+ * and the result is right; running again, gemmd gets the panels again. */
+Test(blas_api, panels_stopped_daemon, .init = with_daemon, .fini = fixture_stop)
+{
+    panels_env("4", "2");
+    setenv("GEMMBLAS_TIMEOUT_MS", "300", 1);
+    big_dgemm x;
+    big_setup(&x, 256);
+    big_run(&x);
+    cr_assert_eq(x.wrong, 0, "gemmd running: %d wrong", x.wrong);
+    for (size_t i = 0; i < (size_t)x.n * x.n; i++)
+        x.c[i] = (double)(i % 9) - 4;
+    kill(g_gemmd.pid, SIGSTOP);
+    double t0 = tu_now();
+    big_run(&x);
+    double dt = tu_now() - t0;
+    kill(g_gemmd.pid, SIGCONT);
+    cr_expect_eq(x.wrong, 0, "stopped gemmd: %d wrong", x.wrong);
+    cr_expect_lt(dt, 5.0, "gave up after %.2f s (timeout 0.3 s)", dt);
+    for (size_t i = 0; i < (size_t)x.n * x.n; i++)
+        x.c[i] = (double)(i % 9) - 4;
+    gemm_status st0, st1;
+    cr_assert_eq(gemm_get_status(g_client, &st0), GEMM_OK);
+    big_run(&x);
+    cr_assert_eq(gemm_get_status(g_client, &st1), GEMM_OK);
+    cr_expect_eq(x.wrong, 0, "running again: %d wrong", x.wrong);
+    cr_expect_geq(st1.gemms_served - st0.gemms_served, 4,
+                  "gemmd computed the panels again");
+    big_free(&x);
+}
+
+/* gemmd killed while a call's panels run: the panels copied back stay,
+ * the CPU computes the rest from the caller's C; the result is exact. */
+Test(blas_api, panels_daemon_killed_mid_call)
+{
+    char why[256];
+    gemmd_proc d;
+    cr_assert_eq(gemmd_start(&d, NULL, why, sizeof(why)), 0, "%s", why);
+    setenv("GEMM_URL", d.url, 1);
+    panels_env("16", "2");
+    setenv("GEMMBLAS_VERBOSE", "1", 1);
+    gemm_client *c = tu_client(&d, 5000);
+    big_dgemm x;
+    big_setup(&x, 1024);
+    captured cp;
+    capture_start(&cp);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, big_run, &x), 0);
+    /* until gemmd finished a panel (polled, 60 s at most) */
+    gemm_status st = {0};
+    double deadline = tu_now() + 60;
+    while (gemm_get_status(c, &st) == GEMM_OK && st.gemms_served == 0 &&
+           tu_now() < deadline)
+        tu_sleep_ms(1);
+    uint64_t panels_done = st.gemms_served;
+    kill(d.pid, SIGKILL);
+    pthread_join(th, NULL);
+    char text[8192];
+    capture_end(&cp, text, sizeof(text));
+    gemm_client_close(c);
+    gemmd_destroy(&d);
+    cr_assert_geq(panels_done, 1, "gemmd never finished a panel");
+    cr_expect_eq(x.wrong, 0, "%d wrong elements of C", x.wrong);
+    cr_expect(panels_done >= 16 ||
+                  strstr(text, "on the CPU (gemmd wrote rows 0..") != NULL,
+              "killed after %llu panels, yet no rows on the CPU:\n%s",
+              (unsigned long long)panels_done, text);
+    big_free(&x);
+}
+
 /* ---- threads ---- */
 
 static void *thread_main(void *arg)

@@ -4,6 +4,7 @@
 # sent there (GEMMBLAS_MIN_FLOPS=0). MODE says how the program finds
 # libgemmblas: preload (LD_PRELOAD=libgemmblas.so.0), path
 # (LD_LIBRARY_PATH to the directory where it is libblas.so.3) or
+# panels (preloaded, every GEMM cut into 3 row panels: GEMMBLAS_PANELS),
 # zerocopy (preloaded, GEMMBLAS_ZEROCOPY=1, a threshold of 256 bytes, so
 # that the CBLAS testers' row-major copies are regions: some calls must
 # run with every operand in place), or
@@ -47,6 +48,20 @@ zerocopy)
     inplace=$(sed -n 's/.*zero-copy: .* calls, \([0-9]*\) with every operand in place.*/\1/p' err.txt)
     [ "${inplace:-0}" -gt 0 ] ||
         { cat err.txt; fail "$tester: no call ran with its operands in place"; }
+    ;;
+panels)
+    # every GEMM with 3 rows or more in 3 row panels, 2 in flight
+    GEMMBLAS_PANELS=3 GEMMBLAS_PANELS_INFLIGHT=2 GEMMBLAS_PANEL_MIN_FLOPS=0 \
+        GEMMBLAS_VERBOSE=2 LD_PRELOAD=$(preload "$GEMMBLAS_LIB") "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
+        { cat out.txt err.txt; fail "$tester exited $?"; }
+    grep -q "panels: 3 (on)" err.txt || { cat err.txt; fail "panels not on"; }
+    grep -q "gemmd, 3 panels (2 in flight), B uploaded once" err.txt ||
+        { tail -50 err.txt; fail "no GEMM ran in panels"; }
+    # the per-call lines (verbose 2) are not printed below
+    grep -v "^gemmblas\[[0-9]*\]: [sdcz][a-z0-9]* [0-9mnk=x]*[ :]" err.txt |
+        grep -v "connected to gemmd" >err1.txt || true
+    grep "on the CPU" err.txt >>err1.txt || true
+    mv err1.txt err.txt
     ;;
 path)
     LD_PRELOAD=$(preload) LD_LIBRARY_PATH=$GEMMBLAS_LIB3 "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
