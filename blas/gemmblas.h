@@ -395,12 +395,14 @@ GB_HIDDEN void gb_log(int level, const char *fmt, ...)
  * 16-thread OpenBLAS in steady state (bench_blas --crossover: dgemm from
  * n = 512, sgemm from n = 1024; blas/README.md). */
 #define GB_DEFAULT_MIN_FLOPS 2e9
-/* The default GEMMBLAS_PANELS and GEMMBLAS_PANEL_MIN_FLOPS: eight panels
- * (two in flight) leave of a staged dgemm 8192's copies on its critical
- * path only B's and one panel's in and out; a panel of less than 3e10
- * flops (dgemm 2048 whole is 1.7e10) gains less from the overlap than its
- * requests cost, and 3e10 gives n = 4096 four panels of 1024 rows. */
-#define GB_DEFAULT_PANELS          8
+/* The default GEMMBLAS_PANELS and GEMMBLAS_PANEL_MIN_FLOPS: panels are
+ * off unless asked for (8 with two in flight measured on the H100, blas/
+ * README.md: first calls 1.5-2.0x faster, steady dgemm 8192 1.06x but
+ * sgemm 8192 0.85x: B's copy and upload and the copies out stay on the
+ * critical path); a panel of less than 3e10 flops (dgemm 2048 whole is
+ * 1.7e10) gains less from the overlap than its requests cost, and 3e10
+ * gives n = 4096 four panels of 1024 rows. */
+#define GB_DEFAULT_PANELS          1
 #define GB_DEFAULT_PANEL_MIN_FLOPS 3e10
 /* The level-3 routines' defaults, the same measurement (bench_blas3
  * --crossover, blas/README.md): dsyrk from n = 768, dtrsm from 1024,

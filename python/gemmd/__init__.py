@@ -58,7 +58,7 @@ def connect(url: Optional[str] = None, *, timeout: Optional[float] = 60.0,
     ipc:///run/gemmd/gemmd.sock) and returns a Client. timeout: seconds a
     request may wait for its reply (None: forever). pool_bytes: idle shared
     memory kept for reuse. panels: how many panels of D's rows a large
-    matmul of copied operands runs as (None: $GEMMD_PANELS, else 4; 1:
+    matmul of copied operands runs as (None: $GEMMD_PANELS, else 1:
     off). Raises DaemonNotRunning when nothing listens
     there, DaemonNotAnswering when gemmd accepts but does not answer within
     min(timeout, 2 s) (stopped or hung), PermissionDenied when this user

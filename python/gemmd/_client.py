@@ -81,7 +81,7 @@ class Client:
     its reply (None: forever). pool_bytes: how much idle shared memory to
     keep for reuse as staging buffers and results. panels: how many
     panels of D's rows a large matmul of copied operands runs as, so that
-    the copies overlap gemmd's work (None: $GEMMD_PANELS, else 4; 1: off;
+    the copies overlap gemmd's work (None: $GEMMD_PANELS, else 1: off;
     see matmul).
 
     Raises DaemonNotRunning when nothing listens at url.
@@ -191,7 +191,7 @@ class Client:
     @property
     def panels(self) -> int:
         """How many panels a large matmul of copied operands is cut into
-        (1: none); settable (None: $GEMMD_PANELS, else 4)."""
+        (1: none); settable (None: $GEMMD_PANELS, else 1: off)."""
         return self._panels
 
     @panels.setter

@@ -70,7 +70,7 @@ def _env_int(name: str, default: int) -> int:
         raise ValueError("$%s=%r: expected an integer" % (name, v)) from None
 
 
-PANELS = _env_int("GEMMD_PANELS", 4)  # panels of a large copied GEMM
+PANELS = _env_int("GEMMD_PANELS", 1)  # panels of a large copied GEMM
 MIN_PANEL_BYTES = _env_int("GEMMD_PANEL_MIN_BYTES", 8 << 20)  # copies/panel
 IN_FLIGHT = 2  # panels in gemmd at a time
 RESIDENT_B = _env_int("GEMMD_PANEL_RESIDENT_B", 1) != 0  # B as a tensor
