@@ -108,8 +108,11 @@ GB_HIDDEN void gb_from_cblas(gb_gemm *g, gb_type t, int layout, int ta, int tb,
  */
 GB_HIDDEN void gb_run(const gb_gemm *g);
 
-/* The CPU BLAS computes g (C zeroed first when beta is 0). Any thread. */
+/* cpu_gemm.c: the CPU BLAS computes g (C zeroed first when beta is 0;
+ * plain loops without a CPU BLAS); gb_scale_c: C = beta C (beta 0
+ * writes zeros without reading C). Any thread. */
 GB_HIDDEN void gb_cpu_gemm(const gb_gemm *g);
+GB_HIDDEN void gb_scale_c(const gb_gemm *g);
 
 /* ---- offload.c ---- */
 

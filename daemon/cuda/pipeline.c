@@ -10,6 +10,7 @@
  * unpipelined path checks it.
  */
 #include "cuda/pipeline.h"
+#include "cuda/rect.h"
 #include "log.h"
 #include "slice.h"
 
@@ -102,43 +103,25 @@ unsigned cuda_pipe_panels(const gemmd_job *j, const gemmk_problem *kp)
     return len == 0 ? 0 : (unsigned)ceil_div(rows ? j->m : j->n, len);
 }
 
-/* A block of a matrix: rows x cols at row r, column c of its layout. */
-typedef struct rect {
-    uint64_t r, c, rows, cols;
-} rect;
-
-/* Copies block x of es-byte elements from src (ld sld) to the same block
- * of dst (ld dld) on stream s. */
-static cudaError_t copy_rect(cudaStream_t s, void *dst, uint64_t dld,
-                             const void *src, uint64_t sld, rect x, size_t es,
-                             enum cudaMemcpyKind kind)
-{
-    if (x.rows == 0 || x.cols == 0)
-        return cudaSuccess;
-    return cudaMemcpy2DAsync((char *)dst + (x.r * dld + x.c) * es, dld * es,
-                             (const char *)src + (x.r * sld + x.c) * es,
-                             sld * es, x.cols * es, x.rows, kind, s);
-}
-
 /* The block of stored A holding op(A)'s rows of tile t (all of K). */
-static rect a_rect(const gemmd_job *j, const slice_tile *t)
+static cuda_rect a_rect(const gemmd_job *j, const slice_tile *t)
 {
     if (j->trans_a) /* stored K x M */
-        return (rect){0, t->r0, j->k, t->rows};
-    return (rect){t->r0, 0, t->rows, j->k};
+        return (cuda_rect){0, t->r0, j->k, t->rows};
+    return (cuda_rect){t->r0, 0, t->rows, j->k};
 }
 
 /* The block of stored B holding op(B)'s columns of tile t. */
-static rect b_rect(const gemmd_job *j, const slice_tile *t)
+static cuda_rect b_rect(const gemmd_job *j, const slice_tile *t)
 {
     if (j->trans_b) /* stored N x K */
-        return (rect){t->c0, 0, t->cols, j->k};
-    return (rect){0, t->c0, j->k, t->cols};
+        return (cuda_rect){t->c0, 0, t->cols, j->k};
+    return (cuda_rect){0, t->c0, j->k, t->cols};
 }
 
-static rect whole(const val_matrix *s)
+static cuda_rect whole(const val_matrix *s)
 {
-    return (rect){0, 0, s->rows, s->cols};
+    return (cuda_rect){0, 0, s->rows, s->cols};
 }
 
 int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
@@ -169,29 +152,31 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
     CK(cudaStreamWaitEvent(x->in, w->ev[0], 0), m, ml);
     /* the operand every panel reads comes whole, first */
     if (rows && p->copy_b)
-        CK(copy_rect(x->in, (void *)kp->b, (uint64_t)kp->ldb, j->b, j->ldb,
-                     whole(&j->shape.b), es, cudaMemcpyHostToDevice),
+        CK(cuda_copy_rect(x->in, (void *)kp->b, (uint64_t)kp->ldb, j->b, j->ldb,
+                          whole(&j->shape.b), es, cudaMemcpyHostToDevice),
            m, ml);
     if (!rows && p->copy_a)
-        CK(copy_rect(x->in, (void *)kp->a, (uint64_t)kp->lda, j->a, j->lda,
-                     whole(&j->shape.a), es, cudaMemcpyHostToDevice),
+        CK(cuda_copy_rect(x->in, (void *)kp->a, (uint64_t)kp->lda, j->a, j->lda,
+                          whole(&j->shape.a), es, cudaMemcpyHostToDevice),
            m, ml);
     for (unsigned i = 0; i < np; i++) {
         uint64_t at = i * len, n = dim - at < len ? dim - at : len;
         slice_tile t =
             rows ? (slice_tile){at, n, 0, j->n} : (slice_tile){0, j->m, at, n};
-        rect dr = {t.r0, t.c0, t.rows, t.cols};
+        cuda_rect dr = {t.r0, t.c0, t.rows, t.cols};
         if (rows && p->copy_a)
-            CK(copy_rect(x->in, (void *)kp->a, (uint64_t)kp->lda, j->a, j->lda,
-                         a_rect(j, &t), es, cudaMemcpyHostToDevice),
+            CK(cuda_copy_rect(x->in, (void *)kp->a, (uint64_t)kp->lda, j->a,
+                              j->lda, a_rect(j, &t), es,
+                              cudaMemcpyHostToDevice),
                m, ml);
         if (!rows && p->copy_b)
-            CK(copy_rect(x->in, (void *)kp->b, (uint64_t)kp->ldb, j->b, j->ldb,
-                         b_rect(j, &t), es, cudaMemcpyHostToDevice),
+            CK(cuda_copy_rect(x->in, (void *)kp->b, (uint64_t)kp->ldb, j->b,
+                              j->ldb, b_rect(j, &t), es,
+                              cudaMemcpyHostToDevice),
                m, ml);
         if (p->copy_c)
-            CK(copy_rect(x->in, p->c_dst, p->c_dst_ld, j->c, j->ldc, dr, cs,
-                         p->c_kind),
+            CK(cuda_copy_rect(x->in, p->c_dst, p->c_dst_ld, j->c, j->ldc, dr,
+                              cs, p->c_kind),
                m, ml);
         if (i == np - 1)
             CK(cudaEventRecord(w->ev[1], x->in), m, ml);
@@ -210,8 +195,8 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
             goto fail;
         CK(cudaEventRecord(x->run_done[i], w->stream), m, ml);
         CK(cudaStreamWaitEvent(x->out, x->run_done[i], 0), m, ml);
-        CK(copy_rect(x->out, j->d, j->ldd, kp->d, (uint64_t)kp->ldd, dr, cs,
-                     cudaMemcpyDeviceToHost),
+        CK(cuda_copy_rect(x->out, j->d, j->ldd, kp->d, (uint64_t)kp->ldd, dr,
+                          cs, cudaMemcpyDeviceToHost),
            m, ml);
     }
     CK(cudaEventRecord(w->ev[2], w->stream), m, ml);

@@ -54,7 +54,7 @@ int cuda_dev_alloc(cuda_worker *w, size_t bytes, void **out, char *msg,
     if (d->max_device != 0 && now + bytes > d->max_device) {
         atomic_fetch_sub(d->mem, bytes);
         snprintf(msg, len,
-                 "the GEMM needs more device memory than the "
+                 "the request needs more device memory than the "
                  "daemon's limit of %llu bytes allows now",
                  d->max_device);
         return GEMM_ERR_DEVICE_MEMORY;
@@ -195,9 +195,7 @@ static int run_kernel(cuda_worker *w, gemmd_job *j, const gemmk_problem *kp)
     return rv;
 }
 
-/* Sets j's stage times from w's four events (start, copies in done,
- * kernels done, copies out done), which have all completed. */
-static int stage_times(cuda_worker *w, gemmd_job *j)
+int cuda_stage_times(cuda_worker *w, gemmd_job *j)
 {
     int rv = GEMM_OK;
     float ms[3];
@@ -271,7 +269,7 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
         CK(cudaStreamSynchronize(w->stream), m, ml);
         /* the stages overlap: copies in to the last one's end, the
          * kernels' own time, copies out after the last kernel */
-        rv = stage_times(w, j);
+        rv = cuda_stage_times(w, j);
         j->ns_kernel = cuda_pipe_kernel_ns(w, panels);
         return rv;
     }
@@ -325,7 +323,7 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
         j->ns_kernel = (uint64_t)(ms * 1e6);
         return GEMM_OK;
     }
-    return stage_times(w, j);
+    return cuda_stage_times(w, j);
 fail:
     stage_free(w, &a);
     stage_free(w, &b);

@@ -195,12 +195,8 @@ int cuda_stage_batch(cuda_worker *w, gemmd_job *j, bool *declined)
     }
     CK(cudaEventRecord(w->ev[3], w->stream), m, ml);
     CK(cudaStreamSynchronize(w->stream), m, ml);
-    float ms[3];
-    for (int i = 0; i < 3; i++)
-        CK(cudaEventElapsedTime(&ms[i], w->ev[i], w->ev[i + 1]), m, ml);
-    j->ns_h2d = (uint64_t)(ms[0] * 1e6);
-    j->ns_kernel = (uint64_t)(ms[1] * 1e6);
-    j->ns_d2h = (uint64_t)(ms[2] * 1e6);
+    if ((rv = cuda_stage_times(w, j)) != GEMM_OK)
+        goto fail;
     j->nran = np;
 out:
 fail:

@@ -29,6 +29,8 @@
  * small so that every routine runs cut); the default cuts into about 8.
  */
 #include "cuda/staging_blas3.h"
+#include "cuda/rect.h"
+#include "cuda/staging.h"
 #include "log.h"
 #include "validate_blas3.h"
 
@@ -48,35 +50,17 @@ typedef struct staged3 {
 static int alloc3(cuda_worker *w, staged3 *s, uint64_t rows, uint64_t cols,
                   size_t es, char *msg, size_t len)
 {
-    cuda_device *d = w->dev;
-    int rv = GEMM_OK;
     s->bytes = rows * cols * es;
-    unsigned long long now = atomic_fetch_add(d->mem, s->bytes);
-    if (d->max_device != 0 && now + s->bytes > d->max_device) {
-        atomic_fetch_sub(d->mem, s->bytes);
+    int rv = cuda_dev_alloc(w, s->bytes, &s->dev, msg, len);
+    if (rv != GEMM_OK)
         s->bytes = 0;
-        snprintf(msg, len,
-                 "the request needs more device memory than the daemon's "
-                 "limit of %llu bytes allows now",
-                 d->max_device);
-        return GEMM_ERR_DEVICE_MEMORY;
-    }
-    CK(cudaMallocAsync(&s->dev, s->bytes, w->stream), msg, len);
-    return GEMM_OK;
-fail:
-    atomic_fetch_sub(d->mem, s->bytes);
-    s->bytes = 0;
-    s->dev = NULL;
     return rv;
 }
 
 static void free3(cuda_worker *w, staged3 *s)
 {
-    if (s->dev != NULL) {
-        cudaFreeAsync(s->dev, w->stream);
-        atomic_fetch_sub(w->dev->mem, s->bytes);
-        s->dev = NULL;
-    }
+    cuda_dev_free(w, s->dev, s->bytes);
+    s->dev = NULL;
 }
 
 static long long panel_knob;
@@ -104,34 +88,6 @@ static int64_t panel_size(int64_t dim)
         p = 512;
     int64_t least = (dim + CUDA_PANELS - 1) / CUDA_PANELS;
     return p < least ? least : p;
-}
-
-/* A rectangle rows x cols of elements es between a host matrix (ld hl)
- * and a tight device one (ld dl), at row r, column c of both. */
-typedef struct rect3 {
-    int64_t r, c, rows, cols;
-} rect3;
-
-static cudaError_t h2d(cudaStream_t s, void *dev, int64_t dl, const void *host,
-                       int64_t hl, rect3 x, size_t es)
-{
-    if (x.rows <= 0 || x.cols <= 0)
-        return cudaSuccess;
-    return cudaMemcpy2DAsync(
-        (char *)dev + ((size_t)x.r * dl + x.c) * es, (size_t)dl * es,
-        (const char *)host + ((size_t)x.r * hl + x.c) * es, (size_t)hl * es,
-        (size_t)x.cols * es, (size_t)x.rows, cudaMemcpyHostToDevice, s);
-}
-
-static cudaError_t d2h(cudaStream_t s, void *host, int64_t hl, const void *dev,
-                       int64_t dl, rect3 x, size_t es)
-{
-    if (x.rows <= 0 || x.cols <= 0)
-        return cudaSuccess;
-    return cudaMemcpy2DAsync(
-        (char *)host + ((size_t)x.r * hl + x.c) * es, (size_t)hl * es,
-        (const char *)dev + ((size_t)x.r * dl + x.c) * es, (size_t)dl * es,
-        (size_t)x.cols * es, (size_t)x.rows, cudaMemcpyDeviceToHost, s);
 }
 
 /* What one job's panels share. */
@@ -224,12 +180,12 @@ static int rank_block(plan3 *q, int64_t r0, int64_t r1)
 }
 
 /* The rows or columns [r0, r1) of A's (or B's) panel for a rank update. */
-static rect3 rank_panel(const gemmd_job *j, const val_matrix *m, int64_t r0,
-                        int64_t r1)
+static cuda_rect rank_panel(const gemmd_job *j, const val_matrix *m, int64_t r0,
+                            int64_t r1)
 {
     if (j->op == VAL_OP_N)
-        return (rect3){r0, 0, r1 - r0, (int64_t)m->cols};
-    return (rect3){0, r0, (int64_t)m->rows, r1 - r0};
+        return (cuda_rect){r0, 0, r1 - r0, (int64_t)m->cols};
+    return (cuda_rect){0, r0, (int64_t)m->rows, r1 - r0};
 }
 
 /* The rank updates: block rows of C, in the order their A panels come. */
@@ -247,18 +203,20 @@ static int run_rank(plan3 *q, cuda_panels *x)
         int i = j->lower ? t : np - 1 - t;
         int64_t r0 = i * bs, r1 = r0 + bs < n ? r0 + bs : n;
         if (q->stage_a)
-            CK(h2d(x->in, (void *)q->da, q->lda, j->a, (int64_t)sa->ld,
-                   rank_panel(j, sa, r0, r1), q->es),
+            CK(cuda_copy_rect(x->in, (void *)q->da, q->lda, j->a,
+                              (int64_t)sa->ld, rank_panel(j, sa, r0, r1), q->es,
+                              cudaMemcpyHostToDevice),
                m, ml);
         if (two && q->stage_b)
-            CK(h2d(x->in, (void *)q->db, q->ldb, j->b, (int64_t)sb->ld,
-                   rank_panel(j, sb, r0, r1), q->es),
+            CK(cuda_copy_rect(x->in, (void *)q->db, q->ldb, j->b,
+                              (int64_t)sb->ld, rank_panel(j, sb, r0, r1), q->es,
+                              cudaMemcpyHostToDevice),
                m, ml);
-        rect3 ref = j->lower ? (rect3){r0, 0, r1 - r0, r1}
-                             : (rect3){r0, r0, r1 - r0, n - r0};
-        rect3 diag = {r0, r0, r1 - r0, r1 - r0};
-        CK(h2d(x->in, q->dd, q->ldd, j->d, (int64_t)sd->ld,
-               j->has_c ? ref : diag, q->es),
+        cuda_rect ref = j->lower ? (cuda_rect){r0, 0, r1 - r0, r1}
+                                 : (cuda_rect){r0, r0, r1 - r0, n - r0};
+        cuda_rect diag = {r0, r0, r1 - r0, r1 - r0};
+        CK(cuda_copy_rect(x->in, q->dd, q->ldd, j->d, (int64_t)sd->ld,
+                          j->has_c ? ref : diag, q->es, cudaMemcpyHostToDevice),
            m, ml);
         if (t == np - 1)
             CK(cudaEventRecord(q->w->ev[1], x->in), m, ml);
@@ -268,8 +226,9 @@ static int run_rank(plan3 *q, cuda_panels *x)
             goto fail;
         CK(cudaEventRecord(x->run_done[t], q->w->stream), m, ml);
         CK(cudaStreamWaitEvent(x->out, x->run_done[t], 0), m, ml);
-        CK(d2h(x->out, j->d, (int64_t)sd->ld, q->dd, q->ldd, ref, q->es), m,
-           ml);
+        CK(cuda_copy_rect(x->out, j->d, (int64_t)sd->ld, q->dd, q->ldd, ref,
+                          q->es, cudaMemcpyDeviceToHost),
+           m, ml);
     }
     return GEMM_OK;
 fail:
@@ -294,22 +253,25 @@ static int run_side(plan3 *q, cuda_panels *x)
     int64_t na = (int64_t)sa->rows, abs_ = panel_size(na);
     for (int64_t r0 = 0; q->stage_a && r0 < na; r0 += abs_) {
         int64_t r1 = r0 + abs_ < na ? r0 + abs_ : na;
-        rect3 ar = j->lower ? (rect3){r0, 0, r1 - r0, r1}
-                            : (rect3){r0, r0, r1 - r0, na - r0};
-        CK(h2d(x->in, (void *)q->da, q->lda, j->a, (int64_t)sa->ld, ar, q->es),
+        cuda_rect ar = j->lower ? (cuda_rect){r0, 0, r1 - r0, r1}
+                                : (cuda_rect){r0, r0, r1 - r0, na - r0};
+        CK(cuda_copy_rect(x->in, (void *)q->da, q->lda, j->a, (int64_t)sa->ld,
+                          ar, q->es, cudaMemcpyHostToDevice),
            m, ml);
     }
     for (int i = 0; i < np; i++) {
         int64_t p0 = i * bs, p1 = p0 + bs < dim ? p0 + bs : dim;
-        rect3 r = j->right ? (rect3){p0, 0, p1 - p0, cols}
-                           : (rect3){0, p0, rows, p1 - p0};
+        cuda_rect r = j->right ? (cuda_rect){p0, 0, p1 - p0, cols}
+                               : (cuda_rect){0, p0, rows, p1 - p0};
         if (!tri && q->stage_b)
-            CK(h2d(x->in, (void *)q->db, q->ldb, j->b, (int64_t)sb->ld, r,
-                   q->es),
+            CK(cuda_copy_rect(x->in, (void *)q->db, q->ldb, j->b,
+                              (int64_t)sb->ld, r, q->es,
+                              cudaMemcpyHostToDevice),
                m, ml);
         if (tri || j->has_c)
-            CK(h2d(x->in, q->dd, q->ldd, j->d, (int64_t)sd->ld, r, q->es), m,
-               ml);
+            CK(cuda_copy_rect(x->in, q->dd, q->ldd, j->d, (int64_t)sd->ld, r,
+                              q->es, cudaMemcpyHostToDevice),
+               m, ml);
         if (i == np - 1)
             CK(cudaEventRecord(q->w->ev[1], x->in), m, ml);
         CK(cudaEventRecord(x->in_done[i], x->in), m, ml);
@@ -324,7 +286,9 @@ static int run_side(plan3 *q, cuda_panels *x)
             goto fail;
         CK(cudaEventRecord(x->run_done[i], q->w->stream), m, ml);
         CK(cudaStreamWaitEvent(x->out, x->run_done[i], 0), m, ml);
-        CK(d2h(x->out, j->d, (int64_t)sd->ld, q->dd, q->ldd, r, q->es), m, ml);
+        CK(cuda_copy_rect(x->out, j->d, (int64_t)sd->ld, q->dd, q->ldd, r,
+                          q->es, cudaMemcpyDeviceToHost),
+           m, ml);
     }
     return GEMM_OK;
 fail:
@@ -397,13 +361,7 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     free3(w, &b);
     free3(w, &d);
     CK(cudaStreamSynchronize(w->stream), m, ml);
-    float ms[3];
-    for (int i = 0; i < 3; i++)
-        CK(cudaEventElapsedTime(&ms[i], w->ev[i], w->ev[i + 1]), m, ml);
-    j->ns_h2d = (uint64_t)(ms[0] * 1e6);
-    j->ns_kernel = ms[1] > 0 ? (uint64_t)(ms[1] * 1e6) : 0;
-    j->ns_d2h = ms[2] > 0 ? (uint64_t)(ms[2] * 1e6) : 0;
-    return GEMM_OK;
+    return cuda_stage_times(w, j);
 fail:
     if (started) {
         /* nothing may still read or write the memory given back */
