@@ -124,4 +124,3 @@ void gb_cpu_gemm(const gb_gemm *g)
     f(&ta, &tb, &m, &n, &k, g->alpha, g->b, &lda, g->a, &ldb, g->beta, g->c,
       &ldc, 1, 1);
 }
-

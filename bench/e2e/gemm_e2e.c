@@ -298,9 +298,11 @@ static void resident_b_free(gemm_client *c)
 /* ---- the fp64 reference ------------------------------------------------ */
 
 /* The loosest relative Frobenius error allowed for the types (as gemmctl
- * mm --check): fp32 1e-5, fp16 2e-3, bf16 1e-2. */
+ * mm --check): fp64 1e-12, fp32 1e-5, fp16 2e-3, bf16 1e-2. */
 static double tolerance(void)
 {
+    if (opt.ab == GEMM_FP64 && opt.cd == GEMM_FP64)
+        return 1e-12;
     if (opt.ab == GEMM_BF16 || opt.cd == GEMM_BF16)
         return 1e-2;
     if (opt.ab == GEMM_FP16 || opt.cd == GEMM_FP16)
@@ -321,28 +323,34 @@ static int check_slot(const slot *s, double *rel, char *why, size_t len)
     uint64_t m = opt.m, n = opt.n, k = opt.k;
     uint64_t br = b_rows(), bc = b_cols(), ac = a_cols();
     size_t sab = gemm_dtype_size(opt.ab), scd = gemm_dtype_size(opt.cd);
-    float *bf = malloc(sizeof(float) * br * bc);
-    float *arow = malloc(sizeof(float) * k);
-    float *drow = malloc(sizeof(float) * n);
+    double *bf = malloc(sizeof(double) * br * bc);
+    double *arow = malloc(sizeof(double) * k);
+    double *drow = malloc(sizeof(double) * n);
     double *acc = malloc(sizeof(double) * n);
     double *mag = malloc(sizeof(double) * n); /* sum of |a * b| */
     int ok = 1;
     double num = 0, den = 0;
     /* a per-element bound on top of the Frobenius one (catches a few bad
-     * elements): two ulps of D's type, plus fp32 accumulation error grown
-     * as sqrt(k) with 16x slack, plus C's rounding, plus the smallest
-     * subnormal of D's type */
-    double eps_cd = opt.cd == GEMM_FP32   ? ldexp(1, -22)
+     * elements): two ulps of D's type, plus the accumulation's error
+     * (fp32's, fp64's for fp64 inputs) grown as sqrt(k) with 16x slack,
+     * plus C's rounding, plus the smallest subnormal of D's type. Every
+     * value is read in double, so fp64 results are judged as fp64. */
+    const bool f64 = opt.cd == GEMM_FP64;
+    double eps_cd = f64                   ? ldexp(1, -51)
+                    : opt.cd == GEMM_FP32 ? ldexp(1, -22)
                     : opt.cd == GEMM_FP16 ? ldexp(1, -10)
                                           : ldexp(1, -7); /* 2 ulps */
-    double tiny = opt.cd == GEMM_FP16 ? ldexp(1, -24) : ldexp(1, -126);
+    double eps_acc = opt.ab == GEMM_FP64 ? ldexp(1, -49) : ldexp(1, -20);
+    double tiny = f64                   ? ldexp(1, -1074)
+                  : opt.cd == GEMM_FP16 ? ldexp(1, -24)
+                                        : ldexp(1, -126);
     if (bf == NULL || arow == NULL || drow == NULL || acc == NULL ||
         mag == NULL) {
         snprintf(why, len, "out of memory for the reference");
         ok = 0;
         goto out;
     }
-    gemm_convert(bf, GEMM_FP32, s->b_host, opt.ab, br * bc);
+    gemm_convert(bf, GEMM_FP64, s->b_host, opt.ab, br * bc);
     uint64_t nrows =
         (uint64_t)opt.check_rows < m ? (uint64_t)opt.check_rows : m;
     for (uint64_t r = 0; r < nrows && ok; r++) {
@@ -350,14 +358,14 @@ static int check_slot(const slot *s, double *rel, char *why, size_t len)
         const char *a = base + s->op.a.offset;
         if (opt.ta)
             for (uint64_t p = 0; p < k; p++)
-                gemm_convert(&arow[p], GEMM_FP32, a + (p * ac + i) * sab,
+                gemm_convert(&arow[p], GEMM_FP64, a + (p * ac + i) * sab,
                              opt.ab, 1);
         else
-            gemm_convert(arow, GEMM_FP32, a + i * ac * sab, opt.ab, k);
+            gemm_convert(arow, GEMM_FP64, a + i * ac * sab, opt.ab, k);
         if (opt.tb) {
             for (uint64_t x = 0; x < n; x++) {
                 double sum = 0, sabs = 0;
-                const float *bx = bf + x * bc;
+                const double *bx = bf + x * bc;
                 for (uint64_t p = 0; p < k; p++) {
                     double v = (double)arow[p] * bx[p];
                     sum += v;
@@ -371,7 +379,7 @@ static int check_slot(const slot *s, double *rel, char *why, size_t len)
             memset(mag, 0, sizeof(double) * n);
             for (uint64_t p = 0; p < k; p++) {
                 double av = arow[p];
-                const float *bp = bf + p * bc;
+                const double *bp = bf + p * bc;
                 for (uint64_t x = 0; x < n; x++) {
                     double v = av * bp[x];
                     acc[x] += v;
@@ -379,18 +387,18 @@ static int check_slot(const slot *s, double *rel, char *why, size_t len)
                 }
             }
         }
-        gemm_convert(drow, GEMM_FP32, base + s->op.d.offset + i * n * scd,
+        gemm_convert(drow, GEMM_FP64, base + s->op.d.offset + i * n * scd,
                      opt.cd, n);
-        const float *crow = NULL;
-        float *cbuf = NULL;
+        const double *crow = NULL;
+        double *cbuf = NULL;
         if (opt.beta != 0) {
-            cbuf = malloc(sizeof(float) * n);
+            cbuf = malloc(sizeof(double) * n);
             if (cbuf == NULL) {
                 ok = 0;
                 snprintf(why, len, "out of memory for the reference");
                 break;
             }
-            gemm_convert(cbuf, GEMM_FP32, base + s->op.c.offset + i * n * scd,
+            gemm_convert(cbuf, GEMM_FP64, base + s->op.c.offset + i * n * scd,
                          opt.cd, n);
             crow = cbuf;
         }
@@ -401,7 +409,7 @@ static int check_slot(const slot *s, double *rel, char *why, size_t len)
             double d = drow[x], e = d - ref;
             double bound =
                 eps_cd * fabs(ref) +
-                sqrt((double)k) * ldexp(1, -20) * fabs(opt.alpha) * mag[x] +
+                sqrt((double)k) * eps_acc * fabs(opt.alpha) * mag[x] +
                 (crow ? eps_cd * fabs(opt.beta * crow[x]) : 0) + tiny;
             if (!isfinite(d) || fabs(e) > bound) {
                 snprintf(why, len, "D[%llu][%llu] = %.9g, reference %.9g",

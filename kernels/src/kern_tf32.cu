@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(256)
                 float v = t[ty + j][tx];
                 float *o = out + r * ldo + k;
                 if constexpr (MODE == 0) {
-                    o[0] = v;
+                    o[0] = gemmk_tf32_round(v);
                 } else {
                     float big, small;
                     gemmk_tf32_split(v, &big, &small);
