@@ -213,6 +213,47 @@ static double compare(const __nv_bfloat16 *x, const __nv_bfloat16 *y, size_t n,
     return worst;
 }
 
+/*
+ * The rows of one batch ps: the grouped call against `other` (cuBLAS in
+ * the same process, `against` naming it), both timed, run once more each
+ * and compared by `check` (its worst error over its bound); with loop,
+ * a second row against one gemmk_gemm call per problem.
+ */
+template <typename Other, typename Check>
+static void add_rows(gemmk_ctx *ctx, Timer &tm, cudaStream_t s,
+                     const char *name, const char *against, double flop,
+                     const std::vector<gemmk_problem> &ps, Other other,
+                     Check check, bool loop)
+{
+    Row r;
+    r.name = name;
+    r.other = against;
+    r.flop = flop;
+    r.ours_ms = tm.median(s, [&] { grouped(ctx, ps, s); });
+    r.other_ms = tm.median(s, other);
+    r.host_us = host_us(ctx, ps, s);
+    grouped(ctx, ps, s);
+    other();
+    CK(cudaStreamSynchronize(s));
+    r.err = check();
+    g_rows.push_back(r);
+    if (!loop)
+        return;
+    Row l = r;
+    l.other = "gemmk_gemm x batch";
+    l.other_ms = tm.median(s, [&] {
+        for (auto &p : ps) {
+            gemmk_result res;
+            gemm_error e = gemmk_gemm(ctx, &p, s, nullptr, &res);
+            if (e != GEMM_OK) {
+                fprintf(stderr, "gemmk_gemm: %s\n", res.msg);
+                exit(2);
+            }
+        }
+    });
+    g_rows.push_back(l);
+}
+
 /* batch x (m, n, k), strided: grouped against cuBLAS strided batched;
  * with loop, also 'batch' gemmk_gemm calls. */
 static void strided(gemmk_ctx *ctx, cublasHandle_t h, Timer &tm, cudaStream_t s,
@@ -237,33 +278,9 @@ static void strided(gemmk_ctx *ctx, cublasHandle_t h, Timer &tm, cudaStream_t s,
     };
     char name[64];
     snprintf(name, sizeof(name), "%d x %lld^3", batch, (long long)m);
-    Row r;
-    r.name = name;
-    r.other = "cuBLAS strided";
-    r.flop = 2.0 * batch * m * n * k;
-    r.ours_ms = tm.median(s, [&] { grouped(ctx, ps, s); });
-    r.other_ms = tm.median(s, [&] { cub(); });
-    r.host_us = host_us(ctx, ps, s);
-    grouped(ctx, ps, s);
-    cub();
-    CK(cudaStreamSynchronize(s));
-    r.err = compare(D, Dc, (size_t)batch * m * n, k);
-    g_rows.push_back(r);
-    if (loop) {
-        Row l = r;
-        l.other = "gemmk_gemm x batch";
-        l.other_ms = tm.median(s, [&] {
-            for (auto &p : ps) {
-                gemmk_result res;
-                gemm_error e = gemmk_gemm(ctx, &p, s, nullptr, &res);
-                if (e != GEMM_OK) {
-                    fprintf(stderr, "gemmk_gemm: %s\n", res.msg);
-                    exit(2);
-                }
-            }
-        });
-        g_rows.push_back(l);
-    }
+    add_rows(
+        ctx, tm, s, name, "cuBLAS strided", 2.0 * batch * m * n * k, ps, cub,
+        [&] { return compare(D, Dc, (size_t)batch * m * n, k); }, loop);
     CK(cudaFree(A));
     CK(cudaFree(B));
     CK(cudaFree(D));
@@ -317,33 +334,9 @@ static void strided_f64(gemmk_ctx *ctx, cublasHandle_t h, Timer &tm,
     };
     char name[64];
     snprintf(name, sizeof(name), "fp64 %d x %lld^3", batch, (long long)m);
-    Row r;
-    r.name = name;
-    r.other = "cuBLAS strided";
-    r.flop = 2.0 * batch * m * n * k;
-    r.ours_ms = tm.median(s, [&] { grouped(ctx, ps, s); });
-    r.other_ms = tm.median(s, [&] { cub(); });
-    r.host_us = host_us(ctx, ps, s);
-    grouped(ctx, ps, s);
-    cub();
-    CK(cudaStreamSynchronize(s));
-    r.err = compare_f64(D, Dc, (size_t)batch * m * n);
-    g_rows.push_back(r);
-    if (loop) {
-        Row l = r;
-        l.other = "gemmk_gemm x batch";
-        l.other_ms = tm.median(s, [&] {
-            for (auto &p : ps) {
-                gemmk_result res;
-                gemm_error e = gemmk_gemm(ctx, &p, s, nullptr, &res);
-                if (e != GEMM_OK) {
-                    fprintf(stderr, "gemmk_gemm: %s\n", res.msg);
-                    exit(2);
-                }
-            }
-        });
-        g_rows.push_back(l);
-    }
+    add_rows(
+        ctx, tm, s, name, "cuBLAS strided", 2.0 * batch * m * n * k, ps, cub,
+        [&] { return compare_f64(D, Dc, (size_t)batch * m * n); }, loop);
     CK(cudaFree(A));
     CK(cudaFree(B));
     CK(cudaFree(D));
@@ -411,18 +404,9 @@ static void moe(gemmk_ctx *ctx, cublasHandle_t h, Timer &tm, cudaStream_t s,
     char name[64];
     snprintf(name, sizeof(name), "MoE %d (M %d..%d)", experts, ms[experts - 1],
              ms[0]);
-    Row r;
-    r.name = name;
-    r.other = "cuBLAS grouped";
-    r.flop = 2.0 * tokens * n * k;
-    r.ours_ms = tm.median(s, [&] { grouped(ctx, ps, s); });
-    r.other_ms = tm.median(s, [&] { cub(); });
-    r.host_us = host_us(ctx, ps, s);
-    grouped(ctx, ps, s);
-    cub();
-    CK(cudaStreamSynchronize(s));
-    r.err = compare(Y, Yc, (size_t)tokens * n, k);
-    g_rows.push_back(r);
+    add_rows(
+        ctx, tm, s, name, "cuBLAS grouped", 2.0 * tokens * n * k, ps, cub,
+        [&] { return compare(Y, Yc, (size_t)tokens * n, k); }, false);
     CK(cudaFree(dptr));
     CK(cudaFree(X));
     CK(cudaFree(W));

@@ -192,6 +192,11 @@ gemm_error check_problem(const gemmk_problem *p, const char *name,
     return validate(p, name, row, why);
 }
 
+gemm_error check_shape(const gemmk_problem *p, const char **why)
+{
+    return validate_shape(p, why);
+}
+
 gemm_error run_auto(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s,
                     const Row &row, gemmk_result *res)
 {

@@ -88,6 +88,9 @@ gemm_error row_check(const Row *r, const gemmk_problem *p, const char **why);
  * is the row to run (api.cu). */
 gemm_error check_problem(const gemmk_problem *p, const char *name,
                          const Row **row, const char **why);
+/* check_problem's first part alone: dims, leading dimensions, operands
+ * and their alignment, not the types against a row (api.cu). */
+gemm_error check_shape(const gemmk_problem *p, const char **why);
 
 /* The paths (one file each). */
 gemm_error run_auto(gemmk_ctx *, const gemmk_problem *, cudaStream_t,

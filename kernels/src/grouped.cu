@@ -34,33 +34,11 @@ const char *grouped_name(int bn)
     return bn == 256 ? "grouped128x256" : "grouped128x128";
 }
 
-/* Whether p passes gemmk_gemm's validation because validated problem q
- * did: every field but the operands the same, and p's operands present
- * and as aligned as validation asks of p's types (16 bytes for bf16 and
- * fp16, the element for the wide types; other types are not judged
- * here). */
-bool like(const gemmk_problem *p, const gemmk_problem *q)
+/* Whether p is q but for its operands (a, b, c, d): then the types
+ * were judged against the row with q, and only check_shape's part of
+ * the validation can come out otherwise. */
+bool same_but_operands(const gemmk_problem *p, const gemmk_problem *q)
 {
-    uintptr_t align;
-    if (p->ab_type == GEMM_BF16 || p->ab_type == GEMM_FP16)
-        align = 16;
-    else if (p->ab_type == GEMM_FP64)
-        align = 8;
-    else if (p->ab_type == GEMM_COMPLEX64)
-        align = 8;
-    else if (p->ab_type == GEMM_COMPLEX128)
-        align = 16;
-    else
-        return false;
-    const bool usec = p->ab_type == GEMM_BF16 || p->ab_type == GEMM_FP16
-                          ? p->beta != 0.f
-                          : p->zbeta[0] != 0.0 || p->zbeta[1] != 0.0;
-    if (!p->a || !p->b || !p->d || (usec && !p->c))
-        return false;
-    const uintptr_t bits = (uintptr_t)p->a | (uintptr_t)p->b | (uintptr_t)p->d |
-                           (usec ? (uintptr_t)p->c : 0);
-    if (bits % align != 0)
-        return false;
     gemmk_problem x = *p;
     x.a = q->a, x.b = q->b, x.c = q->c, x.d = q->d;
     return memcmp(&x, q, sizeof(x)) == 0;
@@ -457,19 +435,21 @@ extern "C" gemm_error gemmk_gemm_grouped(gemmk_ctx *ctx,
     int *cls = idx + count + 1;
     int ng = 0, fail = -1;
     gemm_error e = GEMM_OK;
-    /* validate everything before anything runs (a problem like the last
-     * one checked but for its operands: only those) */
+    /* validate everything before anything runs (a problem that is the
+     * last one wholly checked but for its operands: its shape only, not
+     * again the catalog's row) */
     const gemmk_problem *last = nullptr;
     for (int i = 0; i < count && e == GEMM_OK; i++) {
         const gemmk_problem *p = &probs[i];
         if (p->m == 0 || p->n == 0)
             continue;
-        if (last && like(p, last))
-            continue;
-        last = p;
         const Row *row;
         const char *why = nullptr;
-        if ((e = check_problem(p, nullptr, &row, &why)) != GEMM_OK) {
+        if (last && same_but_operands(p, last))
+            e = check_shape(p, &why);
+        else if ((e = check_problem(p, nullptr, &row, &why)) == GEMM_OK)
+            last = p;
+        if (e != GEMM_OK) {
             snprintf(res->msg, sizeof(res->msg), "problem %d: %.200s", i,
                      why ? why : "invalid");
             break;
