@@ -1137,14 +1137,17 @@ int main(int argc, char **argv)
                     kcfg[ki] = "?";
             }
 
+            std::vector<const char *> kran(nk); /* what last ran */
             auto ours_k = [&](size_t ki, int i) {
                 p.a = A[i % nsets];
                 p.b = B[i % nsets];
-                int r = gemmk_gemm(ctx, &p, 0, kname[ki], NULL);
+                gemmk_result res;
+                int r = gemmk_gemm(ctx, &p, 0, kname[ki], &res);
                 if (r != GEMM_OK) {
                     fprintf(stderr, "gemmk_gemm(%s): %d\n", kcfg[ki], r);
                     exit(1);
                 }
+                kran[ki] = res.kernel;
             };
 
             LtPlan lp;
@@ -1180,9 +1183,14 @@ int main(int argc, char **argv)
                 if (ms < best_ms)
                     best_ms = ms, best = a;
             }
-            for (size_t ki = 0; ki < nk; ki++)
+            for (size_t ki = 0; ki < nk; ki++) {
                 for (int i = 0; i < 3; i++)
                     ours_k(ki, i); /* warm-up */
+                if (!kname[ki] && kran[ki] && strcmp(kran[ki], kcfg[ki]))
+                    fprintf(stderr,
+                            "warning: gemmk_select named %s, auto ran %s\n",
+                            kcfg[ki], kran[ki]);
+            }
             CK(cudaDeviceSynchronize());
             /* interleave the measurements in blocks to share drift */
             std::vector<std::vector<float>> to(nk);

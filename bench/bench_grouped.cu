@@ -7,8 +7,9 @@
  *   64 x 512^3       grouped vs cublasGemmStridedBatchedEx
  *   16 x 2048^3      grouped vs cublasGemmStridedBatchedEx
  *   MoE 8 / 64       grouped vs cublasGemmGroupedBatchedEx (one group
- *                    per expert), N = K = 4096, M per expert skewed
- *                    (Zipf 1.2) summing to 4096 tokens
+ *                    per expert), N x K = 4096 x 4096, 7168 x 2048 and
+ *                    2048 x 7168, M per expert skewed (Zipf 1.2) summing
+ *                    to 4096 and to 16384 tokens
  *
  * and the fp64 rows (a strided batch of the wide types runs as one
  * cuBLAS strided-batched call inside gemmk_gemm_grouped):
@@ -402,8 +403,8 @@ static void moe(gemmk_ctx *ctx, cublasHandle_t h, Timer &tm, cudaStream_t s,
             gsize.data(), CUBLAS_COMPUTE_32F));
     };
     char name[64];
-    snprintf(name, sizeof(name), "MoE %d (M %d..%d)", experts, ms[experts - 1],
-             ms[0]);
+    snprintf(name, sizeof(name), "MoE %d/%d %ldx%ld (M %d..%d)", experts,
+             tokens, (long)n, (long)k, ms[experts - 1], ms[0]);
     add_rows(
         ctx, tm, s, name, "cuBLAS grouped", 2.0 * tokens * n * k, ps, cub,
         [&] { return compare(Y, Yc, (size_t)tokens * n, k); }, false);
@@ -441,8 +442,11 @@ int main(int argc, char **argv)
     strided(ctx, h, tm, s, 1024, 64, 64, 64, true);
     strided(ctx, h, tm, s, 64, 512, 512, 512, false);
     strided(ctx, h, tm, s, 16, 2048, 2048, 2048, false);
-    moe(ctx, h, tm, s, 8, 4096, 4096, 4096);
-    moe(ctx, h, tm, s, 64, 4096, 4096, 4096);
+    const int64_t moe_nk[3][2] = {{4096, 4096}, {7168, 2048}, {2048, 7168}};
+    for (const auto &nk : moe_nk)
+        for (int tokens : {4096, 16384})
+            for (int experts : {8, 64})
+                moe(ctx, h, tm, s, experts, tokens, nk[0], nk[1]);
     strided_f64(ctx, h, tm, s, 1024, 64, 64, 64, true);
     strided_f64(ctx, h, tm, s, 64, 512, 512, 512, false);
     strided_f64(ctx, h, tm, s, 16, 2048, 2048, 2048, false);
@@ -452,14 +456,14 @@ int main(int argc, char **argv)
     printf("\nbench_grouped on %s, bf16 in/out with fp32 accumulation (fp64 "
            "rows: fp64), median of %d, L2 flushed (%.1f s)\n\n",
            prop.name, REPS, now_s() - t0);
-    printf("%-24s %-20s %10s %9s %10s %9s %7s %9s %7s\n", "case", "against",
+    printf("%-38s %-20s %10s %9s %10s %9s %7s %9s %7s\n", "case", "against",
            "grouped ms", "TFLOP/s", "other ms", "TFLOP/s", "ratio", "host us",
            "check");
     bool bad = false;
     for (const Row &r : g_rows) {
         bool ok = r.err <= 1.0;
         bad = bad || !ok;
-        printf("%-24s %-20s %10.4f %9.1f %10.4f %9.1f %6.2fx %9.1f %7s\n",
+        printf("%-38s %-20s %10.4f %9.1f %10.4f %9.1f %6.2fx %9.1f %7s\n",
                r.name.c_str(), r.other.c_str(), r.ours_ms,
                r.flop / r.ours_ms * 1e-9, r.other_ms,
                r.flop / r.other_ms * 1e-9, r.other_ms / r.ours_ms, r.host_us,

@@ -277,8 +277,8 @@ gemm_error gemmk_select(const gemmk_ctx *ctx, const gemmk_problem *p,
         return GEMM_OK;
     }
     Plan pl;
-    plan(ctx, p, row->tiling, true, &pl);
-    *name = plan_row(pl)->d.name;
+    const Row *r = tiled16_choice(ctx, p, *row, &pl);
+    *name = r ? r->d.name : row->d.name;
     return GEMM_OK;
 }
 

@@ -170,6 +170,17 @@ const Row kRows[] = {
      launch_n64,
      nullptr,
      0},
+    {{"ws-swap", 0, 0,
+      "decode shapes (M <= 128): D^T = B^T A^T, so N runs on 128-row tiles "
+      "and M on wgmma's N (64 or 128), K split; the reduction writes D "
+      "transposed (deterministic)",
+      kAB16, kCDAll, 0, kT},
+     0,
+     run_swapped,
+     {0, 1, -1, 0, 0},
+     nullptr,
+     nullptr,
+     0},
     {{"grouped128x128", 0, 0,
       "persistent grouped kernel: the 128x128 tiles of many problems in one "
       "launch (gemmk_gemm_grouped; here one problem)",

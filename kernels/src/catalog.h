@@ -109,6 +109,10 @@ gemm_error run_f64(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
  * ws-s8 run the variant of the context's GEMMK_S8_KERNEL knob. */
 gemm_error run_s8(gemmk_ctx *, const gemmk_problem *, cudaStream_t, const Row &,
                   gemmk_result *);
+/* A 16-bit problem as its transpose D^T = B^T A^T, K split, the
+ * reduction transposing back (swap.cu): decode shapes, M <= 128. */
+gemm_error run_swapped(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
+                       const Row &, gemmk_result *);
 /* The grouped kernel on one problem (grouped.cu; gemmk_gemm_grouped runs
  * many). */
 gemm_error run_grouped(gemmk_ctx *, const gemmk_problem *, cudaStream_t,

@@ -21,7 +21,10 @@
  * u % per of matrix u / per, A and B are read through two 3-D maps
  * (kernel parameters: the third dimension is the matrix; an operand of
  * stride 0, shared by all, is a 3-D map of one matrix read at 0) and D,
- * C sit at constant byte strides from matrix 0's. Matrices of at most
+ * C sit at constant byte strides from matrix 0's. With CL = 2 (strided,
+ * an even number of M-tiles) a unit is a pair of M-tiles of one N-tile
+ * taken by a cluster of two CTAs, B multicast as gemm_ws_kernel's CL = 2
+ * does: 32 KB from L2 a k-block per SM instead of 48. Matrices of at most
  * 64 x 64 go two to a unit (pair): a stage holds both matrices' A rows
  * and B columns, each consumer multiplies its own with n64 wgmmas, so
  * the tile is not three quarters padding. When its epilogue is a
@@ -58,7 +61,7 @@ struct GroupParams {
      * matrix i's D and C at i * sd, i * sc bytes from p0's */
     int strided;
     int a_shared, b_shared; /* stride 0: one A (B) for all, matrix 0 */
-    int per;                /* tiles per matrix */
+    int per;                /* units per matrix */
     int tstore;             /* D through the 3-D map td3 (TMA stores) */
     int pair; /* m, n <= 64: unit u is matrices 2u and 2u + 1, one per
                  consumer (64 x 64 each, maps of 64-row boxes) */
@@ -167,9 +170,22 @@ produce_pair(const GroupParams &g, const CUtensorMap *ta3,
     }
 }
 
+/* Unit u of a strided batch: matrix z, tile (mt, nt) of this CTA (rank
+ * in its cluster of CL). */
+template <int CL>
+__device__ __forceinline__ void strided_unit(const GroupParams &g, int u,
+                                             uint32_t rank, int &z, int &mt,
+                                             int &nt)
+{
+    z = u / g.per;
+    const int local = u - z * g.per, mu = g.p0.num_m / CL;
+    mt = (local % mu) * CL + rank;
+    nt = local / mu;
+}
+
 /* ta3, tb3, td3: A's, B's and D's 3-D maps of a strided batch (else
- * unused; td3 only with g.tstore). */
-template <int BN, int AB, int AMN, int BMN>
+ * unused; td3 only with g.tstore). CL = 2: strided batches only. */
+template <int BN, int AB, int AMN, int BMN, int CL = 1>
 __global__ void __launch_bounds__(384, 1)
     gemm_grouped_kernel(const __grid_constant__ GroupParams g,
                         const __grid_constant__ CUtensorMap ta3,
@@ -193,11 +209,15 @@ __global__ void __launch_bounds__(384, 1)
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 8); /* lane 0 of each consumer warp */
+            mbar_init(&empty[s], 8 * CL); /* lane 0 of each consumer warp */
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
+    const uint32_t rank = CL > 1 ? cluster_rank() : 0;
+    if constexpr (CL > 1)
+        cluster_sync(); /* peers' barriers are initialised */
+    const int u0 = blockIdx.x / CL, ustep = gridDim.x / CL;
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -208,18 +228,19 @@ __global__ void __launch_bounds__(384, 1)
             tmap_prefetch(&ta3);
             tmap_prefetch(&tb3);
         }
-        for (int u = blockIdx.x; tid == 0 && u < g.units; u += gridDim.x) {
-            if (BN == 128 && g.pair) {
+        for (int u = u0; tid == 0 && u < g.units; u += ustep) {
+            if (CL == 1 && BN == 128 && g.pair) {
                 produce_pair<AB, AMN, BMN, STAGES>(g, &ta3, &tb3, 2 * u, sa, sb,
                                                    full, empty, s, ph);
                 continue;
             }
-            if (g.strided) {
-                const int i = u / g.per, local = u - i * g.per;
-                const int mt = local % g.p0.num_m, nt = local / g.p0.num_m;
-                produce_tile<BN, AB, AMN, BMN, 1, STAGES, true>(
-                    &ta3, &tb3, mt * BM, nt * BN, 0, g.p0.nkb, 0, sa, sb, full,
-                    empty, s, ph, g.a_shared ? 0 : i, g.b_shared ? 0 : i);
+            if (CL > 1 || g.strided) {
+                int i, mt, nt;
+                strided_unit<CL>(g, u, rank, i, mt, nt);
+                produce_tile<BN, AB, AMN, BMN, CL, STAGES, true>(
+                    &ta3, &tb3, mt * BM, nt * BN, 0, g.p0.nkb, rank, sa, sb,
+                    full, empty, s, ph, g.a_shared ? 0 : i,
+                    g.b_shared ? 0 : i);
                 continue;
             }
             const int i = group_find(g, u);
@@ -252,7 +273,7 @@ __global__ void __launch_bounds__(384, 1)
                                                1024, GEMMK_SWIZZLE_128B);
         const uint64_t db0 =
             gemmk_desc_encode(smem_u32(sb), B_LBO, 1024, GEMMK_SWIZZLE_128B);
-        for (int u = blockIdx.x; BN == 128 && g.pair && u < g.units;
+        for (int u = blockIdx.x; CL == 1 && BN == 128 && g.pair && u < g.units;
              u += gridDim.x) {
             const int z = 2 * u + c; /* this consumer's matrix */
             float(&d64)[32] = *reinterpret_cast<float(*)[32]>(d);
@@ -268,20 +289,19 @@ __global__ void __launch_bounds__(384, 1)
             else
                 store_any<64>(p, d64, 0, 0, lane, warp, 0);
         }
-        for (int u = blockIdx.x; !g.pair && u < g.units; u += gridDim.x) {
+        for (int u = u0; (CL > 1 || !g.pair) && u < g.units; u += ustep) {
             GroupProblem q;
-            int local, z = 0;
-            if (g.strided) {
-                z = u / g.per;
+            int mt, nt, z = 0;
+            if (CL > 1 || g.strided) {
+                strided_unit<CL>(g, u, rank, z, mt, nt);
                 q = strided_problem(g, z);
-                local = u - z * g.per;
             } else {
                 q = g.probs[group_find(g, u)];
-                local = u - q.unit0;
+                const int local = u - q.unit0;
+                mt = local % q.num_m, nt = local / q.num_m;
             }
-            const int mt = local % q.num_m, nt = local / q.num_m;
-            consume_tile<BN, AB, AMN, BMN, 1, STAGES>(
-                d, da0, db0, 0, q.nkb, lane, 0, full, empty, s, ph);
+            consume_tile<BN, AB, AMN, BMN, CL, STAGES>(
+                d, da0, db0, 0, q.nkb, lane, rank, full, empty, s, ph);
             /* the epilogue of gemm_ws_kernel, through this problem's
              * parameters */
             KParams p = problem_params(q);
@@ -301,6 +321,10 @@ __global__ void __launch_bounds__(384, 1)
         if (g.tstore && tid == 0)
             bulk_wait_all();
     }
+    /* no CTA may leave while its peer can still multicast into its shared
+     * memory or arrive on its barriers */
+    if constexpr (CL > 1)
+        cluster_sync();
 }
 
 } // namespace gemmk

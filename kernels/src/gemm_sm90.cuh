@@ -152,6 +152,57 @@ __device__ __forceinline__ void tma_load_2d_mc(void *dst,
         : "memory");
 }
 
+/* tma_load_2d_mc on a 3-D map at matrix c2. */
+__device__ __forceinline__ void tma_load_3d_mc(void *dst,
+                                               const CUtensorMap *map, int c0,
+                                               int c1, int c2, uint64_t *bar,
+                                               uint16_t mask)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::"
+        "complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3, %4}], "
+        "[%5], %6;" ::"r"(smem_u32(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2),
+        "r"(smem_u32(bar)), "h"(mask)
+        : "memory");
+}
+
+/* tma_load_2d_mc, or with Z3 tma_load_3d_mc at matrix z. */
+template <bool Z3>
+__device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map,
+                                            int c0, int c1, int z,
+                                            uint64_t *bar, uint16_t mask)
+{
+    if constexpr (Z3)
+        tma_load_3d_mc(dst, map, c0, c1, z, bar, mask);
+    else
+        tma_load_2d_mc(dst, map, c0, c1, bar, mask);
+}
+
+/* Launches kern on grid CTAs of 384 threads in clusters of cl along x
+ * (cl = 1: a plain launch); returns the launch's error. */
+template <typename... P, typename... A>
+cudaError_t launch_clusters(void (*kern)(P...), int grid, int smem, int cl,
+                            cudaStream_t stream, const A &...args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid, 1, 1);
+    cfg.blockDim = dim3(384, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = cl;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = cl > 1 ? 1 : 0;
+    cudaError_t e = cudaLaunchKernelEx(&cfg, kern, args...);
+    if (e != cudaSuccess)
+        return e;
+    return cudaGetLastError();
+}
+
 __device__ __forceinline__ uint32_t cluster_rank()
 {
     uint32_t r;
@@ -410,8 +461,8 @@ template <int BN> struct CfgP2 {
  * waits for each free stage, loads A's and B's boxes through tma, tmb (a
  * kernel parameter's address, or a tensor map in global memory) and
  * advances the ring position (s, ph). Z3: tma, tmb are 3-D maps of a
- * strided batch and the tile reads matrix za of A and zb of B (no
- * cluster). The producer thread only.
+ * strided batch and the tile reads matrix za of A and zb of B. The
+ * producer thread only.
  */
 template <int BN, int AB, int AMN, int BMN, int CL, int STAGES, bool Z3 = false>
 __device__ __forceinline__ void
@@ -420,7 +471,6 @@ produce_tile(const CUtensorMap *tma, const CUtensorMap *tmb, int m0, int n0,
              uint64_t *full, uint64_t *empty, int &s, uint32_t &ph, int za = 0,
              int zb = 0)
 {
-    static_assert(!Z3 || CL == 1, "strided batches: no clusters");
     constexpr int A_BYTES = Cfg<BN>::A_BYTES;
     constexpr int B_BYTES = Cfg<BN>::B_BYTES;
     for (int kb = kb0; kb < kb1; kb++) {
@@ -449,12 +499,12 @@ produce_tile(const CUtensorMap *tma, const CUtensorMap *tmb, int m0, int n0,
             if constexpr (BMN) {
 #pragma unroll
                 for (int j = rank; j < BN / 64; j += CL)
-                    tma_load_2d_mc(b + j * SLAB, tmb, n0 + 64 * j, k0, &full[s],
-                                   mask);
+                    tma_load_mc<Z3>(b + j * SLAB, tmb, n0 + 64 * j, k0, zb,
+                                    &full[s], mask);
             } else {
                 constexpr int part = BN / CL;
-                tma_load_2d_mc(b + rank * part * 128, tmb, k0, n0 + rank * part,
-                               &full[s], mask);
+                tma_load_mc<Z3>(b + rank * part * 128, tmb, k0,
+                                n0 + rank * part, zb, &full[s], mask);
             }
         }
         if (++s == STAGES) {

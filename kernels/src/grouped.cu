@@ -22,6 +22,7 @@
 #include "grouped.h"
 #include "grouped_wide.h"
 #include "plan.h"
+#include "tiled.h"
 
 namespace gemmk
 {
@@ -56,34 +57,6 @@ int group_class(const gemmk_problem *p)
 {
     return (p->ab_type == GEMM_FP16 ? 4 : 0) | (p->trans_a ? 2 : 0) |
            (p->trans_b ? 1 : 0);
-}
-
-/* A's and B's tensor map keys of p, as tiled16.cu makes them for a
- * 128 x bn tile without a cluster. */
-void map_keys(const gemmk_problem *p, int bn, gemmk_tmap_key *ka,
-              gemmk_tmap_key *kb)
-{
-    memset(ka, 0, sizeof(*ka));
-    ka->addr = (uint64_t)(uintptr_t)p->a;
-    ka->dtype = p->ab_type;
-    ka->swizzle = GEMMK_SWIZZLE_128B;
-    ka->stride1 = (uint64_t)p->lda * 2;
-    if (p->trans_a) {
-        ka->dim0 = p->m, ka->dim1 = p->k, ka->box0 = 64, ka->box1 = 64;
-    } else {
-        ka->dim0 = p->k, ka->dim1 = p->m, ka->box0 = 64, ka->box1 = BM;
-    }
-    memset(kb, 0, sizeof(*kb));
-    kb->addr = (uint64_t)(uintptr_t)p->b;
-    kb->dtype = p->ab_type;
-    kb->swizzle = GEMMK_SWIZZLE_128B;
-    kb->stride1 = (uint64_t)p->ldb * 2;
-    if (!p->trans_b) {
-        kb->dim0 = p->n, kb->dim1 = p->k, kb->box0 = 64, kb->box1 = 64;
-    } else {
-        kb->dim0 = p->k, kb->dim1 = p->n, kb->box0 = 64,
-        kb->box1 = (uint32_t)bn;
-    }
 }
 
 /* The tensor map of key into *out: from the cache when `cached`, else
@@ -242,6 +215,7 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
         bool strided;
         bool tstore; /* strided, D through a 3-D map */
         bool pair;   /* strided, two matrices of <= 64 x 64 per unit */
+        int cl;      /* cluster size: 2 for strided 128 x 256 tiles */
         long long st[4];
         int t0; /* first table entry (not strided) */
         int bn; /* tile width */
@@ -270,9 +244,14 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
         const gemmk_problem *p0 = &probs[idx[i0]];
         c.pair = c.strided && c.bn == 128 && p0->m <= 64 && p0->n <= 64 &&
                  ctx_knob(ctx, KNOB_GROUPED_PAIR);
+        c.cl = c.strided && c.bn == 256 && cdiv(p0->m, BM) % 2 == 0 &&
+                       ctx->max_clusters2 > 0 &&
+                       ctx_knob(ctx, KNOB_GROUPED_CLUSTER)
+                   ? 2
+                   : 1;
         if (c.strided) { /* the 3-D maps, or (refused) a table after all */
             gemmk_tmap_key ka, kb;
-            map_keys(p0, c.bn, &ka, &kb);
+            tiled16_keys(p0, c.bn, c.cl, &ka, &kb);
             if (c.pair) { /* 64-row boxes: one matrix per slab */
                 if (!p0->trans_a)
                     ka.box1 = 64;
@@ -284,6 +263,8 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
                 encode_3d(ctx, &kb, i1 - i0, c.st[1], &l.tb3) == GEMM_OK;
         }
         c.pair = c.pair && c.strided;
+        if (!c.strided)
+            c.cl = 1;
         gemmk_tmap_key kd;
         c.tstore = c.strided && d_key(p0, &kd) &&
                    encode_3d(ctx, &kd, i1 - i0, c.st[3], &l.td3) == GEMM_OK;
@@ -316,6 +297,7 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
         l.bmn = (cls[c.i0] & 1) == 0;
         l.stream = stream;
         l.bn = c.bn;
+        l.cl = c.cl;
         if (c.strided) {
             const int count = c.i1 - c.i0;
             const int64_t units = tiles(p0, c.bn) * count;
@@ -331,8 +313,8 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
             l.g.a_shared = c.st[0] == 0;
             l.g.b_shared = c.st[1] == 0;
             l.g.count = count;
-            l.g.per = (int)tiles(p0, c.bn);
-            l.g.units = c.pair ? (count + 1) / 2 : (int)units;
+            l.g.per = (int)tiles(p0, c.bn) / c.cl;
+            l.g.units = c.pair ? (count + 1) / 2 : (int)(units / c.cl);
             l.g.sd = c.st[3];
             l.g.sc = c.st[2];
             fill_entry(p0, 0, &l.g.p0);
@@ -345,7 +327,7 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
             const gemmk_problem *p = &probs[idx[i]];
             const int t = c.t0 + (i - c.i0);
             gemmk_tmap_key ka, kb;
-            map_keys(p, c.bn, &ka, &kb);
+            tiled16_keys(p, c.bn, 1, &ka, &kb);
             const bool cached = 2 * nt <= GEMMK_TMAP_CACHE_CAP / 2;
             if ((e = encode_map(ctx, &ka, cached, &maps[2 * t])) != GEMM_OK ||
                 (e = encode_map(ctx, &kb, cached, &maps[2 * t + 1])) !=
@@ -380,7 +362,8 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
     }
     for (int ci = 0; ci < ncl; ci++) {
         GroupLaunch &l = ls[ci];
-        l.grid = l.g.units < ctx->num_sms ? l.g.units : ctx->num_sms;
+        const int slots = l.cl == 2 ? ctx->max_clusters2 : ctx->num_sms;
+        l.grid = (l.g.units < slots ? l.g.units : slots) * l.cl;
         cudaError_t ce = launch_grouped(l);
         if (ce != cudaSuccess) {
             e = ctx_fail(ctx, ce, "launch_grouped", __FILE__, __LINE__);

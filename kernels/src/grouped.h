@@ -1,8 +1,9 @@
 /*
  * grouped.h: what grouped.cu (the entry point gemmk_gemm_grouped: which
  * problems run grouped, their tables and tensor maps) hands to the
- * grouped kernel's launch units (kern_grouped128.cu, kern_grouped256.cu:
- * one tile width each, compiled in parallel).
+ * grouped kernel's launch units (kern_grouped128.cu, kern_grouped256.cu,
+ * kern_grouped256c2.cu: one tile width or cluster size each, compiled in
+ * parallel).
  */
 #pragma once
 
@@ -18,7 +19,8 @@ struct GroupLaunch {
     CUtensorMap ta3, tb3; /* g.strided: A's and B's 3-D maps */
     CUtensorMap td3;      /* g.tstore: D's */
     int bn;               /* tile width: 128 or 256 */
-    int grid;             /* CTAs: at most one per SM, at most g.units */
+    int cl;               /* cluster size: 1, or 2 (strided, bn 256) */
+    int grid;             /* CTAs: at most one per SM, cl per unit */
     bool f16;             /* fp16 inputs (else bf16) */
     int amn, bmn;         /* trans_a, !trans_b */
     cudaStream_t stream;
@@ -29,41 +31,44 @@ struct GroupLaunch {
 cudaError_t launch_grouped(const GroupLaunch &l);
 cudaError_t launch_grouped128(const GroupLaunch &l);
 cudaError_t launch_grouped256(const GroupLaunch &l);
+cudaError_t launch_grouped256c2(const GroupLaunch &l);
 
-template <int BN, int AB, int AMN, int BMN>
+template <int BN, int AB, int AMN, int BMN, int CL>
 cudaError_t launch_grouped_one(const GroupLaunch &l)
 {
-    auto kern = gemm_grouped_kernel<BN, AB, AMN, BMN>;
+    auto kern = gemm_grouped_kernel<BN, AB, AMN, BMN, CL>;
     constexpr int smem = GroupCfg<BN>::SMEM;
     cudaError_t e = cudaFuncSetAttribute(
         kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess)
         return e;
-    kern<<<l.grid, 384, smem, l.stream>>>(l.g, l.ta3, l.tb3, l.td3);
-    return cudaGetLastError();
+    return launch_clusters(kern, l.grid, smem, CL, l.stream, l.g, l.ta3, l.tb3,
+                           l.td3);
 }
 
-/* The 8 instantiations of tile width BN: input type x transposes. */
-template <int BN> cudaError_t launch_grouped_bn(const GroupLaunch &l)
+/* The 8 instantiations of tile width BN and cluster size CL: input type x
+ * transposes. */
+template <int BN, int CL = 1>
+cudaError_t launch_grouped_bn(const GroupLaunch &l)
 {
     int sel = (l.f16 ? 4 : 0) | (l.amn ? 2 : 0) | (l.bmn ? 1 : 0);
     switch (sel) {
     case 0:
-        return launch_grouped_one<BN, 0, 0, 0>(l);
+        return launch_grouped_one<BN, 0, 0, 0, CL>(l);
     case 1:
-        return launch_grouped_one<BN, 0, 0, 1>(l);
+        return launch_grouped_one<BN, 0, 0, 1, CL>(l);
     case 2:
-        return launch_grouped_one<BN, 0, 1, 0>(l);
+        return launch_grouped_one<BN, 0, 1, 0, CL>(l);
     case 3:
-        return launch_grouped_one<BN, 0, 1, 1>(l);
+        return launch_grouped_one<BN, 0, 1, 1, CL>(l);
     case 4:
-        return launch_grouped_one<BN, 1, 0, 0>(l);
+        return launch_grouped_one<BN, 1, 0, 0, CL>(l);
     case 5:
-        return launch_grouped_one<BN, 1, 0, 1>(l);
+        return launch_grouped_one<BN, 1, 0, 1, CL>(l);
     case 6:
-        return launch_grouped_one<BN, 1, 1, 0>(l);
+        return launch_grouped_one<BN, 1, 1, 0, CL>(l);
     default:
-        return launch_grouped_one<BN, 1, 1, 1>(l);
+        return launch_grouped_one<BN, 1, 1, 1, CL>(l);
     }
 }
 

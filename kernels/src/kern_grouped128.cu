@@ -10,6 +10,8 @@ cudaError_t launch_grouped128(const GroupLaunch &l)
 }
 cudaError_t launch_grouped(const GroupLaunch &l)
 {
-    return l.bn == 256 ? launch_grouped256(l) : launch_grouped128(l);
+    if (l.bn == 256)
+        return l.cl == 2 ? launch_grouped256c2(l) : launch_grouped256(l);
+    return launch_grouped128(l);
 }
 } // namespace gemmk

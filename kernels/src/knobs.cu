@@ -98,6 +98,18 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "a strided batch of matrices of at most 64 x 64 runs two to a unit of "
      "the grouped kernel (0: one per 128 x 128 tile; grouped.cu)",
      read_bool},
+    {KNOB_GROUPED_CLUSTER, "GEMMK_GROUPED_CLUSTER", 0,
+     "1: a strided batch of 128 x 256 tiles with an even number of M-tiles "
+     "runs in clusters of two CTAs, B multicast (measured no faster: "
+     "16 x 2048^3 the same, 64 x 512^3 7% slower; grouped.cu)",
+     read_bool},
+    {KNOB_SWAP_M, "GEMMK_SWAP_M", 64,
+     "auto runs 16-bit problems of M up to this (N, K >= 1024, a plan of "
+     "split-K or 64-wide tiles) as ws-swap, A and B swapped (0: never; "
+     "tiled16.cu, swap.cu)",
+     read_positive},
+    {KNOB_SWAP_SPLITS, "GEMMK_SWAP_SPLITS", 0,
+     "ws-swap: the k-splits (0: by the model; swap.cu)", read_positive},
 };
 
 } // namespace

@@ -24,6 +24,9 @@ enum Knob {
     KNOB_OZ_PP,         /* oz2-bytes/unfused: the ping-pong int8 kernel */
     KNOB_WARM,          /* gemmk_ctx_warm runs (0: returns at once) */
     KNOB_GROUPED_PAIR,  /* grouped: two matrices <= 64 x 64 per unit */
+    KNOB_GROUPED_CLUSTER, /* grouped: strided 128 x 256 tiles in pairs */
+    KNOB_SWAP_M,          /* auto: M up to this runs ws-swap (0: never) */
+    KNOB_SWAP_SPLITS,     /* ws-swap: k-splits (0: by the model) */
     KNOB_COUNT
 };
 

@@ -69,26 +69,7 @@ cudaError_t launch_one(const Launch &l)
         kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess)
         return e;
-    if constexpr (CL == 1) {
-        kern<<<l.grid, 384, smem, l.stream>>>(l.ta, l.tb, l.p);
-    } else {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(l.grid, 1, 1);
-        cfg.blockDim = dim3(384, 1, 1);
-        cfg.dynamicSmemBytes = Cfg<BN>::SMEM;
-        cfg.stream = l.stream;
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = CL;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        e = cudaLaunchKernelEx(&cfg, kern, l.ta, l.tb, l.p);
-        if (e != cudaSuccess)
-            return e;
-    }
-    return cudaGetLastError();
+    return launch_clusters(kern, l.grid, smem, CL, l.stream, l.ta, l.tb, l.p);
 }
 
 /* Co-resident clusters of size CL for this kernel (0 on error). */

@@ -39,4 +39,15 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &t,
 /* The catalog row that runs plan pl (never NULL for a plan of plan()). */
 const Row *plan_row(const Plan &pl);
 
+/* Whether "auto" runs p, planned as pl, through run_swapped: few rows
+ * (the GEMMK_SWAP_M knob), N and K of 1024 or more, and a plan that has
+ * too few tiles to fill the GPU (split-K or 64-wide tiles) (swap.cu). */
+bool swap_fits(const gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl);
+
+/* The row that runs 16-bit problem p for row `row` (auto: the plan's
+ * tiled row, or ws-swap for decode shapes) and its plan (NULL: none;
+ * tiled16.cu). */
+const Row *tiled16_choice(const gemmk_ctx *ctx, const gemmk_problem *p,
+                          const Row &row, Plan *pl);
+
 } // namespace gemmk

@@ -15,6 +15,16 @@ namespace gemmk
 gemm_error set_maps(gemmk_ctx *ctx, const gemmk_tmap_key *ka,
                     const gemmk_tmap_key *kb, Launch *l);
 
+/* The keys of A's and B's tensor maps of 16-bit problem p for 128 x bn
+ * tiles in clusters of cl (each CTA loads 1 / cl of B's tile). */
+void tiled16_keys(const gemmk_problem *p, int bn, int cl, gemmk_tmap_key *ka,
+                  gemmk_tmap_key *kb);
+
+/* A's and B's tensor maps of 16-bit problem p under plan pl into l, and
+ * its type and transposes (l's f16, amn, bmn). */
+gemm_error tiled16_maps(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
+                        Launch *l);
+
 /* The kernel parameters and grid of plan pl for p, whose K (keff elements,
  * after any pre-pass) runs in k-blocks of kbe elements; grows the split-K
  * workspace. */

@@ -116,12 +116,65 @@ gemm_error finish_splits(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
     return GEMM_OK;
 }
 
+void tiled16_keys(const gemmk_problem *p, int bn, int cl, gemmk_tmap_key *ka,
+                  gemmk_tmap_key *kb)
+{
+    memset(ka, 0, sizeof(*ka));
+    ka->addr = (uint64_t)(uintptr_t)p->a;
+    ka->dtype = p->ab_type;
+    ka->swizzle = GEMMK_SWIZZLE_128B;
+    ka->stride1 = (uint64_t)p->lda * 2;
+    if (p->trans_a) {
+        ka->dim0 = p->m, ka->dim1 = p->k, ka->box0 = 64, ka->box1 = 64;
+    } else {
+        ka->dim0 = p->k, ka->dim1 = p->m, ka->box0 = 64, ka->box1 = BM;
+    }
+    memset(kb, 0, sizeof(*kb));
+    kb->addr = (uint64_t)(uintptr_t)p->b;
+    kb->dtype = p->ab_type;
+    kb->swizzle = GEMMK_SWIZZLE_128B;
+    kb->stride1 = (uint64_t)p->ldb * 2;
+    if (!p->trans_b) {
+        kb->dim0 = p->n, kb->dim1 = p->k, kb->box0 = 64, kb->box1 = 64;
+    } else {
+        kb->dim0 = p->k, kb->dim1 = p->n, kb->box0 = 64,
+        kb->box1 = (uint32_t)(bn / cl);
+    }
+}
+
+gemm_error tiled16_maps(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
+                        Launch *l)
+{
+    gemmk_tmap_key ka, kb;
+    tiled16_keys(p, pl.bn, pl.cluster, &ka, &kb);
+    l->f16 = p->ab_type == GEMM_FP16;
+    l->amn = p->trans_a ? 1 : 0;
+    l->bmn = p->trans_b ? 0 : 1;
+    return set_maps(ctx, &ka, &kb, l);
+}
+
+const Row *tiled16_choice(const gemmk_ctx *ctx, const gemmk_problem *p,
+                          const Row &row, Plan *pl)
+{
+    const bool is_auto = (row.flags & ROW_AUTO) != 0;
+    plan(ctx, p, row.tiling, is_auto, pl);
+    if (is_auto && swap_fits(ctx, p, *pl)) {
+        const Row *sw = row_find("ws-swap");
+        if (sw)
+            return sw;
+    }
+    return plan_row(*pl);
+}
+
 gemm_error run_tiled16(gemmk_ctx *ctx, const gemmk_problem *p,
                        cudaStream_t stream, const Row &row, gemmk_result *res)
 {
     Plan pl;
-    plan(ctx, p, row.tiling, (row.flags & ROW_AUTO) != 0, &pl);
-    const Row *run = plan_row(pl);
+    const Row *run = tiled16_choice(ctx, p, row, &pl);
+    if (run && run->run == run_swapped) {
+        res->kernel = run->d.name;
+        return run_swapped(ctx, p, stream, *run, res);
+    }
     if (!run) {
         ctx_say(ctx, "no kernel for the plan of %s", row.d.name);
         return GEMM_ERR_INTERNAL;
@@ -130,35 +183,10 @@ gemm_error run_tiled16(gemmk_ctx *ctx, const gemmk_problem *p,
      * (its plan may fall back, e.g. to no split when K is too short) */
     res->kernel = (row.flags & ROW_AUTO) ? run->d.name : row.d.name;
 
-    const int amn = p->trans_a ? 1 : 0;
-    const int bmn = p->trans_b ? 0 : 1;
-    gemmk_tmap_key ka = {};
-    ka.addr = (uint64_t)(uintptr_t)p->a;
-    ka.dtype = p->ab_type;
-    ka.swizzle = GEMMK_SWIZZLE_128B;
-    ka.stride1 = (uint64_t)p->lda * 2;
-    if (amn) {
-        ka.dim0 = p->m, ka.dim1 = p->k, ka.box0 = 64, ka.box1 = 64;
-    } else {
-        ka.dim0 = p->k, ka.dim1 = p->m, ka.box0 = 64, ka.box1 = BM;
-    }
-    gemmk_tmap_key kb = {};
-    kb.addr = (uint64_t)(uintptr_t)p->b;
-    kb.dtype = p->ab_type;
-    kb.swizzle = GEMMK_SWIZZLE_128B;
-    kb.stride1 = (uint64_t)p->ldb * 2;
-    if (bmn) {
-        kb.dim0 = p->n, kb.dim1 = p->k, kb.box0 = 64, kb.box1 = 64;
-    } else {
-        kb.dim0 = p->k, kb.dim1 = p->n, kb.box0 = 64,
-        kb.box1 = (uint32_t)(pl.bn / pl.cluster);
-    }
-
     Launch l;
-    gemm_error e = set_maps(ctx, &ka, &kb, &l);
-    if (e != GEMM_OK)
-        return e;
-    e = fill_params(ctx, p, pl, p->k, BK, &l);
+    gemm_error e = fill_params(ctx, p, pl, p->k, BK, &l);
+    if (e == GEMM_OK)
+        e = tiled16_maps(ctx, p, pl, &l);
     if (e == GEMM_OK && pl.sk)
         e = sk_params(ctx, pl, stream, &l);
     if (e != GEMM_OK)
@@ -175,9 +203,6 @@ gemm_error run_tiled16(gemmk_ctx *ctx, const gemmk_problem *p,
         if (e != GEMM_OK)
             return e;
     }
-    l.f16 = p->ab_type == GEMM_FP16;
-    l.amn = amn;
-    l.bmn = bmn;
     l.stream = stream;
     GEMMK_CK(ctx, run->launch(l));
     return finish_splits(ctx, p, pl, l.p, stream);

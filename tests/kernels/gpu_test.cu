@@ -635,6 +635,11 @@ int main(int argc, char **argv)
                          0.f, 8, "ws128x256sk"});
         cases.push_back({300, 520, 4000, GEMM_FP16, GEMM_FP32, 1, 1, 1.0f, 0.5f,
                          0, "ws128x256sk"});
+        /* decode shapes as their transpose (ws-swap) */
+        cases.push_back({7, 1000, 4096, GEMM_BF16, GEMM_BF16, 0, 0, 1.5f, 0.5f,
+                         8, "ws-swap"});
+        cases.push_back({65, 2048, 200, GEMM_FP16, GEMM_FP32, 1, 1, 1.0f, 0.f,
+                         0, "ws-swap"});
     } else {
         const long long sz[] = {1,   7,   63,   64,   65,   127,
                                 129, 255, 1000, 1024, 4095, 4096};
@@ -724,6 +729,18 @@ int main(int argc, char **argv)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
                                  t >> 1, t & 1, 1.0f, q % 2 ? 0.f : 0.5f,
                                  8 * (q % 2), NULL});
+        /* decode shapes as their transpose (ws-swap): M 1..200 (one and
+         * two 64-wide, 128- and 256-wide tiles), tails in N and K, K of
+         * two k-blocks, every transpose, output type, beta, padding */
+        const long long sws[][3] = {
+            {1, 8192, 8192}, {7, 4095, 1000},  {16, 4096, 8192},
+            {63, 1000, 4096}, {65, 2048, 2048}, {128, 28672, 1024},
+            {200, 1000, 129}, {33, 777, 65}};
+        for (auto &s : sws)
+            for (int t = 0; t < 4; t++, q++)
+                cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
+                                 t >> 1, t & 1, (t == 2) ? -0.75f : 1.0f,
+                                 q % 2 ? 0.f : 0.5f, 8 * (q % 3), "ws-swap"});
     }
     /* fp32 inputs: (kernel, precision) pairs */
     struct KP {

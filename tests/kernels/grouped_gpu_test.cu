@@ -8,8 +8,10 @@
  * dimensions, and a few problems the grouped kernel does not serve (fp32
  * inputs: they run through gemmk_gemm inside the grouped call) and with
  * M = 0 (skipped); odd rounds are strided batches instead (one shape,
- * rounds 3 and 5 of at most 64 x 64: two matrices per unit;
- * operands at constant strides: the kernel's 3-D tensor-map mode). The
+ * rounds 3 and 5 of at most 64 x 64: two matrices per unit; round 9 of
+ * an even number of 128-row tiles: clusters of two CTAs with B
+ * multicast; operands at constant strides: the kernel's 3-D tensor-map
+ * mode). The
  * batch runs as one gemmk_gemm_grouped call; then
  * every problem runs alone through gemmk_gemm on a second D: "ws128x128"
  * for the 16-bit ones (the kernel family the grouped kernel shares its
@@ -113,6 +115,9 @@ static bool g_wide = false;
 /* make_case draws matrices of at most 64 x 64 (a strided batch of them
  * runs two to a unit) */
 static bool g_small = false;
+/* make_case draws M of 2 or 4 tiles of 128 rows (a wide strided batch of
+ * them runs in clusters of two) */
+static bool g_even = false;
 
 static int64_t pad8(int64_t x)
 {
@@ -132,6 +137,8 @@ static Case make_case(bool groupable, uint64_t seed)
         p.m = rnd_in(1, 64);
         p.n = rnd_in(1, 64);
     }
+    if (g_even)
+        p.m = rnd() % 2 ? rnd_in(129, 256) : rnd_in(385, 512);
     p.k = rnd() % 5 == 0 ? rnd_in(300, 1100) : rnd_in(1, 200);
     if (groupable)
         p.ab_type = rnd() % 2 ? GEMM_BF16 : GEMM_FP16;
@@ -634,7 +641,7 @@ static int wide_batches(gemmk_ctx *ctx, cudaStream_t s, int *checked)
 
 int main(int argc, char **argv)
 {
-    int rounds = 8;
+    int rounds = 10;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
@@ -677,6 +684,7 @@ int main(int argc, char **argv)
         std::vector<void *> bufs;
         g_wide = r >= 6;
         g_small = r == 3 || r == 5; /* strided: two matrices per unit */
+        g_even = r == 9;            /* strided: clusters of two */
         if (g_wide) /* enough tiles for a full wave of 128 x 256 */
             n = (int)rnd_in(80, 150);
         if (r % 2 == 1) {

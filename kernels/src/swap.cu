@@ -1,0 +1,184 @@
+/*
+ * swap.cu: decode shapes (few rows of A, N and K in the thousands) as
+ * their transpose, D^T = B^T A^T. N then runs on the kernel's 128-row
+ * tiles and A's few rows on wgmma's N (a 64- or 128-wide tile), so no
+ * tile multiplies 128 rows of which most are padding; K is split so that
+ * every SM streams its share of B. The kernel writes fp32 partials of
+ * D^T (N x M, one plane a split) and a second pass sums them in split
+ * order (the same bits run to run) and writes D, transposed back through
+ * shared memory, with alpha, beta and C. The second pass is a
+ * programmatic dependent launch: its CTAs take the SMs as the first
+ * kernel's leave and wait (griddepcontrol.wait) for all of its writes,
+ * so the launch gap between the two is hidden.
+ */
+#include <string.h>
+
+#include "knobs.h"
+#include "tiled.h"
+
+namespace gemmk
+{
+namespace
+{
+
+/* D (m x n) = alpha * sum_s ws[s]^T + beta * C, where ws[s] is n x ldw
+ * (plane s of the transposed product's split partials). 32 x 32 blocks
+ * through shared memory: read along ws's rows, written along D's. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+    reduce_t_kernel(const float *ws, long long ldw, int splits, int m, int n,
+                    float alpha, float beta, const T *c, long long ldc, T *d,
+                    long long ldd)
+{
+    __shared__ float tile[32][33];
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    const long long plane = (long long)n * ldw;
+    const int tm = (m + 31) / 32;
+    const long long blocks = (long long)tm * ((n + 31) / 32);
+    const int x = threadIdx.x, y = threadIdx.y;
+    for (long long b = blockIdx.x; b < blocks; b += gridDim.x) {
+        const int r0 = (int)(b % tm) * 32, c0 = (int)(b / tm) * 32;
+        for (int j = y; j < 32; j += 8) {
+            const int col = c0 + j, r = r0 + x;
+            float acc = 0.f;
+            if (col < n && r < m)
+                for (int s = 0; s < splits; s++)
+                    acc += ws[s * plane + (long long)col * ldw + r];
+            tile[j][x] = acc;
+        }
+        __syncthreads();
+        for (int j = y; j < 32; j += 8) {
+            const int r = r0 + j, col = c0 + x;
+            if (r < m && col < n) {
+                float v = alpha * tile[x][j];
+                if (beta != 0.f)
+                    v += beta * to_f32(c[r * ldc + col]);
+                d[r * ldd + col] = from_f32<T>(v);
+            }
+        }
+        __syncthreads();
+    }
+}
+
+template <typename T>
+cudaError_t reduce_t(const gemmk_problem *p, const KParams &kp, int splits,
+                     cudaStream_t stream, int sms)
+{
+    long long blocks = cdiv(p->m, 32) * cdiv(p->n, 32);
+    if (blocks > sms * 8LL)
+        blocks = sms * 8LL;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)blocks, 1, 1);
+    cfg.blockDim = dim3(32, 8, 1);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    const float *ws = kp.ws;
+    const long long ldw = kp.ldw;
+    const int m = (int)p->m, n = (int)p->n;
+    const T *c = static_cast<const T *>(p->beta != 0.f ? p->c : nullptr);
+    T *d = static_cast<T *>(p->d);
+    const long long ldc = p->ldc, ldd = p->ldd;
+    cudaError_t e = cudaLaunchKernelEx(&cfg, reduce_t_kernel<T>, ws, ldw,
+                                       splits, m, n, p->alpha, p->beta, c, ldc,
+                                       d, ldd);
+    if (e != cudaSuccess)
+        return e;
+    return cudaGetLastError();
+}
+
+/* The swapped problem's plan: the narrowest tile holding its N (A's
+ * rows), and the k-splits (at least 2: the partials are how D gets
+ * transposed) that stream B fastest. The model: B's bytes over the SMs
+ * that hold a unit, each at most kSmRate, all of them at most kHbmRate;
+ * plus the partials written and read once. */
+Plan swap_plan(const gemmk_ctx *ctx, const gemmk_problem *q)
+{
+    constexpr double kHbmRate = 3.0e12, kSmRate = 40e9;
+    Plan pl = {};
+    pl.bn = q->n <= 64 ? 64 : q->n <= 128 ? 128 : 256;
+    pl.cluster = 1;
+    const int64_t nkb = cdiv(q->k, BK), sms = ctx->num_sms;
+    const int64_t tiles = cdiv(q->m, BM) * cdiv(q->n, pl.bn);
+    const int forced = ctx_knob(ctx, KNOB_SWAP_SPLITS);
+    double best = 1e30;
+    for (int64_t s = 2; s <= 64 && s <= nkb; s++) {
+        const int64_t kbps = cdiv(nkb, s), real = cdiv(nkb, kbps);
+        if (real < 2 || (forced && real != forced))
+            continue;
+        const int64_t units = tiles * real, active = units < sms ? units : sms;
+        const double rate =
+            kHbmRate / active < kSmRate ? kHbmRate / active : kSmRate;
+        const double t = cdiv(units, sms) * kbps * (BM * BK * 2.0) / rate +
+                         2.0 * real * q->m * cdiv(q->n, 8) * 8 * 4.0 / kHbmRate;
+        if (t < best * 0.98) {
+            best = t;
+            pl.splits = (int)real;
+            pl.kbps = (int)kbps;
+        }
+    }
+    if (best == 1e30) { /* one k-block, or a forced count that K lacks */
+        pl.splits = nkb >= 2 ? 2 : 1;
+        pl.kbps = (int)cdiv(nkb, pl.splits);
+        pl.splits = (int)cdiv(nkb, pl.kbps);
+    }
+    return pl;
+}
+
+} // namespace
+
+bool swap_fits(const gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl)
+{
+    return (p->ab_type == GEMM_BF16 || p->ab_type == GEMM_FP16) &&
+           !p->host_mapped && p->m <= ctx_knob(ctx, KNOB_SWAP_M) &&
+           p->n >= 1024 && p->k >= 1024 && (pl.splits > 1 || pl.bn == 64);
+}
+
+gemm_error run_swapped(gemmk_ctx *ctx, const gemmk_problem *p,
+                       cudaStream_t stream, const Row &row, gemmk_result *res)
+{
+    res->kernel = row.d.name;
+    if (p->host_mapped) {
+        ctx_say(ctx, "%s reads device memory only", row.d.name);
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    if (cdiv(p->k, BK) < 2) {
+        ctx_say(ctx, "%s needs K > %d (it splits K)", row.d.name, BK);
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    /* D^T = B^T A^T: A' is B read the other way, B' is A */
+    gemmk_problem q = *p;
+    q.m = p->n, q.n = p->m;
+    q.a = p->b, q.lda = p->ldb, q.trans_a = !p->trans_b;
+    q.b = p->a, q.ldb = p->lda, q.trans_b = !p->trans_a;
+    q.c = nullptr, q.beta = 0.f; /* C is the reduction's */
+    const Plan pl = swap_plan(ctx, &q);
+    const Row *run = plan_row(pl);
+    if (!run || pl.splits < 2) {
+        ctx_say(ctx, "no kernel for the plan of %s", row.d.name);
+        return GEMM_ERR_INTERNAL;
+    }
+    Launch l;
+    gemm_error e = fill_params(ctx, &q, pl, q.k, BK, &l);
+    if (e == GEMM_OK)
+        e = tiled16_maps(ctx, &q, pl, &l);
+    if (e != GEMM_OK)
+        return e;
+    memset(&l.td, 0, sizeof(l.td));
+    l.stream = stream;
+    GEMMK_CK(ctx, run->launch(l));
+    if (p->cd_type == GEMM_FP32)
+        GEMMK_CK(ctx, reduce_t<float>(p, l.p, pl.splits, stream, ctx->num_sms));
+    else if (p->cd_type == GEMM_BF16)
+        GEMMK_CK(ctx, reduce_t<__nv_bfloat16>(p, l.p, pl.splits, stream,
+                                              ctx->num_sms));
+    else
+        GEMMK_CK(ctx,
+                 reduce_t<__half>(p, l.p, pl.splits, stream, ctx->num_sms));
+    return GEMM_OK;
+}
+
+} // namespace gemmk
