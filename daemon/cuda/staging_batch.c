@@ -13,9 +13,10 @@
  * of dense Ds is one copy back; operands of other layouts are staged as
  * a single GEMM stages them, pitched. A wide problem's C is staged as
  * the others' (the library copies it into D, which it updates in
- * place). All of it is one device allocation; when the daemon's
- * device-memory limit does not allow it at once the hook declines and
- * the problems run one by one.
+ * place). Resident operands are read where they are (the caller pointed
+ * them at this device's copies). All of it is one device allocation;
+ * when the daemon's device-memory limit does not allow it at once the
+ * hook declines and the problems run one by one.
  */
 #include "cuda/staging_batch.h"
 #include "batch_ranges.h"
@@ -35,7 +36,7 @@ static bool wide_type(int t)
 /* Whether gemmk_gemm_grouped runs batch j as the problems would run one
  * by one: bf16/fp16 and wide inputs with "auto" (or a grouped kernel
  * named, 16-bit inputs only), or "cublas" on wide inputs alone (for them
- * "auto" is that cuBLAS call); no resident operands. */
+ * "auto" is that cuBLAS call). */
 static bool batch_fits(const gemmd_job *j)
 {
     const bool named = j->kernel[0] != '\0' && !gemmk_is_auto(j->kernel);
@@ -46,11 +47,11 @@ static bool batch_fits(const gemmd_job *j)
         return false;
     for (uint64_t i = 0; i < j->nproblems; i++) {
         const gemmd_job *p = &j->problems[i];
+        if (p->m == 0 || p->n == 0) /* not run (nor filled in) */
+            continue;
         const bool half = p->ab_type == GEMM_BF16 || p->ab_type == GEMM_FP16;
         const bool wide = wide_type(p->ab_type);
         if (!(half && !cublas) && !(wide && !grouped))
-            return false;
-        if (p->a_dev || p->b_dev || p->c_dev)
             return false;
     }
     return true;
@@ -95,14 +96,19 @@ int cuda_stage_batch(cuda_worker *w, gemmd_job *j, bool *declined)
         size_t cs = gemm_dtype_size(p->cd_type);
         index[q++] = (int)i;
         /* a copy never spans two buffers (two mappings, and two pinned
-         * registrations, even where their addresses touch) */
-        brange_op_set(&ops[nops], (int)i, BRANGE_A, p->a, p->shape.a.rows,
-                      p->shape.a.cols, p->lda, es);
-        ops[nops++].region = (uintptr_t)p->shape.a.handle;
-        brange_op_set(&ops[nops], (int)i, BRANGE_B, p->b, p->shape.b.rows,
-                      p->shape.b.cols, p->ldb, es);
-        ops[nops++].region = (uintptr_t)p->shape.b.handle;
-        if (p->has_c) {
+         * registrations, even where their addresses touch); resident
+         * operands are not copied */
+        if (!p->a_dev) {
+            brange_op_set(&ops[nops], (int)i, BRANGE_A, p->a, p->shape.a.rows,
+                          p->shape.a.cols, p->lda, es);
+            ops[nops++].region = (uintptr_t)p->shape.a.handle;
+        }
+        if (!p->b_dev) {
+            brange_op_set(&ops[nops], (int)i, BRANGE_B, p->b, p->shape.b.rows,
+                          p->shape.b.cols, p->ldb, es);
+            ops[nops++].region = (uintptr_t)p->shape.b.handle;
+        }
+        if (p->has_c && !p->c_dev) {
             brange_op_set(&ops[nops], (int)i, BRANGE_C, p->c, p->m, p->n,
                           p->ldc, cs);
             ops[nops++].region = (uintptr_t)p->shape.c.handle;
@@ -140,11 +146,18 @@ int cuda_stage_batch(cuda_worker *w, gemmd_job *j, bool *declined)
     }
     CK(cudaEventRecord(w->ev[1], w->stream), m, ml);
 
-    /* the problems on the staged copies, in batch order */
+    /* the problems on the staged copies (every problem has its D's op),
+     * in batch order; resident operands as cuda_job_problem has them */
     for (size_t i = 0, q = 0; i < nops; q++) {
         const gemmd_job *p = &j->problems[ops[i].problem];
         gemmk_problem *k = &kp[q];
         *k = cuda_job_problem(p);
+        if (p->a_dev)
+            k->a = p->a, k->lda = (int64_t)p->lda;
+        if (p->b_dev)
+            k->b = p->b, k->ldb = (int64_t)p->ldb;
+        if (p->c_dev)
+            k->c = p->c, k->ldc = (int64_t)p->ldc;
         for (; i < nops && ops[i].problem == index[q]; i++) {
             const brange_op *o = &ops[i];
             void *dev = brange_dev(o, base);

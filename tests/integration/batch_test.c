@@ -304,7 +304,8 @@ static gemm_problem problem_of(const layout *l, const view *v, bool own)
     return p;
 }
 
-static void run_ok(gemm_client *c, const gemm_batch *b, const char *who)
+static gemm_timings run_ok(gemm_client *c, const gemm_batch *b,
+                           const char *who)
 {
     gemm_timings t;
     int rv = gemm_batch_run(c, b, &t);
@@ -312,6 +313,7 @@ static void run_ok(gemm_client *c, const gemm_batch *b, const char *who)
                  gemm_strerror(rv), gemm_last_error_message(),
                  (long long)gemm_last_error_problem());
     cr_assert_eq(gemm_last_error_problem(), -1);
+    return t;
 }
 
 /* ---- grouped batches of every type ---- */
@@ -562,6 +564,8 @@ Test(batch, strided_resident_tensor)
     uint64_t seed = 6;
     strided_case(GEMM_FP32, false, 7, 19, 24, 13, false, false, true, &seed);
     strided_case(GEMM_FP32, false, 5, 8, 33, 21, true, true, true, &seed);
+    strided_case(GEMM_BF16, true, 6, 40, 24, 16, false, false, true, &seed);
+    strided_case(GEMM_FP64, true, 5, 12, 8, 16, true, false, true, &seed);
     tu_assert_healthy(g_client);
 }
 
@@ -599,8 +603,14 @@ Test(batch, grouped_resident_tensor)
     gemm_batch_init(&b, &op);
     b.problems = ps;
     b.nproblems = np;
-    run_ok(g_client, &b, "grouped, B resident");
+    gemm_timings t = run_ok(g_client, &b, "grouped, B resident");
     layout_verify(&l, "grouped, B resident");
+    /* on the GPU the batch runs in one grouped launch, B where it lives */
+    if (strcmp(tu_backend(), "cuda") == 0)
+        cr_assert(strncmp(t.kernel, "grouped", 7) == 0,
+                  "a bf16 batch with a resident B ran %s, not the grouped "
+                  "kernel",
+                  t.kernel);
     layout_free(&l);
     tu_assert_healthy(g_client);
 }
