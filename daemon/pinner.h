@@ -6,8 +6,11 @@
  * buffer of at least PIN_ASYNC_MIN bytes is registered at once, its pinned
  * bytes reserved (the limit still answers at registration), and pinned
  * here; GEMMs run on it meanwhile from pageable memory (slower copies,
- * same results). The pinner publishes the handle into the buffer's atomic
- * pin; a failed pin is logged and leaves the buffer usable unpinned.
+ * same results). The CUDA backend's pin makes the pages first and
+ * registers them after, because the registration itself stops every GPU
+ * copy of the process while it runs (cuda/device.c). The pinner publishes
+ * the handle into the buffer's atomic pin; a failed pin is logged and
+ * leaves the buffer usable unpinned.
  */
 #ifndef GEMMD_PINNER_H
 #define GEMMD_PINNER_H

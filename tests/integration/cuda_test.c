@@ -10,6 +10,7 @@
  * and fp32 clearly the more accurate), fp32 tensors on the device, every
  * catalog kernel by name, and a kernel refusing what it does not claim.
  */
+#include "util/cases.h"
 #include "util/daemon.h"
 #include "util/data.h"
 #include "util/raw.h"
@@ -51,6 +52,22 @@ static void teardown(void)
 
 TestSuite(cuda, .init = setup, .fini = teardown, .timeout = 240);
 
+/* Polls the daemon until no pin is pending (within 60 s). */
+static void wait_pins(void)
+{
+    gemm_status st;
+    double until = tu_now() + 60.0;
+    do {
+        cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
+    } while (st.pins_pending != 0 && tu_now() < until && (tu_sleep_ms(5), 1));
+    cr_assert_eq(st.pins_pending, 0, "%u pins still pending after 60 s",
+                 st.pins_pending);
+}
+
+/* run_checked_c waits for its buffer's pin before the GEMM (a GEMM on a
+ * buffer still being pinned runs whole, not in panels) */
+static bool g_settle_pins = false;
+
 /* Runs op on fresh random data in one buffer (with a random C and beta
  * 0.5 when with_c) and checks D on all elements (small) or on a sample
  * of rows (large). */
@@ -82,6 +99,8 @@ static void run_checked_c(gemm_op *op, uint64_t seed, bool with_c)
         op->beta = 0.5f;
     }
     memset(base + abytes + bbytes + cbytes, 0xff, dbytes); /* NaN poison */
+    if (g_settle_pins)
+        wait_pins();
     op->a.buf = op->b.buf = op->d.buf = buf;
     op->a.offset = 0;
     op->b.offset = abytes;
@@ -155,10 +174,11 @@ Test(cuda, large_unaligned)
  * kernels (daemon/cuda/pipeline.c): panels of rows (A streams) and of
  * columns (B the larger), every transpose, ragged last panels, C staged
  * per panel (beta 0.5) for the narrow types and into D for fp64, a B
- * whose ld is no multiple of 8. */
+ * whose ld is no multiple of 8. Each GEMM waits for its buffer's pin. */
 Test(cuda, pipelined_panels)
 {
     NEED_CUDA();
+    g_settle_pins = true;
     static const struct {
         uint64_t m, n, k;
         gemm_dtype ab, cd;
@@ -181,6 +201,38 @@ Test(cuda, pipelined_panels)
             op.b.ld = (op.trans_b ? op.k : op.n) + 5;
             run_checked_c(&op, 300 + i * 4 + tr, cases[i].c);
         }
+    g_settle_pins = false;
+}
+
+/* A buffer's first GEMM, sent while the buffer's pin runs (the pages
+ * made first, then cudaHostRegister: daemon/cuda/device.c), is correct,
+ * and so is one after the pin. How long the first one takes is
+ * bench_pin's to show (docs/e2e-bench.md): whether the pin is still
+ * pending when it is answered depends on how fast the host makes pages. */
+Test(cuda, first_gemm_while_pinning)
+{
+    NEED_CUDA();
+    gemm_buffer *buf;
+    int rv = gemm_buffer_alloc(g_client, (size_t)4 << 30, &buf);
+    cr_assert_eq(rv, GEMM_OK, "alloc 4 GiB: %s (%s)", gemm_strerror(rv),
+                 gemm_last_error_message());
+    gemm_status st;
+    cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
+    cr_assert_eq(st.pins_pending, 1,
+                 "no pin pending right after registering 4 GiB: the window "
+                 "this test needs is gone");
+    char why[768];
+    tu_case cs = tu_case_plain(256, 256, 256, GEMM_BF16, GEMM_BF16, 77);
+    rv = tu_case_run(g_client, buf, &cs, why, sizeof(why));
+    cr_assert_eq(rv, GEMM_OK, "first GEMM: %s", why);
+    cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
+    cr_log_info("pins pending when the first GEMM was answered: %u",
+                st.pins_pending);
+    wait_pins();
+    cs.seed = 78; /* pinned now: the usual path, still correct */
+    rv = tu_case_run(g_client, buf, &cs, why, sizeof(why));
+    cr_assert_eq(rv, GEMM_OK, "second GEMM: %s", why);
+    gemm_buffer_free(buf);
 }
 
 Test(cuda, pinned_accounting)
