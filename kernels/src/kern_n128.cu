@@ -8,8 +8,4 @@ cudaError_t launch_n128(const Launch &l)
 {
     return launch_bn<128, 1>(l);
 }
-int smem_bytes(int bn)
-{
-    return bn == 256 ? Cfg<256>::SMEM : Cfg<128>::SMEM;
-}
 } // namespace gemmk

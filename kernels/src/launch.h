@@ -56,7 +56,6 @@ cudaError_t tf32_pack(const float *x, long long ldx, int mn_major,
 cudaError_t launch_n256e(const Launch &l, int nb);
 /* Whether launch_n256e's kernel stores through td for p. */
 bool tstore_applies(const KParams &p);
-int smem_bytes(int bn);
 
 int max_clusters2();
 

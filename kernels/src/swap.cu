@@ -145,10 +145,8 @@ gemm_error run_swapped(gemmk_ctx *ctx, const gemmk_problem *p,
         ctx_say(ctx, "%s reads device memory only", row.d.name);
         return GEMM_ERR_UNSUPPORTED;
     }
-    if (cdiv(p->k, BK) < 2) {
-        ctx_say(ctx, "%s needs K > %d (it splits K)", row.d.name, BK);
-        return GEMM_ERR_UNSUPPORTED;
-    }
+    if (cdiv(p->k, BK) < 2) /* one k-block: nothing to split, run as is */
+        return run_tiled16(ctx, p, stream, row, res);
     /* D^T = B^T A^T: A' is B read the other way, B' is A */
     gemmk_problem q = *p;
     q.m = p->n, q.n = p->m;
