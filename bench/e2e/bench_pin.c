@@ -188,10 +188,11 @@ static int status_of(gemm_client *c, gemm_status *st)
     return rv;
 }
 
-static int run_gemm(gemm_client *c, const gemm_op *op, double *ms)
+static int run_gemm(gemm_client *c, const gemm_op *op, double *ms,
+                    gemm_timings *t)
 {
     double t0 = now_s();
-    int rv = gemm_run(c, op, NULL);
+    int rv = gemm_run(c, op, t);
     *ms = (now_s() - t0) * 1e3;
     if (rv != GEMM_OK)
         fprintf(stderr, "gemm_run: %s (%s)\n", gemm_strerror(rv),
@@ -249,7 +250,8 @@ static int run_first_gemm(const char *url, size_t mib, uint64_t n)
     if (status_of(c, &sf) != GEMM_OK)
         return 1;
     double first, second, pinned;
-    if (run_gemm(c, &op, &first) || run_gemm(c, &op, &second))
+    gemm_timings tf;
+    if (run_gemm(c, &op, &first, &tf) || run_gemm(c, &op, &second, NULL))
         return 1;
     double until = now_s() + 120;
     do {
@@ -263,7 +265,7 @@ static int run_first_gemm(const char *url, size_t mib, uint64_t n)
         fprintf(stderr, "the pin was still pending after 120 s\n");
         return 1;
     }
-    if (run_gemm(c, &op, &pinned))
+    if (run_gemm(c, &op, &pinned, NULL))
         return 1;
     /* sampled check against fp64 */
     const uint16_t *d = (const uint16_t *)(base + off_d);
@@ -286,6 +288,10 @@ static int run_first_gemm(const char *url, size_t mib, uint64_t n)
     printf("%-34s %12u\n", "pins pending after register", s1.pins_pending);
     printf("%-34s %12u\n", "pins pending at first GEMM", sf.pins_pending);
     printf("%-34s %12.2f\n", "first GEMM ms", first);
+    printf("%-34s %12.2f\n", "  of which queued ms", tf.queued_us / 1e3);
+    printf("%-34s %12.2f\n", "  of which on the backend ms",
+           tf.compute_us / 1e3);
+    printf("%-34s %12.2f\n", "  of which the kernel ms", tf.kernel_ns / 1e6);
     printf("%-34s %12.2f\n", "second GEMM ms", second);
     printf("%-34s %12.2f\n", "GEMM after the pin ms", pinned);
     printf("%-34s %12.4f\n", "daemon pin seconds", pin_s);
