@@ -362,7 +362,8 @@ int cuda_device_pin(cuda_device *d, void *base, size_t size, void **handle,
     clock_gettime(CLOCK_MONOTONIC, &t1);
     gemmd_log(LOG_DEBUG, "pinned %zu bytes: pages %.3f s, registration %.3f s",
               size, pages,
-              (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+              (double)(t1.tv_sec - t0.tv_sec) +
+                  (t1.tv_nsec - t0.tv_nsec) * 1e-9);
     *handle = (void *)(uintptr_t)size;
     return GEMM_OK;
 fail:

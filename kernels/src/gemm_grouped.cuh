@@ -239,8 +239,7 @@ __global__ void __launch_bounds__(384, 1)
                 strided_unit<CL>(g, u, rank, i, mt, nt);
                 produce_tile<BN, AB, AMN, BMN, CL, STAGES, true>(
                     &ta3, &tb3, mt * BM, nt * BN, 0, g.p0.nkb, rank, sa, sb,
-                    full, empty, s, ph, g.a_shared ? 0 : i,
-                    g.b_shared ? 0 : i);
+                    full, empty, s, ph, g.a_shared ? 0 : i, g.b_shared ? 0 : i);
                 continue;
             }
             const int i = group_find(g, u);

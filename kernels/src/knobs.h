@@ -12,18 +12,18 @@ namespace gemmk
 {
 
 enum Knob {
-    KNOB_MAX_CLUSTERS,  /* co-resident 2-CTA clusters (-1: occupancy) */
-    KNOB_X3_PROMO,      /* 3xTF32 promotion chunk in k-blocks (0: by K) */
-    KNOB_X3_WHERE,      /* 3xTF32 promoted accumulator: 1 global, 2 smem */
-    KNOB_X3_SKEW,       /* 3xTF32: skew the consumers' chunks */
-    KNOB_X3_BN,         /* 3xTF32: the widest tile */
-    KNOB_S8_KERNEL,     /* int8 default kernel: 1 coop128, 2 pp, 3 coop256 */
-    KNOB_S8_MAP16,      /* int8 tensor maps as 16-bit elements */
-    KNOB_OZ_KCHUNK,     /* fused Ozaki: k-blocks per chunk (0: whole K) */
-    KNOB_OZ_BYTES_TILE, /* oz2-bytes: all moduli of a tile in one CTA */
-    KNOB_OZ_PP,         /* oz2-bytes/unfused: the ping-pong int8 kernel */
-    KNOB_WARM,          /* gemmk_ctx_warm runs (0: returns at once) */
-    KNOB_GROUPED_PAIR,  /* grouped: two matrices <= 64 x 64 per unit */
+    KNOB_MAX_CLUSTERS,    /* co-resident 2-CTA clusters (-1: occupancy) */
+    KNOB_X3_PROMO,        /* 3xTF32 promotion chunk in k-blocks (0: by K) */
+    KNOB_X3_WHERE,        /* 3xTF32 promoted accumulator: 1 global, 2 smem */
+    KNOB_X3_SKEW,         /* 3xTF32: skew the consumers' chunks */
+    KNOB_X3_BN,           /* 3xTF32: the widest tile */
+    KNOB_S8_KERNEL,       /* int8 default kernel: 1 coop128, 2 pp, 3 coop256 */
+    KNOB_S8_MAP16,        /* int8 tensor maps as 16-bit elements */
+    KNOB_OZ_KCHUNK,       /* fused Ozaki: k-blocks per chunk (0: whole K) */
+    KNOB_OZ_BYTES_TILE,   /* oz2-bytes: all moduli of a tile in one CTA */
+    KNOB_OZ_PP,           /* oz2-bytes/unfused: the ping-pong int8 kernel */
+    KNOB_WARM,            /* gemmk_ctx_warm runs (0: returns at once) */
+    KNOB_GROUPED_PAIR,    /* grouped: two matrices <= 64 x 64 per unit */
     KNOB_GROUPED_CLUSTER, /* grouped: strided 128 x 256 tiles in pairs */
     KNOB_SWAP_M,          /* auto: M up to this runs ws-swap (0: never) */
     KNOB_SWAP_SPLITS,     /* ws-swap: k-splits (0: by the model) */

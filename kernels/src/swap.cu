@@ -82,9 +82,9 @@ cudaError_t reduce_t(const gemmk_problem *p, const KParams &kp, int splits,
     const T *c = static_cast<const T *>(p->beta != 0.f ? p->c : nullptr);
     T *d = static_cast<T *>(p->d);
     const long long ldc = p->ldc, ldd = p->ldd;
-    cudaError_t e = cudaLaunchKernelEx(&cfg, reduce_t_kernel<T>, ws, ldw,
-                                       splits, m, n, p->alpha, p->beta, c, ldc,
-                                       d, ldd);
+    cudaError_t e =
+        cudaLaunchKernelEx(&cfg, reduce_t_kernel<T>, ws, ldw, splits, m, n,
+                           p->alpha, p->beta, c, ldc, d, ldd);
     if (e != cudaSuccess)
         return e;
     return cudaGetLastError();

@@ -304,8 +304,7 @@ static gemm_problem problem_of(const layout *l, const view *v, bool own)
     return p;
 }
 
-static gemm_timings run_ok(gemm_client *c, const gemm_batch *b,
-                           const char *who)
+static gemm_timings run_ok(gemm_client *c, const gemm_batch *b, const char *who)
 {
     gemm_timings t;
     int rv = gemm_batch_run(c, b, &t);

@@ -732,10 +732,10 @@ int main(int argc, char **argv)
         /* decode shapes as their transpose (ws-swap): M 1..200 (one and
          * two 64-wide, 128- and 256-wide tiles), tails in N and K, K of
          * two k-blocks, every transpose, output type, beta, padding */
-        const long long sws[][3] = {
-            {1, 8192, 8192}, {7, 4095, 1000},  {16, 4096, 8192},
-            {63, 1000, 4096}, {65, 2048, 2048}, {128, 28672, 1024},
-            {200, 1000, 129}, {33, 777, 65}};
+        const long long sws[][3] = {{1, 8192, 8192},  {7, 4095, 1000},
+                                    {16, 4096, 8192}, {63, 1000, 4096},
+                                    {65, 2048, 2048}, {128, 28672, 1024},
+                                    {200, 1000, 129}, {33, 777, 65}};
         for (auto &s : sws)
             for (int t = 0; t < 4; t++, q++)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
