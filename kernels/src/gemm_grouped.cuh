@@ -206,17 +206,7 @@ __global__ void __launch_bounds__(384, 1)
 
     const int wg = threadIdx.x / 128;
     const int tid = threadIdx.x % 128;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 8 * CL); /* lane 0 of each consumer warp */
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
-    const uint32_t rank = CL > 1 ? cluster_rank() : 0;
-    if constexpr (CL > 1)
-        cluster_sync(); /* peers' barriers are initialised */
+    const uint32_t rank = ring_start<STAGES, CL>(full, empty);
     const int u0 = blockIdx.x / CL, ustep = gridDim.x / CL;
 
     if (wg == 0) {

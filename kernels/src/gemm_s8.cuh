@@ -141,14 +141,7 @@ __global__ void __launch_bounds__(384, 1)
 
     const int wg = threadIdx.x / 128;
     const int tid = threadIdx.x % 128;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 8); /* lane 0 of each consumer warp */
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    ring_start<STAGES, 1>(full, empty);
 
     if (wg == 0) {
         /* the fused variant's consumers hold 64 accumulators and 64

@@ -179,24 +179,32 @@ __device__ __forceinline__ void tma_load_mc(void *dst, const CUtensorMap *map,
         tma_load_2d_mc(dst, map, c0, c1, bar, mask);
 }
 
-/* Launches kern on grid CTAs of 384 threads in clusters of cl along x
- * (cl = 1: a plain launch); returns the launch's error. */
-template <typename... P, typename... A>
-cudaError_t launch_clusters(void (*kern)(P...), int grid, int smem, int cl,
-                            cudaStream_t stream, const A &...args)
+/* The configuration of a launch of grid CTAs of 384 threads in clusters
+ * of cl along x (cl = 1: none) on stream; *attr is its one attribute. */
+inline cudaLaunchConfig_t cluster_config(cudaLaunchAttribute *attr, int grid,
+                                         int smem, int cl, cudaStream_t stream)
 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(grid, 1, 1);
     cfg.blockDim = dim3(384, 1, 1);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = cl;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = cl;
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = cl > 1 ? 1 : 0;
+    return cfg;
+}
+
+/* Launches kern as cluster_config says; returns the launch's error. */
+template <typename... P, typename... A>
+cudaError_t launch_clusters(void (*kern)(P...), int grid, int smem, int cl,
+                            cudaStream_t stream, const A &...args)
+{
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = cluster_config(&attr, grid, smem, cl, stream);
     cudaError_t e = cudaLaunchKernelEx(&cfg, kern, args...);
     if (e != cudaSuccess)
         return e;
@@ -215,6 +223,29 @@ __device__ __forceinline__ void cluster_sync()
     asm volatile("barrier.cluster.arrive.release;\n"
                  "barrier.cluster.wait.acquire;" ::
                      : "memory");
+}
+
+/* The stage ring's barriers, made by thread 0 of the CTA: full[s] waits
+ * for the producer's one arrival (and its bytes), empty[s] for lane 0 of
+ * each consumer warp of the CTA's CL peers (8 * CL). With CL > 1 the
+ * cluster then waits until every peer's barriers exist. Every thread;
+ * returns the CTA's rank in its cluster (0 without one). */
+template <int STAGES, int CL>
+__device__ __forceinline__ uint32_t ring_start(uint64_t *full, uint64_t *empty)
+{
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 8 * CL);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if constexpr (CL == 1)
+        return 0;
+    const uint32_t rank = cluster_rank();
+    cluster_sync();
+    return rank;
 }
 
 /* Arrives on the mbarrier at the same offset in CTA `rank` of the cluster. */
@@ -586,17 +617,7 @@ __global__ void __launch_bounds__(384, 1)
 
     const int wg = threadIdx.x / 128;
     const int tid = threadIdx.x % 128;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 8 * CL); /* lane 0 of each consumer warp */
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
-    const uint32_t rank = CL > 1 ? cluster_rank() : 0;
-    if constexpr (CL > 1)
-        cluster_sync(); /* peers' barriers are initialised */
+    const uint32_t rank = ring_start<STAGES, CL>(full, empty);
     const int u0 = blockIdx.x / CL, ustep = gridDim.x / CL;
 
     if (wg == 0) {

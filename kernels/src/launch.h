@@ -78,17 +78,9 @@ template <int BN, int CL> int occupancy_clusters()
     if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              Cfg<BN>::SMEM) != cudaSuccess)
         return 0;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(CL * 128, 1, 1);
-    cfg.blockDim = dim3(384, 1, 1);
-    cfg.dynamicSmemBytes = Cfg<BN>::SMEM;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = CL;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg =
+        cluster_config(&attr, CL * 128, Cfg<BN>::SMEM, CL, nullptr);
     int n = 0;
     if (cudaOccupancyMaxActiveClusters(&n, kern, &cfg) != cudaSuccess)
         return 0;

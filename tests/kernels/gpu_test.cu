@@ -191,7 +191,10 @@ static bool run_case(const Case &c, int idx)
     std::vector<float> href(c.m * c.n);
     CK(cudaMemcpy(hd.data(), D, hd.size(), cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(href.data(), Ref, href.size() * 4, cudaMemcpyDeviceToHost));
-    if (c.kernel && strstr(c.kernel, "sk")) { /* stream-K: the same bits */
+    /* stream-K, split-K and ws-swap (K split, partials summed in a fixed
+     * order): the same bits run to run */
+    if (c.kernel && (strstr(c.kernel, "sk") || strstr(c.kernel, "splitk") ||
+                     strstr(c.kernel, "swap"))) {
         std::vector<uint8_t> again(hd.size());
         for (int r = 0; r < 3; r++) {
             if (gemmk_gemm(ctx, &p, 0, c.kernel, NULL) != GEMM_OK) {
