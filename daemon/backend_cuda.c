@@ -212,29 +212,7 @@ static int cuda_batch(gemmd_backend *be, gemmd_job *j, bool *declined)
     if (rv != GEMM_OK)
         return rv;
     cuda_worker_forget(w);
-    /* resident operands at this device's copies for the batch's run */
-    cuda_local *l = calloc(j->nproblems ? j->nproblems : 1, sizeof(*l));
-    if (l == NULL) {
-        snprintf(j->msg, sizeof(j->msg),
-                 "out of host memory for a batch of %llu problems",
-                 (unsigned long long)j->nproblems);
-        return GEMM_ERR_NOMEM;
-    }
-    uint64_t began = 0;
-    for (; began < j->nproblems && rv == GEMM_OK; began++) {
-        gemmd_job *p = &j->problems[began];
-        if ((rv = cuda_local_begin(w, p, &l[began])) != GEMM_OK) {
-            j->failed = began;
-            snprintf(j->msg, sizeof(j->msg), "problem %llu: %.200s",
-                     (unsigned long long)began, p->msg);
-        }
-    }
-    if (rv == GEMM_OK)
-        rv = cuda_stage_batch(w, j, declined);
-    for (uint64_t i = 0; i < began; i++)
-        cuda_local_end(w, &j->problems[i], &l[i]);
-    free(l);
-    return rv;
+    return cuda_stage_batch(w, j, declined);
 }
 
 static int cuda_upload(gemmd_backend *be, gemmd_job *j)

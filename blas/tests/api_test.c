@@ -557,9 +557,37 @@ static const int shapes[][3] = {{1, 1, 1},  {1, 7, 3},   {5, 1, 2},
 
 /* Every type, interface, layout, op pair and shape; returns the number
  * of calls. */
-static int sweep(void)
+/* The call of type t through interface api (0 f77, 1 cblas column-major,
+ * 2 cblas row-major), ops "NTC"[oa], "NTC"[ob], of shape sh (m, n, k),
+ * beta 0 or not; every stored operand padded by 1..3 (variant s). */
+static call make_call(int t, int api, int oa, int ob, const int sh[3], size_t s,
+                      bool with_beta)
 {
     static const char ops[] = "NTC";
+    call x = {.t = t,
+              .cblas = api > 0,
+              .layout = api == 2 ? ROW : COL,
+              .ta = ops[oa],
+              .tb = ops[ob],
+              .m = sh[0],
+              .n = sh[1],
+              .k = sh[2],
+              .alpha = t >= C ? 0.5 - 1.25 * I : -0.75,
+              .beta = with_beta ? (t >= C ? 2 + I : 2.0) : 0};
+    /* stored rows (col-major) or columns (row-major) of each operand */
+    bool col = x.layout == COL;
+    int ra = x.ta == 'N' ? x.m : x.k;
+    int ca = x.ta == 'N' ? x.k : x.m;
+    int rb = x.tb == 'N' ? x.k : x.n;
+    int cb = x.tb == 'N' ? x.n : x.k;
+    x.lda = (col ? ra : ca) + (int)(s % 3);
+    x.ldb = (col ? rb : cb) + (int)((s + 1) % 3);
+    x.ldc = (col ? x.m : x.n) + (int)((s + 2) % 4);
+    return x;
+}
+
+static int sweep(void)
+{
     int calls = 0;
     for (int t = 0; t < 4; t++)
         for (int api = 0; api < 3; api++) /* f77, cblas col, cblas row */
@@ -569,26 +597,8 @@ static int sweep(void)
                          s++) {
                         if ((t == S || t == D) && (oa == 2 || ob == 2) && s > 2)
                             continue; /* 'C' is 'T' on real types */
-                        call x = {.t = t,
-                                  .cblas = api > 0,
-                                  .layout = api == 2 ? ROW : COL,
-                                  .ta = ops[oa],
-                                  .tb = ops[ob],
-                                  .m = shapes[s][0],
-                                  .n = shapes[s][1],
-                                  .k = shapes[s][2],
-                                  .alpha = t >= C ? 0.5 - 1.25 * I : -0.75,
-                                  .beta = s % 2 ? (t >= C ? 2 + I : 2.0) : 0};
-                        /* stored rows (col-major) or columns (row-major)
-                         * of each operand, padded by 1..3 */
-                        bool col = x.layout == COL;
-                        int ra = x.ta == 'N' ? x.m : x.k;
-                        int ca = x.ta == 'N' ? x.k : x.m;
-                        int rb = x.tb == 'N' ? x.k : x.n;
-                        int cb = x.tb == 'N' ? x.n : x.k;
-                        x.lda = (col ? ra : ca) + (int)(s % 3);
-                        x.ldb = (col ? rb : cb) + (int)((s + 1) % 3);
-                        x.ldc = (col ? x.m : x.n) + (int)((s + 2) % 4);
+                        call x =
+                            make_call(t, api, oa, ob, shapes[s], s, s % 2 != 0);
                         char what[96];
                         snprintf(what, sizeof(what),
                                  "%c api %d op %c%c %dx%dx%d", "sdcz"[t], api,
@@ -626,7 +636,6 @@ static const int pshapes[][3] = {{37, 29, 13}, {29, 38, 8}, {50, 41, 17}};
  * cut into panels; returns the number of calls. */
 static int panel_sweep(void)
 {
-    static const char ops[] = "NTC";
     int calls = 0;
     for (int t = 0; t < 4; t++)
         for (int api = 0; api < 3; api++)
@@ -636,24 +645,8 @@ static int panel_sweep(void)
                         for (int b = 0; b < 2; b++) {
                             if ((t == S || t == D) && (oa == 2 || ob == 2))
                                 continue; /* 'C' is 'T' on real types */
-                            call x = {.t = t,
-                                      .cblas = api > 0,
-                                      .layout = api == 2 ? ROW : COL,
-                                      .ta = ops[oa],
-                                      .tb = ops[ob],
-                                      .m = pshapes[s][0],
-                                      .n = pshapes[s][1],
-                                      .k = pshapes[s][2],
-                                      .alpha = t >= C ? 0.5 - 1.25 * I : -0.75,
-                                      .beta = b ? (t >= C ? 2 + I : 2.0) : 0};
-                            bool col = x.layout == COL;
-                            int ra = x.ta == 'N' ? x.m : x.k;
-                            int ca = x.ta == 'N' ? x.k : x.m;
-                            int rb = x.tb == 'N' ? x.k : x.n;
-                            int cb = x.tb == 'N' ? x.n : x.k;
-                            x.lda = (col ? ra : ca) + (int)(s % 3);
-                            x.ldb = (col ? rb : cb) + (int)((s + 1) % 3);
-                            x.ldc = (col ? x.m : x.n) + (int)((s + 2) % 4);
+                            call x =
+                                make_call(t, api, oa, ob, pshapes[s], s, b);
                             char what[96];
                             snprintf(what, sizeof(what),
                                      "panels: %c api %d op %c%c %dx%dx%d b%d",

@@ -13,13 +13,14 @@
  * of dense Ds is one copy back; operands of other layouts are staged as
  * a single GEMM stages them, pitched. A wide problem's C is staged as
  * the others' (the library copies it into D, which it updates in
- * place). Resident operands are read where they are (the caller pointed
- * them at this device's copies). All of it is one device allocation;
- * when the daemon's device-memory limit does not allow it at once the
- * hook declines and the problems run one by one.
+ * place). Resident operands are read where they are, this device's
+ * copies of them (made first when missing). All of it is one device
+ * allocation; when the daemon's device-memory limit does not allow it at
+ * once the hook declines and the problems run one by one.
  */
 #include "cuda/staging_batch.h"
 #include "batch_ranges.h"
+#include "cuda/migrate.h"
 #include "cuda/staging.h"
 
 #include <gemm/types.h>
@@ -79,12 +80,25 @@ int cuda_stage_batch(cuda_worker *w, gemmd_job *j, bool *declined)
     brange *ranges = calloc(4 * np, sizeof(*ranges));
     gemmk_problem *kp = calloc(np, sizeof(*kp));
     int *index = calloc(np, sizeof(*index)); /* kp's problem in the batch */
+    cuda_local *loc = calloc(j->nproblems, sizeof(*loc));
+    uint64_t began = 0; /* problems whose loc needs cuda_local_end */
     uint8_t *base = NULL;
     size_t bytes = 0, nops = 0, nrin = 0, nrout = 0;
-    if (!ops || !scratch || !ranges || !kp || !index) {
+    if (!ops || !scratch || !ranges || !kp || !index || !loc) {
         snprintf(m, ml, "out of host memory for a batch of %zu problems", np);
         rv = GEMM_ERR_NOMEM;
         goto out;
+    }
+
+    /* resident operands at this device's copies for the batch's run */
+    while (began < j->nproblems) {
+        gemmd_job *p = &j->problems[began];
+        if ((rv = cuda_local_begin(w, p, &loc[began++])) != GEMM_OK) {
+            j->failed = began - 1;
+            snprintf(m, ml, "problem %llu: %.200s",
+                     (unsigned long long)j->failed, p->msg);
+            goto out;
+        }
     }
 
     /* the operands, their ranges and places in the device block */
@@ -221,5 +235,8 @@ fail:
     free(ranges);
     free(kp);
     free(index);
+    for (uint64_t i = 0; i < began; i++)
+        cuda_local_end(w, &j->problems[i], &loc[i]);
+    free(loc);
     return rv;
 }

@@ -29,7 +29,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Iterator, List, Optional, Sequence
 
 import numpy as np
 import pytest
@@ -282,6 +282,34 @@ def rand(rng: np.random.Generator, shape: Sequence[int],
     if np.issubdtype(np.dtype(dtype), np.complexfloating):
         x = x + 1j * (rng.random(shape) * 2 - 1)
     return x.astype(dtype)
+
+
+def operand(client: Any, rng: np.random.Generator, rows: int, cols: int,
+            dtype: object, layout: str) -> np.ndarray:
+    """A rows x cols array of dtype (rand's values; int8: -100..99) laid
+    out as layout says: "c", "f", "t-view" (a transposed view), "strided"
+    (every other row, every third column), "gemmd" (client.asarray),
+    "gemmd-t" (its transposed view) or "gemmd-slice" (a slice of a larger
+    one)."""
+    def r(shape: Any) -> np.ndarray:
+        if np.dtype(dtype) == np.int8:
+            return rng.integers(-100, 100, shape).astype(np.int8)
+        return rand(rng, shape, dtype)
+    if layout == "c":
+        return r((rows, cols))
+    if layout == "f":
+        return np.asfortranarray(r((rows, cols)))
+    if layout == "t-view":
+        return r((cols, rows)).T
+    if layout == "strided":
+        return r((rows * 2, cols * 3))[::2, 1::3]
+    if layout == "gemmd":
+        return client.asarray(r((rows, cols)))
+    if layout == "gemmd-t":
+        return client.asarray(r((cols, rows))).T
+    assert layout == "gemmd-slice", layout
+    big = client.asarray(r((rows + 2, cols + 3)))
+    return big[1:1 + rows, 2:2 + cols]
 
 
 def f64(a: np.ndarray) -> np.ndarray:

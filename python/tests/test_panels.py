@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gemmd
-from conftest import (BACKEND, Hold, eventually, f64, rand, rel_err,
-                      tolerance)
+from conftest import (BACKEND, Hold, eventually, f64, operand, rand,
+                      rel_err, tolerance)
 from gemmd import _panels
 from test_matmul import npdt
 
@@ -65,26 +65,6 @@ def unsplit(daemon: Any) -> Iterator[gemmd.Client]:
         yield c
 
 
-def make(client: gemmd.Client, rng: np.random.Generator, rows: int,
-         cols: int, dt: str, layout: str) -> np.ndarray:
-    """A rows x cols operand of dt in the given layout (int8: -100..99)."""
-    def r(shape: Any) -> np.ndarray:
-        if dt == "int8":
-            return rng.integers(-100, 100, shape).astype(np.int8)
-        return rand(rng, shape, npdt(dt))
-    if layout == "c":
-        return r((rows, cols))
-    if layout == "f":
-        return np.asfortranarray(r((rows, cols)))
-    if layout == "t-view":
-        return r((cols, rows)).T
-    if layout == "strided":
-        return r((rows * 2, cols * 3))[::2, 1::3]
-    if layout == "gemmd":
-        return client.asarray(r((rows, cols)))
-    return client.asarray(r((cols, rows))).T  # gemmd-t
-
-
 def result_type(dt: str, out32: bool) -> str:
     if dt == "int8":
         return "int32"
@@ -119,8 +99,8 @@ def test_panels_match_unsplit(client: gemmd.Client, unsplit: gemmd.Client,
                               out32: bool, seed: int) -> None:
     rng = np.random.default_rng(seed)
     cd = result_type(dt, out32)
-    a = make(client, rng, m, k, dt, la)
-    b = make(client, rng, k, n, dt, lb)
+    a = operand(client, rng, m, k, npdt(dt), la)
+    b = operand(client, rng, k, n, npdt(dt), lb)
     if ck == "out" and outk == "none":
         ck = "c"
     integer = dt == "int8"
@@ -131,8 +111,8 @@ def test_panels_match_unsplit(client: gemmd.Client, unsplit: gemmd.Client,
     c0: Optional[np.ndarray] = None
     if ck != "none":
         shape = (m, n) if ck != "row" else (n,)
-        c0 = make(client, rng, *(shape if len(shape) == 2 else (1, n)),
-                  "int8" if integer else cd, "c").astype(npdt(cd))
+        c0 = operand(client, rng, *(shape if len(shape) == 2 else (1, n)),
+                     npdt("int8" if integer else cd), "c").astype(npdt(cd))
         if ck == "row":
             c0 = c0.reshape(n)
 

@@ -4,41 +4,18 @@ in gemmd memory or not) and every dtype; alpha, beta and C in float64,
 checked element by element against a bound on the rounding error."""
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gemmd
-from conftest import f64, rand, rel_err, tolerance
+from conftest import f64, operand, rel_err, tolerance
 from test_matmul import npdt
 
 LAYOUTS = ["c", "f", "t-view", "strided", "gemmd", "gemmd-t", "gemmd-slice"]
 SETTINGS = settings(max_examples=60, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
-
-
-def make(client: gemmd.Client, rng: np.random.Generator, rows: int,
-         cols: int, dt: np.dtype, layout: str) -> np.ndarray:
-    """A rows x cols array of dt in the given layout, uniform in [-1, 1)."""
-    def r(shape: Any) -> np.ndarray:
-        return rand(rng, shape, dt)
-    if layout == "c":
-        return r((rows, cols))
-    if layout == "f":
-        return np.asfortranarray(r((rows, cols)))
-    if layout == "t-view":
-        return r((cols, rows)).T
-    if layout == "strided":
-        return r((rows * 2, cols * 3))[::2, 1::3]
-    if layout == "gemmd":
-        return client.asarray(r((rows, cols)))
-    if layout == "gemmd-t":
-        return client.asarray(r((cols, rows))).T
-    big = client.asarray(r((rows + 2, cols + 3)))  # gemmd-slice
-    return big[1:1 + rows, 2:2 + cols]
 
 
 @SETTINGS
@@ -51,8 +28,8 @@ def test_matmul_matches_numpy(client: gemmd.Client, m: int, n: int, k: int,
                               la: str, lb: str, dt: str, out32: bool,
                               seed: int) -> None:
     rng = np.random.default_rng(seed)
-    a = make(client, rng, m, k, npdt(dt), la)
-    b = make(client, rng, k, n, npdt(dt), lb)
+    a = operand(client, rng, m, k, npdt(dt), la)
+    b = operand(client, rng, k, n, npdt(dt), lb)
     cd = "float32" if out32 and dt in ("float16", "bfloat16") else dt
     d = client.matmul(a, b, out_dtype=cd)
     assert d.shape == (m, n) and d.dtype == npdt(cd)
@@ -72,13 +49,13 @@ def test_alpha_beta_c_match_numpy(client: gemmd.Client, m: int, n: int,
                                   seed: int) -> None:
     rng = np.random.default_rng(seed)
     f64t = np.dtype(np.float64)  # exact enough to check each element
-    a = make(client, rng, m, k, f64t, la)
-    b = make(client, rng, k, n, f64t, lb)
-    out = make(client, rng, m, n, f64t, "gemmd" if out_gemmd else "c")
+    a = operand(client, rng, m, k, f64t, la)
+    b = operand(client, rng, k, n, f64t, lb)
+    out = operand(client, rng, m, n, f64t, "gemmd" if out_gemmd else "c")
     if lc == "out":
         c, cref = None, f64(out).copy()
     else:
-        c = make(client, rng, m, n, f64t, lc)
+        c = operand(client, rng, m, n, f64t, lc)
         cref = f64(c)
     want = alpha * (f64(a) @ f64(b)) + (beta * cref if beta != 0 else 0)
     got = client.matmul(a, b, out=out, c=c, alpha=alpha, beta=beta)
