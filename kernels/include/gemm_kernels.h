@@ -69,6 +69,11 @@ typedef struct gemmk_problem {
                            maps (read over PCIe); "auto" then runs the
                            catalog's kernel for that (16-bit and fp32
                            inputs, not tf32) */
+    int moduli;         /* fp64 only: 0 = "auto" chooses between cuBLAS
+                           DGEMM and the Ozaki-II emulation at DGEMM's
+                           accuracy (gemmk_gemm_f64); 2..20 = emulate with
+                           exactly that many moduli (fewer: faster, less
+                           accurate) */
 } gemmk_problem;
 
 /*
@@ -91,6 +96,8 @@ typedef struct gemmk_result {
                            none was chosen (an invalid problem) */
     char msg[256];      /* on failure: why, e.g. the CUDA or cuBLAS call,
                            its message and file:line; "" on success */
+    int moduli;         /* fp64: the moduli the Ozaki-II emulation used;
+                           0 when it ran natively */
 } gemmk_result;
 
 /* The wide types as bits (1u << gemm_dtype): fp64, complex64, complex128. */
