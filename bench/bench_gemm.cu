@@ -762,7 +762,7 @@ static int bench_fp64_cal(gemmk_ctx *ctx, FILE *f)
                 p.moduli = nm;
                 p.method = GEMMK_F64_EMULATE;
                 CK(cudaMemset(D, 0xff, ed * 8));
-                if (gemmk_gemm_f64(ctx, &p, 0, "oz2", &res) != GEMM_OK)
+                if (gemmk_gemm_f64(ctx, &p, 0, "oz2-bytes", &res) != GEMM_OK)
                     return 1;
                 CK(cudaDeviceSynchronize());
                 smp.errors(D, s.n, &mx, &md);
@@ -814,6 +814,25 @@ static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         for (long long k : {256ll, 512ll, 1024ll, 2048ll, 4096ll, 16384ll})
             shapes.push_back({8192, 8192, k, 0, 0, "fp64"});
         shapes.push_back({3000, 5000, 7000, 0, 0, "fp64"});
+    }
+    {
+        /* "auto" decides by the measured cost model, as gemmd's does */
+        gemmk_f64_rates r;
+        char why[256];
+        if (gemmk_f64_calibrate(ctx, 0, 0, &r, why, sizeof(why)) != GEMM_OK) {
+            fprintf(stderr, "fp64 calibration failed: %s\n", why);
+            return 1;
+        }
+        gemmk_ctx_set_f64_rates(ctx, &r);
+        long long x = 0;
+        for (long long v = 256; v <= 32768 && !x; v += 256)
+            if (gemmk_f64_emulation_pays(&r, v, v, v, r.moduli, 0))
+                x = v;
+        printf("calibration (%.0f ms, %d^3): DGEMM %.1f TFLOP/s + %.0f us; "
+               "emulation, %d moduli: int8 %.0f TOPS, %.2f TB/s, + %.0f us; "
+               "auto emulates cubes from %lld\n\n",
+               r.ms, r.size, r.native_flops / 1e12, r.native_s * 1e6, r.moduli,
+               r.int8_ops / 1e12, r.emul_bandwidth / 1e12, r.emul_s * 1e6, x);
     }
     std::vector<RowF64> rows;
     if (f)

@@ -22,7 +22,7 @@ for step in "$@"; do
       grep -E "^FAIL" "$OUT/f64.log" | head -12; grep -E "phi|auto |huge" "$OUT/f64.log" | cut -c1-200 | head -16; tail -1 "$OUT/f64.log" ;;
   int8) timeout 90 ./bench_gemm --type int8 --set ${I8SET:-int8quick} --reps 20 $(csv int8) > "$OUT/int8.log" 2>&1; rc=$?
       sed -n '/^| shape/,$p' "$OUT/int8.log" ;;
-  var) timeout 150 ./bench_gemm --type fp64 --set fp64quick --kernel ${VARK:-oz2,oz2-bytes,oz2-unfused,oz2-prep} --reps 10 $(csv var) > "$OUT/var.log" 2>&1; rc=$?
+  var) timeout 150 ./bench_gemm --type fp64 --set fp64quick --kernel ${VARK:-oz2-bytes,oz2-unfused,oz2-prep} --reps 10 $(csv var) > "$OUT/var.log" 2>&1; rc=$?
       sed -n '/^| shape/,$p' "$OUT/var.log" ;;
   varnopp) GEMMK_OZ_PP=0 timeout 100 ./bench_gemm --type fp64 --set fp64quick --kernel oz2-bytes --reps 10 > "$OUT/varnopp.log" 2>&1; rc=$?
       sed -n '/^| shape/,$p' "$OUT/varnopp.log" ;;

@@ -11,6 +11,7 @@
  * queued; the reply names the kernel that ran. This file names no kernel.
  */
 #include "backend.h"
+#include "cuda/calibrate.h"
 #include "cuda/device.h"
 #include "cuda/migrate.h"
 #include "cuda/pipeline.h"
@@ -33,6 +34,7 @@
 typedef struct cuda_priv {
     cuda_device *devs[CUDA_MAX_DEVICES]; /* the GPUs this daemon serves */
     unsigned ndevs;
+    cuda_calibration *cal; /* the fp64 cost model's measurement */
 } cuda_priv;
 
 static bool cuda_available(void)
@@ -127,6 +129,8 @@ static int cuda_init(gemmd_backend *be, const gemmd_config *cfg, char *msg,
     be->pins = true;
     cuda_slices_init(cfg->slice_ms);
     cuda_pipeline_init(cfg->gemm_panels);
+    if (cfg->f64_calibrate)
+        p->cal = cuda_calibrate_start(p->devs, p->ndevs, cfg->max_device_bytes);
     return GEMM_OK;
 }
 
@@ -137,6 +141,7 @@ static void cuda_fini(gemmd_backend *be)
     cuda_priv *p = be->priv;
     if (p == NULL)
         return;
+    cuda_calibrate_join(p->cal);
     for (unsigned i = 0; i < p->ndevs; i++)
         cuda_device_destroy(p->devs[i]);
     free(p);

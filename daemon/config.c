@@ -47,6 +47,7 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->max_batch = 65536;
     cfg->slice_ms = 50;
     cfg->gemm_panels = 8;
+    cfg->f64_calibrate = 1;
     cfg->max_connections = 0;
     cfg->client_buffers = 1024;
     cfg->client_bytes = 0;
@@ -242,6 +243,7 @@ static const num_opt num_opts[] = {
     {"max-batch", K_U64, O(max_batch), 1, 1u << 24},
     {"slice-ms", K_U32, O(slice_ms), 0, 60000},
     {"gemm-panels", K_U32, O(gemm_panels), 0, 64},
+    {"f64-calibrate", K_U32, O(f64_calibrate), 0, 1},
     {"max-connections", K_U32, O(max_connections), 1, 1u << 24},
     {"client-buffers", K_U32, O(client_buffers), 1, 1u << 20},
     {"client-bytes", K_U64, O(client_bytes), 4096, UINT64_MAX / 2},

@@ -36,6 +36,10 @@ typedef struct gemmd_config {
                                    long, stoppable between; 0 = whole */
     uint32_t gemm_panels;       /* a large staged GEMM (cuda) in this many
                                    panels overlapping copies and compute */
+    uint32_t f64_calibrate;     /* cuda: 1 = measure the fp64 cost model
+                                   (DGEMM against the Ozaki-II emulation) at
+                                   start-up, off the readiness path; 0 = no:
+                                   fp64 "auto" stays on DGEMM */
     uint32_t max_connections;   /* 0 = from RLIMIT_NOFILE */
     /* per connection */
     uint32_t client_buffers;  /* registered buffers */

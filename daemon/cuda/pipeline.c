@@ -50,13 +50,22 @@ static uint64_t ceil_div(uint64_t a, uint64_t b)
  * 3xTF32 and Ozaki-II), that work is paid once per panel, so the panels
  * go the other way; when both operands are rewritten, only splits (whose
  * kernels run long enough to hide them) are cut, the smaller operand
- * coming first. Otherwise the copies decide, by a model of the link: the
+ * coming first. An fp64 problem the kernel library would emulate whole,
+ * with both inputs resident (nothing to stream in), runs whole: cut, it
+ * would prepare B once a panel. Otherwise the copies decide, by a model
+ * of the link: the
  * operand that comes first plus the larger of the streamed copies in and
  * D's copies out. */
-static bool by_rows(const gemmd_job *j, const gemmk_problem *kp, bool *ok)
+static bool by_rows(cuda_worker *w, const gemmd_job *j, const gemmk_problem *kp,
+                    bool *ok)
 {
     unsigned pre = gemmk_prepass(kp, j->kernel[0] != '\0' ? j->kernel : NULL);
     *ok = true;
+    if (j->a_dev && j->b_dev && j->kernel[0] == '\0' &&
+        gemmk_f64_auto_emulates(w->kctx, kp)) {
+        *ok = false; /* nothing to stream in: one emulation, one split */
+        return true;
+    }
     if (pre == GEMMK_PREPASS_A)
         return true;
     if (pre == GEMMK_PREPASS_B)
@@ -96,9 +105,10 @@ static uint64_t panel_len(const gemmd_job *j, bool rows)
     return np >= 2 && np <= CUDA_PANELS ? len : 0;
 }
 
-unsigned cuda_pipe_panels(const gemmd_job *j, const gemmk_problem *kp)
+unsigned cuda_pipe_panels(cuda_worker *w, const gemmd_job *j,
+                          const gemmk_problem *kp)
 {
-    bool ok, rows = by_rows(j, kp, &ok);
+    bool ok, rows = by_rows(w, j, kp, &ok);
     uint64_t len = ok ? panel_len(j, rows) : 0;
     return len == 0 ? 0 : (unsigned)ceil_div(rows ? j->m : j->n, len);
 }
@@ -132,7 +142,7 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
     size_t ml = sizeof(j->msg);
     cuda_panels *x = &w->panels;
     bool ok;
-    const bool rows = by_rows(j, &p->kp, &ok);
+    const bool rows = by_rows(w, j, &p->kp, &ok);
     const uint64_t dim = rows ? j->m : j->n, len = panel_len(j, rows);
     const unsigned np = (unsigned)ceil_div(dim, len);
     const size_t es = gemm_dtype_size(j->ab_type);

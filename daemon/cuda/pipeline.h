@@ -34,11 +34,13 @@ typedef struct cuda_pipe {
     enum cudaMemcpyKind c_kind; /* host to device, or device to device */
 } cuda_pipe;
 
-/* The panels job j (kp: its problem on the device) would run in (0: not
+/* The panels job j (kp: its problem on the device; w the worker that
+ * runs it) would run in (0: not
  * pipelined: too small, a slice-sized panel would be thinner than 128
  * rows, or its kernel rewrites both operands where that costs more than
  * the overlap gains). Any thread. */
-unsigned cuda_pipe_panels(const gemmd_job *j, const gemmk_problem *kp);
+unsigned cuda_pipe_panels(cuda_worker *w, const gemmd_job *j,
+                          const gemmk_problem *kp);
 
 /*
  * Runs job j as set out in p with run on each panel: the copies in on

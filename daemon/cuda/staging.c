@@ -247,7 +247,7 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
         ldd = d.ld;
         gemmk_problem whole =
             job_problem(j, da, lda, db, ldb, dc, ldc, dd, ldd);
-        panels = cuda_pipe_panels(j, &whole);
+        panels = cuda_pipe_panels(w, j, &whole);
     }
     if (panels > 0) {
         cuda_pipe p = {

@@ -52,6 +52,11 @@ extern "C" {
 
 typedef struct gemmk_ctx gemmk_ctx;
 
+/* An explicit Ozaki-II modulus count (gemmk_problem.moduli) lies in
+ * [GEMMK_OZ_MODULI_MIN, GEMMK_OZ_MODULI_MAX]. */
+#define GEMMK_OZ_MODULI_MIN 2
+#define GEMMK_OZ_MODULI_MAX 20
+
 typedef struct gemmk_problem {
     int64_t m, n, k;            /* >= 1 each */
     gemm_dtype ab_type;         /* see above */
@@ -293,9 +298,14 @@ gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
  * moduli = 0 (the default): n is chosen from the inputs (their exponent
  * spread per row of A and column of B) so the error matches native
  * DGEMM's; inputs with inf/NaN or subnormals, or too wide a spread, run
- * natively. moduli = 2..20: exactly that many (fewer is faster and less
- * accurate; about 2^-(8n/2 - 1) relative to |a_i| |b_j|), falling back
- * only for inf/NaN. docs/ozaki-notes.md has the error model.
+ * natively, and GEMMK_F64_AUTO emulates only where the context's measured
+ * cost model (gemmk_f64_rates) says it is faster. The reconstruction is
+ * exact: the result is the scaled inputs' exact product correctly
+ * rounded, so where every product and partial sum is representable
+ * (integer matrices of modest size, say) the result is exact. moduli = 2..20:
+ * exactly that many (fewer is faster and less accurate; about 2^-(8n/2 - 1)
+ * relative to |a_i| |b_j|), falling back only for inf/NaN. docs/ozaki-notes.md
+ * has the error model.
  */
 typedef enum gemmk_f64_method {
     GEMMK_F64_AUTO = 0,    /* emulate where faster and as accurate */
@@ -344,6 +354,60 @@ typedef struct gemmk_f64_result {
 gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
                           cudaStream_t stream, const char *kernel,
                           gemmk_f64_result *res);
+
+/*
+ * The fp64 cost model: what "auto" compares to choose between cuBLAS DGEMM
+ * and the Ozaki-II emulation, measured on the device by
+ * gemmk_f64_calibrate (nothing in the library guesses them):
+ *   native   = native_s + 2 m n k / native_flops
+ *   emulated = emul_s + bytes / emul_bandwidth + n_mod 2 m' n' k' / int8_ops
+ * bytes = (16 + n_mod)(m + n) k (two reads of A and B, the residues) +
+ * (2 n_mod + 8 (+ 8 with C)) m n (the residue planes, D); m', n', k' the
+ * dims rounded up to the int8 kernel's 128-wide tiles. The emulation runs
+ * where it is at least 5% faster and the inputs allow DGEMM's accuracy.
+ */
+typedef struct gemmk_f64_rates {
+    double native_s, native_flops;
+    double emul_s, emul_bandwidth, int8_ops;
+    int moduli; /* the count the calibration's inputs needed */
+    int size;   /* the largest cube it timed (n of n x n x n) */
+    double ms;  /* how long it took */
+} gemmk_f64_rates;
+
+/*
+ * Measures the rates above on ctx's device: cuBLAS DGEMM, the emulation's
+ * preparation and the whole emulation on random n x n x n problems (inputs
+ * as bench_gemm's, phi = 0.5) at two sizes, the larger the biggest of
+ * 8192, 6144, 4096 whose buffers fit max_bytes (0: 8192), the other half
+ * of it, and fits the model to them. Runs on `stream`; returns when done
+ * (about 0.3 s on an H100) with ctx's workspaces grown (free them with
+ * the context). GEMM_ERR_DEVICE_MEMORY if even 4096 does not fit, other
+ * errors from the runs; msg says what failed.
+ */
+gemm_error gemmk_f64_calibrate(gemmk_ctx *ctx, cudaStream_t stream,
+                               size_t max_bytes, gemmk_f64_rates *out,
+                               char *msg, size_t len);
+
+/*
+ * The rates "auto" uses for fp64 on ctx (a copy is kept). Until they are
+ * set, "auto" runs cuBLAS DGEMM (an explicit moduli count or an Ozaki-II
+ * kernel name still emulates). Safe to call from another thread while
+ * ctx runs: calls that already started keep the old choice.
+ */
+void gemmk_ctx_set_f64_rates(gemmk_ctx *ctx, const gemmk_f64_rates *r);
+
+/* 1 when gemmk_gemm with kernel "auto" would run p (fp64) as the
+ * Ozaki-II emulation, inputs allowing: an explicit moduli count, or ctx's
+ * cost model (set) saying it pays at the moduli typical inputs need; else
+ * 0. A caller that would cut p into panels can run it whole instead.
+ * Thread-safe. */
+int gemmk_f64_auto_emulates(gemmk_ctx *ctx, const gemmk_problem *p);
+
+/* 1 where, by r, the emulation of an m x n x k fp64 problem with
+ * `moduli` moduli (and C read: with_c) is at least 5% faster than
+ * native DGEMM; else 0. */
+int gemmk_f64_emulation_pays(const gemmk_f64_rates *r, int64_t m, int64_t n,
+                             int64_t k, int moduli, int with_c);
 
 typedef struct gemmk_cache_stats {
     uint64_t hits, misses, evictions;

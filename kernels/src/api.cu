@@ -200,6 +200,8 @@ gemm_error check_shape(const gemmk_problem *p, const char **why)
 gemm_error run_auto(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s,
                     const Row &row, gemmk_result *res)
 {
+    if (p->ab_type == GEMM_FP64)
+        return run_f64(ctx, p, s, row, res); /* DGEMM or the emulation */
     if (wide(p->ab_type)) {
         res->kernel = row_reference().d.name;
         return wide_blas(ctx, p, s);
@@ -301,8 +303,13 @@ unsigned gemmk_prepass(const gemmk_problem *p, const char *name)
             return 0;
         return row->variant == F32_3X ? both : mn;
     }
-    if (wide(p->ab_type)) /* auto: cuBLAS; named: Ozaki-II splits */
-        return autorow || row->run == run_reference ? 0 : both;
+    if (p->ab_type == GEMM_FP64 && autorow) /* explicit moduli: splits */
+        return p->moduli != 0 ? both : 0;
+    if (wide(p->ab_type)) /* named: Ozaki-II splits, or cuBLAS */
+        return autorow || row->run == run_reference ||
+                       row->variant == F64_NATIVE
+                   ? 0
+                   : both;
     return 0;
 }
 

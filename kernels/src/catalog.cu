@@ -45,8 +45,8 @@ cudaError_t launch_n256e4(const Launch &l)
  * variant. */
 const Row kRows[] = {
     {{"auto", 0, 0,
-      "picks a kernel by shape, type and precision (the wide types: "
-      "cuBLAS; int8: pp-s8)",
+      "picks a kernel by shape, type and precision (fp64: cuBLAS DGEMM or "
+      "Ozaki-II by the calibrated cost model; complex: cuBLAS; int8: pp-s8)",
       kAB16 | kAB32 | kWide | kS8, kCDAll | kWide | kS32, kPrecTF32 | kPrecFP32,
       kT},
      ROW_AUTO | ROW_CONJ,
@@ -307,16 +307,6 @@ const Row kRows[] = {
      1},
 
     /* fp64 (gemmk_gemm_f64, or gemmk_gemm by name) */
-    {{"oz2", 0, 0,
-      "fp64 as Ozaki-II on int8 tensor cores: all moduli of a 128x128 tile "
-      "in one CTA, CRT reconstruction in the epilogue",
-      kF64, kF64, 0, kT},
-     0,
-     run_f64,
-     {},
-     nullptr,
-     nullptr,
-     F64_FUSED},
     {{"oz2-bytes", 0, 0,
       "fp64 as Ozaki-II (the default emulation): one int8 ping-pong GEMM "
       "per modulus keeping each product mod p as a byte, then a CRT "
@@ -489,6 +479,23 @@ gemm_error row_check(const Row *r, const gemmk_problem *p, const char **why)
         p->precision > GEMM_PRECISION_FP32) {
         *why = "unknown precision";
         return GEMM_ERR_INVALID;
+    }
+    if (p->moduli != 0 && p->ab_type != GEMM_FP64) {
+        *why = "moduli (the Ozaki-II modulus count) applies to fp64 inputs "
+               "only: leave it 0";
+        return GEMM_ERR_INVALID;
+    }
+    if (p->moduli != 0 &&
+        (p->moduli < GEMMK_OZ_MODULI_MIN || p->moduli > GEMMK_OZ_MODULI_MAX)) {
+        *why = "moduli must be 0 (automatic) or 2..20";
+        return GEMM_ERR_INVALID;
+    }
+    if (p->moduli != 0 && !(r->flags & ROW_AUTO) &&
+        !(r->d.ab_types == kF64 && r->variant != F64_NATIVE &&
+          r->variant != F64_PREP)) {
+        *why = "moduli needs \"auto\" or an Ozaki-II kernel (oz2-bytes, "
+               "oz2-unfused): this kernel computes in native fp64";
+        return GEMM_ERR_UNSUPPORTED;
     }
     if ((p->conj_a || p->conj_b) && p->ab_type != GEMM_COMPLEX64 &&
         p->ab_type != GEMM_COMPLEX128) {

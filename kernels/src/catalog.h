@@ -54,7 +54,7 @@ enum { F32_TF32 = 1, F32_3X = 2, F32_RUNG6 = 3 };
 /* int8 rows' variant: 0 the default (knob), 1 cooperative 128 x 128, 2
  * ping-pong, 3 cooperative 128 x 256 */
 /* fp64 rows' variant */
-enum { F64_NATIVE = 1, F64_FUSED, F64_BYTES, F64_UNFUSED, F64_PREP };
+enum { F64_NATIVE = 1, F64_BYTES, F64_UNFUSED, F64_PREP };
 
 struct Row {
     gemmk_kernel_desc d; /* what the catalog lists */

@@ -176,8 +176,10 @@ gemm_error gemmk_ctx_create(gemmk_ctx **out, int device)
     if (ctx->knobs.value[KNOB_MAX_CLUSTERS] >= 0)
         ctx->max_clusters2 = ctx->knobs.value[KNOB_MAX_CLUSTERS];
     gemmk_tmap_cache_init(&ctx->cache, encode_cb, ctx);
+    pthread_mutex_init(&ctx->f64_mu, nullptr);
     gemm_error e = wide_create(ctx, &ctx->wide);
     if (e != GEMM_OK) {
+        pthread_mutex_destroy(&ctx->f64_mu);
         free(ctx);
         return e;
     }
@@ -201,6 +203,7 @@ void gemmk_ctx_destroy(gemmk_ctx *ctx)
             cudaFree(ctx->slot[i]);
     oz_free(ctx->oz);
     wide_free(ctx->wide);
+    pthread_mutex_destroy(&ctx->f64_mu);
     free(ctx);
 }
 

@@ -10,6 +10,7 @@
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 
 #include "gemm_kernels.h"
 #include "knobs.h"
@@ -63,11 +64,14 @@ struct gemmk_ctx {
     gemmk::ladder::CublasState *cublas; /* the "cublas" entry, made lazily */
     void *slot[gemmk::SLOT_COUNT];      /* workspaces by CtxSlot */
     size_t slot_bytes[gemmk::SLOT_COUNT];
-    gemmk::OzState *oz;     /* the fp64 path (ozaki.cu), made lazily */
-    gemmk::WideState *wide; /* cuBLAS for the wide types (wide.cu), made
-                               with the context */
-    int sk_epoch;           /* the last stream-K launch's flag value */
-    char msg[256];          /* why the current call failed ("" if unsaid) */
+    gemmk::OzState *oz;        /* the fp64 path (ozaki.cu), made lazily */
+    gemmk::WideState *wide;    /* cuBLAS for the wide types (wide.cu), made
+                                  with the context */
+    int sk_epoch;              /* the last stream-K launch's flag value */
+    pthread_mutex_t f64_mu;    /* guards the two below (set from any thread) */
+    gemmk_f64_rates f64_rates; /* the fp64 cost model (ozaki.cu) */
+    int f64_rates_set;         /* 0: "auto" runs DGEMM */
+    char msg[256];             /* why the current call failed ("" if unsaid) */
 };
 
 namespace gemmk

@@ -17,10 +17,6 @@
  * what happens at the end of each product:
  *   0  int32 D = alpha acc + beta C (the catalog GEMM, nmod = 1; with
  *      p.reduce, acc mod p raw: the unfused Ozaki path's products);
- *   1  fused Ozaki-II: Z += acc * G_l in registers (64-bit fixed point,
- *      ozaki.h), and after the last modulus the reconstruction, scaling
- *      and alpha/beta in the epilogue: D is fp64 and nothing else of the
- *      tile leaves the SM. Z needs 2 registers per output, so BN = 128.
  *   2  acc mod p_l stored as one byte per output (R[l][i][j]); a separate
  *      pass (ozaki.cu) reconstructs. Keeps BN = 256 tiles.
  * Accumulators hold at most GEMMK_OZ_FLUSH_KB k-blocks of residue
@@ -41,8 +37,6 @@ struct S8Params {
     int m, n;
     int num_m, num_n, units, group_m;
     int nkb;    /* k-blocks per product */
-    int kch;    /* k-blocks per chunk: all moduli of a chunk run before
-                   the next chunk (OZ 1; nkb elsewhere) */
     int kunit;  /* bytes per tensor-map element along K: 1 or 2 */
     int nmod;   /* products per tile */
     int mod0;   /* modulus of the first product (moduli constants) */
@@ -57,17 +51,7 @@ struct S8Params {
     /* OZ 2: residue planes */
     uint8_t *r;
     long long ldr, rplane;
-    /* OZ 1: fp64 D */
-    double *fd;
-    const double *fc;
-    long long fldd, fldc;
-    double falpha, fbeta;
-    const int *ea, *eb; /* row / column scales (gemmk_oz_rowscale) */
-    int ebias;          /* -(beta_a + beta_b) */
-    double pscale, pscale_lo;
     /* moduli constants (ozaki.h), by modulus index */
-    uint64_t gi[GEMMK_OZ_MAX];
-    uint32_t gf[GEMMK_OZ_MAX];
     uint32_t p[GEMMK_OZ_MAX];
     uint32_t magic[GEMMK_OZ_MAX];
     uint32_t off[GEMMK_OZ_MAX]; /* a multiple of p >= 2^29 + 2^9 */
@@ -126,7 +110,7 @@ __global__ void __launch_bounds__(384, 1)
                    const __grid_constant__ CUtensorMap tmb,
                    const __grid_constant__ S8Params p)
 {
-    static_assert(OZ != 1 || BN == 128, "fused Ozaki-II: 128 x 128 tiles");
+    static_assert(OZ == 0 || OZ == 2, "int32 D or residue bytes");
     using C = S8Cfg<BN>;
     constexpr int STAGES = C::STAGES;
     constexpr int A_BYTES = C::A_BYTES;
@@ -144,45 +128,33 @@ __global__ void __launch_bounds__(384, 1)
     ring_start<STAGES, 1>(full, empty);
 
     if (wg == 0) {
-        /* the fused variant's consumers hold 64 accumulators and 64
-         * 64-bit sums each: give them 240 registers, the producer 24 */
-        if constexpr (OZ == 1)
-            asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
-        else
-            asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         int s = 0;
         uint32_t ph = 0;
         for (int u = blockIdx.x; tid == 0 && u < p.units; u += gridDim.x) {
             int mt, nt;
             s8_coords(p, u, mt, nt);
-            for (int kc0 = 0; kc0 < p.nkb; kc0 += p.kch) {
-                const int kc1 = min(p.nkb, kc0 + p.kch);
-                for (int l = 0; l < p.nmod; l++) {
-                    const int ra = (p.mod0 + l) * p.rows_a + mt * BM;
-                    const int rb = (p.mod0 + l) * p.rows_b + nt * BN;
-                    for (int kb = kc0; kb < kc1; kb++) {
-                        mbar_wait(&empty[s], ph ^ 1);
-                        mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
-                        const int k0 = kb * (S8_BK / p.kunit);
-                        tma_load_2d(sa + s * A_BYTES, &tma, k0, ra, &full[s]);
-                        tma_load_2d(sb + s * B_BYTES, &tmb, k0, rb, &full[s]);
-                        if (++s == STAGES) {
-                            s = 0;
-                            ph ^= 1;
-                        }
+            for (int l = 0; l < p.nmod; l++) {
+                const int ra = (p.mod0 + l) * p.rows_a + mt * BM;
+                const int rb = (p.mod0 + l) * p.rows_b + nt * BN;
+                for (int kb = 0; kb < p.nkb; kb++) {
+                    mbar_wait(&empty[s], ph ^ 1);
+                    mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
+                    const int k0 = kb * (S8_BK / p.kunit);
+                    tma_load_2d(sa + s * A_BYTES, &tma, k0, ra, &full[s]);
+                    tma_load_2d(sb + s * B_BYTES, &tmb, k0, rb, &full[s]);
+                    if (++s == STAGES) {
+                        s = 0;
+                        ph ^= 1;
                     }
                 }
             }
         }
     } else {
-        if constexpr (OZ == 1)
-            asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
-        else
-            asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         const int c = wg - 1;
         const int warp = tid / 32, lane = tid % 32;
         int32_t acc[BN / 2];
-        uint64_t z[OZ == 1 ? BN / 2 : 1];
         int s = 0;
         uint32_t ph = 0;
         /* K-major, 128B swizzle: SBO = 8 rows of 128 B; k32 step = 32 B */
@@ -194,149 +166,102 @@ __global__ void __launch_bounds__(384, 1)
             int mt, nt;
             s8_coords(p, u, mt, nt);
             const int row0 = mt * BM + c * 64, col0 = nt * BN;
-            for (int kc0 = 0; kc0 < p.nkb; kc0 += p.kch) {
-                const int kc1 = min(p.nkb, kc0 + p.kch);
-                for (int l = 0; l < p.nmod; l++) {
-                    const int md = p.mod0 + l;
-                    int prev = -1;
-                    int fresh = 1; /* next wgmma starts the accumulator */
-                    for (int kb = kc0; kb < kc1; kb++) {
-                        mbar_wait(&full[s], ph);
-                        fence_iregs(acc);
-                        wgmma_fence();
+            for (int l = 0; l < p.nmod; l++) {
+                const int md = p.mod0 + l;
+                int prev = -1;
+                int fresh = 1; /* next wgmma starts the accumulator */
+                for (int kb = 0; kb < p.nkb; kb++) {
+                    mbar_wait(&full[s], ph);
+                    fence_iregs(acc);
+                    wgmma_fence();
 #pragma unroll
-                        for (int kk = 0; kk < S8_BK / 32; kk++) {
-                            uint64_t da = da0 + ((s * A_BYTES + kk * 32) >> 4);
-                            uint64_t db = db0 + ((s * B_BYTES + kk * 32) >> 4);
-                            mma_s8<BN>(acc, da, db, (fresh && kk == 0) ? 0 : 1);
-                        }
-                        wgmma_commit();
-                        fresh = 0;
-                        wgmma_wait<1>();
-                        fence_iregs(acc);
-                        if (prev >= 0 && lane == 0)
-                            mbar_arrive(&empty[prev]);
-                        prev = s;
-                        if (++s == STAGES) {
-                            s = 0;
-                            ph ^= 1;
-                        }
-                        if ((OZ != 0 || p.reduce) &&
-                            (kb + 1 - kc0) % S8_FLUSH == 0 && kb + 1 < kc1) {
-                            /* keep |acc| bounded: reduce mod p, go on */
-                            wgmma_wait<0>();
-                            fence_iregs(acc);
-                            if (lane == 0)
-                                mbar_arrive(&empty[prev]);
-                            prev = -1;
-#pragma unroll
-                            for (int i = 0; i < BN / 2; i++)
-                                acc[i] = s8_mod(acc[i], p.off[md], p.magic[md],
-                                                p.p[md]);
-                        }
+                    for (int kk = 0; kk < S8_BK / 32; kk++) {
+                        uint64_t da = da0 + ((s * A_BYTES + kk * 32) >> 4);
+                        uint64_t db = db0 + ((s * B_BYTES + kk * 32) >> 4);
+                        mma_s8<BN>(acc, da, db, (fresh && kk == 0) ? 0 : 1);
                     }
-                    wgmma_wait<0>();
+                    wgmma_commit();
+                    fresh = 0;
+                    wgmma_wait<1>();
                     fence_iregs(acc);
                     if (prev >= 0 && lane == 0)
                         mbar_arrive(&empty[prev]);
-
-                    if constexpr (OZ == 1) {
-                        const uint64_t gi = p.gi[md];
-                        const uint32_t gf = p.gf[md];
-                        if (l == 0 && kc0 == 0) {
+                    prev = s;
+                    if (++s == STAGES) {
+                        s = 0;
+                        ph ^= 1;
+                    }
+                    if ((OZ != 0 || p.reduce) && (kb + 1) % S8_FLUSH == 0 &&
+                        kb + 1 < p.nkb) {
+                        /* keep |acc| bounded: reduce mod p, go on */
+                        wgmma_wait<0>();
+                        fence_iregs(acc);
+                        if (lane == 0)
+                            mbar_arrive(&empty[prev]);
+                        prev = -1;
 #pragma unroll
-                            for (int i = 0; i < BN / 2; i++)
-                                z[i] = gemmk_oz_zadd(0, acc[i], gi, gf);
-                        } else {
-#pragma unroll
-                            for (int i = 0; i < BN / 2; i++)
-                                z[i] = gemmk_oz_zadd(z[i], acc[i], gi, gf);
-                        }
-                    } else if constexpr (OZ == 2) {
-                        /* fragment: acc[4j + 2h + e] is row 16 warp + lane/4
-                         * + 8h, column 8j + 2 (lane % 4) + e; the planes are
-                         * padded to whole tiles, so no bounds */
-                        uint8_t *pl = p.r + (long long)md * p.rplane;
-#pragma unroll
-                        for (int h = 0; h < 2; h++) {
-                            const int r =
-                                row0 + warp * 16 + (lane >> 2) + 8 * h;
-                            uint8_t *rowp = pl + (long long)r * p.ldr + col0 +
-                                            2 * (lane & 3);
-#pragma unroll
-                            for (int j = 0; j < BN / 8; j++) {
-                                uint32_t v0 = (uint32_t)s8_mod(
-                                    acc[4 * j + 2 * h], p.off[md], p.magic[md],
-                                    p.p[md]);
-                                uint32_t v1 = (uint32_t)s8_mod(
-                                    acc[4 * j + 2 * h + 1], p.off[md],
-                                    p.magic[md], p.p[md]);
-                                *reinterpret_cast<uint16_t *>(rowp + 8 * j) =
-                                    (uint16_t)(v0 | (v1 << 8));
-                            }
-                        }
-                    } else {
-                        /* int32 D (bounded) */
-#pragma unroll
-                        for (int h = 0; h < 2; h++) {
-                            const int r =
-                                row0 + warp * 16 + (lane >> 2) + 8 * h;
-                            if (r >= p.m)
-                                continue;
-                            int32_t *orow = p.d + (long long)r * p.ldd;
-                            const int32_t *crow =
-                                p.beta ? p.c + (long long)r * p.ldc : nullptr;
-#pragma unroll
-                            for (int j = 0; j < BN / 8; j++) {
-#pragma unroll
-                                for (int e = 0; e < 2; e++) {
-                                    const int col =
-                                        col0 + 8 * j + 2 * (lane & 3) + e;
-                                    if (col >= p.n)
-                                        continue;
-                                    int32_t a = acc[4 * j + 2 * h + e];
-                                    uint32_t v;
-                                    if (p.reduce)
-                                        v = (uint32_t)s8_mod(
-                                            a, p.off[md], p.magic[md], p.p[md]);
-                                    else
-                                        v = (uint32_t)p.alpha * (uint32_t)a +
-                                            (crow ? (uint32_t)p.beta *
-                                                        (uint32_t)crow[col]
-                                                  : 0u);
-                                    orow[col] = (int32_t)v;
-                                }
-                            }
-                        }
+                        for (int i = 0; i < BN / 2; i++)
+                            acc[i] =
+                                s8_mod(acc[i], p.off[md], p.magic[md], p.p[md]);
                     }
                 }
-            } /* k chunks */
-            if constexpr (OZ == 1) {
-                /* the reconstruction: X = P centred(Z), times
-                 * 2^(E_i + E_j - beta_a - beta_b), alpha, beta */
+                wgmma_wait<0>();
+                fence_iregs(acc);
+                if (prev >= 0 && lane == 0)
+                    mbar_arrive(&empty[prev]);
+
+                if constexpr (OZ == 2) {
+                    /* fragment: acc[4j + 2h + e] is row 16 warp + lane/4
+                     * + 8h, column 8j + 2 (lane % 4) + e; the planes are
+                     * padded to whole tiles, so no bounds */
+                    uint8_t *pl = p.r + (long long)md * p.rplane;
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int r = row0 + warp * 16 + (lane >> 2) + 8 * h;
-                    if (r >= p.m)
-                        continue;
-                    const int er = p.ea[r];
-                    double *orow = p.fd + (long long)r * p.fldd;
-                    const double *crow =
-                        p.fbeta != 0.0 ? p.fc + (long long)r * p.fldc : nullptr;
+                    for (int h = 0; h < 2; h++) {
+                        const int r = row0 + warp * 16 + (lane >> 2) + 8 * h;
+                        uint8_t *rowp =
+                            pl + (long long)r * p.ldr + col0 + 2 * (lane & 3);
 #pragma unroll
-                    for (int j = 0; j < BN / 8; j++) {
+                        for (int j = 0; j < BN / 8; j++) {
+                            uint32_t v0 =
+                                (uint32_t)s8_mod(acc[4 * j + 2 * h], p.off[md],
+                                                 p.magic[md], p.p[md]);
+                            uint32_t v1 = (uint32_t)s8_mod(
+                                acc[4 * j + 2 * h + 1], p.off[md], p.magic[md],
+                                p.p[md]);
+                            *reinterpret_cast<uint16_t *>(rowp + 8 * j) =
+                                (uint16_t)(v0 | (v1 << 8));
+                        }
+                    }
+                } else {
+                    /* int32 D (bounded) */
 #pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            const int col = col0 + 8 * j + 2 * (lane & 3) + e;
-                            if (col >= p.n)
-                                continue;
-                            double x = gemmk_oz_result(z[4 * j + 2 * h + e],
-                                                       p.pscale, p.pscale_lo,
-                                                       er, p.eb[col], p.ebias);
-                            x *= p.falpha;
-                            if (crow)
-                                x = fma(p.fbeta, crow[col], x);
-                            orow[col] = x;
+                    for (int h = 0; h < 2; h++) {
+                        const int r = row0 + warp * 16 + (lane >> 2) + 8 * h;
+                        if (r >= p.m)
+                            continue;
+                        int32_t *orow = p.d + (long long)r * p.ldd;
+                        const int32_t *crow =
+                            p.beta ? p.c + (long long)r * p.ldc : nullptr;
+#pragma unroll
+                        for (int j = 0; j < BN / 8; j++) {
+#pragma unroll
+                            for (int e = 0; e < 2; e++) {
+                                const int col =
+                                    col0 + 8 * j + 2 * (lane & 3) + e;
+                                if (col >= p.n)
+                                    continue;
+                                int32_t a = acc[4 * j + 2 * h + e];
+                                uint32_t v;
+                                if (p.reduce)
+                                    v = (uint32_t)s8_mod(a, p.off[md],
+                                                         p.magic[md], p.p[md]);
+                                else
+                                    v = (uint32_t)p.alpha * (uint32_t)a +
+                                        (crow ? (uint32_t)p.beta *
+                                                    (uint32_t)crow[col]
+                                              : 0u);
+                                orow[col] = (int32_t)v;
+                            }
                         }
                     }
                 }

@@ -94,8 +94,6 @@ cudaError_t launch_s8(int bn, int oz, const CUtensorMap &ta,
         return launch_one_s8<256, 0>(ta, tb, p, grid, st);
     if (bn == 128 && oz == 0)
         return launch_one_s8<128, 0>(ta, tb, p, grid, st);
-    if (bn == 128 && oz == 1)
-        return launch_one_s8<128, 1>(ta, tb, p, grid, st);
     if (bn == 256 && oz == 2)
         return launch_one_s8<256, 2>(ta, tb, p, grid, st);
     return cudaErrorInvalidValue;
@@ -104,7 +102,6 @@ cudaError_t launch_s8(int bn, int oz, const CUtensorMap &ta,
 void s8_tiles(S8Params &p, int m, int n, int bn)
 {
     p.kunit = 1;
-    p.kch = 1 << 30;
     p.m = m;
     p.n = n;
     p.num_m = (m + BM - 1) / BM;

@@ -14,7 +14,7 @@ namespace gemmk
 struct S8Params;
 
 /* gemm_s8_kernel<bn, oz> on grid CTAs (bn 256 with oz 0 or 2, bn 128 with
- * oz 0 or 1); the launch error. */
+ * oz 0); the launch error. */
 cudaError_t launch_s8(int bn, int oz, const CUtensorMap &ta,
                       const CUtensorMap &tb, const S8Params &p, int grid,
                       cudaStream_t st);

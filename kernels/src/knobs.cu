@@ -78,10 +78,6 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "int8 tensor maps as 16-bit elements where K allows (kern_s8.cu, "
      "ozaki.cu)",
      read_bool},
-    {KNOB_OZ_KCHUNK, "GEMMK_OZ_KCHUNK", 0,
-     "fused Ozaki-II (oz2): all moduli over n k-blocks before the next n "
-     "(0: the whole K; ozaki.cu)",
-     read_positive},
     {KNOB_OZ_BYTES_TILE, "GEMMK_OZ_BYTES_TILE", 0,
      "oz2-bytes: all moduli of a tile in one cooperative 128x256 CTA "
      "(ozaki.cu)",

@@ -19,7 +19,6 @@ enum Knob {
     KNOB_X3_BN,           /* 3xTF32: the widest tile */
     KNOB_S8_KERNEL,       /* int8 default kernel: 1 coop128, 2 pp, 3 coop256 */
     KNOB_S8_MAP16,        /* int8 tensor maps as 16-bit elements */
-    KNOB_OZ_KCHUNK,       /* fused Ozaki: k-blocks per chunk (0: whole K) */
     KNOB_OZ_BYTES_TILE,   /* oz2-bytes: all moduli of a tile in one CTA */
     KNOB_OZ_PP,           /* oz2-bytes/unfused: the ping-pong int8 kernel */
     KNOB_WARM,            /* gemmk_ctx_warm runs (0: returns at once) */

@@ -16,10 +16,9 @@
  *     (rows x kp bytes per modulus, kp = K rounded up to 128 with zeros).
  *  3. products: "oz2-bytes" (the default) runs the int8 ping-pong kernel
  *     once per modulus, its epilogue storing each product mod p as one
- *     byte, and a pass here reconstructs (reading n bytes an output);
- *     "oz2" runs all moduli of a 128 x 128 tile in one CTA and
- *     reconstructs in the epilogue (fp64 D, nothing else leaves the SM);
- *     "oz2-unfused" stores int32 products (GEMMul8's structure).
+ *     byte, and a pass here reconstructs (reading n bytes an output, exact
+ *     integer arithmetic: ozaki.h); "oz2-unfused" stores int32 products
+ *     (GEMMul8's structure) for the same reconstruction.
  */
 #include <cublasLt.h>
 #include <cuda.h>
@@ -87,9 +86,9 @@ struct ModConsts {
 struct ReconConsts {
     int n;
     int ebias;
-    double pscale, pscale_lo;
-    uint64_t gi[GEMMK_OZ_MAX];
-    uint32_t gf[GEMMK_OZ_MAX];
+    double pinv;
+    uint32_t pw[GEMMK_OZ_NW];
+    uint32_t w[GEMMK_OZ_MAX][GEMMK_OZ_NW];
 };
 
 /* x 2^k for any k, exact when the result is normal */
@@ -314,20 +313,35 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-__device__ __forceinline__ double finish(uint64_t z, const ReconConsts &rc,
-                                         int rs_i, int rs_j, double alpha,
-                                         double beta, const double *c)
+__device__ __forceinline__ double finish(const uint64_t *sum,
+                                         const ReconConsts &rc, int rs_i,
+                                         int rs_j, double alpha, double beta,
+                                         const double *c)
 {
     double x =
-        gemmk_oz_result(z, rc.pscale, rc.pscale_lo, rs_i, rs_j, rc.ebias) *
-        alpha;
+        gemmk_oz_result(sum, rc.pw, rc.pinv, rs_i, rs_j, rc.ebias) * alpha;
     if (beta != 0.0)
         x = fma(beta, *c, x);
     return x;
 }
 
-/* D from residue bytes R[l][i][j] (values in [0, p)), 16 columns a
- * thread. */
+/* Outputs a thread of a reconstruction pass holds: GEMMK_OZ_NW 64-bit
+ * columns each. */
+constexpr int kReconCols = 8;
+
+/* The sums of kReconCols outputs from one modulus' residues, packed as
+ * bytes in v (output j in byte j). */
+__device__ __forceinline__ void
+sadd_bytes(uint64_t (&sum)[kReconCols][GEMMK_OZ_NW], uint2 v, const uint32_t *w)
+{
+#pragma unroll
+    for (int j = 0; j < kReconCols; j++)
+        gemmk_oz_sadd(sum[j], ((j < 4 ? v.x : v.y) >> (8 * (j & 3))) & 0xffu,
+                      w);
+}
+
+/* D from residue bytes R[l][i][j] (values in [0, p)), kReconCols columns
+ * a thread. */
 __global__ void __launch_bounds__(256) oz_recon_bytes_kernel(
     const uint8_t *__restrict__ R, long long ldr, long long plane,
     const __grid_constant__ ReconConsts rc, const int *__restrict__ ea,
@@ -336,37 +350,30 @@ __global__ void __launch_bounds__(256) oz_recon_bytes_kernel(
 {
     const long long i = blockIdx.y;
     const long long j0 =
-        ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 16;
+        ((long long)blockIdx.x * blockDim.x + threadIdx.x) * kReconCols;
     if (j0 >= n)
         return;
-    uint64_t z[16];
-#pragma unroll
-    for (int j = 0; j < 16; j++)
-        z[j] = 0;
-    for (int l = 0; l < rc.n; l++) {
-        const uint4 v = *reinterpret_cast<const uint4 *>(
-            R + (long long)l * plane + i * ldr + j0);
-        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int j = 0; j < 16; j++)
-            z[j] = gemmk_oz_zadd(
-                z[j], (int32_t)((w[j >> 2] >> (8 * (j & 3))) & 0xffu), rc.gi[l],
-                rc.gf[l]);
-    }
+    uint64_t sum[kReconCols][GEMMK_OZ_NW] = {};
+    for (int l = 0; l < rc.n; l++)
+        sadd_bytes(sum,
+                   *reinterpret_cast<const uint2 *>(R + (long long)l * plane +
+                                                    i * ldr + j0),
+                   rc.w[l]);
     const int ei = ea[i];
 #pragma unroll
-    for (int j = 0; j < 16; j++) {
+    for (int j = 0; j < kReconCols; j++) {
         const long long col = j0 + j;
         if (col < n)
-            d[i * ldd + col] = finish(z[j], rc, ei, eb[col], alpha, beta,
+            d[i * ldd + col] = finish(sum[j], rc, ei, eb[col], alpha, beta,
                                       beta != 0.0 ? c + i * ldc + col : c);
     }
 }
 
 /* D from residue bytes in the ping-pong kernel's fragment order
- * (s8_pp_store, gemm_s8.cuh): block (tile, 8 groups of half x q), thread
- * tid reads the 16 bytes the GEMM's thread tid wrote for every modulus. */
-__global__ void __launch_bounds__(128)
+ * (s8_pp_store, gemm_s8.cuh): block (tile, 8 groups of half x q); the
+ * GEMM's thread g wrote 16 bytes per modulus, read here by threads 2g and
+ * 2g + 1 (8 each). */
+__global__ void __launch_bounds__(256)
     oz_recon_frag_kernel(const uint8_t *__restrict__ R, long long plane,
                          int num_n, const __grid_constant__ ReconConsts rc,
                          const int *__restrict__ ea, const int *__restrict__ eb,
@@ -376,37 +383,34 @@ __global__ void __launch_bounds__(128)
 {
     const long long t = blockIdx.x;
     const int half = blockIdx.y >> 2, q = blockIdx.y & 3;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const long long base = t * (128 * 128) + 8192 * half + 2048 * q + 16 * tid;
-    uint64_t z[16];
-#pragma unroll
-    for (int j = 0; j < 16; j++)
-        z[j] = 0;
-    for (int l = 0; l < rc.n; l++) {
-        const uint4 v =
-            *reinterpret_cast<const uint4 *>(R + (long long)l * plane + base);
-        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int j = 0; j < 16; j++)
-            z[j] = gemmk_oz_zadd(
-                z[j], (int32_t)((w[j >> 2] >> (8 * (j & 3))) & 0xffu), rc.gi[l],
-                rc.gf[l]);
-    }
+    const int g = threadIdx.x >> 1, part = threadIdx.x & 1;
+    const int warp = g >> 5, lane = g & 31;
+    const long long base =
+        t * (128 * 128) + 8192 * half + 2048 * q + 16 * g + kReconCols * part;
+    uint64_t sum[kReconCols][GEMMK_OZ_NW] = {};
+    for (int l = 0; l < rc.n; l++)
+        sadd_bytes(
+            sum,
+            *reinterpret_cast<const uint2 *>(R + (long long)l * plane + base),
+            rc.w[l]);
     const long long mt = t / num_n, nt = t % num_n;
 #pragma unroll
-    for (int j = 0; j < 16; j++) {
-        const int i = 16 * q + j; /* accumulator index: 4 jj + 2 h + e */
+    for (int j = 0; j < kReconCols; j++) {
+        /* accumulator index: 4 jj + 2 h + e */
+        const int i = 16 * q + kReconCols * part + j;
         const long long row =
             mt * 128 + 64 * half + 16 * warp + (lane >> 2) + 8 * ((i >> 1) & 1);
         const long long col =
             nt * 128 + 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
         if (row < m && col < n)
-            d[row * ldd + col] = finish(z[j], rc, ea[row], eb[col], alpha, beta,
-                                        beta != 0.0 ? c + row * ldc + col : c);
+            d[row * ldd + col] =
+                finish(sum[j], rc, ea[row], eb[col], alpha, beta,
+                       beta != 0.0 ? c + row * ldc + col : c);
     }
 }
 
-/* D from int32 products W[l][i][j] (pitch ldw), 4 columns a thread. */
+/* D from int32 products W[l][i][j] (pitch ldw, values in [0, p)), 4
+ * columns a thread. */
 __global__ void __launch_bounds__(256)
     oz_recon_i32_kernel(const int32_t *__restrict__ W, long long ldw,
                         long long plane, const __grid_constant__ ReconConsts rc,
@@ -419,21 +423,21 @@ __global__ void __launch_bounds__(256)
     const long long j0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 4;
     if (j0 >= n)
         return;
-    uint64_t z[4] = {0, 0, 0, 0};
+    uint64_t sum[4][GEMMK_OZ_NW] = {};
     for (int l = 0; l < rc.n; l++) {
         const int4 v = *reinterpret_cast<const int4 *>(
             W + (long long)l * plane + i * ldw + j0);
-        z[0] = gemmk_oz_zadd(z[0], v.x, rc.gi[l], rc.gf[l]);
-        z[1] = gemmk_oz_zadd(z[1], v.y, rc.gi[l], rc.gf[l]);
-        z[2] = gemmk_oz_zadd(z[2], v.z, rc.gi[l], rc.gf[l]);
-        z[3] = gemmk_oz_zadd(z[3], v.w, rc.gi[l], rc.gf[l]);
+        gemmk_oz_sadd(sum[0], (uint32_t)v.x, rc.w[l]);
+        gemmk_oz_sadd(sum[1], (uint32_t)v.y, rc.w[l]);
+        gemmk_oz_sadd(sum[2], (uint32_t)v.z, rc.w[l]);
+        gemmk_oz_sadd(sum[3], (uint32_t)v.w, rc.w[l]);
     }
     const int ei = ea[i];
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         const long long col = j0 + j;
         if (col < n)
-            d[i * ldd + col] = finish(z[j], rc, ei, eb[col], alpha, beta,
+            d[i * ldd + col] = finish(sum[j], rc, ei, eb[col], alpha, beta,
                                       beta != 0.0 ? c + i * ldc + col : c);
     }
 }
@@ -606,27 +610,18 @@ gemm_error validate(const gemmk_problem_f64 *p)
     return GEMM_OK;
 }
 
-/*
- * Where the emulation pays: a cost model with the rates measured on the
- * H100 (docs/ozaki-notes.md): native DGEMM at 57
- * TFLOP/s; emulation = two passes over A and B plus the residues written
- * (16 (m + n) k + 15 (m + n) k bytes) and the reconstruction (15 bytes and
- * a double an output) at an effective 1.5 TB/s, 15 int8 products at 1.3
- * TOPS, 50 us of fixed cost (a synchronisation, ~20 launches). Emulate
- * when that is at least 5% faster.
- */
-bool worth_emulating(const gemmk_problem_f64 *p)
+/* A copy of ctx's fp64 cost model; false until one was set. */
+bool f64_rates(gemmk_ctx *ctx, gemmk_f64_rates *out)
 {
-    const double m = (double)p->m, n = (double)p->n, k = (double)p->k;
-    const double t_native = 2 * m * n * k / 57e12;
-    const double prep = (16 + 15) * (m + n) * k;
-    const double recon = (15 + 8 + (p->beta != 0.0 ? 8 : 0)) * m * n;
-    const double t_emul =
-        (prep + recon) / 1.5e12 + 15 * 2 * m * n * k / 1.3e15 + 50e-6;
-    return t_emul < 0.95 * t_native;
+    pthread_mutex_lock(&ctx->f64_mu);
+    const bool set = ctx->f64_rates_set != 0;
+    if (set)
+        *out = ctx->f64_rates;
+    pthread_mutex_unlock(&ctx->f64_mu);
+    return set;
 }
 
-enum Variant { V_FUSED, V_BYTES, V_UNFUSED, V_PREP };
+enum Variant { V_BYTES, V_UNFUSED, V_PREP };
 
 struct Operand {
     const double *x;
@@ -698,6 +693,46 @@ gemm_error split(const Operand &o, long long k, long long kp, const int *E,
 
 using namespace gemmk;
 
+extern "C" void gemmk_ctx_set_f64_rates(gemmk_ctx *ctx,
+                                        const gemmk_f64_rates *r)
+{
+    if (!ctx || !r)
+        return;
+    pthread_mutex_lock(&ctx->f64_mu);
+    ctx->f64_rates = *r;
+    ctx->f64_rates_set = 1;
+    pthread_mutex_unlock(&ctx->f64_mu);
+}
+
+extern "C" int gemmk_f64_emulation_pays(const gemmk_f64_rates *r, int64_t m,
+                                        int64_t n, int64_t k, int moduli,
+                                        int with_c)
+{
+    if (!r || r->native_flops <= 0 || r->emul_bandwidth <= 0 ||
+        r->int8_ops <= 0 || moduli < 1)
+        return 0;
+    const double fm = (double)m, fn = (double)n, fk = (double)k;
+    const double t_native = r->native_s + 2 * fm * fn * fk / r->native_flops;
+    auto up = [](int64_t x) { return (double)((x + 127) / 128 * 128); };
+    const double bytes = (16.0 + moduli) * (fm + fn) * fk +
+                         (2.0 * moduli + 8 + (with_c ? 8 : 0)) * fm * fn;
+    const double t_emul = r->emul_s + bytes / r->emul_bandwidth +
+                          moduli * 2 * up(m) * up(n) * up(k) / r->int8_ops;
+    return t_emul < 0.95 * t_native;
+}
+
+extern "C" int gemmk_f64_auto_emulates(gemmk_ctx *ctx, const gemmk_problem *p)
+{
+    if (!ctx || !p || p->ab_type != GEMM_FP64 || p->host_mapped)
+        return 0;
+    if (p->moduli != 0)
+        return 1;
+    gemmk_f64_rates r;
+    return f64_rates(ctx, &r) &&
+           gemmk_f64_emulation_pays(&r, p->m, p->n, p->k, r.moduli,
+                                    p->zbeta[0] != 0.0);
+}
+
 extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
                                      cudaStream_t stream, const char *kernel,
                                      gemmk_f64_result *res)
@@ -727,9 +762,6 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         switch (r->variant) {
         case F64_NATIVE:
             want_native = true;
-            break;
-        case F64_FUSED:
-            var = V_FUSED;
             break;
         case F64_UNFUSED:
             var = V_UNFUSED;
@@ -762,9 +794,18 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         return run_native(named ? "named" : "asked");
     if (!isfinite(p->alpha) || !isfinite(p->beta))
         return run_native("alpha or beta not finite");
-    if (p->method == GEMMK_F64_AUTO && !named && p->moduli == 0 &&
-        !worth_emulating(p))
-        return run_native("faster natively at this size");
+    /* auto: the cost model decides, first with the moduli typical inputs
+     * need, then with the count these inputs need */
+    const bool by_model =
+        p->method == GEMMK_F64_AUTO && !named && p->moduli == 0;
+    gemmk_f64_rates rates;
+    if (by_model) {
+        if (!f64_rates(ctx, &rates))
+            return run_native("not calibrated (gemmk_f64_calibrate)");
+        if (!gemmk_f64_emulation_pays(&rates, p->m, p->n, p->k, rates.moduli,
+                                      p->beta != 0.0))
+            return run_native("faster natively at this size");
+    }
 
     const int sms = ctx_num_sms(ctx);
     const Operand oa = {p->a, p->lda, p->m, p->trans_a != 0};
@@ -813,6 +854,11 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         gemmk_oz_choose(&sa, &sbs, k, p->moduli, &nmod, &beta_a, &beta_b);
     if (why)
         return run_native(why);
+    if (by_model && nmod > rates.moduli &&
+        !gemmk_f64_emulation_pays(&rates, p->m, p->n, p->k, nmod,
+                                  p->beta != 0.0))
+        return run_native("faster natively with the moduli these inputs "
+                          "need");
     res->beta_a = beta_a;
     res->beta_b = beta_b;
 
@@ -831,9 +877,8 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
      * Measurement knobs: docs/ozaki-notes.md. */
     const bool tilewise =
         var == V_BYTES && ctx_knob(ctx, KNOB_OZ_BYTES_TILE) != 0;
-    const bool pp =
-        var != V_FUSED && !tilewise && ctx_knob(ctx, KNOB_OZ_PP) != 0;
-    const int bn = var == V_FUSED || pp ? 128 : 256;
+    const bool pp = !tilewise && ctx_knob(ctx, KNOB_OZ_PP) != 0;
+    const int bn = pp ? 128 : 256;
     S8Params sp;
     memset(&sp, 0, sizeof(sp));
     s8_tiles(sp, (int)p->m, (int)p->n, bn);
@@ -863,10 +908,9 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
     res->emulated = 1;
     res->moduli = nmod;
     res->reason = nullptr;
-    res->kernel = var == V_FUSED   ? "oz2"
-                  : var == V_BYTES ? "oz2-bytes"
-                  : var == V_PREP  ? "oz2-prep"
-                                   : "oz2-unfused";
+    res->kernel = var == V_BYTES  ? "oz2-bytes"
+                  : var == V_PREP ? "oz2-prep"
+                                  : "oz2-unfused";
     if (var == V_PREP)
         return GEMM_OK;
 
@@ -894,13 +938,9 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         return e;
     sp.nkb = (int)(kp / S8_BK);
     sp.kunit = ku;
-    if (var == V_FUSED && ctx_knob(ctx, KNOB_OZ_KCHUNK) > 0)
-        sp.kch = ctx_knob(ctx, KNOB_OZ_KCHUNK);
     sp.rows_a = (int)p->m;
     sp.rows_b = (int)p->n;
     for (int l = 0; l < nmod; l++) {
-        sp.gi[l] = set.mod[l].gi;
-        sp.gf[l] = set.mod[l].gf;
         sp.p[l] = set.mod[l].p;
         sp.magic[l] = set.mod[l].magic;
         /* a multiple of p with |acc| <= 2^29 + 2^9 -> [0, 2^31) */
@@ -911,28 +951,11 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
     memset(&rc, 0, sizeof(rc));
     rc.n = nmod;
     rc.ebias = -(beta_a + beta_b);
-    rc.pscale = set.pscale;
-    rc.pscale_lo = set.pscale_lo;
-    for (int l = 0; l < nmod; l++) {
-        rc.gi[l] = set.mod[l].gi;
-        rc.gf[l] = set.mod[l].gf;
-    }
+    rc.pinv = set.pinv;
+    memcpy(rc.pw, set.pw, sizeof(rc.pw));
+    for (int l = 0; l < nmod; l++)
+        memcpy(rc.w[l], set.mod[l].w, sizeof(rc.w[l]));
     const int grid = sp.units < sms ? sp.units : sms;
-    if (var == V_FUSED) {
-        sp.nmod = nmod;
-        sp.fd = p->d;
-        sp.fc = p->beta != 0.0 ? p->c : nullptr;
-        sp.fldd = p->ldd;
-        sp.fldc = p->ldc;
-        sp.falpha = p->alpha;
-        sp.fbeta = p->beta;
-        sp.ea = ea;
-        sp.eb = eb;
-        sp.ebias = rc.ebias;
-        sp.pscale = set.pscale;
-        sp.pscale_lo = set.pscale_lo;
-        return cuerr(launch_s8(128, 1, ta, tb, sp, grid, stream));
-    }
     dim3 rgrid;
     if (var == V_BYTES) {
         sp.r = pl;
@@ -953,14 +976,15 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         if (ce != cudaSuccess)
             return cuerr(ce);
         if (pp) { /* fragment-ordered planes */
-            oz_recon_frag_kernel<<<dim3((unsigned)sp.units, 8), 128, 0,
+            oz_recon_frag_kernel<<<dim3((unsigned)sp.units, 8), 256, 0,
                                    stream>>>(pl, rplane, sp.num_n, rc, ea, eb,
                                              p->alpha, p->beta, p->c, p->ldc,
                                              p->d, p->ldd, p->m, p->n);
             return cuerr(cudaGetLastError());
         }
-        rgrid = dim3((unsigned)((p->n + 16 * 256 - 1) / (16 * 256)),
-                     (unsigned)p->m);
+        rgrid =
+            dim3((unsigned)((p->n + kReconCols * 256 - 1) / (kReconCols * 256)),
+                 (unsigned)p->m);
         oz_recon_bytes_kernel<<<rgrid, 256, 0, stream>>>(
             pl, ldr, rplane, rc, ea, eb, p->alpha, p->beta, p->c, p->ldc, p->d,
             p->ldd, p->m, p->n);

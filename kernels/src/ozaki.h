@@ -12,16 +12,16 @@
  * exactly on the fp32 pipe) with int32 accumulation. The Chinese remainder
  * theorem gives X back when |X| < P/2, P = prod p_l; then C = X 2^(-s_i - t_j).
  *
- * Reconstruction without big integers: with c_l = (P/p_l)^-1 mod p_l,
- * X / P = sum_l c_l acc_l / p_l (mod 1) for any integers acc_l = X mod
- * p_l (the int32 accumulators, unreduced). So the fraction Z = X / P mod 1
- * is a sum of acc_l * G_l in 64-bit fixed point, G_l = 2^64 c_l / p_l
- * (gemmk_oz_zadd: uint64 arithmetic wraps exactly mod 1), and X =
- * P * centred(Z) (gemmk_oz_value). The fixed point costs at most 1.5 units
- * of 2^-64 per modulus, i.e. |X error| <= 1.5 n P 2^-64: with
- * 2^(beta_a + beta_b) ~ P/2 that is ~3n 2^-64 of |a_i| |b_j| (2-norms),
- * far under the rounding of the inputs (~2^-beta). Z is linear in the
- * accumulators, so partial sums over k (flushes, splits) simply add.
+ * Reconstruction in exact integer arithmetic: with c_l = (P/p_l)^-1 mod
+ * p_l and W_l = c_l P / p_l (an integer below P), S = sum_l r_l W_l is X
+ * modulo P for residues r_l = X mod p_l in [0, p_l). S is summed in five
+ * 64-bit columns of 32-bit limbs (gemmk_oz_sadd: one 32 x 32 -> 64-bit
+ * multiply-add per modulus and limb, no carries until the end), reduced
+ * to X = S - round(S / P) P in (-P/2, P/2) and converted to a double
+ * once, rounded to nearest (gemmk_oz_value). So X is exact, the result is
+ * X correctly rounded, and where the exact product of the scaled inputs
+ * is representable (integer inputs of modest size, sparse 0/1 matrices,
+ * small integers times powers of two) the result is exact.
  *
  * Scaling (gemmk_oz_choose, gemmk_oz_rowscale): row i of A is multiplied
  * by mu_i 2^(beta_a - E_i), mu_i = j_i / 8 in [1, 2), so that its 2-norm
@@ -55,6 +55,7 @@
 #define GEMMK_OZ_FLUSH_KB 512
 
 #define GEMMK_OZ_NL 7 /* 13-bit limbs of a scaled integer (< 2^91) */
+#define GEMMK_OZ_NW 5 /* 32-bit limbs of P and W_l (P < 2^160) */
 
 /* Stats flags (gemmk_oz_stats.flags, per row in the stats pass). */
 #define GEMMK_OZ_NONFINITE 1u /* an inf or NaN */
@@ -70,23 +71,21 @@
 
 /* One modulus' constants (computed on the host, read by the kernels). */
 typedef struct gemmk_oz_mod {
-    uint32_t p;            /* the modulus */
-    uint32_t magic;        /* ceil(2^39 / p): v / p == (v * magic) >> 39 */
-    int32_t hmax;          /* symmetric residues lie in [hmax - p + 1, hmax] */
-    uint32_t gf;           /* floor(2^32 frac(2^64 c / p)) */
-    uint64_t gi;           /* floor(2^64 c / p), c = (P/p)^-1 mod p */
-    float fp, finv;        /* p and 1/p (rounded) as floats */
-    float fc[GEMMK_OZ_NL]; /* 2^(13 j) mod p, symmetric, as floats */
-    float pad;
+    uint32_t p;     /* the modulus */
+    uint32_t magic; /* ceil(2^39 / p): v / p == (v * magic) >> 39 */
+    int32_t hmax;   /* symmetric residues lie in [hmax - p + 1, hmax] */
+    uint32_t w[GEMMK_OZ_NW]; /* W = c P / p, c = (P/p)^-1 mod p: limbs */
+    float fp, finv;          /* p and 1/p (rounded) as floats */
+    float fc[GEMMK_OZ_NL];   /* 2^(13 j) mod p, symmetric, as floats */
 } gemmk_oz_mod;
 
 /* A set of n moduli. */
 typedef struct gemmk_oz_set {
     int n;
     int pad;
-    double log2p;     /* log2 P */
-    double pscale;    /* P / 2^64, rounded to nearest */
-    double pscale_lo; /* P / 2^64 - pscale (to ~2^-64 relative) */
+    double log2p;             /* log2 P */
+    double pinv;              /* 1 / P, rounded */
+    uint32_t pw[GEMMK_OZ_NW]; /* P: 32-bit limbs, least significant first */
     gemmk_oz_mod mod[GEMMK_OZ_MAX];
 } gemmk_oz_set;
 
@@ -231,35 +230,91 @@ GEMMK_OZ_HD uint32_t gemmk_oz_fresidue_byte(const float *f, int nl,
 
 /* --- reconstruction (GPU GEMM epilogue) ---------------------------------- */
 
-/* z + acc * G (mod 2^64): acc is an int32 accumulator of the modulus. */
-GEMMK_OZ_HD uint64_t gemmk_oz_zadd(uint64_t z, int32_t acc, uint64_t gi,
-                                   uint32_t gf)
+/* s += r W_l: one column per 32-bit limb of W_l (r < 2^8: 20 terms stay
+ * far below 2^64 a column). */
+GEMMK_OZ_HD void gemmk_oz_sadd(uint64_t *s, uint32_t r, const uint32_t *w)
 {
-    const uint64_t whole = (uint64_t)(int64_t)acc * gi;
-    const int64_t frac = ((int64_t)acc * (int64_t)gf) >> 32; /* floor */
-    return z + whole + (uint64_t)frac;
+    for (int i = 0; i < GEMMK_OZ_NW; i++)
+        s[i] += (uint64_t)r * w[i];
 }
 
-/* X 2^e, X = P * centred(z / 2^64): the reconstructed product scaled back
- * (e = -(s_i + t_j)); P / 2^64 = ph + pl. The high 32 bits of z times ph
- * and the rest are summed with fmas, so the result is rounded about once
- * (the products a single DGEMM multiply would round once too). */
-GEMMK_OZ_HD double gemmk_oz_value(uint64_t z, double ph, double pl, int e)
+GEMMK_OZ_HD int gemmk_oz_clz64(uint64_t x)
 {
-    const int64_t zs = (int64_t)z;
-    const double hi = (double)(zs & ~(int64_t)0xffffffff); /* exact */
-    const double lo = (double)(uint32_t)z;                 /* exact */
-    const double x = fma(hi, ph, fma(hi, pl, lo * ph));
-    return scalbn(x, e);
+#ifdef __CUDA_ARCH__
+    return __clzll((long long)x);
+#else
+    return __builtin_clzll(x);
+#endif
+}
+
+/* The magnitude u (GEMMK_OZ_NW limbs) times 2^e as a double, rounded to
+ * nearest once: its top 64 bits with a sticky bit for the rest, which a
+ * 64-bit conversion then rounds correctly. */
+GEMMK_OZ_HD double gemmk_oz_limbs_double(const uint32_t *u, int e)
+{
+    int t = GEMMK_OZ_NW - 1;
+    while (t > 1 && u[t] == 0)
+        t--;
+    if (t == 1)
+        return scalbn((double)(((uint64_t)u[1] << 32) | u[0]), e);
+    const uint64_t hi = ((uint64_t)u[t] << 32) | u[t - 1];
+    const int lz = gemmk_oz_clz64(hi); /* < 32: u[t] != 0 */
+    const uint32_t lo = u[t - 2];
+    uint64_t top = hi << lz;
+    uint32_t below = lo;
+    if (lz) {
+        top |= (uint64_t)lo >> (32 - lz);
+        below = lo << lz;
+    }
+    for (int i = 0; i < t - 2; i++)
+        below |= u[i];
+    return scalbn((double)(top | (below != 0)), 32 * (t - 1) - lz + e);
+}
+
+/* X 2^e, X = S centred modulo P (|X| < P / 2): q = round(S / P) from S
+ * as a double (off by far less than the margin P / 2 - |X| leaves), then
+ * S - q P in two's complement, its magnitude converted once. */
+GEMMK_OZ_HD double gemmk_oz_value(const uint64_t *s, const uint32_t *pw,
+                                  double pinv, int e)
+{
+    uint32_t u[GEMMK_OZ_NW + 1];
+    uint64_t c = 0;
+    for (int i = 0; i < GEMMK_OZ_NW; i++) {
+        c += s[i];
+        u[i] = (uint32_t)c;
+        c >>= 32;
+    }
+    u[GEMMK_OZ_NW] = (uint32_t)c;
+    double sd = 0; /* S, to 2^-52 */
+    for (int i = GEMMK_OZ_NW; i >= 0; i--)
+        sd = fma(sd, 4294967296.0, (double)u[i]);
+    const int64_t q = (int64_t)rint(sd * pinv);
+    int64_t borrow = 0;
+    for (int i = 0; i < GEMMK_OZ_NW; i++) {
+        const int64_t t = (int64_t)u[i] - q * (int64_t)pw[i] + borrow;
+        u[i] = (uint32_t)t;
+        borrow = (t - (int64_t)(uint32_t)t) / 4294967296LL; /* floor */
+    }
+    const int neg = (int64_t)u[GEMMK_OZ_NW] + borrow < 0;
+    if (neg) { /* two's complement negation of the low limbs */
+        uint64_t cc = 1;
+        for (int i = 0; i < GEMMK_OZ_NW; i++) {
+            cc += (uint32_t)~u[i];
+            u[i] = (uint32_t)cc;
+            cc >>= 32;
+        }
+    }
+    const double x = gemmk_oz_limbs_double(u, e);
+    return neg ? -x : x;
 }
 
 /* The product back in the inputs' units from the packed row and column
  * scales: X 2^(E_i + E_j - beta_a - beta_b) / (mu_i mu_j); the division
- * by j_i j_j / 64 rounds once more. */
-GEMMK_OZ_HD double gemmk_oz_result(uint64_t z, double ph, double pl, int rs_i,
-                                   int rs_j, int ebias)
+ * by j_i j_j / 64 rounds once more (exact when the quotient is a double). */
+GEMMK_OZ_HD double gemmk_oz_result(const uint64_t *s, const uint32_t *pw,
+                                   double pinv, int rs_i, int rs_j, int ebias)
 {
-    const double x = gemmk_oz_value(z, ph, pl,
+    const double x = gemmk_oz_value(s, pw, pinv,
                                     gemmk_oz_rowscale_E(rs_i) +
                                         gemmk_oz_rowscale_E(rs_j) + ebias + 6);
     return x / (double)(gemmk_oz_rowscale_j(rs_i) * gemmk_oz_rowscale_j(rs_j));
@@ -268,8 +323,6 @@ GEMMK_OZ_HD double gemmk_oz_result(uint64_t z, double ph, double pl, int rs_i,
 /* --- host: constants and the choice of moduli ---------------------------- */
 /* (host functions: nvcc's device pass parses host code too, so these stay
  * visible to it) */
-
-__extension__ typedef unsigned __int128 gemmk_oz_u128;
 
 /* Fills s for the first n moduli (1..GEMMK_OZ_MAX). Returns 0, or -1 for
  * a bad n. */
@@ -293,34 +346,12 @@ GEMMK_OZ_H int gemmk_oz_set_init(gemmk_oz_set *s, int n)
         l2 += log2((double)mods[i]);
     }
     s->log2p = l2;
-    /* P / 2^64 rounded to nearest: the top 64 bits with a sticky bit for
-     * what lies below them, converted once */
-    int bits = 0; /* bit length of P */
-    for (int w = 5; w >= 0 && !bits; w--)
-        if (big[w]) {
-            int b = 31;
-            while (!((big[w] >> b) & 1))
-                b--;
-            bits = 32 * w + b + 1;
-        }
+    memcpy(s->pw, big, sizeof(s->pw)); /* big[5] == 0: P < 2^156 */
     {
-        uint64_t top = 0;
-        int sticky = 0;
-        for (int i = bits - 1; i >= 0; i--) {
-            int bit = (big[i / 32] >> (i % 32)) & 1;
-            if (i >= bits - 64)
-                top = (top << 1) | (uint64_t)bit;
-            else if (bit)
-                sticky = 1;
-        }
-        int shift = bits > 64 ? bits - 64 : 0;
-        s->pscale = ldexp((double)(top | (uint64_t)sticky), shift - 64);
-        /* the rest: P - pscale 2^64 from the limbs, in long double
-         * (exact to 64 bits: plenty for a correction term) */
         long double pl = 0;
         for (int w = 5; w >= 0; w--)
             pl = pl * 4294967296.0L + (long double)big[w];
-        s->pscale_lo = (double)(ldexpl(pl, -64) - (long double)s->pscale);
+        s->pinv = (double)(1.0L / pl);
     }
     for (int i = 0; i < n; i++) {
         const uint32_t p = (uint32_t)mods[i];
@@ -348,10 +379,20 @@ GEMMK_OZ_H int gemmk_oz_set_init(gemmk_oz_set *s, int n)
                 c = x;
         if (c == 0)
             return -1; /* not coprime: cannot happen for GEMMK_OZ_MODULI */
-        const gemmk_oz_u128 num = (gemmk_oz_u128)c << 64;
-        const uint64_t r = (uint64_t)(num % p);
-        m->gi = (uint64_t)(num / p);
-        m->gf = (uint32_t)((r << 32) / p);
+        /* W = c (P / p): P / p by long division, then times c < p */
+        uint32_t quo[6];
+        uint64_t rem = 0;
+        for (int w = 5; w >= 0; w--) {
+            const uint64_t cur = (rem << 32) | big[w];
+            quo[w] = (uint32_t)(cur / p);
+            rem = cur % p;
+        }
+        uint64_t carry = 0;
+        for (int w = 0; w < GEMMK_OZ_NW; w++) {
+            const uint64_t x = (uint64_t)quo[w] * c + carry;
+            m->w[w] = (uint32_t)x;
+            carry = x >> 32;
+        }
     }
     return 0;
 }

@@ -1,9 +1,10 @@
 /*
  * wide.cu: the wide types (fp64, complex64, complex128) through
- * gemmk_gemm: cuBLAS DGEMM, CGEMM and ZGEMM ("auto" and "cublas", with
- * conjugate transposes), and the fp64 kernels of gemmk_gemm_f64 by name
- * (the Ozaki-II emulations and cuBLASLt DGEMM). D is updated in place:
- * C, when it is not D already, is first copied into D.
+ * gemmk_gemm: cuBLAS DGEMM, CGEMM and ZGEMM ("cublas", and "auto" for
+ * the complex types, with conjugate transposes), and fp64 through
+ * gemmk_gemm_f64 ("auto": DGEMM or the Ozaki-II emulation by the
+ * calibrated cost model; the emulations and cuBLASLt DGEMM by name). D is
+ * updated in place: C, when it is not D already, is first copied into D.
  *
  * Row-major D = op(A) op(B) is the column-major D^T = op(B)^T op(A)^T: B
  * goes first and m, n swap; a row-major X seen column-major is X^T, so the
@@ -184,10 +185,12 @@ gemm_error run_f64(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s,
     q.ldd = p->ldd;
     q.alpha = p->zalpha[0];
     q.beta = usec ? p->zbeta[0] : 0.0;
+    q.moduli = p->moduli;
     q.method = GEMMK_F64_AUTO;
     gemmk_f64_result r = {};
     gemm_error e = gemmk_gemm_f64(ctx, &q, s, row.d.name, &r);
     res->kernel = r.kernel ? r.kernel : row.d.name;
+    res->moduli = r.moduli;
     if (e != GEMM_OK)
         ctx_say(ctx, "fp64 kernel %s failed", res->kernel);
     return e;

@@ -2,16 +2,18 @@
  * ozaki_test.c: the Ozaki-II arithmetic of kernels/src/ozaki.h (the code
  * the GPU kernels run) against exact 128-bit integer arithmetic: the
  * moduli and their CRT constants, the magic-number division, scaling a
- * double to an integer, residues (exact on the fp32 pipe), the fixed-point
- * reconstruction of
- * products from int32 accumulators, the bit budget, the choice of moduli
- * and fallbacks, and a whole small GEMM emulated on the host against a
- * long double reference. Runs on any CPU (CI).
+ * double to an integer, residues (exact on the fp32 pipe), the exact
+ * reconstruction of products from their residues, the bit budget, the
+ * choice of moduli and fallbacks, and whole small GEMMs emulated on the
+ * host: random ones against a long double reference, integer ones (and
+ * small integers times powers of two, sparse 0/1) exactly. Runs on any
+ * CPU (CI).
  */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ozaki.h"
 
@@ -114,20 +116,14 @@ Test(ozaki, crt_constants_exact)
             uint32_t p = m->p;
             l2 += log2((double)p);
             pl *= p;
-            /* c * (P / p) == 1 (mod p), c = G p / 2^64 recovered from gi */
-            u128 num = ((u128)m->gi * p);             /* 2^64 c - r */
-            uint64_t c = (uint64_t)((num + p) >> 64); /* r < p */
-            uint32_t q = 1 % p;
-            for (int j = 0; j < n; j++)
-                if (j != i)
-                    q = (q * s.mod[j].p) % p;
-            cr_assert_eq((c * q) % p, 1 % p, "n %d modulus %u: c %llu", n, p,
-                         (unsigned long long)c);
-            /* gi, gf: floor(2^64 c / p) and its next 32 bits */
-            u128 exact = (u128)c << 64;
-            cr_assert_eq(m->gi, (uint64_t)(exact / p));
-            uint64_t r = (uint64_t)(exact % p);
-            cr_assert_eq(m->gf, (uint32_t)((r << 32) / p));
+            /* W_l = c_l P / p_l: 1 modulo p_l, 0 modulo the others */
+            for (int j = 0; j < n; j++) {
+                uint32_t pj = s.mod[j].p, r = 0;
+                for (int w = GEMMK_OZ_NW - 1; w >= 0; w--)
+                    r = (uint32_t)((((uint64_t)r << 32) | m->w[w]) % pj);
+                cr_assert_eq(r, j == i ? 1 % pj : 0, "n %d W_%d mod %u: %u", n,
+                             i, pj, r);
+            }
             for (int j = 0; j < GEMMK_OZ_NL; j++) {
                 i128 want = mod_sym((i128)1 << (13 * j), (int)p);
                 cr_assert_eq((i128)m->fc[j], want, "2^%d mod %u", 13 * j, p);
@@ -135,14 +131,18 @@ Test(ozaki, crt_constants_exact)
             cr_assert_eq(m->fp, (float)p);
         }
         cr_assert_float_eq(s.log2p, l2, 1e-12);
-        /* pscale = P / 2^64 to double precision (long double P is exact
-         * to 64 bits, more than enough to check a 53-bit rounding), and
-         * pscale + pscale_lo closer still */
-        long double want = ldexpl(pl, -64);
-        cr_assert_leq(fabsl((long double)s.pscale - want) / want, 0x1p-53L,
-                      "n %d pscale %a", n, s.pscale);
-        long double two = (long double)s.pscale + (long double)s.pscale_lo;
-        cr_assert_leq(fabsl(two - want) / want, 0x1p-62L, "n %d", n);
+        /* pw = P, pinv = 1 / P to double precision; W_l < P */
+        long double pw = 0;
+        for (int w = GEMMK_OZ_NW - 1; w >= 0; w--)
+            pw = pw * 4294967296.0L + s.pw[w];
+        cr_assert_leq(fabsl(pw - pl) / pl, 0x1p-60L, "n %d P", n);
+        cr_assert_leq(fabsl((long double)s.pinv * pl - 1), 0x1p-52L, "n %d", n);
+        for (int i = 0; i < n; i++) {
+            long double w = 0;
+            for (int k = GEMMK_OZ_NW - 1; k >= 0; k--)
+                w = w * 4294967296.0L + s.mod[i].w[k];
+            cr_assert_lt(w, pl, "n %d W_%d >= P", n, i);
+        }
     }
 }
 
@@ -254,34 +254,31 @@ Test(ozaki, fp32_residue_worst_cases)
     }
 }
 
-/* Z from the residues of an exact X, via int32 accumulators that carry
- * arbitrary multiples of p (as the GEMM's unreduced sums do). */
-static uint64_t z_of(i128 x, const gemmk_oz_set *s)
+/* S = sum_l (X mod p_l) W_l for an exact X. */
+static void s_of(i128 x, const gemmk_oz_set *s, uint64_t *sum)
 {
-    uint64_t z = 0;
+    memset(sum, 0, GEMMK_OZ_NW * sizeof(*sum));
     for (int i = 0; i < s->n; i++) {
         int p = (int)s->mod[i].p;
-        int64_t r = (int64_t)(x % p); /* in (-p, p) */
-        int64_t mult = (int64_t)(rnd64() % 4000000) - 2000000;
-        int64_t acc = r + mult * p;
-        if (acc > INT32_MAX || acc < INT32_MIN)
-            acc = r;
-        z = gemmk_oz_zadd(z, (int32_t)acc, s->mod[i].gi, s->mod[i].gf);
+        i128 r = x % p;
+        if (r < 0)
+            r += p;
+        gemmk_oz_sadd(sum, (uint32_t)r, s->mod[i].w);
     }
-    return z;
 }
 
+/* X back from its residues, correctly rounded to a double (GCC's
+ * __int128 conversion rounds to nearest), for every magnitude below P/2
+ * and the moduli counts whose P fits an i128. */
 Test(ozaki, crt_reconstruction)
 {
-    for (int n = 2; n <= 15; n++) { /* P < 2^126 fits i128 */
+    for (int n = 2; n <= 16; n++) { /* P < 2^126 */
         gemmk_oz_set s;
         gemmk_oz_set_init(&s, n);
         i128 P = 1;
         for (int i = 0; i < n; i++)
             P *= s.mod[i].p;
-        long double bound = (1.5L * n + 1) * ldexpl((long double)P, -64);
         for (int t = 0; t < 20000; t++) {
-            /* |X| < P / 2, of every magnitude */
             i128 x = (i128)(((u128)rnd64() << 64) | rnd64());
             int sh = (int)(rnd64() % 128);
             x >>= sh;
@@ -289,34 +286,51 @@ Test(ozaki, crt_reconstruction)
              * test up to P/2 (1 - 2^-10) */
             i128 lim = P / 2 - P / 1024;
             x %= lim;
-            if (t < 4)
-                x = t == 0 ? 0 : t == 1 ? lim - 1 : t == 2 ? -(lim - 1) : 1;
-            uint64_t z = z_of(x, &s);
-            long double got =
-                (long double)gemmk_oz_value(z, s.pscale, s.pscale_lo, 0);
-            long double want = (long double)x;
-            long double err = fabsl(got - want);
-            long double tol = bound + fabsl(want) * 0x1.0p-51L;
-            cr_assert_leq(err, tol, "n %d x %.20Lg got %.20Lg err %Lg tol %Lg",
-                          n, want, got, err, tol);
+            if (t < 5)
+                x = t == 0   ? 0
+                    : t == 1 ? lim - 1
+                    : t == 2 ? -(lim - 1)
+                    : t == 3 ? 1
+                             : -1;
+            uint64_t sum[GEMMK_OZ_NW];
+            s_of(x, &s, sum);
+            double got = gemmk_oz_value(sum, s.pw, s.pinv, 0);
+            cr_assert_eq(got, (double)x, "n %d x %.20Lg got %.20g", n,
+                         (long double)x, got);
+            /* and scaled by a power of two exactly */
+            cr_assert_eq(gemmk_oz_value(sum, s.pw, s.pinv, -70),
+                         ldexp((double)x, -70));
         }
     }
 }
 
-Test(ozaki, zadd_is_linear)
+/* The largest counts (P up to 2^156): integers of a few significant bits
+ * at every magnitude come back exact. */
+Test(ozaki, crt_exact_large_moduli_counts)
 {
-    /* partial sums over k (flushes, splits) add: z(a) + z(b) ~ z(a + b) */
-    gemmk_oz_set s;
-    gemmk_oz_set_init(&s, 14);
-    for (int t = 0; t < 10000; t++) {
-        int i = t % 14;
-        int32_t a = (int32_t)(rnd64() >> 34) - (1 << 29);
-        int32_t b = (int32_t)(rnd64() >> 34) - (1 << 29);
-        uint64_t za = gemmk_oz_zadd(0, a, s.mod[i].gi, s.mod[i].gf);
-        uint64_t zb = gemmk_oz_zadd(za, b, s.mod[i].gi, s.mod[i].gf);
-        uint64_t zab = gemmk_oz_zadd(0, a + b, s.mod[i].gi, s.mod[i].gf);
-        int64_t d = (int64_t)(zb - zab);
-        cr_assert(d >= -2 && d <= 2, "drift %lld", (long long)d);
+    for (int n = 17; n <= GEMMK_OZ_MAX; n++) {
+        gemmk_oz_set s;
+        gemmk_oz_set_init(&s, n);
+        for (int t = 0; t < 20000; t++) {
+            /* x = m 2^e, |m| < 2^40, |x| < 2^(log2 P - 2) */
+            int64_t m = (int64_t)(rnd64() >> 24) - (1ll << 39);
+            int e = (int)(rnd64() % (unsigned)(s.log2p - 42));
+            uint64_t sum[GEMMK_OZ_NW];
+            memset(sum, 0, sizeof(sum));
+            for (int i = 0; i < n; i++) {
+                const int64_t p = s.mod[i].p;
+                int64_t r = m % p, pw2 = 1 % p;
+                for (int b = 0; b < e; b++)
+                    pw2 = pw2 * 2 % p;
+                r = (r * pw2) % p;
+                if (r < 0)
+                    r += p;
+                gemmk_oz_sadd(sum, (uint32_t)r, s.mod[i].w);
+            }
+            cr_assert_eq(gemmk_oz_value(sum, s.pw, s.pinv, 0),
+                         ldexp((double)m, e), "n %d: %lld 2^%d", n,
+                         (long long)m, e);
+        }
     }
 }
 
@@ -375,88 +389,145 @@ Test(ozaki, choose_plans_and_fallbacks)
     cr_assert_not_null(gemmk_oz_choose(&a, &b, 64, 21, &n, &ba, &bb));
 }
 
-/* A whole GEMM on the host through the GPU's arithmetic: scale, residues,
- * int32 products per modulus, Z, value; against long double. */
-Test(ozaki, host_emulated_gemm)
+/*
+ * C = A B (M x K times K x N, row-major) on the host through the GPU's
+ * arithmetic: row and column scales from the exact 2-norms, the plan for
+ * operand spreads spread_a, spread_b, residues on the fp32 pipe, int32
+ * products per modulus, their residues summed into S and the value.
+ * Checks on the way that the CRT gave the exact integer product back,
+ * correctly rounded.
+ */
+static void host_gemm(int M, int N, int K, const double *A, const double *B,
+                      double spread_a, double spread_b, double *C)
 {
-    enum { M = 9, N = 7, K = 300 };
-    static double A[M][K], B[K][N];
-    for (int i = 0; i < M; i++)
-        for (int h = 0; h < K; h++)
-            A[i][h] = ldexp(rnd_unit(), (int)(rnd64() % 9) - 4);
-    for (int h = 0; h < K; h++)
-        for (int j = 0; j < N; j++)
-            B[h][j] = rnd_unit();
-    A[3][5] = 0; /* zeros, and a zero row */
-    for (int h = 0; h < K; h++)
-        A[6][h] = 0;
-    gemmk_oz_stats sa = {0, 1, 4.0}, sb = {0, 1, 2.0};
+    gemmk_oz_stats sa = {0, 1, spread_a}, sb = {0, 1, spread_b};
     int n = 0, ba = 0, bb = 0;
     cr_assert_null(gemmk_oz_choose(&sa, &sb, K, 0, &n, &ba, &bb));
     gemmk_oz_set s;
     gemmk_oz_set_init(&s, n);
-    int Ra[M], Rb[N], Ea[M], Eb[N], Ja[M], Jb[N]; /* packed scales */
+    int *Ra = calloc((size_t)M, sizeof(int)),
+        *Rb = calloc((size_t)N, sizeof(int));
+    cr_assert(Ra && Rb);
     for (int i = 0; i < M; i++) {
         long double ss = 0;
         for (int h = 0; h < K; h++)
-            ss += (long double)A[i][h] * A[i][h];
+            ss += (long double)A[i * K + h] * A[i * K + h];
         Ra[i] = ss > 0 ? gemmk_oz_rowscale((double)ss, 0) : 0;
-        Ea[i] = gemmk_oz_rowscale_E(Ra[i]);
-        Ja[i] = gemmk_oz_rowscale_j(Ra[i]);
         /* mu 2^E bounds the norm, within a factor 8/7 */
-        long double nu = sqrtl(ss), sc = ldexpl(Ja[i] / 8.0L, -Ea[i]);
+        long double nu = sqrtl(ss),
+                    sc = ldexpl(gemmk_oz_rowscale_j(Ra[i]) / 8.0L,
+                                -gemmk_oz_rowscale_E(Ra[i]));
         cr_assert(nu * sc <= 1.0L && (ss == 0 || nu * sc > 0.874L),
                   "row %d: %Lg", i, nu * sc);
     }
     for (int j = 0; j < N; j++) {
         long double ss = 0;
         for (int h = 0; h < K; h++)
-            ss += (long double)B[h][j] * B[h][j];
-        Rb[j] = gemmk_oz_rowscale((double)ss, 0);
-        Eb[j] = gemmk_oz_rowscale_E(Rb[j]);
-        Jb[j] = gemmk_oz_rowscale_j(Rb[j]);
+            ss += (long double)B[h * N + j] * B[h * N + j];
+        Rb[j] = ss > 0 ? gemmk_oz_rowscale((double)ss, 0) : 0;
     }
-    for (int i = 0; i < M; i++)
+    for (int i = 0; i < M; i++) {
+        const int sa_ = ba - gemmk_oz_rowscale_E(Ra[i]);
+        const int ja = gemmk_oz_rowscale_j(Ra[i]);
         for (int j = 0; j < N; j++) {
-            uint64_t z = 0;
+            const int sb_ = bb - gemmk_oz_rowscale_E(Rb[j]);
+            const int jb = gemmk_oz_rowscale_j(Rb[j]);
+            uint64_t sum[GEMMK_OZ_NW] = {0};
             i128 xs = 0; /* the exact integer product */
-            long double ref = 0, mag = 0;
             for (int l = 0; l < n; l++) {
+                const gemmk_oz_mod *md = &s.mod[l];
                 int32_t acc = 0;
                 for (int h = 0; h < K; h++) {
                     float fa[GEMMK_OZ_NL], fb[GEMMK_OZ_NL];
-                    gemmk_oz_flimbs(A[i][h], ba - Ea[i], Ja[i], 5, fa);
-                    gemmk_oz_flimbs(B[h][j], bb - Eb[j], Jb[j], 5, fb);
-                    const gemmk_oz_mod *md = &s.mod[l];
+                    gemmk_oz_flimbs(A[i * K + h], sa_, ja, 5, fa);
+                    gemmk_oz_flimbs(B[h * N + j], sb_, jb, 5, fb);
                     acc += gemmk_oz_fresidue(fa, 5, md->fc, md->fp, md->finv) *
                            gemmk_oz_fresidue(fb, 5, md->fc, md->fp, md->finv);
-                    if (l == 0) {
-                        xs += scaled_value(A[i][h], ba - Ea[i], Ja[i]) *
-                              scaled_value(B[h][j], bb - Eb[j], Jb[j]);
-                        ref += (long double)A[i][h] * B[h][j];
-                        mag += fabsl((long double)A[i][h] * B[h][j]);
-                    }
+                    if (l == 0)
+                        xs += scaled_value(A[i * K + h], sa_, ja) *
+                              scaled_value(B[h * N + j], sb_, jb);
                 }
-                z = gemmk_oz_zadd(z, acc, s.mod[l].gi, s.mod[l].gf);
+                int32_t r = acc % (int32_t)md->p; /* as the GEMM's epilogue */
+                gemmk_oz_sadd(sum, (uint32_t)(r < 0 ? r + (int32_t)md->p : r),
+                              md->w);
             }
-            /* the CRT gives the exact integer product back */
-            long double x =
-                (long double)gemmk_oz_value(z, s.pscale, s.pscale_lo, 0);
-            long double xe = (long double)xs;
-            cr_assert_leq(fabsl(x - xe),
-                          (1.5L * n + 1) * ldexpl(s.pscale, 0) +
-                              fabsl(xe) * 0x1p-51L,
-                          "(%d,%d): %Lg vs %Lg", i, j, x, xe);
-            double c = gemmk_oz_result(z, s.pscale, s.pscale_lo, Ra[i], Rb[j],
-                                       -(ba + bb));
-            /* error bound: 2^-s/2 ||b||_1 + 2^-t/2 ||a||_1, ~2^-beta */
-            long double tol =
-                (ldexpl(1, Ea[i] - ba) + ldexpl(1, Eb[j] - bb)) * K +
-                fabsl(ref) * 0x1p-50L + 1e-300L;
-            cr_assert_leq(fabsl((long double)c - ref), tol,
-                          "(%d,%d): %.17g vs %.20Lg (|ab| %Lg)", i, j, c, ref,
-                          mag);
-            if (i == 6)
-                cr_assert_eq(c, 0.0);
+            cr_assert_eq(gemmk_oz_value(sum, s.pw, s.pinv, 0), (double)xs,
+                         "(%d,%d): the CRT missed the exact product", i, j);
+            C[i * N + j] =
+                gemmk_oz_result(sum, s.pw, s.pinv, Ra[i], Rb[j], -(ba + bb));
         }
+    }
+    free(Ra);
+    free(Rb);
+}
+
+/* Random inputs: within the error bound against long double. */
+Test(ozaki, host_emulated_gemm)
+{
+    enum { M = 9, N = 7, K = 300 };
+    static double A[M * K], B[K * N], C[M * N];
+    for (int i = 0; i < M; i++)
+        for (int h = 0; h < K; h++)
+            A[i * K + h] = ldexp(rnd_unit(), (int)(rnd64() % 9) - 4);
+    for (int h = 0; h < K * N; h++)
+        B[h] = rnd_unit();
+    A[3 * K + 5] = 0; /* zeros, and a zero row */
+    for (int h = 0; h < K; h++)
+        A[6 * K + h] = 0;
+    host_gemm(M, N, K, A, B, 4.0, 2.0, C);
+    for (int i = 0; i < M; i++) {
+        long double na = 0;
+        for (int h = 0; h < K; h++)
+            na += fabsl((long double)A[i * K + h]);
+        for (int j = 0; j < N; j++) {
+            long double ref = 0, nb = 0;
+            for (int h = 0; h < K; h++) {
+                ref += (long double)A[i * K + h] * B[h * N + j];
+                nb += fabsl((long double)B[h * N + j]);
+            }
+            /* ~2^-55 of the 1-norms a side, and the final roundings */
+            long double tol =
+                (na + nb) * 0x1p-50L + fabsl(ref) * 0x1p-50L + 1e-300L;
+            cr_assert_leq(fabsl((long double)C[i * N + j] - ref), tol,
+                          "(%d,%d): %.17g vs %.20Lg", i, j, C[i * N + j], ref);
+            if (i == 6)
+                cr_assert_eq(C[i * N + j], 0.0);
+        }
+    }
+}
+
+/* Where every product and partial sum is exact in fp64, so is the
+ * emulation: integers, small integers times powers of two, sparse 0/1. */
+Test(ozaki, host_emulated_gemm_exact)
+{
+    enum { M = 6, N = 5, K = 257 };
+    static double A[M * K], B[K * N], C[M * N];
+    for (int kind = 0; kind < 3; kind++) {
+        for (int h = 0; h < M * K; h++) {
+            const int v = (int)(rnd64() % 1999) - 999;
+            A[h] = kind == 0   ? v
+                   : kind == 1 ? ldexp(v % 16, (int)(rnd64() % 17) - 8)
+                               : (double)(rnd64() % 7 == 0);
+        }
+        for (int h = 0; h < K * N; h++) {
+            const int v = (int)(rnd64() % 1999) - 999;
+            B[h] = kind == 0   ? v
+                   : kind == 1 ? ldexp(v % 16, (int)(rnd64() % 17) - 8)
+                               : (double)(rnd64() % 5 == 0);
+        }
+        host_gemm(M, N, K, A, B, kind == 1 ? 8.0 : 3.0, kind == 1 ? 8.0 : 3.0,
+                  C);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                /* exact: every term is an integer times 2^-16 */
+                i128 x = 0;
+                for (int h = 0; h < K; h++)
+                    x += (i128)ldexp(A[i * K + h], 8) *
+                         (i128)ldexp(B[h * N + j], 8);
+                const double want = ldexp((double)x, -16);
+                cr_assert_eq(C[i * N + j], want,
+                             "kind %d (%d,%d): %.17g vs %.17g", kind, i, j,
+                             C[i * N + j], want);
+            }
+    }
 }

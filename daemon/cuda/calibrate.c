@@ -1,0 +1,128 @@
+/*
+ * calibrate.c: the start-up measurement of the fp64 cost model
+ * (calibrate.h).
+ */
+#include "cuda/calibrate.h"
+#include "log.h"
+
+#include <gemm_kernels.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cuda_calibration {
+    pthread_t thread;
+    cuda_device *devs[GEMMD_MAX_DEVICES];
+    unsigned n;
+    size_t max_bytes;
+};
+
+/* The smallest cube (a multiple of 256, up to 32768) the emulation is
+ * faster at by r, or 0. */
+static long long crossover(const gemmk_f64_rates *r)
+{
+    for (long long n = 256; n <= 32768; n += 256)
+        if (gemmk_f64_emulation_pays(r, n, n, n, r->moduli, 0))
+            return n;
+    return 0;
+}
+
+/* Measures GPU `ordinal` and hands the rates to every worker of its
+ * objects. */
+static void calibrate_gpu(cuda_calibration *c, int ordinal)
+{
+    char msg[256] = "";
+    gemmk_ctx *ctx = NULL;
+    cudaStream_t stream = NULL;
+    gemmk_f64_rates r;
+    int rv = GEMM_OK;
+    if (cudaSetDevice(ordinal) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) !=
+            cudaSuccess) {
+        cudaGetLastError();
+        snprintf(msg, sizeof(msg), "cannot make a stream");
+        rv = GEMM_ERR_DEVICE;
+    }
+    if (rv == GEMM_OK && (rv = gemmk_ctx_create(&ctx, ordinal)) != GEMM_OK)
+        snprintf(msg, sizeof(msg), "cannot make a kernel context");
+    if (rv == GEMM_OK)
+        rv = gemmk_f64_calibrate(ctx, stream, c->max_bytes, &r, msg,
+                                 sizeof(msg));
+    gemmk_ctx_destroy(ctx);
+    if (stream != NULL)
+        cudaStreamDestroy(stream);
+    if (rv != GEMM_OK) {
+        gemmd_log(LOG_WARNING,
+                  "cuda backend: GPU %d: fp64 calibration failed (%s: %s); "
+                  "fp64 runs on DGEMM unless a request names moduli",
+                  ordinal, gemm_strerror(rv), msg);
+        return;
+    }
+    for (unsigned i = 0; i < c->n; i++) {
+        if (c->devs[i]->ordinal != ordinal)
+            continue;
+        for (unsigned w = 0; w < c->devs[i]->nworkers; w++)
+            gemmk_ctx_set_f64_rates(c->devs[i]->workers[w].kctx, &r);
+    }
+    long long x = crossover(&r);
+    char from[64];
+    if (x)
+        snprintf(from, sizeof(from), "from about %lld^3", x);
+    else
+        snprintf(from, sizeof(from), "not below 32768^3");
+    gemmd_log(LOG_NOTICE,
+              "cuda backend: GPU %d: fp64 calibrated in %.0f ms at %d^3: DGEMM "
+              "%.1f TFLOP/s (+%.0f us); Ozaki-II with %d moduli: int8 %.0f "
+              "TOPS, %.2f TB/s of preparation, +%.0f us; emulation pays %s",
+              ordinal, r.ms, r.size, r.native_flops / 1e12, r.native_s * 1e6,
+              r.moduli, r.int8_ops / 1e12, r.emul_bandwidth / 1e12,
+              r.emul_s * 1e6, from);
+}
+
+static void *calibrate_main(void *arg)
+{
+    cuda_calibration *c = arg;
+    for (unsigned i = 0; i < c->n; i++) {
+        bool seen = false;
+        for (unsigned k = 0; k < i; k++)
+            seen = seen || c->devs[k]->ordinal == c->devs[i]->ordinal;
+        if (!seen)
+            calibrate_gpu(c, c->devs[i]->ordinal);
+    }
+    return NULL;
+}
+
+cuda_calibration *cuda_calibrate_start(cuda_device *const *devs, unsigned n,
+                                       size_t max_bytes)
+{
+    cuda_calibration *c = calloc(1, sizeof(*c));
+    if (c == NULL || n > GEMMD_MAX_DEVICES) {
+        free(c);
+        gemmd_log(LOG_WARNING, "cuda backend: no fp64 calibration: out of "
+                               "memory");
+        return NULL;
+    }
+    for (unsigned i = 0; i < n; i++)
+        c->devs[i] = devs[i];
+    c->n = n;
+    c->max_bytes = max_bytes;
+    int e = pthread_create(&c->thread, NULL, calibrate_main, c);
+    if (e != 0) {
+        gemmd_log(LOG_WARNING,
+                  "cuda backend: no fp64 calibration: pthread_create: %s",
+                  strerror(e));
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void cuda_calibrate_join(cuda_calibration *c)
+{
+    if (c == NULL)
+        return;
+    pthread_join(c->thread, NULL);
+    free(c);
+}

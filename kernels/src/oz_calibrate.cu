@@ -1,0 +1,231 @@
+/*
+ * oz_calibrate.cu: gemmk_f64_calibrate, the measurements behind fp64
+ * "auto" (gemmk_f64_rates in gemm_kernels.h). Native DGEMM, the
+ * emulation's preparation ("oz2-prep": statistics, scaling, residues) and
+ * the whole emulation ("oz2-bytes") are timed on random n x n x n
+ * problems at two sizes, n and n / 2, and the cost model's constants are
+ * the straight lines through the two points: a fixed cost and a rate per
+ * flop (DGEMM), per byte (the preparation and the reconstruction's
+ * traffic) and per int8 operation (the modular products).
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctx_internal.h"
+
+namespace
+{
+
+/* Uniform in [-1, 1) times 2^(phi N(0, 1)): bench_gemm's fp64 inputs. */
+__global__ void fill_kernel(double *p, long long n, uint64_t seed, double phi)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        uint64_t x = (seed + (uint64_t)i) * 0x9E3779B97F4A7C15ull;
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+        x ^= x >> 31;
+        uint64_t y = x * 0xd1342543de82ef95ull + 1;
+        y = (y ^ (y >> 29)) * 0xbf58476d1ce4e5b9ull;
+        y ^= y >> 32;
+        const double u = (double)(x >> 11) * 0x1p-53 * 2.0 - 1.0;
+        const double u1 = (double)((y >> 11) + 1) * 0x1p-53;
+        const double u2 =
+            (double)((x * 0x9E3779B97F4A7C15ull) >> 11) * 0x1p-53;
+        p[i] = u * exp2(phi * sqrt(-2 * log(u1)) * cospi(2 * u2));
+    }
+}
+
+/* Device bytes a calibration at size n needs: A, B, D and the emulation's
+ * residues and planes (up to 16 moduli). */
+size_t bytes_for(long long n)
+{
+    return (size_t)(3 * 8 + 3 * 16) * (size_t)n * (size_t)n;
+}
+
+struct Timer {
+    gemmk_ctx *ctx;
+    cudaStream_t s;
+    cudaEvent_t e0, e1;
+};
+
+/* The fastest of three runs of kernel on p after one unmeasured, s. */
+gemm_error time_best(Timer &t, gemmk_problem_f64 &p, const char *kernel,
+                     double *sec, gemmk_f64_result *res)
+{
+    double best = INFINITY;
+    for (int r = 0; r < 4; r++) {
+        cudaError_t ce = cudaEventRecord(t.e0, t.s);
+        if (ce != cudaSuccess)
+            return GEMM_ERR_DEVICE;
+        gemm_error e = gemmk_gemm_f64(t.ctx, &p, t.s, kernel, res);
+        if (e != GEMM_OK)
+            return e;
+        float ms = 0;
+        if ((ce = cudaEventRecord(t.e1, t.s)) != cudaSuccess ||
+            (ce = cudaEventSynchronize(t.e1)) != cudaSuccess ||
+            (ce = cudaEventElapsedTime(&ms, t.e0, t.e1)) != cudaSuccess)
+            return ce == cudaErrorMemoryAllocation ? GEMM_ERR_DEVICE_MEMORY
+                                                   : GEMM_ERR_DEVICE;
+        if (r > 0 && ms * 1e-3 < best)
+            best = ms * 1e-3;
+    }
+    *sec = best;
+    return GEMM_OK;
+}
+
+/* Slope and intercept of the line through (x1, y1), (x2, y2): y = a + x / r;
+ * false unless both come out positive (a may be 0) and finite. */
+bool fit(double x1, double y1, double x2, double y2, double *a, double *r)
+{
+    if (!(x2 > x1) || !(y2 > y1))
+        return false;
+    *r = (x2 - x1) / (y2 - y1);
+    *a = y1 - x1 / *r;
+    if (*a < 0)
+        *a = 0;
+    return isfinite(*r) && *r > 0 && isfinite(*a);
+}
+
+} // namespace
+
+extern "C" gemm_error gemmk_f64_calibrate(gemmk_ctx *ctx, cudaStream_t stream,
+                                          size_t max_bytes,
+                                          gemmk_f64_rates *out, char *msg,
+                                          size_t len)
+{
+    char dummy[8];
+    if (!msg || !len) {
+        msg = dummy;
+        len = sizeof(dummy);
+    }
+    msg[0] = '\0';
+    if (!ctx || !out) {
+        snprintf(msg, len, "no context or result given");
+        return GEMM_ERR_INVALID;
+    }
+    struct timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(msg, len, "cudaMemGetInfo failed");
+        return GEMM_ERR_DEVICE;
+    }
+    size_t cap = free_b / 10 * 9;
+    if (max_bytes && max_bytes < cap)
+        cap = max_bytes;
+    long long n2 = 0;
+    for (long long n : {8192ll, 6144ll, 4096ll})
+        if (!n2 && bytes_for(n) <= cap)
+            n2 = n;
+    if (!n2) {
+        snprintf(msg, len,
+                 "%zu MB of device memory free for it, %zu MB needed at the "
+                 "least",
+                 cap >> 20, bytes_for(4096) >> 20);
+        return GEMM_ERR_DEVICE_MEMORY;
+    }
+    const long long n1 = n2 / 2;
+    const size_t elems = (size_t)n2 * (size_t)n2;
+    double *buf = nullptr;
+    Timer t = {ctx, stream, nullptr, nullptr};
+    gemm_error e = GEMM_OK;
+    double tn[2], tp[2], te[2];
+    int moduli = 0;
+    cudaError_t ce = cudaMalloc(&buf, 3 * elems * sizeof(double));
+    if (ce == cudaSuccess)
+        ce = cudaEventCreate(&t.e0);
+    if (ce == cudaSuccess)
+        ce = cudaEventCreate(&t.e1);
+    if (ce == cudaSuccess) {
+        fill_kernel<<<2048, 256, 0, stream>>>(buf, (long long)elems, 31337,
+                                              0.5);
+        fill_kernel<<<2048, 256, 0, stream>>>(buf + elems, (long long)elems,
+                                              73313, 0.5);
+        ce = cudaGetLastError();
+    }
+    if (ce != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(msg, len, "device buffers: %s", cudaGetErrorString(ce));
+        e = ce == cudaErrorMemoryAllocation ? GEMM_ERR_DEVICE_MEMORY
+                                            : GEMM_ERR_DEVICE;
+        goto done;
+    }
+    for (int i = 0; i < 2 && e == GEMM_OK; i++) {
+        const long long n = i ? n2 : n1;
+        gemmk_problem_f64 p;
+        memset(&p, 0, sizeof(p));
+        p.m = p.n = p.k = n;
+        p.a = buf, p.b = buf + elems, p.d = buf + 2 * elems;
+        p.lda = p.ldb = p.ldc = p.ldd = n;
+        p.alpha = 1.0;
+        p.method = GEMMK_F64_EMULATE;
+        gemmk_f64_result res;
+        const char *what = "cuBLAS DGEMM";
+        e = time_best(t, p, "cublas-dgemm", &tn[i], &res);
+        if (e == GEMM_OK) {
+            what = "the emulation's preparation";
+            e = time_best(t, p, "oz2-prep", &tp[i], &res);
+        }
+        if (e == GEMM_OK) {
+            what = "the emulation";
+            e = time_best(t, p, "oz2-bytes", &te[i], &res);
+            if (e == GEMM_OK && !res.emulated) {
+                snprintf(msg, len, "the emulation ran natively (%s)",
+                         res.reason ? res.reason : "?");
+                e = GEMM_ERR_INTERNAL;
+            }
+            moduli = res.moduli;
+        }
+        if (e != GEMM_OK && !msg[0])
+            snprintf(msg, len, "%s at %lld^3 failed (error %d)", what, n,
+                     (int)e);
+    }
+    if (e == GEMM_OK) {
+        gemmk_f64_rates r;
+        memset(&r, 0, sizeof(r));
+        const double f1 = 2.0 * n1 * n1 * n1, f2 = 2.0 * n2 * n2 * n2;
+        /* bytes of the preparation and of the planes and D at each size */
+        const double bp1 = (16.0 + moduli) * 2 * n1 * n1;
+        const double bp2 = (16.0 + moduli) * 2 * n2 * n2;
+        const double br1 = (2.0 * moduli + 8) * n1 * n1;
+        const double br2 = (2.0 * moduli + 8) * n2 * n2;
+        double fp = 0, fg = 0;
+        bool ok = fit(f1, tn[0], f2, tn[1], &r.native_s, &r.native_flops) &&
+                  fit(bp1, tp[0], bp2, tp[1], &fp, &r.emul_bandwidth);
+        const double g1 = te[0] - tp[0] - br1 / r.emul_bandwidth;
+        const double g2 = te[1] - tp[1] - br2 / r.emul_bandwidth;
+        ok = ok && fit(moduli * f1, g1, moduli * f2, g2, &fg, &r.int8_ops);
+        if (!ok) {
+            snprintf(msg, len,
+                     "the times do not fit the model (DGEMM %.3g/%.3g s, "
+                     "preparation %.3g/%.3g s, emulation %.3g/%.3g s at "
+                     "%lld^3/%lld^3)",
+                     tn[0], tn[1], tp[0], tp[1], te[0], te[1], n1, n2);
+            e = GEMM_ERR_INTERNAL;
+        } else {
+            r.emul_s = fp + fg;
+            r.moduli = moduli;
+            r.size = (int)n2;
+            clock_gettime(CLOCK_MONOTONIC, &w1);
+            r.ms = (w1.tv_sec - w0.tv_sec) * 1e3 +
+                   (w1.tv_nsec - w0.tv_nsec) / 1e6;
+            *out = r;
+        }
+    }
+done:
+    if (buf) {
+        cudaStreamSynchronize(stream);
+        cudaFree(buf);
+    }
+    if (t.e0)
+        cudaEventDestroy(t.e0);
+    if (t.e1)
+        cudaEventDestroy(t.e1);
+    cudaGetLastError();
+    return e;
+}
