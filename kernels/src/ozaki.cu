@@ -276,11 +276,13 @@ __global__ void __launch_bounds__(256)
     oz_split_kernel(const double *__restrict__ x, long long ld, long long rows,
                     long long k, long long kp, const int *__restrict__ E,
                     int beta, const __grid_constant__ ModConsts mc,
-                    uint8_t *out, long long plane)
+                    uint8_t *out, long long plane, int kfast)
 {
     __shared__ double t[TR][TROW];
-    const long long r0 = (long long)blockIdx.x * TR;
-    const long long h0 = (long long)blockIdx.y * TK;
+    /* kfast: K fastest across blocks, so a row's lines of every plane are
+     * written one after another, not a block row apart */
+    const long long r0 = (long long)(kfast ? blockIdx.y : blockIdx.x) * TR;
+    const long long h0 = (long long)(kfast ? blockIdx.x : blockIdx.y) * TK;
     load_tile<MN>(t, x, ld, rows, k, r0, h0);
     __syncthreads();
     const int rl = threadIdx.x >> 3, q = threadIdx.x & 7;
@@ -667,24 +669,27 @@ int stats_parts(long long rows, long long k, int sms)
 }
 
 gemm_error split(const Operand &o, long long k, long long kp, const int *E,
-                 int beta, const ModConsts &mc, uint8_t *out,
+                 int beta, const ModConsts &mc, uint8_t *out, bool kfast_ok,
                  cudaStream_t stream)
 {
-    dim3 grid((unsigned)((o.rows + TR - 1) / TR), (unsigned)(kp / TK));
+    const long long rb = (o.rows + TR - 1) / TR;
+    const int kfast = kfast_ok && rb <= 65535; /* gridDim.y's limit */
+    dim3 grid(kfast ? (unsigned)(kp / TK) : (unsigned)rb,
+              kfast ? (unsigned)rb : (unsigned)(kp / TK));
     const long long plane = o.rows * kp;
     const bool wide = beta > 64; /* integers past 2^65: 7 limbs */
     if (o.mn && !wide)
         oz_split_kernel<true, 5><<<grid, 256, 0, stream>>>(
-            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane, kfast);
     else if (o.mn)
         oz_split_kernel<true, 7><<<grid, 256, 0, stream>>>(
-            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane, kfast);
     else if (!wide)
         oz_split_kernel<false, 5><<<grid, 256, 0, stream>>>(
-            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane, kfast);
     else
         oz_split_kernel<false, 7><<<grid, 256, 0, stream>>>(
-            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane, kfast);
     return cuerr(cudaGetLastError());
 }
 
@@ -900,9 +905,10 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
     uint8_t *ra = static_cast<uint8_t *>(w);
     uint8_t *rb = ra + s_ra;
     uint8_t *pl = rb + s_rb;
-    e = split(oa, k, kp, ea, beta_a, mc, ra, stream);
+    const bool kfast = ctx_knob(ctx, KNOB_OZ_SPLIT_KFAST) != 0;
+    e = split(oa, k, kp, ea, beta_a, mc, ra, kfast, stream);
     if (e == GEMM_OK)
-        e = split(ob, k, kp, eb, beta_b, mc, rb, stream);
+        e = split(ob, k, kp, eb, beta_b, mc, rb, kfast, stream);
     if (e != GEMM_OK)
         return e;
     res->emulated = 1;
