@@ -338,14 +338,23 @@ static int cuda_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
                  name);
         return GEMM_ERR_UNSUPPORTED;
     }
-    /* no operands yet: gemmk_check looks at types, precision, transposes
-     * and conjugations only */
+    /* no operands yet: gemmk_check looks at types, precision, moduli,
+     * transposes and conjugations only */
     gemmk_problem kp = cuda_job_problem(j);
     const char *why = NULL;
     if (gemmk_check(name, &kp, &why) != GEMM_OK) {
-        snprintf(msg, len, "kernel '%s' cannot serve this request: %s",
-                 name != NULL ? name : "auto",
-                 why != NULL ? why : "unsupported");
+        if (j->moduli != 0) /* moduli ask for the emulation */
+            snprintf(msg, len,
+                     "kernel '%s' cannot serve this request with moduli %d: "
+                     "%s (moduli run the fp64 Ozaki-II emulation: name a "
+                     "kernel that emulates, see gemmctl kernels, leave the "
+                     "kernel auto, or leave moduli 0)",
+                     name != NULL ? name : "auto", j->moduli,
+                     why != NULL ? why : "unsupported");
+        else
+            snprintf(msg, len, "kernel '%s' cannot serve this request: %s",
+                     name != NULL ? name : "auto",
+                     why != NULL ? why : "unsupported");
         return GEMM_ERR_UNSUPPORTED;
     }
     return GEMM_OK;

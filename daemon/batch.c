@@ -103,14 +103,22 @@ static void reply_bad(gemmd *d, sp_req *q, const batch_errs *e, uint64_t n)
     complete_reply(d, q, &r);
 }
 
-/* What the problems share, checked once: the types, the precision and
- * the kernel name's form (so a batch of empty problems is held to them
- * too). */
+/* What the problems share, checked once: the types, the precision, no
+ * moduli (the emulation's count is for single GEMMs) and the kernel
+ * name's form (so a batch of empty problems is held to them too). */
 static int shared_check(const val_gemm *t, char *msg, size_t len)
 {
     int rv = val_dtypes_check(t->ab_type, t->cd_type, msg, len);
     if (rv == GEMM_OK)
         rv = val_precision(t->ab_type, t->precision, msg, len);
+    if (rv == GEMM_OK && t->moduli != 0) {
+        snprintf(msg, len,
+                 "moduli (%u) applies to single fp64 requests, not to "
+                 "batches: leave the batch op's moduli 0 (the daemon "
+                 "picks), or send the problems as single GEMMs",
+                 t->moduli);
+        rv = GEMM_ERR_INVALID;
+    }
     if (rv == GEMM_OK)
         rv = val_kernel_name(t->kernel, msg, len);
     return rv;

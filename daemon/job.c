@@ -1,8 +1,8 @@
 /*
  * job.c: from a validated GEMM request to a gemmd_job: the problem (shape,
- * types, transposes, scalars, precision, requested kernel) and the
- * operands' addresses in the mapped buffers or resident tensors. Kept out
- * of dispatch.c so that what a job holds can grow (new types, scalars)
+ * types, transposes, scalars, precision, requested kernel and moduli) and
+ * the operands' addresses in the mapped buffers or resident tensors. Kept
+ * out of dispatch.c so that what a job holds can grow (new types, scalars)
  * without touching the request plumbing.
  */
 #include "job.h"
@@ -28,6 +28,7 @@ int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res)
 {
     j->kind = JOB_GEMM;
     j->precision = v->precision;
+    j->moduli = (int)v->moduli; /* validated: 0 or 2..20 */
     if (v->kernel != NULL && strcmp(v->kernel, "auto") != 0)
         snprintf(j->kernel, sizeof(j->kernel), "%s", v->kernel);
     j->m = v->m;

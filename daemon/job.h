@@ -61,6 +61,7 @@ typedef struct gemmd_job {
     bool a_dev, b_dev, c_dev;
     int precision; /* gemm_precision, as validated (fp32 A/B) */
     char kernel[GEMM_KERNEL_NAME_MAX + 1]; /* requested; "" = auto */
+    int moduli; /* fp64: Ozaki-II moduli asked for, as validated; 0 = auto */
 
     /* JOB_BLAS3 (blas3.c): the routine (enum val_routine) and its flags,
      * row-major as on the wire; ab_type = cd_type is its type, m, n, k
@@ -101,6 +102,8 @@ typedef struct gemmd_job {
     uint64_t ns_h2d, ns_kernel, ns_d2h; /* stage times, if the backend
                                           measures them */
     char ran[GEMM_KERNEL_NAME_MAX + 1]; /* the kernel that ran */
+    int ran_moduli; /* fp64: the moduli its emulation used (the largest
+                       over panels and slices); 0 = ran natively */
 
     /* placement (scheduler.c, placement.c, split.c) */
     unsigned device;            /* the device object it runs on */
@@ -145,9 +148,10 @@ void *job_operand_ptr(const val_matrix *m);
 /*
  * Fills the problem of GEMM job j (zeroed by the caller) from the
  * validated request v and its resolved operands res: shape, types,
- * transposes, scalars, precision, requested kernel, operand addresses and
- * leading dimensions. Takes no references (the caller holds the buffers).
- * Returns GEMM_OK or a gemm_error with j->msg set. Loop thread.
+ * transposes, scalars, precision, requested kernel and moduli, operand
+ * addresses and leading dimensions. Takes no references (the caller
+ * holds the buffers). Returns GEMM_OK or a gemm_error with j->msg set. Loop
+ * thread.
  */
 int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res);
 

@@ -107,6 +107,7 @@ void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v)
     v->conj_b = g->has_conj_b && g->conj_b;
     v->precision = g->has_precision ? (int)g->precision : 0;
     v->kernel = g->kernel;
+    v->moduli = g->has_moduli ? g->moduli : 0;
     operand_desc(&v->a, g->a);
     operand_desc(&v->b, g->b);
     operand_desc(&v->c, g->c);

@@ -142,6 +142,7 @@ gemmd_job *split_part_done(sched *s, gemmd_job *part)
     j->t_started = UINT64_MAX;
     j->t_finished = 0;
     j->ns_h2d = j->ns_kernel = j->ns_d2h = 0;
+    j->ran_moduli = 0;
     for (unsigned i = 0; i < sp->nparts; i++) {
         gemmd_job *p = &sp->parts[i];
         if (p->status != GEMM_OK && j->status == GEMM_OK) {
@@ -161,6 +162,10 @@ gemmd_job *split_part_done(sched *s, gemmd_job *part)
             j->ns_kernel = p->ns_kernel;
         if (p->ns_d2h > j->ns_d2h)
             j->ns_d2h = p->ns_d2h;
+        /* panels of one shape class use the same count; if the auto
+         * choice differed between them, the largest */
+        if (p->ran_moduli > j->ran_moduli)
+            j->ran_moduli = p->ran_moduli;
     }
     snprintf(j->ran, sizeof(j->ran), "%s", sp->parts[0].ran);
     j->device = sp->parts[0].device;

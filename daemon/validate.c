@@ -159,6 +159,27 @@ int val_precision(int ab_type, int precision, char *msg, size_t len)
     return GEMM_OK;
 }
 
+int val_moduli(int ab_type, uint32_t moduli, char *msg, size_t len)
+{
+    if (moduli == 0)
+        return GEMM_OK;
+    if (ab_type != GEMM_FP64) {
+        snprintf(msg, len,
+                 "moduli (%u) is for fp64 inputs, the Ozaki-II emulation's "
+                 "modulus count: leave it 0 for %s inputs",
+                 moduli, gemm_dtype_name(ab_type));
+        return GEMM_ERR_INVALID;
+    }
+    if (moduli < GEMM_OZ_MODULI_MIN || moduli > GEMM_OZ_MODULI_MAX) {
+        snprintf(msg, len,
+                 "moduli %u is out of range: give %d..%d (fewer is faster "
+                 "and less accurate), or 0 to let the daemon pick",
+                 moduli, GEMM_OZ_MODULI_MIN, GEMM_OZ_MODULI_MAX);
+        return GEMM_ERR_INVALID;
+    }
+    return GEMM_OK;
+}
+
 /* Resolves an operand that names a resident tensor. */
 static int check_tensor(const char *what, const val_operand *op, uint64_t rows,
                         uint64_t cols, int dtype, const val_limits *lim,
@@ -310,6 +331,7 @@ int val_gemm_check(const val_gemm *g, const val_limits *lim,
     int rv;
     if ((rv = val_dtypes_check(g->ab_type, g->cd_type, msg, len)) != GEMM_OK ||
         (rv = val_precision(g->ab_type, g->precision, msg, len)) != GEMM_OK ||
+        (rv = val_moduli(g->ab_type, g->moduli, msg, len)) != GEMM_OK ||
         (rv = val_ops_scalars(g, msg, len)) != GEMM_OK ||
         (rv = val_kernel_name(g->kernel, msg, len)) != GEMM_OK)
         return rv;

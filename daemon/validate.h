@@ -30,6 +30,7 @@ typedef struct val_gemm {
     val_operand a, b, c, d;
     int precision;      /* gemm_precision number (0 when absent) */
     const char *kernel; /* the requested kernel; NULL when absent */
+    uint32_t moduli;    /* fp64: Ozaki-II moduli asked for; 0 = auto */
 } val_gemm;
 
 /* A resident tensor as the caller's lookup describes it. */
@@ -106,13 +107,19 @@ int val_kernel_name(const char *name, char *msg, size_t len);
  * 16-bit inputs. Returns GEMM_OK or GEMM_ERR_INVALID with a message. */
 int val_precision(int ab_type, int precision, char *msg, size_t len);
 
+/* An Ozaki-II modulus count for A/B of ab_type: 0 (the backend picks), or
+ * GEMM_OZ_MODULI_MIN..GEMM_OZ_MODULI_MAX on fp64 inputs. Whether the
+ * kernel asked for runs the emulation is the backend's check. Returns
+ * GEMM_OK or GEMM_ERR_INVALID with a message that names the fix. */
+int val_moduli(int ab_type, uint32_t moduli, char *msg, size_t len);
+
 /*
  * Checks g against the limits and the caller's buffers. Returns GEMM_OK and
  * fills *out, or a gemm_error (DTYPE, DIMS, INVALID, NO_BUFFER, LD, ALIGN,
  * BOUNDS) with a message in msg. Offsets must be multiples of the element
- * size (16 bytes for complex128). The kernel name and precision are checked
- * for form here; whether the backend has that kernel, and whether it
- * serves the request, is the backend's check.
+ * size (16 bytes for complex128). The kernel name, precision and moduli
+ * are checked for form here; whether the backend has that kernel, and
+ * whether it serves the request, is the backend's check.
  */
 int val_gemm_check(const val_gemm *g, const val_limits *lim,
                    val_lookup_fn lookup, void *arg, val_resolved *out,

@@ -69,6 +69,12 @@ static const char mm_usage[] =
     "                       default: the daemon picks)\n"
     "  --precision P        fp32 inputs: default, tf32 (fast, ~1e-3) or\n"
     "                       fp32 (accurate); default is fp32\n"
+    "  --moduli N           fp64 inputs: the Ozaki-II emulation with N\n"
+    "                       moduli, 2..20 (fewer: faster, less accurate;\n"
+    "                       ~15 match DGEMM); default: the daemon picks\n"
+    "                       native DGEMM or the emulation. The report\n"
+    "                       says how many ran (the cpu backend computes\n"
+    "                       natively)\n"
     "Output:\n"
     "  --out FILE           write D as .npy (else D is printed on stdout)\n"
     "  --out-dtype T        bf16 (read it with ml_dtypes), fp16, fp32,\n"
@@ -79,8 +85,10 @@ static const char mm_usage[] =
     "                       for fp64, c64, c128); prints the relative\n"
     "                       Frobenius error and PASS/FAIL (fp64 and c128\n"
     "                       1e-12, fp32 and c64 1e-5, tf32 2e-3, fp16 2e-3,\n"
-    "                       bf16 1e-2); int8: every element exactly\n"
-    "                       against 64-bit integers modulo 2^32\n"
+    "                       bf16 1e-2; fp64 emulated with N < 15\n"
+    "                       moduli 1e-12 * 16^(15-N), an estimate);\n"
+    "                       int8: every element exactly against 64-bit\n"
+    "                       integers modulo 2^32\n"
     "  --repeat R           run R times, report median and best (random)\n"
     "  -q, --quiet          no report: what ran, times and rates go to\n"
     "                       stderr (stdout has only D and --check's\n"
@@ -166,7 +174,8 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
         O_BETA_IM,
         O_OP_A,
         O_OP_B,
-        O_QUIET
+        O_QUIET,
+        O_MODULI
     };
     static const struct option opts[] = {
         {"a", required_argument, NULL, O_A},
@@ -190,6 +199,7 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
         {"op-a", required_argument, NULL, O_OP_A},
         {"op-b", required_argument, NULL, O_OP_B},
         {"quiet", no_argument, NULL, O_QUIET},
+        {"moduli", required_argument, NULL, O_MODULI},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -278,6 +288,16 @@ static int mm_parse(int argc, char **argv, struct mm_args *a)
         case O_PRECISION:
             rv =
                 ctl_parse_precision("mm", "--precision", optarg, &a->precision);
+            break;
+        case O_MODULI:
+            rv = parse_u64("--moduli", optarg, &u);
+            if (rv == EXIT_OK &&
+                (u < GEMM_OZ_MODULI_MIN || u > GEMM_OZ_MODULI_MAX))
+                rv = ctl_error(EXIT_USAGE,
+                               "mm: --moduli wants %d..%d (leave it out to "
+                               "let the daemon pick), not %s",
+                               GEMM_OZ_MODULI_MIN, GEMM_OZ_MODULI_MAX, optarg);
+            a->moduli = (unsigned)u;
             break;
         case O_QUIET:
             a->quiet = true;
@@ -545,12 +565,13 @@ static void print_int(const int32_t *d, uint64_t m, uint64_t n)
 }
 
 static int do_check(const struct mm_job *j, const struct mm_args *a,
-                    gemm_dtype ab, gemm_dtype cd, const float *d32)
+                    gemm_dtype ab, gemm_dtype cd, unsigned moduli,
+                    const float *d32)
 {
     uint64_t rows = 0;
     bool absolute = false;
     const char *what;
-    double tol = mm_tolerance(ab, cd, a->precision, &what);
+    double tol = mm_tolerance(ab, cd, a->precision, moduli, &what);
     bool wide = mm_wide_type(ab);
     double err = wide ? check_error_wide(j, a, ab, &rows, &absolute)
                       : check_error(j, a, d32, &rows, &absolute);
@@ -740,6 +761,14 @@ int cmd_mm(const char *url, int argc, char **argv)
                          gemm_precision_name(a.precision), gemm_dtype_name(ab));
         goto out;
     }
+    if (ab != GEMM_FP64 && a.moduli != 0) {
+        code = ctl_error(EXIT_USAGE,
+                         "mm: --moduli is for fp64 inputs (the Ozaki-II "
+                         "emulation); these are %s (give --dtype fp64, or "
+                         "leave --moduli out)",
+                         gemm_dtype_name(ab));
+        goto out;
+    }
     outt = a.have_out_dtype ? a.out_dtype : mm_out_default(cd);
     if ((code = mm_check_out_type(outt, cd)) != EXIT_OK)
         goto out;
@@ -800,6 +829,7 @@ int cmd_mm(const char *url, int argc, char **argv)
     op.d.buf = j.d;
     op.kernel = a.kernel;
     op.precision = a.precision;
+    op.moduli = a.moduli;
     rtt = calloc(a.repeat, sizeof(*rtt));
     comp = calloc(a.repeat, sizeof(*comp));
     kern = calloc(a.repeat, sizeof(*kern));
@@ -843,6 +873,11 @@ int cmd_mm(const char *url, int argc, char **argv)
             ab == GEMM_FP32 && op.precision == GEMM_PRECISION_DEFAULT
                 ? " (fp32)"
                 : "");
+    if (t.moduli != 0)
+        mm_note(&a, ", Ozaki-II with %u moduli", t.moduli);
+    else if (op.moduli != 0)
+        mm_note(&a, ", native fp64 (the %u moduli asked for were not used)",
+                op.moduli);
     if (kern[a.repeat / 2] != 0)
         mm_note(&a, ", kernel time %s%.3f ms (%.3g TFLOP/s)",
                 a.repeat > 1 ? "median " : "", (double)kern[a.repeat / 2] / 1e6,
@@ -873,7 +908,8 @@ int cmd_mm(const char *url, int argc, char **argv)
     }
     code = EXIT_OK;
     if (a.check)
-        code = s8 ? do_check_s8(&j, &a) : do_check(&j, &a, ab, cd, d32);
+        code =
+            s8 ? do_check_s8(&j, &a) : do_check(&j, &a, ab, cd, t.moduli, d32);
     if (a.out_path != NULL) {
         if ((out = malloc(j.m * j.n * gemm_dtype_size(outt))) == NULL) {
             code = ctl_error(EXIT_RUNTIME, "mm: out of memory");

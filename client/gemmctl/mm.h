@@ -25,6 +25,7 @@ struct mm_args {
     uint64_t seed;
     const char *kernel; /* NULL: the daemon picks */
     gemm_precision precision;
+    unsigned moduli; /* fp64: the Ozaki-II modulus count; 0: the daemon picks */
 };
 
 /* fp64 and the complex types: computed in their own type, checked in long
@@ -56,9 +57,10 @@ uint64_t mm_s8_mismatches(const int8_t *A, const int8_t *B, const int32_t *C,
                           bool ta, bool tb, int32_t alpha, int32_t beta,
                           uint64_t row_step, uint64_t *checked);
 
-/* The --check tolerance of a GEMM and the name of what sets it. */
+/* The --check tolerance of a GEMM and the name of what sets it; moduli:
+ * those the fp64 emulation used (gemm_timings.moduli), 0 when native. */
 double mm_tolerance(gemm_dtype ab, gemm_dtype cd, gemm_precision p,
-                    const char **what);
+                    unsigned moduli, const char **what);
 
 /* Allocates a buffer for count elements of type t (name for messages). */
 int mm_alloc(gemm_client *c, size_t count, gemm_dtype t, const char *name,

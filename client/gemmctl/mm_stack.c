@@ -169,6 +169,11 @@ int mm_stack(const char *url, struct mm_args *a, const npy_matrix *A,
                                      "complex inputs");
     if (j.ab != GEMM_FP32 && a->precision != GEMM_PRECISION_DEFAULT)
         return ctl_error(EXIT_USAGE, "mm: --precision is for fp32 inputs");
+    if (a->moduli != 0)
+        return ctl_error(EXIT_USAGE,
+                         "mm: --moduli applies to one fp64 GEMM, not to "
+                         "stacks (one batch request): leave it out, or "
+                         "multiply the matrices one by one");
     gemm_dtype outt = a->have_out_dtype ? a->out_dtype : mm_out_default(j.cd);
     if ((code = mm_check_out_type(outt, j.cd)) != EXIT_OK)
         return code;
@@ -237,7 +242,7 @@ int mm_stack(const char *url, struct mm_args *a, const npy_matrix *A,
     code = EXIT_OK;
     if (a->check) {
         const char *what;
-        double tol = mm_tolerance(j.ab, j.cd, a->precision, &what);
+        double tol = mm_tolerance(j.ab, j.cd, a->precision, 0, &what);
         double e =
             j.ab == GEMM_INT8 ? stack_mismatches(&j, a) : stack_error(&j, a);
         bool ok = e <= tol;

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,12 +93,20 @@ int mm_alloc(gemm_client *c, size_t count, gemm_dtype t, const char *name,
     return EXIT_OK;
 }
 
-/* The --check tolerance of a GEMM and the name of what sets it. */
+/* The --check tolerance of a GEMM and the name of what sets it. fp64
+ * through the Ozaki-II emulation with fewer moduli than the ~15 that
+ * match DGEMM: each modulus (about 8 bits of the product's range, split
+ * between A and B) fewer keeps about 4 bits less of every input, so the
+ * tolerance grows 16x per modulus (an estimate from the method, not a
+ * bound). */
 double mm_tolerance(gemm_dtype ab, gemm_dtype cd, gemm_precision p,
-                    const char **what)
+                    unsigned moduli, const char **what)
 {
     if (ab == GEMM_INT8)
         return *what = "int8, exact", 0.0;
+    if (ab == GEMM_FP64 && moduli != 0 && moduli < 15)
+        return *what = "fp64 emulated with fewer moduli",
+               fmin(1e-12 * pow(16.0, 15.0 - (double)moduli), 1.0);
     if (ab == GEMM_FP64 || ab == GEMM_COMPLEX128)
         return *what = gemm_dtype_name(ab), 1e-12;
     if (ab == GEMM_COMPLEX64)

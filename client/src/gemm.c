@@ -3,13 +3,14 @@
  * beta*C over matrices in registered buffers; it goes on the wire as a
  * GemmRequest of (buffer id, byte offset, ld) operands and comes back as a
  * status and the daemon's timings (with the kernel that ran and its own
- * time). The op may name a kernel and, for fp32 inputs, a precision; both
- * travel as given. Double and complex scalars (scalars64) travel in the
- * request's alpha64/beta64/alpha_imag/beta_imag, with the float fields
- * beside them for older daemons; conjugate transposes as conj_a/conj_b.
- * gemm_run() is gemm_submit() followed by gemm_wait(). All validation of
- * shapes, bounds and ownership is the daemon's; only what cannot be expressed
- * on the wire is refused here.
+ * time). The op may name a kernel, for fp32 inputs a precision and for
+ * fp64 inputs an Ozaki-II modulus count; all travel as given. Double and
+ * complex scalars (scalars64) travel in the request's
+ * alpha64/beta64/alpha_imag/beta_imag, with the float fields beside them for
+ * older daemons; conjugate transposes as conj_a/conj_b. gemm_run() is
+ * gemm_submit() followed by gemm_wait(). All validation of shapes, bounds and
+ * ownership is the daemon's; only what cannot be expressed on the wire is
+ * refused here.
  */
 #include "internal.h"
 
@@ -147,6 +148,11 @@ int cli_gemm_pack(const gemm_op *op, bool operands, Gemm__GemmRequest *g,
                              what, strlen(op->kernel), GEMM_KERNEL_NAME_MAX);
         g->kernel = (char *)op->kernel; /* packed by the caller: copied */
     }
+    if (op->moduli != 0) {
+        /* any count goes on the wire: the daemon names a bad one */
+        g->has_moduli = true;
+        g->moduli = op->moduli;
+    }
     if (!operands)
         return GEMM_OK;
     cli_wire_operand(&w[0], &op->a);
@@ -209,6 +215,7 @@ GEMM_API int gemm_wait(gemm_request *r, gemm_timings *t)
         snprintf(t->kernel, sizeof(t->kernel), "%s",
                  g->kernel != NULL ? g->kernel : "");
         t->kernel_ns = g->has_kernel_ns ? g->kernel_ns : 0;
+        t->moduli = g->has_moduli ? g->moduli : 0;
     }
     gemm__reply__free_unpacked(rep, NULL);
     return GEMM_OK;

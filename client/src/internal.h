@@ -116,9 +116,9 @@ void cli_fdchan_close(gemm_client *c);
 void cli_wire_operand(Gemm__Operand *w, const gemm_matrix *m);
 
 /* Fills *g (initialised here) from op: types, transposes, scalars,
- * conjugates, timeout, precision and kernel (g->kernel points into op),
- * and with operands, A, B, D and (beta != 0 and given) C in w[0..3]
- * (A, B, C, D). Returns GEMM_OK, or GEMM_ERR_INVALID with the thread's
+ * conjugates, timeout, precision, kernel (g->kernel points into op),
+ * moduli, and with operands, A, B, D and (beta != 0 and given) C in
+ * w[0..3] (A, B, C, D). Returns GEMM_OK, or GEMM_ERR_INVALID with the thread's
  * message set (what names the call). */
 int cli_gemm_pack(const gemm_op *op, bool operands, Gemm__GemmRequest *g,
                   Gemm__Operand w[4], const char *what);

@@ -104,7 +104,8 @@ static cudaError_t stage_in(cuda_worker *w, const staged *s, const void *src,
 
 /* The kernels' view of job j with its operands at a, b, c, d (leading
  * dimensions lda.. in elements): shape, types, transposes, conjugations,
- * alpha, beta (0 without C, which is then never read) and precision. */
+ * alpha, beta (0 without C, which is then never read), precision and
+ * (fp64) the Ozaki-II moduli asked for. */
 static gemmk_problem job_problem(const gemmd_job *j, const void *a,
                                  uint64_t lda, const void *b, uint64_t ldb,
                                  const void *c, uint64_t ldc, void *d,
@@ -133,6 +134,7 @@ static gemmk_problem job_problem(const gemmd_job *j, const void *a,
         .conj_b = j->conj_b,
         .zalpha = {j->alpha, j->alpha_im},
         .zbeta = {j->has_c ? j->beta : 0.0, j->has_c ? j->beta_im : 0.0},
+        .moduli = j->moduli,
     };
     return kp;
 }
@@ -176,19 +178,23 @@ static bool direct_ok(const cuda_device *d, const gemmd_job *j)
 
 /*
  * Enqueues kp, job j's problem, on w's stream with the kernel j names
- * ("" = the library's choice); sets j->ran to what ran, and on failure
+ * ("" = the library's choice); sets j->ran to what ran and raises
+ * j->ran_moduli to the moduli its emulation used (a job runs as several
+ * panels or slices: the reply reports the largest), and on failure
  * j->msg to why (the library's message: the CUDA or cuBLAS call, its
  * error and file:line). Returns a gemm_error.
  */
 static int run_kernel(cuda_worker *w, gemmd_job *j, const gemmk_problem *kp)
 {
-    gemmk_result res;
+    gemmk_result res = {0};
     const char *kname = j->kernel[0] != '\0' ? j->kernel : NULL;
     int rv = gemmk_gemm(w->kctx, kp, w->stream, kname, &res);
     snprintf(j->ran, sizeof(j->ran), "%s",
              res.kernel != NULL ? res.kernel
              : kname != NULL    ? kname
                                 : "auto");
+    if (rv == GEMM_OK && res.moduli > j->ran_moduli)
+        j->ran_moduli = res.moduli;
     if (rv != GEMM_OK)
         snprintf(j->msg, sizeof(j->msg), "kernel %s failed (%s): %.180s",
                  j->ran, gemm_strerror(rv), res.msg);

@@ -55,6 +55,9 @@ GEMM_PRECISION_FP32 = 2
 
 GEMM_KERNEL_NAME_MAX = 31
 
+GEMM_OZ_MODULI_MIN = 2
+GEMM_OZ_MODULI_MAX = 20
+
 # Whether gemm_op has the double/complex scalars and conj flags (gemm.h
 # after 0.1.0); the dtype table serves float64/complex only when it does.
 HAS_WIDE_SCALARS = True
@@ -105,6 +108,8 @@ class GemmOp(ctypes.Structure):
         ("alpha_im", ctypes.c_double),
         ("beta_re", ctypes.c_double),
         ("beta_im", ctypes.c_double),
+        # fp64: the Ozaki-II modulus count (0 = the daemon picks)
+        ("moduli", ctypes.c_uint32),
     ]
 
 
@@ -126,6 +131,7 @@ class GemmTimings(ctypes.Structure):
         ("round_trip_us", ctypes.c_uint64),
         ("kernel", ctypes.c_char * (GEMM_KERNEL_NAME_MAX + 1)),
         ("kernel_ns", ctypes.c_uint64),
+        ("moduli", ctypes.c_uint32),  # fp64: the moduli used; 0 = native
     ]
 
 
@@ -297,6 +303,8 @@ ENUMS: Dict[str, int] = {
     "GEMM_PRECISION_TF32": GEMM_PRECISION_TF32,
     "GEMM_PRECISION_FP32": GEMM_PRECISION_FP32,
     "GEMM_KERNEL_NAME_MAX": GEMM_KERNEL_NAME_MAX,
+    "GEMM_OZ_MODULI_MIN": GEMM_OZ_MODULI_MIN,
+    "GEMM_OZ_MODULI_MAX": GEMM_OZ_MODULI_MAX,
 }
 
 # ---- functions ----------------------------------------------------------

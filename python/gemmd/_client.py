@@ -38,7 +38,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
     from concurrent.futures import Future
     from typing import (Any, Callable, Dict, List, Optional, Sequence,
-                        Tuple)
+                        Tuple, Union)
 
     from ._gemm import ArrayLike, DTypeLike, Operand
 
@@ -357,7 +357,7 @@ class Client:
                c: Optional[Operand] = None, alpha: float = 1.0,
                beta: float = 0.0, dtype: Optional[DTypeLike] = None,
                out_dtype: Optional[DTypeLike] = None,
-               precision: Optional[str] = None,
+               precision: Optional[Union[str, int]] = None,
                kernel: Optional[str] = None) -> Any:
         """alpha * a @ b + beta * c, computed by gemmd; numpy's matmul
         (stacks of matrices included).
@@ -379,8 +379,13 @@ class Client:
         dtype; 16-bit inputs may give float32; int8 inputs give int32,
         exact and wrapping modulo 2^32, where numpy's matmul gives int8;
         alpha and beta are then integers in int32's range). precision: for float32
-        inputs, 'tf32' (fast) or 'fp32' (the default: float32 accuracy).
-        kernel: a kernel name from kernels() (default: gemmd picks).
+        inputs, 'tf32' (fast) or 'fp32' (the default: float32 accuracy);
+        for float64 inputs, an int: the number of moduli of the Ozaki-II
+        emulation (2..20; fewer: faster, less accurate, ~15 match DGEMM;
+        default: gemmd picks native DGEMM or the emulation at DGEMM's
+        accuracy; the cpu backend always computes natively), for single
+        2-D products only (not stacks). kernel: a kernel name from
+        kernels() (default: gemmd picks).
 
         A large 2-D multiply whose operands or result are copied (plain
         numpy arrays) runs as ``panels`` requests of D's rows, so that
@@ -419,7 +424,7 @@ class Client:
                        alpha: Any = 1.0, beta: Any = 0.0,
                        dtype: Optional[DTypeLike] = None,
                        out_dtype: Optional[DTypeLike] = None,
-                       precision: Optional[str] = None,
+                       precision: Optional[Union[str, int]] = None,
                        kernel: Optional[str] = None) -> List[Any]:
         """[alpha[i] * a[i] @ b[i] + beta[i] * c[i] for each i] in one
         request: products of different shapes (a mixture-of-experts layer:
@@ -430,7 +435,8 @@ class Client:
         problem. alpha, beta: one number for all, or one per problem.
         dtype, out_dtype, precision, kernel: as for matmul(), one for all
         problems (dtype default: numpy's promotion of every operand's
-        type). Problems with a dimension of 0 are answered here.
+        type; no float64 modulus count: that is for single products).
+        Problems with a dimension of 0 are answered here.
 
         Returns the list of results (out[i], or new arrays in gemmd
         memory, views of one buffer). Raises as matmul() does; an error
@@ -450,7 +456,7 @@ class Client:
                c: Optional[Operand] = None, alpha: float = 1.0,
                beta: float = 0.0, dtype: Optional[DTypeLike] = None,
                out_dtype: Optional[DTypeLike] = None,
-               precision: Optional[str] = None,
+               precision: Optional[Union[str, int]] = None,
                kernel: Optional[str] = None) -> "Future":
         """matmul() without waiting: returns a concurrent.futures.Future of
         its result. Inputs that are not gemmd memory are copied before

@@ -31,7 +31,7 @@ from ._tensor import Tensor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
-    from typing import Any, List, Optional, Tuple
+    from typing import Any, List, Optional, Tuple, Union
 
     from ._tensor import _Owner
 
@@ -64,8 +64,8 @@ class _Plan:
     def __init__(self, a: Operand, b: Operand, out: Optional[np.ndarray],
                  c: Optional[Operand], alpha: float, beta: float,
                  dtype: Optional[DTypeLike], out_dtype: Optional[DTypeLike],
-                 precision: Optional[str], kernel: Optional[str],
-                 client: _Owner) -> None:
+                 precision: Optional[Union[str, int]],
+                 kernel: Optional[str], client: _Owner) -> None:
         A = self._input(a, 0, client)
         B = self._input(b, 1, client)
         shapes = (A.shape, B.shape)
@@ -143,19 +143,7 @@ class _Plan:
                 "out_dtype=%r)" % (out.dtype, self.cd.name, out.dtype.name))
 
         # options
-        if precision is not None and not isinstance(precision, str):
-            raise InvalidArgument("matmul: precision must be a string "
-                                  "('default', 'tf32', 'fp32') or None")
-        p = precision.lower() if precision is not None else None
-        if p not in _PRECISIONS:
-            raise InvalidArgument(
-                "matmul: precision=%r is not one of 'default', 'tf32', "
-                "'fp32'" % precision)
-        self.precision = _PRECISIONS[p]
-        if self.precision != 0 and not self.ab.precision:
-            raise InvalidArgument(
-                "matmul: precision=%r applies to float32 inputs; these are "
-                "%s" % (precision, self.ab.name))
+        self.precision, self.moduli = _precision(precision, self.ab)
         self.kernel: Optional[bytes] = None
         if kernel is not None:
             if not isinstance(kernel, str):
@@ -223,6 +211,12 @@ class _Plan:
                         "result's shape %s" % (carr.shape, self.shape)) \
                         from None
                 self.C = cb.reshape(self.full)
+        if self.moduli and self.batch:
+            raise InvalidArgument(
+                "matmul: precision=%d (Ozaki-II moduli) applies to one "
+                "float64 product of matrices; a stack goes to gemmd as one "
+                "batch request, which takes no modulus count: multiply the "
+                "matrices one by one, or leave precision out" % self.moduli)
 
     def _shapes(self, sh: "_stack.Shapes") -> None:
         """Takes the result's shape from sh; a stack of one problem
@@ -273,6 +267,57 @@ class _Plan:
         return d.reshape(self.shape) if self.shape else d[0, 0]
 
 
+def _precision(precision: Any, ab: "_dtypes.DType") -> Tuple[int, int]:
+    """precision= as (gemm_precision, moduli) for inputs of type ab:
+    None, or for float32 'default', 'tf32', 'fp32'; for float64 an int,
+    the Ozaki-II emulation's modulus count (2..20), or None / 'default'
+    (gemmd picks). InvalidArgument (a ValueError; DTypeError, also a
+    TypeError, for a value of the wrong type) naming the fix
+    otherwise."""
+    fp64 = ab.name == "float64"
+    lo, hi = _capi.GEMM_OZ_MODULI_MIN, _capi.GEMM_OZ_MODULI_MAX
+    if isinstance(precision, (int, np.integer)) and \
+            not isinstance(precision, (bool, np.bool_)):
+        n = int(precision)
+        if not fp64:
+            raise InvalidArgument(
+                "matmul: precision=%d is a modulus count of the Ozaki-II "
+                "emulation, for float64 inputs; these are %s (%s)" %
+                (n, ab.name, "give 'tf32' or 'fp32'" if ab.precision else
+                 "pass dtype='float64' to multiply in float64, or leave "
+                 "precision out"))
+        if not lo <= n <= hi:
+            raise InvalidArgument(
+                "matmul: precision=%d: a float64 multiply takes %d..%d "
+                "Ozaki-II moduli (fewer: faster, less accurate; ~15 match "
+                "DGEMM), or leave precision out to let gemmd pick" %
+                (n, lo, hi))
+        return 0, n
+    if precision is not None and not isinstance(precision, str):
+        raise DTypeError(
+            "matmul: precision must be a string ('default', 'tf32', "
+            "'fp32' for float32 inputs), an int (2..20 Ozaki-II moduli, "
+            "for float64 inputs) or None, not %s" %
+            type(precision).__name__)
+    p = precision.lower() if precision is not None else None
+    if p not in _PRECISIONS:
+        raise InvalidArgument(
+            "matmul: precision=%r is not one of 'default', 'tf32', 'fp32'%s" %
+            (precision, " or a number of moduli (2..20)" if fp64 else ""))
+    code = _PRECISIONS[p]
+    if code != 0 and fp64:
+        raise InvalidArgument(
+            "matmul: precision=%r applies to float32 inputs; for float64 "
+            "give the number of Ozaki-II moduli, e.g. precision=14 (%d..%d; "
+            "fewer: faster, less accurate), or leave it out" %
+            (precision, lo, hi))
+    if code != 0 and not ab.precision:
+        raise InvalidArgument(
+            "matmul: precision=%r applies to float32 inputs; these are "
+            "%s" % (precision, ab.name))
+    return code, 0
+
+
 def _int32_scalar(what: str, v: Any) -> int:
     """v as an int when it is an integer in int32's range (what int8
     GEMMs scale by); InvalidArgument naming the fix otherwise."""
@@ -317,8 +362,9 @@ def _locate(arr: np.ndarray, conn: _Conn, dt: np.dtype
 
 
 def fill_op(op: GemmOp, plan: _Plan) -> None:
-    """Sets op's types, alpha/beta, precision and kernel from plan (what
-    a batch shares too; the caller keeps plan alive while op is used)."""
+    """Sets op's types, alpha/beta, precision, moduli and kernel from plan
+    (what a batch shares too; the caller keeps plan alive while op is
+    used)."""
     op.ab_type, op.cd_type = plan.ab.code, plan.cd.code
     if plan.ab.wide:  # double (complex) scalars
         op.scalars64 = True
@@ -329,6 +375,7 @@ def fill_op(op: GemmOp, plan: _Plan) -> None:
     else:
         op.alpha, op.beta = plan.alpha, plan.beta
     op.precision = plan.precision
+    op.moduli = plan.moduli
     if plan.kernel is not None:
         op.kernel = plan.kernel
 

@@ -13,7 +13,8 @@ are carved from one buffer (views of it).
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import (TYPE_CHECKING, Any, Dict, List, Optional, Sequence,
+                    Tuple, Union)
 
 import numpy as np
 
@@ -70,7 +71,8 @@ class GroupPlan:
 
     def __init__(self, As: Sequence[Any], Bs: Sequence[Any], out: Any,
                  c: Any, alpha: Any, beta: Any, dtype: Optional[DTypeLike],
-                 out_dtype: Optional[DTypeLike], precision: Optional[str],
+                 out_dtype: Optional[DTypeLike],
+                 precision: Optional[Union[str, int]],
                  kernel: Optional[str], client: _Owner) -> None:
         if isinstance(As, np.ndarray) or isinstance(Bs, np.ndarray):
             raise InvalidArgument(
@@ -114,6 +116,12 @@ class GroupPlan:
                 raise type(e)("matmul_grouped: problem %d: %s" % (i, msg),
                               e.code, i) from None
             self.plans.append(p)
+        if self.plans and self.plans[0].moduli:
+            raise InvalidArgument(
+                "matmul_grouped: precision=%d (Ozaki-II moduli) applies to "
+                "single float64 products; a grouped request takes no "
+                "modulus count: call matmul per problem, or leave precision "
+                "out" % self.plans[0].moduli)
         self.live = [i for i, p in enumerate(self.plans) if not p.empty]
         cds = {p.cd.name for p in self.plans}
         if len(cds) > 1:

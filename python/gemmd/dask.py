@@ -21,7 +21,7 @@ the package).
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Union
 
 import numpy as np
 
@@ -51,7 +51,8 @@ def _client(url: Optional[str]) -> Any:
 
 def block_matmul(a: np.ndarray, b: np.ndarray, url: Optional[str] = None,
                  out_dtype: Optional[Any] = None,
-                 precision: Optional[str] = None) -> np.ndarray:
+                 precision: Optional[Union[str, int]] = None
+                 ) -> np.ndarray:
     """a @ b by the gemmd at url, as a plain numpy array: what each block
     of matmul() runs. Usable by hand in map_blocks/blockwise too."""
     d = _client(url).matmul(a, b, out_dtype=out_dtype, precision=precision)
@@ -60,15 +61,16 @@ def block_matmul(a: np.ndarray, b: np.ndarray, url: Optional[str] = None,
 
 def matmul(a: Any, b: Any, url: Optional[str] = None,
            out_dtype: Optional[Any] = None,
-           precision: Optional[str] = None) -> Any:
+           precision: Optional[Union[str, int]] = None) -> Any:
     """a @ b for 2-D dask arrays (or arrays dask.array.asarray takes), each
     output block one GEMM on its worker's gemmd: A's row panel times B's
     column panel (a's column chunks are made to match b's row chunks).
     url: the gemmd every worker uses (default: its own host's, from
     $GEMM_URL or the default socket). out_dtype: the result's type
     (default: the inputs'; bfloat16 and float16 inputs may give float32).
-    precision: 'tf32' or 'fp32' for float32 inputs. Returns a lazy dask
-    array."""
+    precision: 'tf32' or 'fp32' for float32 inputs, the number of Ozaki-II
+    moduli (2..20) for float64 inputs (as Client.matmul). Returns a lazy
+    dask array."""
     a = da.asarray(a)
     b = da.asarray(b)
     if a.ndim != 2 or b.ndim != 2:

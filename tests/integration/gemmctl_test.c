@@ -189,6 +189,38 @@ Test(gemmctl, mm_errors)
     tu_assert_healthy(g_client);
 }
 
+/* --moduli: fp64 only, 2..20, the kernel line says what ran (the cpu
+ * backend: native), --check passes; the daemon is not asked for what
+ * gemmctl can refuse itself. */
+Test(gemmctl, mm_moduli)
+{
+    cr_assert_eq(ctl("mm", "-m", "40", "-n", "30", "-k", "50", "--dtype",
+                     "fp64", "--moduli", "14", "--check", NULL),
+                 0, "stdout: %s\nstderr: %s", out_text, err_text);
+    EXPECT_IN(out_text, "PASS");
+    if (strcmp(tu_backend(), "cpu") == 0)
+        EXPECT_IN(err_text, "native fp64 (the 14 moduli asked for were not "
+                            "used)");
+    else
+        cr_expect(strstr(err_text, "Ozaki-II with 14 moduli") != NULL ||
+                      strstr(err_text, "native fp64") != NULL,
+                  "stderr: %s", err_text);
+    cr_expect_eq(ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--dtype", "fp64",
+                     "--moduli", "1", NULL),
+                 2);
+    EXPECT_IN(err_text, "--moduli wants 2..20");
+    cr_expect_eq(ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--dtype", "fp64",
+                     "--moduli", "21", NULL),
+                 2);
+    EXPECT_IN(err_text, "--moduli wants 2..20");
+    cr_expect_eq(
+        ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--moduli", "14", NULL), 2);
+    EXPECT_IN(err_text, "--moduli is for fp64 inputs");
+    cr_expect_eq(ctl("mm", "--help", NULL), 0);
+    EXPECT_IN(out_text, "--moduli N");
+    tu_assert_healthy(g_client);
+}
+
 /* Counts lines of s. */
 static int lines(const char *s)
 {

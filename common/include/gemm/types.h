@@ -163,6 +163,12 @@ GEMM_API int gemm_convert(void *dst, gemm_dtype dt, const void *src,
 /* Longest kernel name a request may carry (gemm_op.kernel), in bytes. */
 #define GEMM_KERNEL_NAME_MAX 31
 
+/* fp64 A/B: the explicit Ozaki-II modulus counts a request may ask for
+ * (gemm_op.moduli; 0 = the backend picks). Fewer moduli are faster and
+ * less accurate. */
+#define GEMM_OZ_MODULI_MIN 2
+#define GEMM_OZ_MODULI_MAX 20
+
 #ifdef __cplusplus
 }
 #endif
