@@ -819,7 +819,8 @@ static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         /* "auto" decides by the measured cost model, as gemmd's does */
         gemmk_f64_rates r;
         char why[256];
-        if (gemmk_f64_calibrate(ctx, 0, 0, &r, why, sizeof(why)) != GEMM_OK) {
+        if (gemmk_f64_calibrate(ctx, 0, 0, nullptr, &r, why, sizeof(why)) !=
+            GEMM_OK) {
             fprintf(stderr, "fp64 calibration failed: %s\n", why);
             return 1;
         }

@@ -17,6 +17,7 @@ struct cuda_calibration {
     cuda_device *devs[GEMMD_MAX_DEVICES];
     unsigned n;
     size_t max_bytes;
+    int stop; /* set by cuda_calibrate_join: stop after the run in flight */
 };
 
 /* The smallest cube (a multiple of 256, up to 32768) the emulation is
@@ -48,11 +49,13 @@ static void calibrate_gpu(cuda_calibration *c, int ordinal)
     if (rv == GEMM_OK && (rv = gemmk_ctx_create(&ctx, ordinal)) != GEMM_OK)
         snprintf(msg, sizeof(msg), "cannot make a kernel context");
     if (rv == GEMM_OK)
-        rv = gemmk_f64_calibrate(ctx, stream, c->max_bytes, &r, msg,
+        rv = gemmk_f64_calibrate(ctx, stream, c->max_bytes, &c->stop, &r, msg,
                                  sizeof(msg));
     gemmk_ctx_destroy(ctx);
     if (stream != NULL)
         cudaStreamDestroy(stream);
+    if (rv == GEMM_ERR_SHUTDOWN)
+        return;
     if (rv != GEMM_OK) {
         gemmd_log(LOG_WARNING,
                   "cuda backend: GPU %d: fp64 calibration failed (%s: %s); "
@@ -88,7 +91,7 @@ static void *calibrate_main(void *arg)
         bool seen = false;
         for (unsigned k = 0; k < i; k++)
             seen = seen || c->devs[k]->ordinal == c->devs[i]->ordinal;
-        if (!seen)
+        if (!seen && !__atomic_load_n(&c->stop, __ATOMIC_RELAXED))
             calibrate_gpu(c, c->devs[i]->ordinal);
     }
     return NULL;
@@ -123,6 +126,7 @@ void cuda_calibrate_join(cuda_calibration *c)
 {
     if (c == NULL)
         return;
+    __atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
     pthread_join(c->thread, NULL);
     free(c);
 }

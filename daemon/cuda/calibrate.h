@@ -21,8 +21,9 @@ typedef struct cuda_calibration cuda_calibration;
 cuda_calibration *cuda_calibrate_start(cuda_device *const *devs, unsigned n,
                                        size_t max_bytes);
 
-/* Waits for the thread and frees c (NULL: no-op). Main thread, before the
- * devices are destroyed. */
+/* Stops the thread after the measurement in flight (tens of ms), waits
+ * for it and frees c (NULL: no-op). Main thread, before the devices are
+ * destroyed. */
 void cuda_calibrate_join(cuda_calibration *c);
 
 #endif

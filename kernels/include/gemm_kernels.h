@@ -52,11 +52,6 @@ extern "C" {
 
 typedef struct gemmk_ctx gemmk_ctx;
 
-/* An explicit Ozaki-II modulus count (gemmk_problem.moduli) lies in
- * [GEMMK_OZ_MODULI_MIN, GEMMK_OZ_MODULI_MAX]. */
-#define GEMMK_OZ_MODULI_MIN 2
-#define GEMMK_OZ_MODULI_MAX 20
-
 typedef struct gemmk_problem {
     int64_t m, n, k;            /* >= 1 each */
     gemm_dtype ab_type;         /* see above */
@@ -378,15 +373,18 @@ typedef struct gemmk_f64_rates {
  * Measures the rates above on ctx's device: cuBLAS DGEMM, the emulation's
  * preparation and the whole emulation on random n x n x n problems (inputs
  * as bench_gemm's, phi = 0.5) at two sizes, the larger the biggest of
- * 8192, 6144, 4096 whose buffers fit max_bytes (0: 8192), the other half
- * of it, and fits the model to them. Runs on `stream`; returns when done
- * (about 0.3 s on an H100) with ctx's workspaces grown (free them with
- * the context). GEMM_ERR_DEVICE_MEMORY if even 4096 does not fit, other
- * errors from the runs; msg says what failed.
+ * 8192, 6144, 4096 whose buffers fit max_bytes (0: 8192) and 90% of the
+ * free memory, the other half of it; the fastest of three runs each, the
+ * lines through the two points (through the origin and the larger one
+ * where other work on the GPU bent them). Runs on `stream`; returns when
+ * done (about 0.3 s on an H100) with ctx's workspaces grown (freed with
+ * the context). stop (may be NULL): when *stop turns nonzero, returns
+ * GEMM_ERR_SHUTDOWN after the run in progress. GEMM_ERR_DEVICE_MEMORY if
+ * even 4096 does not fit; msg says what failed.
  */
 gemm_error gemmk_f64_calibrate(gemmk_ctx *ctx, cudaStream_t stream,
-                               size_t max_bytes, gemmk_f64_rates *out,
-                               char *msg, size_t len);
+                               size_t max_bytes, const int *stop,
+                               gemmk_f64_rates *out, char *msg, size_t len);
 
 /*
  * The rates "auto" uses for fp64 on ctx (a copy is kept). Until they are
@@ -396,12 +394,13 @@ gemm_error gemmk_f64_calibrate(gemmk_ctx *ctx, cudaStream_t stream,
  */
 void gemmk_ctx_set_f64_rates(gemmk_ctx *ctx, const gemmk_f64_rates *r);
 
-/* 1 when gemmk_gemm with kernel "auto" would run p (fp64) as the
- * Ozaki-II emulation, inputs allowing: an explicit moduli count, or ctx's
- * cost model (set) saying it pays at the moduli typical inputs need; else
- * 0. A caller that would cut p into panels can run it whole instead.
- * Thread-safe. */
-int gemmk_f64_auto_emulates(gemmk_ctx *ctx, const gemmk_problem *p);
+/* The seconds ctx's cost model predicts for p (fp64, moduli 0) when
+ * gemmk_gemm with kernel "auto" would run it as the Ozaki-II emulation,
+ * inputs allowing; 0 when it would run DGEMM (or the model is not set, or
+ * p is not such a problem). A caller that would cut p into panels or
+ * slices can run it whole instead: each piece would prepare its operands
+ * again. Thread-safe. */
+double gemmk_f64_auto_emulation_s(gemmk_ctx *ctx, const gemmk_problem *p);
 
 /* 1 where, by r, the emulation of an m x n x k fp64 problem with
  * `moduli` moduli (and C read: with_c) is at least 5% faster than

@@ -486,7 +486,7 @@ gemm_error row_check(const Row *r, const gemmk_problem *p, const char **why)
         return GEMM_ERR_INVALID;
     }
     if (p->moduli != 0 &&
-        (p->moduli < GEMMK_OZ_MODULI_MIN || p->moduli > GEMMK_OZ_MODULI_MAX)) {
+        (p->moduli < GEMM_OZ_MODULI_MIN || p->moduli > GEMM_OZ_MODULI_MAX)) {
         *why = "moduli must be 0 (automatic) or 2..20";
         return GEMM_ERR_INVALID;
     }

@@ -86,10 +86,6 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "oz2-bytes, oz2-unfused: the ping-pong int8 kernel (0: cooperative "
      "128x256; ozaki.cu)",
      read_bool},
-    {KNOB_OZ_SPLIT_KFAST, "GEMMK_OZ_SPLIT_KFAST", 1,
-     "Ozaki-II split pass: blocks walk K first, so a row's residue lines "
-     "are written together (0: rows first; ozaki.cu)",
-     read_bool},
     {KNOB_WARM, "GEMMK_WARM", 1,
      "gemmk_ctx_warm pays first-use costs (0: it does nothing, and a "
      "first request pays them; warm.cu)",

@@ -21,7 +21,6 @@ enum Knob {
     KNOB_S8_MAP16,        /* int8 tensor maps as 16-bit elements */
     KNOB_OZ_BYTES_TILE,   /* oz2-bytes: all moduli of a tile in one CTA */
     KNOB_OZ_PP,           /* oz2-bytes/unfused: the ping-pong int8 kernel */
-    KNOB_OZ_SPLIT_KFAST,  /* Ozaki split pass: K fastest across blocks */
     KNOB_WARM,            /* gemmk_ctx_warm runs (0: returns at once) */
     KNOB_GROUPED_PAIR,    /* grouped: two matrices <= 64 x 64 per unit */
     KNOB_GROUPED_CLUSTER, /* grouped: strided 128 x 256 tiles in pairs */

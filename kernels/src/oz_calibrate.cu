@@ -33,8 +33,7 @@ __global__ void fill_kernel(double *p, long long n, uint64_t seed, double phi)
         y ^= y >> 32;
         const double u = (double)(x >> 11) * 0x1p-53 * 2.0 - 1.0;
         const double u1 = (double)((y >> 11) + 1) * 0x1p-53;
-        const double u2 =
-            (double)((x * 0x9E3779B97F4A7C15ull) >> 11) * 0x1p-53;
+        const double u2 = (double)((x * 0x9E3779B97F4A7C15ull) >> 11) * 0x1p-53;
         p[i] = u * exp2(phi * sqrt(-2 * log(u1)) * cospi(2 * u2));
     }
 }
@@ -50,6 +49,7 @@ struct Timer {
     gemmk_ctx *ctx;
     cudaStream_t s;
     cudaEvent_t e0, e1;
+    const int *stop;
 };
 
 /* The fastest of three runs of kernel on p after one unmeasured, s. */
@@ -58,6 +58,8 @@ gemm_error time_best(Timer &t, gemmk_problem_f64 &p, const char *kernel,
 {
     double best = INFINITY;
     for (int r = 0; r < 4; r++) {
+        if (t.stop && __atomic_load_n(t.stop, __ATOMIC_RELAXED))
+            return GEMM_ERR_SHUTDOWN;
         cudaError_t ce = cudaEventRecord(t.e0, t.s);
         if (ce != cudaSuccess)
             return GEMM_ERR_DEVICE;
@@ -77,23 +79,30 @@ gemm_error time_best(Timer &t, gemmk_problem_f64 &p, const char *kernel,
     return GEMM_OK;
 }
 
-/* Slope and intercept of the line through (x1, y1), (x2, y2): y = a + x / r;
- * false unless both come out positive (a may be 0) and finite. */
+/* y = a + x / r through (x1, y1) and (x2, y2), a >= 0; where the two
+ * points do not give a positive slope (timings disturbed by other work
+ * on the GPU), the line through the origin and the larger point, whose
+ * time the fixed cost disturbs least. False unless r comes out positive
+ * and finite. */
 bool fit(double x1, double y1, double x2, double y2, double *a, double *r)
 {
-    if (!(x2 > x1) || !(y2 > y1))
-        return false;
-    *r = (x2 - x1) / (y2 - y1);
-    *a = y1 - x1 / *r;
-    if (*a < 0)
-        *a = 0;
-    return isfinite(*r) && *r > 0 && isfinite(*a);
+    *a = 0;
+    *r = x2 / y2;
+    if (x2 > x1 && y2 > y1) {
+        const double slope = (x2 - x1) / (y2 - y1);
+        const double icpt = y1 - x1 / slope;
+        if (isfinite(slope) && slope > 0 && icpt >= 0) {
+            *r = slope;
+            *a = icpt;
+        }
+    }
+    return isfinite(*r) && *r > 0;
 }
 
 } // namespace
 
 extern "C" gemm_error gemmk_f64_calibrate(gemmk_ctx *ctx, cudaStream_t stream,
-                                          size_t max_bytes,
+                                          size_t max_bytes, const int *stop,
                                           gemmk_f64_rates *out, char *msg,
                                           size_t len)
 {
@@ -132,7 +141,7 @@ extern "C" gemm_error gemmk_f64_calibrate(gemmk_ctx *ctx, cudaStream_t stream,
     const long long n1 = n2 / 2;
     const size_t elems = (size_t)n2 * (size_t)n2;
     double *buf = nullptr;
-    Timer t = {ctx, stream, nullptr, nullptr};
+    Timer t = {ctx, stream, nullptr, nullptr, stop};
     gemm_error e = GEMM_OK;
     double tn[2], tp[2], te[2];
     int moduli = 0;
@@ -181,7 +190,9 @@ extern "C" gemm_error gemmk_f64_calibrate(gemmk_ctx *ctx, cudaStream_t stream,
             }
             moduli = res.moduli;
         }
-        if (e != GEMM_OK && !msg[0])
+        if (e == GEMM_ERR_SHUTDOWN)
+            snprintf(msg, len, "stopped");
+        else if (e != GEMM_OK && !msg[0])
             snprintf(msg, len, "%s at %lld^3 failed (error %d)", what, n,
                      (int)e);
     }
@@ -212,8 +223,8 @@ extern "C" gemm_error gemmk_f64_calibrate(gemmk_ctx *ctx, cudaStream_t stream,
             r.moduli = moduli;
             r.size = (int)n2;
             clock_gettime(CLOCK_MONOTONIC, &w1);
-            r.ms = (w1.tv_sec - w0.tv_sec) * 1e3 +
-                   (w1.tv_nsec - w0.tv_nsec) / 1e6;
+            r.ms =
+                (w1.tv_sec - w0.tv_sec) * 1e3 + (w1.tv_nsec - w0.tv_nsec) / 1e6;
             *out = r;
         }
     }

@@ -276,13 +276,11 @@ __global__ void __launch_bounds__(256)
     oz_split_kernel(const double *__restrict__ x, long long ld, long long rows,
                     long long k, long long kp, const int *__restrict__ E,
                     int beta, const __grid_constant__ ModConsts mc,
-                    uint8_t *out, long long plane, int kfast)
+                    uint8_t *out, long long plane)
 {
     __shared__ double t[TR][TROW];
-    /* kfast: K fastest across blocks, so a row's lines of every plane are
-     * written one after another, not a block row apart */
-    const long long r0 = (long long)(kfast ? blockIdx.y : blockIdx.x) * TR;
-    const long long h0 = (long long)(kfast ? blockIdx.x : blockIdx.y) * TK;
+    const long long r0 = (long long)blockIdx.x * TR;
+    const long long h0 = (long long)blockIdx.y * TK;
     load_tile<MN>(t, x, ld, rows, k, r0, h0);
     __syncthreads();
     const int rl = threadIdx.x >> 3, q = threadIdx.x & 7;
@@ -623,6 +621,18 @@ bool f64_rates(gemmk_ctx *ctx, gemmk_f64_rates *out)
     return set;
 }
 
+/* The emulation's time by r (see gemmk_f64_rates). */
+double emulation_s(const gemmk_f64_rates *r, int64_t m, int64_t n, int64_t k,
+                   int moduli, int with_c)
+{
+    const double fm = (double)m, fn = (double)n, fk = (double)k;
+    auto up = [](int64_t x) { return (double)((x + 127) / 128 * 128); };
+    const double bytes = (16.0 + moduli) * (fm + fn) * fk +
+                         (2.0 * moduli + 8 + (with_c ? 8 : 0)) * fm * fn;
+    return r->emul_s + bytes / r->emul_bandwidth +
+           moduli * 2 * up(m) * up(n) * up(k) / r->int8_ops;
+}
+
 enum Variant { V_BYTES, V_UNFUSED, V_PREP };
 
 struct Operand {
@@ -669,27 +679,24 @@ int stats_parts(long long rows, long long k, int sms)
 }
 
 gemm_error split(const Operand &o, long long k, long long kp, const int *E,
-                 int beta, const ModConsts &mc, uint8_t *out, bool kfast_ok,
+                 int beta, const ModConsts &mc, uint8_t *out,
                  cudaStream_t stream)
 {
-    const long long rb = (o.rows + TR - 1) / TR;
-    const int kfast = kfast_ok && rb <= 65535; /* gridDim.y's limit */
-    dim3 grid(kfast ? (unsigned)(kp / TK) : (unsigned)rb,
-              kfast ? (unsigned)rb : (unsigned)(kp / TK));
+    dim3 grid((unsigned)((o.rows + TR - 1) / TR), (unsigned)(kp / TK));
     const long long plane = o.rows * kp;
     const bool wide = beta > 64; /* integers past 2^65: 7 limbs */
     if (o.mn && !wide)
         oz_split_kernel<true, 5><<<grid, 256, 0, stream>>>(
-            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane, kfast);
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
     else if (o.mn)
         oz_split_kernel<true, 7><<<grid, 256, 0, stream>>>(
-            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane, kfast);
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
     else if (!wide)
         oz_split_kernel<false, 5><<<grid, 256, 0, stream>>>(
-            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane, kfast);
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
     else
         oz_split_kernel<false, 7><<<grid, 256, 0, stream>>>(
-            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane, kfast);
+            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
     return cuerr(cudaGetLastError());
 }
 
@@ -716,26 +723,22 @@ extern "C" int gemmk_f64_emulation_pays(const gemmk_f64_rates *r, int64_t m,
     if (!r || r->native_flops <= 0 || r->emul_bandwidth <= 0 ||
         r->int8_ops <= 0 || moduli < 1)
         return 0;
-    const double fm = (double)m, fn = (double)n, fk = (double)k;
-    const double t_native = r->native_s + 2 * fm * fn * fk / r->native_flops;
-    auto up = [](int64_t x) { return (double)((x + 127) / 128 * 128); };
-    const double bytes = (16.0 + moduli) * (fm + fn) * fk +
-                         (2.0 * moduli + 8 + (with_c ? 8 : 0)) * fm * fn;
-    const double t_emul = r->emul_s + bytes / r->emul_bandwidth +
-                          moduli * 2 * up(m) * up(n) * up(k) / r->int8_ops;
-    return t_emul < 0.95 * t_native;
+    const double t_native =
+        r->native_s + 2.0 * (double)m * (double)n * (double)k / r->native_flops;
+    return emulation_s(r, m, n, k, moduli, with_c) < 0.95 * t_native;
 }
 
-extern "C" int gemmk_f64_auto_emulates(gemmk_ctx *ctx, const gemmk_problem *p)
+extern "C" double gemmk_f64_auto_emulation_s(gemmk_ctx *ctx,
+                                             const gemmk_problem *p)
 {
-    if (!ctx || !p || p->ab_type != GEMM_FP64 || p->host_mapped)
-        return 0;
-    if (p->moduli != 0)
-        return 1;
     gemmk_f64_rates r;
-    return f64_rates(ctx, &r) &&
-           gemmk_f64_emulation_pays(&r, p->m, p->n, p->k, r.moduli,
-                                    p->zbeta[0] != 0.0);
+    if (!ctx || !p || p->ab_type != GEMM_FP64 || p->host_mapped ||
+        p->moduli != 0 || !f64_rates(ctx, &r))
+        return 0;
+    const int with_c = p->zbeta[0] != 0.0;
+    if (!gemmk_f64_emulation_pays(&r, p->m, p->n, p->k, r.moduli, with_c))
+        return 0;
+    return emulation_s(&r, p->m, p->n, p->k, r.moduli, with_c);
 }
 
 extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
@@ -905,10 +908,9 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
     uint8_t *ra = static_cast<uint8_t *>(w);
     uint8_t *rb = ra + s_ra;
     uint8_t *pl = rb + s_rb;
-    const bool kfast = ctx_knob(ctx, KNOB_OZ_SPLIT_KFAST) != 0;
-    e = split(oa, k, kp, ea, beta_a, mc, ra, kfast, stream);
+    e = split(oa, k, kp, ea, beta_a, mc, ra, stream);
     if (e == GEMM_OK)
-        e = split(ob, k, kp, eb, beta_b, mc, rb, kfast, stream);
+        e = split(ob, k, kp, eb, beta_b, mc, rb, stream);
     if (e != GEMM_OK)
         return e;
     res->emulated = 1;

@@ -290,3 +290,93 @@ Test(moduli, cuda_runs_oz2_with_the_count_asked)
     gemm_kernel_info_free(ks);
     gemm_buffer_free(op.a.buf);
 }
+
+/* Where fp64 is exact (integer inputs whose products and sums stay below
+ * 2^53), every backend's result is exact, the emulation's too: auto, and
+ * 15 moduli asked for. */
+Test(moduli, exact_on_integers)
+{
+    const uint64_t m = 192, n = 160, k = 2048;
+    gemm_op op;
+    setup_op(&op, m, n, k, GEMM_FP64, 7);
+    char *base = gemm_buffer_data(op.a.buf);
+    double *a = (double *)base, *b = (double *)(base + op.b.offset);
+    double *d = (double *)(base + op.d.offset);
+    uint64_t seed = 17;
+    for (uint64_t i = 0; i < m * k; i++)
+        a[i] = (double)((int)(tu_rand(&seed) % 1999) - 999);
+    for (uint64_t i = 0; i < k * n; i++)
+        b[i] = (double)((int)(tu_rand(&seed) % 1999) - 999);
+    for (int pass = 0; pass < 2; pass++) {
+        op.moduli = pass ? 15 : 0;
+        memset(d, 0xff, m * n * sizeof(double));
+        gemm_timings t;
+        cr_assert_eq(gemm_run(g_client, &op, &t), GEMM_OK, "%s",
+                     gemm_last_error_message());
+        if (pass && on_cuda())
+            cr_expect_eq(t.moduli, 15, "reply moduli %u (kernel %s)", t.moduli,
+                         t.kernel);
+        for (uint64_t i = 0; i < m; i++)
+            for (uint64_t j = 0; j < n; j++) {
+                int64_t x = 0;
+                for (uint64_t h = 0; h < k; h++)
+                    x += (int64_t)a[i * k + h] * (int64_t)b[h * n + j];
+                cr_assert_eq(d[i * n + j], (double)x,
+                             "moduli %u (%s): D[%llu][%llu] = %.17g, exact "
+                             "%lld",
+                             op.moduli, t.kernel, (unsigned long long)i,
+                             (unsigned long long)j, d[i * n + j], (long long)x);
+            }
+    }
+    gemm_buffer_free(op.a.buf);
+}
+
+/* On the cuda backend, "auto" runs a large fp64 GEMM on resident operands
+ * as the emulation once the daemon has measured its cost model (it does
+ * at start-up, in the background: polled here with a deadline). */
+Test(moduli, cuda_auto_emulates_once_calibrated, .timeout = 240)
+{
+    if (!on_cuda())
+        cr_skip_test("skipped: the Ozaki-II emulation runs on the cuda "
+                     "backend only (this suite runs on %s)",
+                     tu_backend());
+    const uint64_t s = 8192;
+    gemm_op op;
+    setup_op(&op, s, s, s, GEMM_FP64, 23);
+    uint64_t ta, tb;
+    cr_assert_eq(gemm_tensor_upload(g_client, &op.a, s, s, GEMM_FP64, &ta),
+                 GEMM_OK, "%s", gemm_last_error_message());
+    cr_assert_eq(gemm_tensor_upload(g_client, &op.b, s, s, GEMM_FP64, &tb),
+                 GEMM_OK, "%s", gemm_last_error_message());
+    gemm_op r = op;
+    r.a = (gemm_matrix){.tensor = ta};
+    r.b = (gemm_matrix){.tensor = tb};
+    gemm_timings t;
+    double t0 = tu_now();
+    bool emulated = false;
+    while (!emulated && tu_now() - t0 < 120.0) {
+        cr_assert_eq(gemm_run(g_client, &r, &t), GEMM_OK, "%s",
+                     gemm_last_error_message());
+        emulated = strncmp(t.kernel, "oz2", 3) == 0;
+    }
+    cr_assert(emulated, "still %s after %.0f s: no calibration?", t.kernel,
+              tu_now() - t0);
+    cr_expect(t.moduli >= 14 && t.moduli <= 16, "moduli %u", t.moduli);
+    cr_log_info("auto ran %s with %u moduli after %.1f s (kernel %.2f ms)",
+                t.kernel, t.moduli, tu_now() - t0, t.kernel_ns / 1e6);
+    /* a sample of D against the reference */
+    const char *base = gemm_buffer_data(op.a.buf);
+    const double *d = (const double *)(base + op.d.offset);
+    uint64_t seed = 5;
+    for (int q = 0; q < 64; q++) {
+        uint64_t i = tu_rand(&seed) % s, j = tu_rand(&seed) % s;
+        double ref, scale;
+        tu_ref_elem(&op, base, base + op.b.offset, NULL, i, j, &ref, &scale);
+        cr_assert(fabs(d[i * s + j] - ref) <= 1e-13 * scale,
+                  "D[%llu][%llu] = %.17g, want %.17g", (unsigned long long)i,
+                  (unsigned long long)j, d[i * s + j], ref);
+    }
+    gemm_tensor_free(g_client, ta);
+    gemm_tensor_free(g_client, tb);
+    gemm_buffer_free(op.a.buf);
+}

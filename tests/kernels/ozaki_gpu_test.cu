@@ -676,7 +676,8 @@ int main(int argc, char **argv)
         /* the cost model "auto" uses: measured, plausible, then set */
         gemmk_f64_rates r;
         char why[256];
-        gemm_error ce = gemmk_f64_calibrate(ctx, 0, 0, &r, why, sizeof why);
+        gemm_error ce =
+            gemmk_f64_calibrate(ctx, 0, 0, nullptr, &r, why, sizeof why);
         if (ce != GEMM_OK) {
             printf("FAIL gemmk_f64_calibrate: %d: %s\n", ce, why);
             failures++;
