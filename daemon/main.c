@@ -233,8 +233,11 @@ int main(int argc, char **argv)
                              size_t))d->be.ops->pin;
         hooks.unpin = (void (*)(void *, void *, void *))d->be.ops->unpin;
     }
+    /* past here a failure closes the backend too: its threads (the
+     * workers, the cuda backend's calibration) must not outlive main */
     if (reg_init(&d->reg, &hooks) != GEMM_OK) {
         gemmd_log(LOG_ERR, "out of memory");
+        d->be.ops->fini(&d->be);
         return 1;
     }
 
@@ -242,6 +245,7 @@ int main(int argc, char **argv)
     if (loop_inbox_init(&d->inbox, d->loop, d->cfg.spin_us, on_events, d) !=
         GEMM_OK) {
         gemmd_log(LOG_ERR, "cannot make the inbox");
+        d->be.ops->fini(&d->be);
         return 1;
     }
     uv_signal_init(d->loop, &d->sig_term);
@@ -262,6 +266,7 @@ int main(int argc, char **argv)
     if ((rv = sched_start(&d->sched, &d->be, complete_job_done, d,
                           d->cfg.spin_us)) != 0) {
         gemmd_log(LOG_ERR, "cannot start workers: %s", gemm_strerror(rv));
+        d->be.ops->fini(&d->be);
         return 1;
     }
     sched_policy(&d->sched, d->cfg.split_volume, d->cfg.split_same_gpu,
@@ -285,12 +290,14 @@ int main(int argc, char **argv)
     if ((rv = open_socket_side(d, msg, sizeof(msg))) != 0) {
         gemmd_log(LOG_ERR, "%s", msg);
         sched_stop(&d->sched);
+        d->be.ops->fini(&d->be);
         return 1;
     }
     if ((rv = metrics_start(d, msg, sizeof(msg))) != 0) {
         gemmd_log(LOG_ERR, "%s", msg);
         close_socket_side(d);
         sched_stop(&d->sched);
+        d->be.ops->fini(&d->be);
         return 1;
     }
     gemmd_log(LOG_NOTICE, "gemmd %s listening on %s (backend %s: %s)",
