@@ -2,7 +2,8 @@
  * warm.cu: gemmk_ctx_warm, the first-use costs of a context paid before
  * a client's request meets them: the CUDA modules of the kernels "auto"
  * picks (loaded lazily on first launch), cuBLAS's first DGEMM, ZGEMM and
- * CGEMM (its kernels and workspace), the tensor-map encoder. It runs
+ * CGEMM (its kernels and workspace), the fp64 emulation's (the int8
+ * kernel, its passes, its cuBLASLt handle), the tensor-map encoder. It runs
  * representative products on zeroed scratch and frees it again.
  */
 #include <stdio.h>
@@ -21,21 +22,23 @@ struct WarmShape {
     int64_t n;       /* m = n = k */
     bool full_only;  /* only in the full warm-up (the big shapes) */
     int host_mapped; /* the direct path's choice (gemmk_problem) */
+    int moduli;      /* fp64: the Ozaki-II emulation with that many */
 };
 
 /* The shapes whose kernels a first request most likely meets: the
  * large-square and small-square choices of each type family. */
 const WarmShape kShapes[] = {
-    {"bf16", GEMM_BF16, GEMM_BF16, 2, 4096, true, 0},
-    {"bf16", GEMM_BF16, GEMM_BF16, 2, 64, false, 0},
-    {"bf16", GEMM_BF16, GEMM_BF16, 2, 64, false, 1},
-    {"fp16", GEMM_FP16, GEMM_FP16, 2, 4096, true, 0},
-    {"fp32", GEMM_FP32, GEMM_FP32, 4, 1024, true, 0},
-    {"fp64", GEMM_FP64, GEMM_FP64, 8, 4096, true, 0},
-    {"fp64", GEMM_FP64, GEMM_FP64, 8, 1024, true, 0},
-    {"fp64", GEMM_FP64, GEMM_FP64, 8, 64, false, 0},
-    {"complex128", GEMM_COMPLEX128, GEMM_COMPLEX128, 16, 1024, true, 0},
-    {"complex64", GEMM_COMPLEX64, GEMM_COMPLEX64, 8, 1024, true, 0},
+    {"bf16", GEMM_BF16, GEMM_BF16, 2, 4096, true, 0, 0},
+    {"bf16", GEMM_BF16, GEMM_BF16, 2, 64, false, 0, 0},
+    {"bf16", GEMM_BF16, GEMM_BF16, 2, 64, false, 1, 0},
+    {"fp16", GEMM_FP16, GEMM_FP16, 2, 4096, true, 0, 0},
+    {"fp32", GEMM_FP32, GEMM_FP32, 4, 1024, true, 0, 0},
+    {"fp64", GEMM_FP64, GEMM_FP64, 8, 4096, true, 0, 0},
+    {"fp64", GEMM_FP64, GEMM_FP64, 8, 1024, true, 0, 0},
+    {"fp64", GEMM_FP64, GEMM_FP64, 8, 64, false, 0, 0},
+    {"fp64 emulated", GEMM_FP64, GEMM_FP64, 8, 1024, true, 0, 15},
+    {"complex128", GEMM_COMPLEX128, GEMM_COMPLEX128, 16, 1024, true, 0, 0},
+    {"complex64", GEMM_COMPLEX64, GEMM_COMPLEX64, 8, 1024, true, 0, 0},
 };
 
 size_t shape_bytes(const WarmShape &s)
@@ -90,6 +93,7 @@ extern "C" gemm_error gemmk_ctx_warm(gemmk_ctx *ctx, cudaStream_t stream,
         p.alpha = 1.0f;
         p.zalpha[0] = 1.0;
         p.host_mapped = s.host_mapped;
+        p.moduli = s.moduli;
         gemmk_result res;
         e = gemmk_gemm(ctx, &p, stream, "auto", &res);
         if (e != GEMM_OK)
