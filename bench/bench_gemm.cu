@@ -12,7 +12,7 @@
  *        bench_gemm --type fp32 [--set fp32|fp32quick|fp32sq] [--reps N]
  *                   [--csv FILE]
  *        bench_gemm --type int8 [--set int8|int8quick|int8one] [--reps N]
- *        bench_gemm --type fp64 [--set fp64|fp64quick|fp64sq|fp64ksweep]
+ *        bench_gemm --type fp64 [--set fp64|fp64quick|fp64sq|fp64ksweep|z128]
  *                   [--kernel auto,oz2,oz2-bytes,oz2-unfused,oz2-prep]
  *                   [--phi X] [--moduli N] [--reps N]
  * --shapes replaces the set (tAB: trans_a, trans_b, e.g. 4096x4096x4096t01).
@@ -786,6 +786,70 @@ static int bench_fp64_cal(gemmk_ctx *ctx, FILE *f)
     return 0;
 }
 
+/* complex128: cuBLAS ZGEMM against "auto" (the calibrated choice) and the
+ * emulation ("oz2-complex"), 8 n^3 flops; the emulation's D against
+ * ZGEMM's as max |difference| / max |ZGEMM|. */
+static int bench_z128(gemmk_ctx *ctx, int reps, cudaEvent_t e0, cudaEvent_t e1)
+{
+    printf("| shape | kernel | moduli | TF/s | ZGEMM TF/s | ratio | max diff "
+           "/ max abs |\n|---|---|---|---|---|---|---|\n");
+    for (long long n : {4096ll, 6144ll, 8192ll})
+        for (int t = 0; t < 2; t++) {
+            const size_t e = (size_t)n * n;
+            double *A, *B, *D, *Z;
+            CK(cudaMalloc(&A, e * 16));
+            CK(cudaMalloc(&B, e * 16));
+            CK(cudaMalloc(&D, e * 16));
+            CK(cudaMalloc(&Z, e * 16));
+            fill_f64_kernel<<<2048, 256>>>(A, 2 * e, 4242 + n, 0.5);
+            fill_f64_kernel<<<2048, 256>>>(B, 2 * e, 2424 + n, 0.5);
+            CK(cudaGetLastError());
+            gemmk_problem p;
+            memset(&p, 0, sizeof(p));
+            p.m = p.n = p.k = n;
+            p.ab_type = p.cd_type = GEMM_COMPLEX128;
+            p.trans_b = p.conj_b = t;
+            p.a = A, p.b = B, p.d = Z;
+            p.lda = p.ldb = p.ldc = p.ldd = n;
+            p.zalpha[0] = 1.0;
+            gemmk_result res;
+            auto run = [&](const char *k) {
+                if (gemmk_gemm(ctx, &p, 0, k, &res) != GEMM_OK) {
+                    fprintf(stderr, "%s failed: %s\n", k, res.msg);
+                    exit(1);
+                }
+            };
+            const double flop = 8.0 * n * n * n;
+            const double tz = time_runs(
+                e0, e1, [&](int) { run("cublas"); }, reps);
+            std::vector<double> hz(2 * e), hd(2 * e);
+            CK(cudaMemcpy(hz.data(), Z, e * 16, cudaMemcpyDeviceToHost));
+            double zmax = 0;
+            for (double v : hz)
+                zmax = fabs(v) > zmax ? fabs(v) : zmax;
+            p.d = D;
+            for (const char *k : {"auto", "oz2-complex"}) {
+                const double tk = time_runs(
+                    e0, e1, [&](int) { run(k); }, reps);
+                CK(cudaMemcpy(hd.data(), D, e * 16, cudaMemcpyDeviceToHost));
+                double dmax = 0;
+                for (size_t i = 0; i < 2 * e; i++)
+                    dmax = fmax(dmax, fabs(hd[i] - hz[i]));
+                printf("| %lldx%lldx%lld%s | %s | %d | %.2f | %.2f | %.3f | "
+                       "%.1e |\n",
+                       n, n, n, t ? " NC" : "", res.kernel, res.moduli,
+                       flop / tk / 1e9, flop / tz / 1e9, tz / tk, dmax / zmax);
+                fflush(stdout);
+            }
+            p.d = Z;
+            cudaFree(A);
+            cudaFree(B);
+            cudaFree(D);
+            cudaFree(Z);
+        }
+    return 0;
+}
+
 static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                       cudaEvent_t e0, cudaEvent_t e1, double phi,
                       const std::vector<std::string> &kernels_in, int moduli)
@@ -835,6 +899,8 @@ static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                r.ms, r.size, r.native_flops / 1e12, r.native_s * 1e6, r.moduli,
                r.int8_ops / 1e12, r.emul_bandwidth / 1e12, r.emul_s * 1e6, x);
     }
+    if (!strcmp(set, "z128"))
+        return bench_z128(ctx, reps, e0, e1);
     std::vector<RowF64> rows;
     if (f)
         fprintf(f, "shape,ta,tb,kernel,moduli,ours_tflops,dgemm_tflops,ratio,"

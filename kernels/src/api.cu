@@ -202,6 +202,11 @@ gemm_error run_auto(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s,
 {
     if (p->ab_type == GEMM_FP64)
         return run_f64(ctx, p, s, row, res); /* DGEMM or the emulation */
+    if (z_emulation_pays(ctx, p)) {
+        const Row *z = row_find("oz2-complex");
+        if (z)
+            return run_zemul(ctx, p, s, *z, res);
+    }
     if (wide(p->ab_type)) {
         res->kernel = row_reference().d.name;
         return wide_blas(ctx, p, s);
@@ -322,6 +327,7 @@ gemm_error gemmk_gemm(gemmk_ctx *ctx, const gemmk_problem *p,
         res = &dummy;
     res->kernel = nullptr;
     res->msg[0] = '\0';
+    res->moduli = 0;
     if (!ctx) {
         say(res, "no kernel context", nullptr);
         return GEMM_ERR_INVALID;

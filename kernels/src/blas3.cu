@@ -227,6 +227,7 @@ extern "C" gemm_error gemmk_blas3(gemmk_ctx *ctx, const gemmk_blas3_problem *p,
         res = &dummy;
     res->msg[0] = '\0';
     res->kernel = p ? kernel_name(p) : nullptr;
+    res->moduli = 0;
     if (!ctx || !p || !res->kernel || p->trans < 0 || p->trans > 2 ||
         (p->routine == GEMMK_GEMM3 && (p->trans_b < 0 || p->trans_b > 2))) {
         snprintf(res->msg, sizeof(res->msg),

@@ -23,6 +23,7 @@ constexpr unsigned kCDAll =
     (1u << GEMM_BF16) | (1u << GEMM_FP16) | (1u << GEMM_FP32);
 constexpr unsigned kWide = GEMMK_WIDE_TYPES;
 constexpr unsigned kF64 = 1u << GEMM_FP64;
+constexpr unsigned kZ128 = 1u << GEMM_COMPLEX128;
 constexpr unsigned kS8 = 1u << GEMMK_TYPE_S8;
 constexpr unsigned kS32 = 1u << GEMMK_TYPE_S32;
 constexpr unsigned kPrecTF32 = 1u << GEMM_PRECISION_TF32;
@@ -45,8 +46,9 @@ cudaError_t launch_n256e4(const Launch &l)
  * variant. */
 const Row kRows[] = {
     {{"auto", 0, 0,
-      "picks a kernel by shape, type and precision (fp64: cuBLAS DGEMM or "
-      "Ozaki-II by the calibrated cost model; complex: cuBLAS; int8: pp-s8)",
+      "picks a kernel by shape, type and precision (fp64 and complex128: "
+      "cuBLAS or Ozaki-II by the calibrated cost model; complex64: cuBLAS; "
+      "int8: pp-s8)",
       kAB16 | kAB32 | kWide | kS8, kCDAll | kWide | kS32, kPrecTF32 | kPrecFP32,
       kT},
      ROW_AUTO | ROW_CONJ,
@@ -328,6 +330,16 @@ const Row kRows[] = {
      nullptr,
      nullptr,
      F64_UNFUSED},
+    {{"oz2-complex", 0, 0,
+      "complex128 as one real Ozaki-II product of the real and imaginary "
+      "parts stacked (the four real products; residues made once)",
+      kZ128, kZ128, 0, kT},
+     ROW_CONJ,
+     run_zemul,
+     {},
+     nullptr,
+     nullptr,
+     0},
     {{"cublas-dgemm", 0, 0, "cuBLASLt DGEMM, the fp64 emulation's fallback",
       kF64, kF64, 0, kT},
      0,

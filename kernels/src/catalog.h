@@ -117,6 +117,11 @@ gemm_error run_swapped(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
  * many). */
 gemm_error run_grouped(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
                        const Row &, gemmk_result *);
+/* complex128 as one real emulated product (oz_complex.cu), and whether
+ * ctx's cost model says it beats ZGEMM for p. */
+gemm_error run_zemul(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
+                     const Row &, gemmk_result *);
+bool z_emulation_pays(gemmk_ctx *ctx, const gemmk_problem *p);
 /* cuBLAS DGEMM, CGEMM or ZGEMM of a wide problem (wide.cu). */
 gemm_error wide_blas(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s);
 

@@ -38,6 +38,7 @@ enum CtxSlot {
     SLOT_GROUP = 3, /* grouped launches: tensor maps and problem table */
     SLOT_WIDE = 4,  /* wide batches: cuBLAS's device pointer arrays */
     SLOT_SK = 5,    /* stream-K: partial accumulators and flags */
+    SLOT_ZOZ = 6,   /* complex emulation: split operands, real product */
     SLOT_COUNT
 };
 
@@ -86,6 +87,8 @@ gemm_error ctx_map(gemmk_ctx *ctx, const gemmk_tmap_key *key, CUtensorMap *out);
 /* At least `bytes` of device memory in slot (256-byte aligned); the old
  * contents are lost. GEMM_ERR_DEVICE_MEMORY when cudaMalloc fails. */
 gemm_error ctx_workspace(gemmk_ctx *ctx, int slot, size_t bytes, void **out);
+/* A copy of ctx's fp64 cost model; false until one was set (ozaki.cu). */
+bool f64_rates(gemmk_ctx *ctx, gemmk_f64_rates *out);
 /* The fp64 path's state pointer (NULL until ozaki.cu makes it). */
 OzState **ctx_oz(gemmk_ctx *ctx);
 void oz_free(OzState *st);

@@ -404,6 +404,7 @@ extern "C" gemm_error gemmk_gemm_grouped(gemmk_ctx *ctx,
         res = &dummy;
     res->kernel = nullptr;
     res->msg[0] = '\0';
+    res->moduli = 0;
     if (!ctx || count < 0 || (count > 0 && !probs)) {
         snprintf(res->msg, sizeof(res->msg), "grouped: %s",
                  !ctx ? "no kernel context" : "no problems given");

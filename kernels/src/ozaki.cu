@@ -57,6 +57,16 @@ void oz_free(OzState *st)
     free(st);
 }
 
+bool f64_rates(gemmk_ctx *ctx, gemmk_f64_rates *out)
+{
+    pthread_mutex_lock(&ctx->f64_mu);
+    const bool set = ctx->f64_rates_set != 0;
+    if (set)
+        *out = ctx->f64_rates;
+    pthread_mutex_unlock(&ctx->f64_mu);
+    return set;
+}
+
 namespace
 {
 
@@ -608,17 +618,6 @@ gemm_error validate(const gemmk_problem_f64 *p)
         p->method != GEMMK_F64_EMULATE)
         return GEMM_ERR_INVALID;
     return GEMM_OK;
-}
-
-/* A copy of ctx's fp64 cost model; false until one was set. */
-bool f64_rates(gemmk_ctx *ctx, gemmk_f64_rates *out)
-{
-    pthread_mutex_lock(&ctx->f64_mu);
-    const bool set = ctx->f64_rates_set != 0;
-    if (set)
-        *out = ctx->f64_rates;
-    pthread_mutex_unlock(&ctx->f64_mu);
-    return set;
 }
 
 /* The emulation's time by r (see gemmk_f64_rates). */

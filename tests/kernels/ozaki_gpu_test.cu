@@ -518,6 +518,147 @@ done:
     return ok;
 }
 
+/* --------------------------------------------------------- complex128 */
+
+struct ZCase {
+    long long m, n, k;
+    int ta, tb, ca, cb;    /* transposes and conjugations */
+    double ar, ai, br, bi; /* alpha, beta */
+    bool integers;         /* integer parts: the result must be exact */
+    const char *kernel;    /* "oz2-complex", or NULL: auto (calibrated) */
+    bool expect_emulated;
+};
+
+/* complex128 through gemmk_gemm: the emulation ("oz2-complex", or auto
+ * where the model picks it) against a double-double reference on
+ * samples (normwise bound as the fp64 cases' default moduli: within 4x
+ * cuBLAS ZGEMM's error plus 2^-52) and, for integer parts, exactly. */
+static bool run_z(const ZCase &c)
+{
+    bool ok = true;
+    const long long lda = c.ta ? c.m : c.k, ldb = c.tb ? c.k : c.n, ldd = c.n;
+    const size_t ea = (size_t)(c.ta ? c.k : c.m) * lda,
+                 eb = (size_t)(c.tb ? c.n : c.k) * ldb, ed = (size_t)c.m * ldd;
+    std::vector<double> ha(2 * ea), hb(2 * eb), hc(2 * ed), hd(2 * ed),
+        hr(2 * ed);
+    auto val = [&]() {
+        return c.integers ? (double)((int)(rnd64() % 1999) - 999)
+                          : runit() * exp2(0.5 * gauss());
+    };
+    for (auto &v : ha)
+        v = val();
+    for (auto &v : hb)
+        v = val();
+    for (auto &v : hc)
+        v = c.integers ? (double)((int)(rnd64() % 19) - 9) : runit();
+    double *da, *db, *dc, *dd, *dr;
+    CK(cudaMalloc(&da, ha.size() * 8));
+    CK(cudaMalloc(&db, hb.size() * 8));
+    CK(cudaMalloc(&dc, hc.size() * 8));
+    CK(cudaMalloc(&dd, hd.size() * 8));
+    CK(cudaMalloc(&dr, hr.size() * 8));
+    CK(cudaMemcpy(da, ha.data(), ha.size() * 8, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(db, hb.data(), hb.size() * 8, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dc, hc.data(), hc.size() * 8, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dd, 0xff, hd.size() * 8));
+    gemmk_problem p;
+    memset(&p, 0, sizeof(p));
+    p.m = c.m, p.n = c.n, p.k = c.k;
+    p.ab_type = p.cd_type = GEMM_COMPLEX128;
+    p.trans_a = c.ta, p.trans_b = c.tb, p.conj_a = c.ca, p.conj_b = c.cb;
+    p.a = da, p.b = db, p.c = dc, p.d = dd;
+    p.lda = lda, p.ldb = ldb, p.ldc = ldd, p.ldd = ldd;
+    p.zalpha[0] = c.ar, p.zalpha[1] = c.ai;
+    p.zbeta[0] = c.br, p.zbeta[1] = c.bi;
+    gemmk_result res;
+    gemm_error rv = gemmk_gemm(ctx, &p, 0, c.kernel, &res);
+    CK(cudaDeviceSynchronize());
+    gemmk_problem q = p;
+    q.d = dr;
+    gemmk_result qres;
+    gemm_error rq = gemmk_gemm(ctx, &q, 0, "cublas", &qres);
+    CK(cudaDeviceSynchronize());
+    char name[160];
+    snprintf(name, sizeof name, "z %lldx%lldx%lld t%d%d c%d%d %s%s", c.m, c.n,
+             c.k, c.ta, c.tb, c.ca, c.cb, c.kernel ? c.kernel : "auto",
+             c.integers ? " integers" : "");
+    if (rv != GEMM_OK || rq != GEMM_OK) {
+        FAIL("%s: gemmk_gemm %d (%s), cuBLAS %d", name, rv, res.msg, rq);
+    } else {
+        const bool emulated = res.kernel && !strcmp(res.kernel, "oz2-complex");
+        if (emulated != c.expect_emulated)
+            FAIL("%s: ran %s", name, res.kernel ? res.kernel : "?");
+        CK(cudaMemcpy(hd.data(), dd, hd.size() * 8, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hr.data(), dr, hr.size() * 8, cudaMemcpyDeviceToHost));
+        auto A = [&](long long i, long long h, int part) {
+            double v = c.ta ? ha[2 * (h * lda + i) + part]
+                            : ha[2 * (i * lda + h) + part];
+            return part && c.ca ? -v : v;
+        };
+        auto B = [&](long long h, long long j, int part) {
+            double v = c.tb ? hb[2 * (j * ldb + h) + part]
+                            : hb[2 * (h * ldb + j) + part];
+            return part && c.cb ? -v : v;
+        };
+        double worst_o = 0, worst_r = 0;
+        int bad = 0;
+        for (int t = 0; t < 300; t++) {
+            long long i = (long long)(rnd64() % c.m),
+                      j = (long long)(rnd64() % c.n);
+            DD re, im;
+            double mag = 0;
+            for (long long h = 0; h < c.k; h++) {
+                re.add_prod(A(i, h, 0), B(h, j, 0));
+                re.add_prod(-A(i, h, 1), B(h, j, 1));
+                im.add_prod(A(i, h, 0), B(h, j, 1));
+                im.add_prod(A(i, h, 1), B(h, j, 0));
+                mag += hypot(A(i, h, 0), A(i, h, 1)) *
+                       hypot(B(h, j, 0), B(h, j, 1));
+            }
+            /* alpha (re + i im) + beta C, in double-double */
+            const double cr = hc[2 * (i * ldd + j)],
+                         ci = hc[2 * (i * ldd + j) + 1];
+            DD xr, xi;
+            xr.add_prod(c.ar, re.s), xr.add_prod(c.ar, re.c);
+            xr.add_prod(-c.ai, im.s), xr.add_prod(-c.ai, im.c);
+            xr.add_prod(c.br, cr), xr.add_prod(-c.bi, ci);
+            xi.add_prod(c.ar, im.s), xi.add_prod(c.ar, im.c);
+            xi.add_prod(c.ai, re.s), xi.add_prod(c.ai, re.c);
+            xi.add_prod(c.br, ci), xi.add_prod(c.bi, cr);
+            const double gr = hd[2 * (i * ldd + j)],
+                         gi = hd[2 * (i * ldd + j) + 1];
+            const double nr = hr[2 * (i * ldd + j)],
+                         ni = hr[2 * (i * ldd + j) + 1];
+            if (c.integers) {
+                if ((gr != xr.value() || gi != xi.value()) && bad++ < 3)
+                    FAIL("%s: D[%lld][%lld] = %.17g%+.17gi, exact %.17g%+.17gi",
+                         name, i, j, gr, gi, xr.value(), xi.value());
+                continue;
+            }
+            const double scale = hypot(c.ar, c.ai) * mag +
+                                 hypot(c.br, c.bi) * hypot(cr, ci) + 1e-300;
+            const double eo = hypot(gr - xr.value(), gi - xi.value()) / scale;
+            const double er = hypot(nr - xr.value(), ni - xi.value()) / scale;
+            worst_o = eo > worst_o ? eo : worst_o;
+            worst_r = er > worst_r ? er : worst_r;
+            if (!(eo <= 4 * er + 0x1p-52) && bad++ < 3)
+                FAIL("%s: D[%lld][%lld] error %.3g of the scale, ZGEMM %.3g",
+                     name, i, j, eo, er);
+        }
+        if (ok)
+            passes++;
+        printf("%s %s: %s n=%d | /|a||b| max %.2e (ZGEMM %.2e)\n",
+               ok ? "ok  " : "FAIL", name, res.kernel ? res.kernel : "?",
+               res.moduli, worst_o, worst_r);
+    }
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dc);
+    cudaFree(dd);
+    cudaFree(dr);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -703,6 +844,24 @@ int main(int argc, char **argv)
         }
         for (auto &x : f)
             run_f64(x.c, x.label);
+        /* complex128 on the emulation */
+        const ZCase z[] = {
+            {300, 260, 500, 0, 0, 0, 0, 1.0, 0.0, 0.0, 0.0, false,
+             "oz2-complex", true},
+            {300, 260, 500, 1, 1, 1, 0, 0.5, -1.5, 0.25, 2.0, false,
+             "oz2-complex", true},
+            {129, 257, 700, 0, 1, 0, 1, 1.0, 1.0, 1.0, 0.0, false,
+             "oz2-complex", true},
+            {192, 160, 1024, 1, 0, 1, 1, 1.0, 0.0, -1.0, 0.0, true,
+             "oz2-complex", true},
+            {256, 256, 256, 0, 0, 0, 0, 1.0, 0.0, 0.0, 0.0, false, nullptr,
+             false}, /* auto, small: ZGEMM */
+        };
+        for (const ZCase &zc : z)
+            run_z(zc);
+        if (!quick)
+            run_z({6144, 6144, 6144, 0, 1, 0, 1, 1.0, 0.0, 0.0, 0.0, false,
+                   nullptr, true}); /* auto, large: the emulation */
     }
 
     gemmk_ctx_destroy(ctx);
