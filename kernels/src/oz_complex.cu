@@ -31,8 +31,8 @@ namespace
  * cols x rows); s = -1 conjugates. by_cols: out is rows x 2 cols (ld
  * 2 cols) = [Re op(X), s Im op(X)] instead. */
 __global__ void split_kernel(const cuDoubleComplex *__restrict__ x,
-                             long long ld, int trans, double s,
-                             long long rows, long long cols, int by_cols,
+                             long long ld, int trans, double s, long long rows,
+                             long long cols, int by_cols,
                              double *__restrict__ out)
 {
     const long long total = rows * cols;
