@@ -52,6 +52,10 @@ int read_positive(int x)
 {
     return x > 0 ? x : 0;
 }
+int read_tristate(int x)
+{
+    return x == 0 || x == 1 ? x : -1;
+}
 
 const KnobRow kKnobs[KNOB_COUNT] = {
     {KNOB_MAX_CLUSTERS, "GEMMK_MAX_CLUSTERS", -1,
@@ -82,10 +86,11 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "oz2-bytes: all moduli of a tile in one cooperative 128x256 CTA "
      "(ozaki.cu)",
      read_bool},
-    {KNOB_OZ_PP, "GEMMK_OZ_PP", 1,
-     "oz2-bytes, oz2-unfused: the ping-pong int8 kernel (0: cooperative "
-     "128x256; ozaki.cu)",
-     read_bool},
+    {KNOB_OZ_PP, "GEMMK_OZ_PP", -1,
+     "oz2-bytes, oz2-unfused: 1 the ping-pong int8 kernel, 0 the "
+     "cooperative 128x256 one (-1: by size, cooperative from 6144^2 "
+     "outputs; ozaki.cu)",
+     read_tristate},
     {KNOB_WARM, "GEMMK_WARM", 1,
      "gemmk_ctx_warm pays first-use costs (0: it does nothing, and a "
      "first request pays them; warm.cu)",

@@ -877,14 +877,20 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
     mc.n = nmod;
     memcpy(mc.mod, set.mod, sizeof(set.mod));
     const long long kp = (k + GEMMK_OZ_KB - 1) / GEMMK_OZ_KB * GEMMK_OZ_KB;
-    /* the residue-byte and unfused variants run the ping-pong kernel
-     * (128 x 128 per warpgroup), one launch per modulus, unless
-     * GEMMK_OZ_PP=0 (cooperative 128 x 256); GEMMK_OZ_BYTES_TILE=1 runs
+    /* the residue-byte and unfused variants run one int8 launch per
+     * modulus, ping-pong or cooperative by size (GEMMK_OZ_PP forces
+     * either); GEMMK_OZ_BYTES_TILE=1 runs
      * all moduli of a tile in one CTA instead (cooperative 128 x 256).
      * Measurement knobs: docs/ozaki-notes.md. */
     const bool tilewise =
         var == V_BYTES && ctx_knob(ctx, KNOB_OZ_BYTES_TILE) != 0;
-    const bool pp = !tilewise && ctx_knob(ctx, KNOB_OZ_PP) != 0;
+    /* the ping-pong kernel (128 x 128 a consumer) wins up to ~4096^2
+     * outputs, the cooperative 128 x 256 one from ~8192^2 (H200, both in
+     * the emulation: 4096^3 0.81 against 0.77x DGEMM, 8192^3 1.15
+     * against 1.22x, 16384^3 1.30 against 1.41x) */
+    const int pp_knob = ctx_knob(ctx, KNOB_OZ_PP);
+    const bool pp = !tilewise &&
+                    (pp_knob >= 0 ? pp_knob != 0 : p->m * p->n < 6144LL * 6144);
     const int bn = pp ? 128 : 256;
     S8Params sp;
     memset(&sp, 0, sizeof(sp));

@@ -761,6 +761,10 @@ int main(int argc, char **argv)
     f.push_back({"exact",
                  {1024, 1024, 4096, 1, 0, 1.0, 0.0, 0, 0.0, nullptr, EM, 0,
                   SP_INT, false, false}});
+    /* from 6144^2 outputs the products run on the cooperative kernel */
+    f.push_back({"exact",
+                 {6144, 6400, 1024, 0, 0, 1.0, 0.0, 0, 0.0, nullptr, EM, 0,
+                  SP_INT2, false, false}});
     f.push_back({"zero-row",
                  {256, 256, 512, 0, 0, 1.0, 0.0, 0, 0.5, nullptr, EM, 0,
                   SP_ZEROROW, false, false}});
