@@ -889,10 +889,7 @@ static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
             return 1;
         }
         gemmk_ctx_set_f64_rates(ctx, &r);
-        long long x = 0;
-        for (long long v = 256; v <= 32768 && !x; v += 256)
-            if (gemmk_f64_emulation_pays(&r, v, v, v, r.moduli, 0))
-                x = v;
+        const long long x = (long long)gemmk_f64_crossover(&r);
         printf("calibration (%.0f ms, %d^3): DGEMM %.1f TFLOP/s + %.0f us; "
                "emulation, %d moduli: int8 %.0f TOPS, %.2f TB/s, + %.0f us; "
                "auto emulates cubes from %lld\n\n",

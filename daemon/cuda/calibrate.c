@@ -20,16 +20,6 @@ struct cuda_calibration {
     int stop; /* set by cuda_calibrate_join: stop after the run in flight */
 };
 
-/* The smallest cube (a multiple of 256, up to 32768) the emulation is
- * faster at by r, or 0. */
-static long long crossover(const gemmk_f64_rates *r)
-{
-    for (long long n = 256; n <= 32768; n += 256)
-        if (gemmk_f64_emulation_pays(r, n, n, n, r->moduli, 0))
-            return n;
-    return 0;
-}
-
 /* Measures GPU `ordinal` and hands the rates to every worker of its
  * objects. */
 static void calibrate_gpu(cuda_calibration *c, int ordinal)
@@ -69,7 +59,7 @@ static void calibrate_gpu(cuda_calibration *c, int ordinal)
         for (unsigned w = 0; w < c->devs[i]->nworkers; w++)
             gemmk_ctx_set_f64_rates(c->devs[i]->workers[w].kctx, &r);
     }
-    long long x = crossover(&r);
+    long long x = (long long)gemmk_f64_crossover(&r);
     char from[64];
     if (x)
         snprintf(from, sizeof(from), "from about %lld^3", x);

@@ -408,6 +408,11 @@ double gemmk_f64_auto_emulation_s(gemmk_ctx *ctx, const gemmk_problem *p);
 int gemmk_f64_emulation_pays(const gemmk_f64_rates *r, int64_t m, int64_t n,
                              int64_t k, int moduli, int with_c);
 
+/* The smallest cube n x n x n (a multiple of 256, up to 32768) from
+ * which r says the emulation pays, at the calibration's moduli; 0 when
+ * none does (for logs and tables). */
+int64_t gemmk_f64_crossover(const gemmk_f64_rates *r);
+
 typedef struct gemmk_cache_stats {
     uint64_t hits, misses, evictions;
     uint32_t entries, capacity;

@@ -202,12 +202,11 @@ gemm_error run_auto(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s,
 {
     if (p->ab_type == GEMM_FP64)
         return run_f64(ctx, p, s, row, res); /* DGEMM or the emulation */
-    if (z_emulation_pays(ctx, p)) {
-        const Row *z = row_find("oz2-complex");
-        if (z)
-            return run_zemul(ctx, p, s, *z, res);
-    }
     if (wide(p->ab_type)) {
+        const Row *z =
+            z_emulation_pays(ctx, p) ? row_find("oz2-complex") : nullptr;
+        if (z) /* complex128 where the fp64 emulation beats ZGEMM */
+            return run_zemul(ctx, p, s, *z, res);
         res->kernel = row_reference().d.name;
         return wide_blas(ctx, p, s);
     }

@@ -715,16 +715,33 @@ extern "C" void gemmk_ctx_set_f64_rates(gemmk_ctx *ctx,
     pthread_mutex_unlock(&ctx->f64_mu);
 }
 
-extern "C" int gemmk_f64_emulation_pays(const gemmk_f64_rates *r, int64_t m,
-                                        int64_t n, int64_t k, int moduli,
-                                        int with_c)
+/* The emulation's time by r when it is at least 5% faster than DGEMM's,
+ * else 0. */
+double emulation_pays_s(const gemmk_f64_rates *r, int64_t m, int64_t n,
+                        int64_t k, int moduli, int with_c)
 {
     if (!r || r->native_flops <= 0 || r->emul_bandwidth <= 0 ||
         r->int8_ops <= 0 || moduli < 1)
         return 0;
     const double t_native =
         r->native_s + 2.0 * (double)m * (double)n * (double)k / r->native_flops;
-    return emulation_s(r, m, n, k, moduli, with_c) < 0.95 * t_native;
+    const double t_emul = emulation_s(r, m, n, k, moduli, with_c);
+    return t_emul < 0.95 * t_native ? t_emul : 0;
+}
+
+extern "C" int gemmk_f64_emulation_pays(const gemmk_f64_rates *r, int64_t m,
+                                        int64_t n, int64_t k, int moduli,
+                                        int with_c)
+{
+    return emulation_pays_s(r, m, n, k, moduli, with_c) > 0;
+}
+
+extern "C" int64_t gemmk_f64_crossover(const gemmk_f64_rates *r)
+{
+    for (int64_t n = 256; r && n <= 32768; n += 256)
+        if (gemmk_f64_emulation_pays(r, n, n, n, r->moduli, 0))
+            return n;
+    return 0;
 }
 
 extern "C" double gemmk_f64_auto_emulation_s(gemmk_ctx *ctx,
@@ -734,10 +751,7 @@ extern "C" double gemmk_f64_auto_emulation_s(gemmk_ctx *ctx,
     if (!ctx || !p || p->ab_type != GEMM_FP64 || p->host_mapped ||
         p->moduli != 0 || !f64_rates(ctx, &r))
         return 0;
-    const int with_c = p->zbeta[0] != 0.0;
-    if (!gemmk_f64_emulation_pays(&r, p->m, p->n, p->k, r.moduli, with_c))
-        return 0;
-    return emulation_s(&r, p->m, p->n, p->k, r.moduli, with_c);
+    return emulation_pays_s(&r, p->m, p->n, p->k, r.moduli, p->zbeta[0] != 0.0);
 }
 
 extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
