@@ -12,7 +12,8 @@
  *        bench_gemm --type fp32 [--set fp32|fp32quick|fp32sq] [--reps N]
  *                   [--csv FILE]
  *        bench_gemm --type int8 [--set int8|int8quick|int8one] [--reps N]
- *        bench_gemm --type fp64 [--set fp64|fp64quick|fp64sq|fp64ksweep|z128]
+ *        bench_gemm --type fp64 [--set fp64|fp64quick|fp64sq|fp64ksweep|z128|
+ *                                c64]
  *                   [--kernel auto,oz2,oz2-bytes,oz2-unfused,oz2-prep]
  *                   [--phi X] [--moduli N] [--reps N]
  * --shapes replaces the set (tAB: trans_a, trans_b, e.g. 4096x4096x4096t01).
@@ -203,8 +204,9 @@ static __global__ void fill_f32_kernel(float *p, long long n, uint64_t seed)
 
 struct Row32 {
     std::string name;
-    double tf32_tf, lt_tf32_tf, x3_tf, sgemm_tf;
-    double e_tf32, e_lt_tf32, e_x3, e_sgemm;
+    double tf32_tf, lt_tf32_tf, x3_tf, sgemm_tf, oz_tf;
+    double e_tf32, e_lt_tf32, e_x3, e_sgemm, e_oz;
+    int oz_moduli;
 };
 
 /* fp32 rows (see the file comment). Returns 0, or 1 on a failed call. */
@@ -234,7 +236,7 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
     if (f)
         fprintf(f, "shape,ta,tb,tf32_tflops,cublas_tf32_tflops,tf32_ratio,"
                    "x3_tflops,sgemm_tflops,x3_ratio,err_tf32,err_cublas_tf32,"
-                   "err_x3,err_sgemm\n");
+                   "err_x3,err_sgemm,oz_tflops,oz_moduli,err_oz\n");
     for (const Shape &s : shapes) {
         size_t ea = (s.ta ? s.k : s.m) * s.lda();
         size_t eb = (s.tb ? s.n : s.k) * s.ldb();
@@ -262,9 +264,15 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         p.d = D;
         auto time_fn = [&](auto fn, int n) { return time_runs(e0, e1, fn, n); };
         bool fail = false;
+        int oz_moduli = 0;
         auto ours = [&](const char *k, gemm_precision pr, int i) {
             p.a = A[i % nsets], p.b = B[i % nsets], p.precision = pr;
-            int r = gemmk_gemm(ctx, &p, 0, k, NULL);
+            gemmk_result res;
+            int r = gemmk_gemm(ctx, &p, 0, k, &res);
+            if (!strcmp(k, "oz2-f32"))
+                oz_moduli = strcmp(res.kernel ? res.kernel : "", "oz2-f32")
+                                ? 0
+                                : res.moduli;
             if (r != GEMM_OK) {
                 fprintf(stderr, "gemmk_gemm %s: %d\n", k, r);
                 fail = true;
@@ -307,12 +315,14 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         for (int i = 0; i < 3; i++) {
             ours("ws-tf32", GEMM_PRECISION_TF32, i);
             ours("ws-3xtf32", GEMM_PRECISION_FP32, i);
+            ours("oz2-f32", GEMM_PRECISION_FP32, i);
         }
         CK(cudaDeviceSynchronize());
         if (fail)
             return 1;
         /* interleaved blocks; the min of the block medians */
-        double t_tf = 1e30, t_x3 = 1e30, t_ltf = 1e30, t_lsg = 1e30;
+        double t_tf = 1e30, t_x3 = 1e30, t_ltf = 1e30, t_lsg = 1e30,
+               t_oz = 1e30;
         for (int blk = 0; blk < 2; blk++) {
             t_tf = std::min(
                 t_tf,
@@ -335,6 +345,10 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                                                    B[i % nsets], D, &al_sg);
                                         },
                                         std::max(3, reps / 4)));
+            t_oz = std::min(
+                t_oz,
+                time_fn([&](int i) { ours("oz2-f32", GEMM_PRECISION_FP32, i); },
+                        std::max(3, reps / 4)));
         }
         t_ltf = std::min(t_ltf, ms_lt_tf);
         t_lsg = std::min(t_lsg, ms_lt_sg);
@@ -378,6 +392,8 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         r.e_x3 = err_of([&] { ours("ws-3xtf32", GEMM_PRECISION_FP32, 0); });
         r.e_lt_tf32 = err_of([&] { lt_run(lp_tf, A[0], B[0], D, &al_tf); });
         r.e_sgemm = err_of([&] { lt_run(lp_sg, A[0], B[0], D, &al_sg); });
+        r.e_oz = err_of([&] { ours("oz2-f32", GEMM_PRECISION_FP32, 0); });
+        r.oz_moduli = oz_moduli;
         if (fail)
             return 1;
         double flop = 2.0 * s.m * s.n * s.k;
@@ -389,21 +405,24 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         r.lt_tf32_tf = flop / t_ltf / 1e9;
         r.x3_tf = flop / t_x3 / 1e9;
         r.sgemm_tf = flop / t_lsg / 1e9;
+        r.oz_tf = flop / t_oz / 1e9;
         rows.push_back(r);
         printf("%-22s tf32 %6.1f vs %6.1f (%.3f)  3xtf32 %6.1f vs sgemm %6.1f "
-               "(%.2fx)  err tf32 %.1e/%.1e 3x %.1e sgemm %.1e\n",
+               "(%.2fx)  oz2-f32 %6.1f (%.2fx sgemm, %.2fx 3x, n=%d)  err "
+               "tf32 %.1e/%.1e 3x %.1e sgemm %.1e oz %.1e\n",
                nm, r.tf32_tf, r.lt_tf32_tf, r.tf32_tf / r.lt_tf32_tf, r.x3_tf,
-               r.sgemm_tf, r.x3_tf / r.sgemm_tf, r.e_tf32, r.e_lt_tf32, r.e_x3,
-               r.e_sgemm);
+               r.sgemm_tf, r.x3_tf / r.sgemm_tf, r.oz_tf, r.oz_tf / r.sgemm_tf,
+               r.oz_tf / r.x3_tf, r.oz_moduli, r.e_tf32, r.e_lt_tf32, r.e_x3,
+               r.e_sgemm, r.e_oz);
         fflush(stdout);
         if (f)
             fprintf(f,
                     "%lldx%lldx%lld,%d,%d,%.2f,%.2f,%.4f,%.2f,%.2f,%.4f,"
-                    "%.3e,%.3e,%.3e,%.3e\n",
+                    "%.3e,%.3e,%.3e,%.3e,%.2f,%d,%.3e\n",
                     s.m, s.n, s.k, s.ta, s.tb, r.tf32_tf, r.lt_tf32_tf,
                     r.tf32_tf / r.lt_tf32_tf, r.x3_tf, r.sgemm_tf,
                     r.x3_tf / r.sgemm_tf, r.e_tf32, r.e_lt_tf32, r.e_x3,
-                    r.e_sgemm);
+                    r.e_sgemm, r.oz_tf, r.oz_moduli, r.e_oz);
         lt_free(lp_tf);
         lt_free(lp_sg);
         for (int i = 0; i < nsets; i++) {
@@ -413,15 +432,18 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         cudaFree(D);
     }
     printf("\n| shape | ws-tf32 TF/s | cuBLAS TF32 TF/s | ratio | ws-3xtf32 "
-           "TF/s | cuBLAS SGEMM TF/s | ratio | err tf32 | err cuBLAS tf32 | "
-           "err 3xtf32 | err SGEMM |\n|---|---|---|---|---|---|---|---|---|"
-           "---|---|\n");
+           "TF/s | cuBLAS SGEMM TF/s | ratio | oz2-f32 TF/s (moduli) | x SGEMM "
+           "| x 3xTF32 | err tf32 | err cuBLAS tf32 | err 3xtf32 | err SGEMM "
+           "| err oz2-f32 |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+           "---|---|---|\n");
     for (auto &r : rows)
-        printf("| %s | %.1f | %.1f | %.3f | %.1f | %.1f | %.2f | %.1e | %.1e "
-               "| %.1e | %.1e |\n",
+        printf("| %s | %.1f | %.1f | %.3f | %.1f | %.1f | %.2f | %.1f (%d) | "
+               "%.2f | %.2f | %.1e | %.1e | %.1e | %.1e | %.1e |\n",
                r.name.c_str(), r.tf32_tf, r.lt_tf32_tf,
                r.tf32_tf / r.lt_tf32_tf, r.x3_tf, r.sgemm_tf,
-               r.x3_tf / r.sgemm_tf, r.e_tf32, r.e_lt_tf32, r.e_x3, r.e_sgemm);
+               r.x3_tf / r.sgemm_tf, r.oz_tf, r.oz_moduli, r.oz_tf / r.sgemm_tf,
+               r.oz_tf / r.x3_tf, r.e_tf32, r.e_lt_tf32, r.e_x3, r.e_sgemm,
+               r.e_oz);
     return 0;
 }
 
@@ -786,28 +808,42 @@ static int bench_fp64_cal(gemmk_ctx *ctx, FILE *f)
     return 0;
 }
 
-/* complex128: cuBLAS ZGEMM against "auto" (the calibrated choice) and the
- * emulation ("oz2-complex"), 8 n^3 flops; the emulation's D against
- * ZGEMM's as max |difference| / max |ZGEMM|. */
-static int bench_z128(gemmk_ctx *ctx, int reps, cudaEvent_t e0, cudaEvent_t e1)
+/* complex128 (R double) or complex64 (R float): cuBLAS ZGEMM (CGEMM)
+ * against "auto" (the calibrated choice) and the emulation
+ * ("oz2-complex"), 8 n^3 flops; the emulation's D against cuBLAS's as
+ * max |difference| / max |cuBLAS|. */
+static void fill_real(double *p, size_t n, uint64_t seed)
 {
-    printf("| shape | kernel | moduli | TF/s | ZGEMM TF/s | ratio | max diff "
-           "/ max abs |\n|---|---|---|---|---|---|---|\n");
+    fill_f64_kernel<<<2048, 256>>>(p, n, seed, 0.5);
+}
+static void fill_real(float *p, size_t n, uint64_t seed)
+{
+    fill_f32_kernel<<<1024, 256>>>(p, n, seed);
+}
+
+template <typename R>
+static int bench_zc(gemmk_ctx *ctx, int reps, cudaEvent_t e0, cudaEvent_t e1)
+{
+    const bool c64 = sizeof(R) == 4;
+    const size_t es = 2 * sizeof(R);
+    printf("| shape | kernel | moduli | TF/s | %s TF/s | ratio | max diff "
+           "/ max abs |\n|---|---|---|---|---|---|---|\n",
+           c64 ? "CGEMM" : "ZGEMM");
     for (long long n : {4096ll, 6144ll, 8192ll})
         for (int t = 0; t < 2; t++) {
             const size_t e = (size_t)n * n;
-            double *A, *B, *D, *Z;
-            CK(cudaMalloc(&A, e * 16));
-            CK(cudaMalloc(&B, e * 16));
-            CK(cudaMalloc(&D, e * 16));
-            CK(cudaMalloc(&Z, e * 16));
-            fill_f64_kernel<<<2048, 256>>>(A, 2 * e, 4242 + n, 0.5);
-            fill_f64_kernel<<<2048, 256>>>(B, 2 * e, 2424 + n, 0.5);
+            R *A, *B, *D, *Z;
+            CK(cudaMalloc(&A, e * es));
+            CK(cudaMalloc(&B, e * es));
+            CK(cudaMalloc(&D, e * es));
+            CK(cudaMalloc(&Z, e * es));
+            fill_real(A, 2 * e, 4242 + n);
+            fill_real(B, 2 * e, 2424 + n);
             CK(cudaGetLastError());
             gemmk_problem p;
             memset(&p, 0, sizeof(p));
             p.m = p.n = p.k = n;
-            p.ab_type = p.cd_type = GEMM_COMPLEX128;
+            p.ab_type = p.cd_type = c64 ? GEMM_COMPLEX64 : GEMM_COMPLEX128;
             p.trans_b = p.conj_b = t;
             p.a = A, p.b = B, p.d = Z;
             p.lda = p.ldb = p.ldc = p.ldd = n;
@@ -822,19 +858,19 @@ static int bench_z128(gemmk_ctx *ctx, int reps, cudaEvent_t e0, cudaEvent_t e1)
             const double flop = 8.0 * n * n * n;
             const double tz = time_runs(
                 e0, e1, [&](int) { run("cublas"); }, reps);
-            std::vector<double> hz(2 * e), hd(2 * e);
-            CK(cudaMemcpy(hz.data(), Z, e * 16, cudaMemcpyDeviceToHost));
+            std::vector<R> hz(2 * e), hd(2 * e);
+            CK(cudaMemcpy(hz.data(), Z, e * es, cudaMemcpyDeviceToHost));
             double zmax = 0;
-            for (double v : hz)
-                zmax = fabs(v) > zmax ? fabs(v) : zmax;
+            for (R v : hz)
+                zmax = fabs((double)v) > zmax ? fabs((double)v) : zmax;
             p.d = D;
             for (const char *k : {"auto", "oz2-complex"}) {
                 const double tk = time_runs(
                     e0, e1, [&](int) { run(k); }, reps);
-                CK(cudaMemcpy(hd.data(), D, e * 16, cudaMemcpyDeviceToHost));
+                CK(cudaMemcpy(hd.data(), D, e * es, cudaMemcpyDeviceToHost));
                 double dmax = 0;
                 for (size_t i = 0; i < 2 * e; i++)
-                    dmax = fmax(dmax, fabs(hd[i] - hz[i]));
+                    dmax = fmax(dmax, fabs((double)hd[i] - (double)hz[i]));
                 printf("| %lldx%lldx%lld%s | %s | %d | %.2f | %.2f | %.3f | "
                        "%.1e |\n",
                        n, n, n, t ? " NC" : "", res.kernel, res.moduli,
@@ -897,7 +933,9 @@ static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                r.int8_ops / 1e12, r.emul_bandwidth / 1e12, r.emul_s * 1e6, x);
     }
     if (!strcmp(set, "z128"))
-        return bench_z128(ctx, reps, e0, e1);
+        return bench_zc<double>(ctx, reps, e0, e1);
+    if (!strcmp(set, "c64"))
+        return bench_zc<float>(ctx, reps, e0, e1);
     std::vector<RowF64> rows;
     if (f)
         fprintf(f, "shape,ta,tb,kernel,moduli,ours_tflops,dgemm_tflops,ratio,"

@@ -346,7 +346,8 @@ static int cuda_kernel_check(gemmd_backend *be, const gemmd_job *j, char *msg,
         if (j->moduli != 0) /* moduli ask for the emulation */
             snprintf(msg, len,
                      "kernel '%s' cannot serve this request with moduli %d: "
-                     "%s (moduli run the fp64 Ozaki-II emulation: name a "
+                     "%s (moduli run the Ozaki-II emulation of fp64, or of "
+                     "fp32 into fp32: name a "
                      "kernel that emulates, see gemmctl kernels, leave the "
                      "kernel auto, or leave moduli 0)",
                      name != NULL ? name : "auto", j->moduli,

@@ -201,7 +201,7 @@ static void gemm_reply(gemmd_job *j, uint64_t id, uint64_t now, Gemm__Reply *r,
         g->has_kernel_ns = true;
         g->kernel_ns = j->ns_kernel;
     }
-    if (j->ran_moduli != 0) { /* fp64 through the Ozaki-II emulation */
+    if (j->ran_moduli != 0) { /* through the Ozaki-II emulation */
         g->has_moduli = true;
         g->moduli = (uint32_t)j->ran_moduli;
     }

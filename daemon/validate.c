@@ -159,15 +159,26 @@ int val_precision(int ab_type, int precision, char *msg, size_t len)
     return GEMM_OK;
 }
 
-int val_moduli(int ab_type, uint32_t moduli, char *msg, size_t len)
+int val_moduli(int ab_type, int cd_type, int precision, uint32_t moduli,
+               char *msg, size_t len)
 {
     if (moduli == 0)
         return GEMM_OK;
-    if (ab_type != GEMM_FP64) {
+    if (ab_type != GEMM_FP64 && ab_type != GEMM_FP32) {
         snprintf(msg, len,
-                 "moduli (%u) is for fp64 inputs, the Ozaki-II emulation's "
-                 "modulus count: leave it 0 for %s inputs",
+                 "moduli (%u) is for fp64 and fp32 inputs, the Ozaki-II "
+                 "emulation's modulus count: leave it 0 for %s inputs",
                  moduli, gemm_dtype_name(ab_type));
+        return GEMM_ERR_INVALID;
+    }
+    if (ab_type == GEMM_FP32 &&
+        (cd_type != GEMM_FP32 || precision == GEMM_PRECISION_TF32)) {
+        snprintf(msg, len,
+                 "moduli (%u) on fp32 inputs asks for the Ozaki-II "
+                 "emulation, which writes fp32 C and D at fp32 precision: "
+                 "make C and D fp32 and leave precision default or fp32, or "
+                 "leave moduli 0",
+                 moduli);
         return GEMM_ERR_INVALID;
     }
     if (moduli < GEMM_OZ_MODULI_MIN || moduli > GEMM_OZ_MODULI_MAX) {
@@ -331,7 +342,8 @@ int val_gemm_check(const val_gemm *g, const val_limits *lim,
     int rv;
     if ((rv = val_dtypes_check(g->ab_type, g->cd_type, msg, len)) != GEMM_OK ||
         (rv = val_precision(g->ab_type, g->precision, msg, len)) != GEMM_OK ||
-        (rv = val_moduli(g->ab_type, g->moduli, msg, len)) != GEMM_OK ||
+        (rv = val_moduli(g->ab_type, g->cd_type, g->precision, g->moduli, msg,
+                         len)) != GEMM_OK ||
         (rv = val_ops_scalars(g, msg, len)) != GEMM_OK ||
         (rv = val_kernel_name(g->kernel, msg, len)) != GEMM_OK)
         return rv;

@@ -107,11 +107,13 @@ int val_kernel_name(const char *name, char *msg, size_t len);
  * 16-bit inputs. Returns GEMM_OK or GEMM_ERR_INVALID with a message. */
 int val_precision(int ab_type, int precision, char *msg, size_t len);
 
-/* An Ozaki-II modulus count for A/B of ab_type: 0 (the backend picks), or
- * GEMM_OZ_MODULI_MIN..GEMM_OZ_MODULI_MAX on fp64 inputs. Whether the
- * kernel asked for runs the emulation is the backend's check. Returns
- * GEMM_OK or GEMM_ERR_INVALID with a message that names the fix. */
-int val_moduli(int ab_type, uint32_t moduli, char *msg, size_t len);
+/* An Ozaki-II modulus count: 0 (the backend picks), or
+ * GEMM_OZ_MODULI_MIN..GEMM_OZ_MODULI_MAX on fp64 inputs, or on fp32 inputs
+ * with fp32 C/D at fp32 precision. Whether the kernel asked for runs the
+ * emulation is the backend's check. Returns GEMM_OK or GEMM_ERR_INVALID
+ * with a message that names the fix. */
+int val_moduli(int ab_type, int cd_type, int precision, uint32_t moduli,
+               char *msg, size_t len);
 
 /*
  * Checks g against the limits and the caller's buffers. Returns GEMM_OK and

@@ -69,10 +69,11 @@ static const char mm_usage[] =
     "                       default: the daemon picks)\n"
     "  --precision P        fp32 inputs: default, tf32 (fast, ~1e-3) or\n"
     "                       fp32 (accurate); default is fp32\n"
-    "  --moduli N           fp64 inputs: the Ozaki-II emulation with N\n"
-    "                       moduli, 2..20 (fewer: faster, less accurate;\n"
-    "                       ~15 match DGEMM); default: the daemon picks\n"
-    "                       native DGEMM or the emulation. The report\n"
+    "  --moduli N           fp64 and fp32 inputs: the Ozaki-II emulation\n"
+    "                       with N moduli, 2..20 (fewer: faster, less\n"
+    "                       accurate; ~15 match DGEMM, ~7 SGEMM);\n"
+    "                       default: the daemon picks native DGEMM (for\n"
+    "                       fp32 3xTF32) or the emulation. The report\n"
     "                       says how many ran (the cpu backend computes\n"
     "                       natively)\n"
     "Output:\n"
@@ -86,7 +87,8 @@ static const char mm_usage[] =
     "                       Frobenius error and PASS/FAIL (fp64 and c128\n"
     "                       1e-12, fp32 and c64 1e-5, tf32 2e-3, fp16 2e-3,\n"
     "                       bf16 1e-2; fp64 emulated with N < 15\n"
-    "                       moduli 1e-12 * 16^(15-N), an estimate);\n"
+    "                       moduli 1e-12 * 16^(15-N), fp32 with N < 7\n"
+    "                       1e-5 * 16^(7-N), estimates);\n"
     "                       int8: every element exactly against 64-bit\n"
     "                       integers modulo 2^32\n"
     "  --repeat R           run R times, report median and best (random)\n"
@@ -761,12 +763,21 @@ int cmd_mm(const char *url, int argc, char **argv)
                          gemm_precision_name(a.precision), gemm_dtype_name(ab));
         goto out;
     }
-    if (ab != GEMM_FP64 && a.moduli != 0) {
+    if (ab != GEMM_FP64 && ab != GEMM_FP32 && a.moduli != 0) {
         code = ctl_error(EXIT_USAGE,
-                         "mm: --moduli is for fp64 inputs (the Ozaki-II "
-                         "emulation); these are %s (give --dtype fp64, or "
-                         "leave --moduli out)",
+                         "mm: --moduli is for fp64 and fp32 inputs (the "
+                         "Ozaki-II emulation); these are %s (give --dtype "
+                         "fp64 or fp32, or leave --moduli out)",
                          gemm_dtype_name(ab));
+        goto out;
+    }
+    if (ab == GEMM_FP32 && a.moduli != 0 &&
+        (cd != GEMM_FP32 || a.precision == GEMM_PRECISION_TF32)) {
+        code = ctl_error(EXIT_USAGE,
+                         "mm: --moduli on fp32 inputs runs the Ozaki-II "
+                         "emulation, which writes fp32 at fp32 precision: "
+                         "leave --cd-dtype and --precision at their defaults, "
+                         "or leave --moduli out");
         goto out;
     }
     outt = a.have_out_dtype ? a.out_dtype : mm_out_default(cd);
@@ -876,8 +887,8 @@ int cmd_mm(const char *url, int argc, char **argv)
     if (t.moduli != 0)
         mm_note(&a, ", Ozaki-II with %u moduli", t.moduli);
     else if (op.moduli != 0)
-        mm_note(&a, ", native fp64 (the %u moduli asked for were not used)",
-                op.moduli);
+        mm_note(&a, ", native %s (the %u moduli asked for were not used)",
+                gemm_dtype_name(ab), op.moduli);
     if (kern[a.repeat / 2] != 0)
         mm_note(&a, ", kernel time %s%.3f ms (%.3g TFLOP/s)",
                 a.repeat > 1 ? "median " : "", (double)kern[a.repeat / 2] / 1e6,

@@ -107,6 +107,9 @@ double mm_tolerance(gemm_dtype ab, gemm_dtype cd, gemm_precision p,
     if (ab == GEMM_FP64 && moduli != 0 && moduli < 15)
         return *what = "fp64 emulated with fewer moduli",
                fmin(1e-12 * pow(16.0, 15.0 - (double)moduli), 1.0);
+    if (ab == GEMM_FP32 && moduli != 0 && moduli < 7)
+        return *what = "fp32 emulated with fewer moduli",
+               fmin(1e-5 * pow(16.0, 7.0 - (double)moduli), 1.0);
     if (ab == GEMM_FP64 || ab == GEMM_COMPLEX128)
         return *what = gemm_dtype_name(ab), 1e-12;
     if (ab == GEMM_COMPLEX64)

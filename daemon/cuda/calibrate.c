@@ -72,6 +72,25 @@ static void calibrate_gpu(cuda_calibration *c, int ordinal)
               ordinal, r.ms, r.size, r.native_flops / 1e12, r.native_s * 1e6,
               r.moduli, r.int8_ops / 1e12, r.emul_bandwidth / 1e12,
               r.emul_s * 1e6, from);
+    if (r.moduli_f32 == 0) {
+        gemmd_log(LOG_NOTICE,
+                  "cuda backend: GPU %d: fp32 emulation not calibrated; fp32 "
+                  "at fp32 precision runs 3xTF32 unless a request names "
+                  "moduli",
+                  ordinal);
+        return;
+    }
+    x = (long long)gemmk_f32_crossover(&r);
+    if (x)
+        snprintf(from, sizeof(from), "from about %lld^3", x);
+    else
+        snprintf(from, sizeof(from), "not below 32768^3");
+    gemmd_log(LOG_NOTICE,
+              "cuda backend: GPU %d: fp32 calibrated: 3xTF32 %.1f TFLOP/s "
+              "(+%.0f us); Ozaki-II with %d moduli: %.2f TB/s of preparation, "
+              "+%.0f us; emulation pays %s",
+              ordinal, r.x3_flops / 1e12, r.x3_s * 1e6, r.moduli_f32,
+              r.emul32_bandwidth / 1e12, r.emul32_s * 1e6, from);
 }
 
 static void *calibrate_main(void *arg)

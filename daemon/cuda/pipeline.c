@@ -62,7 +62,7 @@ static bool by_rows(cuda_worker *w, const gemmd_job *j, const gemmk_problem *kp,
     unsigned pre = gemmk_prepass(kp, j->kernel[0] != '\0' ? j->kernel : NULL);
     *ok = true;
     if (j->a_dev && j->b_dev && j->kernel[0] == '\0' &&
-        gemmk_f64_auto_emulation_s(w->kctx, kp) > 0) {
+        gemmk_auto_emulation_s(w->kctx, kp) > 0) {
         *ok = false; /* nothing to stream in: one emulation, one split */
         return true;
     }

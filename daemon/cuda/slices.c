@@ -74,10 +74,10 @@ int cuda_slices_run(cuda_worker *w, gemmd_job *j, const gemmk_problem *kp,
     uint64_t budget = cuda_slice_budget(j);
     if (budget == 0 || slice_flops(j) <= budget)
         return run(w, j, kp);
-    /* an fp64 GEMM "auto" emulates within a slice's time runs whole: each
-     * slice would prepare its operands again */
+    /* an fp64 (or accurate fp32) GEMM "auto" emulates within a slice's
+     * time runs whole: each slice would prepare its operands again */
     const double emul_s =
-        j->kernel[0] == '\0' ? gemmk_f64_auto_emulation_s(w->kctx, kp) : 0;
+        j->kernel[0] == '\0' ? gemmk_auto_emulation_s(w->kctx, kp) : 0;
     if (emul_s > 0 && emul_s * 1e3 <= slice_ms / 2.0)
         return run(w, j, kp);
     /* 128 elements: keeps every tile's operands 16-byte aligned (TMA) and

@@ -164,7 +164,8 @@ static bool direct_ok(const cuda_device *d, const gemmd_job *j)
     if (!d->host_direct || j->kind != JOB_GEMM || wide_type(j->ab_type) ||
         j->ab_type == GEMM_INT8 ||
         (j->kernel[0] != '\0' && !gemmk_is_auto(j->kernel)) ||
-        (j->ab_type == GEMM_FP32 && j->precision == GEMM_PRECISION_TF32))
+        (j->ab_type == GEMM_FP32 && j->precision == GEMM_PRECISION_TF32) ||
+        j->moduli != 0) /* a count asks for the emulation */
         return false;
     if (j->m * j->n > DIRECT_MAX_VOLUME ||
         j->m * j->n * j->k > DIRECT_MAX_VOLUME)

@@ -367,6 +367,18 @@ typedef struct gemmk_f64_rates {
     int moduli; /* the count the calibration's inputs needed */
     int size;   /* the largest cube it timed (n of n x n x n) */
     double ms;  /* how long it took */
+    /* fp32 at fp32 accuracy (precision FP32, C and D fp32): 3xTF32
+     *   x3 = x3_s + 2 m n k / x3_flops
+     * against the same emulation from fp32 inputs, whose preparation
+     * reads half the bytes: emul32_s + bytes32 / emul32_bandwidth + the
+     * int8 term above, bytes32 = (8 + n_mod)(m + n) k + (2 n_mod + 4
+     * (+ 4 with C)) m n. Zero where not measured ("auto" runs 3xTF32). */
+    double x3_s, x3_flops;
+    double emul32_s, emul32_bandwidth;
+    int moduli_f32; /* the count the fp32 calibration's inputs needed */
+    /* cuBLAS SGEMM (true fp32), the same line: what complex64's CGEMM
+     * runs at, against which "auto" weighs complex64's emulation */
+    double sgemm_s, sgemm_flops;
 } gemmk_f64_rates;
 
 /*
@@ -376,8 +388,10 @@ typedef struct gemmk_f64_rates {
  * 8192, 6144, 4096 whose buffers fit max_bytes (0: 8192) and 90% of the
  * free memory, the other half of it; the fastest of three runs each, the
  * lines through the two points (through the origin and the larger one
- * where other work on the GPU bent them). Runs on `stream`; returns when
- * done (about 0.3 s on an H100) with ctx's workspaces grown (freed with
+ * where other work on the GPU bent them); then the fp32 lines (3xTF32, SGEMM
+ * and the emulation from fp32 inputs) the same way, left zero where they
+ * cannot be measured. Runs on `stream`; returns when done (about 0.5 s
+ * on an H100) with ctx's workspaces grown (freed with
  * the context). stop (may be NULL): when *stop turns nonzero, returns
  * GEMM_ERR_SHUTDOWN after the run in progress. GEMM_ERR_DEVICE_MEMORY if
  * even 4096 does not fit; msg says what failed.
@@ -394,13 +408,14 @@ gemm_error gemmk_f64_calibrate(gemmk_ctx *ctx, cudaStream_t stream,
  */
 void gemmk_ctx_set_f64_rates(gemmk_ctx *ctx, const gemmk_f64_rates *r);
 
-/* The seconds ctx's cost model predicts for p (fp64, moduli 0) when
- * gemmk_gemm with kernel "auto" would run it as the Ozaki-II emulation,
- * inputs allowing; 0 when it would run DGEMM (or the model is not set, or
- * p is not such a problem). A caller that would cut p into panels or
- * slices can run it whole instead: each piece would prepare its operands
- * again. Thread-safe. */
-double gemmk_f64_auto_emulation_s(gemmk_ctx *ctx, const gemmk_problem *p);
+/* The seconds ctx's cost model predicts for p (fp64, or fp32 with fp32
+ * C and D at fp32 precision; moduli 0) when gemmk_gemm with kernel "auto"
+ * would run it as the Ozaki-II emulation, inputs allowing; 0 when it
+ * would run DGEMM or 3xTF32 (or the model is not set, or p is not such a
+ * problem). A caller that would cut p into panels or slices can run it
+ * whole instead: each piece would prepare its operands again.
+ * Thread-safe. */
+double gemmk_auto_emulation_s(gemmk_ctx *ctx, const gemmk_problem *p);
 
 /* 1 where, by r, the emulation of an m x n x k fp64 problem with
  * `moduli` moduli (and C read: with_c) is at least 5% faster than
@@ -412,6 +427,12 @@ int gemmk_f64_emulation_pays(const gemmk_f64_rates *r, int64_t m, int64_t n,
  * which r says the emulation pays, at the calibration's moduli; 0 when
  * none does (for logs and tables). */
 int64_t gemmk_f64_crossover(const gemmk_f64_rates *r);
+
+/* The same two for fp32 inputs against 3xTF32 (r's x3 and emul32 lines;
+ * the crossover at the fp32 calibration's moduli). */
+int gemmk_f32_emulation_pays(const gemmk_f64_rates *r, int64_t m, int64_t n,
+                             int64_t k, int moduli, int with_c);
+int64_t gemmk_f32_crossover(const gemmk_f64_rates *r);
 
 typedef struct gemmk_cache_stats {
     uint64_t hits, misses, evictions;

@@ -305,7 +305,7 @@ unsigned gemmk_prepass(const gemmk_problem *p, const char *name)
             return p->precision == GEMM_PRECISION_TF32 ? mn : both;
         if (row->run != run_fp32)
             return 0;
-        return row->variant == F32_3X ? both : mn;
+        return row->variant == F32_3X || row->variant == F32_OZ ? both : mn;
     }
     if (p->ab_type == GEMM_FP64 && autorow) /* explicit moduli: splits */
         return p->moduli != 0 ? both : 0;

@@ -24,6 +24,7 @@ constexpr unsigned kCDAll =
 constexpr unsigned kWide = GEMMK_WIDE_TYPES;
 constexpr unsigned kF64 = 1u << GEMM_FP64;
 constexpr unsigned kZ128 = 1u << GEMM_COMPLEX128;
+constexpr unsigned kZC = kZ128 | 1u << GEMM_COMPLEX64;
 constexpr unsigned kS8 = 1u << GEMMK_TYPE_S8;
 constexpr unsigned kS32 = 1u << GEMMK_TYPE_S32;
 constexpr unsigned kPrecTF32 = 1u << GEMM_PRECISION_TF32;
@@ -266,6 +267,17 @@ const Row kRows[] = {
      nullptr,
      nullptr,
      F32_3X},
+    {{"oz2-f32", 0, 0,
+      "fp32 accuracy as Ozaki-II on the int8 tensor cores: fp32 A and B "
+      "scaled to integers, ~7 int8 products mod p, exact CRT; fp32 C/D; "
+      "3xTF32 where the inputs do not allow it",
+      kAB32, 1u << GEMM_FP32, kPrecFP32, kT},
+     0,
+     run_fp32,
+     {0, 1, 0, 0, 0},
+     nullptr,
+     nullptr,
+     F32_OZ},
 
     /* int8 A/B, int32 C/D (gemmk_gemm, or gemmk_gemm_s8 by name) */
     {{"ws-s8", 0, 0,
@@ -331,9 +343,10 @@ const Row kRows[] = {
      nullptr,
      F64_UNFUSED},
     {{"oz2-complex", 0, 0,
-      "complex128 as one real Ozaki-II product of the real and imaginary "
-      "parts stacked (the four real products; residues made once)",
-      kZ128, kZ128, 0, kT},
+      "complex128 (complex64) as one real Ozaki-II product of the real and "
+      "imaginary parts stacked (the four real products; residues made "
+      "once), on the fp64 (fp32) emulation",
+      kZC, kZC, 0, kT},
      ROW_CONJ,
      run_zemul,
      {},
@@ -492,9 +505,15 @@ gemm_error row_check(const Row *r, const gemmk_problem *p, const char **why)
         *why = "unknown precision";
         return GEMM_ERR_INVALID;
     }
-    if (p->moduli != 0 && p->ab_type != GEMM_FP64) {
-        *why = "moduli (the Ozaki-II modulus count) applies to fp64 inputs "
-               "only: leave it 0";
+    if (p->moduli != 0 && p->ab_type != GEMM_FP64 && p->ab_type != GEMM_FP32) {
+        *why = "moduli (the Ozaki-II modulus count) applies to fp64 and fp32 "
+               "inputs only: leave it 0";
+        return GEMM_ERR_INVALID;
+    }
+    if (p->moduli != 0 && p->ab_type == GEMM_FP32 &&
+        (p->cd_type != GEMM_FP32 || p->precision == GEMM_PRECISION_TF32)) {
+        *why = "moduli on fp32 inputs needs fp32 C and D at fp32 precision "
+               "(the Ozaki-II emulation, oz2-f32)";
         return GEMM_ERR_INVALID;
     }
     if (p->moduli != 0 &&
@@ -504,9 +523,10 @@ gemm_error row_check(const Row *r, const gemmk_problem *p, const char **why)
     }
     if (p->moduli != 0 && !(r->flags & ROW_AUTO) &&
         !(r->d.ab_types == kF64 && r->variant != F64_NATIVE &&
-          r->variant != F64_PREP)) {
+          r->variant != F64_PREP) &&
+        !(r->run == run_fp32 && r->variant == F32_OZ)) {
         *why = "moduli needs \"auto\" or an Ozaki-II kernel (oz2-bytes, "
-               "oz2-unfused): this kernel computes in native fp64";
+               "oz2-unfused, oz2-f32): this kernel does not emulate";
         return GEMM_ERR_UNSUPPORTED;
     }
     if ((p->conj_a || p->conj_b) && p->ab_type != GEMM_COMPLEX64 &&

@@ -50,7 +50,7 @@ enum RowFlags {
 };
 
 /* fp32 rows' variant */
-enum { F32_TF32 = 1, F32_3X = 2, F32_RUNG6 = 3 };
+enum { F32_TF32 = 1, F32_3X = 2, F32_RUNG6 = 3, F32_OZ = 4 };
 /* int8 rows' variant: 0 the default (knob), 1 cooperative 128 x 128, 2
  * ping-pong, 3 cooperative 128 x 256 */
 /* fp64 rows' variant */
@@ -122,6 +122,18 @@ gemm_error run_grouped(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
 gemm_error run_zemul(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
                      const Row &, gemmk_result *);
 bool z_emulation_pays(gemmk_ctx *ctx, const gemmk_problem *p);
+/* fp32 A/B and C/D as the Ozaki-II emulation (ozaki.cu), for run_fp32:
+ * GEMM_OK with *declined NULL when it ran, or a static reason why not (the
+ * caller runs 3xTF32; nothing was written). by_model: decline where ctx's
+ * cost model says 3xTF32 is faster; prep_only: the preparation alone
+ * (calibration). */
+/* Whether r says the fp32 emulation of m x n x k beats cuBLAS SGEMM (true
+ * fp32: complex64's CGEMM runs at its rate) by 5%. */
+bool f32_emulation_beats_sgemm(const gemmk_f64_rates *r, int64_t m, int64_t n,
+                               int64_t k);
+gemm_error oz_f32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s,
+                  bool by_model, bool prep_only, gemmk_result *res,
+                  const char **declined);
 /* cuBLAS DGEMM, CGEMM or ZGEMM of a wide problem (wide.cu). */
 gemm_error wide_blas(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s);
 

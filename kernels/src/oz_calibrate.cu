@@ -6,7 +6,10 @@
  * problems at two sizes, n and n / 2, and the cost model's constants are
  * the straight lines through the two points: a fixed cost and a rate per
  * flop (DGEMM), per byte (the preparation and the reconstruction's
- * traffic) and per int8 operation (the modular products).
+ * traffic) and per int8 operation (the modular products). Then the same
+ * for fp32 at fp32 accuracy: 3xTF32 ("ws-3xtf32") and cuBLAS SGEMM (what
+ * complex64's CGEMM runs at) against the emulation from fp32 inputs
+ * ("oz2-f32"), whose int8 rate is the one above.
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -14,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "catalog.h"
 #include "ctx_internal.h"
 
 namespace
@@ -38,6 +42,14 @@ __global__ void fill_kernel(double *p, long long n, uint64_t seed, double phi)
     }
 }
 
+/* Narrows n doubles at src to floats at dst (separate buffers). */
+__global__ void narrow_kernel(const double *src, float *dst, long long n)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        dst[i] = (float)src[i];
+}
+
 /* Device bytes a calibration at size n needs: A, B, D and the emulation's
  * residues and planes (up to 16 moduli). */
 size_t bytes_for(long long n)
@@ -52,9 +64,8 @@ struct Timer {
     const int *stop;
 };
 
-/* The fastest of three runs of kernel on p after one unmeasured, s. */
-gemm_error time_best(Timer &t, gemmk_problem_f64 &p, const char *kernel,
-                     double *sec, gemmk_f64_result *res)
+/* The fastest of three runs of run() after one unmeasured, s. */
+template <typename F> gemm_error time_best(Timer &t, F run, double *sec)
 {
     double best = INFINITY;
     for (int r = 0; r < 4; r++) {
@@ -63,7 +74,7 @@ gemm_error time_best(Timer &t, gemmk_problem_f64 &p, const char *kernel,
         cudaError_t ce = cudaEventRecord(t.e0, t.s);
         if (ce != cudaSuccess)
             return GEMM_ERR_DEVICE;
-        gemm_error e = gemmk_gemm_f64(t.ctx, &p, t.s, kernel, res);
+        gemm_error e = run();
         if (e != GEMM_OK)
             return e;
         float ms = 0;
@@ -77,6 +88,13 @@ gemm_error time_best(Timer &t, gemmk_problem_f64 &p, const char *kernel,
     }
     *sec = best;
     return GEMM_OK;
+}
+
+gemm_error time_f64(Timer &t, gemmk_problem_f64 &p, const char *kernel,
+                    double *sec, gemmk_f64_result *res)
+{
+    return time_best(
+        t, [&] { return gemmk_gemm_f64(t.ctx, &p, t.s, kernel, res); }, sec);
 }
 
 /* y = a + x / r through (x1, y1) and (x2, y2), a >= 0; where the two
@@ -97,6 +115,84 @@ bool fit(double x1, double y1, double x2, double y2, double *a, double *r)
         }
     }
     return isfinite(*r) && *r > 0;
+}
+
+/* The fp32 lines of r: 3xTF32, SGEMM and the emulation from fp32 inputs, on
+ * the fp64 inputs narrowed (buf holds 3 elems doubles: A, B and D of the
+ * fp64 runs). The rates are the slopes between n1 and n2; the fixed costs
+ * come from a small cube (n2 / 8), where they dominate and the long
+ * lines would extrapolate them badly (3xTF32's launch and the
+ * emulation's read-back of the statistics). Left zero where anything
+ * fails ("auto" then keeps fp32 on 3xTF32). */
+void calibrate_f32(Timer &t, double *buf, size_t elems, long long n1,
+                   long long n2, gemmk_f64_rates *r)
+{
+    float *a = reinterpret_cast<float *>(buf + 2 * elems);
+    float *b = a + elems;
+    float *d = reinterpret_cast<float *>(buf);
+    narrow_kernel<<<2048, 256, 0, t.s>>>(buf, a, (long long)elems);
+    narrow_kernel<<<2048, 256, 0, t.s>>>(buf + elems, b, (long long)elems);
+    if (cudaGetLastError() != cudaSuccess)
+        return;
+    const long long ns[3] = {n2 / 8, n1, n2};
+    double t3[3], tp[3], te[3], ts[3];
+    int moduli = 0;
+    for (int i = 0; i < 3; i++) {
+        const long long n = ns[i];
+        gemmk_problem p;
+        memset(&p, 0, sizeof(p));
+        p.m = p.n = p.k = n;
+        p.ab_type = p.cd_type = GEMM_FP32;
+        p.precision = GEMM_PRECISION_FP32;
+        p.a = a, p.b = b, p.d = d;
+        p.lda = p.ldb = p.ldc = p.ldd = n;
+        p.alpha = 1.0f;
+        gemmk_result res;
+        const char *declined = nullptr;
+        tp[i] = 0;
+        if (time_best(
+                t,
+                [&] { return gemmk_gemm(t.ctx, &p, t.s, "ws-3xtf32", &res); },
+                &t3[i]) != GEMM_OK ||
+            time_best(
+                t, [&] { return gemmk_gemm(t.ctx, &p, t.s, "cublas", &res); },
+                &ts[i]) != GEMM_OK ||
+            (i > 0 && time_best(
+                          t,
+                          [&] {
+                              gemm_error e = gemmk::oz_f32(
+                                  t.ctx, &p, t.s, false, true, &res, &declined);
+                              return e == GEMM_OK && declined
+                                         ? GEMM_ERR_INTERNAL
+                                         : e;
+                          },
+                          &tp[i]) != GEMM_OK) ||
+            time_best(
+                t, [&] { return gemmk_gemm(t.ctx, &p, t.s, "oz2-f32", &res); },
+                &te[i]) != GEMM_OK ||
+            res.moduli == 0)
+            return;
+        moduli = res.moduli;
+    }
+    auto flops = [](long long n) { return 2.0 * n * n * n; };
+    auto prep = [&](long long n) { return (8.0 + moduli) * 2 * n * n; };
+    auto recon = [&](long long n) { return (2.0 * moduli + 4) * n * n; };
+    double icpt, x3_flops, sg_flops, bw;
+    if (!fit(flops(ns[1]), t3[1], flops(ns[2]), t3[2], &icpt, &x3_flops) ||
+        !fit(flops(ns[1]), ts[1], flops(ns[2]), ts[2], &icpt, &sg_flops) ||
+        !fit(prep(ns[1]), tp[1], prep(ns[2]), tp[2], &icpt, &bw))
+        return;
+    const double x3_s = t3[0] - flops(ns[0]) / x3_flops;
+    const double e_s = te[0] - (prep(ns[0]) + recon(ns[0])) / bw -
+                       moduli * flops(ns[0]) / r->int8_ops;
+    const double sg_s = ts[0] - flops(ns[0]) / sg_flops;
+    r->sgemm_s = sg_s > 0 ? sg_s : 0;
+    r->sgemm_flops = sg_flops;
+    r->x3_s = x3_s > 0 ? x3_s : 0;
+    r->x3_flops = x3_flops;
+    r->emul32_bandwidth = bw;
+    r->emul32_s = e_s > 0 ? e_s : 0;
+    r->moduli_f32 = moduli;
 }
 
 } // namespace
@@ -175,14 +271,14 @@ extern "C" gemm_error gemmk_f64_calibrate(gemmk_ctx *ctx, cudaStream_t stream,
         p.method = GEMMK_F64_EMULATE;
         gemmk_f64_result res;
         const char *what = "cuBLAS DGEMM";
-        e = time_best(t, p, "cublas-dgemm", &tn[i], &res);
+        e = time_f64(t, p, "cublas-dgemm", &tn[i], &res);
         if (e == GEMM_OK) {
             what = "the emulation's preparation";
-            e = time_best(t, p, "oz2-prep", &tp[i], &res);
+            e = time_f64(t, p, "oz2-prep", &tp[i], &res);
         }
         if (e == GEMM_OK) {
             what = "the emulation";
-            e = time_best(t, p, "oz2-bytes", &te[i], &res);
+            e = time_f64(t, p, "oz2-bytes", &te[i], &res);
             if (e == GEMM_OK && !res.emulated) {
                 snprintf(msg, len, "the emulation ran natively (%s)",
                          res.reason ? res.reason : "?");
@@ -222,6 +318,7 @@ extern "C" gemm_error gemmk_f64_calibrate(gemmk_ctx *ctx, cudaStream_t stream,
             r.emul_s = fp + fg;
             r.moduli = moduli;
             r.size = (int)n2;
+            calibrate_f32(t, buf, elems, n1, n2, &r);
             clock_gettime(CLOCK_MONOTONIC, &w1);
             r.ms =
                 (w1.tv_sec - w0.tv_sec) * 1e3 + (w1.tv_nsec - w0.tv_nsec) / 1e6;

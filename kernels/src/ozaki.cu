@@ -109,6 +109,9 @@ __device__ __forceinline__ double pow2scale(double x, int k)
     return scalbn(x, k);
 }
 
+/* Folds x (an element of T widened to double) into a. A subnormal of T
+ * (exponent below EMIN) sets GEMMK_OZ_DENORMAL. */
+template <int EMIN>
 __device__ __forceinline__ void part_add(RowPart &a, double x)
 {
     if (x == 0.0)
@@ -125,6 +128,8 @@ __device__ __forceinline__ void part_add(RowPart &a, double x)
         e = ilogb(x);
     } else {
         e = ex - 1023;
+        if (e < EMIN)
+            a.flags |= GEMMK_OZ_DENORMAL;
     }
     if (a.nnz == 0 || e > a.emax) {
         a.ssq = a.nnz ? pow2scale(a.ssq, 2 * (a.emax - e)) : 0.0;
@@ -167,9 +172,9 @@ __device__ __forceinline__ int tcol(int h)
     return 20 * (h >> 4) + (h & 15);
 }
 
-template <bool MN>
+template <bool MN, typename T>
 __device__ __forceinline__ void
-load_tile(double (*t)[TROW], const double *x, long long ld, long long rows,
+load_tile(double (*t)[TROW], const T *x, long long ld, long long rows,
           long long k, long long r0, long long h0)
 {
 #pragma unroll 4
@@ -189,7 +194,7 @@ load_tile(double (*t)[TROW], const double *x, long long ld, long long rows,
         }
         double v = 0.0;
         if (r < rows && h < k)
-            v = MN ? x[h * ld + r] : x[r * ld + h];
+            v = (double)(MN ? x[h * ld + r] : x[r * ld + h]);
         t[a][tcol(b)] = v;
     }
 }
@@ -201,9 +206,15 @@ __device__ __forceinline__ int tile_h(int half, int chunk, int j)
     return 64 * half + 8 * chunk + j;
 }
 
-template <bool MN>
+/* The smallest normal exponent of T. */
+template <typename T> constexpr int emin_of()
+{
+    return sizeof(T) == 4 ? -126 : -1022;
+}
+
+template <bool MN, typename T>
 __global__ void __launch_bounds__(256)
-    oz_stats_kernel(const double *__restrict__ x, long long ld, long long rows,
+    oz_stats_kernel(const T *__restrict__ x, long long ld, long long rows,
                     long long k, int tiles_per_block, RowPart *part)
 {
     __shared__ double t[TR][TROW];
@@ -220,7 +231,7 @@ __global__ void __launch_bounds__(256)
         __syncthreads();
 #pragma unroll 4
         for (int j = 0; j < 16; j++)
-            part_add(a, t[rl][tcol(tile_h(j >> 3, q, j & 7))]);
+            part_add<emin_of<T>()>(a, t[rl][tcol(tile_h(j >> 3, q, j & 7))]);
     }
 #pragma unroll
     for (int o = 1; o < 8; o <<= 1) {
@@ -277,13 +288,13 @@ __global__ void __launch_bounds__(256)
 
 /* Residues of the rows of op(X) scaled by 2^(beta - E) mu (E[r] packed):
  * int8, plane l at out + l * plane, rows of kp bytes. NL: 13-bit limbs per
- * integer (5 up to 2^65, 7 beyond). The residues run on the fp32 pipe
- * (ozaki.h). A thread takes 8 values of its row twice (fewer registers
+ * integer (3 up to 2^39, 5 up to 2^65, 7 beyond). The residues run on the fp32
+ * pipe (ozaki.h). A thread takes 8 values of its row twice (fewer registers
  * than 16 at once, so more blocks hide the loads); each pass stores 8
  * bytes a modulus, a row's 8 threads 64 contiguous bytes. */
-template <bool MN, int NL>
+template <bool MN, int NL, typename T>
 __global__ void __launch_bounds__(256)
-    oz_split_kernel(const double *__restrict__ x, long long ld, long long rows,
+    oz_split_kernel(const T *__restrict__ x, long long ld, long long rows,
                     long long k, long long kp, const int *__restrict__ E,
                     int beta, const __grid_constant__ ModConsts mc,
                     uint8_t *out, long long plane)
@@ -323,16 +334,17 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-__device__ __forceinline__ double finish(const uint64_t *sum,
-                                         const ReconConsts &rc, int rs_i,
-                                         int rs_j, double alpha, double beta,
-                                         const double *c)
+/* alpha X + beta C in double, rounded once to T. */
+template <typename T>
+__device__ __forceinline__ T finish(const uint64_t *sum, const ReconConsts &rc,
+                                    int rs_i, int rs_j, double alpha,
+                                    double beta, const T *c)
 {
     double x =
         gemmk_oz_result(sum, rc.pw, rc.pinv, rs_i, rs_j, rc.ebias) * alpha;
     if (beta != 0.0)
-        x = fma(beta, *c, x);
-    return x;
+        x = fma(beta, (double)*c, x);
+    return (T)x;
 }
 
 /* Outputs a thread of a reconstruction pass holds: GEMMK_OZ_NW 64-bit
@@ -352,11 +364,15 @@ sadd_bytes(uint64_t (&sum)[kReconCols][GEMMK_OZ_NW], uint2 v, const uint32_t *w)
 
 /* D from residue bytes R[l][i][j] (values in [0, p)), kReconCols columns
  * a thread. */
-__global__ void __launch_bounds__(256) oz_recon_bytes_kernel(
-    const uint8_t *__restrict__ R, long long ldr, long long plane,
-    const __grid_constant__ ReconConsts rc, const int *__restrict__ ea,
-    const int *__restrict__ eb, double alpha, double beta, const double *c,
-    long long ldc, double *d, long long ldd, long long m, long long n)
+template <typename T>
+__global__ void __launch_bounds__(256)
+    oz_recon_bytes_kernel(const uint8_t *__restrict__ R, long long ldr,
+                          long long plane,
+                          const __grid_constant__ ReconConsts rc,
+                          const int *__restrict__ ea,
+                          const int *__restrict__ eb, double alpha, double beta,
+                          const T *c, long long ldc, T *d, long long ldd,
+                          long long m, long long n)
 {
     const long long i = blockIdx.y;
     const long long j0 =
@@ -383,13 +399,13 @@ __global__ void __launch_bounds__(256) oz_recon_bytes_kernel(
  * (s8_pp_store, gemm_s8.cuh): block (tile, 8 groups of half x q); the
  * GEMM's thread g wrote 16 bytes per modulus, read here by threads 2g and
  * 2g + 1 (8 each). */
+template <typename T>
 __global__ void __launch_bounds__(256)
     oz_recon_frag_kernel(const uint8_t *__restrict__ R, long long plane,
                          int num_n, const __grid_constant__ ReconConsts rc,
                          const int *__restrict__ ea, const int *__restrict__ eb,
-                         double alpha, double beta, const double *c,
-                         long long ldc, double *d, long long ldd, long long m,
-                         long long n)
+                         double alpha, double beta, const T *c, long long ldc,
+                         T *d, long long ldd, long long m, long long n)
 {
     const long long t = blockIdx.x;
     const int half = blockIdx.y >> 2, q = blockIdx.y & 3;
@@ -421,13 +437,13 @@ __global__ void __launch_bounds__(256)
 
 /* D from int32 products W[l][i][j] (pitch ldw, values in [0, p)), 4
  * columns a thread. */
+template <typename T>
 __global__ void __launch_bounds__(256)
     oz_recon_i32_kernel(const int32_t *__restrict__ W, long long ldw,
                         long long plane, const __grid_constant__ ReconConsts rc,
                         const int *__restrict__ ea, const int *__restrict__ eb,
-                        double alpha, double beta, const double *c,
-                        long long ldc, double *d, long long ldd, long long m,
-                        long long n)
+                        double alpha, double beta, const T *c, long long ldc,
+                        T *d, long long ldd, long long m, long long n)
 {
     const long long i = blockIdx.y;
     const long long j0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 4;
@@ -453,14 +469,15 @@ __global__ void __launch_bounds__(256)
 }
 
 /* alpha == 0: D = beta C (C not read when beta == 0, as BLAS). */
-__global__ void oz_scale_kernel(double beta, const double *c, long long ldc,
-                                double *d, long long ldd, long long m,
-                                long long n)
+template <typename T>
+__global__ void oz_scale_kernel(double beta, const T *c, long long ldc, T *d,
+                                long long ldd, long long m, long long n)
 {
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
          t < m * n; t += (long long)gridDim.x * blockDim.x) {
         long long i = t / n, j = t % n;
-        d[i * ldd + j] = beta == 0.0 ? 0.0 : beta * c[i * ldc + j];
+        d[i * ldd + j] =
+            beta == 0.0 ? (T)0 : (T)(beta * (double)c[i * ldc + j]);
     }
 }
 
@@ -620,45 +637,94 @@ gemm_error validate(const gemmk_problem_f64 *p)
     return GEMM_OK;
 }
 
-/* The emulation's time by r (see gemmk_f64_rates). */
+/* One emulated problem: fp64 (gemmk_gemm_f64) or fp32 (run_fp32) A, B, C
+ * and D, all of the one type. */
+struct OzProblem {
+    int64_t m, n, k;
+    int trans_a, trans_b;
+    const void *a, *b, *c; /* c: NULL when beta == 0 */
+    void *d;
+    int64_t lda, ldb, ldc, ldd;
+    double alpha, beta;
+    int moduli; /* 0: by the inputs */
+    bool f32;
+};
+
+/* The emulation's time by r (see gemmk_f64_rates): fp64 or fp32 inputs,
+ * whose bytes and preparation rate differ. */
 double emulation_s(const gemmk_f64_rates *r, int64_t m, int64_t n, int64_t k,
-                   int moduli, int with_c)
+                   int moduli, int with_c, bool f32)
 {
     const double fm = (double)m, fn = (double)n, fk = (double)k;
+    const double eb = f32 ? 4.0 : 8.0;
     auto up = [](int64_t x) { return (double)((x + 127) / 128 * 128); };
-    const double bytes = (16.0 + moduli) * (fm + fn) * fk +
-                         (2.0 * moduli + 8 + (with_c ? 8 : 0)) * fm * fn;
-    return r->emul_s + bytes / r->emul_bandwidth +
+    const double bytes = (2 * eb + moduli) * (fm + fn) * fk +
+                         (2.0 * moduli + eb + (with_c ? eb : 0)) * fm * fn;
+    return (f32 ? r->emul32_s : r->emul_s) +
+           bytes / (f32 ? r->emul32_bandwidth : r->emul_bandwidth) +
            moduli * 2 * up(m) * up(n) * up(k) / r->int8_ops;
+}
+
+/* The emulation's time by r when it is at least 5% faster than what runs
+ * otherwise (DGEMM for fp64, 3xTF32 for fp32, with vs_sgemm SGEMM's true
+ * fp32), else 0. */
+double emulation_pays_s(const gemmk_f64_rates *r, int64_t m, int64_t n,
+                        int64_t k, int moduli, int with_c, bool f32,
+                        bool vs_sgemm = false)
+{
+    if (!r || r->int8_ops <= 0 || moduli < 1)
+        return 0;
+    const double flops = !f32       ? r->native_flops
+                         : vs_sgemm ? r->sgemm_flops
+                                    : r->x3_flops;
+    const double fixed = !f32 ? r->native_s : vs_sgemm ? r->sgemm_s : r->x3_s;
+    const double bw = f32 ? r->emul32_bandwidth : r->emul_bandwidth;
+    if (flops <= 0 || bw <= 0)
+        return 0;
+    const double t_other =
+        fixed + 2.0 * (double)m * (double)n * (double)k / flops;
+    const double t_emul = emulation_s(r, m, n, k, moduli, with_c, f32);
+    return t_emul < 0.95 * t_other ? t_emul : 0;
 }
 
 enum Variant { V_BYTES, V_UNFUSED, V_PREP };
 
 struct Operand {
-    const double *x;
+    const void *x; /* double, or float when f32 */
     long long ld, rows;
     bool mn; /* stored K x rows */
+    bool f32;
 };
 
+template <typename T>
+void launch_stats(const Operand &o, long long k, dim3 grid, int tpb,
+                  RowPart *part, cudaStream_t stream)
+{
+    const T *x = static_cast<const T *>(o.x);
+    if (o.mn)
+        oz_stats_kernel<true, T>
+            <<<grid, 256, 0, stream>>>(x, o.ld, o.rows, k, tpb, part);
+    else
+        oz_stats_kernel<false, T>
+            <<<grid, 256, 0, stream>>>(x, o.ld, o.rows, k, tpb, part);
+}
+
 /* The stats pass of one operand: parts, then E and the DevStats. */
-gemm_error stats(const Operand &o, long long k, int sms, RowPart *part,
-                 int nparts, int *E, DevStats *g, cudaStream_t stream)
+gemm_error stats(const Operand &o, long long k, RowPart *part, int nparts,
+                 int *E, DevStats *g, cudaStream_t stream)
 {
     const long long rb = (o.rows + TR - 1) / TR;
     const long long ntiles = (k + TK - 1) / TK;
     const int tpb = (int)((ntiles + nparts - 1) / nparts);
     const int gy = (int)((ntiles + tpb - 1) / tpb);
     dim3 grid((unsigned)rb, (unsigned)gy);
-    if (o.mn)
-        oz_stats_kernel<true>
-            <<<grid, 256, 0, stream>>>(o.x, o.ld, o.rows, k, tpb, part);
+    if (o.f32)
+        launch_stats<float>(o, k, grid, tpb, part, stream);
     else
-        oz_stats_kernel<false>
-            <<<grid, 256, 0, stream>>>(o.x, o.ld, o.rows, k, tpb, part);
+        launch_stats<double>(o, k, grid, tpb, part, stream);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return cuerr(e);
-    (void)sms;
     oz_rowfinal_kernel<<<(unsigned)((o.rows + 255) / 256), 256, 0, stream>>>(
         part, gy, o.rows, E, g);
     return cuerr(cudaGetLastError());
@@ -677,29 +743,358 @@ int stats_parts(long long rows, long long k, int sms)
     return (int)(gy < 1 ? 1 : gy);
 }
 
+template <int NL, typename T>
+void launch_split(const Operand &o, long long k, long long kp, const int *E,
+                  int beta, const ModConsts &mc, uint8_t *out,
+                  cudaStream_t stream)
+{
+    dim3 grid((unsigned)((o.rows + TR - 1) / TR), (unsigned)(kp / TK));
+    const long long plane = o.rows * kp;
+    const T *x = static_cast<const T *>(o.x);
+    if (o.mn)
+        oz_split_kernel<true, NL, T><<<grid, 256, 0, stream>>>(
+            x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+    else
+        oz_split_kernel<false, NL, T><<<grid, 256, 0, stream>>>(
+            x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+}
+
+/* The residues of one operand; the limbs cover integers up to 2^(beta+1)
+ * (row norms <= 2^beta). */
 gemm_error split(const Operand &o, long long k, long long kp, const int *E,
                  int beta, const ModConsts &mc, uint8_t *out,
                  cudaStream_t stream)
 {
-    dim3 grid((unsigned)((o.rows + TR - 1) / TR), (unsigned)(kp / TK));
-    const long long plane = o.rows * kp;
-    const bool wide = beta > 64; /* integers past 2^65: 7 limbs */
-    if (o.mn && !wide)
-        oz_split_kernel<true, 5><<<grid, 256, 0, stream>>>(
-            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
-    else if (o.mn)
-        oz_split_kernel<true, 7><<<grid, 256, 0, stream>>>(
-            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
-    else if (!wide)
-        oz_split_kernel<false, 5><<<grid, 256, 0, stream>>>(
-            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+    const int nl = beta <= 37 ? 3 : beta <= 63 ? 5 : 7;
+    if (o.f32 && nl == 3)
+        launch_split<3, float>(o, k, kp, E, beta, mc, out, stream);
+    else if (o.f32)
+        launch_split<5, float>(o, k, kp, E, beta, mc, out, stream);
+    else if (nl == 3)
+        launch_split<3, double>(o, k, kp, E, beta, mc, out, stream);
+    else if (nl == 5)
+        launch_split<5, double>(o, k, kp, E, beta, mc, out, stream);
     else
-        oz_split_kernel<false, 7><<<grid, 256, 0, stream>>>(
-            o.x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
+        launch_split<7, double>(o, k, kp, E, beta, mc, out, stream);
     return cuerr(cudaGetLastError());
 }
 
+/* D = beta C when alpha == 0 (A and B are not read, as BLAS). */
+template <typename T>
+gemm_error scale_only(const OzProblem &q, cudaStream_t stream)
+{
+    long long total = q.m * q.n;
+    int blocks = (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
+    oz_scale_kernel<T>
+        <<<blocks, 256, 0, stream>>>(q.beta, static_cast<const T *>(q.c), q.ldc,
+                                     static_cast<T *>(q.d), q.ldd, q.m, q.n);
+    return cuerr(cudaGetLastError());
+}
+
+/* The reconstruction pass of the variant that ran (planes in pl). */
+template <typename T>
+gemm_error recon(const OzProblem &q, Variant var, bool pp, const S8Params &sp,
+                 const uint8_t *pl, long long ldr, long long rplane,
+                 long long ldw, const ReconConsts &rc, const int *ea,
+                 const int *eb, cudaStream_t stream)
+{
+    const T *c = static_cast<const T *>(q.c);
+    T *d = static_cast<T *>(q.d);
+    if (var == V_BYTES && pp) /* fragment-ordered planes */
+        oz_recon_frag_kernel<T>
+            <<<dim3((unsigned)sp.units, 8), 256, 0, stream>>>(
+                pl, rplane, sp.num_n, rc, ea, eb, q.alpha, q.beta, c, q.ldc, d,
+                q.ldd, q.m, q.n);
+    else if (var == V_BYTES)
+        oz_recon_bytes_kernel<T>
+            <<<dim3((unsigned)((q.n + kReconCols * 256 - 1) /
+                               (kReconCols * 256)),
+                    (unsigned)q.m),
+               256, 0, stream>>>(pl, ldr, rplane, rc, ea, eb, q.alpha, q.beta,
+                                 c, q.ldc, d, q.ldd, q.m, q.n);
+    else
+        oz_recon_i32_kernel<T>
+            <<<dim3((unsigned)((q.n + 4 * 256 - 1) / (4 * 256)), (unsigned)q.m),
+               256, 0, stream>>>(reinterpret_cast<const int32_t *>(pl), ldw,
+                                 (long long)q.m * ldw, rc, ea, eb, q.alpha,
+                                 q.beta, c, q.ldc, d, q.ldd, q.m, q.n);
+    return cuerr(cudaGetLastError());
+}
+
+/*
+ * Runs q as the Ozaki-II emulation. *declined = NULL when it ran (or
+ * failed: the error is returned), else the static reason it did not and
+ * the caller's fallback should run (nothing was written to D). rates
+ * (may be NULL): decline where they say the fallback is faster for the
+ * moduli these inputs need.
+ */
+gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
+                   const gemmk_f64_rates *rates, cudaStream_t stream,
+                   gemmk_f64_result *res, const char **declined)
+{
+    *declined = nullptr;
+    const int sms = ctx_num_sms(ctx);
+    const Operand oa = {q.a, q.lda, q.m, q.trans_a != 0, q.f32};
+    const Operand ob = {q.b, q.ldb, q.n, q.trans_b == 0, q.f32};
+    const long long k = q.k;
+    const int pa = stats_parts(q.m, k, sms), pb = stats_parts(q.n, k, sms);
+    /* statistics workspace: parts, E, two DevStats */
+    const size_t s_parta = al256((size_t)pa * q.m * sizeof(RowPart));
+    const size_t s_partb = al256((size_t)pb * q.n * sizeof(RowPart));
+    const size_t s_ea = al256((size_t)q.m * sizeof(int));
+    const size_t s_eb = al256((size_t)q.n * sizeof(int));
+    void *sw;
+    gemm_error e = ctx_workspace(
+        ctx, SLOT_OZS, s_parta + s_partb + s_ea + s_eb + 2 * sizeof(DevStats),
+        &sw);
+    if (e != GEMM_OK) {
+        *declined = "workspace";
+        return GEMM_OK;
+    }
+    char *sb = static_cast<char *>(sw);
+    RowPart *parta = reinterpret_cast<RowPart *>(sb);
+    RowPart *partb = reinterpret_cast<RowPart *>(sb + s_parta);
+    int *ea = reinterpret_cast<int *>(sb + s_parta + s_partb);
+    int *eb = reinterpret_cast<int *>(sb + s_parta + s_partb + s_ea);
+    DevStats *gs =
+        reinterpret_cast<DevStats *>(sb + s_parta + s_partb + s_ea + s_eb);
+    cudaError_t ce = cudaMemsetAsync(gs, 0, 2 * sizeof(DevStats), stream);
+    if (ce != cudaSuccess)
+        return cuerr(ce);
+    e = stats(oa, k, parta, pa, ea, gs, stream);
+    if (e == GEMM_OK)
+        e = stats(ob, k, partb, pb, eb, gs + 1, stream);
+    if (e != GEMM_OK)
+        return e;
+    ce = cudaMemcpyAsync(st->host, gs, 2 * sizeof(DevStats),
+                         cudaMemcpyDeviceToHost, stream);
+    if (ce == cudaSuccess)
+        ce = cudaStreamSynchronize(stream);
+    if (ce != cudaSuccess)
+        return cuerr(ce);
+    const DevStats *hs = static_cast<const DevStats *>(st->host);
+    gemmk_oz_stats sa = {hs[0].flags, hs[0].nonzero, hs[0].spread256 / 256.0};
+    gemmk_oz_stats sbs = {hs[1].flags, hs[1].nonzero, hs[1].spread256 / 256.0};
+    res->spread_a = sa.spread;
+    res->spread_b = sbs.spread;
+    int nmod = 0, beta_a = 0, beta_b = 0;
+    const char *why = gemmk_oz_choose_bits(
+        &sa, &sbs, k, q.moduli, q.f32 ? GEMMK_OZ_BETA0_F32 : GEMMK_OZ_BETA0,
+        &nmod, &beta_a, &beta_b);
+    if (why) {
+        *declined = why;
+        return GEMM_OK;
+    }
+    if (rates && nmod > (q.f32 ? rates->moduli_f32 : rates->moduli) &&
+        !emulation_pays_s(rates, q.m, q.n, q.k, nmod, q.beta != 0.0, q.f32)) {
+        *declined = q.f32 ? "faster as 3xTF32 with the moduli these inputs "
+                            "need"
+                          : "faster natively with the moduli these inputs "
+                            "need";
+        return GEMM_OK;
+    }
+    res->beta_a = beta_a;
+    res->beta_b = beta_b;
+
+    gemmk_oz_set set;
+    if (gemmk_oz_set_init(&set, nmod) != 0)
+        return GEMM_ERR_INTERNAL;
+    ModConsts mc;
+    memset(&mc, 0, sizeof(mc));
+    mc.n = nmod;
+    memcpy(mc.mod, set.mod, sizeof(set.mod));
+    const long long kp = (k + GEMMK_OZ_KB - 1) / GEMMK_OZ_KB * GEMMK_OZ_KB;
+    /* the residue-byte and unfused variants run one int8 launch per
+     * modulus, ping-pong or cooperative by size (GEMMK_OZ_PP forces
+     * either); GEMMK_OZ_BYTES_TILE=1 runs
+     * all moduli of a tile in one CTA instead (cooperative 128 x 256).
+     * Measurement knobs: docs/ozaki-notes.md. */
+    const bool tilewise =
+        var == V_BYTES && ctx_knob(ctx, KNOB_OZ_BYTES_TILE) != 0;
+    /* the ping-pong kernel (128 x 128 a consumer) wins up to ~4096^2
+     * outputs, the cooperative 128 x 256 one from ~8192^2 (H200, both in
+     * the emulation: 4096^3 0.81 against 0.77x DGEMM, 8192^3 1.15
+     * against 1.22x, 16384^3 1.30 against 1.41x) */
+    const int pp_knob = ctx_knob(ctx, KNOB_OZ_PP);
+    const bool pp =
+        !tilewise && (pp_knob >= 0 ? pp_knob != 0 : q.m * q.n < 6144LL * 6144);
+    const int bn = pp ? 128 : 256;
+    S8Params sp;
+    memset(&sp, 0, sizeof(sp));
+    s8_tiles(sp, (int)q.m, (int)q.n, bn);
+    /* residues of both operands, then the variant's planes */
+    const size_t s_ra = al256((size_t)nmod * q.m * kp);
+    const size_t s_rb = al256((size_t)nmod * q.n * kp);
+    const long long ldr = (long long)sp.num_n * bn;
+    const long long rplane = (long long)sp.num_m * BM * ldr;
+    const long long ldw = (q.n + 3) / 4 * 4;
+    size_t s_pl = 0;
+    if (var == V_BYTES)
+        s_pl = al256((size_t)nmod * rplane);
+    else if (var == V_UNFUSED)
+        s_pl = al256((size_t)nmod * q.m * ldw * sizeof(int32_t));
+    void *w;
+    e = ctx_workspace(ctx, SLOT_OZ, s_ra + s_rb + s_pl, &w);
+    if (e != GEMM_OK) {
+        *declined = "workspace";
+        return GEMM_OK;
+    }
+    uint8_t *ra = static_cast<uint8_t *>(w);
+    uint8_t *rb = ra + s_ra;
+    uint8_t *pl = rb + s_rb;
+    e = split(oa, k, kp, ea, beta_a, mc, ra, stream);
+    if (e == GEMM_OK)
+        e = split(ob, k, kp, eb, beta_b, mc, rb, stream);
+    if (e != GEMM_OK)
+        return e;
+    res->emulated = 1;
+    res->moduli = nmod;
+    res->reason = nullptr;
+    res->kernel = q.f32            ? "oz2-f32"
+                  : var == V_BYTES ? "oz2-bytes"
+                  : var == V_PREP  ? "oz2-prep"
+                                   : "oz2-unfused";
+    if (var == V_PREP)
+        return GEMM_OK;
+
+    /* tensor maps: the moduli stacked, rows x kp bytes each */
+    /* kp is a multiple of 128 */
+    const int ku = ctx_knob(ctx, KNOB_S8_MAP16) ? 2 : 1;
+    gemmk_tmap_key ka = {}, kb = {};
+    ka.addr = (uint64_t)(uintptr_t)ra;
+    ka.dtype = ku == 2 ? GEMM_BF16 : GEMMK_TMAP_U8;
+    ka.swizzle = GEMMK_SWIZZLE_128B;
+    ka.dim0 = (uint64_t)(kp / ku);
+    ka.dim1 = (uint64_t)nmod * q.m;
+    ka.stride1 = (uint64_t)kp;
+    ka.box0 = S8_BK / ku;
+    ka.box1 = BM;
+    kb = ka;
+    kb.addr = (uint64_t)(uintptr_t)rb;
+    kb.dim1 = (uint64_t)nmod * q.n;
+    kb.box1 = (uint32_t)bn;
+    CUtensorMap ta, tb;
+    e = ctx_map(ctx, &ka, &ta);
+    if (e == GEMM_OK)
+        e = ctx_map(ctx, &kb, &tb);
+    if (e != GEMM_OK)
+        return e;
+    sp.nkb = (int)(kp / S8_BK);
+    sp.kunit = ku;
+    sp.rows_a = (int)q.m;
+    sp.rows_b = (int)q.n;
+    for (int l = 0; l < nmod; l++) {
+        sp.p[l] = set.mod[l].p;
+        sp.magic[l] = set.mod[l].magic;
+        /* a multiple of p with |acc| <= 2^29 + 2^9 -> [0, 2^31) */
+        sp.off[l] = (uint32_t)(((1u << 29) + 1024 + set.mod[l].p - 1) /
+                               set.mod[l].p * set.mod[l].p);
+    }
+    ReconConsts rc;
+    memset(&rc, 0, sizeof(rc));
+    rc.n = nmod;
+    rc.ebias = -(beta_a + beta_b);
+    rc.pinv = set.pinv;
+    memcpy(rc.pw, set.pw, sizeof(rc.pw));
+    for (int l = 0; l < nmod; l++)
+        memcpy(rc.w[l], set.mod[l].w, sizeof(rc.w[l]));
+    const int grid = sp.units < sms ? sp.units : sms;
+    if (var == V_BYTES) {
+        sp.r = pl;
+        sp.ldr = ldr;
+        sp.rplane = rplane;
+        if (tilewise) {
+            sp.nmod = nmod;
+            ce = launch_s8(256, 2, ta, tb, sp, grid, stream);
+        } else {
+            sp.nmod = 1;
+            ce = cudaSuccess;
+            for (int l = 0; l < nmod && ce == cudaSuccess; l++) {
+                sp.mod0 = l;
+                ce = pp ? launch_s8_pp(2, ta, tb, sp, grid, stream)
+                        : launch_s8(256, 2, ta, tb, sp, grid, stream);
+            }
+        }
+    } else { /* unfused: one int8 GEMM per modulus, int32 products */
+        int32_t *wp = reinterpret_cast<int32_t *>(pl);
+        sp.nmod = 1;
+        sp.reduce = 1;
+        sp.ldd = ldw;
+        ce = cudaSuccess;
+        for (int l = 0; l < nmod && ce == cudaSuccess; l++) {
+            sp.mod0 = l;
+            sp.d = wp + (long long)l * q.m * ldw;
+            ce = pp ? launch_s8_pp(0, ta, tb, sp, grid, stream)
+                    : launch_s8(256, 0, ta, tb, sp, grid, stream);
+        }
+    }
+    if (ce != cudaSuccess)
+        return cuerr(ce);
+    const bool frag = pp && !tilewise;
+    return q.f32 ? recon<float>(q, var, frag, sp, pl, ldr, rplane, ldw, rc, ea,
+                                eb, stream)
+                 : recon<double>(q, var, frag, sp, pl, ldr, rplane, ldw, rc, ea,
+                                 eb, stream);
+}
+
 } // namespace
+
+bool f32_emulation_beats_sgemm(const gemmk_f64_rates *r, int64_t m, int64_t n,
+                               int64_t k)
+{
+    return emulation_pays_s(r, m, n, k, r->moduli_f32, 0, true, true) > 0;
+}
+
+gemm_error oz_f32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
+                  bool by_model, bool prep_only, gemmk_result *res,
+                  const char **declined)
+{
+    *declined = nullptr;
+    OzState *st;
+    gemm_error e = state(ctx, &st);
+    if (e != GEMM_OK)
+        return e;
+    gemmk_f64_rates rates;
+    const bool usec = p->beta != 0.0f;
+    if (by_model) {
+        if (!f64_rates(ctx, &rates)) {
+            *declined = "not calibrated";
+            return GEMM_OK;
+        }
+        if (!emulation_pays_s(&rates, p->m, p->n, p->k, rates.moduli_f32, usec,
+                              true)) {
+            *declined = "faster as 3xTF32 at this size";
+            return GEMM_OK;
+        }
+    }
+    OzProblem q = {};
+    q.m = p->m, q.n = p->n, q.k = p->k;
+    q.trans_a = p->trans_a, q.trans_b = p->trans_b;
+    q.a = p->a, q.b = p->b, q.c = usec ? p->c : nullptr, q.d = p->d;
+    q.lda = p->lda, q.ldb = p->ldb, q.ldc = usec ? p->ldc : p->ldd;
+    q.ldd = p->ldd;
+    q.alpha = p->alpha;
+    q.beta = usec ? p->beta : 0.0;
+    q.moduli = p->moduli;
+    q.f32 = true;
+    if (q.alpha == 0.0) { /* BLAS: A and B are not read */
+        res->kernel = "scale";
+        return scale_only<float>(q, stream);
+    }
+    if (!isfinite(q.alpha) || !isfinite(q.beta)) {
+        *declined = "alpha or beta not finite";
+        return GEMM_OK;
+    }
+    gemmk_f64_result r = {};
+    e = emulate(ctx, st, q, prep_only ? V_PREP : V_BYTES,
+                by_model ? &rates : nullptr, stream, &r, declined);
+    if (e == GEMM_OK && !*declined) {
+        res->kernel = r.kernel;
+        res->moduli = r.moduli;
+    }
+    return e;
+}
+
 } // namespace gemmk
 
 using namespace gemmk;
@@ -715,25 +1110,18 @@ extern "C" void gemmk_ctx_set_f64_rates(gemmk_ctx *ctx,
     pthread_mutex_unlock(&ctx->f64_mu);
 }
 
-/* The emulation's time by r when it is at least 5% faster than DGEMM's,
- * else 0. */
-double emulation_pays_s(const gemmk_f64_rates *r, int64_t m, int64_t n,
-                        int64_t k, int moduli, int with_c)
-{
-    if (!r || r->native_flops <= 0 || r->emul_bandwidth <= 0 ||
-        r->int8_ops <= 0 || moduli < 1)
-        return 0;
-    const double t_native =
-        r->native_s + 2.0 * (double)m * (double)n * (double)k / r->native_flops;
-    const double t_emul = emulation_s(r, m, n, k, moduli, with_c);
-    return t_emul < 0.95 * t_native ? t_emul : 0;
-}
-
 extern "C" int gemmk_f64_emulation_pays(const gemmk_f64_rates *r, int64_t m,
                                         int64_t n, int64_t k, int moduli,
                                         int with_c)
 {
-    return emulation_pays_s(r, m, n, k, moduli, with_c) > 0;
+    return emulation_pays_s(r, m, n, k, moduli, with_c, false) > 0;
+}
+
+extern "C" int gemmk_f32_emulation_pays(const gemmk_f64_rates *r, int64_t m,
+                                        int64_t n, int64_t k, int moduli,
+                                        int with_c)
+{
+    return emulation_pays_s(r, m, n, k, moduli, with_c, true) > 0;
 }
 
 extern "C" int64_t gemmk_f64_crossover(const gemmk_f64_rates *r)
@@ -744,14 +1132,25 @@ extern "C" int64_t gemmk_f64_crossover(const gemmk_f64_rates *r)
     return 0;
 }
 
-extern "C" double gemmk_f64_auto_emulation_s(gemmk_ctx *ctx,
-                                             const gemmk_problem *p)
+extern "C" int64_t gemmk_f32_crossover(const gemmk_f64_rates *r)
+{
+    for (int64_t n = 256; r && n <= 32768; n += 256)
+        if (gemmk_f32_emulation_pays(r, n, n, n, r->moduli_f32, 0))
+            return n;
+    return 0;
+}
+
+extern "C" double gemmk_auto_emulation_s(gemmk_ctx *ctx, const gemmk_problem *p)
 {
     gemmk_f64_rates r;
-    if (!ctx || !p || p->ab_type != GEMM_FP64 || p->host_mapped ||
-        p->moduli != 0 || !f64_rates(ctx, &r))
+    if (!ctx || !p || p->host_mapped || p->moduli != 0)
         return 0;
-    return emulation_pays_s(&r, p->m, p->n, p->k, r.moduli, p->zbeta[0] != 0.0);
+    const bool f32 = p->ab_type == GEMM_FP32 && p->cd_type == GEMM_FP32 &&
+                     p->precision != GEMM_PRECISION_TF32;
+    if ((p->ab_type != GEMM_FP64 && !f32) || !f64_rates(ctx, &r))
+        return 0;
+    return emulation_pays_s(&r, p->m, p->n, p->k, f32 ? r.moduli_f32 : r.moduli,
+                            f32 ? p->beta != 0.0f : p->zbeta[0] != 0.0, f32);
 }
 
 extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
@@ -801,15 +1200,18 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
         res->reason = why;
         return native(st, p, stream);
     };
+    OzProblem q = {};
+    q.m = p->m, q.n = p->n, q.k = p->k;
+    q.trans_a = p->trans_a, q.trans_b = p->trans_b;
+    q.a = p->a, q.b = p->b, q.c = p->c, q.d = p->d;
+    q.lda = p->lda, q.ldb = p->ldb, q.ldc = p->ldc, q.ldd = p->ldd;
+    q.alpha = p->alpha, q.beta = p->beta;
+    q.moduli = p->moduli;
+    q.f32 = false;
     if (p->alpha == 0.0) { /* BLAS: A and B are not read */
         res->kernel = "scale";
         res->reason = "alpha == 0";
-        long long total = p->m * p->n;
-        int blocks =
-            (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
-        oz_scale_kernel<<<blocks, 256, 0, stream>>>(p->beta, p->c, p->ldc, p->d,
-                                                    p->ldd, p->m, p->n);
-        return cuerr(cudaGetLastError());
+        return scale_only<double>(q, stream);
     }
     if (want_native)
         return run_native(named ? "named" : "asked");
@@ -827,212 +1229,10 @@ extern "C" gemm_error gemmk_gemm_f64(gemmk_ctx *ctx, const gemmk_problem_f64 *p,
                                       p->beta != 0.0))
             return run_native("faster natively at this size");
     }
-
-    const int sms = ctx_num_sms(ctx);
-    const Operand oa = {p->a, p->lda, p->m, p->trans_a != 0};
-    const Operand ob = {p->b, p->ldb, p->n, p->trans_b == 0};
-    const long long k = p->k;
-    const int pa = stats_parts(p->m, k, sms), pb = stats_parts(p->n, k, sms);
-    /* statistics workspace: parts, E, two DevStats */
-    const size_t s_parta = al256((size_t)pa * p->m * sizeof(RowPart));
-    const size_t s_partb = al256((size_t)pb * p->n * sizeof(RowPart));
-    const size_t s_ea = al256((size_t)p->m * sizeof(int));
-    const size_t s_eb = al256((size_t)p->n * sizeof(int));
-    void *sw;
-    e = ctx_workspace(ctx, SLOT_OZS,
-                      s_parta + s_partb + s_ea + s_eb + 2 * sizeof(DevStats),
-                      &sw);
-    if (e != GEMM_OK)
-        return run_native("workspace");
-    char *sb = static_cast<char *>(sw);
-    RowPart *parta = reinterpret_cast<RowPart *>(sb);
-    RowPart *partb = reinterpret_cast<RowPart *>(sb + s_parta);
-    int *ea = reinterpret_cast<int *>(sb + s_parta + s_partb);
-    int *eb = reinterpret_cast<int *>(sb + s_parta + s_partb + s_ea);
-    DevStats *gs =
-        reinterpret_cast<DevStats *>(sb + s_parta + s_partb + s_ea + s_eb);
-    cudaError_t ce = cudaMemsetAsync(gs, 0, 2 * sizeof(DevStats), stream);
-    if (ce != cudaSuccess)
-        return cuerr(ce);
-    e = stats(oa, k, sms, parta, pa, ea, gs, stream);
-    if (e == GEMM_OK)
-        e = stats(ob, k, sms, partb, pb, eb, gs + 1, stream);
-    if (e != GEMM_OK)
-        return e;
-    ce = cudaMemcpyAsync(st->host, gs, 2 * sizeof(DevStats),
-                         cudaMemcpyDeviceToHost, stream);
-    if (ce == cudaSuccess)
-        ce = cudaStreamSynchronize(stream);
-    if (ce != cudaSuccess)
-        return cuerr(ce);
-    const DevStats *hs = static_cast<const DevStats *>(st->host);
-    gemmk_oz_stats sa = {hs[0].flags, hs[0].nonzero, hs[0].spread256 / 256.0};
-    gemmk_oz_stats sbs = {hs[1].flags, hs[1].nonzero, hs[1].spread256 / 256.0};
-    res->spread_a = sa.spread;
-    res->spread_b = sbs.spread;
-    int nmod = 0, beta_a = 0, beta_b = 0;
-    const char *why =
-        gemmk_oz_choose(&sa, &sbs, k, p->moduli, &nmod, &beta_a, &beta_b);
-    if (why)
-        return run_native(why);
-    if (by_model && nmod > rates.moduli &&
-        !gemmk_f64_emulation_pays(&rates, p->m, p->n, p->k, nmod,
-                                  p->beta != 0.0))
-        return run_native("faster natively with the moduli these inputs "
-                          "need");
-    res->beta_a = beta_a;
-    res->beta_b = beta_b;
-
-    gemmk_oz_set set;
-    if (gemmk_oz_set_init(&set, nmod) != 0)
-        return GEMM_ERR_INTERNAL;
-    ModConsts mc;
-    memset(&mc, 0, sizeof(mc));
-    mc.n = nmod;
-    memcpy(mc.mod, set.mod, sizeof(set.mod));
-    const long long kp = (k + GEMMK_OZ_KB - 1) / GEMMK_OZ_KB * GEMMK_OZ_KB;
-    /* the residue-byte and unfused variants run one int8 launch per
-     * modulus, ping-pong or cooperative by size (GEMMK_OZ_PP forces
-     * either); GEMMK_OZ_BYTES_TILE=1 runs
-     * all moduli of a tile in one CTA instead (cooperative 128 x 256).
-     * Measurement knobs: docs/ozaki-notes.md. */
-    const bool tilewise =
-        var == V_BYTES && ctx_knob(ctx, KNOB_OZ_BYTES_TILE) != 0;
-    /* the ping-pong kernel (128 x 128 a consumer) wins up to ~4096^2
-     * outputs, the cooperative 128 x 256 one from ~8192^2 (H200, both in
-     * the emulation: 4096^3 0.81 against 0.77x DGEMM, 8192^3 1.15
-     * against 1.22x, 16384^3 1.30 against 1.41x) */
-    const int pp_knob = ctx_knob(ctx, KNOB_OZ_PP);
-    const bool pp = !tilewise &&
-                    (pp_knob >= 0 ? pp_knob != 0 : p->m * p->n < 6144LL * 6144);
-    const int bn = pp ? 128 : 256;
-    S8Params sp;
-    memset(&sp, 0, sizeof(sp));
-    s8_tiles(sp, (int)p->m, (int)p->n, bn);
-    /* residues of both operands, then the variant's planes */
-    const size_t s_ra = al256((size_t)nmod * p->m * kp);
-    const size_t s_rb = al256((size_t)nmod * p->n * kp);
-    const long long ldr = (long long)sp.num_n * bn;
-    const long long rplane = (long long)sp.num_m * BM * ldr;
-    const long long ldw = (p->n + 3) / 4 * 4;
-    size_t s_pl = 0;
-    if (var == V_BYTES)
-        s_pl = al256((size_t)nmod * rplane);
-    else if (var == V_UNFUSED)
-        s_pl = al256((size_t)nmod * p->m * ldw * sizeof(int32_t));
-    void *w;
-    e = ctx_workspace(ctx, SLOT_OZ, s_ra + s_rb + s_pl, &w);
-    if (e != GEMM_OK)
-        return run_native("workspace");
-    uint8_t *ra = static_cast<uint8_t *>(w);
-    uint8_t *rb = ra + s_ra;
-    uint8_t *pl = rb + s_rb;
-    e = split(oa, k, kp, ea, beta_a, mc, ra, stream);
-    if (e == GEMM_OK)
-        e = split(ob, k, kp, eb, beta_b, mc, rb, stream);
-    if (e != GEMM_OK)
-        return e;
-    res->emulated = 1;
-    res->moduli = nmod;
-    res->reason = nullptr;
-    res->kernel = var == V_BYTES  ? "oz2-bytes"
-                  : var == V_PREP ? "oz2-prep"
-                                  : "oz2-unfused";
-    if (var == V_PREP)
-        return GEMM_OK;
-
-    /* tensor maps: the moduli stacked, rows x kp bytes each */
-    /* kp is a multiple of 128 */
-    const int ku = ctx_knob(ctx, KNOB_S8_MAP16) ? 2 : 1;
-    gemmk_tmap_key ka = {}, kb = {};
-    ka.addr = (uint64_t)(uintptr_t)ra;
-    ka.dtype = ku == 2 ? GEMM_BF16 : GEMMK_TMAP_U8;
-    ka.swizzle = GEMMK_SWIZZLE_128B;
-    ka.dim0 = (uint64_t)(kp / ku);
-    ka.dim1 = (uint64_t)nmod * p->m;
-    ka.stride1 = (uint64_t)kp;
-    ka.box0 = S8_BK / ku;
-    ka.box1 = BM;
-    kb = ka;
-    kb.addr = (uint64_t)(uintptr_t)rb;
-    kb.dim1 = (uint64_t)nmod * p->n;
-    kb.box1 = (uint32_t)bn;
-    CUtensorMap ta, tb;
-    e = ctx_map(ctx, &ka, &ta);
-    if (e == GEMM_OK)
-        e = ctx_map(ctx, &kb, &tb);
-    if (e != GEMM_OK)
-        return e;
-    sp.nkb = (int)(kp / S8_BK);
-    sp.kunit = ku;
-    sp.rows_a = (int)p->m;
-    sp.rows_b = (int)p->n;
-    for (int l = 0; l < nmod; l++) {
-        sp.p[l] = set.mod[l].p;
-        sp.magic[l] = set.mod[l].magic;
-        /* a multiple of p with |acc| <= 2^29 + 2^9 -> [0, 2^31) */
-        sp.off[l] = (uint32_t)(((1u << 29) + 1024 + set.mod[l].p - 1) /
-                               set.mod[l].p * set.mod[l].p);
-    }
-    ReconConsts rc;
-    memset(&rc, 0, sizeof(rc));
-    rc.n = nmod;
-    rc.ebias = -(beta_a + beta_b);
-    rc.pinv = set.pinv;
-    memcpy(rc.pw, set.pw, sizeof(rc.pw));
-    for (int l = 0; l < nmod; l++)
-        memcpy(rc.w[l], set.mod[l].w, sizeof(rc.w[l]));
-    const int grid = sp.units < sms ? sp.units : sms;
-    dim3 rgrid;
-    if (var == V_BYTES) {
-        sp.r = pl;
-        sp.ldr = ldr;
-        sp.rplane = rplane;
-        if (tilewise) {
-            sp.nmod = nmod;
-            ce = launch_s8(256, 2, ta, tb, sp, grid, stream);
-        } else {
-            sp.nmod = 1;
-            ce = cudaSuccess;
-            for (int l = 0; l < nmod && ce == cudaSuccess; l++) {
-                sp.mod0 = l;
-                ce = pp ? launch_s8_pp(2, ta, tb, sp, grid, stream)
-                        : launch_s8(256, 2, ta, tb, sp, grid, stream);
-            }
-        }
-        if (ce != cudaSuccess)
-            return cuerr(ce);
-        if (pp) { /* fragment-ordered planes */
-            oz_recon_frag_kernel<<<dim3((unsigned)sp.units, 8), 256, 0,
-                                   stream>>>(pl, rplane, sp.num_n, rc, ea, eb,
-                                             p->alpha, p->beta, p->c, p->ldc,
-                                             p->d, p->ldd, p->m, p->n);
-            return cuerr(cudaGetLastError());
-        }
-        rgrid =
-            dim3((unsigned)((p->n + kReconCols * 256 - 1) / (kReconCols * 256)),
-                 (unsigned)p->m);
-        oz_recon_bytes_kernel<<<rgrid, 256, 0, stream>>>(
-            pl, ldr, rplane, rc, ea, eb, p->alpha, p->beta, p->c, p->ldc, p->d,
-            p->ldd, p->m, p->n);
-        return cuerr(cudaGetLastError());
-    }
-    /* unfused: one int8 GEMM per modulus, int32 products */
-    int32_t *wp = reinterpret_cast<int32_t *>(pl);
-    sp.nmod = 1;
-    sp.reduce = 1;
-    sp.ldd = ldw;
-    for (int l = 0; l < nmod; l++) {
-        sp.mod0 = l;
-        sp.d = wp + (long long)l * p->m * ldw;
-        ce = pp ? launch_s8_pp(0, ta, tb, sp, grid, stream)
-                : launch_s8(256, 0, ta, tb, sp, grid, stream);
-        if (ce != cudaSuccess)
-            return cuerr(ce);
-    }
-    rgrid = dim3((unsigned)((p->n + 4 * 256 - 1) / (4 * 256)), (unsigned)p->m);
-    oz_recon_i32_kernel<<<rgrid, 256, 0, stream>>>(
-        wp, ldw, (long long)p->m * ldw, rc, ea, eb, p->alpha, p->beta, p->c,
-        p->ldc, p->d, p->ldd, p->m, p->n);
-    return cuerr(cudaGetLastError());
+    const char *declined = nullptr;
+    e = emulate(ctx, st, q, var, by_model ? &rates : nullptr, stream, res,
+                &declined);
+    if (e == GEMM_OK && declined)
+        return run_native(declined);
+    return e;
 }

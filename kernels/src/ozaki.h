@@ -428,16 +428,20 @@ typedef struct gemmk_oz_stats {
  * much more a wide spread needs. */
 #define GEMMK_OZ_BETA0        55
 #define GEMMK_OZ_SPREAD_SLOPE 1.0
+/* The same for fp32 inputs against SGEMM (24-bit significands): 26 bits a
+ * side, 7 moduli up to K = 2^14 (docs/ozaki-notes.md, "fp32"). */
+#define GEMMK_OZ_BETA0_F32 26
 
 /*
  * The emulation plan for depth k, the operands' statistics and an
- * explicit moduli count (0: choose). Writes n and the bits per side.
- * Returns NULL to emulate, or a static reason to run native DGEMM.
+ * explicit moduli count (0: choose the fewest that give beta0 bits a side,
+ * more for wide exponent spreads). Writes n and the bits per side.
+ * Returns NULL to emulate, or a static reason to run the fallback.
  */
-GEMMK_OZ_H const char *gemmk_oz_choose(const gemmk_oz_stats *a,
-                                       const gemmk_oz_stats *b, int64_t k,
-                                       int explicit_n, int *n, int *beta_a,
-                                       int *beta_b)
+GEMMK_OZ_H const char *gemmk_oz_choose_bits(const gemmk_oz_stats *a,
+                                            const gemmk_oz_stats *b, int64_t k,
+                                            int explicit_n, int beta0, int *n,
+                                            int *beta_a, int *beta_b)
 {
     if ((a->flags | b->flags) & GEMMK_OZ_NONFINITE)
         return "inf or NaN in A or B";
@@ -460,7 +464,7 @@ GEMMK_OZ_H const char *gemmk_oz_choose(const gemmk_oz_stats *a,
         double sp = a->spread < b->spread ? a->spread : b->spread;
         double excess = sp - 0.5 * log2((double)(k > 1 ? k : 1));
         int extra = excess > 0 ? (int)ceil(GEMMK_OZ_SPREAD_SLOPE * excess) : 0;
-        const int need = GEMMK_OZ_BETA0 + extra; /* per side */
+        const int need = beta0 + extra; /* per side */
         if (need > GEMMK_OZ_BETA_MAX)
             return "exponent spread too wide";
         for (int i = GEMMK_OZ_MIN; i <= GEMMK_OZ_MAX && bud < 0; i++) {
@@ -479,6 +483,16 @@ GEMMK_OZ_H const char *gemmk_oz_choose(const gemmk_oz_stats *a,
     *beta_a = (bud + 1) / 2;
     *beta_b = bud / 2;
     return 0;
+}
+
+/* The plan for fp64 inputs (DGEMM's accuracy). */
+GEMMK_OZ_H const char *gemmk_oz_choose(const gemmk_oz_stats *a,
+                                       const gemmk_oz_stats *b, int64_t k,
+                                       int explicit_n, int *n, int *beta_a,
+                                       int *beta_b)
+{
+    return gemmk_oz_choose_bits(a, b, k, explicit_n, GEMMK_OZ_BETA0, n, beta_a,
+                                beta_b);
 }
 
 #endif /* GEMMK_OZAKI_H */

@@ -1,7 +1,8 @@
 /*
  * run_fp32.cu: fp32 A/B on the tf32 tensor cores: "ws-tf32", "ws-3xtf32",
  * the ladder's rung 6 "wgmma-ws-tf32", and "auto" for fp32 inputs (tf32
- * or 3xTF32 by the precision asked for).
+ * or 3xTF32 by the precision asked for, or at fp32 precision the Ozaki-II
+ * emulation "oz2-f32" where the cost model says it is faster: ozaki.cu).
  *
  * tf32: K-major operands are read in place (the tensor cores truncate to
  * tf32, as cuBLAS's TF32 mode does); an MN-major one (trans_a, or B not
@@ -50,10 +51,22 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
                     const Row &row, gemmk_result *res)
 {
     const bool rung6 = row.variant == F32_RUNG6;
-    const bool three =
-        row.variant == F32_3X ||
-        ((row.flags & ROW_AUTO) && p->precision != GEMM_PRECISION_TF32);
-    if (row.flags & ROW_AUTO)
+    const bool autorow = (row.flags & ROW_AUTO) != 0;
+    const bool three = row.variant == F32_3X || row.variant == F32_OZ ||
+                       (autorow && p->precision != GEMM_PRECISION_TF32);
+    /* fp32 accuracy on the int8 engine: by name, with an explicit modulus
+     * count, or where the cost model says it beats 3xTF32; 3xTF32 runs
+     * where the inputs do not allow it (inf/NaN, subnormals, a wide
+     * spread) */
+    if (row.variant == F32_OZ ||
+        (autorow && three && p->cd_type == GEMM_FP32 && !p->host_mapped)) {
+        const bool by_model = autorow && p->moduli == 0;
+        const char *declined = nullptr;
+        gemm_error e = oz_f32(ctx, p, stream, by_model, false, res, &declined);
+        if (e != GEMM_OK || !declined)
+            return e;
+    }
+    if (autorow || row.variant == F32_OZ)
         res->kernel = row_find(three ? "ws-3xtf32" : "ws-tf32")->d.name;
     else
         res->kernel = row.d.name;

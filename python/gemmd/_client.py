@@ -380,11 +380,12 @@ class Client:
         exact and wrapping modulo 2^32, where numpy's matmul gives int8;
         alpha and beta are then integers in int32's range). precision: for float32
         inputs, 'tf32' (fast) or 'fp32' (the default: float32 accuracy);
-        for float64 inputs, an int: the number of moduli of the Ozaki-II
-        emulation (2..20; fewer: faster, less accurate, ~15 match DGEMM;
-        default: gemmd picks native DGEMM or the emulation at DGEMM's
-        accuracy; the cpu backend always computes natively), for single
-        2-D products only (not stacks). kernel: a kernel name from
+        for float64 inputs, and float32 ones with a float32 result, an
+        int: the number of moduli of the Ozaki-II emulation (2..20;
+        fewer: faster, less accurate, ~15 match DGEMM, ~7 SGEMM;
+        default: gemmd picks native DGEMM, for float32 3xTF32, or the
+        emulation at their accuracy; the cpu backend always computes
+        natively), for single 2-D products only (not stacks). kernel: a kernel name from
         kernels() (default: gemmd picks).
 
         A large 2-D multiply whose operands or result are copied (plain

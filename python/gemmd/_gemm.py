@@ -269,41 +269,41 @@ class _Plan:
 
 def _precision(precision: Any, ab: "_dtypes.DType") -> Tuple[int, int]:
     """precision= as (gemm_precision, moduli) for inputs of type ab:
-    None, or for float32 'default', 'tf32', 'fp32'; for float64 an int,
-    the Ozaki-II emulation's modulus count (2..20), or None / 'default'
-    (gemmd picks). InvalidArgument (a ValueError; DTypeError, also a
-    TypeError, for a value of the wrong type) naming the fix
-    otherwise."""
+    None, or for float32 'default', 'tf32', 'fp32'; for float64 and
+    float32 an int, the Ozaki-II emulation's modulus count (2..20), or
+    None / 'default' (gemmd picks). InvalidArgument (a ValueError;
+    DTypeError, also a TypeError, for a value of the wrong type) naming
+    the fix otherwise."""
     fp64 = ab.name == "float64"
     lo, hi = _capi.GEMM_OZ_MODULI_MIN, _capi.GEMM_OZ_MODULI_MAX
     if isinstance(precision, (int, np.integer)) and \
             not isinstance(precision, (bool, np.bool_)):
         n = int(precision)
-        if not fp64:
+        if not fp64 and ab.name != "float32":
             raise InvalidArgument(
                 "matmul: precision=%d is a modulus count of the Ozaki-II "
-                "emulation, for float64 inputs; these are %s (%s)" %
-                (n, ab.name, "give 'tf32' or 'fp32'" if ab.precision else
-                 "pass dtype='float64' to multiply in float64, or leave "
-                 "precision out"))
+                "emulation, for float64 and float32 inputs; these are %s "
+                "(pass dtype='float64' or dtype='float32' to multiply in "
+                "that type, or leave precision out)" % (n, ab.name))
         if not lo <= n <= hi:
             raise InvalidArgument(
-                "matmul: precision=%d: a float64 multiply takes %d..%d "
-                "Ozaki-II moduli (fewer: faster, less accurate; ~15 match "
-                "DGEMM), or leave precision out to let gemmd pick" %
-                (n, lo, hi))
+                "matmul: precision=%d: a %s multiply takes %d..%d Ozaki-II "
+                "moduli (fewer: faster, less accurate; ~15 match DGEMM, ~7 "
+                "SGEMM), or leave precision out to let gemmd pick" %
+                (n, ab.name, lo, hi))
         return 0, n
     if precision is not None and not isinstance(precision, str):
         raise DTypeError(
             "matmul: precision must be a string ('default', 'tf32', "
             "'fp32' for float32 inputs), an int (2..20 Ozaki-II moduli, "
-            "for float64 inputs) or None, not %s" %
+            "for float64 and float32 inputs) or None, not %s" %
             type(precision).__name__)
     p = precision.lower() if precision is not None else None
     if p not in _PRECISIONS:
         raise InvalidArgument(
             "matmul: precision=%r is not one of 'default', 'tf32', 'fp32'%s" %
-            (precision, " or a number of moduli (2..20)" if fp64 else ""))
+            (precision, " or a number of moduli (2..20)"
+             if fp64 or ab.name == "float32" else ""))
     code = _PRECISIONS[p]
     if code != 0 and fp64:
         raise InvalidArgument(

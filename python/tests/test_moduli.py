@@ -1,6 +1,6 @@
-"""precision= as the Ozaki-II modulus count of a float64 multiply
-(``client.matmul(a, b, precision=14)``): the result against numpy's
-within fp64 tolerance (the cpu backend computes natively; on cuda the
+"""precision= as the Ozaki-II modulus count of a float64 or float32
+multiply (``client.matmul(a, b, precision=14)``): the result against
+numpy's within the type's tolerance (the cpu backend computes natively; on cuda the
 emulation runs), through matmul, submit and gemmd memory operands; the
 count reaching gemmd through the ctypes mirror of gemm_op; and every
 misuse refused before anything is sent, with a message naming the fix."""
@@ -25,6 +25,23 @@ def test_float64_precision_int_matches_numpy(client: gemmd.Client) -> None:
             assert np.isfinite(d).all()
             if p >= 14:  # fewer moduli keep fewer bits (on cuda)
                 assert rel_err(d, a @ b) < 1e-12, (m, n, k, p)
+
+
+def test_float32_precision_int_matches_numpy(client: gemmd.Client) -> None:
+    """float32 with a modulus count: the emulation on cuda (the cpu
+    backend computes natively), within float32's tolerance from 7
+    moduli on, against a float64 reference."""
+    rng = np.random.default_rng(63)
+    for m, n, k in ((64, 48, 40), (33, 17, 129), (1, 1, 1)):
+        a = rand(rng, (m, k), np.float32)
+        b = rand(rng, (k, n), np.float32)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        for p in (7, 12, np.int64(9), 3):
+            d = client.matmul(a, b, precision=p)
+            assert d.dtype == np.float32 and d.shape == (m, n)
+            assert np.isfinite(d).all()
+            if p >= 7:
+                assert rel_err(d, ref) < 1e-5, (m, n, k, p)
 
 
 def test_float64_precision_int_in_place_and_submit(
@@ -62,10 +79,8 @@ def test_misuse_names_the_fix(client: gemmd.Client) -> None:
         client.matmul(f64, f64, precision="tf32")
     with pytest.raises(ValueError, match="or a number of moduli"):
         client.matmul(f64, f64, precision="fp64")
-    with pytest.raises(ValueError,
-                       match="for float64 inputs; these are float32 "
-                             r"\(give 'tf32' or 'fp32'\)"):
-        client.matmul(f32, f32, precision=14)
+    with pytest.raises(ValueError, match=r"a float32 multiply takes 2\.\.20"):
+        client.matmul(f32, f32, precision=21)
     with pytest.raises(gemmd.InvalidArgument, match="dtype='float64'"):
         client.matmul(f32.astype(np.float16), f32.astype(np.float16),
                       precision=14)

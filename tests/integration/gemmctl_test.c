@@ -213,9 +213,24 @@ Test(gemmctl, mm_moduli)
                      "--moduli", "21", NULL),
                  2);
     EXPECT_IN(err_text, "--moduli wants 2..20");
-    cr_expect_eq(
-        ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--moduli", "14", NULL), 2);
-    EXPECT_IN(err_text, "--moduli is for fp64 inputs");
+    /* fp32: the emulation at fp32 accuracy on cuda, SGEMM on the cpu */
+    cr_assert_eq(ctl("mm", "-m", "24", "-n", "16", "-k", "40", "--dtype",
+                     "fp32", "--moduli", "7", "--check", NULL),
+                 0, "stdout: %s\nstderr: %s", out_text, err_text);
+    EXPECT_IN(out_text, "PASS");
+    if (strcmp(tu_backend(), "cpu") == 0)
+        EXPECT_IN(err_text, "native fp32 (the 7 moduli asked for were not "
+                            "used)");
+    else
+        EXPECT_IN(err_text, "Ozaki-II with 7 moduli");
+    cr_expect_eq(ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--dtype", "bf16",
+                     "--moduli", "14", NULL),
+                 2);
+    EXPECT_IN(err_text, "--moduli is for fp64 and fp32 inputs");
+    cr_expect_eq(ctl("mm", "-m", "8", "-n", "8", "-k", "8", "--dtype", "fp32",
+                     "--precision", "tf32", "--moduli", "7", NULL),
+                 2);
+    EXPECT_IN(err_text, "--moduli on fp32 inputs");
     cr_expect_eq(ctl("mm", "--help", NULL), 0);
     EXPECT_IN(out_text, "--moduli N");
     tu_assert_healthy(g_client);

@@ -4,9 +4,11 @@
  * right D, and the reply's moduli is 0 (ran natively) or the count asked
  * for; the cpu backend always computes natively and replies 0, with a
  * named kernel too. Refused with GEMM_ERR_INVALID, D untouched and the
- * daemon going on: 1 and 21 (and 2^32 - 1), a count on fp32, complex128
- * and int8 inputs, and a count in a batch's op. On the cuda backend
- * (GEMM_TEST_BACKEND=cuda; elsewhere the test says why it skips): 14
+ * daemon going on: 1 and 21 (and 2^32 - 1), a count on complex128, int8
+ * and bf16 inputs or on fp32 at tf32 precision, and a count in a batch's
+ * op. fp32 with a count computes D to fp32's accuracy (the emulation on
+ * cuda, "oz2-f32", and auto takes it at 8192^3 once calibrated). On the cuda
+ * backend (GEMM_TEST_BACKEND=cuda; elsewhere the test says why it skips): 14
  * moduli on a 512^3 fp64 GEMM run an oz2 kernel, the reply says 14, and a
  * named kernel that does not emulate refuses the count (UNSUPPORTED).
  */
@@ -214,21 +216,55 @@ Test(moduli, out_of_range_is_invalid)
 
 Test(moduli, other_types_are_invalid)
 {
-    static const gemm_dtype types[] = {GEMM_FP32, GEMM_COMPLEX128, GEMM_INT8,
-                                       GEMM_BF16};
+    static const gemm_dtype types[] = {GEMM_COMPLEX128, GEMM_INT8, GEMM_BF16};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
         gemm_op op;
         setup_op(&op, 16, 8, 32, types[i], 31 + i);
         op.moduli = 14;
-        expect_refused(&op, GEMM_ERR_INVALID, "for fp64 inputs");
+        expect_refused(&op, GEMM_ERR_INVALID, "for fp64 and fp32 inputs");
         gemm_buffer_free(op.a.buf);
     }
+    /* fp32 at tf32 precision: the emulation would not serve it */
     gemm_op op;
     setup_op(&op, 16, 8, 32, GEMM_FP32, 41);
-    op.moduli = 14;
-    expect_refused(&op, GEMM_ERR_INVALID, "leave it 0 for fp32");
+    op.moduli = 7;
+    op.precision = GEMM_PRECISION_TF32;
+    expect_refused(&op, GEMM_ERR_INVALID, "make C and D fp32");
     gemm_buffer_free(op.a.buf);
     tu_assert_healthy(g_client);
+}
+
+/* fp32 with a count: D right to fp32's accuracy on every backend; the
+ * reply's moduli is the count on cuda (the emulation, oz2-f32) and 0 on
+ * the cpu backend (native SGEMM). */
+Test(moduli, fp32_with_moduli_computes_d)
+{
+    gemm_op op;
+    setup_op(&op, 96, 80, 264, GEMM_FP32, 43);
+    op.moduli = 7;
+    gemm_timings t;
+    cr_assert_eq(gemm_run(g_client, &op, &t), GEMM_OK, "%s",
+                 gemm_last_error_message());
+    if (on_cuda()) {
+        cr_expect_eq(t.moduli, 7, "reply moduli %u (kernel %s)", t.moduli,
+                     t.kernel);
+        cr_expect_str_eq(t.kernel, "oz2-f32");
+    } else {
+        cr_expect_eq(t.moduli, 0, "the cpu backend replied moduli %u",
+                     t.moduli);
+    }
+    const char *base = gemm_buffer_data(op.a.buf);
+    const float *d = (const float *)(base + op.d.offset);
+    for (size_t i = 0; i < op.m; i++)
+        for (size_t j = 0; j < op.n; j++) {
+            double ref, scale;
+            tu_ref_elem(&op, base, base + op.b.offset, NULL, i, j, &ref,
+                        &scale);
+            cr_assert(fabs(d[i * op.n + j] - ref) <= 1e-6 * scale,
+                      "D[%zu][%zu] = %.9g, want %.9g", i, j, d[i * op.n + j],
+                      ref);
+        }
+    gemm_buffer_free(op.a.buf);
 }
 
 Test(moduli, batch_op_is_invalid)
@@ -374,6 +410,56 @@ Test(moduli, cuda_auto_emulates_once_calibrated, .timeout = 240)
         tu_ref_elem(&op, base, base + op.b.offset, NULL, i, j, &ref, &scale);
         cr_assert(fabs(d[i * s + j] - ref) <= 1e-13 * scale,
                   "D[%llu][%llu] = %.17g, want %.17g", (unsigned long long)i,
+                  (unsigned long long)j, d[i * s + j], ref);
+    }
+    gemm_tensor_free(g_client, ta);
+    gemm_tensor_free(g_client, tb);
+    gemm_buffer_free(op.a.buf);
+}
+
+/* fp32 (default precision, fp32 D) on resident operands: once the start-up
+ * calibration has measured the fp32 lines, "auto" runs the emulation at
+ * 8192^3 (where it beats 3xTF32 on an H100/H200) with ~7 moduli, and D is
+ * right to fp32's accuracy. */
+Test(moduli, cuda_fp32_auto_emulates_once_calibrated, .timeout = 240)
+{
+    if (!on_cuda())
+        cr_skip_test("skipped: the Ozaki-II emulation runs on the cuda "
+                     "backend only (this suite runs on %s)",
+                     tu_backend());
+    const uint64_t s = 8192;
+    gemm_op op;
+    setup_op(&op, s, s, s, GEMM_FP32, 29);
+    uint64_t ta, tb;
+    cr_assert_eq(gemm_tensor_upload(g_client, &op.a, s, s, GEMM_FP32, &ta),
+                 GEMM_OK, "%s", gemm_last_error_message());
+    cr_assert_eq(gemm_tensor_upload(g_client, &op.b, s, s, GEMM_FP32, &tb),
+                 GEMM_OK, "%s", gemm_last_error_message());
+    gemm_op r = op;
+    r.a = (gemm_matrix){.tensor = ta};
+    r.b = (gemm_matrix){.tensor = tb};
+    gemm_timings t;
+    double t0 = tu_now();
+    bool emulated = false;
+    while (!emulated && tu_now() - t0 < 120.0) {
+        cr_assert_eq(gemm_run(g_client, &r, &t), GEMM_OK, "%s",
+                     gemm_last_error_message());
+        emulated = strcmp(t.kernel, "oz2-f32") == 0;
+    }
+    cr_assert(emulated, "still %s after %.0f s: no fp32 calibration?", t.kernel,
+              tu_now() - t0);
+    cr_expect(t.moduli >= 6 && t.moduli <= 8, "moduli %u", t.moduli);
+    cr_log_info("auto ran %s with %u moduli after %.1f s (kernel %.2f ms)",
+                t.kernel, t.moduli, tu_now() - t0, t.kernel_ns / 1e6);
+    const char *base = gemm_buffer_data(op.a.buf);
+    const float *d = (const float *)(base + op.d.offset);
+    uint64_t seed = 7;
+    for (int q = 0; q < 64; q++) {
+        uint64_t i = tu_rand(&seed) % s, j = tu_rand(&seed) % s;
+        double ref, scale;
+        tu_ref_elem(&op, base, base + op.b.offset, NULL, i, j, &ref, &scale);
+        cr_assert(fabs(d[i * s + j] - ref) <= 1e-6 * scale,
+                  "D[%llu][%llu] = %.9g, want %.9g", (unsigned long long)i,
                   (unsigned long long)j, d[i * s + j], ref);
     }
     gemm_tensor_free(g_client, ta);

@@ -24,6 +24,11 @@
  *
  * A plain program (no Criterion) so it runs on a bare GPU host; with no
  * CUDA device it prints "skipped: no CUDA device" and exits 77 (skipped).
+ * fp32 at fp32 accuracy on the same engine ("oz2-f32"): shapes, spreads,
+ * alpha/beta, explicit counts, integer inputs (exact), the fallback to
+ * 3xTF32 for inf/NaN/subnormals, and "auto" by the cost model; errors
+ * against a double-double reference next to cuBLAS SGEMM's and 3xTF32's.
+ *
  * Usage: kernels_ozaki_gpu_test [--quick] [--seed N] [--s8 | --f64]
  */
 #include <cuda_runtime.h>
@@ -44,6 +49,14 @@ static gemmk_ctx *ctx;
 static int failures, passes;
 static uint64_t seed = 20261124;
 static bool quick, only_s8, only_f64;
+static gemmk_f64_rates rates; /* the calibration's, once it ran */
+static bool have_rates;
+
+static bool calibrated(gemmk_f64_rates *r)
+{
+    *r = rates;
+    return have_rates;
+}
 
 static uint64_t rnd64(void)
 {
@@ -529,42 +542,46 @@ struct ZCase {
     bool expect_emulated;
 };
 
-/* complex128 through gemmk_gemm: the emulation ("oz2-complex", or auto
- * where the model picks it) against a double-double reference on
- * samples (normwise bound as the fp64 cases' default moduli: within 4x
- * cuBLAS ZGEMM's error plus 2^-52) and, for integer parts, exactly. */
-static bool run_z(const ZCase &c)
+/* complex128 (T double) or complex64 (T float) through gemmk_gemm: the
+ * emulation ("oz2-complex", or auto where the model picks it) against a
+ * double-double reference on samples (normwise: within 4x cuBLAS
+ * ZGEMM's (CGEMM's) error plus the type's unit roundoff) and, for integer
+ * parts, exactly. */
+template <typename T> static bool run_z(const ZCase &c)
 {
     bool ok = true;
+    const bool c64 = sizeof(T) == 4;
     const long long lda = c.ta ? c.m : c.k, ldb = c.tb ? c.k : c.n, ldd = c.n;
     const size_t ea = (size_t)(c.ta ? c.k : c.m) * lda,
                  eb = (size_t)(c.tb ? c.n : c.k) * ldb, ed = (size_t)c.m * ldd;
-    std::vector<double> ha(2 * ea), hb(2 * eb), hc(2 * ed), hd(2 * ed),
-        hr(2 * ed);
+    std::vector<T> ha(2 * ea), hb(2 * eb), hc(2 * ed), hd(2 * ed), hr(2 * ed);
+    /* integers: every product and sum exact in T */
+    const int imax = c64 ? 31 : 999;
     auto val = [&]() {
-        return c.integers ? (double)((int)(rnd64() % 1999) - 999)
-                          : runit() * exp2(0.5 * gauss());
+        return (T)(c.integers ? (double)((int)(rnd64() % (2 * imax + 1)) - imax)
+                              : runit() * exp2(0.5 * gauss()));
     };
     for (auto &v : ha)
         v = val();
     for (auto &v : hb)
         v = val();
     for (auto &v : hc)
-        v = c.integers ? (double)((int)(rnd64() % 19) - 9) : runit();
-    double *da, *db, *dc, *dd, *dr;
-    CK(cudaMalloc(&da, ha.size() * 8));
-    CK(cudaMalloc(&db, hb.size() * 8));
-    CK(cudaMalloc(&dc, hc.size() * 8));
-    CK(cudaMalloc(&dd, hd.size() * 8));
-    CK(cudaMalloc(&dr, hr.size() * 8));
-    CK(cudaMemcpy(da, ha.data(), ha.size() * 8, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(db, hb.data(), hb.size() * 8, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dc, hc.data(), hc.size() * 8, cudaMemcpyHostToDevice));
-    CK(cudaMemset(dd, 0xff, hd.size() * 8));
+        v = (T)(c.integers ? (double)((int)(rnd64() % 19) - 9) : runit());
+    const size_t es = sizeof(T);
+    T *da, *db, *dc, *dd, *dr;
+    CK(cudaMalloc(&da, ha.size() * es));
+    CK(cudaMalloc(&db, hb.size() * es));
+    CK(cudaMalloc(&dc, hc.size() * es));
+    CK(cudaMalloc(&dd, hd.size() * es));
+    CK(cudaMalloc(&dr, hr.size() * es));
+    CK(cudaMemcpy(da, ha.data(), ha.size() * es, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(db, hb.data(), hb.size() * es, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dc, hc.data(), hc.size() * es, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dd, 0xff, hd.size() * es));
     gemmk_problem p;
     memset(&p, 0, sizeof(p));
     p.m = c.m, p.n = c.n, p.k = c.k;
-    p.ab_type = p.cd_type = GEMM_COMPLEX128;
+    p.ab_type = p.cd_type = c64 ? GEMM_COMPLEX64 : GEMM_COMPLEX128;
     p.trans_a = c.ta, p.trans_b = c.tb, p.conj_a = c.ca, p.conj_b = c.cb;
     p.a = da, p.b = db, p.c = dc, p.d = dd;
     p.lda = lda, p.ldb = ldb, p.ldc = ldd, p.ldd = ldd;
@@ -579,17 +596,17 @@ static bool run_z(const ZCase &c)
     gemm_error rq = gemmk_gemm(ctx, &q, 0, "cublas", &qres);
     CK(cudaDeviceSynchronize());
     char name[160];
-    snprintf(name, sizeof name, "z %lldx%lldx%lld t%d%d c%d%d %s%s", c.m, c.n,
-             c.k, c.ta, c.tb, c.ca, c.cb, c.kernel ? c.kernel : "auto",
-             c.integers ? " integers" : "");
+    snprintf(name, sizeof name, "%s %lldx%lldx%lld t%d%d c%d%d %s%s",
+             c64 ? "c64" : "z", c.m, c.n, c.k, c.ta, c.tb, c.ca, c.cb,
+             c.kernel ? c.kernel : "auto", c.integers ? " integers" : "");
     if (rv != GEMM_OK || rq != GEMM_OK) {
         FAIL("%s: gemmk_gemm %d (%s), cuBLAS %d", name, rv, res.msg, rq);
     } else {
         const bool emulated = res.kernel && !strcmp(res.kernel, "oz2-complex");
         if (emulated != c.expect_emulated)
             FAIL("%s: ran %s", name, res.kernel ? res.kernel : "?");
-        CK(cudaMemcpy(hd.data(), dd, hd.size() * 8, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(hr.data(), dr, hr.size() * 8, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hd.data(), dd, hd.size() * es, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hr.data(), dr, hr.size() * es, cudaMemcpyDeviceToHost));
         auto A = [&](long long i, long long h, int part) {
             double v = c.ta ? ha[2 * (h * lda + i) + part]
                             : ha[2 * (i * lda + h) + part];
@@ -641,13 +658,13 @@ static bool run_z(const ZCase &c)
             const double er = hypot(nr - xr.value(), ni - xi.value()) / scale;
             worst_o = eo > worst_o ? eo : worst_o;
             worst_r = er > worst_r ? er : worst_r;
-            if (!(eo <= 4 * er + 0x1p-52) && bad++ < 3)
+            if (!(eo <= 4 * er + (c64 ? 0x1p-23 : 0x1p-52)) && bad++ < 3)
                 FAIL("%s: D[%lld][%lld] error %.3g of the scale, ZGEMM %.3g",
                      name, i, j, eo, er);
         }
         if (ok)
             passes++;
-        printf("%s %s: %s n=%d | /|a||b| max %.2e (ZGEMM %.2e)\n",
+        printf("%s %s: %s n=%d | /|a||b| max %.2e (cuBLAS %.2e)\n",
                ok ? "ok  " : "FAIL", name, res.kernel ? res.kernel : "?",
                res.moduli, worst_o, worst_r);
     }
@@ -656,6 +673,178 @@ static bool run_z(const ZCase &c)
     cudaFree(dc);
     cudaFree(dd);
     cudaFree(dr);
+    return ok;
+}
+
+/* ----------------------------------------------------------------- fp32 */
+
+/* fp32 A/B/C/D at fp32 accuracy on the emulation ("oz2-f32", or "auto"
+ * with an explicit count or by the cost model), against cuBLAS SGEMM
+ * (true fp32) and 3xTF32 on the same inputs. */
+struct F32Case {
+    long long m, n, k;
+    int ta, tb;
+    double alpha, beta;
+    double phi;
+    const char *kernel; /* NULL: auto */
+    int moduli;
+    Special special; /* SP_NONE, SP_INT, SP_INF, SP_NAN, SP_SUB */
+    int expect;      /* 1: emulated, 0: 3xTF32, -1: as the model says */
+};
+
+static bool run_f32(const F32Case &c, const char *label,
+                    const gemmk_f64_rates *r)
+{
+    bool ok = true;
+    const long long lda = c.ta ? c.m : c.k, ldb = c.tb ? c.k : c.n, ldd = c.n;
+    const size_t ea = (size_t)(c.ta ? c.k : c.m) * lda,
+                 eb = (size_t)(c.tb ? c.n : c.k) * ldb, ed = (size_t)c.m * ldd;
+    std::vector<float> ha(ea), hb(eb), hc(ed), hd(ed), hs(ed), h3(ed);
+    auto val = [&]() -> float {
+        if (c.special == SP_INT) /* |sums| < 2^24: exact in fp32 */
+            return (float)((int)(rnd64() % 63) - 31);
+        return (float)(runit() * exp2(c.phi * gauss()));
+    };
+    for (auto &v : ha)
+        v = val();
+    for (auto &v : hb)
+        v = val();
+    for (auto &v : hc)
+        v = c.special == SP_INT ? (float)((int)(rnd64() % 19) - 9)
+                                : (float)runit();
+    if (c.special == SP_INF)
+        ha[ea / 2] = INFINITY;
+    if (c.special == SP_NAN)
+        hb[eb / 3] = NAN;
+    if (c.special == SP_SUB)
+        ha[ea / 2] = 1e-40f;
+    float *da, *db, *dc, *dd, *ds, *d3;
+    CK(cudaMalloc(&da, ea * 4));
+    CK(cudaMalloc(&db, eb * 4));
+    CK(cudaMalloc(&dc, ed * 4));
+    CK(cudaMalloc(&dd, ed * 4));
+    CK(cudaMalloc(&ds, ed * 4));
+    CK(cudaMalloc(&d3, ed * 4));
+    CK(cudaMemcpy(da, ha.data(), ea * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(db, hb.data(), eb * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dc, hc.data(), ed * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dd, 0xff, ed * 4));
+    gemmk_problem p;
+    memset(&p, 0, sizeof(p));
+    p.m = c.m, p.n = c.n, p.k = c.k;
+    p.ab_type = p.cd_type = GEMM_FP32;
+    p.precision = GEMM_PRECISION_FP32;
+    p.trans_a = c.ta, p.trans_b = c.tb;
+    p.a = da, p.b = db, p.c = dc, p.d = dd;
+    p.lda = lda, p.ldb = ldb, p.ldc = ldd, p.ldd = ldd;
+    p.alpha = (float)c.alpha, p.beta = (float)c.beta;
+    p.moduli = c.moduli;
+    gemmk_result res, rs, r3;
+    gemm_error rv = gemmk_gemm(ctx, &p, 0, c.kernel, &res);
+    CK(cudaDeviceSynchronize());
+    gemmk_problem q = p;
+    q.moduli = 0;
+    q.d = ds;
+    gemm_error rq = gemmk_gemm(ctx, &q, 0, "cublas", &rs);
+    q.d = d3;
+    gemm_error r3q = gemmk_gemm(ctx, &q, 0, "ws-3xtf32", &r3);
+    CK(cudaDeviceSynchronize());
+    char name[160];
+    snprintf(name, sizeof name, "f32 %s %lldx%lldx%lld t%d%d phi %.1f %s n=%d",
+             label, c.m, c.n, c.k, c.ta, c.tb, c.phi,
+             c.kernel ? c.kernel : "auto", c.moduli);
+    if (rv != GEMM_OK || rq != GEMM_OK || r3q != GEMM_OK) {
+        FAIL("%s: gemmk_gemm %d (%s), SGEMM %d, 3xTF32 %d", name, rv, res.msg,
+             rq, r3q);
+    } else {
+        const bool emulated = res.kernel && !strcmp(res.kernel, "oz2-f32");
+        int expect = c.expect;
+        if (expect < 0)
+            expect = r && gemmk_f32_emulation_pays(r, c.m, c.n, c.k,
+                                                   r->moduli_f32, c.beta != 0);
+        if (emulated != (expect != 0))
+            FAIL("%s: ran %s (%s expected)", name,
+                 res.kernel ? res.kernel : "?",
+                 expect ? "the emulation" : "3xTF32");
+        if (emulated && res.moduli < 2)
+            FAIL("%s: emulated with %d moduli", name, res.moduli);
+        CK(cudaMemcpy(hd.data(), dd, ed * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hs.data(), ds, ed * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(h3.data(), d3, ed * 4, cudaMemcpyDeviceToHost));
+        auto A = [&](long long i, long long h) {
+            return (double)(c.ta ? ha[h * lda + i] : ha[i * lda + h]);
+        };
+        auto B = [&](long long h, long long j) {
+            return (double)(c.tb ? hb[j * ldb + h] : hb[h * ldb + j]);
+        };
+        std::vector<double> eo, es, e3;
+        int bad = 0;
+        const bool special =
+            c.special == SP_INF || c.special == SP_NAN || c.special == SP_SUB;
+        const int samples = c.m * c.n < 300 ? (int)(c.m * c.n) : 300;
+        for (int t = 0; t < samples && !special; t++) {
+            long long i =
+                c.m * c.n < 300 ? t / c.n : (long long)(rnd64() % c.m);
+            long long j =
+                c.m * c.n < 300 ? t % c.n : (long long)(rnd64() % c.n);
+            DD x;
+            double mag = 0;
+            for (long long h = 0; h < c.k; h++) {
+                x.add_prod(A(i, h), B(h, j));
+                mag += fabs(A(i, h) * B(h, j));
+            }
+            const double cij = hc[i * ldd + j];
+            DD y;
+            y.add_prod(c.alpha, x.s), y.add_prod(c.alpha, x.c);
+            y.add_prod(c.beta, cij);
+            const double ref = y.value();
+            const double got = hd[i * ldd + j];
+            if (c.special == SP_INT) {
+                if (got != ref && bad++ < 3)
+                    FAIL("%s: D[%lld][%lld] = %.9g, exact %.9g", name, i, j,
+                         got, ref);
+                continue;
+            }
+            const double scale =
+                fabs(c.alpha) * mag + fabs(c.beta * cij) + 1e-300;
+            eo.push_back(fabs(got - ref) / scale);
+            es.push_back(fabs(hs[i * ldd + j] - ref) / scale);
+            e3.push_back(fabs(h3[i * ldd + j] - ref) / scale);
+        }
+        if (special) { /* the fallback: 3xTF32's own bits */
+            for (size_t i = 0; i < ed && bad < 3; i++)
+                if (!same_bits_or_nan(hd[i], h3[i]) && bad++ < 3)
+                    FAIL("%s: D[%zu] = %.9g, 3xTF32 %.9g", name, i, hd[i],
+                         h3[i]);
+        }
+        std::sort(eo.begin(), eo.end());
+        std::sort(es.begin(), es.end());
+        std::sort(e3.begin(), e3.end());
+        const double mo = eo.empty() ? 0 : eo.back(),
+                     ms = es.empty() ? 0 : es.back(),
+                     m3 = e3.empty() ? 0 : e3.back();
+        const double do_ = eo.empty() ? 0 : eo[eo.size() / 2],
+                     ds_ = es.empty() ? 0 : es[es.size() / 2];
+        /* at the default count (or 7 and more) no worse than SGEMM's
+         * and 3xTF32's worst by more than 2x, plus fp32's rounding */
+        const bool bounded = c.moduli == 0 || c.moduli >= 7;
+        if (emulated && bounded && !eo.empty() &&
+            !(mo <= 2 * fmax(ms, m3) + 0x1p-24))
+            FAIL("%s: max error %.3g of sum |a b|, SGEMM %.3g, 3xTF32 %.3g",
+                 name, mo, ms, m3);
+        if (ok)
+            passes++;
+        printf("%s %s: %s n=%d | /sum|ab| max %.2e med %.2e (SGEMM %.2e / "
+               "%.2e, 3xTF32 %.2e)\n",
+               ok ? "ok  " : "FAIL", name, res.kernel ? res.kernel : "?",
+               res.moduli, mo, do_, ms, ds_, m3);
+    }
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dc);
+    cudaFree(dd);
+    cudaFree(ds);
+    cudaFree(d3);
     return ok;
 }
 
@@ -845,6 +1034,18 @@ int main(int argc, char **argv)
                 passes++;
             }
             gemmk_ctx_set_f64_rates(ctx, &r);
+            rates = r;
+            have_rates = true;
+            printf("fp32 calibration: 3xTF32 %.1f TFLOP/s +%.0f us, SGEMM "
+                   "%.1f TFLOP/s +%.0f us, %d moduli: %.2f TB/s, +%.0f us; the "
+                   "emulation pays from %lld^3\n",
+                   r.x3_flops / 1e12, r.x3_s * 1e6, r.sgemm_flops / 1e12,
+                   r.sgemm_s * 1e6, r.moduli_f32, r.emul32_bandwidth / 1e12,
+                   r.emul32_s * 1e6, (long long)gemmk_f32_crossover(&r));
+            if (r.moduli_f32 < 6 || r.moduli_f32 > 8 || r.x3_flops < 3e13) {
+                printf("FAIL fp32 calibration: out of an H100's range\n");
+                failures++;
+            }
         }
         for (auto &x : f)
             run_f64(x.c, x.label);
@@ -862,10 +1063,74 @@ int main(int argc, char **argv)
              false}, /* auto, small: ZGEMM */
         };
         for (const ZCase &zc : z)
-            run_z(zc);
+            run_z<double>(zc);
         if (!quick)
-            run_z({6144, 6144, 6144, 0, 1, 0, 1, 1.0, 0.0, 0.0, 0.0, false,
-                   nullptr, true}); /* auto, large: the emulation */
+            run_z<double>({6144, 6144, 6144, 0, 1, 0, 1, 1.0, 0.0, 0.0, 0.0,
+                           false, nullptr, true}); /* auto, large: emulated */
+    }
+    if (!only_s8) {
+        gemmk_f64_rates r;
+        const bool have = calibrated(&r);
+        const char *oz = "oz2-f32";
+        std::vector<std::pair<const char *, F32Case>> g;
+        /* every leading dimension a multiple of 8 (fp32 operands) */
+        const long long sh[][3] = {
+            {8, 8, 8}, {8, 16, 24}, {128, 136, 304}, {304, 200, 1000}};
+        for (auto &d : sh)
+            for (int t = 0; t < 4; t++)
+                g.push_back({"shape",
+                             {d[0], d[1], d[2], t >> 1, t & 1, 1.0, 0.0, 0.5,
+                              oz, 0, SP_NONE, 1}});
+        for (double phi : {0.0, 0.5, 1.0, 2.0})
+            for (long long k : {1024ll, 8192ll})
+                g.push_back(
+                    {"phi",
+                     {512, 384, k, 0, 0, 1.0, 0.0, phi, oz, 0, SP_NONE, 1}});
+        g.push_back(
+            {"alpha-beta",
+             {200, 296, 400, 0, 1, -1.5, 0.25, 0.5, oz, 0, SP_NONE, 1}});
+        for (int nm : {4, 6, 7, 9})
+            g.push_back({"moduli",
+                         {256, 256, 2048, 0, 0, 1.0, 0.0, 0.5, nullptr, nm,
+                          SP_NONE, 1}});
+        g.push_back(
+            {"exact", {304, 264, 2048, 0, 1, 1.0, 0.0, 0, oz, 0, SP_INT, 1}});
+        g.push_back(
+            {"exact", {6144, 6400, 1024, 1, 0, 1.0, 1.0, 0, oz, 0, SP_INT, 1}});
+        for (Special sp : {SP_INF, SP_NAN, SP_SUB})
+            g.push_back({"fallback",
+                         {256, 256, 512, 0, 0, 1.0, 0.0, 0.5, oz, 0, sp, 0}});
+        g.push_back(
+            {"auto-small",
+             {256, 256, 256, 0, 0, 1.0, 0.0, 0.5, nullptr, 0, SP_NONE, 0}});
+        g.push_back(
+            {"auto",
+             {4096, 4096, 4096, 0, 0, 1.0, 0.0, 0.5, nullptr, 0, SP_NONE, -1}});
+        if (!quick)
+            g.push_back({"auto",
+                         {8192, 8192, 8192, 1, 0, 1.0, 0.0, 0.5, nullptr, 0,
+                          SP_NONE, -1}});
+        for (auto &x : g)
+            run_f32(x.second, x.first, have ? &r : nullptr);
+        /* complex64 on the fp32 emulation */
+        const ZCase c[] = {
+            {304, 264, 504, 0, 0, 0, 0, 1.0, 0.0, 0.0, 0.0, false,
+             "oz2-complex", true},
+            {300, 260, 500, 1, 1, 1, 0, 0.5, -1.5, 0.25, 2.0, false,
+             "oz2-complex", true},
+            {129, 257, 700, 0, 1, 0, 1, 1.0, 1.0, 1.0, 0.0, false,
+             "oz2-complex", true},
+            {192, 160, 1024, 1, 0, 1, 1, 1.0, 0.0, -1.0, 0.0, true,
+             "oz2-complex", true},
+            {256, 256, 256, 0, 0, 0, 0, 1.0, 0.0, 0.0, 0.0, false, nullptr,
+             false}, /* auto, small: CGEMM */
+        };
+        for (const ZCase &zc : c)
+            run_z<float>(zc);
+        if (!quick) /* auto, large: the emulation once calibrated (its
+                       real product pays even against 3xTF32) */
+            run_z<float>({6144, 6144, 6144, 0, 1, 0, 1, 1.0, 0.0, 0.0, 0.0,
+                          false, nullptr, have});
     }
 
     gemmk_ctx_destroy(ctx);

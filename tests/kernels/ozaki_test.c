@@ -389,6 +389,65 @@ Test(ozaki, choose_plans_and_fallbacks)
     cr_assert_not_null(gemmk_oz_choose(&a, &b, 64, 21, &n, &ba, &bb));
 }
 
+/* fp32 inputs: 26 bits a side (SGEMM's accuracy) take 7 moduli up to
+ * K = 2^14 on inputs of small spread, fewer bits need never more moduli,
+ * and the 3-limb residues (integers below 2^39) cover what 7 moduli
+ * give. */
+Test(ozaki, choose_fp32_plans)
+{
+    gemmk_oz_stats a = {0, 1, 0.5}, b = {0, 1, 0.5};
+    const int64_t ks[] = {1, 64, 1024, 8192, 16384};
+    for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+        int n = 0, ba = 0, bb = 0, n64 = 0, b64a = 0, b64b = 0;
+        cr_assert_null(gemmk_oz_choose_bits(&a, &b, ks[i], 0,
+                                            GEMMK_OZ_BETA0_F32, &n, &ba, &bb));
+        cr_assert_leq(n, 7, "k %lld: %d moduli", (long long)ks[i], n);
+        cr_assert_geq(ba, GEMMK_OZ_BETA0_F32);
+        cr_assert_geq(bb, GEMMK_OZ_BETA0_F32);
+        cr_assert_leq(ba, 37, "k %lld: %d bits need 5 limbs", (long long)ks[i],
+                      ba);
+        cr_assert_null(gemmk_oz_choose(&a, &b, ks[i], 0, &n64, &b64a, &b64b));
+        cr_assert_lt(n, n64);
+    }
+    int n = 0, ba = 0, bb = 0;
+    cr_assert_null(gemmk_oz_choose_bits(&a, &b, 8192, 0, GEMMK_OZ_BETA0_F32, &n,
+                                        &ba, &bb));
+    cr_assert_eq(n, 7);
+    /* a subnormal of the input type: the fallback, unless a count is
+     * given */
+    gemmk_oz_stats sub = {GEMMK_OZ_DENORMAL, 1, 0.0};
+    cr_assert_not_null(gemmk_oz_choose_bits(&sub, &b, 64, 0, GEMMK_OZ_BETA0_F32,
+                                            &n, &ba, &bb));
+    cr_assert_null(gemmk_oz_choose_bits(&sub, &b, 64, 6, GEMMK_OZ_BETA0_F32, &n,
+                                        &ba, &bb));
+    cr_assert_eq(n, 6);
+}
+
+/* 3 limbs of 13 bits hold every integer the fp32 plans make: the residues
+ * from 3 limbs are those of the whole integer. */
+Test(ozaki, three_limbs_residues)
+{
+    gemmk_oz_set s;
+    gemmk_oz_set_init(&s, 7);
+    uint64_t x = 0x2545F4914F6CDD1Dull;
+    for (int t = 0; t < 20000; t++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        const double a = ldexp((double)(x >> 40) * ((x & 1) ? -1 : 1), -24);
+        const int sh = 24 + (int)(x % 14); /* |a 2^sh| < 2^38 */
+        float f[GEMMK_OZ_NL];
+        gemmk_oz_flimbs(a, sh, 8, 3, f);
+        const long long v = (long long)llround(ldexp(a, sh));
+        for (int l = 0; l < s.n; l++) {
+            const gemmk_oz_mod *m = &s.mod[l];
+            const int r = gemmk_oz_fresidue(f, 3, m->fc, m->fp, m->finv);
+            long long want = v % (long long)m->p;
+            cr_assert_eq(((r - want) % (long long)m->p + m->p) % m->p, 0,
+                         "a %.17g sh %d p %u: %d, want %lld mod p", a, sh, m->p,
+                         r, want);
+        }
+    }
+}
+
 /*
  * C = A B (M x K times K x N, row-major) on the host through the GPU's
  * arithmetic: row and column scales from the exact 2-norms, the plan for

@@ -403,38 +403,54 @@ Test(validate, gemm_checks_kernel_and_precision)
     EXPECT_RV(g, GEMM_OK);
 }
 
-/* Ozaki-II moduli: 0 anywhere; 2..20 on fp64 inputs only; the messages
- * name the fix. */
+/* Ozaki-II moduli: 0 anywhere; 2..20 on fp64 inputs, and on fp32 inputs
+ * with fp32 C/D at fp32 precision; the messages name the fix. */
 Test(validate, moduli)
 {
     char msg[256];
     int types[] = {GEMM_BF16,      GEMM_FP16,       GEMM_FP32, GEMM_FP64,
                    GEMM_COMPLEX64, GEMM_COMPLEX128, GEMM_INT8};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-        cr_expect_eq(val_moduli(types[i], 0, msg, sizeof(msg)), GEMM_OK,
-                     "%s with moduli 0: %s", gemm_dtype_name(types[i]), msg);
-    for (uint32_t n = GEMM_OZ_MODULI_MIN; n <= GEMM_OZ_MODULI_MAX; n++)
-        cr_expect_eq(val_moduli(GEMM_FP64, n, msg, sizeof(msg)), GEMM_OK,
-                     "fp64 with moduli %u: %s", n, msg);
+        cr_expect_eq(val_moduli(types[i], types[i], 0, 0, msg, sizeof(msg)),
+                     GEMM_OK, "%s with moduli 0: %s", gemm_dtype_name(types[i]),
+                     msg);
+    for (uint32_t n = GEMM_OZ_MODULI_MIN; n <= GEMM_OZ_MODULI_MAX; n++) {
+        cr_expect_eq(val_moduli(GEMM_FP64, GEMM_FP64, 0, n, msg, sizeof(msg)),
+                     GEMM_OK, "fp64 with moduli %u: %s", n, msg);
+        cr_expect_eq(val_moduli(GEMM_FP32, GEMM_FP32, GEMM_PRECISION_FP32, n,
+                                msg, sizeof(msg)),
+                     GEMM_OK, "fp32 with moduli %u: %s", n, msg);
+    }
     uint32_t bad[] = {1, GEMM_OZ_MODULI_MAX + 1, 64, UINT32_MAX};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         msg[0] = '\0';
-        cr_expect_eq(val_moduli(GEMM_FP64, bad[i], msg, sizeof(msg)),
-                     GEMM_ERR_INVALID, "fp64 with moduli %u", bad[i]);
+        cr_expect_eq(
+            val_moduli(GEMM_FP64, GEMM_FP64, 0, bad[i], msg, sizeof(msg)),
+            GEMM_ERR_INVALID, "fp64 with moduli %u", bad[i]);
         cr_expect(strstr(msg, "2..20") != NULL, "message: %s", msg);
     }
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-        if (types[i] == GEMM_FP64)
+        if (types[i] == GEMM_FP64 || types[i] == GEMM_FP32)
             continue;
         msg[0] = '\0';
-        cr_expect_eq(val_moduli(types[i], 14, msg, sizeof(msg)),
+        cr_expect_eq(val_moduli(types[i], types[i], 0, 14, msg, sizeof(msg)),
                      GEMM_ERR_INVALID, "%s with moduli 14",
                      gemm_dtype_name(types[i]));
-        cr_expect(strstr(msg, "for fp64 inputs") != NULL &&
+        cr_expect(strstr(msg, "fp64 and fp32 inputs") != NULL &&
                       strstr(msg, "leave it 0") != NULL &&
                       strstr(msg, gemm_dtype_name(types[i])) != NULL,
                   "message: %s", msg);
     }
+    /* fp32: only where the emulation can serve it */
+    msg[0] = '\0';
+    cr_expect_eq(val_moduli(GEMM_FP32, GEMM_BF16, 0, 7, msg, sizeof(msg)),
+                 GEMM_ERR_INVALID);
+    cr_expect(strstr(msg, "make C and D fp32") != NULL, "message: %s", msg);
+    msg[0] = '\0';
+    cr_expect_eq(val_moduli(GEMM_FP32, GEMM_FP32, GEMM_PRECISION_TF32, 7, msg,
+                            sizeof(msg)),
+                 GEMM_ERR_INVALID);
+    cr_expect(strstr(msg, "precision") != NULL, "message: %s", msg);
 }
 
 Test(validate, gemm_checks_moduli)
@@ -451,9 +467,12 @@ Test(validate, gemm_checks_moduli)
     EXPECT_RV(g, GEMM_ERR_INVALID);
     g.moduli = 21;
     EXPECT_RV(g, GEMM_ERR_INVALID);
-    g = base(); /* fp32 */
-    g.moduli = 14;
+    g = base(); /* fp32 with fp32 C/D: the emulation's count */
+    g.moduli = 7;
+    EXPECT_RV(g, GEMM_OK);
+    g.precision = GEMM_PRECISION_TF32;
     EXPECT_RV(g, GEMM_ERR_INVALID);
+    g.precision = GEMM_PRECISION_DEFAULT;
     g.moduli = 0;
     EXPECT_RV(g, GEMM_OK);
     g.ab_type = g.cd_type = GEMM_COMPLEX128;

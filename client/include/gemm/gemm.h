@@ -311,14 +311,15 @@ typedef struct gemm_op {
      * (imaginary parts must be 0 for real types); false: alpha, beta */
     bool scalars64;
     double alpha_re, alpha_im, beta_re, beta_im;
-    /* fp64 A/B only: the Ozaki-II emulation's modulus count. 0: the
-     * daemon picks (native DGEMM or the emulation at DGEMM's accuracy);
+    /* fp64 A/B, or fp32 A/B with fp32 C/D at fp32 precision: the
+     * Ozaki-II emulation's modulus count. 0: the daemon picks (native
+     * DGEMM, for fp32 3xTF32, or the emulation at their accuracy);
      * GEMM_OZ_MODULI_MIN..GEMM_OZ_MODULI_MAX: emulate with exactly that
-     * many (fewer: faster, less accurate). Anything else, or nonzero on
-     * another type or in a batch's op, is GEMM_ERR_INVALID; with a named
-     * kernel that does not emulate, GEMM_ERR_UNSUPPORTED. A backend
-     * without the emulation (cpu) computes natively; gemm_timings.moduli
-     * says what ran. */
+     * many (fewer: faster, less accurate; ~15 match DGEMM, ~7 SGEMM).
+     * Anything else, or nonzero on another type or in a batch's op, is
+     * GEMM_ERR_INVALID; with a named kernel that does not emulate,
+     * GEMM_ERR_UNSUPPORTED. A backend without the emulation (cpu)
+     * computes natively; gemm_timings.moduli says what ran. */
     uint32_t moduli;
 } gemm_op;
 
@@ -344,9 +345,9 @@ typedef struct gemm_timings {
     /* the multiply alone, ns: cuda, the kernel between CUDA events on the
      * device; cpu, the BLAS call (conversions excluded); 0 if unmeasured */
     uint64_t kernel_ns;
-    /* fp64: the moduli the Ozaki-II emulation used; 0 when the multiply
-     * ran natively (and for other types, or an older daemon). Appended
-     * after 0.1.0 */
+    /* fp64 and fp32: the moduli the Ozaki-II emulation used; 0 when the
+     * multiply ran natively (and for other types, or an older daemon).
+     * Appended after 0.1.0 */
     uint32_t moduli;
 } gemm_timings;
 
