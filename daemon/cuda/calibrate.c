@@ -20,6 +20,15 @@ struct cuda_calibration {
     int stop; /* set by cuda_calibrate_join: stop after the run in flight */
 };
 
+/* Where the emulation pays, for the log: "from about N^3". */
+static void crossover_text(int64_t x, char *buf, size_t len)
+{
+    if (x)
+        snprintf(buf, len, "from about %lld^3", (long long)x);
+    else
+        snprintf(buf, len, "not below 32768^3");
+}
+
 /* Measures GPU `ordinal` and hands the rates to every worker of its
  * objects. */
 static void calibrate_gpu(cuda_calibration *c, int ordinal)
@@ -59,12 +68,8 @@ static void calibrate_gpu(cuda_calibration *c, int ordinal)
         for (unsigned w = 0; w < c->devs[i]->nworkers; w++)
             gemmk_ctx_set_f64_rates(c->devs[i]->workers[w].kctx, &r);
     }
-    long long x = (long long)gemmk_f64_crossover(&r);
     char from[64];
-    if (x)
-        snprintf(from, sizeof(from), "from about %lld^3", x);
-    else
-        snprintf(from, sizeof(from), "not below 32768^3");
+    crossover_text(gemmk_f64_crossover(&r), from, sizeof(from));
     gemmd_log(LOG_NOTICE,
               "cuda backend: GPU %d: fp64 calibrated in %.0f ms at %d^3: DGEMM "
               "%.1f TFLOP/s (+%.0f us); Ozaki-II with %d moduli: int8 %.0f "
@@ -80,11 +85,7 @@ static void calibrate_gpu(cuda_calibration *c, int ordinal)
                   ordinal);
         return;
     }
-    x = (long long)gemmk_f32_crossover(&r);
-    if (x)
-        snprintf(from, sizeof(from), "from about %lld^3", x);
-    else
-        snprintf(from, sizeof(from), "not below 32768^3");
+    crossover_text(gemmk_f32_crossover(&r), from, sizeof(from));
     gemmd_log(LOG_NOTICE,
               "cuda backend: GPU %d: fp32 calibrated: 3xTF32 %.1f TFLOP/s "
               "(+%.0f us); Ozaki-II with %d moduli: %.2f TB/s of preparation, "

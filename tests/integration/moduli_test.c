@@ -367,6 +367,56 @@ Test(moduli, exact_on_integers)
     gemm_buffer_free(op.a.buf);
 }
 
+/* An s^3 GEMM of type t on resident tensors, run until "auto" takes an
+ * emulation whose kernel name starts with kernel (the start-up
+ * calibration runs in the background) or 120 s pass; then the count is
+ * in lo..hi and a sample of D within tol of the scale. */
+static void auto_emulates_resident(gemm_dtype t, uint64_t seed,
+                                   const char *kernel, unsigned lo, unsigned hi,
+                                   double tol)
+{
+    const uint64_t s = 8192;
+    gemm_op op;
+    setup_op(&op, s, s, s, t, seed);
+    uint64_t ta, tb;
+    cr_assert_eq(gemm_tensor_upload(g_client, &op.a, s, s, t, &ta), GEMM_OK,
+                 "%s", gemm_last_error_message());
+    cr_assert_eq(gemm_tensor_upload(g_client, &op.b, s, s, t, &tb), GEMM_OK,
+                 "%s", gemm_last_error_message());
+    gemm_op r = op;
+    r.a = (gemm_matrix){.tensor = ta};
+    r.b = (gemm_matrix){.tensor = tb};
+    gemm_timings tm;
+    double t0 = tu_now();
+    bool emulated = false;
+    while (!emulated && tu_now() - t0 < 120.0) {
+        cr_assert_eq(gemm_run(g_client, &r, &tm), GEMM_OK, "%s",
+                     gemm_last_error_message());
+        emulated = strncmp(tm.kernel, kernel, strlen(kernel)) == 0;
+    }
+    cr_assert(emulated, "still %s after %.0f s: no calibration?", tm.kernel,
+              tu_now() - t0);
+    cr_expect(tm.moduli >= lo && tm.moduli <= hi, "moduli %u", tm.moduli);
+    cr_log_info("auto ran %s with %u moduli after %.1f s (kernel %.2f ms)",
+                tm.kernel, tm.moduli, tu_now() - t0, tm.kernel_ns / 1e6);
+    const char *base = gemm_buffer_data(op.a.buf);
+    uint64_t rs = 5;
+    for (int q = 0; q < 64; q++) {
+        uint64_t i = tu_rand(&rs) % s, j = tu_rand(&rs) % s;
+        double ref, scale;
+        tu_ref_elem(&op, base, base + op.b.offset, NULL, i, j, &ref, &scale);
+        const char *d = base + op.d.offset;
+        double got = t == GEMM_FP64 ? ((const double *)d)[i * s + j]
+                                    : ((const float *)d)[i * s + j];
+        cr_assert(fabs(got - ref) <= tol * scale,
+                  "D[%llu][%llu] = %.17g, want %.17g", (unsigned long long)i,
+                  (unsigned long long)j, got, ref);
+    }
+    gemm_tensor_free(g_client, ta);
+    gemm_tensor_free(g_client, tb);
+    gemm_buffer_free(op.a.buf);
+}
+
 /* On the cuda backend, "auto" runs a large fp64 GEMM on resident operands
  * as the emulation once the daemon has measured its cost model (it does
  * at start-up, in the background: polled here with a deadline). */
@@ -376,45 +426,7 @@ Test(moduli, cuda_auto_emulates_once_calibrated, .timeout = 240)
         cr_skip_test("skipped: the Ozaki-II emulation runs on the cuda "
                      "backend only (this suite runs on %s)",
                      tu_backend());
-    const uint64_t s = 8192;
-    gemm_op op;
-    setup_op(&op, s, s, s, GEMM_FP64, 23);
-    uint64_t ta, tb;
-    cr_assert_eq(gemm_tensor_upload(g_client, &op.a, s, s, GEMM_FP64, &ta),
-                 GEMM_OK, "%s", gemm_last_error_message());
-    cr_assert_eq(gemm_tensor_upload(g_client, &op.b, s, s, GEMM_FP64, &tb),
-                 GEMM_OK, "%s", gemm_last_error_message());
-    gemm_op r = op;
-    r.a = (gemm_matrix){.tensor = ta};
-    r.b = (gemm_matrix){.tensor = tb};
-    gemm_timings t;
-    double t0 = tu_now();
-    bool emulated = false;
-    while (!emulated && tu_now() - t0 < 120.0) {
-        cr_assert_eq(gemm_run(g_client, &r, &t), GEMM_OK, "%s",
-                     gemm_last_error_message());
-        emulated = strncmp(t.kernel, "oz2", 3) == 0;
-    }
-    cr_assert(emulated, "still %s after %.0f s: no calibration?", t.kernel,
-              tu_now() - t0);
-    cr_expect(t.moduli >= 14 && t.moduli <= 16, "moduli %u", t.moduli);
-    cr_log_info("auto ran %s with %u moduli after %.1f s (kernel %.2f ms)",
-                t.kernel, t.moduli, tu_now() - t0, t.kernel_ns / 1e6);
-    /* a sample of D against the reference */
-    const char *base = gemm_buffer_data(op.a.buf);
-    const double *d = (const double *)(base + op.d.offset);
-    uint64_t seed = 5;
-    for (int q = 0; q < 64; q++) {
-        uint64_t i = tu_rand(&seed) % s, j = tu_rand(&seed) % s;
-        double ref, scale;
-        tu_ref_elem(&op, base, base + op.b.offset, NULL, i, j, &ref, &scale);
-        cr_assert(fabs(d[i * s + j] - ref) <= 1e-13 * scale,
-                  "D[%llu][%llu] = %.17g, want %.17g", (unsigned long long)i,
-                  (unsigned long long)j, d[i * s + j], ref);
-    }
-    gemm_tensor_free(g_client, ta);
-    gemm_tensor_free(g_client, tb);
-    gemm_buffer_free(op.a.buf);
+    auto_emulates_resident(GEMM_FP64, 23, "oz2", 14, 16, 1e-13);
 }
 
 /* fp32 (default precision, fp32 D) on resident operands: once the start-up
@@ -427,42 +439,5 @@ Test(moduli, cuda_fp32_auto_emulates_once_calibrated, .timeout = 240)
         cr_skip_test("skipped: the Ozaki-II emulation runs on the cuda "
                      "backend only (this suite runs on %s)",
                      tu_backend());
-    const uint64_t s = 8192;
-    gemm_op op;
-    setup_op(&op, s, s, s, GEMM_FP32, 29);
-    uint64_t ta, tb;
-    cr_assert_eq(gemm_tensor_upload(g_client, &op.a, s, s, GEMM_FP32, &ta),
-                 GEMM_OK, "%s", gemm_last_error_message());
-    cr_assert_eq(gemm_tensor_upload(g_client, &op.b, s, s, GEMM_FP32, &tb),
-                 GEMM_OK, "%s", gemm_last_error_message());
-    gemm_op r = op;
-    r.a = (gemm_matrix){.tensor = ta};
-    r.b = (gemm_matrix){.tensor = tb};
-    gemm_timings t;
-    double t0 = tu_now();
-    bool emulated = false;
-    while (!emulated && tu_now() - t0 < 120.0) {
-        cr_assert_eq(gemm_run(g_client, &r, &t), GEMM_OK, "%s",
-                     gemm_last_error_message());
-        emulated = strcmp(t.kernel, "oz2-f32") == 0;
-    }
-    cr_assert(emulated, "still %s after %.0f s: no fp32 calibration?", t.kernel,
-              tu_now() - t0);
-    cr_expect(t.moduli >= 6 && t.moduli <= 8, "moduli %u", t.moduli);
-    cr_log_info("auto ran %s with %u moduli after %.1f s (kernel %.2f ms)",
-                t.kernel, t.moduli, tu_now() - t0, t.kernel_ns / 1e6);
-    const char *base = gemm_buffer_data(op.a.buf);
-    const float *d = (const float *)(base + op.d.offset);
-    uint64_t seed = 7;
-    for (int q = 0; q < 64; q++) {
-        uint64_t i = tu_rand(&seed) % s, j = tu_rand(&seed) % s;
-        double ref, scale;
-        tu_ref_elem(&op, base, base + op.b.offset, NULL, i, j, &ref, &scale);
-        cr_assert(fabs(d[i * s + j] - ref) <= 1e-6 * scale,
-                  "D[%llu][%llu] = %.9g, want %.9g", (unsigned long long)i,
-                  (unsigned long long)j, d[i * s + j], ref);
-    }
-    gemm_tensor_free(g_client, ta);
-    gemm_tensor_free(g_client, tb);
-    gemm_buffer_free(op.a.buf);
+    auto_emulates_resident(GEMM_FP32, 29, "oz2-f32", 6, 8, 1e-6);
 }

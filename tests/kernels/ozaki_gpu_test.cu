@@ -542,6 +542,19 @@ struct ZCase {
     bool expect_emulated;
 };
 
+/* The complex cases (both types): named and auto, transposes,
+ * conjugates, alpha/beta, integer parts. */
+static const ZCase kZCases[] = {
+    {300, 260, 500, 0, 0, 0, 0, 1.0, 0.0, 0.0, 0.0, false, "oz2-complex", true},
+    {300, 260, 500, 1, 1, 1, 0, 0.5, -1.5, 0.25, 2.0, false, "oz2-complex",
+     true},
+    {129, 257, 700, 0, 1, 0, 1, 1.0, 1.0, 1.0, 0.0, false, "oz2-complex", true},
+    {192, 160, 1024, 1, 0, 1, 1, 1.0, 0.0, -1.0, 0.0, true, "oz2-complex",
+     true},
+    {256, 256, 256, 0, 0, 0, 0, 1.0, 0.0, 0.0, 0.0, false, nullptr,
+     false}, /* auto, small: cuBLAS */
+};
+
 /* complex128 (T double) or complex64 (T float) through gemmk_gemm: the
  * emulation ("oz2-complex", or auto where the model picks it) against a
  * double-double reference on samples (normwise: within 4x cuBLAS
@@ -1050,19 +1063,7 @@ int main(int argc, char **argv)
         for (auto &x : f)
             run_f64(x.c, x.label);
         /* complex128 on the emulation */
-        const ZCase z[] = {
-            {300, 260, 500, 0, 0, 0, 0, 1.0, 0.0, 0.0, 0.0, false,
-             "oz2-complex", true},
-            {300, 260, 500, 1, 1, 1, 0, 0.5, -1.5, 0.25, 2.0, false,
-             "oz2-complex", true},
-            {129, 257, 700, 0, 1, 0, 1, 1.0, 1.0, 1.0, 0.0, false,
-             "oz2-complex", true},
-            {192, 160, 1024, 1, 0, 1, 1, 1.0, 0.0, -1.0, 0.0, true,
-             "oz2-complex", true},
-            {256, 256, 256, 0, 0, 0, 0, 1.0, 0.0, 0.0, 0.0, false, nullptr,
-             false}, /* auto, small: ZGEMM */
-        };
-        for (const ZCase &zc : z)
+        for (const ZCase &zc : kZCases)
             run_z<double>(zc);
         if (!quick)
             run_z<double>({6144, 6144, 6144, 0, 1, 0, 1, 1.0, 0.0, 0.0, 0.0,
@@ -1112,20 +1113,8 @@ int main(int argc, char **argv)
                           SP_NONE, -1}});
         for (auto &x : g)
             run_f32(x.second, x.first, have ? &r : nullptr);
-        /* complex64 on the fp32 emulation */
-        const ZCase c[] = {
-            {304, 264, 504, 0, 0, 0, 0, 1.0, 0.0, 0.0, 0.0, false,
-             "oz2-complex", true},
-            {300, 260, 500, 1, 1, 1, 0, 0.5, -1.5, 0.25, 2.0, false,
-             "oz2-complex", true},
-            {129, 257, 700, 0, 1, 0, 1, 1.0, 1.0, 1.0, 0.0, false,
-             "oz2-complex", true},
-            {192, 160, 1024, 1, 0, 1, 1, 1.0, 0.0, -1.0, 0.0, true,
-             "oz2-complex", true},
-            {256, 256, 256, 0, 0, 0, 0, 1.0, 0.0, 0.0, 0.0, false, nullptr,
-             false}, /* auto, small: CGEMM */
-        };
-        for (const ZCase &zc : c)
+        /* complex64 on the fp32 emulation: the same cases */
+        for (const ZCase &zc : kZCases)
             run_z<float>(zc);
         if (!quick) /* auto, large: the emulation once calibrated (its
                        real product pays even against 3xTF32) */

@@ -1,0 +1,434 @@
+/*
+ * oz_passes.cuh: the Ozaki-II emulation's device passes, for ozaki.cu
+ * (which has the scheme step by step): the statistics of op(A)'s rows and
+ * op(B)'s columns, the split into int8 residues, and the reconstruction
+ * of D from the modular products (residue bytes in row or fragment order,
+ * or int32), each over fp32 or fp64 inputs and outputs; ozaki.h has the
+ * arithmetic they share with the CPU tests.
+ */
+#ifndef GEMMK_OZ_PASSES_CUH
+#define GEMMK_OZ_PASSES_CUH
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "ozaki.h"
+
+namespace gemmk
+{
+namespace
+{
+
+struct RowPart {    /* one row's statistics over part of K */
+    int emax;       /* largest exponent (ilogb) of a nonzero */
+    int nnz;        /* finite nonzeros */
+    unsigned flags; /* GEMMK_OZ_NONFINITE | GEMMK_OZ_DENORMAL */
+    int pad;
+    double ssq;  /* sum of (a 2^-emax)^2 */
+    double esum; /* sum of the nonzeros' exponents */
+};
+
+struct DevStats { /* one operand, over all rows (atomics) */
+    unsigned flags;
+    int spread256; /* max over rows of the spread, times 256, rounded up */
+    int nonzero;   /* rows with a nonzero */
+    int pad;
+};
+
+struct ModConsts {
+    int n;
+    gemmk_oz_mod mod[GEMMK_OZ_MAX];
+};
+
+struct ReconConsts {
+    int n;
+    int ebias;
+    double pinv;
+    uint32_t pw[GEMMK_OZ_NW];
+    uint32_t w[GEMMK_OZ_MAX][GEMMK_OZ_NW];
+};
+
+/* x 2^k for any k, exact when the result is normal */
+__device__ __forceinline__ double pow2scale(double x, int k)
+{
+    if (k >= -1022 && k <= 1023)
+        return x * __longlong_as_double((long long)(k + 1023) << 52);
+    return scalbn(x, k);
+}
+
+/* Folds x (an element of T widened to double) into a. A subnormal of T
+ * (exponent below EMIN) sets GEMMK_OZ_DENORMAL. */
+template <int EMIN>
+__device__ __forceinline__ void part_add(RowPart &a, double x)
+{
+    if (x == 0.0)
+        return;
+    const unsigned long long u = (unsigned long long)__double_as_longlong(x);
+    const int ex = (int)((u >> 52) & 0x7ff);
+    if (ex == 0x7ff) {
+        a.flags |= GEMMK_OZ_NONFINITE;
+        return;
+    }
+    int e;
+    if (ex == 0) {
+        a.flags |= GEMMK_OZ_DENORMAL;
+        e = ilogb(x);
+    } else {
+        e = ex - 1023;
+        if (e < EMIN)
+            a.flags |= GEMMK_OZ_DENORMAL;
+    }
+    if (a.nnz == 0 || e > a.emax) {
+        a.ssq = a.nnz ? pow2scale(a.ssq, 2 * (a.emax - e)) : 0.0;
+        a.emax = e;
+    }
+    a.nnz++;
+    a.esum += e;
+    const double v = pow2scale(x, -a.emax);
+    a.ssq = fma(v, v, a.ssq);
+}
+
+__device__ __forceinline__ RowPart part_merge(RowPart a, const RowPart &b)
+{
+    a.flags |= b.flags;
+    if (b.nnz == 0)
+        return a;
+    if (a.nnz == 0) {
+        RowPart r = b;
+        r.flags = a.flags;
+        return r;
+    }
+    const int e = a.emax > b.emax ? a.emax : b.emax;
+    a.ssq =
+        pow2scale(a.ssq, 2 * (a.emax - e)) + pow2scale(b.ssq, 2 * (b.emax - e));
+    a.emax = e;
+    a.nnz += b.nnz;
+    a.esum += b.esum;
+    return a;
+}
+
+/* A tile of TR rows x TK of K of op(X) into t (zeros outside). Column h
+ * is stored at 20 (h / 16) + h % 16 and rows are TROW doubles apart (TROW
+ * = 1 mod 16): both loaders hit distinct banks. MN: X is stored K x rows
+ * (ld), else rows x K. 32 x 128: a K-major row reads 1 KB, an MN one 256
+ * bytes, and the split pass writes whole 128-byte lines of every
+ * residue plane. */
+constexpr int TR = 32, TK = 128, TROW = 161;
+__device__ __forceinline__ int tcol(int h)
+{
+    return 20 * (h >> 4) + (h & 15);
+}
+
+template <bool MN, typename T>
+__device__ __forceinline__ void
+load_tile(double (*t)[TROW], const T *x, long long ld, long long rows,
+          long long k, long long r0, long long h0)
+{
+#pragma unroll 4
+    for (int i = threadIdx.x; i < TR * TK; i += 256) {
+        long long r, h;
+        int a, b; /* t[a][tcol(b)] */
+        if (MN) {
+            h = h0 + i / TR;
+            r = r0 + i % TR;
+            a = i % TR;
+            b = i / TR;
+        } else {
+            r = r0 + i / TK;
+            h = h0 + i % TK;
+            a = i / TK;
+            b = i % TK;
+        }
+        double v = 0.0;
+        if (r < rows && h < k)
+            v = (double)(MN ? x[h * ld + r] : x[r * ld + h]);
+        t[a][tcol(b)] = v;
+    }
+}
+
+/* Thread (row tid / 8, chunk tid % 8) of a 32 x 128 tile: K offsets
+ * 8 chunk + j and 64 + 8 chunk + j, j < 8 (the two halves). */
+__device__ __forceinline__ int tile_h(int half, int chunk, int j)
+{
+    return 64 * half + 8 * chunk + j;
+}
+
+/* The smallest normal exponent of T. */
+template <typename T> constexpr int emin_of()
+{
+    return sizeof(T) == 4 ? -126 : -1022;
+}
+
+template <bool MN, typename T>
+__global__ void __launch_bounds__(256)
+    oz_stats_kernel(const T *__restrict__ x, long long ld, long long rows,
+                    long long k, int tiles_per_block, RowPart *part)
+{
+    __shared__ double t[TR][TROW];
+    const long long r0 = (long long)blockIdx.x * TR;
+    const int rl = threadIdx.x >> 3, q = threadIdx.x & 7;
+    RowPart a = {0, 0, 0u, 0, 0.0, 0.0};
+    const long long ntiles = (k + TK - 1) / TK;
+    const long long t0 = (long long)blockIdx.y * tiles_per_block;
+    const long long t1 =
+        t0 + tiles_per_block < ntiles ? t0 + tiles_per_block : ntiles;
+    for (long long ht = t0; ht < t1; ht++) {
+        __syncthreads();
+        load_tile<MN>(t, x, ld, rows, k, r0, ht * TK);
+        __syncthreads();
+#pragma unroll 4
+        for (int j = 0; j < 16; j++)
+            part_add<emin_of<T>()>(a, t[rl][tcol(tile_h(j >> 3, q, j & 7))]);
+    }
+#pragma unroll
+    for (int o = 1; o < 8; o <<= 1) {
+        RowPart b;
+        b.emax = __shfl_xor_sync(0xffffffffu, a.emax, o);
+        b.nnz = __shfl_xor_sync(0xffffffffu, a.nnz, o);
+        b.flags = __shfl_xor_sync(0xffffffffu, a.flags, o);
+        b.ssq = __shfl_xor_sync(0xffffffffu, a.ssq, o);
+        b.esum = __shfl_xor_sync(0xffffffffu, a.esum, o);
+        a = part_merge(a, b);
+    }
+    if (q == 0 && r0 + rl < rows)
+        part[(long long)blockIdx.y * rows + r0 + rl] = a;
+}
+
+/* One thread per row: merges the partials, writes the row's packed scale
+ * (gemmk_oz_rowscale; 0 for a zero row), folds the row into the operand's
+ * DevStats. */
+__global__ void __launch_bounds__(256)
+    oz_rowfinal_kernel(const RowPart *part, int nparts, long long rows, int *E,
+                       DevStats *g)
+{
+    const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    RowPart a = {0, 0, 0u, 0, 0.0, 0.0};
+    int e = 0, spread = 0;
+    if (r < rows) {
+        for (int i = 0; i < nparts; i++)
+            a = part_merge(a, part[(long long)i * rows + r]);
+        if (a.nnz > 0) {
+            /* 2^E mu with mu 2^E > ||row||_2 (1 + 2^-20), packed */
+            e = gemmk_oz_rowscale(a.ssq, a.emax);
+            double sp = (double)a.emax - a.esum / a.nnz;
+            spread = (int)ceil(sp * 256.0);
+        }
+        E[r] = e;
+    }
+    /* warp, then one atomic per warp */
+    unsigned fl = a.flags;
+    int nz = a.nnz > 0;
+    for (int o = 16; o > 0; o >>= 1) {
+        fl |= __shfl_xor_sync(0xffffffffu, fl, o);
+        nz += __shfl_xor_sync(0xffffffffu, nz, o);
+        int s2 = __shfl_xor_sync(0xffffffffu, spread, o);
+        spread = s2 > spread ? s2 : spread;
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (fl)
+            atomicOr(&g->flags, fl);
+        if (nz)
+            atomicAdd(&g->nonzero, nz);
+        atomicMax(&g->spread256, spread);
+    }
+}
+
+/* Residues of the rows of op(X) scaled by 2^(beta - E) mu (E[r] packed):
+ * int8, plane l at out + l * plane, rows of kp bytes. NL: 13-bit limbs per
+ * integer (3 up to 2^39, 5 up to 2^65, 7 beyond). The residues run on the fp32
+ * pipe (ozaki.h). A thread takes 8 values of its row twice (fewer registers
+ * than 16 at once, so more blocks hide the loads); each pass stores 8
+ * bytes a modulus, a row's 8 threads 64 contiguous bytes. */
+template <bool MN, int NL, typename T>
+__global__ void __launch_bounds__(256)
+    oz_split_kernel(const T *__restrict__ x, long long ld, long long rows,
+                    long long k, long long kp, const int *__restrict__ E,
+                    int beta, const __grid_constant__ ModConsts mc,
+                    uint8_t *out, long long plane)
+{
+    __shared__ double t[TR][TROW];
+    const long long r0 = (long long)blockIdx.x * TR;
+    const long long h0 = (long long)blockIdx.y * TK;
+    load_tile<MN>(t, x, ld, rows, k, r0, h0);
+    __syncthreads();
+    const int rl = threadIdx.x >> 3, q = threadIdx.x & 7;
+    const long long r = r0 + rl;
+    if (r >= rows)
+        return;
+    const int s = beta - gemmk_oz_rowscale_E(E[r]);
+    const int mu = gemmk_oz_rowscale_j(E[r]);
+#pragma unroll 1
+    for (int half = 0; half < 2; half++) {
+        float F[8][NL];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            gemmk_oz_flimbs(t[rl][tcol(tile_h(half, q, j))], s, mu, NL, F[j]);
+        uint8_t *o = out + r * kp + h0 + tile_h(half, q, 0);
+        for (int l = 0; l < mc.n; l++) {
+            const float p = mc.mod[l].fp, inv = mc.mod[l].finv;
+            float c[NL];
+#pragma unroll
+            for (int j = 0; j < NL; j++)
+                c[j] = mc.mod[l].fc[j];
+            uint32_t w[2] = {0, 0};
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                w[j >> 2] |= gemmk_oz_fresidue_byte(F[j], NL, c, p, inv)
+                             << (8 * (j & 3));
+            *reinterpret_cast<uint2 *>(o + (long long)l * plane) =
+                make_uint2(w[0], w[1]);
+        }
+    }
+}
+
+/* alpha X + beta C in double, rounded once to T. */
+template <typename T>
+__device__ __forceinline__ T finish(const uint64_t *sum, const ReconConsts &rc,
+                                    int rs_i, int rs_j, double alpha,
+                                    double beta, const T *c)
+{
+    double x =
+        gemmk_oz_result(sum, rc.pw, rc.pinv, rs_i, rs_j, rc.ebias) * alpha;
+    if (beta != 0.0)
+        x = fma(beta, (double)*c, x);
+    return (T)x;
+}
+
+/* Outputs a thread of a reconstruction pass holds: GEMMK_OZ_NW 64-bit
+ * columns each. */
+constexpr int kReconCols = 8;
+
+/* The sums of kReconCols outputs from one modulus' residues, packed as
+ * bytes in v (output j in byte j). */
+__device__ __forceinline__ void
+sadd_bytes(uint64_t (&sum)[kReconCols][GEMMK_OZ_NW], uint2 v, const uint32_t *w)
+{
+#pragma unroll
+    for (int j = 0; j < kReconCols; j++)
+        gemmk_oz_sadd(sum[j], ((j < 4 ? v.x : v.y) >> (8 * (j & 3))) & 0xffu,
+                      w);
+}
+
+/* D from residue bytes R[l][i][j] (values in [0, p)), kReconCols columns
+ * a thread. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+    oz_recon_bytes_kernel(const uint8_t *__restrict__ R, long long ldr,
+                          long long plane,
+                          const __grid_constant__ ReconConsts rc,
+                          const int *__restrict__ ea,
+                          const int *__restrict__ eb, double alpha, double beta,
+                          const T *c, long long ldc, T *d, long long ldd,
+                          long long m, long long n)
+{
+    const long long i = blockIdx.y;
+    const long long j0 =
+        ((long long)blockIdx.x * blockDim.x + threadIdx.x) * kReconCols;
+    if (j0 >= n)
+        return;
+    uint64_t sum[kReconCols][GEMMK_OZ_NW] = {};
+    for (int l = 0; l < rc.n; l++)
+        sadd_bytes(sum,
+                   *reinterpret_cast<const uint2 *>(R + (long long)l * plane +
+                                                    i * ldr + j0),
+                   rc.w[l]);
+    const int ei = ea[i];
+#pragma unroll
+    for (int j = 0; j < kReconCols; j++) {
+        const long long col = j0 + j;
+        if (col < n)
+            d[i * ldd + col] = finish(sum[j], rc, ei, eb[col], alpha, beta,
+                                      beta != 0.0 ? c + i * ldc + col : c);
+    }
+}
+
+/* D from residue bytes in the ping-pong kernel's fragment order
+ * (s8_pp_store, gemm_s8.cuh): block (tile, 8 groups of half x q); the
+ * GEMM's thread g wrote 16 bytes per modulus, read here by threads 2g and
+ * 2g + 1 (8 each). */
+template <typename T>
+__global__ void __launch_bounds__(256)
+    oz_recon_frag_kernel(const uint8_t *__restrict__ R, long long plane,
+                         int num_n, const __grid_constant__ ReconConsts rc,
+                         const int *__restrict__ ea, const int *__restrict__ eb,
+                         double alpha, double beta, const T *c, long long ldc,
+                         T *d, long long ldd, long long m, long long n)
+{
+    const long long t = blockIdx.x;
+    const int half = blockIdx.y >> 2, q = blockIdx.y & 3;
+    const int g = threadIdx.x >> 1, part = threadIdx.x & 1;
+    const int warp = g >> 5, lane = g & 31;
+    const long long base =
+        t * (128 * 128) + 8192 * half + 2048 * q + 16 * g + kReconCols * part;
+    uint64_t sum[kReconCols][GEMMK_OZ_NW] = {};
+    for (int l = 0; l < rc.n; l++)
+        sadd_bytes(
+            sum,
+            *reinterpret_cast<const uint2 *>(R + (long long)l * plane + base),
+            rc.w[l]);
+    const long long mt = t / num_n, nt = t % num_n;
+#pragma unroll
+    for (int j = 0; j < kReconCols; j++) {
+        /* accumulator index: 4 jj + 2 h + e */
+        const int i = 16 * q + kReconCols * part + j;
+        const long long row =
+            mt * 128 + 64 * half + 16 * warp + (lane >> 2) + 8 * ((i >> 1) & 1);
+        const long long col =
+            nt * 128 + 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
+        if (row < m && col < n)
+            d[row * ldd + col] =
+                finish(sum[j], rc, ea[row], eb[col], alpha, beta,
+                       beta != 0.0 ? c + row * ldc + col : c);
+    }
+}
+
+/* D from int32 products W[l][i][j] (pitch ldw, values in [0, p)), 4
+ * columns a thread. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+    oz_recon_i32_kernel(const int32_t *__restrict__ W, long long ldw,
+                        long long plane, const __grid_constant__ ReconConsts rc,
+                        const int *__restrict__ ea, const int *__restrict__ eb,
+                        double alpha, double beta, const T *c, long long ldc,
+                        T *d, long long ldd, long long m, long long n)
+{
+    const long long i = blockIdx.y;
+    const long long j0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (j0 >= n)
+        return;
+    uint64_t sum[4][GEMMK_OZ_NW] = {};
+    for (int l = 0; l < rc.n; l++) {
+        const int4 v = *reinterpret_cast<const int4 *>(
+            W + (long long)l * plane + i * ldw + j0);
+        gemmk_oz_sadd(sum[0], (uint32_t)v.x, rc.w[l]);
+        gemmk_oz_sadd(sum[1], (uint32_t)v.y, rc.w[l]);
+        gemmk_oz_sadd(sum[2], (uint32_t)v.z, rc.w[l]);
+        gemmk_oz_sadd(sum[3], (uint32_t)v.w, rc.w[l]);
+    }
+    const int ei = ea[i];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const long long col = j0 + j;
+        if (col < n)
+            d[i * ldd + col] = finish(sum[j], rc, ei, eb[col], alpha, beta,
+                                      beta != 0.0 ? c + i * ldc + col : c);
+    }
+}
+
+/* alpha == 0: D = beta C (C not read when beta == 0, as BLAS). */
+template <typename T>
+__global__ void oz_scale_kernel(double beta, const T *c, long long ldc, T *d,
+                                long long ldd, long long m, long long n)
+{
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+         t < m * n; t += (long long)gridDim.x * blockDim.x) {
+        long long i = t / n, j = t % n;
+        d[i * ldd + j] =
+            beta == 0.0 ? (T)0 : (T)(beta * (double)c[i * ldc + j]);
+    }
+}
+
+} // namespace
+} // namespace gemmk
+
+#endif /* GEMMK_OZ_PASSES_CUH */
