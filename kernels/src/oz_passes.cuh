@@ -281,37 +281,40 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-/* alpha X + beta C in double, rounded once to T. */
-template <typename T>
+/* alpha X + beta C in double, rounded once to T; NW limbs (ozaki.h). */
+template <int NW, typename T>
 __device__ __forceinline__ T finish(const uint64_t *sum, const ReconConsts &rc,
                                     int rs_i, int rs_j, double alpha,
                                     double beta, const T *c)
 {
     double x =
-        gemmk_oz_result(sum, rc.pw, rc.pinv, rs_i, rs_j, rc.ebias) * alpha;
+        gemmk_oz_result_nw(sum, rc.pw, rc.pinv, rs_i, rs_j, rc.ebias, NW) *
+        alpha;
     if (beta != 0.0)
         x = fma(beta, (double)*c, x);
     return (T)x;
 }
 
-/* Outputs a thread of a reconstruction pass holds: GEMMK_OZ_NW 64-bit
- * columns each. */
+/* Outputs a thread of a reconstruction pass holds: NW 64-bit columns
+ * each (the kernels are instantiated for NW = 3, moduli sets with P <
+ * 2^64, and GEMMK_OZ_NW). */
 constexpr int kReconCols = 8;
 
 /* The sums of kReconCols outputs from one modulus' residues, packed as
  * bytes in v (output j in byte j). */
-__device__ __forceinline__ void
-sadd_bytes(uint64_t (&sum)[kReconCols][GEMMK_OZ_NW], uint2 v, const uint32_t *w)
+template <int NW>
+__device__ __forceinline__ void sadd_bytes(uint64_t (&sum)[kReconCols][NW],
+                                           uint2 v, const uint32_t *w)
 {
 #pragma unroll
     for (int j = 0; j < kReconCols; j++)
-        gemmk_oz_sadd(sum[j], ((j < 4 ? v.x : v.y) >> (8 * (j & 3))) & 0xffu,
-                      w);
+        gemmk_oz_sadd_nw(sum[j], ((j < 4 ? v.x : v.y) >> (8 * (j & 3))) & 0xffu,
+                         w, NW);
 }
 
 /* D from residue bytes R[l][i][j] (values in [0, p)), kReconCols columns
  * a thread. */
-template <typename T>
+template <int NW, typename T>
 __global__ void __launch_bounds__(256)
     oz_recon_bytes_kernel(const uint8_t *__restrict__ R, long long ldr,
                           long long plane,
@@ -326,7 +329,7 @@ __global__ void __launch_bounds__(256)
         ((long long)blockIdx.x * blockDim.x + threadIdx.x) * kReconCols;
     if (j0 >= n)
         return;
-    uint64_t sum[kReconCols][GEMMK_OZ_NW] = {};
+    uint64_t sum[kReconCols][NW] = {};
     for (int l = 0; l < rc.n; l++)
         sadd_bytes(sum,
                    *reinterpret_cast<const uint2 *>(R + (long long)l * plane +
@@ -337,8 +340,8 @@ __global__ void __launch_bounds__(256)
     for (int j = 0; j < kReconCols; j++) {
         const long long col = j0 + j;
         if (col < n)
-            d[i * ldd + col] = finish(sum[j], rc, ei, eb[col], alpha, beta,
-                                      beta != 0.0 ? c + i * ldc + col : c);
+            d[i * ldd + col] = finish<NW>(sum[j], rc, ei, eb[col], alpha, beta,
+                                          beta != 0.0 ? c + i * ldc + col : c);
     }
 }
 
@@ -346,7 +349,7 @@ __global__ void __launch_bounds__(256)
  * (s8_pp_store, gemm_s8.cuh): block (tile, 8 groups of half x q); the
  * GEMM's thread g wrote 16 bytes per modulus, read here by threads 2g and
  * 2g + 1 (8 each). */
-template <typename T>
+template <int NW, typename T>
 __global__ void __launch_bounds__(256)
     oz_recon_frag_kernel(const uint8_t *__restrict__ R, long long plane,
                          int num_n, const __grid_constant__ ReconConsts rc,
@@ -360,7 +363,7 @@ __global__ void __launch_bounds__(256)
     const int warp = g >> 5, lane = g & 31;
     const long long base =
         t * (128 * 128) + 8192 * half + 2048 * q + 16 * g + kReconCols * part;
-    uint64_t sum[kReconCols][GEMMK_OZ_NW] = {};
+    uint64_t sum[kReconCols][NW] = {};
     for (int l = 0; l < rc.n; l++)
         sadd_bytes(
             sum,
@@ -377,14 +380,14 @@ __global__ void __launch_bounds__(256)
             nt * 128 + 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
         if (row < m && col < n)
             d[row * ldd + col] =
-                finish(sum[j], rc, ea[row], eb[col], alpha, beta,
-                       beta != 0.0 ? c + row * ldc + col : c);
+                finish<NW>(sum[j], rc, ea[row], eb[col], alpha, beta,
+                           beta != 0.0 ? c + row * ldc + col : c);
     }
 }
 
 /* D from int32 products W[l][i][j] (pitch ldw, values in [0, p)), 4
  * columns a thread. */
-template <typename T>
+template <int NW, typename T>
 __global__ void __launch_bounds__(256)
     oz_recon_i32_kernel(const int32_t *__restrict__ W, long long ldw,
                         long long plane, const __grid_constant__ ReconConsts rc,
@@ -396,22 +399,22 @@ __global__ void __launch_bounds__(256)
     const long long j0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 4;
     if (j0 >= n)
         return;
-    uint64_t sum[4][GEMMK_OZ_NW] = {};
+    uint64_t sum[4][NW] = {};
     for (int l = 0; l < rc.n; l++) {
         const int4 v = *reinterpret_cast<const int4 *>(
             W + (long long)l * plane + i * ldw + j0);
-        gemmk_oz_sadd(sum[0], (uint32_t)v.x, rc.w[l]);
-        gemmk_oz_sadd(sum[1], (uint32_t)v.y, rc.w[l]);
-        gemmk_oz_sadd(sum[2], (uint32_t)v.z, rc.w[l]);
-        gemmk_oz_sadd(sum[3], (uint32_t)v.w, rc.w[l]);
+        gemmk_oz_sadd_nw(sum[0], (uint32_t)v.x, rc.w[l], NW);
+        gemmk_oz_sadd_nw(sum[1], (uint32_t)v.y, rc.w[l], NW);
+        gemmk_oz_sadd_nw(sum[2], (uint32_t)v.z, rc.w[l], NW);
+        gemmk_oz_sadd_nw(sum[3], (uint32_t)v.w, rc.w[l], NW);
     }
     const int ei = ea[i];
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         const long long col = j0 + j;
         if (col < n)
-            d[i * ldd + col] = finish(sum[j], rc, ei, eb[col], alpha, beta,
-                                      beta != 0.0 ? c + i * ldc + col : c);
+            d[i * ldd + col] = finish<NW>(sum[j], rc, ei, eb[col], alpha, beta,
+                                          beta != 0.0 ? c + i * ldc + col : c);
     }
 }
 

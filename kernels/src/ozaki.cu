@@ -387,8 +387,9 @@ gemm_error scale_only(const OzProblem &q, cudaStream_t stream)
     return cuerr(cudaGetLastError());
 }
 
-/* The reconstruction pass of the variant that ran (planes in pl). */
-template <typename T>
+/* The reconstruction pass of the variant that ran (planes in pl), on NW
+ * limbs. */
+template <int NW, typename T>
 gemm_error recon(const OzProblem &q, Variant var, bool pp, const S8Params &sp,
                  const uint8_t *pl, long long ldr, long long rplane,
                  long long ldw, const ReconConsts &rc, const int *ea,
@@ -397,19 +398,19 @@ gemm_error recon(const OzProblem &q, Variant var, bool pp, const S8Params &sp,
     const T *c = static_cast<const T *>(q.c);
     T *d = static_cast<T *>(q.d);
     if (var == V_BYTES && pp) /* fragment-ordered planes */
-        oz_recon_frag_kernel<T>
+        oz_recon_frag_kernel<NW, T>
             <<<dim3((unsigned)sp.units, 8), 256, 0, stream>>>(
                 pl, rplane, sp.num_n, rc, ea, eb, q.alpha, q.beta, c, q.ldc, d,
                 q.ldd, q.m, q.n);
     else if (var == V_BYTES)
-        oz_recon_bytes_kernel<T>
+        oz_recon_bytes_kernel<NW, T>
             <<<dim3((unsigned)((q.n + kReconCols * 256 - 1) /
                                (kReconCols * 256)),
                     (unsigned)q.m),
                256, 0, stream>>>(pl, ldr, rplane, rc, ea, eb, q.alpha, q.beta,
                                  c, q.ldc, d, q.ldd, q.m, q.n);
     else
-        oz_recon_i32_kernel<T>
+        oz_recon_i32_kernel<NW, T>
             <<<dim3((unsigned)((q.n + 4 * 256 - 1) / (4 * 256)), (unsigned)q.m),
                256, 0, stream>>>(reinterpret_cast<const int32_t *>(pl), ldw,
                                  (long long)q.m * ldw, rc, ea, eb, q.alpha,
@@ -627,10 +628,17 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
     if (ce != cudaSuccess)
         return cuerr(ce);
     const bool frag = pp && !tilewise;
-    return q.f32 ? recon<float>(q, var, frag, sp, pl, ldr, rplane, ldw, rc, ea,
-                                eb, stream)
-                 : recon<double>(q, var, frag, sp, pl, ldr, rplane, ldw, rc, ea,
-                                 eb, stream);
+    /* three limbs where P < 2^64 (fp32's 7 moduli), else five */
+    const bool nw3 = gemmk_oz_nw(set.log2p) == 3;
+    if (q.f32)
+        return nw3 ? recon<3, float>(q, var, frag, sp, pl, ldr, rplane, ldw, rc,
+                                     ea, eb, stream)
+                   : recon<GEMMK_OZ_NW, float>(q, var, frag, sp, pl, ldr,
+                                               rplane, ldw, rc, ea, eb, stream);
+    return nw3 ? recon<3, double>(q, var, frag, sp, pl, ldr, rplane, ldw, rc,
+                                  ea, eb, stream)
+               : recon<GEMMK_OZ_NW, double>(q, var, frag, sp, pl, ldr, rplane,
+                                            ldw, rc, ea, eb, stream);
 }
 
 } // namespace

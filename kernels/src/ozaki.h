@@ -230,12 +230,30 @@ GEMMK_OZ_HD uint32_t gemmk_oz_fresidue_byte(const float *f, int nl,
 
 /* --- reconstruction (GPU GEMM epilogue) ---------------------------------- */
 
+/*
+ * The reconstruction works on nw 32-bit limbs (GEMMK_OZ_NW at most): P's
+ * limbs above the first nw - 1 must be zero, so nw = 3 serves moduli sets
+ * with P < 2^64 (up to 8 moduli: fp32's 7) at three fifths of the work;
+ * gemmk_oz_nw gives the count a set needs. The plain names take
+ * GEMMK_OZ_NW.
+ */
+GEMMK_OZ_HD int gemmk_oz_nw(double log2p)
+{
+    return log2p < 64.0 ? 3 : GEMMK_OZ_NW;
+}
+
 /* s += r W_l: one column per 32-bit limb of W_l (r < 2^8: 20 terms stay
  * far below 2^64 a column). */
+GEMMK_OZ_HD void gemmk_oz_sadd_nw(uint64_t *s, uint32_t r, const uint32_t *w,
+                                  int nw)
+{
+    for (int i = 0; i < nw; i++)
+        s[i] += (uint64_t)r * w[i];
+}
+
 GEMMK_OZ_HD void gemmk_oz_sadd(uint64_t *s, uint32_t r, const uint32_t *w)
 {
-    for (int i = 0; i < GEMMK_OZ_NW; i++)
-        s[i] += (uint64_t)r * w[i];
+    gemmk_oz_sadd_nw(s, r, w, GEMMK_OZ_NW);
 }
 
 GEMMK_OZ_HD int gemmk_oz_clz64(uint64_t x)
@@ -247,12 +265,12 @@ GEMMK_OZ_HD int gemmk_oz_clz64(uint64_t x)
 #endif
 }
 
-/* The magnitude u (GEMMK_OZ_NW limbs) times 2^e as a double, rounded to
+/* The magnitude u (nw limbs, nw >= 2) times 2^e as a double, rounded to
  * nearest once: its top 64 bits with a sticky bit for the rest, which a
  * 64-bit conversion then rounds correctly. */
-GEMMK_OZ_HD double gemmk_oz_limbs_double(const uint32_t *u, int e)
+GEMMK_OZ_HD double gemmk_oz_limbs_double_nw(const uint32_t *u, int e, int nw)
 {
-    int t = GEMMK_OZ_NW - 1;
+    int t = nw - 1;
     while (t > 1 && u[t] == 0)
         t--;
     if (t == 1)
@@ -271,53 +289,71 @@ GEMMK_OZ_HD double gemmk_oz_limbs_double(const uint32_t *u, int e)
     return scalbn((double)(top | (below != 0)), 32 * (t - 1) - lz + e);
 }
 
+GEMMK_OZ_HD double gemmk_oz_limbs_double(const uint32_t *u, int e)
+{
+    return gemmk_oz_limbs_double_nw(u, e, GEMMK_OZ_NW);
+}
+
 /* X 2^e, X = S centred modulo P (|X| < P / 2): q = round(S / P) from S
  * as a double (off by far less than the margin P / 2 - |X| leaves), then
  * S - q P in two's complement, its magnitude converted once. */
-GEMMK_OZ_HD double gemmk_oz_value(const uint64_t *s, const uint32_t *pw,
-                                  double pinv, int e)
+GEMMK_OZ_HD double gemmk_oz_value_nw(const uint64_t *s, const uint32_t *pw,
+                                     double pinv, int e, int nw)
 {
     uint32_t u[GEMMK_OZ_NW + 1];
     uint64_t c = 0;
-    for (int i = 0; i < GEMMK_OZ_NW; i++) {
+    for (int i = 0; i < nw; i++) {
         c += s[i];
         u[i] = (uint32_t)c;
         c >>= 32;
     }
-    u[GEMMK_OZ_NW] = (uint32_t)c;
+    u[nw] = (uint32_t)c;
     double sd = 0; /* S, to 2^-52 */
-    for (int i = GEMMK_OZ_NW; i >= 0; i--)
+    for (int i = nw; i >= 0; i--)
         sd = fma(sd, 4294967296.0, (double)u[i]);
     const int64_t q = (int64_t)rint(sd * pinv);
     int64_t borrow = 0;
-    for (int i = 0; i < GEMMK_OZ_NW; i++) {
+    for (int i = 0; i < nw; i++) {
         const int64_t t = (int64_t)u[i] - q * (int64_t)pw[i] + borrow;
         u[i] = (uint32_t)t;
         borrow = (t - (int64_t)(uint32_t)t) / 4294967296LL; /* floor */
     }
-    const int neg = (int64_t)u[GEMMK_OZ_NW] + borrow < 0;
+    const int neg = (int64_t)u[nw] + borrow < 0;
     if (neg) { /* two's complement negation of the low limbs */
         uint64_t cc = 1;
-        for (int i = 0; i < GEMMK_OZ_NW; i++) {
+        for (int i = 0; i < nw; i++) {
             cc += (uint32_t)~u[i];
             u[i] = (uint32_t)cc;
             cc >>= 32;
         }
     }
-    const double x = gemmk_oz_limbs_double(u, e);
+    const double x = gemmk_oz_limbs_double_nw(u, e, nw);
     return neg ? -x : x;
+}
+
+GEMMK_OZ_HD double gemmk_oz_value(const uint64_t *s, const uint32_t *pw,
+                                  double pinv, int e)
+{
+    return gemmk_oz_value_nw(s, pw, pinv, e, GEMMK_OZ_NW);
 }
 
 /* The product back in the inputs' units from the packed row and column
  * scales: X 2^(E_i + E_j - beta_a - beta_b) / (mu_i mu_j); the division
  * by j_i j_j / 64 rounds once more (exact when the quotient is a double). */
+GEMMK_OZ_HD double gemmk_oz_result_nw(const uint64_t *s, const uint32_t *pw,
+                                      double pinv, int rs_i, int rs_j,
+                                      int ebias, int nw)
+{
+    const double x = gemmk_oz_value_nw(
+        s, pw, pinv,
+        gemmk_oz_rowscale_E(rs_i) + gemmk_oz_rowscale_E(rs_j) + ebias + 6, nw);
+    return x / (double)(gemmk_oz_rowscale_j(rs_i) * gemmk_oz_rowscale_j(rs_j));
+}
+
 GEMMK_OZ_HD double gemmk_oz_result(const uint64_t *s, const uint32_t *pw,
                                    double pinv, int rs_i, int rs_j, int ebias)
 {
-    const double x = gemmk_oz_value(s, pw, pinv,
-                                    gemmk_oz_rowscale_E(rs_i) +
-                                        gemmk_oz_rowscale_E(rs_j) + ebias + 6);
-    return x / (double)(gemmk_oz_rowscale_j(rs_i) * gemmk_oz_rowscale_j(rs_j));
+    return gemmk_oz_result_nw(s, pw, pinv, rs_i, rs_j, ebias, GEMMK_OZ_NW);
 }
 
 /* --- host: constants and the choice of moduli ---------------------------- */

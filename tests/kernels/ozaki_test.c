@@ -300,7 +300,32 @@ Test(ozaki, crt_reconstruction)
             /* and scaled by a power of two exactly */
             cr_assert_eq(gemmk_oz_value(sum, s.pw, s.pinv, -70),
                          ldexp((double)x, -70));
+            /* three limbs (sets with P < 2^64) give the same */
+            if (gemmk_oz_nw(s.log2p) == 3) {
+                uint64_t s3[GEMMK_OZ_NW] = {0};
+                for (int i = 0; i < n; i++) {
+                    i128 r = x % (int)s.mod[i].p;
+                    if (r < 0)
+                        r += s.mod[i].p;
+                    gemmk_oz_sadd_nw(s3, (uint32_t)r, s.mod[i].w, 3);
+                }
+                cr_assert_eq(gemmk_oz_value_nw(s3, s.pw, s.pinv, -70, 3),
+                             ldexp((double)x, -70), "n %d x %.20Lg (3 limbs)",
+                             n, (long double)x);
+            }
         }
+    }
+}
+
+/* The sets that take three limbs are exactly those up to 8 moduli. */
+Test(ozaki, three_limb_sets)
+{
+    for (int n = 1; n <= GEMMK_OZ_MAX; n++) {
+        gemmk_oz_set s;
+        gemmk_oz_set_init(&s, n);
+        cr_assert_eq(gemmk_oz_nw(s.log2p), n <= 8 ? 3 : GEMMK_OZ_NW, "n %d", n);
+        if (n <= 8)
+            cr_assert(s.pw[2] == 0 && s.pw[3] == 0 && s.pw[4] == 0, "n %d", n);
     }
 }
 
