@@ -10,6 +10,7 @@
 #define GEMMK_OZ_PASSES_CUH
 
 #include <cuda_runtime_api.h>
+#include <limits.h>
 #include <stdint.h>
 
 #include "ozaki.h"
@@ -86,6 +87,66 @@ __device__ __forceinline__ void part_add(RowPart &a, double x)
     a.esum += e;
     const double v = pow2scale(x, -a.emax);
     a.ssq = fma(v, v, a.ssq);
+}
+
+/* Folds 16 elements of T (widened to double) into a: the exponents,
+ * counts and flags first (a subnormal of T, exponent below EMIN, sets
+ * GEMMK_OZ_DENORMAL; inf/NaN set GEMMK_OZ_NONFINITE and count as zero),
+ * then one rescale of the running sum of squares to the largest exponent
+ * and the squares scaled by one power of two. */
+template <int EMIN>
+__device__ __forceinline__ void part_add16(RowPart &a, double (&v)[16])
+{
+    int emx = INT_MIN, cnt = 0;
+    double es = 0;
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        const double x = v[j];
+        const unsigned long long u =
+            (unsigned long long)__double_as_longlong(x);
+        const int ex = (int)((u >> 52) & 0x7ff);
+        if (x == 0.0)
+            continue;
+        if (ex == 0x7ff) {
+            a.flags |= GEMMK_OZ_NONFINITE;
+            v[j] = 0.0;
+            continue;
+        }
+        int e;
+        if (ex == 0) {
+            a.flags |= GEMMK_OZ_DENORMAL;
+            e = ilogb(x);
+        } else {
+            e = ex - 1023;
+            if (e < EMIN)
+                a.flags |= GEMMK_OZ_DENORMAL;
+        }
+        emx = e > emx ? e : emx;
+        cnt++;
+        es += e;
+    }
+    if (cnt == 0)
+        return;
+    if (a.nnz == 0 || emx > a.emax) {
+        a.ssq = a.nnz ? pow2scale(a.ssq, 2 * (a.emax - emx)) : 0.0;
+        a.emax = emx;
+    }
+    a.nnz += cnt;
+    a.esum += es;
+    const int sh = -a.emax;
+    if (sh >= -1022 && sh <= 1023) {
+        const double sc = __longlong_as_double((long long)(sh + 1023) << 52);
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            const double w = v[j] * sc;
+            a.ssq = fma(w, w, a.ssq);
+        }
+    } else {
+        for (int j = 0; j < 16; j++) {
+            const double w = scalbn(v[j], sh);
+            a.ssq = fma(w, w, a.ssq);
+        }
+    }
 }
 
 __device__ __forceinline__ RowPart part_merge(RowPart a, const RowPart &b)
@@ -176,9 +237,18 @@ __global__ void __launch_bounds__(256)
         __syncthreads();
         load_tile<MN>(t, x, ld, rows, k, r0, ht * TK);
         __syncthreads();
+        if (sizeof(T) == 4) { /* fp32: 16 at once */
+            double v[16];
+#pragma unroll
+            for (int j = 0; j < 16; j++)
+                v[j] = t[rl][tcol(tile_h(j >> 3, q, j & 7))];
+            part_add16<emin_of<T>()>(a, v);
+        } else { /* fp64: one by one, fewer registers for its wider loads */
 #pragma unroll 4
-        for (int j = 0; j < 16; j++)
-            part_add<emin_of<T>()>(a, t[rl][tcol(tile_h(j >> 3, q, j & 7))]);
+            for (int j = 0; j < 16; j++)
+                part_add<emin_of<T>()>(a,
+                                       t[rl][tcol(tile_h(j >> 3, q, j & 7))]);
+        }
     }
 #pragma unroll
     for (int o = 1; o < 8; o <<= 1) {
@@ -233,6 +303,22 @@ __global__ void __launch_bounds__(256)
     }
 }
 
+/* gemmk_oz_flimbs for a value of an fp32 input and 3 limbs: a mu 2^s has
+ * at most 28 significant bits (24 of a, 4 of j), so the double product is
+ * exact, rint rounds it half to even as gemmk_oz_scale does, and the
+ * integer (below 2^39: the 3-limb plans keep beta <= 37) splits into 13-bit
+ * limbs with shifts. a must be finite. */
+__device__ __forceinline__ void flimbs_f32(double a, int s, int j, float *f)
+{
+    const double y = rint(pow2scale(a * (double)j, s - 3));
+    const long long v = (long long)y;
+    const unsigned long long m = (unsigned long long)(v < 0 ? -v : v);
+    const float sg = v < 0 ? -1.0f : 1.0f;
+#pragma unroll
+    for (int i = 0; i < 3; i++)
+        f[i] = sg * (float)((m >> (13 * i)) & 8191u);
+}
+
 /* Residues of the rows of op(X) scaled by 2^(beta - E) mu (E[r] packed):
  * int8, plane l at out + l * plane, rows of kp bytes. NL: 13-bit limbs per
  * integer (3 up to 2^39, 5 up to 2^65, 7 beyond). The residues run on the fp32
@@ -261,8 +347,13 @@ __global__ void __launch_bounds__(256)
     for (int half = 0; half < 2; half++) {
         float F[8][NL];
 #pragma unroll
-        for (int j = 0; j < 8; j++)
-            gemmk_oz_flimbs(t[rl][tcol(tile_h(half, q, j))], s, mu, NL, F[j]);
+        for (int j = 0; j < 8; j++) {
+            const double av = t[rl][tcol(tile_h(half, q, j))];
+            if (sizeof(T) == 4 && NL == 3)
+                flimbs_f32(av, s, mu, F[j]);
+            else
+                gemmk_oz_flimbs(av, s, mu, NL, F[j]);
+        }
         uint8_t *o = out + r * kp + h0 + tile_h(half, q, 0);
         for (int l = 0; l < mc.n; l++) {
             const float p = mc.mod[l].fp, inv = mc.mod[l].finv;
