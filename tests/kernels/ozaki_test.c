@@ -448,6 +448,37 @@ Test(ozaki, choose_fp32_plans)
     cr_assert_eq(n, 6);
 }
 
+/* The split's shortcut for fp32 inputs (oz_passes.cuh, flimbs_f32): a
+ * float times j 2^(s-3) is exact in double, and rint of it is the integer
+ * gemmk_oz_scale makes (half to even), for every magnitude the 3-limb
+ * plans allow (below 2^38), halfway cases included. */
+Test(ozaki, fp32_scaling_shortcut)
+{
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int t = 0; t < 200000; t++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        float f;
+        uint32_t bits = (uint32_t)(x >> 32);
+        memcpy(&f, &bits, sizeof(f));
+        if (!isfinite(f) || f == 0.0f)
+            continue;
+        const int j = 8 + (int)(x % 8);
+        /* s so that |f| mu 2^s lands anywhere in [2^-3, 2^38) */
+        const int ef = ilogbf(f);
+        const int s = -ef + (int)((x >> 8) % 41) - 3;
+        const double y = rint(ldexp((double)f * j, s - 3));
+        if (fabs(y) >= 0x1p38)
+            continue;
+        uint64_t hi, lo;
+        const int neg = gemmk_oz_scale((double)f, s, j, &hi, &lo);
+        cr_assert_eq(hi, 0u);
+        cr_assert_eq((double)lo, fabs(y), "f %a j %d s %d: %llu vs %.17g", f, j,
+                     s, (unsigned long long)lo, y);
+        if (lo != 0)
+            cr_assert_eq(neg, y < 0, "f %a: sign", f);
+    }
+}
+
 /* 3 limbs of 13 bits hold every integer the fp32 plans make: the residues
  * from 3 limbs are those of the whole integer. */
 Test(ozaki, three_limbs_residues)
