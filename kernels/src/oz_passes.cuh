@@ -57,38 +57,6 @@ __device__ __forceinline__ double pow2scale(double x, int k)
     return scalbn(x, k);
 }
 
-/* Folds x (an element of T widened to double) into a. A subnormal of T
- * (exponent below EMIN) sets GEMMK_OZ_DENORMAL. */
-template <int EMIN>
-__device__ __forceinline__ void part_add(RowPart &a, double x)
-{
-    if (x == 0.0)
-        return;
-    const unsigned long long u = (unsigned long long)__double_as_longlong(x);
-    const int ex = (int)((u >> 52) & 0x7ff);
-    if (ex == 0x7ff) {
-        a.flags |= GEMMK_OZ_NONFINITE;
-        return;
-    }
-    int e;
-    if (ex == 0) {
-        a.flags |= GEMMK_OZ_DENORMAL;
-        e = ilogb(x);
-    } else {
-        e = ex - 1023;
-        if (e < EMIN)
-            a.flags |= GEMMK_OZ_DENORMAL;
-    }
-    if (a.nnz == 0 || e > a.emax) {
-        a.ssq = a.nnz ? pow2scale(a.ssq, 2 * (a.emax - e)) : 0.0;
-        a.emax = e;
-    }
-    a.nnz++;
-    a.esum += e;
-    const double v = pow2scale(x, -a.emax);
-    a.ssq = fma(v, v, a.ssq);
-}
-
 /* Folds 16 elements of T (widened to double) into a: the exponents,
  * counts and flags first (a subnormal of T, exponent below EMIN, sets
  * GEMMK_OZ_DENORMAL; inf/NaN set GEMMK_OZ_NONFINITE and count as zero),
@@ -237,18 +205,11 @@ __global__ void __launch_bounds__(256)
         __syncthreads();
         load_tile<MN>(t, x, ld, rows, k, r0, ht * TK);
         __syncthreads();
-        if (sizeof(T) == 4) { /* fp32: 16 at once */
-            double v[16];
+        double v[16];
 #pragma unroll
-            for (int j = 0; j < 16; j++)
-                v[j] = t[rl][tcol(tile_h(j >> 3, q, j & 7))];
-            part_add16<emin_of<T>()>(a, v);
-        } else { /* fp64: one by one, fewer registers for its wider loads */
-#pragma unroll 4
-            for (int j = 0; j < 16; j++)
-                part_add<emin_of<T>()>(a,
-                                       t[rl][tcol(tile_h(j >> 3, q, j & 7))]);
-        }
+        for (int j = 0; j < 16; j++)
+            v[j] = t[rl][tcol(tile_h(j >> 3, q, j & 7))];
+        part_add16<emin_of<T>()>(a, v);
     }
 #pragma unroll
     for (int o = 1; o < 8; o <<= 1) {
