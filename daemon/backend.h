@@ -113,6 +113,10 @@ typedef struct gemmd_backend_ops {
      * depend on the panel's shape). Loop thread. */
     bool (*split_kernel)(gemmd_backend *be, const gemmd_job *j, char *name,
                          size_t len);
+    /* optional: what the last job run on this worker thread left for
+     * after its reply was handed on (the CUDA pipeline's measurements).
+     * Worker threads. */
+    void (*after)(gemmd_backend *be);
 } gemmd_backend_ops;
 
 struct gemmd_backend {

@@ -209,6 +209,12 @@ static int cuda_gemm(gemmd_backend *be, gemmd_job *j)
     return rv;
 }
 
+static void cuda_after(gemmd_backend *be)
+{
+    (void)be;
+    cuda_pipe_learn();
+}
+
 static int cuda_batch(gemmd_backend *be, gemmd_job *j, bool *declined)
 {
     cuda_worker *w;
@@ -371,6 +377,7 @@ const gemmd_backend_ops gemmd_backend_cuda = {
     .pin = cuda_pin,
     .unpin = cuda_unpin,
     .gemm = cuda_gemm,
+    .after = cuda_after,
     .batch = cuda_batch,
     .upload = cuda_upload,
     .tensor_free = cuda_tensor_free,

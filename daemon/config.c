@@ -46,7 +46,7 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->max_gemm_flops = 1ull << 50;
     cfg->max_batch = 65536;
     cfg->slice_ms = 50;
-    cfg->gemm_panels = 8;
+    cfg->gemm_panels = 16;
     cfg->f64_calibrate = 1;
     cfg->max_connections = 0;
     cfg->client_buffers = 1024;
@@ -122,9 +122,10 @@ static void usage(FILE *f)
             "                           others start, within one (default "
             "50; 0 = whole)\n"
             "  --gemm-panels N          cuda: a large GEMM's copies overlap "
-            "its compute in N\n"
-            "                           panels of D (default 8; 0 = copy "
-            "all, then compute)\n"
+            "its compute in\n"
+            "                           blocks of D, at most N panels a "
+            "dimension (default 16;\n"
+            "                           0 = copy all, then compute)\n"
             "  --max-connections N      connections at once (default: from "
             "the descriptor limit)\n"
             "Per connection:\n"

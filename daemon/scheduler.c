@@ -350,6 +350,8 @@ static void serve(sched *s, unsigned dev, gemmd_job *j, bool outer)
         j = split_part_done(s, j); /* the whole after its last panel */
     if (j != NULL)
         sched_finish(s, j);
+    if (s->be->ops->after != NULL) /* off the reply's path */
+        s->be->ops->after(s->be);
 }
 
 static void *worker(void *arg)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # pipeline.sh [DIR]: one request at a time, copies overlapped with compute
-# (--gemm-panels 8, the default) against copies then compute
+# (--gemm-panels 16, the default) against copies then compute
 # (--gemm-panels 0), in the same call (PANELS: the settings, default
 # "0 8"; with more, a p50 table of them all follows): gemm_e2e with one
 # process and one request in flight, every operand in shm, sampled rows checked. Shapes:
@@ -13,7 +13,8 @@ set -uo pipefail
 D=${1:-.gpu-svc}
 OUT=${OUT:-/tmp/out}
 REQS=${REQS:-6}
-PANELS=${PANELS:-0 8} # the settings; the table compares the first two
+PANELS=${PANELS:-0 16} # the settings; the table compares the first two
+LOG_LEVEL=${LOG_LEVEL:-info} # gemmd's (debug: every block's timeline)
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$D/lib:/usr/local/cuda/lib64
 sock=/tmp/gemmd-pipe-$$.sock
@@ -37,7 +38,7 @@ declare -A tf p50 floor
 for panels in $PANELS; do
     rm -f $sock
     $D/bin/gemmd --backend cuda --listen $URL --gemm-panels $panels \
-        --log-level info 2>"$OUT/gemmd-panels$panels.log" &
+        --log-level $LOG_LEVEL 2>"$OUT/gemmd-panels$panels.log" &
     pid=$!
     for i in $(seq 300); do
         $D/bin/gemmctl --url $URL ping >/dev/null 2>&1 && break

@@ -71,10 +71,13 @@ static cudaError_t panels_create(cuda_panels *p)
         (e = cudaStreamCreateWithFlags(&p->out, cudaStreamNonBlocking)))
         return e;
     for (int i = 0; i < CUDA_PANELS; i++)
-        if ((e = cudaEventCreateWithFlags(&p->in_done[i],
-                                          cudaEventDisableTiming)) ||
+        if ((e = cudaEventCreate(&p->in_done[i])) ||
             (e = cudaEventCreate(&p->run_start[i])) ||
-            (e = cudaEventCreate(&p->run_done[i])))
+            (e = cudaEventCreate(&p->run_done[i])) ||
+            (e = cudaEventCreate(&p->out_done[i])))
+            return e;
+    for (int i = 0; i < PIPE_MAX_STEPS; i++)
+        if ((e = cudaEventCreate(&p->step_done[i])))
             return e;
     return cudaSuccess;
 }
@@ -89,7 +92,12 @@ static void panels_destroy(cuda_panels *p)
             cudaEventDestroy(p->run_start[i]);
         if (p->run_done[i] != NULL)
             cudaEventDestroy(p->run_done[i]);
+        if (p->out_done[i] != NULL)
+            cudaEventDestroy(p->out_done[i]);
     }
+    for (int i = 0; i < PIPE_MAX_STEPS; i++)
+        if (p->step_done[i] != NULL)
+            cudaEventDestroy(p->step_done[i]);
     if (p->in != NULL)
         cudaStreamDestroy(p->in);
     if (p->out != NULL)
@@ -138,6 +146,7 @@ int cuda_device_create(cuda_device **out, unsigned index, int ordinal,
     if (d == NULL)
         return GEMM_ERR_NOMEM;
     pthread_mutex_init(&d->mu, NULL);
+    pipe_rates_init(&d->rates);
     d->index = index;
     d->ordinal = ordinal;
     d->mem = &d->device_bytes;
@@ -165,6 +174,7 @@ int cuda_device_create(cuda_device **out, unsigned index, int ordinal,
        msg, len);
     snprintf(d->name, sizeof(d->name), "%.100s (sm_%d%d, %d SMs)", prop.name,
              prop.major, prop.minor, prop.multiProcessorCount);
+    d->sms = (unsigned)prop.multiProcessorCount;
     for (; d->nworkers < CUDA_WORKERS; d->nworkers++) {
         rv = worker_create(d, &d->workers[d->nworkers], msg, len);
         if (rv != GEMM_OK)
@@ -194,6 +204,7 @@ void cuda_device_destroy(cuda_device *d)
         cudaStreamDestroy(d->workers[i].stream);
     }
     pthread_mutex_destroy(&d->mu);
+    pipe_rates_destroy(&d->rates);
     free(d);
 }
 

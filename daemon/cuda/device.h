@@ -10,6 +10,7 @@
 #define GEMMD_CUDA_DEVICE_H
 
 #include "config.h"
+#include "pipe_plan.h"
 
 #include <gemm_kernels.h>
 
@@ -30,8 +31,8 @@ typedef struct cuda_forget {
     struct cuda_forget *next;
 } cuda_forget;
 
-/* Panels of one job at most (events per worker). */
-#define CUDA_PANELS 64
+/* Panels (blocks) of one job at most (events per worker). */
+#define CUDA_PANELS PIPE_MAX_BLOCKS
 
 /* A worker's two copy streams and per-panel events: copies in on one,
  * the kernels on the worker's stream, copies out on the other, so that a
@@ -39,15 +40,21 @@ typedef struct cuda_forget {
  * computes (pipeline.c, staging_blas3.c). */
 typedef struct cuda_panels {
     cudaStream_t in, out;
+    /* timed: panel i's operands in by in_done[i], its kernel from
+     * run_start[i] to run_done[i], its part of D out by out_done[i]
+     * (recorded when the run is measured, as step_done) */
     cudaEvent_t in_done[CUDA_PANELS];
-    /* timed: a panel's kernel time is run_start to run_done */
     cudaEvent_t run_start[CUDA_PANELS], run_done[CUDA_PANELS];
+    cudaEvent_t out_done[CUDA_PANELS];
+    /* the copy in of step s (a panel of op(A) or op(B)) done */
+    cudaEvent_t step_done[PIPE_MAX_STEPS];
 } cuda_panels;
 
 typedef struct cuda_worker {
     cuda_device *dev; /* the device it belongs to */
     cudaStream_t stream;
     cuda_panels panels;
+    pipe_cache plans;  /* its pipelined GEMMs' last plans */
     gemmk_ctx *kctx;   /* used by its worker thread alone */
     cudaEvent_t ev[4]; /* start, copies in done, kernel done, copy out done */
     /* ranges freed by the loop thread, applied to kctx's cache by the
@@ -62,6 +69,7 @@ struct cuda_device {
     unsigned index; /* in the backend's list (placement's device number) */
     int ordinal;    /* CUDA device number (several objects may share one) */
     char name[128]; /* "H100 ... (sm_90, 132 SMs)" */
+    unsigned sms;
     cudaMemPool_t pool;
     pthread_mutex_t mu; /* guards claimed */
     cuda_worker workers[CUDA_WORKERS];
@@ -79,6 +87,8 @@ struct cuda_device {
      * (cudaDevAttrCanUseHostPointerForRegisteredMem): tiny GEMMs run
      * straight from the client's pinned buffers (staging.c) */
     bool host_direct;
+    /* the link's and the kernels' rates its pipelined GEMMs measured */
+    pipe_rates_table rates;
 };
 
 /* Maps a CUDA error to a gemm_error and writes "what failed: message

@@ -1,13 +1,13 @@
 /*
- * pipeline.c: a large staged GEMM in panels of D whose copies overlap its
- * kernels; see pipeline.h. The panel count is --gemm-panels (default 8):
- * enough that the first panel's wait is an eighth of the streamed
- * operand, few enough that each panel's kernel still fills the GPU (an
- * eighth of 8192 rows is 8 x 32 tiles of 128 x 256 on 132 SMs). A panel
- * is a multiple of 128 rows or columns (TMA alignment of every operand's
- * offset, whole kernel tiles) and no larger than one slice
- * (cuda_slice_budget), so the stop flag is checked as often as the
- * unpipelined path checks it.
+ * pipeline.c: a large staged GEMM in blocks of D whose copies overlap its
+ * kernels; see pipeline.h. The cut is pipe_choose's (pipe_plan.c) from
+ * the rates this device measured; --gemm-panels (default 16) bounds the
+ * panels a dimension (an eighth of 8192 rows by an eighth of 8192 columns
+ * is 8 x 4 tiles of 128 x 256, or 64 of 128 x 128: the model derates
+ * such blocks by their last partial wave). A panel is a multiple
+ * of 128 rows or columns (TMA alignment of every operand's offset, whole
+ * kernel tiles) and a block no larger than one slice (cuda_slice_budget),
+ * so the stop flag is checked as often as the unpipelined path checks it.
  */
 #include "cuda/pipeline.h"
 #include "cuda/rect.h"
@@ -19,9 +19,8 @@
 #include <stdio.h>
 
 /* GEMMs under this many flops (1290^3) run whole: their copies take tens
- * of microseconds, about what the panels' extra calls would cost. */
+ * of microseconds, about what the blocks' extra calls would cost. */
 #define PIPE_MIN_FLOPS (1ull << 32)
-#define PIPE_ALIGN     128
 
 static unsigned panel_count; /* set once before the workers run */
 
@@ -30,87 +29,156 @@ void cuda_pipeline_init(unsigned panels)
     panel_count = panels;
 }
 
-static uint64_t ceil_div(uint64_t a, uint64_t b)
+/* What pipe_choose asks of a candidate cut: the job and its problem. */
+typedef struct plan_ctx {
+    const gemmd_job *j;
+    const gemmk_problem *kp;
+} plan_ctx;
+
+/* Device memory bytes per ns a kernel's pre-pass moves (an H100 streams
+ * about 3 TB/s; a pre-pass reaches about two thirds of it), and the bytes
+ * it moves per byte of its operand: a K-major copy reads and writes it, a
+ * split (3xTF32's two parts, Ozaki-II's residues) writes about twice it. */
+#define PREPASS_BPNS  2000.0
+#define COPY_TRAFFIC  2.0
+#define SPLIT_TRAFFIC 3.0
+
+/* What a block of cut p of c's job costs beyond its kernel's flops: a
+ * block reads a row panel of op(A) and a column panel of op(B), so where
+ * the kernel the block would run rewrites an operand before its main loop
+ * (gemmk_prepass), that operand's panel is rewritten by every block that
+ * reads it: A's nc times, B's nr times, where running whole rewrites each
+ * once. The repeats, shared over the blocks. */
+static double plan_cost(void *arg, const pipe_plan *p)
 {
-    return (a + b - 1) / b;
+    const plan_ctx *c = arg;
+    const gemmd_job *j = c->j;
+    slice_tile t = {0, p->rlen, 0, p->clen};
+    gemmk_problem bp = cuda_tile_problem(j, c->kp, &t);
+    unsigned pre = gemmk_prepass(&bp, j->kernel[0] != '\0' ? j->kernel : NULL);
+    if (pre == 0)
+        return 0;
+    const double es = (double)gemm_dtype_size(j->ab_type);
+    const double traffic = pre == (GEMMK_PREPASS_A | GEMMK_PREPASS_B)
+                               ? SPLIT_TRAFFIC
+                               : COPY_TRAFFIC;
+    double bytes = 0; /* rewritten beyond once each */
+    if (pre & GEMMK_PREPASS_A)
+        bytes += (double)(p->nc - 1) * (double)j->m * (double)j->k * es;
+    if (pre & GEMMK_PREPASS_B)
+        bytes += (double)(p->nr - 1) * (double)j->k * (double)j->n * es;
+    return bytes * traffic / PREPASS_BPNS / ((double)p->nr * p->nc);
 }
 
-/* A panel's block of an operand stored across it (op(A) transposed for
- * panels of rows, B not transposed for panels of columns) is copied in
- * rows narrower than the matrix: on the H200, 4 KiB rows moved at about
- * 0.7 of a whole matrix's rate (2048x16384x8192 bf16, panels of B's
- * columns). */
-#define STRIDED_RATE 0.7
-
-/* Whether job j (kp on the device) runs in panels of rows (op(A)
- * streams, B comes first) rather than of columns (op(B) streams, A
- * first); *ok false when it should not run in panels at all. Every panel
- * reads all of the operand that comes first: where the kernel rewrites it
- * before its main loop (gemmk_prepass: a K-major copy, or the splits of
- * 3xTF32 and Ozaki-II), that work is paid once per panel, so the panels
- * go the other way; when both operands are rewritten, only splits (whose
- * kernels run long enough to hide them) are cut, the smaller operand
- * coming first. An fp64 problem the kernel library would emulate whole,
- * with both inputs resident (nothing to stream in), runs whole: cut, it
- * would prepare B once a panel. Otherwise the copies decide, by a model
- * of the link: the
- * operand that comes first plus the larger of the streamed copies in and
- * D's copies out. */
-static bool by_rows(cuda_worker *w, const gemmd_job *j, const gemmk_problem *kp,
-                    bool *ok)
+/* The kernels' tiles on w's GPU, for the partial-wave derating: 128 x
+ * 256 for the 16-bit and int8 kernels, 128 x 128 for the others. */
+static pipe_shape wave_shape(const cuda_worker *w, const gemmd_job *j)
 {
-    unsigned pre = gemmk_prepass(kp, j->kernel[0] != '\0' ? j->kernel : NULL);
-    *ok = true;
+    return (pipe_shape){.sms = w->dev->sms,
+                        .tile_m = 128,
+                        .tile_n = gemm_dtype_size(j->ab_type) <= 2 ? 256 : 128};
+}
+
+/* Bytes of C that j's pipeline copies over the link (a resident C of a
+ * wide type is copied into D on the device). */
+static double c_link_bytes(const gemmd_job *j)
+{
+    return j->has_c && !j->c_dev
+               ? (double)j->m * (double)j->n * gemm_dtype_size(j->cd_type)
+               : 0;
+}
+
+/* Everything but the rates that j's plan depends on. */
+static void plan_key(const gemmd_job *j, uint64_t key[4])
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a of the kernel's name */
+    for (const char *c = j->kernel; *c != '\0'; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    key[0] = j->m;
+    key[1] = j->n;
+    key[2] = j->k;
+    key[3] = (uint64_t)j->ab_type | (uint64_t)j->cd_type << 4 |
+             (uint64_t)j->precision << 8 | (uint64_t)j->trans_a << 12 |
+             (uint64_t)j->trans_b << 13 | (uint64_t)j->a_dev << 14 |
+             (uint64_t)j->b_dev << 15 | (uint64_t)j->has_c << 16 |
+             (uint64_t)j->c_dev << 17 | (uint64_t)(j->moduli & 63) << 18 |
+             (h << 32);
+}
+
+unsigned cuda_pipe_plan(cuda_worker *w, const gemmd_job *j,
+                        const gemmk_problem *kp, pipe_plan *plan, bool *measure)
+{
+    *measure = false;
+    if (panel_count <= 1 || slice_flops(j) < PIPE_MIN_FLOPS)
+        return 0;
+    /* both inputs resident and emulated whole: nothing to stream in, and
+     * a cut would prepare B once a block */
     if (j->a_dev && j->b_dev && j->kernel[0] == '\0' &&
-        gemmk_auto_emulation_s(w->kctx, kp) > 0) {
-        *ok = false; /* nothing to stream in: one emulation, one split */
-        return true;
+        gemmk_auto_emulation_s(w->kctx, kp) > 0)
+        return 0;
+    const double es = (double)gemm_dtype_size(j->ab_type);
+    const double cs = (double)gemm_dtype_size(j->cd_type);
+    plan_ctx c = {.j = j, .kp = kp};
+    const pipe_shape wave = wave_shape(w, j);
+    pipe_shape s = {
+        .m = j->m,
+        .n = j->n,
+        .k = j->k,
+        .flops = (double)slice_flops(j),
+        .a_bytes = j->a_dev ? 0 : (double)j->m * (double)j->k * es,
+        .b_bytes = j->b_dev ? 0 : (double)j->k * (double)j->n * es,
+        .c_bytes = c_link_bytes(j),
+        .d_bytes = (double)j->m * (double)j->n * cs,
+        .cut_rows = true,
+        .cut_cols = true,
+        .max_panels = panel_count,
+        .max_block_flops = cuda_slice_budget(j),
+        .sms = wave.sms,
+        .tile_m = wave.tile_m,
+        .tile_n = wave.tile_n,
+        .a_strided = j->trans_a,
+        .b_strided = !j->trans_b,
+        .block_cost = plan_cost,
+        .arg = &c,
+    };
+    const unsigned cls = pipe_class(j->ab_type, j->precision);
+    pipe_rates r = pipe_rates_get(&w->dev->rates, cls);
+    uint64_t key[4];
+    plan_key(j, key);
+    bool fresh = !pipe_cache_get(&w->plans, key, &r, plan);
+    if (fresh) {
+        *plan = pipe_choose(&s, &r);
+        pipe_cache_put(&w->plans, key, &r, plan);
     }
-    if (pre == GEMMK_PREPASS_A)
-        return true;
-    if (pre == GEMMK_PREPASS_B)
-        return false;
-    if (pre != 0) {
-        bool splits = j->ab_type == GEMM_FP32
-                          ? j->precision != GEMM_PRECISION_TF32
-                          : j->ab_type != GEMM_INT8;
-        *ok = splits;
-        return j->n <= j->m;
-    }
-    double a = j->a_dev ? 0 : (double)j->m * j->k;
-    double b = j->b_dev ? 0 : (double)j->k * j->n;
-    double cd = (double)j->m * j->n; /* C's share is the same either way */
-    double ra = a / (j->trans_a ? STRIDED_RATE : 1);
-    double rb = b / (j->trans_b ? 1 : STRIDED_RATE);
-    double rows = b + (ra > cd ? ra : cd), cols = a + (rb > cd ? rb : cd);
-    return rows <= cols;
+    unsigned blocks = plan->nr * plan->nc;
+    if (blocks < 2)
+        return 0;
+    /* a new plan, or rates still defaults, are checked at once */
+    *measure = pipe_measure(&w->plans) || fresh ||
+               !pipe_rates_known(&w->dev->rates, cls);
+    return blocks;
 }
 
-/* Rows (or columns) per panel of j, or 0 when it is not pipelined. */
-static uint64_t panel_len(const gemmd_job *j, bool rows)
+/* Row panel i of op(A) (all of K and of N) as a tile of D. */
+static slice_tile row_panel(const gemmd_job *j, const pipe_plan *p, unsigned i)
 {
-    uint64_t dim = rows ? j->m : j->n, flops = slice_flops(j);
-    if (panel_count <= 1 || flops < PIPE_MIN_FLOPS)
-        return 0;
-    uint64_t len =
-        ceil_div(ceil_div(dim, panel_count), PIPE_ALIGN) * PIPE_ALIGN;
-    if (len < 2 * PIPE_ALIGN)
-        len = 2 * PIPE_ALIGN;
-    uint64_t budget = cuda_slice_budget(j), per = flops / dim;
-    if (budget != 0 && per * len > budget)
-        len = budget / per / PIPE_ALIGN * PIPE_ALIGN;
-    if (len == 0)
-        return 0;
-    uint64_t np = ceil_div(dim, len);
-    return np >= 2 && np <= CUDA_PANELS ? len : 0;
+    return (slice_tile){(uint64_t)i * p->rlen, pipe_len(j->m, p->rlen, i), 0,
+                        j->n};
 }
 
-unsigned cuda_pipe_panels(cuda_worker *w, const gemmd_job *j,
-                          const gemmk_problem *kp)
+/* Column panel i of op(B) as a tile of D. */
+static slice_tile col_panel(const gemmd_job *j, const pipe_plan *p, unsigned i)
 {
-    bool ok, rows = by_rows(w, j, kp, &ok);
-    uint64_t len = ok ? panel_len(j, rows) : 0;
-    return len == 0 ? 0 : (unsigned)ceil_div(rows ? j->m : j->n, len);
+    return (slice_tile){0, j->m, (uint64_t)i * p->clen,
+                        pipe_len(j->n, p->clen, i)};
+}
+
+/* Block (r, c) of D. */
+static slice_tile block(const gemmd_job *j, const pipe_plan *p, unsigned r,
+                        unsigned c)
+{
+    slice_tile a = row_panel(j, p, r), b = col_panel(j, p, c);
+    return (slice_tile){a.r0, a.rows, b.c0, b.cols};
 }
 
 /* The block of stored A holding op(A)'s rows of tile t (all of K). */
@@ -129,9 +197,9 @@ static cuda_rect b_rect(const gemmd_job *j, const slice_tile *t)
     return (cuda_rect){0, t->c0, j->k, t->cols};
 }
 
-static cuda_rect whole(const val_matrix *s)
+static cuda_rect d_rect(const slice_tile *t)
 {
-    return (cuda_rect){0, 0, s->rows, s->cols};
+    return (cuda_rect){t->r0, t->c0, t->rows, t->cols};
 }
 
 int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
@@ -141,73 +209,78 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
     char *m = j->msg;
     size_t ml = sizeof(j->msg);
     cuda_panels *x = &w->panels;
-    bool ok;
-    const bool rows = by_rows(w, j, &p->kp, &ok);
-    const uint64_t dim = rows ? j->m : j->n, len = panel_len(j, rows);
-    const unsigned np = (unsigned)ceil_div(dim, len);
+    const pipe_plan *pl = &p->plan;
     const size_t es = gemm_dtype_size(j->ab_type);
     const size_t cs = gemm_dtype_size(j->cd_type);
     const gemmk_problem *kp = &p->kp;
+    pipe_step st[PIPE_MAX_STEPS];
+    unsigned ri[PIPE_MAX_BLOCKS], ci[PIPE_MAX_BLOCKS], nb = 0;
+    const unsigned ns = pipe_order(pl, p->copy_a, p->copy_b, st);
     bool started = false;
     /* other clients' small GEMMs reach the device through the other
-     * workers: this one runs no job between its panels */
+     * workers: this one runs no job between its blocks */
     j->between = NULL;
-    gemmd_log(LOG_DEBUG, "a %llux%llux%llu GEMM runs in %u panels of %llu %s",
+    gemmd_log(LOG_DEBUG,
+              "a %llux%llux%llu GEMM runs in %u x %u blocks of %llux%llu "
+              "(model: %.2f ms)",
               (unsigned long long)j->m, (unsigned long long)j->n,
-              (unsigned long long)j->k, np, (unsigned long long)len,
-              rows ? "rows" : "columns");
+              (unsigned long long)j->k, pl->nr, pl->nc,
+              (unsigned long long)pl->rlen, (unsigned long long)pl->clen,
+              pl->predicted_ns / 1e6);
     /* the copy streams start after the pool's allocations */
     CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
     started = true;
     CK(cudaStreamWaitEvent(x->in, w->ev[0], 0), m, ml);
-    /* the operand every panel reads comes whole, first */
-    if (rows && p->copy_b)
-        CK(cuda_copy_rect(x->in, (void *)kp->b, (uint64_t)kp->ldb, j->b, j->ldb,
-                          whole(&j->shape.b), es, cudaMemcpyHostToDevice),
-           m, ml);
-    if (!rows && p->copy_a)
-        CK(cuda_copy_rect(x->in, (void *)kp->a, (uint64_t)kp->lda, j->a, j->lda,
-                          whole(&j->shape.a), es, cudaMemcpyHostToDevice),
-           m, ml);
-    for (unsigned i = 0; i < np; i++) {
-        uint64_t at = i * len, n = dim - at < len ? dim - at : len;
-        slice_tile t =
-            rows ? (slice_tile){at, n, 0, j->n} : (slice_tile){0, j->m, at, n};
-        cuda_rect dr = {t.r0, t.c0, t.rows, t.cols};
-        if (rows && p->copy_a)
-            CK(cuda_copy_rect(x->in, (void *)kp->a, (uint64_t)kp->lda, j->a,
-                              j->lda, a_rect(j, &t), es,
-                              cudaMemcpyHostToDevice),
-               m, ml);
-        if (!rows && p->copy_b)
+    /* every copy in, back to back: panels in plan order, each followed by
+     * the C blocks it readies; in_done[b] marks block b's inputs */
+    for (unsigned s = 0; s < ns; s++) {
+        if (st[s].b && p->copy_b) {
+            slice_tile t = col_panel(j, pl, st[s].i);
             CK(cuda_copy_rect(x->in, (void *)kp->b, (uint64_t)kp->ldb, j->b,
                               j->ldb, b_rect(j, &t), es,
                               cudaMemcpyHostToDevice),
                m, ml);
-        if (p->copy_c)
-            CK(cuda_copy_rect(x->in, p->c_dst, p->c_dst_ld, j->c, j->ldc, dr,
-                              cs, p->c_kind),
+        } else if (!st[s].b && p->copy_a) {
+            slice_tile t = row_panel(j, pl, st[s].i);
+            CK(cuda_copy_rect(x->in, (void *)kp->a, (uint64_t)kp->lda, j->a,
+                              j->lda, a_rect(j, &t), es,
+                              cudaMemcpyHostToDevice),
                m, ml);
-        if (i == np - 1)
-            CK(cudaEventRecord(w->ev[1], x->in), m, ml);
-        CK(cudaEventRecord(x->in_done[i], x->in), m, ml);
-        if (i >= 2) { /* at most two panels' kernels in flight */
-            CK(cudaEventSynchronize(x->run_done[i - 2]), m, ml);
-            if (slice_yield(j, i - 1, np)) {
+        }
+        if (p->measure)
+            CK(cudaEventRecord(x->step_done[s], x->in), m, ml);
+        for (unsigned end = nb + pipe_ready(st, s, ri + nb, ci + nb); nb < end;
+             nb++) {
+            slice_tile t = block(j, pl, ri[nb], ci[nb]);
+            if (p->copy_c)
+                CK(cuda_copy_rect(x->in, p->c_dst, p->c_dst_ld, j->c, j->ldc,
+                                  d_rect(&t), cs, p->c_kind),
+                   m, ml);
+            CK(cudaEventRecord(x->in_done[nb], x->in), m, ml);
+        }
+    }
+    CK(cudaEventRecord(w->ev[1], x->in), m, ml);
+    for (unsigned b = 0; b < nb; b++) {
+        if (b >= 2) { /* at most two blocks' kernels in flight */
+            CK(cudaEventSynchronize(x->run_done[b - 2]), m, ml);
+            if (slice_yield(j, b - 1, nb)) {
                 rv = slice_stopped(j);
                 goto fail;
             }
         }
-        CK(cudaStreamWaitEvent(w->stream, x->in_done[i], 0), m, ml);
-        CK(cudaEventRecord(x->run_start[i], w->stream), m, ml);
+        slice_tile t = block(j, pl, ri[b], ci[b]);
+        CK(cudaStreamWaitEvent(w->stream, x->in_done[b], 0), m, ml);
+        CK(cudaEventRecord(x->run_start[b], w->stream), m, ml);
         gemmk_problem tp = cuda_tile_problem(j, kp, &t);
         if ((rv = run(w, j, &tp)) != GEMM_OK)
             goto fail;
-        CK(cudaEventRecord(x->run_done[i], w->stream), m, ml);
-        CK(cudaStreamWaitEvent(x->out, x->run_done[i], 0), m, ml);
-        CK(cuda_copy_rect(x->out, j->d, j->ldd, kp->d, (uint64_t)kp->ldd, dr,
-                          cs, cudaMemcpyDeviceToHost),
+        CK(cudaEventRecord(x->run_done[b], w->stream), m, ml);
+        CK(cudaStreamWaitEvent(x->out, x->run_done[b], 0), m, ml);
+        CK(cuda_copy_rect(x->out, j->d, j->ldd, kp->d, (uint64_t)kp->ldd,
+                          d_rect(&t), cs, cudaMemcpyDeviceToHost),
            m, ml);
+        if (p->measure)
+            CK(cudaEventRecord(x->out_done[b], x->out), m, ml);
     }
     CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
     CK(cudaEventRecord(w->ev[3], x->out), m, ml);
@@ -223,15 +296,149 @@ fail:
     return rv;
 }
 
-uint64_t cuda_pipe_kernel_ns(cuda_worker *w, unsigned panels)
+/* ms from event a to event b, 0 when unknown. */
+static double span_ms(cudaEvent_t a, cudaEvent_t b)
 {
-    uint64_t ns = 0;
-    for (unsigned i = 0; i < panels && i < CUDA_PANELS; i++) {
-        float ms;
-        if (cudaEventElapsedTime(&ms, w->panels.run_start[i],
-                                 w->panels.run_done[i]) == cudaSuccess &&
-            ms > 0)
-            ns += (uint64_t)(ms * 1e6);
+    float ms;
+    return cudaEventElapsedTime(&ms, a, b) == cudaSuccess && ms > 0 ? ms : 0;
+}
+
+/* Logs block b's timeline: ms since the start when its inputs were in,
+ * its kernel ran and its part of D was out. */
+static void log_block(cuda_worker *w, unsigned b, unsigned r, unsigned c)
+{
+    const cuda_panels *x = &w->panels;
+    gemmd_log(
+        LOG_DEBUG,
+        "  block %u (%u, %u): in %.3f, kernel %.3f-%.3f, out %.3f ms", b, r, c,
+        span_ms(w->ev[0], x->in_done[b]), span_ms(w->ev[0], x->run_start[b]),
+        span_ms(w->ev[0], x->run_done[b]), span_ms(w->ev[0], x->out_done[b]));
+}
+
+/* Adds a copy of `bytes` that took ns, in direction d, to sample x, a
+ * strided one (rows of a block narrower than the matrix) apart. */
+static void add_copy(pipe_sample *x, int d, bool strided, double bytes,
+                     double ns)
+{
+    if (ns <= 0)
+        return;
+    if (strided) {
+        x->sbytes[d] += bytes;
+        x->sns[d] += ns;
+    } else {
+        x->bytes[d] += bytes;
+        x->ns[d] += ns;
     }
-    return ns;
+}
+
+/* The last pipelined GEMM of this worker thread, measured after its
+ * reply is out (cuda_pipe_learn): its job's scalars and plan. Its events
+ * stay as they are until the worker's next job. */
+static _Thread_local struct {
+    bool pending;
+    cuda_worker *w;
+    gemmd_job j;
+    cuda_pipe p;
+} last;
+
+uint64_t cuda_pipe_finish(cuda_worker *w, const gemmd_job *j,
+                          const cuda_pipe *p)
+{
+    const unsigned nb = p->plan.nr * p->plan.nc;
+    double kernel_ms = 0;
+    for (unsigned b = 0; b < nb; b++)
+        kernel_ms += span_ms(w->panels.run_start[b], w->panels.run_done[b]);
+    last.pending = p->measure;
+    last.w = w;
+    last.j = *j;
+    last.p = *p;
+    return (uint64_t)(kernel_ms * 1e6);
+}
+
+void cuda_pipe_learn(void)
+{
+    if (!last.pending)
+        return;
+    last.pending = false;
+    cuda_worker *w = last.w;
+    const gemmd_job *j = &last.j;
+    const cuda_pipe *p = &last.p;
+    const cuda_panels *x = &w->panels;
+    const pipe_plan *pl = &p->plan;
+    pipe_step st[PIPE_MAX_STEPS];
+    unsigned ri[PIPE_MAX_BLOCKS], ci[PIPE_MAX_BLOCKS], nb = 0;
+    const unsigned ns = pipe_order(pl, p->copy_a, p->copy_b, st);
+    const double flops = (double)slice_flops(j);
+    const double mn = (double)j->m * (double)j->n;
+    const double es = (double)gemm_dtype_size(j->ab_type);
+    const double cs = (double)gemm_dtype_size(j->cd_type);
+    const pipe_shape wave = wave_shape(w, j);
+    pipe_sample smp = {0};
+    /* the copies in ran back to back: each from the event before it */
+    cudaEvent_t prev = w->ev[0];
+    for (unsigned s = 0; s < ns; s++) {
+        const bool b = st[s].b;
+        slice_tile t =
+            b ? col_panel(j, pl, st[s].i) : row_panel(j, pl, st[s].i);
+        if (b ? p->copy_b : p->copy_a) {
+            bool strided =
+                b ? !j->trans_b && pl->nc > 1 : j->trans_a && pl->nr > 1;
+            double bytes = (double)(b ? t.cols : t.rows) * (double)j->k * es;
+            add_copy(&smp, 0, strided, bytes,
+                     span_ms(prev, x->step_done[s]) * 1e6);
+        }
+        prev = x->step_done[s];
+        for (unsigned end = nb + pipe_ready(st, s, ri + nb, ci + nb); nb < end;
+             nb++) {
+            slice_tile q = block(j, pl, ri[nb], ci[nb]);
+            if (p->copy_c && p->c_kind == cudaMemcpyHostToDevice)
+                add_copy(&smp, 0, pl->nc > 1, (double)q.rows * q.cols * cs,
+                         span_ms(prev, x->in_done[nb]) * 1e6);
+            prev = x->in_done[nb];
+        }
+    }
+    double kernel_ms = 0, last_out = 0;
+    for (unsigned b = 0; b < nb; b++) {
+        slice_tile t = block(j, pl, ri[b], ci[b]);
+        kernel_ms += span_ms(x->run_start[b], x->run_done[b]);
+        smp.wave_flops += flops * ((double)t.rows * (double)t.cols / mn) /
+                          pipe_wave_eff(&wave, t.rows, t.cols);
+        /* a copy out starts when its kernel and the copy before it are
+         * done */
+        double done = span_ms(w->ev[0], x->run_done[b]);
+        double out = span_ms(w->ev[0], x->out_done[b]);
+        add_copy(&smp, 1, pl->nc > 1, (double)t.rows * t.cols * cs,
+                 (out - (done > last_out ? done : last_out)) * 1e6);
+        last_out = out;
+    }
+    smp.kernel_ns = kernel_ms * 1e6 - pl->extra_ns * nb;
+    /* the device's gap before a block whose inputs were in when the
+     * kernel before it ended */
+    for (unsigned b = 1; b < nb; b++) {
+        double prev_end = span_ms(w->ev[0], x->run_done[b - 1]);
+        if (span_ms(w->ev[0], x->in_done[b]) <= prev_end) {
+            smp.gaps++;
+            smp.gap_ns += span_ms(x->run_done[b - 1], x->run_start[b]) * 1e6;
+        }
+    }
+    pipe_rates_learn(&w->dev->rates, pipe_class(j->ab_type, j->precision),
+                     &smp);
+    if (LOG_DEBUG <= gemmd_log_level) {
+        double in_ms = span_ms(w->ev[0], w->ev[1]);
+        gemmd_log(LOG_DEBUG,
+                  "the %u x %u blocks took %.3f ms (model: %.3f): copies in "
+                  "%.3f ms (whole rows %.1f GB/s, strided %.1f GB/s), out "
+                  "%.1f GB/s (strided %.1f), kernels %.3f ms (%.1f TFLOP/s "
+                  "in full waves), %.1f us between blocks",
+                  pl->nr, pl->nc, span_ms(w->ev[0], w->ev[3]),
+                  pl->predicted_ns / 1e6, in_ms,
+                  smp.ns[0] > 0 ? smp.bytes[0] / smp.ns[0] : 0,
+                  smp.sns[0] > 0 ? smp.sbytes[0] / smp.sns[0] : 0,
+                  smp.ns[1] > 0 ? smp.bytes[1] / smp.ns[1] : 0,
+                  smp.sns[1] > 0 ? smp.sbytes[1] / smp.sns[1] : 0, kernel_ms,
+                  kernel_ms > 0 ? smp.wave_flops / kernel_ms / 1e9 : 0,
+                  smp.gaps > 0 ? smp.gap_ns / smp.gaps / 1e3 : 0);
+        for (unsigned b = 0; b < nb; b++)
+            log_block(w, b, ri[b], ci[b]);
+    }
 }

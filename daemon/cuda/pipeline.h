@@ -1,13 +1,15 @@
 /*
- * pipeline.h: one large staged GEMM in panels whose transfers overlap
- * its compute (pipeline.c). D is cut into panels of rows (op(A) streams
- * in, B comes whole first) or of columns (op(B) streams in, A first),
- * whichever a model of the link says copies faster; on the worker's copy
- * streams panel i+1 comes in and panel i-1 goes out while panel i
- * computes, so a GEMM costs about the first operand's copy plus the
- * largest of the rest, not the sum of its stages. Every panel is a whole
- * set of rows or columns of D with K uncut: each element of D is
- * computed by one kernel call, as unpanelled.
+ * pipeline.h: one large staged GEMM in blocks whose transfers overlap
+ * its compute (pipeline.c). The cut is pipe_plan's: D in nr x nc blocks,
+ * op(A) coming in as row panels and op(B) as column panels in the order
+ * that readies work soonest, by a model of the link and the kernels whose
+ * rates this device measured. Every copy in runs back to back on the
+ * worker's in stream; a block's kernel starts on the worker's stream once
+ * its panels (and its part of C) are in, and its part of D goes out on
+ * the out stream as soon as it is done. So a GEMM costs about its copies
+ * in plus the last blocks' kernels and copies out, not the sum of its
+ * stages. K is never cut: each element of D is computed by one kernel
+ * call, as unpanelled.
  */
 #ifndef GEMMD_CUDA_PIPELINE_H
 #define GEMMD_CUDA_PIPELINE_H
@@ -15,15 +17,16 @@
 #include "cuda/device.h"
 #include "cuda/slices.h"
 #include "job.h"
+#include "pipe_plan.h"
 
 #include <stdbool.h>
 
-/* Sets the number of panels a large GEMM is cut into (--gemm-panels; 0
- * or 1: none). Main thread, before the workers run. */
+/* Sets the most panels a dimension of a large GEMM is cut into
+ * (--gemm-panels; 0 or 1: none). Main thread, before the workers run. */
 void cuda_pipeline_init(unsigned panels);
 
-/* Where a pipelined GEMM's operands are on the device, and which the
- * panels copy in from the client (j's host pointers). */
+/* Where a pipelined GEMM's operands are on the device, which the panels
+ * copy in from the client (j's host pointers), and the plan. */
 typedef struct cuda_pipe {
     gemmk_problem kp;  /* the whole problem on device operands */
     bool copy_a;       /* A copied from j->a (else resident) */
@@ -32,20 +35,23 @@ typedef struct cuda_pipe {
     void *c_dst;       /* where C goes: its staging, or D's (wide types) */
     uint64_t c_dst_ld; /* elements */
     enum cudaMemcpyKind c_kind; /* host to device, or device to device */
+    pipe_plan plan;             /* cuda_pipe_plan's */
+    bool measure;               /* every copy timed for cuda_pipe_learn */
 } cuda_pipe;
 
-/* The panels job j (kp: its problem on the device; w the worker that
- * runs it) would run in (0: not
- * pipelined: too small, a slice-sized panel would be thinner than 128
- * rows, or its kernel rewrites both operands where that costs more than
- * the overlap gains). Any thread. */
-unsigned cuda_pipe_panels(cuda_worker *w, const gemmd_job *j,
-                          const gemmk_problem *kp);
+/* The plan for job j (kp: its problem on the device; w the worker that
+ * runs it) into *plan, from w's cache of plans or pipe_choose, and
+ * whether to measure it (pipe_measure) into *measure; returns its
+ * block count, 0 when j runs whole (too small, --gemm-panels 0, or no cut
+ * is predicted to beat running whole). Worker thread (w's). */
+unsigned cuda_pipe_plan(cuda_worker *w, const gemmd_job *j,
+                        const gemmk_problem *kp, pipe_plan *plan,
+                        bool *measure);
 
 /*
- * Runs job j as set out in p with run on each panel: the copies in on
+ * Runs job j as set out in p with run on each block: the copies in on
  * w's in stream, the kernels on w's stream, D out on its out stream, at
- * most two panels' kernels in flight with j's stop flag checked between
+ * most two blocks' kernels in flight with j's stop flag checked between
  * them. Records w's events: ev[0] at the start, ev[1] after the last
  * copy in, ev[2] after the last kernel, ev[3] after the last copy out.
  * On success w's stream waits for every copy (what the caller frees on
@@ -56,8 +62,17 @@ unsigned cuda_pipe_panels(cuda_worker *w, const gemmd_job *j,
 int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
                   cuda_run_fn run);
 
-/* The summed kernel time of the panels of w's last cuda_pipe_run, once
- * its stream has been synchronized. Worker thread (w's). */
-uint64_t cuda_pipe_kernel_ns(cuda_worker *w, unsigned panels);
+/* Once w's stream has been synchronized after cuda_pipe_run of p: the
+ * summed kernel time of its blocks in ns; a measured p is kept for
+ * cuda_pipe_learn. Worker thread (w's). */
+uint64_t cuda_pipe_finish(cuda_worker *w, const gemmd_job *j,
+                          const cuda_pipe *p);
+
+/* After the reply of the calling worker's last measured pipelined GEMM
+ * (if any, and only once): folds the rates its copies and kernels ran at
+ * and the gaps between its blocks into its device's table (the next
+ * plans' model) and logs its blocks' timeline at debug level. Worker
+ * thread, before its next job. */
+void cuda_pipe_learn(void);
 
 #endif

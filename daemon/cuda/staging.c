@@ -233,6 +233,9 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
     void *dd = j->d;
     uint64_t lda = j->lda, ldb = j->ldb, ldc = j->ldc, ldd = j->ldd;
     unsigned panels = 0;
+    pipe_plan plan = {0};
+    bool measure = false;
+    const uint64_t t_begin = gemmd_now_ns();
     if (!direct) {
         if ((!j->a_dev &&
              (rv = stage_alloc(w, &a, sa->rows, sa->cols, es, m, ml))) ||
@@ -254,7 +257,7 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
         ldd = d.ld;
         gemmk_problem whole =
             job_problem(j, da, lda, db, ldb, dc, ldc, dd, ldd);
-        panels = cuda_pipe_panels(w, j, &whole);
+        panels = cuda_pipe_plan(w, j, &whole, &plan, &measure);
     }
     if (panels > 0) {
         cuda_pipe p = {
@@ -266,9 +269,13 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
             .c_dst_ld = wide ? d.ld : c.ld,
             .c_kind = wide && j->c_dev ? cudaMemcpyDeviceToDevice
                                        : cudaMemcpyHostToDevice,
+            .plan = plan,
+            .measure = measure,
         };
+        const uint64_t t_run = gemmd_now_ns();
         if ((rv = cuda_pipe_run(w, j, &p, run_kernel)) != GEMM_OK)
             goto fail;
+        const uint64_t t_queued = gemmd_now_ns();
         stage_free(w, &a);
         stage_free(w, &b);
         stage_free(w, &c);
@@ -277,7 +284,13 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
         /* the stages overlap: copies in to the last one's end, the
          * kernels' own time, copies out after the last kernel */
         rv = cuda_stage_times(w, j);
-        j->ns_kernel = cuda_pipe_kernel_ns(w, panels);
+        const uint64_t t_done = gemmd_now_ns();
+        j->ns_kernel = cuda_pipe_finish(w, j, &p);
+        gemmd_log(LOG_DEBUG,
+                  "staged in blocks: %.3f ms to plan and allocate, %.3f ms "
+                  "to queue, %.3f ms until done",
+                  (t_run - t_begin) / 1e6, (t_queued - t_run) / 1e6,
+                  (t_done - t_queued) / 1e6);
         return rv;
     }
     if (!direct) {

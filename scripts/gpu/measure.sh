@@ -4,7 +4,7 @@
 # here by scripts/gpu/bundle.sh (.gpu-svc) and scripts/gpu/blas.sh
 # (.gpu-blas):
 #   pipeline  bench/e2e/pipeline.sh: one request at a time, --gemm-panels
-#             0 against 8
+#             16 (the default) against 0
 #   latency   gemm_e2e --latency: 64^3 and 8^3 one at a time against a
 #             bare ping
 #   int8      gemmctl mm --dtype int8 (int32 out) 4096^3 and 8192^3,

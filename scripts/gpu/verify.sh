@@ -12,7 +12,7 @@
 #             one GPU: --devices 0,0 and 0,0,0), then python.sh's pytest
 #   2. alone, so that the rates mean something: multi.sh's e2e rows with
 #      one and two device objects on GPU 0, bench/e2e/pipeline.sh (one
-#      request at a time, --gemm-panels 0 against 8), and on a host of two
+#      request at a time, --gemm-panels 0 against 16), and on a host of two
 #      GPUs multi.sh's e2e rows and integration_devices across both
 #      (--devices 0,1)
 #
