@@ -314,7 +314,8 @@ void pipe_rates_learn(pipe_rates_table *t, unsigned c, const pipe_sample *s)
     pthread_mutex_lock(&t->mu);
     for (int d = 0; d < 2; d++)
         if (some(s->bytes[d], s->ns[d]))
-            fold(&t->link_bpns[d], &t->link_measured[d], s->bytes[d] / s->ns[d]);
+            fold(&t->link_bpns[d], &t->link_measured[d],
+                 s->bytes[d] / s->ns[d]);
     /* the strided copies' share of the whole-row rate: their time at
      * that rate over the time they took, both directions */
     double ideal = 0, took = 0;

@@ -38,12 +38,12 @@ typedef struct pipe_plan pipe_plan;
 /* One GEMM as the planner sees it. */
 typedef struct pipe_shape {
     uint64_t m, n, k;
-    double flops;            /* the whole GEMM's (complex: 4x) */
-    double a_bytes, b_bytes; /* of op(A), op(B) to copy in (0: resident) */
-    double c_bytes;          /* of C to copy in (0: none) */
-    double d_bytes;          /* of D to copy out */
-    bool cut_rows, cut_cols; /* which of D's dimensions may be cut */
-    unsigned max_panels;     /* panels a dimension at most */
+    double flops;             /* the whole GEMM's (complex: 4x) */
+    double a_bytes, b_bytes;  /* of op(A), op(B) to copy in (0: resident) */
+    double c_bytes;           /* of C to copy in (0: none) */
+    double d_bytes;           /* of D to copy out */
+    bool cut_rows, cut_cols;  /* which of D's dimensions may be cut */
+    unsigned max_panels;      /* panels a dimension at most */
     uint64_t max_block_flops; /* a block's flops at most (0: any) */
     unsigned sms;             /* the GPU's SMs and its kernels' tile, */
     unsigned tile_m, tile_n;  /* for the partial-wave derating */
@@ -66,7 +66,7 @@ typedef struct pipe_rates {
 } pipe_rates;
 
 struct pipe_plan {
-    unsigned nr, nc;    /* panels of rows, of columns (1 x 1: whole) */
+    unsigned nr, nc;     /* panels of rows, of columns (1 x 1: whole) */
     uint64_t rlen, clen; /* rows (columns) a panel; the last may be less */
     double extra_ns;     /* block_cost's, for each block */
     double predicted_ns;
@@ -126,8 +126,8 @@ typedef struct pipe_rates_table {
  * whole-row ones and strided ones apart, and its kernels, whose flops at
  * full waves (each block's over pipe_wave_eff) summed to wave_flops. */
 typedef struct pipe_sample {
-    double bytes[2], ns[2];            /* whole rows */
-    double sbytes[2], sns[2];          /* strided */
+    double bytes[2], ns[2];   /* whole rows */
+    double sbytes[2], sns[2]; /* strided */
     double wave_flops, kernel_ns;
     /* the device's idle time between a block's kernel and the next one's
      * whose inputs were already in (launch, events, the host's queueing) */

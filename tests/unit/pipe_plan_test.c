@@ -283,8 +283,10 @@ Test(pipe_plan, rates_fold)
     cr_expect_gt(r0.in_bpns, 0);
     cr_expect_gt(r0.flops_pns, 0);
     /* in 50 B/ns, out 40 B/ns, kernels 60e3 flops/ns */
-    pipe_sample a = {.bytes = {1e9, 4e8}, .ns = {2e7, 1e7},
-                     .wave_flops = 6e13, .kernel_ns = 1e9};
+    pipe_sample a = {.bytes = {1e9, 4e8},
+                     .ns = {2e7, 1e7},
+                     .wave_flops = 6e13,
+                     .kernel_ns = 1e9};
     pipe_rates_learn(&t, c, &a);
     pipe_rates r1 = pipe_rates_get(&t, c);
     cr_expect_float_eq(r1.in_bpns, 50, 1e-9);
@@ -292,8 +294,8 @@ Test(pipe_plan, rates_fold)
     cr_expect_float_eq(r1.flops_pns, 60e3, 1e-6);
     cr_expect_float_eq(r1.strided, r0.strided, 1e-9); /* none strided */
     cr_expect(pipe_rates_known(&t, c));
-    cr_expect_not(pipe_rates_known(
-        &t, pipe_class(GEMM_BF16, GEMM_PRECISION_DEFAULT)));
+    cr_expect_not(
+        pipe_rates_known(&t, pipe_class(GEMM_BF16, GEMM_PRECISION_DEFAULT)));
     /* in 100 B/ns; 5e7 strided bytes in at 30 B/ns against the new 75:
      * a share of 0.4 */
     pipe_sample b = {.bytes = {1e9}, .ns = {1e7}};
@@ -312,8 +314,11 @@ Test(pipe_plan, rates_fold)
     pipe_rates other =
         pipe_rates_get(&t, pipe_class(GEMM_BF16, GEMM_PRECISION_DEFAULT));
     cr_expect_gt(other.flops_pns, r1.flops_pns);
-    pipe_sample bad = {.bytes = {NAN, 1}, .ns = {1, -1}, .wave_flops = -1,
-                       .kernel_ns = 1, .gaps = 1,
+    pipe_sample bad = {.bytes = {NAN, 1},
+                       .ns = {1, -1},
+                       .wave_flops = -1,
+                       .kernel_ns = 1,
+                       .gaps = 1,
                        .gap_ns = NAN}; /* nonsense is ignored */
     pipe_rates_learn(&t, c, &bad);
     cr_expect_float_eq(pipe_rates_get(&t, c).in_bpns, 75, 1e-9);
