@@ -10,7 +10,7 @@
 #define GEMMD_CUDA_DEVICE_H
 
 #include "config.h"
-#include "pipe_plan.h"
+#include "pipe_rates.h"
 
 #include <gemm_kernels.h>
 

@@ -6,6 +6,7 @@
  * shapes docs/e2e-bench.md measures, and the measured rates' folding.
  */
 #include "pipe_plan.h"
+#include "pipe_rates.h"
 
 #include <gemm/types.h>
 
