@@ -22,7 +22,8 @@
 static gb_config cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
-/* A number from variable name, within [lo, hi]; def when unset or bad. */
+/* A number from variable name, within [lo, hi]; def when unset or bad
+ * (NAN: the caller's defaults, said as "the default"). */
 static double env_num(const char *name, double def, double lo, double hi)
 {
     const char *s = getenv(name);
@@ -35,9 +36,12 @@ static double env_num(const char *name, double def, double lo, double hi)
     double v = strtod(s, &end);
     if (errno != 0 || end == s || *end != '\0' || isnan(v) || v < lo ||
         v > hi) {
+        char use[48] = "the default";
+        if (!isnan(def))
+            snprintf(use, sizeof(use), "%g", def);
         fprintf(stderr,
-                "gemmblas: %s='%s' is not a number in [%g, %g]; using %g\n",
-                name, s, lo, hi, def);
+                "gemmblas: %s='%s' is not a number in [%g, %g]; using %s\n",
+                name, s, lo, hi, use);
         return def;
     }
     return v;
@@ -54,16 +58,21 @@ static void cfg_read(void)
         cfg.min_flops = -1;
     static const char *const names[GB_NROUTINES] = {
         NULL, "SYMM", "HEMM", "SYRK", "HERK", "SYR2K", "HER2K", "TRMM", "TRSM"};
-    static const double defaults3[GB_NROUTINES] = GB_DEFAULT_MIN_FLOPS3;
+    static const double defaults3[GB_NROUTINES][4] = GB_DEFAULT_MIN_FLOPS3;
     const char *all = getenv("GEMMBLAS_MIN_FLOPS");
     const bool all_set = all != NULL && all[0] != '\0';
     for (int r = 1; r < GB_NROUTINES; r++) {
         char var[48];
         snprintf(var, sizeof(var), "GEMMBLAS_MIN_FLOPS_%s", names[r]);
-        double def3 = all_set ? cfg.min_flops : defaults3[r];
-        cfg.min_flops3[r] = env_num(var, def3, -1, INFINITY);
-        if (isinf(cfg.min_flops3[r]))
-            cfg.min_flops3[r] = -1;
+        /* read once (a bad value is reported once): NAN when unset or
+         * bad, and then each type's default */
+        double v = env_num(var, NAN, -1, INFINITY);
+        for (int t = 0; t < 4; t++) {
+            double x = !isnan(v) ? v
+                       : all_set ? cfg.min_flops
+                                 : defaults3[r][t];
+            cfg.min_flops3[r][t] = isinf(x) ? -1 : x;
+        }
     }
     cfg.timeout_ms = (int)env_num("GEMMBLAS_TIMEOUT_MS", 60000, 1, 3.6e6);
     cfg.connect_ms =

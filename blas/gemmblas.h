@@ -355,9 +355,10 @@ GB_HIDDEN void gb_zc_use_conn_lock(void (*rdlock)(void), void (*unlock)(void));
 
 typedef struct gb_config {
     double min_flops; /* GEMMBLAS_MIN_FLOPS; < 0: never offload */
-    /* per level-3 routine (GB_SYMM ..): GEMMBLAS_MIN_FLOPS_SYRK etc., else
-     * GEMMBLAS_MIN_FLOPS when set, else the routine's default */
-    double min_flops3[GB_NROUTINES];
+    /* per level-3 routine (GB_SYMM ..) and type (gb_type):
+     * GEMMBLAS_MIN_FLOPS_SYRK etc. (every type), else GEMMBLAS_MIN_FLOPS
+     * when set, else the routine's default for the type */
+    double min_flops3[GB_NROUTINES][4];
     int verbose;            /* GEMMBLAS_VERBOSE: 0, 1 (failures), 2 (all) */
     int timeout_ms;         /* GEMMBLAS_TIMEOUT_MS: one request */
     int connect_ms;         /* GEMMBLAS_CONNECT_TIMEOUT_MS: first ping */
@@ -407,13 +408,29 @@ GB_HIDDEN void gb_log(int level, const char *fmt, ...)
  * gives n = 4096 four panels of 1024 rows. */
 #define GB_DEFAULT_PANELS          1
 #define GB_DEFAULT_PANEL_MIN_FLOPS 3e10
-/* The level-3 routines' defaults, the same measurement (bench_blas3
- * --crossover, blas/README.md): dsyrk from n = 768, dtrsm from 1024,
- * dsymm from 768; hemm takes symm's, herk and the rank-2k updates
- * syrk's, trmm trsm's. Indexed by GB_SYMM .. GB_TRSM. */
+/* The level-3 routines' defaults by type (s, d, c, z), the same
+ * measurement (bench_blas3 --crossover on the H100, blas/README.md), in
+ * each routine's own flops: syrk from n = 1024 (s), 768 (d), 512 (c, z);
+ * trsm from 512 (s), 1024 (d), 768 (c), 256 (z, the smallest size
+ * tried); symm from 1024 (s), 768 (d), 512 (c, z). hemm takes symm's,
+ * herk and the rank-2k updates syrk's, trmm trsm's. Indexed by GB_SYMM
+ * .. GB_TRSM, then gb_type. */
+#define GB_MIN_SYMM                                                            \
+    {                                                                          \
+        2.15e9, 9e8, 1.07e9, 1.07e9                                            \
+    }
+#define GB_MIN_SYRK                                                            \
+    {                                                                          \
+        1.07e9, 4.5e8, 5.4e8, 5.4e8                                            \
+    }
+#define GB_MIN_TRSM                                                            \
+    {                                                                          \
+        1.3e8, 1.1e9, 1.8e9, 6.7e7                                             \
+    }
 #define GB_DEFAULT_MIN_FLOPS3                                                  \
     {                                                                          \
-        0, 9e8, 9e8, 4.5e8, 4.5e8, 4.5e8, 4.5e8, 1.1e9, 1.1e9                  \
+        {0, 0, 0, 0}, GB_MIN_SYMM, GB_MIN_SYMM, GB_MIN_SYRK, GB_MIN_SYRK,      \
+            GB_MIN_SYRK, GB_MIN_SYRK, GB_MIN_TRSM, GB_MIN_TRSM                 \
     }
 
 #endif /* GEMMBLAS_H */

@@ -255,7 +255,7 @@ bool gb_offload3(const gb_l3 *p)
     snprintf(call.what, sizeof(call.what), "%c%s %lldx%lldx%lld", "sdcz"[p->t],
              gemm_routine_name(w.op3.routine), (long long)p -> m,
              (long long)p -> n, (long long)p -> k);
-    double f = flops3(p), min = cfg->min_flops3[p->r];
+    double f = flops3(p), min = cfg->min_flops3[p->r][p->t];
     if (min < 0 || f < min) {
         gb_log(2, "%s on the CPU: %.3g flops, below its threshold (%.3g)",
                call.what, f, min);

@@ -1135,6 +1135,8 @@ void dtrsm_(const char *, const char *, const char *, const char *, const int *,
             const int *);
 void cblas_zherk(int, int, int, int, int, double, const void *, int, double,
                  void *, int);
+void ssyrk_(const char *, const char *, const int *, const int *, const float *,
+            const float *, const int *, const float *, float *, const int *);
 
 /* Routine r's served count (gemm_status.routine_served). */
 static uint64_t served3(int r)
@@ -1254,6 +1256,43 @@ Test(blas_api, level3_per_routine_threshold, .init = with_daemon,
     cr_assert_eq(level3_checked(23, 2), 0);
     cr_expect_eq(served3(GEMM_ROUTINE_SYRK) - syrk, 1, "dsyrk via gemmd");
     cr_expect_eq(served3(GEMM_ROUTINE_TRSM), trsm, "dtrsm on the CPU");
+}
+
+/* Without GEMMBLAS_MIN_FLOPS the thresholds are each type's own: a
+ * syrk of n(n+1)n = 7e8 flops (n = 888) goes to gemmd as dsyrk (from
+ * 4.5e8) and stays on the CPU as ssyrk (from 1.07e9); both are right. */
+Test(blas_api, level3_per_type_default, .init = with_daemon,
+     .fini = fixture_stop)
+{
+    unsetenv("GEMMBLAS_MIN_FLOPS");
+    setenv("GEMMBLAS_RETRY_MS", "0", 1);
+    const int n = 888;
+    size_t nn = (size_t)n * n;
+    double *a = malloc(nn * 8), *c = calloc(nn, 8);
+    float *fa = malloc(nn * 4), *fc = calloc(nn, 4);
+    for (size_t i = 0; i < nn; i++)
+        fa[i] = (float)(a[i] = (double)((i * 7) % 9) - 4);
+    double one = 1, zero = 0;
+    float fone = 1, fzero = 0;
+    uint64_t syrk = served3(GEMM_ROUTINE_SYRK);
+    dsyrk_("L", "N", &n, &n, &one, a, &n, &zero, c, &n);
+    cr_expect_eq(served3(GEMM_ROUTINE_SYRK) - syrk, 1, "dsyrk via gemmd");
+    ssyrk_("L", "N", &n, &n, &fone, fa, &n, &fzero, fc, &n);
+    cr_expect_eq(served3(GEMM_ROUTINE_SYRK) - syrk, 1, "ssyrk on the CPU");
+    /* column j of the lower triangle, exact in both types (integers) */
+    int bad = 0;
+    for (int j = 0; j < n; j += 97)
+        for (int i = j; i < n; i++) {
+            double s = 0;
+            for (int l = 0; l < n; l++)
+                s += a[(size_t)l * n + i] * a[(size_t)l * n + j];
+            bad += c[(size_t)j * n + i] != s || fc[(size_t)j * n + i] != s;
+        }
+    cr_expect_eq(bad, 0, "%d wrong elements", bad);
+    free(a);
+    free(c);
+    free(fa);
+    free(fc);
 }
 
 /* Forked after nng use: the child's level-3 calls compute on the CPU. */
