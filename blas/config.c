@@ -51,16 +51,18 @@ static void cfg_read(void)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     cfg.verbose = (int)env_num("GEMMBLAS_VERBOSE", 0, 0, 9);
-    /* -1 (or "never"): nothing goes to gemmd */
-    cfg.min_flops =
-        env_num("GEMMBLAS_MIN_FLOPS", GB_DEFAULT_MIN_FLOPS, -1, INFINITY);
-    if (isinf(cfg.min_flops))
-        cfg.min_flops = -1;
+    /* -1 (or "never"): nothing goes to gemmd; unset: each type's
+     * default */
+    static const double defaults[4] = GB_DEFAULT_MIN_FLOPS;
+    const double all_v = env_num("GEMMBLAS_MIN_FLOPS", NAN, -1, INFINITY);
+    for (int t = 0; t < 4; t++) {
+        double x = isnan(all_v) ? defaults[t] : all_v;
+        cfg.min_flops[t] = isinf(x) ? -1 : x;
+    }
     static const char *const names[GB_NROUTINES] = {
         NULL, "SYMM", "HEMM", "SYRK", "HERK", "SYR2K", "HER2K", "TRMM", "TRSM"};
     static const double defaults3[GB_NROUTINES][4] = GB_DEFAULT_MIN_FLOPS3;
-    const char *all = getenv("GEMMBLAS_MIN_FLOPS");
-    const bool all_set = all != NULL && all[0] != '\0';
+    const bool all_set = !isnan(all_v);
     for (int r = 1; r < GB_NROUTINES; r++) {
         char var[48];
         snprintf(var, sizeof(var), "GEMMBLAS_MIN_FLOPS_%s", names[r]);
@@ -69,7 +71,7 @@ static void cfg_read(void)
         double v = env_num(var, NAN, -1, INFINITY);
         for (int t = 0; t < 4; t++) {
             double x = !isnan(v) ? v
-                       : all_set ? cfg.min_flops
+                       : all_set ? cfg.min_flops[t]
                                  : defaults3[r][t];
             cfg.min_flops3[r][t] = isinf(x) ? -1 : x;
         }

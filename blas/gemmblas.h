@@ -354,7 +354,9 @@ GB_HIDDEN void gb_zc_use_conn_lock(void (*rdlock)(void), void (*unlock)(void));
 /* ---- config.c ---- */
 
 typedef struct gb_config {
-    double min_flops; /* GEMMBLAS_MIN_FLOPS; < 0: never offload */
+    /* GEMM, by gb_type: GEMMBLAS_MIN_FLOPS when set, else the type's
+     * default; < 0: never offload */
+    double min_flops[4];
     /* per level-3 routine (GB_SYMM ..) and type (gb_type):
      * GEMMBLAS_MIN_FLOPS_SYRK etc. (every type), else GEMMBLAS_MIN_FLOPS
      * when set, else the routine's default for the type */
@@ -395,10 +397,15 @@ static inline size_t gb_align_up(size_t x, size_t a)
 GB_HIDDEN void gb_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* The default GEMMBLAS_MIN_FLOPS: where gemmd on the H100 overtook a
- * 16-thread OpenBLAS in steady state (bench_blas --crossover: dgemm from
- * n = 512, sgemm from n = 1024; blas/README.md). */
-#define GB_DEFAULT_MIN_FLOPS 2e9
+/* The default GEMMBLAS_MIN_FLOPS by type (s, d, c, z): where gemmd on
+ * the H100 overtook a 16-thread OpenBLAS in steady state (bench_blas
+ * --crossover: sgemm from n = 1024, dgemm from n = 512; blas/README.md);
+ * cgemm and zgemm, not measured, keep the single threshold the two gave
+ * before (2e9). */
+#define GB_DEFAULT_MIN_FLOPS                                                   \
+    {                                                                          \
+        2e9, 2.7e8, 2e9, 2e9                                                   \
+    }
 /* The default GEMMBLAS_PANELS and GEMMBLAS_PANEL_MIN_FLOPS: panels are
  * off unless asked for (8 with two in flight measured on the H100, blas/
  * README.md: first calls 1.5-2.0x faster, steady dgemm 8192 1.06x but

@@ -120,8 +120,9 @@ bool gb_offload(const gb_gemm *g)
     const gb_config *cfg = gb_cfg();
     double flops =
         (g->t >= GB_C ? 8.0 : 2.0) * (double)g->m * (double)g->n * (double)g->k;
-    if (cfg->min_flops < 0 || flops < cfg->min_flops) {
-        if (cfg->min_flops < 0)
+    const double min = cfg->min_flops[g->t];
+    if (min < 0 || flops < min) {
+        if (min < 0)
             gb_log(2,
                    "%cgemm %lldx%lldx%lld on the CPU: GEMMBLAS_MIN_FLOPS is "
                    "never",
@@ -132,7 +133,7 @@ bool gb_offload(const gb_gemm *g)
                    "%cgemm %lldx%lldx%lld on the CPU: %.3g flops, below "
                    "GEMMBLAS_MIN_FLOPS (%.3g)",
                    "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
-                   (long long)g -> k, flops, cfg -> min_flops);
+                   (long long)g -> k, flops, min);
         return false;
     }
     int npanels = gb_panel_count(g, flops);

@@ -1295,6 +1295,40 @@ Test(blas_api, level3_per_type_default, .init = with_daemon,
     free(fc);
 }
 
+/* The GEMM threshold too: 2 * 700^3 = 6.9e8 flops goes to gemmd as
+ * dgemm (from 2.7e8) and stays on the CPU as sgemm (from 2e9). */
+Test(blas_api, gemm_per_type_default, .init = with_daemon, .fini = fixture_stop)
+{
+    unsetenv("GEMMBLAS_MIN_FLOPS");
+    setenv("GEMMBLAS_RETRY_MS", "0", 1);
+    const int n = 700;
+    size_t nn = (size_t)n * n;
+    double *a = malloc(nn * 8), *c = calloc(nn, 8);
+    float *fa = malloc(nn * 4), *fc = calloc(nn, 4);
+    for (size_t i = 0; i < nn; i++)
+        fa[i] = (float)(a[i] = (double)((i * 5) % 7) - 3);
+    double one = 1, zero = 0;
+    float fone = 1, fzero = 0;
+    uint64_t gemm = served3(GEMM_ROUTINE_GEMM);
+    dgemm_("N", "N", &n, &n, &n, &one, a, &n, a, &n, &zero, c, &n);
+    cr_expect_eq(served3(GEMM_ROUTINE_GEMM) - gemm, 1, "dgemm via gemmd");
+    sgemm_("N", "N", &n, &n, &n, &fone, fa, &n, fa, &n, &fzero, fc, &n);
+    cr_expect_eq(served3(GEMM_ROUTINE_GEMM) - gemm, 1, "sgemm on the CPU");
+    int bad = 0; /* integers: exact in both types */
+    for (int j = 0; j < n; j += 101)
+        for (int i = 0; i < n; i += 3) {
+            double s = 0;
+            for (int l = 0; l < n; l++)
+                s += a[(size_t)l * n + i] * a[(size_t)j * n + l];
+            bad += c[(size_t)j * n + i] != s || fc[(size_t)j * n + i] != s;
+        }
+    cr_expect_eq(bad, 0, "%d wrong elements", bad);
+    free(a);
+    free(c);
+    free(fa);
+    free(fc);
+}
+
 /* Forked after nng use: the child's level-3 calls compute on the CPU. */
 Test(blas_api, level3_fork_after_use, .init = with_daemon, .fini = fixture_stop)
 {
