@@ -344,13 +344,12 @@ static void serve(sched *s, unsigned dev, gemmd_job *j, bool outer)
     count_outcome(s, dv, dev, j);
     bool again = retry_panel(s, dev, j);
     pthread_mutex_unlock(&s->mu);
-    if (again)
-        return;
-    if (j->split != NULL)
+    if (!again && j->split != NULL)
         j = split_part_done(s, j); /* the whole after its last panel */
-    if (j != NULL)
+    if (!again && j != NULL)
         sched_finish(s, j);
-    if (s->be->ops->after != NULL) /* off the reply's path */
+    /* off the reply's path, and before this thread runs another job */
+    if (s->be->ops->after != NULL)
         s->be->ops->after(s->be);
 }
 
