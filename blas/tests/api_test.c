@@ -1258,75 +1258,88 @@ Test(blas_api, level3_per_routine_threshold, .init = with_daemon,
     cr_expect_eq(served3(GEMM_ROUTINE_TRSM), trsm, "dtrsm on the CPU");
 }
 
+/* n x n column-major operands in d and s of small integers (every
+ * product and sum exact in float too), results zeroed, and no
+ * GEMMBLAS_MIN_FLOPS, so that each type's default threshold applies. */
+typedef struct twin {
+    int n;
+    double *a, *c;
+    float *fa, *fc;
+} twin;
+
+static twin twin_make(int n, int mod)
+{
+    unsetenv("GEMMBLAS_MIN_FLOPS");
+    setenv("GEMMBLAS_RETRY_MS", "0", 1);
+    size_t nn = (size_t)n * n;
+    twin t = {n, malloc(nn * 8), calloc(nn, 8), malloc(nn * 4), calloc(nn, 4)};
+    for (size_t i = 0; i < nn; i++)
+        t.fa[i] = (float)(t.a[i] = (double)((i * 5) % mod) - mod / 2);
+    return t;
+}
+
+/* Wrong elements of both results, every 97th column: A A^T's lower
+ * triangle (gram) or A A. */
+static int twin_wrong(const twin *t, bool gram)
+{
+    const int n = t->n;
+    int bad = 0;
+    for (int j = 0; j < n; j += 97)
+        for (int i = gram ? j : 0; i < n; i++) {
+            double s = 0;
+            for (int l = 0; l < n; l++)
+                s += t->a[(size_t)l * n + i] *
+                     (gram ? t->a[(size_t)l * n + j] : t->a[(size_t)j * n + l]);
+            size_t at = (size_t)j * n + i;
+            bad += t->c[at] != s || t->fc[at] != s;
+        }
+    return bad;
+}
+
+static void twin_free(twin *t)
+{
+    free(t->a);
+    free(t->c);
+    free(t->fa);
+    free(t->fc);
+}
+
 /* Without GEMMBLAS_MIN_FLOPS the thresholds are each type's own: a
  * syrk of n(n+1)n = 7e8 flops (n = 888) goes to gemmd as dsyrk (from
  * 4.5e8) and stays on the CPU as ssyrk (from 1.07e9); both are right. */
 Test(blas_api, level3_per_type_default, .init = with_daemon,
      .fini = fixture_stop)
 {
-    unsetenv("GEMMBLAS_MIN_FLOPS");
-    setenv("GEMMBLAS_RETRY_MS", "0", 1);
-    const int n = 888;
-    size_t nn = (size_t)n * n;
-    double *a = malloc(nn * 8), *c = calloc(nn, 8);
-    float *fa = malloc(nn * 4), *fc = calloc(nn, 4);
-    for (size_t i = 0; i < nn; i++)
-        fa[i] = (float)(a[i] = (double)((i * 7) % 9) - 4);
+    twin t = twin_make(888, 9);
     double one = 1, zero = 0;
     float fone = 1, fzero = 0;
     uint64_t syrk = served3(GEMM_ROUTINE_SYRK);
-    dsyrk_("L", "N", &n, &n, &one, a, &n, &zero, c, &n);
+    dsyrk_("L", "N", &t.n, &t.n, &one, t.a, &t.n, &zero, t.c, &t.n);
     cr_expect_eq(served3(GEMM_ROUTINE_SYRK) - syrk, 1, "dsyrk via gemmd");
-    ssyrk_("L", "N", &n, &n, &fone, fa, &n, &fzero, fc, &n);
+    ssyrk_("L", "N", &t.n, &t.n, &fone, t.fa, &t.n, &fzero, t.fc, &t.n);
     cr_expect_eq(served3(GEMM_ROUTINE_SYRK) - syrk, 1, "ssyrk on the CPU");
-    /* column j of the lower triangle, exact in both types (integers) */
-    int bad = 0;
-    for (int j = 0; j < n; j += 97)
-        for (int i = j; i < n; i++) {
-            double s = 0;
-            for (int l = 0; l < n; l++)
-                s += a[(size_t)l * n + i] * a[(size_t)l * n + j];
-            bad += c[(size_t)j * n + i] != s || fc[(size_t)j * n + i] != s;
-        }
+    int bad = twin_wrong(&t, true);
     cr_expect_eq(bad, 0, "%d wrong elements", bad);
-    free(a);
-    free(c);
-    free(fa);
-    free(fc);
+    twin_free(&t);
 }
 
 /* The GEMM threshold too: 2 * 700^3 = 6.9e8 flops goes to gemmd as
  * dgemm (from 2.7e8) and stays on the CPU as sgemm (from 2e9). */
 Test(blas_api, gemm_per_type_default, .init = with_daemon, .fini = fixture_stop)
 {
-    unsetenv("GEMMBLAS_MIN_FLOPS");
-    setenv("GEMMBLAS_RETRY_MS", "0", 1);
-    const int n = 700;
-    size_t nn = (size_t)n * n;
-    double *a = malloc(nn * 8), *c = calloc(nn, 8);
-    float *fa = malloc(nn * 4), *fc = calloc(nn, 4);
-    for (size_t i = 0; i < nn; i++)
-        fa[i] = (float)(a[i] = (double)((i * 5) % 7) - 3);
+    twin t = twin_make(700, 7);
     double one = 1, zero = 0;
     float fone = 1, fzero = 0;
     uint64_t gemm = served3(GEMM_ROUTINE_GEMM);
-    dgemm_("N", "N", &n, &n, &n, &one, a, &n, a, &n, &zero, c, &n);
+    dgemm_("N", "N", &t.n, &t.n, &t.n, &one, t.a, &t.n, t.a, &t.n, &zero, t.c,
+           &t.n);
     cr_expect_eq(served3(GEMM_ROUTINE_GEMM) - gemm, 1, "dgemm via gemmd");
-    sgemm_("N", "N", &n, &n, &n, &fone, fa, &n, fa, &n, &fzero, fc, &n);
+    sgemm_("N", "N", &t.n, &t.n, &t.n, &fone, t.fa, &t.n, t.fa, &t.n, &fzero,
+           t.fc, &t.n);
     cr_expect_eq(served3(GEMM_ROUTINE_GEMM) - gemm, 1, "sgemm on the CPU");
-    int bad = 0; /* integers: exact in both types */
-    for (int j = 0; j < n; j += 101)
-        for (int i = 0; i < n; i += 3) {
-            double s = 0;
-            for (int l = 0; l < n; l++)
-                s += a[(size_t)l * n + i] * a[(size_t)j * n + l];
-            bad += c[(size_t)j * n + i] != s || fc[(size_t)j * n + i] != s;
-        }
+    int bad = twin_wrong(&t, false);
     cr_expect_eq(bad, 0, "%d wrong elements", bad);
-    free(a);
-    free(c);
-    free(fa);
-    free(fc);
+    twin_free(&t);
 }
 
 /* Forked after nng use: the child's level-3 calls compute on the CPU. */
