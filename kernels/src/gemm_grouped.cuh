@@ -31,7 +31,9 @@
  * plain conversion (tstore_ok), D is written through a third 3-D map
  * with gemm_sm90_tstore.cuh's TMA-store epilogue: a consumer stages its
  * 64 x BN block in shared memory and goes on to its next tile while the
- * copy engine stores it.
+ * copy engine stores it; in steps of 64 x 128 through two buffers, or
+ * (NB = 4, 128 x 256 tiles of long K) all of it at once through four,
+ * with a ring of 3 stages instead of 4 to make room.
  */
 #pragma once
 
@@ -69,12 +71,16 @@ struct GroupParams {
     GroupProblem p0;
 };
 
-/* Shared memory: Cfg<BN>'s ring and barriers, and two 64 x 64 16-bit
- * store buffers per consumer (a 64 x 128 block, the TMA-store epilogue's
- * step). */
-template <int BN> struct GroupCfg {
-    static constexpr int C_BYTES = 2 * 2 * TsCfg<2>::SUB;
-    static constexpr int SMEM = Cfg<BN>::SMEM + C_BYTES;
+/* Shared memory: the ring and its barriers, and NB 64 x 64 16-bit store
+ * buffers per consumer (the TMA-store epilogue's step: NB = 2, a 64 x 128
+ * block, with Cfg<BN>'s ring; NB = 4, a consumer's whole 64 x 256 block
+ * in one step, with a ring of 3 stages to make room). */
+template <int BN, int NB = 2> struct GroupCfg {
+    static_assert(NB == 2 || (NB == 4 && BN == 256), "NB: 2, or 4 at BN 256");
+    static constexpr int STAGES = NB == 4 ? 3 : Cfg<BN>::STAGES;
+    static constexpr int C_BYTES = 2 * NB * TsCfg<2>::SUB;
+    static constexpr int SMEM =
+        STAGES * (Cfg<BN>::A_BYTES + Cfg<BN>::B_BYTES) + 1024 + 256 + C_BYTES;
     static_assert(SMEM <= 227 * 1024, "over the opt-in shared memory limit");
 };
 
@@ -184,15 +190,16 @@ __device__ __forceinline__ void strided_unit(const GroupParams &g, int u,
 }
 
 /* ta3, tb3, td3: A's, B's and D's 3-D maps of a strided batch (else
- * unused; td3 only with g.tstore). CL = 2: strided batches only. */
-template <int BN, int AB, int AMN, int BMN, int CL = 1>
+ * unused; td3 only with g.tstore). CL = 2: strided batches only. NB: the
+ * store buffers a consumer has (GroupCfg). */
+template <int BN, int AB, int AMN, int BMN, int CL = 1, int NB = 2>
 __global__ void __launch_bounds__(384, 1)
     gemm_grouped_kernel(const __grid_constant__ GroupParams g,
                         const __grid_constant__ CUtensorMap ta3,
                         const __grid_constant__ CUtensorMap tb3,
                         const __grid_constant__ CUtensorMap td3)
 {
-    constexpr int STAGES = Cfg<BN>::STAGES;
+    constexpr int STAGES = GroupCfg<BN, NB>::STAGES;
     constexpr int A_BYTES = Cfg<BN>::A_BYTES;
     constexpr int B_BYTES = Cfg<BN>::B_BYTES;
     extern __shared__ uint8_t smem_raw[];
@@ -201,7 +208,8 @@ __global__ void __launch_bounds__(384, 1)
     uint8_t *sa = smem;
     uint8_t *sb = smem + STAGES * A_BYTES;
     uint8_t *sc = sb + STAGES * B_BYTES;
-    uint64_t *full = reinterpret_cast<uint64_t *>(sc + GroupCfg<BN>::C_BYTES);
+    uint64_t *full =
+        reinterpret_cast<uint64_t *>(sc + GroupCfg<BN, NB>::C_BYTES);
     uint64_t *empty = full + STAGES;
 
     const int wg = threadIdx.x / 128;
@@ -250,7 +258,7 @@ __global__ void __launch_bounds__(384, 1)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         const int c = wg - 1;
         const int warp = tid / 32, lane = tid % 32;
-        uint8_t *cbuf = sc + c * 2 * TsCfg<2>::SUB;
+        uint8_t *cbuf = sc + c * NB * TsCfg<2>::SUB;
         if (g.tstore && tid == 0)
             tmap_prefetch(&td3);
         float d[BN / 2];
@@ -295,7 +303,10 @@ __global__ void __launch_bounds__(384, 1)
              * parameters */
             KParams p = problem_params(q);
             const int row0 = mt * BM + c * 64, col0 = nt * BN;
-            if (g.tstore) {
+            if constexpr (NB == 4) {
+                tstore_step<4, 0, BN / 2, true>(p, &td3, d, cbuf, row0, col0,
+                                                tid, warp, lane, 1 + c, z);
+            } else if (g.tstore) {
                 tstore_step<2, 0, BN / 2, true>(p, &td3, d, cbuf, row0, col0,
                                                 tid, warp, lane, 1 + c, z);
                 if constexpr (BN == 256)

@@ -309,6 +309,12 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
             }
             l.g.strided = 1;
             l.g.tstore = c.tstore;
+            /* whole-block stores: fewer waits in each epilogue, one ring
+             * stage less; worth it from K = 2048 (16 x 2048^3 +2%; 64 x
+             * 512^3 -5%, docs/batch.md) */
+            const int whole = ctx_knob(ctx, KNOB_GROUPED_WHOLE);
+            l.whole = c.tstore && c.bn == 256 && c.cl == 1 && !c.pair &&
+                      (whole == 1 || (whole < 0 && p0->k >= 2048));
             l.g.pair = c.pair;
             l.g.a_shared = c.st[0] == 0;
             l.g.b_shared = c.st[1] == 0;

@@ -11,7 +11,9 @@ cudaError_t launch_grouped128(const GroupLaunch &l)
 cudaError_t launch_grouped(const GroupLaunch &l)
 {
     if (l.bn == 256)
-        return l.cl == 2 ? launch_grouped256c2(l) : launch_grouped256(l);
+        return l.cl == 2 ? launch_grouped256c2(l)
+               : l.whole ? launch_grouped256w(l)
+                         : launch_grouped256(l);
     return launch_grouped128(l);
 }
 } // namespace gemmk

@@ -104,6 +104,11 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "runs in clusters of two CTAs, B multicast (measured no faster: "
      "16 x 2048^3 the same, 64 x 512^3 7% slower; grouped.cu)",
      read_bool},
+    {KNOB_GROUPED_WHOLE, "GEMMK_GROUPED_WHOLE", -1,
+     "a strided batch of 128 x 256 tiles with TMA stores stores each "
+     "consumer's 64 x 256 block in one step (4 buffers, a ring of 3 "
+     "stages): -1 from K = 2048, 1 always, 0 never (grouped.cu)",
+     read_tristate},
     {KNOB_SWAP_M, "GEMMK_SWAP_M", 64,
      "auto runs 16-bit problems of M up to this (N, K >= 1024, a plan of "
      "split-K or 64-wide tiles) as ws-swap, A and B swapped (0: never; "

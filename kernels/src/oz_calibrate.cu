@@ -3,7 +3,8 @@
  * "auto" (gemmk_f64_rates in gemm_kernels.h). Native DGEMM, the
  * emulation's preparation ("oz2-prep": statistics, scaling, residues) and
  * the whole emulation ("oz2-bytes") are timed on random n x n x n
- * problems at two sizes, n and n / 2, and the cost model's constants are
+ * problems at two sizes, n and n / 2, in rounds (each kernel once a round,
+ * the fastest of four rounds kept), and the cost model's constants are
  * the straight lines through the two points: a fixed cost and a rate per
  * flop (DGEMM), per byte (the preparation and the reconstruction's
  * traffic) and per int8 operation (the modular products). Then the same
@@ -64,37 +65,39 @@ struct Timer {
     const int *stop;
 };
 
-/* The fastest of three runs of run() after one unmeasured, s. */
-template <typename F> gemm_error time_best(Timer &t, F run, double *sec)
-{
-    double best = INFINITY;
-    for (int r = 0; r < 4; r++) {
-        if (t.stop && __atomic_load_n(t.stop, __ATOMIC_RELAXED))
-            return GEMM_ERR_SHUTDOWN;
-        cudaError_t ce = cudaEventRecord(t.e0, t.s);
-        if (ce != cudaSuccess)
-            return GEMM_ERR_DEVICE;
-        gemm_error e = run();
-        if (e != GEMM_OK)
-            return e;
-        float ms = 0;
-        if ((ce = cudaEventRecord(t.e1, t.s)) != cudaSuccess ||
-            (ce = cudaEventSynchronize(t.e1)) != cudaSuccess ||
-            (ce = cudaEventElapsedTime(&ms, t.e0, t.e1)) != cudaSuccess)
-            return ce == cudaErrorMemoryAllocation ? GEMM_ERR_DEVICE_MEMORY
-                                                   : GEMM_ERR_DEVICE;
-        if (r > 0 && ms * 1e-3 < best)
-            best = ms * 1e-3;
-    }
-    *sec = best;
-    return GEMM_OK;
-}
+/* Times count kernels in rounds: one unmeasured round, then ROUNDS
+ * rounds in which run(0), run(1), .. run(count - 1) each run once, timed
+ * alone. sec[j] is run(j)'s fastest. Interleaved, a drift of the clocks
+ * over the calibration touches every kernel alike, so the differences
+ * and ratios the model is fitted to move less than back-to-back runs'. */
+constexpr int ROUNDS = 4;
 
-gemm_error time_f64(Timer &t, gemmk_problem_f64 &p, const char *kernel,
-                    double *sec, gemmk_f64_result *res)
+template <typename F>
+gemm_error time_rounds(Timer &t, int count, F run, double *sec)
 {
-    return time_best(
-        t, [&] { return gemmk_gemm_f64(t.ctx, &p, t.s, kernel, res); }, sec);
+    for (int j = 0; j < count; j++)
+        sec[j] = INFINITY;
+    for (int r = 0; r <= ROUNDS; r++) {
+        for (int j = 0; j < count; j++) {
+            if (t.stop && __atomic_load_n(t.stop, __ATOMIC_RELAXED))
+                return GEMM_ERR_SHUTDOWN;
+            cudaError_t ce = cudaEventRecord(t.e0, t.s);
+            if (ce != cudaSuccess)
+                return GEMM_ERR_DEVICE;
+            gemm_error e = run(j);
+            if (e != GEMM_OK)
+                return e;
+            float ms = 0;
+            if ((ce = cudaEventRecord(t.e1, t.s)) != cudaSuccess ||
+                (ce = cudaEventSynchronize(t.e1)) != cudaSuccess ||
+                (ce = cudaEventElapsedTime(&ms, t.e0, t.e1)) != cudaSuccess)
+                return ce == cudaErrorMemoryAllocation ? GEMM_ERR_DEVICE_MEMORY
+                                                       : GEMM_ERR_DEVICE;
+            if (r > 0 && ms * 1e-3 < sec[j])
+                sec[j] = ms * 1e-3;
+        }
+    }
+    return GEMM_OK;
 }
 
 /* y = a + x / r through (x1, y1) and (x2, y2), a >= 0; where the two
@@ -147,32 +150,37 @@ void calibrate_f32(Timer &t, double *buf, size_t elems, long long n1,
         p.a = a, p.b = b, p.d = d;
         p.lda = p.ldb = p.ldc = p.ldd = n;
         p.alpha = 1.0f;
-        gemmk_result res;
         const char *declined = nullptr;
         tp[i] = 0;
-        if (time_best(
-                t,
-                [&] { return gemmk_gemm(t.ctx, &p, t.s, "ws-3xtf32", &res); },
-                &t3[i]) != GEMM_OK ||
-            time_best(
-                t, [&] { return gemmk_gemm(t.ctx, &p, t.s, "cublas", &res); },
-                &ts[i]) != GEMM_OK ||
-            (i > 0 && time_best(
-                          t,
-                          [&] {
-                              gemm_error e = gemmk::oz_f32(
-                                  t.ctx, &p, t.s, false, true, &res, &declined);
-                              return e == GEMM_OK && declined
-                                         ? GEMM_ERR_INTERNAL
-                                         : e;
-                          },
-                          &tp[i]) != GEMM_OK) ||
-            time_best(
-                t, [&] { return gemmk_gemm(t.ctx, &p, t.s, "oz2-f32", &res); },
-                &te[i]) != GEMM_OK ||
-            res.moduli == 0)
+        /* 3xTF32, SGEMM, the emulation, then its preparation (not at the
+         * small cube, whose fixed costs alone are wanted) */
+        double sec[4];
+        const int count = i > 0 ? 4 : 3;
+        gemm_error e = time_rounds(
+            t, count,
+            [&](int j) -> gemm_error {
+                gemmk_result res;
+                if (j == 0)
+                    return gemmk_gemm(t.ctx, &p, t.s, "ws-3xtf32", &res);
+                if (j == 1)
+                    return gemmk_gemm(t.ctx, &p, t.s, "cublas", &res);
+                if (j == 2) {
+                    gemm_error ee = gemmk_gemm(t.ctx, &p, t.s, "oz2-f32", &res);
+                    if (ee == GEMM_OK && res.moduli == 0)
+                        return GEMM_ERR_INTERNAL;
+                    moduli = res.moduli;
+                    return ee;
+                }
+                gemm_error ee =
+                    gemmk::oz_f32(t.ctx, &p, t.s, false, true, &res, &declined);
+                return ee == GEMM_OK && declined ? GEMM_ERR_INTERNAL : ee;
+            },
+            sec);
+        if (e != GEMM_OK)
             return;
-        moduli = res.moduli;
+        t3[i] = sec[0], ts[i] = sec[1], te[i] = sec[2];
+        if (i > 0)
+            tp[i] = sec[3];
     }
     auto flops = [](long long n) { return 2.0 * n * n * n; };
     auto prep = [&](long long n) { return (8.0 + moduli) * 2 * n * n; };
@@ -269,23 +277,33 @@ extern "C" gemm_error gemmk_f64_calibrate(gemmk_ctx *ctx, cudaStream_t stream,
         p.lda = p.ldb = p.ldc = p.ldd = n;
         p.alpha = 1.0;
         p.method = GEMMK_F64_EMULATE;
-        gemmk_f64_result res;
-        const char *what = "cuBLAS DGEMM";
-        e = time_f64(t, p, "cublas-dgemm", &tn[i], &res);
-        if (e == GEMM_OK) {
-            what = "the emulation's preparation";
-            e = time_f64(t, p, "oz2-prep", &tp[i], &res);
-        }
-        if (e == GEMM_OK) {
-            what = "the emulation";
-            e = time_f64(t, p, "oz2-bytes", &te[i], &res);
-            if (e == GEMM_OK && !res.emulated) {
-                snprintf(msg, len, "the emulation ran natively (%s)",
-                         res.reason ? res.reason : "?");
-                e = GEMM_ERR_INTERNAL;
-            }
-            moduli = res.moduli;
-        }
+        /* DGEMM, the preparation and the whole emulation, in rounds */
+        static const char *const kernels[3] = {"cublas-dgemm", "oz2-prep",
+                                               "oz2-bytes"};
+        int failed = 0;
+        double sec[3];
+        e = time_rounds(
+            t, 3,
+            [&](int j) -> gemm_error {
+                gemmk_f64_result res;
+                failed = j;
+                gemm_error ee =
+                    gemmk_gemm_f64(t.ctx, &p, t.s, kernels[j], &res);
+                if (ee == GEMM_OK && j == 2) {
+                    if (!res.emulated) {
+                        snprintf(msg, len, "the emulation ran natively (%s)",
+                                 res.reason ? res.reason : "?");
+                        return GEMM_ERR_INTERNAL;
+                    }
+                    moduli = res.moduli;
+                }
+                return ee;
+            },
+            sec);
+        tn[i] = sec[0], tp[i] = sec[1], te[i] = sec[2];
+        const char *what = failed == 0   ? "cuBLAS DGEMM"
+                           : failed == 1 ? "the emulation's preparation"
+                                         : "the emulation";
         if (e == GEMM_ERR_SHUTDOWN)
             snprintf(msg, len, "stopped");
         else if (e != GEMM_OK && !msg[0])

@@ -10,8 +10,9 @@
  * M = 0 (skipped); odd rounds are strided batches instead (one shape,
  * rounds 3 and 5 of at most 64 x 64: two matrices per unit; round 9 of
  * an even number of 128-row tiles: clusters of two CTAs with B
- * multicast; operands at constant strides: the kernel's 3-D tensor-map
- * mode). The
+ * multicast; round 11 of K from 2048 with a 16-bit D: each consumer's
+ * block stored in one TMA step; operands at constant strides: the
+ * kernel's 3-D tensor-map mode). The
  * batch runs as one gemmk_gemm_grouped call; then
  * every problem runs alone through gemmk_gemm on a second D: "ws128x128"
  * for the 16-bit ones (the kernel family the grouped kernel shares its
@@ -118,6 +119,10 @@ static bool g_small = false;
 /* make_case draws M of 2 or 4 tiles of 128 rows (a wide strided batch of
  * them runs in clusters of two) */
 static bool g_even = false;
+/* make_case draws K from 2048 and a 16-bit D with beta 0, N a multiple
+ * of 8 (a wide strided batch of them stores whole 64 x 256 blocks, a ring
+ * of 3 stages: GEMMK_GROUPED_WHOLE's default) */
+static bool g_longk = false;
 
 static int64_t pad8(int64_t x)
 {
@@ -140,12 +145,16 @@ static Case make_case(bool groupable, uint64_t seed)
     if (g_even)
         p.m = rnd() % 2 ? rnd_in(129, 256) : rnd_in(385, 512);
     p.k = rnd() % 5 == 0 ? rnd_in(300, 1100) : rnd_in(1, 200);
+    if (g_longk) {
+        p.k = rnd_in(2048, 2300);
+        p.n = p.n / 8 * 8;
+    }
     if (groupable)
         p.ab_type = rnd() % 2 ? GEMM_BF16 : GEMM_FP16;
     else
         p.ab_type = GEMM_FP32;
     const gemm_dtype cds[3] = {GEMM_FP32, GEMM_BF16, GEMM_FP16};
-    p.cd_type = cds[rnd() % 3];
+    p.cd_type = g_longk ? cds[1 + rnd() % 2] : cds[rnd() % 3];
     p.trans_a = (int)(rnd() % 2);
     p.trans_b = (int)(rnd() % 2);
     p.precision = GEMM_PRECISION_DEFAULT;
@@ -157,7 +166,7 @@ static Case make_case(bool groupable, uint64_t seed)
     p.a = dev_random(p.ab_type, ar * p.lda, seed * 4 + 1);
     p.b = dev_random(p.ab_type, br * p.ldb, seed * 4 + 2);
     p.alpha = (float)rnd_in(-200, 200) / 100.0f;
-    if (rnd() % 2) {
+    if (!g_longk && rnd() % 2) {
         p.beta = (float)rnd_in(-200, 200) / 100.0f;
         p.ldc = pad8(p.n);
         p.c = dev_random(p.cd_type, p.m * p.ldc, seed * 4 + 3);
@@ -641,7 +650,7 @@ static int wide_batches(gemmk_ctx *ctx, cudaStream_t s, int *checked)
 
 int main(int argc, char **argv)
 {
-    int rounds = 10;
+    int rounds = 12;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
@@ -685,6 +694,7 @@ int main(int argc, char **argv)
         g_wide = r >= 6;
         g_small = r == 3 || r == 5; /* strided: two matrices per unit */
         g_even = r == 9;            /* strided: clusters of two */
+        g_longk = r == 11;          /* strided: whole-block stores */
         if (g_wide) /* enough tiles for a full wave of 128 x 256 */
             n = (int)rnd_in(80, 150);
         if (r % 2 == 1) {
