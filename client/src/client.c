@@ -94,6 +94,7 @@ GEMM_API int gemm_client_open_timeout(gemm_client **out, const char *url,
     }
     atomic_init(&c->timeout_ms, CLI_DEFAULT_TIMEOUT_MS);
     atomic_init(&c->next_id, 1);
+    atomic_init(&c->spin_us, cli_spin_default());
     pthread_mutex_init(&c->mtx, NULL);
     pthread_mutex_init(&c->fd_mtx, NULL);
     c->fdchan = -1;
@@ -163,6 +164,15 @@ GEMM_API int gemm_client_set_timeout(gemm_client *c, int ms)
         return cli_error(GEMM_ERR_INVALID, "gemm_client_set_timeout: %s",
                          c == NULL ? "client is NULL" : "ms must be >= -1");
     atomic_store(&c->timeout_ms, ms);
+    return GEMM_OK;
+}
+
+GEMM_API int gemm_client_set_spin(gemm_client *c, int us)
+{
+    if (c == NULL || us < 0)
+        return cli_error(GEMM_ERR_INVALID, "gemm_client_set_spin: %s",
+                         c == NULL ? "client is NULL" : "us must be >= 0");
+    atomic_store(&c->spin_us, us);
     return GEMM_OK;
 }
 

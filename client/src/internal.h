@@ -19,18 +19,29 @@
 
 #define CLI_URL_MAX 256
 
+/* Round trips remembered per request kind and shape (waitspin.c). */
+#define CLI_RTT_SLOTS 16
+struct cli_rtt {
+    uint64_t key;  /* cli_wait_key(); 0: free */
+    uint32_t us;   /* the last round trip */
+    uint32_t used; /* rtt_clock when last used */
+};
+
 struct gemm_client {
     nng_socket sock;
     nng_dialer dialer;
     char url[CLI_URL_MAX];
-    atomic_int timeout_ms;        /* per request; -1 = forever */
-    atomic_uint_fast64_t next_id; /* request ids, from 1 */
-    pthread_mutex_t mtx;          /* guards the fields below */
-    bool lost;                    /* the daemon's pipe went away */
-    struct gemm_request *pending; /* requests in flight (doubly linked) */
-    struct gemm_buffer *buffers;  /* buffers allocated on this client */
-    pthread_mutex_t fd_mtx;       /* guards fdchan: one exchange at once */
-    int fdchan;                   /* descriptor channel, -1 until used */
+    atomic_int timeout_ms;             /* per request; -1 = forever */
+    atomic_uint_fast64_t next_id;      /* request ids, from 1 */
+    pthread_mutex_t mtx;               /* guards the fields below */
+    bool lost;                         /* the daemon's pipe went away */
+    struct gemm_request *pending;      /* requests in flight (doubly linked) */
+    struct gemm_buffer *buffers;       /* buffers allocated on this client */
+    pthread_mutex_t fd_mtx;            /* guards fdchan: one exchange at once */
+    int fdchan;                        /* descriptor channel, -1 until used */
+    struct cli_rtt rtt[CLI_RTT_SLOTS]; /* under mtx */
+    uint32_t rtt_clock;                /* under mtx */
+    atomic_int spin_us;                /* waitspin.c's limit; 0: off */
 };
 
 struct gemm_buffer {
@@ -55,6 +66,10 @@ struct gemm_request {
     int timeout_ms;                   /* as it was when the request started */
     const char *what;                 /* "gemm", "ping", ... for messages */
     bool cancelable;                  /* a job: Cancel it on a timeout */
+    uint64_t key;                     /* cli_wait_key() of the request */
+    atomic_int done;                  /* the aio's operation ended */
+    pthread_mutex_t mtx;              /* with cv: done's changes */
+    pthread_cond_t cv;                /* CLOCK_MONOTONIC */
     struct gemm_request *prev, *next; /* on client->pending */
 };
 
@@ -75,6 +90,21 @@ int cli_req_start(gemm_client *c, Gemm__Request *req, const char *what,
  * *rtt_us, if non-NULL, gets the measured round trip. Any thread, once.
  */
 int cli_req_finish(struct gemm_request *r, Gemm__Reply **out, uint64_t *rtt_us);
+
+/*
+ * waitspin.c: the key of req's kind and shape (packed: its packed size);
+ * cli_wait_near() sleeps until a margin before r's reply is due by the
+ * round trip learnt for its key, then spins on r->done for the margin
+ * (nothing without a learnt time or with c->spin_us 0); cli_wait_learn()
+ * records a round trip; cli_wait_done() is r->aio's callback.
+ */
+uint64_t cli_wait_key(const Gemm__Request *req, size_t packed);
+void cli_wait_near(struct gemm_request *r);
+void cli_wait_learn(gemm_client *c, uint64_t key, uint64_t rtt_us);
+void cli_wait_done(void *arg);
+
+/* GEMM_CLIENT_SPIN_US when set to a number >= 0, else the default. */
+int cli_spin_default(void);
 
 /* cli_req_start() then cli_req_finish(). Thread-safe. */
 int cli_call(gemm_client *c, Gemm__Request *req, const char *what,

@@ -113,8 +113,10 @@ static void req_free(struct gemm_request *r)
     pthread_mutex_lock(&c->mtx);
     pending_remove(c, r);
     pthread_mutex_unlock(&c->mtx);
-    nng_aio_free(r->aio);
+    nng_aio_free(r->aio); /* waits for a callback in progress */
     nng_ctx_close(r->ctx);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mtx);
     free(r);
 }
 
@@ -135,6 +137,7 @@ static int req_begin(struct gemm_request *r, bool send)
     }
     nng_aio_set_timeout(r->aio, r->timeout_ms < 0 ? NNG_DURATION_INFINITE
                                                   : r->timeout_ms);
+    atomic_store(&r->done, 0);
     if (send)
         nng_ctx_send(r->ctx, r->aio);
     else
@@ -168,13 +171,23 @@ static int req_start(gemm_client *c, Gemm__Request *req, const char *what,
     req->has_id = true;
     req->id = r->id;
 
-    if ((rv = nng_aio_alloc(&r->aio, NULL, NULL)) != 0) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&r->mtx, NULL);
+    if ((rv = nng_aio_alloc(&r->aio, cli_wait_done, r)) != 0) {
+        pthread_cond_destroy(&r->cv);
+        pthread_mutex_destroy(&r->mtx);
         free(r);
         return cli_error(GEMM_ERR_NOMEM, "%s: cannot allocate an aio: %s", what,
                          nng_strerror(rv));
     }
     if ((rv = nng_ctx_open(&r->ctx, c->sock)) != 0) {
         nng_aio_free(r->aio);
+        pthread_cond_destroy(&r->cv);
+        pthread_mutex_destroy(&r->mtx);
         free(r);
         return cli_error(rv == NNG_ECLOSED ? GEMM_ERR_CLOSED : GEMM_ERR_NOMEM,
                          "%s: cannot open an nng context: %s", what,
@@ -190,6 +203,7 @@ static int req_start(gemm_client *c, Gemm__Request *req, const char *what,
         goto fail;
     }
     gemm__request__pack(req, nng_msg_body(msg));
+    r->key = cli_wait_key(req, len);
 
     r->t0_ns = cli_now_ns();
     nng_aio_set_msg(r->aio, msg);
@@ -306,6 +320,7 @@ int cli_req_finish(struct gemm_request *r, Gemm__Reply **out, uint64_t *rtt_us)
     nng_msg *msg;
     int rv;
 
+    cli_wait_near(r);
     nng_aio_wait(r->aio);
     if ((rv = nng_aio_result(r->aio)) != 0) {
         if (rv == NNG_ETIMEDOUT && r->cancelable && !c->lost)
@@ -313,8 +328,10 @@ int cli_req_finish(struct gemm_request *r, Gemm__Reply **out, uint64_t *rtt_us)
         rv = req_nng_error(r, rv, "waiting for the reply");
         goto fail;
     }
+    const uint64_t rtt = (cli_now_ns() - r->t0_ns) / 1000u;
     if (rtt_us != NULL)
-        *rtt_us = (cli_now_ns() - r->t0_ns) / 1000u;
+        *rtt_us = rtt;
+    cli_wait_learn(c, r->key, rtt);
     msg = nng_aio_get_msg(r->aio);
     nng_aio_set_msg(r->aio, NULL);
     rep = gemm__reply__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));

@@ -110,6 +110,36 @@ Test(concurrency, separate_clients_8_threads)
     run_workers(true);
 }
 
+/* The reply waits: with the spin off, and with a limit far above any
+ * round trip (every repeated request then sleeps until shortly before
+ * its reply is due and spins for the rest), 4 threads on one client
+ * repeating 4 shapes get every result right; bad settings are refused. */
+Test(concurrency, spin_settings)
+{
+    cr_assert_eq(gemm_client_set_spin(NULL, 10), GEMM_ERR_INVALID);
+    cr_assert_eq(gemm_client_set_spin(g_client, -1), GEMM_ERR_INVALID);
+    cr_assert(strstr(gemm_last_error_message(), ">= 0") != NULL, "%s",
+              gemm_last_error_message());
+    for (int spin = 0; spin < 2; spin++) {
+        cr_assert_eq(gemm_client_set_spin(g_client, spin ? 100000 : 0),
+                     GEMM_OK);
+        gemm_buffer *buf = NULL;
+        int rv = gemm_buffer_alloc(g_client, 256 << 10, &buf);
+        cr_assert_eq(rv, GEMM_OK, "gemm_buffer_alloc: %s", gemm_strerror(rv));
+        for (int i = 0; i < 64; i++) {
+            char why[768];
+            tu_case cs = tu_case_plain((uint64_t)(8 + 8 * (i % 4)), 24, 40,
+                                       i % 2 ? GEMM_FP32 : GEMM_BF16, GEMM_FP32,
+                                       (uint64_t)i + 1);
+            rv = tu_case_run(g_client, buf, &cs, why, sizeof(why));
+            cr_assert_eq(rv, GEMM_OK, "spin %d, request %d: %s", spin, i, why);
+        }
+        gemm_buffer_free(buf);
+        run_workers(false);
+    }
+    cr_assert_eq(gemm_client_set_spin(g_client, 200), GEMM_OK);
+}
+
 #define INFLIGHT 64
 
 /* INFLIGHT submits on one client, then waits in a scrambled order. */

@@ -92,6 +92,19 @@ GEMM_API void gemm_client_close(gemm_client *c);
  */
 GEMM_API int gemm_client_set_timeout(gemm_client *c, int ms);
 
+/*
+ * How a request's reply is waited for. A thread asleep until the reply
+ * comes is woken by the connection's own thread, which on a virtual
+ * machine costs tens of microseconds. So the client remembers the last
+ * round trip of each kind and shape of request (16 of them) and, for a
+ * request like one it has seen, sleeps until shortly before the reply is
+ * due and spins for the rest: for at most a quarter of the expected time
+ * (at least 50 us, at most us) before and as long after, then sleeps as
+ * before. us = 0 never spins. The default is 200, or
+ * GEMM_CLIENT_SPIN_US when set at gemm_client_open(). Thread-safe.
+ */
+GEMM_API int gemm_client_set_spin(gemm_client *c, int us);
+
 /* The message of the last failed request made by the calling thread on any
  * client (the server's words when the server refused it), or "" if none.
  * Valid until the thread's next request. Thread-safe (thread-local). */
