@@ -7,8 +7,8 @@
  * round trip, more for longer waits). So the client remembers how long
  * recent requests of each kind and shape took (a small table, last value
  * wins) and, for one it has seen, sleeps until a margin before the reply
- * is due (the margin: a quarter of the expected time, at least
- * CLI_SPIN_MIN_US, at most the client's spin limit), then spins on the
+ * is due (the margin: half the expected time, at least CLI_SPIN_MIN_US,
+ * at most the client's spin limit), then spins on the
  * aio's completion flag until the reply comes or the margin has passed
  * twice over, and only then sleeps in nng_aio_wait(). A request of a new
  * shape waits as before and fills the table. The limit (default 200 us)
@@ -21,8 +21,10 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* The least margin: a timer's wake-up is late by about this much. */
-#define CLI_SPIN_MIN_US 50u
+/* The least margin: a timed sleep on such a host ends up to ~100 us late
+ * (the timer's slack and the vCPU's wake-up), and a sleep that ends after
+ * the reply has come saves nothing. */
+#define CLI_SPIN_MIN_US 100u
 /* The default limit of a margin, us. */
 #define CLI_SPIN_DEFAULT_US 200
 
@@ -119,7 +121,7 @@ void cli_wait_near(struct gemm_request *r)
     const uint32_t expect = lookup(c, r->key);
     if (expect == 0)
         return;
-    uint64_t margin = expect / 4;
+    uint64_t margin = expect / 2;
     if (margin < CLI_SPIN_MIN_US)
         margin = CLI_SPIN_MIN_US;
     if (margin > limit)

@@ -98,10 +98,10 @@ GEMM_API int gemm_client_set_timeout(gemm_client *c, int ms);
  * machine costs tens of microseconds. So the client remembers the last
  * round trip of each kind and shape of request (16 of them) and, for a
  * request like one it has seen, sleeps until shortly before the reply is
- * due and spins for the rest: for at most a quarter of the expected time
- * (at least 50 us, at most us) before and as long after, then sleeps as
- * before. us = 0 never spins. The default is 200, or
- * GEMM_CLIENT_SPIN_US when set at gemm_client_open(). Thread-safe.
+ * due and spins for the rest: for half the expected time (at least 100
+ * us, at most us) before and as long after, then sleeps as before. us = 0 never
+ * spins. The default is 200, or GEMM_CLIENT_SPIN_US when set at
+ * gemm_client_open(). Thread-safe.
  */
 GEMM_API int gemm_client_set_spin(gemm_client *c, int us);
 
