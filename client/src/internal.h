@@ -161,7 +161,7 @@ int cli_error(int err, const char *fmt, ...)
 /* Clears the calling thread's error message (start of a public call). */
 void cli_clear_error(void);
 
-/* CLOCK_MONOTONIC in nanoseconds. */
+/* CLOCK_MONOTONIC in nanoseconds (waitspin.c). */
 uint64_t cli_now_ns(void);
 
 #endif /* GEMM_CLIENT_INTERNAL_H */

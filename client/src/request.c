@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static _Thread_local char cli_errbuf[512];
 static _Thread_local int64_t cli_errproblem = -1;
@@ -41,13 +40,6 @@ void cli_clear_error(void)
 {
     cli_errbuf[0] = '\0';
     cli_errproblem = -1;
-}
-
-uint64_t cli_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Maps an nng failure of request r to a gemm_error with a message. */

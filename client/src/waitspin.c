@@ -48,6 +48,13 @@ static inline void cpu_relax(void)
 #endif
 }
 
+uint64_t cli_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t cli_wait_key(const Gemm__Request *req, size_t packed)
 {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)req->body_case;

@@ -112,8 +112,9 @@ Test(concurrency, separate_clients_8_threads)
 
 /* The reply waits: with the spin off, and with a limit far above any
  * round trip (every repeated request then sleeps until shortly before
- * its reply is due and spins for the rest), 4 threads on one client
- * repeating 4 shapes get every result right; bad settings are refused. */
+ * its reply is due and spins for the rest), 64 requests of 4 shapes and
+ * then 8 threads on one client get every result right; bad settings are
+ * refused. */
 Test(concurrency, spin_settings)
 {
     cr_assert_eq(gemm_client_set_spin(NULL, 10), GEMM_ERR_INVALID);
