@@ -109,7 +109,7 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "consumer's 64 x 256 block in one step (4 buffers, a ring of 3 "
      "stages): -1 from K = 2048, 1 always, 0 never (grouped.cu)",
      read_tristate},
-    {KNOB_SWAP_M, "GEMMK_SWAP_M", 64,
+    {KNOB_SWAP_M, "GEMMK_SWAP_M", 96,
      "auto runs 16-bit problems of M up to this (N, K >= 1024, a plan of "
      "split-K or 64-wide tiles) as ws-swap, A and B swapped (0: never; "
      "tiled16.cu, swap.cu)",
