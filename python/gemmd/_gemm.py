@@ -336,6 +336,13 @@ def _int32_scalar(what: str, v: Any) -> int:
 # ---- one GEMM on one connection ------------------------------------------
 
 
+def _column_ordered(x: np.ndarray) -> bool:
+    """Whether a 2-D array to be copied goes as its transpose: its
+    elements lie in columns (x.T of a C array) and it is neither one row
+    nor one column."""
+    return x.strides[0] < x.strides[1] and x.shape[0] > 1 and x.shape[1] > 1
+
+
 def _locate(arr: np.ndarray, conn: _Conn, dt: np.dtype
             ) -> Optional[Tuple[_Buffer, int, int, bool]]:
     """Where a 2-D array sits in one of conn's buffers as a GEMM operand:
@@ -468,8 +475,10 @@ class _Call:
             buf, off, ld, trans = loc
             return GemmMatrix(buf.ptr, off, ld, 0), trans, loc
         # Copy. Column-ordered input (x.T of a C array) is copied as its
-        # transpose, row by row, and sent with the transpose flag.
-        trans = x.strides[0] < x.strides[1] and x.shape[0] > 1
+        # transpose, row by row, and sent with the transpose flag. A row
+        # or a column is sent as it is, as core_layout describes one in
+        # place: the same operand always reaches gemmd the same way.
+        trans = _column_ordered(x)
         src = x.T if trans else x
         st = self.conn.array(src.shape, dt)
         _copy.copy(st, src)

@@ -52,7 +52,7 @@ import numpy as np
 from . import _copy
 from ._conn import _Conn, _Lost, _buffer_of, _OK, _ERR_CLOSED
 from ._errors import error_for
-from ._gemm import _MAYBE_RUNNING, _Call, _Plan, _locate
+from ._gemm import _MAYBE_RUNNING, _Call, _Plan, _column_ordered, _locate
 from ._tensor import Tensor, _TensorHandle
 
 TYPE_CHECKING = False
@@ -115,7 +115,7 @@ def _stage_b(conn: _Conn, plan: _Plan) -> Tuple[Any, Any]:
     B, dt = plan.B, plan.ab.np
     if isinstance(B, Tensor) or _locate(B, conn, dt) is not None:
         return B, None
-    trans = B.strides[0] < B.strides[1] and B.shape[0] > 1
+    trans = _column_ordered(B)
     src = B.T if trans else B
     st = conn.array(src.shape, dt)
     _copy.copy(st, src)

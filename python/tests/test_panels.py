@@ -167,14 +167,13 @@ def test_panels_match_unsplit(client: gemmd.Client, unsplit: gemmd.Client,
     check(np.asarray(got), np.asarray(whole), pieces, ref, cd)
 
 
-@pytest.mark.xfail(BACKEND == "cpu", strict=True,
-                   reason="known: with N = 1, B a transposed view of gemmd "
-                   "memory and a C, a panel's D differs in the last bit from "
-                   "the same rows sent unsplit (docs/open-work.md, issue 21)")
 def test_panels_match_unsplit_n1_transposed_b_with_c(
         client: gemmd.Client, unsplit: gemmd.Client, panels: Panels) -> None:
-    """The example hypothesis found (eleventh session), kept apart from the
-    property test (derandomized so that CI draws the same examples)."""
+    """The example hypothesis found: B one column, a transposed view of
+    gemmd memory of the other connection, with a C. The panels read it in
+    place as a column (core_layout), the unsplit calls copied it as its
+    transpose, and OpenBLAS's two N = 1 paths round beta * C apart in the
+    last bit; a copied row or column now goes as it is, as in place."""
     test_panels_match_unsplit.hypothesis.inner_test(
         client, unsplit, panels, m=3, n=1, k=3, p=2, dt="bfloat16", la="c",
         lb="gemmd-t", outk="none", ck="c", out32=True, seed=0)
