@@ -31,7 +31,8 @@
  * other orders, rounded to bf16; fp64: |x - y| <= 1e-12 max |y|). Ratio =
  * cuBLAS time / grouped time
  * (> 1: grouped faster). A table is printed last. Runs in well under a
- * minute on an H100. Usage: bench_grouped [--reps N]
+ * minute on an H100. Usage: bench_grouped [--reps N] [--rows all|strided|
+ * moe|fp64] (strided: the three bf16 strided rows only).
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -417,9 +418,29 @@ static void moe(gemmk_ctx *ctx, cublasHandle_t h, Timer &tm, cudaStream_t s,
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+    const char *rows = "all";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
             REPS = std::max(1, atoi(argv[++i]));
+        } else if (!strcmp(argv[i], "--rows") && i + 1 < argc) {
+            rows = argv[++i];
+        } else {
+            fprintf(stderr, "usage: bench_grouped [--reps N] [--rows "
+                            "all|strided|moe|fp64]\n");
+            return 2;
+        }
+    }
+    const bool all = !strcmp(rows, "all");
+    const bool do_strided = all || !strcmp(rows, "strided");
+    const bool do_moe = all || !strcmp(rows, "moe");
+    const bool do_f64 = all || !strcmp(rows, "fp64");
+    if (!do_strided && !do_moe && !do_f64) {
+        fprintf(stderr,
+                "bench_grouped: --rows %s: all, strided, moe or "
+                "fp64\n",
+                rows);
+        return 2;
+    }
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         printf("no CUDA device: nothing to measure\n");
@@ -439,17 +460,22 @@ int main(int argc, char **argv)
     CB(cublasSetStream(h, s));
     Timer tm;
 
-    strided(ctx, h, tm, s, 1024, 64, 64, 64, true);
-    strided(ctx, h, tm, s, 64, 512, 512, 512, false);
-    strided(ctx, h, tm, s, 16, 2048, 2048, 2048, false);
+    if (do_strided) {
+        strided(ctx, h, tm, s, 1024, 64, 64, 64, true);
+        strided(ctx, h, tm, s, 64, 512, 512, 512, false);
+        strided(ctx, h, tm, s, 16, 2048, 2048, 2048, false);
+    }
     const int64_t moe_nk[3][2] = {{4096, 4096}, {7168, 2048}, {2048, 7168}};
     for (const auto &nk : moe_nk)
         for (int tokens : {4096, 16384})
             for (int experts : {8, 64})
-                moe(ctx, h, tm, s, experts, tokens, nk[0], nk[1]);
-    strided_f64(ctx, h, tm, s, 1024, 64, 64, 64, true);
-    strided_f64(ctx, h, tm, s, 64, 512, 512, 512, false);
-    strided_f64(ctx, h, tm, s, 16, 2048, 2048, 2048, false);
+                if (do_moe)
+                    moe(ctx, h, tm, s, experts, tokens, nk[0], nk[1]);
+    if (do_f64) {
+        strided_f64(ctx, h, tm, s, 1024, 64, 64, 64, true);
+        strided_f64(ctx, h, tm, s, 64, 512, 512, 512, false);
+        strided_f64(ctx, h, tm, s, 16, 2048, 2048, 2048, false);
+    }
 
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
@@ -463,7 +489,7 @@ int main(int argc, char **argv)
     for (const Row &r : g_rows) {
         bool ok = r.err <= 1.0;
         bad = bad || !ok;
-        printf("%-38s %-20s %10.4f %9.1f %10.4f %9.1f %6.2fx %9.1f %7s\n",
+        printf("%-38s %-20s %10.4f %9.1f %10.4f %9.1f %6.3fx %9.1f %7s\n",
                r.name.c_str(), r.other.c_str(), r.ours_ms,
                r.flop / r.ours_ms * 1e-9, r.other_ms,
                r.flop / r.other_ms * 1e-9, r.other_ms / r.ours_ms, r.host_us,

@@ -109,6 +109,11 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "consumer's 64 x 256 block in one step (4 buffers, a ring of 3 "
      "stages): -1 from K = 2048, 1 always, 0 never (grouped.cu)",
      read_tristate},
+    {KNOB_WHOLE_K, "GEMMK_WHOLE_K", 4096,
+     "auto stores whole 64 x 256 blocks (ws128x256e3, a ring of 3 stages) "
+     "for 16-bit problems of K up to this over 8 waves or more of "
+     "128 x 256 tiles (0: never; plan.cu)",
+     read_positive},
     {KNOB_SWAP_M, "GEMMK_SWAP_M", 96,
      "auto runs 16-bit problems of M up to this (N, K >= 1024, a plan of "
      "split-K or 64-wide tiles) as ws-swap, A and B swapped (0: never; "

@@ -26,6 +26,7 @@ enum Knob {
     KNOB_GROUPED_CLUSTER, /* grouped: strided 128 x 256 tiles in pairs */
     KNOB_GROUPED_WHOLE,   /* grouped: strided 128 x 256, one store step
                              (-1: from K = 2048) */
+    KNOB_WHOLE_K,         /* auto: whole-block stores up to this K */
     KNOB_SWAP_M,          /* auto: M up to this runs ws-swap (0: never) */
     KNOB_SWAP_SPLITS,     /* ws-swap: k-splits (0: by the model) */
     KNOB_COUNT

@@ -143,6 +143,16 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
     if ((is_auto || c.sk) && best < 1e30 && out->epi && !out->pp &&
         out->bn == 256 && out->cluster == 1 && out->splits == 1)
         plan_sk(ctx, p, c.sk != 0, out);
+    /* Whole-block stores (ws128x256e3: each consumer's 64 x 256 block in
+     * one step, a ring of 3 stages) where K is short enough for what a
+     * tile pays once to weigh, over 8 waves or more: measured 0.4-3%
+     * faster there (8192x6144x4096, 16384x8192x1024), 1-3% slower over
+     * 1.5-4 waves (4096^3, 2560^3) and at K = 8192 (docs/kernel-notes.md
+     * v11). */
+    if (is_auto && out->epi == 2 && !out->sk &&
+        p->k <= ctx_knob(ctx, KNOB_WHOLE_K) &&
+        cdiv(p->m, BM) * cdiv(p->n, 256) >= 8LL * ctx->num_sms)
+        out->epi = 4;
     if (best == 1e30) { /* K too small to split, or no cluster fits */
         out->bn = c.bn ? c.bn : (max_bn < 128 ? max_bn : 128);
         out->cluster = 1;
