@@ -203,14 +203,11 @@ __global__ void __launch_bounds__(384, 1)
     constexpr int A_BYTES = Cfg<BN>::A_BYTES;
     constexpr int B_BYTES = Cfg<BN>::B_BYTES;
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = reinterpret_cast<uint8_t *>(
-        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-    uint8_t *sa = smem;
-    uint8_t *sb = smem + STAGES * A_BYTES;
-    uint8_t *sc = sb + STAGES * B_BYTES;
-    uint64_t *full =
-        reinterpret_cast<uint64_t *>(sc + GroupCfg<BN, NB>::C_BYTES);
-    uint64_t *empty = full + STAGES;
+    const SmemRing sm =
+        smem_ring<STAGES, A_BYTES, B_BYTES, GroupCfg<BN, NB>::C_BYTES>(
+            smem_raw);
+    uint8_t *sa = sm.sa, *sb = sm.sb, *sc = sm.sc;
+    uint64_t *full = sm.full, *empty = sm.empty;
 
     const int wg = threadIdx.x / 128;
     const int tid = threadIdx.x % 128;

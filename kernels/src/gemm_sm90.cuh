@@ -225,6 +225,26 @@ __device__ __forceinline__ void cluster_sync()
                      : "memory");
 }
 
+/* A kernel's dynamic shared memory, 1024-byte aligned: the ring's STAGES
+ * A stages, its B stages, C_BYTES of output buffers, then the full and
+ * empty barriers (STAGES each). */
+struct SmemRing {
+    uint8_t *sa, *sb, *sc;
+    uint64_t *full, *empty;
+};
+template <int STAGES, int A_BYTES, int B_BYTES, int C_BYTES = 0>
+__device__ __forceinline__ SmemRing smem_ring(uint8_t *raw)
+{
+    SmemRing r;
+    r.sa = reinterpret_cast<uint8_t *>(
+        (reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+    r.sb = r.sa + STAGES * A_BYTES;
+    r.sc = r.sb + STAGES * B_BYTES;
+    r.full = reinterpret_cast<uint64_t *>(r.sc + C_BYTES);
+    r.empty = r.full + STAGES;
+    return r;
+}
+
 /* The stage ring's barriers, made by thread 0 of the CTA: full[s] waits
  * for the producer's one arrival (and its bytes), empty[s] for lane 0 of
  * each consumer warp of the CTA's CL peers (8 * CL). With CL > 1 the
@@ -608,12 +628,9 @@ __global__ void __launch_bounds__(384, 1)
     constexpr int A_BYTES = Cfg<BN>::A_BYTES;
     constexpr int B_BYTES = Cfg<BN>::B_BYTES;
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = reinterpret_cast<uint8_t *>(
-        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-    uint8_t *sa = smem;
-    uint8_t *sb = smem + STAGES * A_BYTES;
-    uint64_t *full = reinterpret_cast<uint64_t *>(sb + STAGES * B_BYTES);
-    uint64_t *empty = full + STAGES;
+    const SmemRing sm = smem_ring<STAGES, A_BYTES, B_BYTES>(smem_raw);
+    uint8_t *sa = sm.sa, *sb = sm.sb;
+    uint64_t *full = sm.full, *empty = sm.empty;
 
     const int wg = threadIdx.x / 128;
     const int tid = threadIdx.x % 128;
@@ -822,12 +839,9 @@ __global__ void __launch_bounds__(384, 1)
     constexpr int A_BYTES = BM * BK * 2;
     constexpr int B_BYTES = BN * BK * 2;
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = reinterpret_cast<uint8_t *>(
-        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-    uint8_t *sa = smem;
-    uint8_t *sb = smem + STAGES * A_BYTES;
-    uint64_t *full = reinterpret_cast<uint64_t *>(sb + STAGES * B_BYTES);
-    uint64_t *empty = full + STAGES;
+    const SmemRing sm = smem_ring<STAGES, A_BYTES, B_BYTES>(smem_raw);
+    uint8_t *sa = sm.sa, *sb = sm.sb;
+    uint64_t *full = sm.full, *empty = sm.empty;
     /* turn[c]: the other consumer has issued its last k-block of the unit
      * before this consumer's next one. Keeps each consumer within one ring
      * lap of the producer (a parity wait cannot tell laps apart). */

@@ -30,12 +30,9 @@ __global__ void __launch_bounds__(160, 1)
                           const __grid_constant__ KParams p)
 {
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = reinterpret_cast<uint8_t *>(
-        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-    uint8_t *sa = smem;
-    uint8_t *sb = smem + W6_STAGES * W6_A;
-    uint64_t *full = reinterpret_cast<uint64_t *>(sb + W6_STAGES * W6_B);
-    uint64_t *empty = full + W6_STAGES;
+    const SmemRing sm = smem_ring<W6_STAGES, W6_A, W6_B>(smem_raw);
+    uint8_t *sa = sm.sa, *sb = sm.sb;
+    uint64_t *full = sm.full, *empty = sm.empty;
     if (threadIdx.x == 0) {
         for (int s = 0; s < W6_STAGES; s++) {
             mbar_init(&full[s], 1);
