@@ -119,6 +119,12 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "split-K or 64-wide tiles) as ws-swap, A and B swapped (0: never; "
      "tiled16.cu, swap.cu)",
      read_positive},
+    {KNOB_SWAP_ANY_M, "GEMMK_SWAP_ANY_M", 32,
+     "auto runs 16-bit problems of M up to this (N, K >= 1024) as ws-swap "
+     "whatever the plain plan, e.g. one partial wave of 128 x 256 tiles at "
+     "N = 28672 (0: only where the plain plan splits K or takes 64-wide "
+     "tiles; swap.cu)",
+     read_positive},
     {KNOB_SWAP_SPLITS, "GEMMK_SWAP_SPLITS", 0,
      "ws-swap: the k-splits (0: by the model; swap.cu)", read_positive},
 };

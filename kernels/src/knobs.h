@@ -28,6 +28,8 @@ enum Knob {
                              (-1: from K = 2048) */
     KNOB_WHOLE_K,         /* auto: whole-block stores up to this K */
     KNOB_SWAP_M,          /* auto: M up to this runs ws-swap (0: never) */
+    KNOB_SWAP_ANY_M,      /* auto: M up to this runs ws-swap whatever
+                             the plain plan (0: only by the plan) */
     KNOB_SWAP_SPLITS,     /* ws-swap: k-splits (0: by the model) */
     KNOB_COUNT
 };

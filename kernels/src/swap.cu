@@ -132,9 +132,14 @@ Plan swap_plan(const gemmk_ctx *ctx, const gemmk_problem *q)
 
 bool swap_fits(const gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl)
 {
+    /* up to KNOB_SWAP_ANY_M whatever the plain plan: at N = 28672 (the
+     * plain plan one partial wave of 128 x 256 tiles) M = 1 .. 32 ran
+     * 9-18% faster swapped, M = 64 4-5% slower (kernel-notes v11) */
     return (p->ab_type == GEMM_BF16 || p->ab_type == GEMM_FP16) &&
            !p->host_mapped && p->m <= ctx_knob(ctx, KNOB_SWAP_M) &&
-           p->n >= 1024 && p->k >= 1024 && (pl.splits > 1 || pl.bn == 64);
+           p->n >= 1024 && p->k >= 1024 &&
+           (pl.splits > 1 || pl.bn == 64 ||
+            p->m <= ctx_knob(ctx, KNOB_SWAP_ANY_M));
 }
 
 gemm_error run_swapped(gemmk_ctx *ctx, const gemmk_problem *p,

@@ -722,11 +722,12 @@ int main(int argc, char **argv)
                                  (t == 2) ? -0.75f : 1.0f, fb ? 0.5f : 0.f,
                                  8 * (q % 2), "ws128x256sk"});
             }
-        /* skinny and split-K shapes */
-        const long long skinny[][3] = {{1, 8192, 8192},    {16, 4096, 8192},
-                                       {64, 1000, 8192},   {128, 2048, 4096},
-                                       {256, 4095, 4096},  {3000, 5000, 700},
-                                       {1024, 1024, 16384}};
+        /* skinny and split-K shapes (auto: 24 x 28672 x 1024 swapped by
+         * GEMMK_SWAP_ANY_M, its plain plan one partial wave) */
+        const long long skinny[][3] = {{1, 8192, 8192},     {16, 4096, 8192},
+                                       {64, 1000, 8192},    {128, 2048, 4096},
+                                       {256, 4095, 4096},   {3000, 5000, 700},
+                                       {1024, 1024, 16384}, {24, 28672, 1024}};
         for (auto &s : skinny)
             for (int t = 0; t < 4; t++, q++)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
