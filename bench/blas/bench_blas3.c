@@ -3,6 +3,10 @@
  * from a plain C program through libgemmblas (with gemmd) and NVBLAS,
  * side by side in one run:
  *   gemmblas   libgemmblas, gemmd running (GEMMBLAS_MIN_FLOPS=0)
+ *   gemmblas-zc  the same in its zero-copy mode: preloaded (its malloc is
+ *              the worker's) with GEMMBLAS_ZEROCOPY=1, the matrices
+ *              regions gemmd reads and writes in place (--variants to
+ *              add it)
  *   nvblas     NVBLAS of the CUDA toolkit, its nvblas.conf written here
  *              (NVBLAS_CPU_BLAS_LIB: the CPU BLAS given)
  *   nvblas-pin the same with NVBLAS_AUTOPIN_MEM_ENABLED
@@ -281,7 +285,8 @@ static int split(char *s, char **out, int max)
 static void usage(void)
 {
     fputs("usage: bench_blas3 [--routines dsyrk,dtrsm,...] [--sizes "
-          "4096,8192]\n  [--variants gemmblas,nvblas,nvblas-pin,openblas] "
+          "4096,8192]\n  [--variants gemmblas,gemmblas-zc,nvblas,nvblas-pin,"
+          "openblas] "
           "[--calls 3] [--row-s 5]\n  [--budget-s 480] [--openblas LIB] "
           "[--openblas-coretype CORE]\n  [--nvblas LIB] [--gemmblas LIB] "
           "[--csv FILE]\n  [--procs 4] [--procs-variants "
@@ -410,26 +415,35 @@ int main(int argc, char **argv)
     bp_set_coretype(core);
     bp_budget_start(budget_s);
 
-    static char nvconf[2][300], gbcpu[4200];
+    static char nvconf[2][300], gbcpu[4200], zcpre[4200];
     bool have_conf = bp_nvblas_conf("bench_blas3", ob, false, nvconf[0],
                                     sizeof(nvconf[0])) == 0 &&
                      bp_nvblas_conf("bench_blas3", ob, true, nvconf[1],
                                     sizeof(nvconf[1])) == 0;
     snprintf(gbcpu, sizeof(gbcpu), "GEMMBLAS_CPU_BLAS=%.4000s", ob);
-    static char *nvenv0[2], *nvenv1[2], *gbenv[4];
+    snprintf(zcpre, sizeof(zcpre), "LD_PRELOAD=%.4000s", gb);
+    static char *nvenv0[2], *nvenv1[2], *gbenv[4], *zcenv[6];
     nvenv0[0] = nvconf[0];
     nvenv1[0] = nvconf[1];
     gbenv[0] = "GEMMBLAS_MIN_FLOPS=0";
     gbenv[1] = gbcpu;
     gbenv[2] = crossover ? "GEMMBLAS_VERBOSE=1"
                          : "GEMMBLAS_VERBOSE=2"; /* per call: the time */
-    bp_variant all[4] = {{"nvblas", nv, nvenv0},
+    /* the zero-copy mode: preloaded, so that its malloc is the worker's
+     * (the matrices, n^2 elements each, are regions from n = 2048) */
+    zcenv[0] = gbenv[0];
+    zcenv[1] = gbcpu;
+    zcenv[2] = gbenv[2];
+    zcenv[3] = "GEMMBLAS_ZEROCOPY=1";
+    zcenv[4] = zcpre;
+    bp_variant all[5] = {{"nvblas", nv, nvenv0},
                          {"nvblas-pin", nv, nvenv1},
                          {"gemmblas", gb, gbenv},
+                         {"gemmblas-zc", gb, zcenv},
                          {"openblas", ob, NULL}};
-    bp_variant vs[4];
+    bp_variant vs[5];
     int nvar = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         for (int w = 0; w < nw; w++)
             if (strcmp(want[w], all[i].name) == 0) {
                 if (i < 2 && !have_conf)
@@ -460,7 +474,7 @@ int main(int argc, char **argv)
         if (strcmp(vs[vi].name, "openblas") == 0)
             io = vi;
     }
-    bool inp[4] = {false};
+    bool inp[5] = {false};
     for (int vi = 0; vi < nvar; vi++)
         inp[vi] = procs > 0 && bp_listed(procs_s, vs[vi].name);
     /* the table, a row as soon as its variants have run: each variant's
