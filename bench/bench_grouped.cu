@@ -465,12 +465,13 @@ int main(int argc, char **argv)
         strided(ctx, h, tm, s, 64, 512, 512, 512, false);
         strided(ctx, h, tm, s, 16, 2048, 2048, 2048, false);
     }
-    const int64_t moe_nk[3][2] = {{4096, 4096}, {7168, 2048}, {2048, 7168}};
-    for (const auto &nk : moe_nk)
-        for (int tokens : {4096, 16384})
-            for (int experts : {8, 64})
-                if (do_moe)
+    if (do_moe) {
+        const int64_t moe_nk[3][2] = {{4096, 4096}, {7168, 2048}, {2048, 7168}};
+        for (const auto &nk : moe_nk)
+            for (int tokens : {4096, 16384})
+                for (int experts : {8, 64})
                     moe(ctx, h, tm, s, experts, tokens, nk[0], nk[1]);
+    }
     if (do_f64) {
         strided_f64(ctx, h, tm, s, 1024, 64, 64, 64, true);
         strided_f64(ctx, h, tm, s, 64, 512, 512, 512, false);
