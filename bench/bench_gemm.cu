@@ -9,7 +9,8 @@
  * Usage: bench_gemm [--set all|quick|squares|big|skinny|trans|misc]
  *                   [--shapes MxNxK[tAB],...] [--type bf16|fp16|both]
  *                   [--reps N] [--blocks N] [--csv FILE] [--kernel NAME,...]
- *        bench_gemm --type fp32 [--set fp32|fp32quick|fp32sq] [--reps N]
+ *        bench_gemm --type fp32 [--set fp32|fp32quick|fp32sq|tf32|
+ *                                  tf32one] [--reps N]
  *                   [--csv FILE]
  *        bench_gemm --type int8 [--set int8|int8quick|int8one] [--reps N]
  *        bench_gemm --type fp64 [--set fp64|fp64quick|fp64sq|fp64ksweep|z128|
@@ -24,7 +25,7 @@
  * fp32 (issue 6): fp32 A/B and D. "ws-tf32" against cuBLASLt's TF32 mode
  * (CUBLAS_COMPUTE_32F_FAST_TF32), "ws-3xtf32" against plain SGEMM
  * (CUBLAS_COMPUTE_32F), each cuBLASLt algorithm the fastest of its
- * heuristic's top 8. Error: on 256 sampled elements of D, the max over
+ * heuristic's top 8. Error: on 1024 sampled elements of D, the max over
  * them of |D - ref| / sum_k |a_ik b_kj| with ref in fp64 on the host (a
  * relative error that does not blow up where ref is near 0), for all four.
  *
@@ -218,6 +219,12 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         shapes.push_back({4096, 4096, 4096, 0, 0, "fp32"});
         shapes.push_back({8192, 8192, 8192, 0, 0, "fp32"});
         shapes.push_back({8192, 8192, 8192, 0, 1, "fp32"});
+    } else if (!strcmp(set, "tf32one")) { /* one row, for profilers */
+        shapes.push_back({8192, 8192, 8192, 0, 1, "fp32"});
+    } else if (!strcmp(set, "tf32")) { /* issue 23's tf32 rows */
+        for (long long v : {4096ll, 8192ll})
+            for (int t = 0; t < 4; t++)
+                shapes.push_back({v, v, v, t >> 1, t & 1, "fp32"});
     } else if (!strcmp(set, "fp32sq")) { /* the NN squares only */
         for (long long v : {1024ll, 2048ll, 4096ll, 8192ll})
             shapes.push_back({v, v, v, 0, 0, "fp32"});
@@ -359,7 +366,7 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         std::vector<float> ha(ea), hb(eb), hd(ed);
         CK(cudaMemcpy(ha.data(), A[0], ea * 4, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(hb.data(), B[0], eb * 4, cudaMemcpyDeviceToHost));
-        const int NS = 256;
+        const int NS = 1024;
         std::vector<double> ref(NS), mag(NS);
         std::vector<long long> ri(NS), ci(NS);
         for (int q = 0; q < NS; q++) {

@@ -53,9 +53,83 @@ cudaError_t launch_tf32(const Launch &l, int bn, int promo)
 namespace
 {
 
-/* One 32 x 32 tile of the output (rows r0.., k k0..) per block of 32 x 8
- * threads, through shared memory so that both the read (along x's
- * contiguous dimension) and the write (along k) are coalesced. */
+/* tf32(v) of four consecutive values, one 16-byte store (o aligned). */
+__device__ __forceinline__ void round4(float *o, float4 v)
+{
+    *reinterpret_cast<float4 *>(o) =
+        make_float4(gemmk_tf32_round(v.x), gemmk_tf32_round(v.y),
+                    gemmk_tf32_round(v.z), gemmk_tf32_round(v.w));
+}
+
+/* Four values of x from p on (n of them valid, zeros after), one 16-byte
+ * load when all four are valid and p is 16-byte aligned. */
+__device__ __forceinline__ float4 get4(const float *p, long long n)
+{
+    if (n >= 4 && (reinterpret_cast<uintptr_t>(p) & 15) == 0)
+        return __ldg(reinterpret_cast<const float4 *>(p));
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (n > 0)
+        v.x = p[0];
+    if (n > 1)
+        v.y = p[1];
+    if (n > 2)
+        v.z = p[2];
+    if (n > 3)
+        v.w = p[3];
+    return v;
+}
+
+/* tf32 (mode 0) of an MN-major x (stored kdim x rows): one 32-row x 64-k
+ * tile per block iteration through shared memory, read along rows and
+ * written along k, both 16 bytes a thread and step (256 threads: 2 loads,
+ * then 2 stores): 8 KB in flight a block, 1.27x the scalar tile kernel's
+ * rate at 4096^2 (docs/kernel-notes.md v12). */
+__global__ void __launch_bounds__(256)
+    tf32_round_mn_kernel(const float *__restrict__ x, long long ldx,
+                         long long rows, long long kdim,
+                         float *__restrict__ out, long long kseg)
+{
+    __shared__ float t[32][65]; /* [row][k]: 65 keeps both phases spread */
+    const int tid = threadIdx.x;
+    const long long k0 = (long long)blockIdx.x * 64;
+    for (long long r0 = (long long)blockIdx.y * 32; r0 < rows;
+         r0 += (long long)gridDim.y * 32) {
+        float4 v[2];
+#pragma unroll
+        for (int j = 0; j < 2; j++) { /* k row kk, rows rr..rr+3 */
+            const long long kk = k0 + tid / 8 + 32 * j;
+            const long long rr = r0 + 4 * (tid % 8);
+            v[j] = kk < kdim ? get4(x + kk * ldx + rr, rows - rr)
+                             : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            const int kl = tid / 8 + 32 * j, rl = 4 * (tid % 8);
+            t[rl][kl] = v[j].x;
+            t[rl + 1][kl] = v[j].y;
+            t[rl + 2][kl] = v[j].z;
+            t[rl + 3][kl] = v[j].w;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < 2; j++) { /* row rl, k kl..kl+3 */
+            const int rl = tid / 16 + 16 * j, kl = 4 * (tid % 16);
+            const long long r = r0 + rl;
+            if (r < rows && k0 + kl < kseg)
+                round4(out + r * kseg + k0 + kl,
+                       make_float4(t[rl][kl], t[rl][kl + 1], t[rl][kl + 2],
+                                   t[rl][kl + 3]));
+        }
+        __syncthreads();
+    }
+}
+
+/* The 3xTF32 split (MODE 1, 2) of either layout, and MODE 0 of a K-major
+ * x: one 32 x 32 tile of the output (rows r0.., k k0..) per block of 32 x
+ * 8 threads, through shared memory so that both the read (along x's
+ * contiguous dimension) and the write (along k) are coalesced. For the
+ * split this measured faster than 16-byte accesses in
+ * tf32_round_mn_kernel's layout (docs/kernel-notes.md v12). */
 template <int MODE>
 __global__ void __launch_bounds__(256)
     tf32_pack_kernel(const float *__restrict__ x, long long ldx, int mn_major,
@@ -101,29 +175,36 @@ __global__ void __launch_bounds__(256)
     }
 }
 
+template <int MODE>
+cudaError_t pack_mode(const float *x, long long ldx, int mn_major,
+                      long long rows, long long kdim, float *out,
+                      long long kseg, cudaStream_t s)
+{
+    long long gy = (rows + 31) / 32;
+    gy = gy < 65535 ? gy : 65535;
+    if (MODE == 0 && mn_major)
+        tf32_round_mn_kernel<<<dim3((unsigned)((kseg + 63) / 64), (unsigned)gy),
+                               256, 0, s>>>(x, ldx, rows, kdim, out, kseg);
+    else
+        tf32_pack_kernel<MODE>
+            <<<dim3((unsigned)(kseg / 32), (unsigned)gy), dim3(32, 8), 0, s>>>(
+                x, ldx, mn_major, rows, kdim, out, kseg);
+    return cudaGetLastError();
+}
+
 } // namespace
 
 cudaError_t tf32_pack(const float *x, long long ldx, int mn_major,
                       long long rows, long long kdim, int mode, float *out,
                       long long kseg, cudaStream_t s)
 {
-    if (kseg % 32 || kseg < kdim || rows < 1)
-        return cudaErrorInvalidValue;
-    long long gy = (rows + 31) / 32;
-    dim3 grid((unsigned)(kseg / 32), (unsigned)(gy < 65535 ? gy : 65535));
-    dim3 block(32, 8);
-    if (kseg / 32 > 0x7fffffffLL)
+    if (kseg % 32 || kseg < kdim || rows < 1 || kseg / 64 > 0x7fffffffLL)
         return cudaErrorInvalidValue;
     if (mode == 0)
-        tf32_pack_kernel<0>
-            <<<grid, block, 0, s>>>(x, ldx, mn_major, rows, kdim, out, kseg);
-    else if (mode == 1)
-        tf32_pack_kernel<1>
-            <<<grid, block, 0, s>>>(x, ldx, mn_major, rows, kdim, out, kseg);
-    else
-        tf32_pack_kernel<2>
-            <<<grid, block, 0, s>>>(x, ldx, mn_major, rows, kdim, out, kseg);
-    return cudaGetLastError();
+        return pack_mode<0>(x, ldx, mn_major, rows, kdim, out, kseg, s);
+    if (mode == 1)
+        return pack_mode<1>(x, ldx, mn_major, rows, kdim, out, kseg, s);
+    return pack_mode<2>(x, ldx, mn_major, rows, kdim, out, kseg, s);
 }
 
 } // namespace gemmk

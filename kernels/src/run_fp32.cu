@@ -22,7 +22,7 @@ namespace
 
 /* The tiling every fp32 plan uses: one CTA per cluster, split-K by the
  * heuristic. */
-const Tiling kTilingTf32 = {0, 1, 0, 0, 0};
+const Tiling kTilingTf32 = {0, 1, 0, 0, 0, 0};
 
 size_t align256(size_t x)
 {

@@ -369,6 +369,76 @@ static int tf32_round_check(void)
     return mism ? 1 : 0;
 }
 
+/* tf32 with K = 1: D = op(a) op(b) exactly, each operand as the tensor
+ * cores read it: rounded to nearest where the pre-pass wrote it
+ * (MN-major: trans_a, or B not trans_b), truncated where it is read in
+ * place. Tails of the pre-pass's tiles in both dimensions. */
+static int tf32_k1_check(void)
+{
+    int bad = 0;
+    const int64_t m = 133, n = 70, ld = 136;
+    std::vector<float> ha(m * ld), hb(n * ld), hd(m * ld);
+    uint32_t x = 0x9e3779b9u;
+    auto draw = [&]() { /* [1, 2) with random low bits */
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        return gemmk_bits_f32(0x3f800000u | (x & 0x007fffffu));
+    };
+    for (float &v : ha)
+        v = draw();
+    for (float &v : hb)
+        v = draw();
+    float *A, *B, *D;
+    CK(cudaMalloc(&A, ha.size() * 4));
+    CK(cudaMalloc(&B, hb.size() * 4));
+    CK(cudaMalloc(&D, hd.size() * 4));
+    CK(cudaMemcpy(A, ha.data(), ha.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(B, hb.data(), hb.size() * 4, cudaMemcpyHostToDevice));
+    for (int t = 0; t < 4; t++) {
+        gemmk_problem p;
+        memset(&p, 0, sizeof(p));
+        p.m = m, p.n = n, p.k = 1;
+        p.ab_type = p.cd_type = GEMM_FP32;
+        p.trans_a = t >> 1, p.trans_b = t & 1;
+        p.a = A, p.b = B, p.d = D;
+        /* stored A: m x 1 (ld 8) or 1 x m (ld); B: 1 x n (ld) or n x 1 */
+        p.lda = p.trans_a ? ld : 8;
+        p.ldb = p.trans_b ? 8 : ld;
+        p.ldd = ld;
+        p.alpha = 1;
+        p.precision = GEMM_PRECISION_TF32;
+        CK(cudaMemset(D, 0xff, hd.size() * 4));
+        int rv = gemmk_gemm(ctx, &p, 0, "ws-tf32", NULL);
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(hd.data(), D, hd.size() * 4, cudaMemcpyDeviceToHost));
+        int wrong = rv != GEMM_OK;
+        for (int64_t i = 0; i < m && !wrong; i++)
+            for (int64_t j = 0; j < n; j++) {
+                uint32_t ua = gemmk_f32_bits(ha[p.trans_a ? i : i * 8]);
+                uint32_t ub = gemmk_f32_bits(hb[p.trans_b ? j * 8 : j]);
+                float a = gemmk_bits_f32(p.trans_a ? gemmk_tf32_round_bits(ua)
+                                                   : ua & 0xffffe000u);
+                float b = gemmk_bits_f32(!p.trans_b ? gemmk_tf32_round_bits(ub)
+                                                    : ub & 0xffffe000u);
+                if (gemmk_f32_bits(hd[i * ld + j]) != gemmk_f32_bits(a * b)) {
+                    printf("tf32 k=1 t%d%d: D[%lld][%lld] = %.9g, want %.9g\n",
+                           p.trans_a, p.trans_b, (long long)i, (long long)j,
+                           hd[i * ld + j], a * b);
+                    wrong = 1;
+                    break;
+                }
+            }
+        bad += wrong;
+    }
+    cudaFree(A);
+    cudaFree(B);
+    cudaFree(D);
+    printf("tf32 k=1 exact (rounded pre-pass, truncated in place): %s\n",
+           bad ? "FAIL" : "ok");
+    return bad;
+}
+
 static int api_checks(void)
 {
     int bad = 0;
@@ -597,7 +667,8 @@ int main(int argc, char **argv)
     CB(cublasCreate(&blas));
     CB(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));
 
-    int api_bad = api_checks() + tf32_round_check() + wide_checks();
+    int api_bad =
+        api_checks() + tf32_round_check() + tf32_k1_check() + wide_checks();
     std::vector<Case> cases;
     const gemm_dtype abs_[2] = {GEMM_BF16, GEMM_FP16};
     const gemm_dtype cds[3] = {GEMM_FP32, GEMM_BF16, GEMM_FP16};
