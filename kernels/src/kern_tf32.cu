@@ -198,7 +198,7 @@ cudaError_t tf32_pack(const float *x, long long ldx, int mn_major,
                       long long rows, long long kdim, int mode, float *out,
                       long long kseg, cudaStream_t s)
 {
-    if (kseg % 32 || kseg < kdim || rows < 1 || kseg / 64 > 0x7fffffffLL)
+    if (kseg % 32 || kseg < kdim || rows < 1 || kseg / 32 > 0x7fffffffLL)
         return cudaErrorInvalidValue;
     if (mode == 0)
         return pack_mode<0>(x, ldx, mn_major, rows, kdim, out, kseg, s);

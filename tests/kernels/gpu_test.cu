@@ -379,11 +379,12 @@ static int tf32_k1_check(void)
     const int64_t m = 133, n = 70, ld = 136;
     std::vector<float> ha(m * ld), hb(n * ld), hd(m * ld);
     uint32_t x = 0x9e3779b9u;
-    auto draw = [&]() { /* [1, 2) with random low bits */
-                        x ^= x << 13;
-                        x ^= x >> 17;
-                        x ^= x << 5;
-                        return gemmk_bits_f32(0x3f800000u | (x & 0x007fffffu));
+    /* values in [1, 2) with random low bits */
+    auto draw = [&]() {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        return gemmk_bits_f32(0x3f800000u | (x & 0x007fffffu));
     };
     for (float &v : ha)
         v = draw();
