@@ -643,15 +643,44 @@ Test(devices, a_split_gemm_past_its_deadline_leaves_d_alone)
     gemm_buffer_free(hb);
 }
 
-/* When request r, sent at sent_s (tu_now), finished in the daemon. */
-static double finished_at(gemm_request *r, double sent_s)
+/* After one release: waits until the device whose worker took it has
+ * settled (its next held GEMM reached the worker, or, where none of A's
+ * is left there, it is idle) and returns that device; d[] is then its
+ * status, before[] the status before the release. a_left[] counts A's
+ * GEMMs not yet released on each device. */
+static int settle(gemm_device_status *d, const gemm_device_status *before,
+                  const unsigned *a_left)
 {
-    gemm_timings t;
-    int rv = gemm_wait(r, &t);
-    cr_assert_eq(rv, GEMM_OK, "GEMM: %s", gemm_strerror(rv));
-    return sent_s + t.total_us / 1e6;
+    double until = tu_now() + 30.0;
+    int dev;
+    while ((dev = ran_on(before, d)) < 0) {
+        cr_assert(tu_now() < until, "no device ran a GEMM after a release");
+        tu_sleep_ms(1);
+        devices(g_client, d);
+    }
+    if (a_left[dev] > 1) {
+        tu_hold_wait(30.0);
+        devices(g_client, d);
+        return dev;
+    }
+    while (d[dev].running != 0 || d[dev].queued != 0) {
+        cr_assert(tu_now() < until, "device %d never went idle", dev);
+        tu_sleep_ms(1);
+        devices(g_client, d);
+    }
+    return dev;
 }
 
+/*
+ * Client A holds each device with a held GEMM and queues a flood of held
+ * GEMMs behind them; client B then queues ordinary ones. The test lets
+ * A's GEMMs go one at a time and counts, per device, A's GEMMs released
+ * there and B's run there (a release goes to whichever held worker reads
+ * it, so the bound is per device). Each device serves its clients in
+ * turn, B's queue joining behind A's, so B's k-th GEMM on a device has
+ * run once k + 1 of A's went there (the held one, then one per turn);
+ * first come, first served runs it only after all of A's flood there.
+ */
 Test(devices, a_flood_on_every_device_does_not_starve_another_client)
 {
     start_devices(NULL);
@@ -660,22 +689,26 @@ Test(devices, a_flood_on_every_device_does_not_starve_another_client)
     gemm_buffer *hb;
     gemm_op hop;
     gemm_request *ra[HELD + FLOOD], *rb[OTHER];
-    double sa[HELD + FLOOD], sb[OTHER];
     tu_held_op(g_client, &hb, &hop);
-    /* client A: one held GEMM on each device, then a flood behind them */
+    /* client A: a held GEMM on each device, then a held flood behind */
     for (int i = 0; i < HELD; i++) {
-        sa[i] = tu_now();
         cr_assert_eq(gemm_submit(g_client, &hop, &ra[i]), GEMM_OK);
         tu_hold_wait(10.0);
     }
-    gemm_device_status d[NDEV];
+    gemm_device_status d[NDEV], before[NDEV];
     cr_assert(wait_devices(g_client, d, each_running, NULL, 10.0),
               "held GEMMs not one per device");
-    gemm_op fop = hop;
-    fop.kernel = NULL;
-    for (int i = 0; i < FLOOD; i++) {
-        sa[HELD + i] = tu_now();
-        cr_assert_eq(gemm_submit(g_client, &fop, &ra[HELD + i]), GEMM_OK);
+    for (int i = 0; i < FLOOD; i++)
+        cr_assert_eq(gemm_submit(g_client, &hop, &ra[HELD + i]), GEMM_OK);
+    cr_assert(tu_wait_queue_depth(g_client, HELD + FLOOD, 10.0),
+              "A's flood did not reach the daemon");
+    devices(g_client, before);
+    unsigned a_left[NDEV], a_went[NDEV] = {0}, b_on[NDEV], b_ran[NDEV] = {0};
+    for (int i = 0; i < NDEV; i++) {
+        cr_assert_geq(before[i].queued, FLOOD / NDEV,
+                      "device %d: %u queued: the flood is not spread", i,
+                      before[i].queued);
+        a_left[i] = before[i].queued + 1; /* the held one runs */
     }
     /* client B, after the flood */
     gemm_client *b = tu_client(&g_gemmd, 30000);
@@ -688,33 +721,42 @@ Test(devices, a_flood_on_every_device_does_not_starve_another_client)
         cs.base = 64 + (uint64_t)i * 65536;
         cr_assert(tu_case_prepare(&cs, bb, &prep[i], why, sizeof(why)), "%s",
                   why);
-        sb[i] = tu_now();
         cr_assert_eq(gemm_submit(b, &prep[i].op, &rb[i]), GEMM_OK);
     }
+    cr_assert(tu_wait_queue_depth(g_client, HELD + FLOOD + OTHER, 10.0),
+              "B's GEMMs did not reach the daemon");
     devices(g_client, d);
     for (int i = 0; i < NDEV; i++)
-        cr_expect_geq(d[i].queued, FLOOD / NDEV,
-                      "device %d: %u queued: the flood is not spread", i,
-                      d[i].queued);
-    tu_hold_close();
-    double b_done = 0;
+        b_on[i] = d[i].queued - before[i].queued;
+    /* A's GEMMs go one at a time until every one of B's has run */
+    for (unsigned done = 0, released = 0; done < OTHER;) {
+        memcpy(before, d, sizeof(d));
+        tu_hold_release();
+        released++;
+        int dev = settle(d, before, a_left);
+        unsigned ran = (unsigned)(d[dev].jobs - before[dev].jobs) - 1;
+        a_left[dev]--;
+        a_went[dev]++;
+        b_ran[dev] += ran;
+        done += ran;
+        unsigned due =
+            a_went[dev] - 1 < b_on[dev] ? a_went[dev] - 1 : b_on[dev];
+        cr_assert_geq(b_ran[dev], due,
+                      "device %d: %u of B's %u GEMMs there ran after %u of "
+                      "A's went there (release %u): B's turn did not come",
+                      dev, b_ran[dev], b_on[dev], a_went[dev], released);
+    }
     for (int i = 0; i < OTHER; i++) {
-        double t = finished_at(rb[i], sb[i]);
-        b_done = t > b_done ? t : b_done;
+        int rv = gemm_wait(rb[i], NULL);
+        cr_expect_eq(rv, GEMM_OK, "B's GEMM %d: %s", i, gemm_strerror(rv));
         cr_expect(tu_case_verify(&prep[i], why, sizeof(why)), "%s", why);
         tu_case_free(&prep[i]);
     }
-    /* B's last finished while much of A's flood still waited: each device
-     * serves its clients in turn (B's GEMM after about two of A's on each;
-     * first come, first served would finish it after all of A's on its
-     * device, and about as late on the others). The bound leaves room for
-     * the host's scheduling of the device threads. */
-    int after = 0;
-    for (int i = 0; i < HELD + FLOOD; i++)
-        after += finished_at(ra[i], sa[i]) > b_done;
-    cr_expect_geq(after, FLOOD / 4,
-                  "only %d of A's %d GEMMs finished after B's %d", after, FLOOD,
-                  OTHER);
+    tu_hold_close();
+    for (int i = 0; i < HELD + FLOOD; i++) {
+        int rv = gemm_wait(ra[i], NULL);
+        cr_expect_eq(rv, GEMM_OK, "A's GEMM %d: %s", i, gemm_strerror(rv));
+    }
     gemm_buffer_free(bb);
     gemm_client_close(b);
     gemm_buffer_free(hb);
