@@ -184,6 +184,16 @@ const Row kRows[] = {
      nullptr,
      nullptr,
      0},
+    {{"ws-decode", 0, 0,
+      "decode shapes (M <= 64, A untransposed): D^T = B^T A^T on 64-row "
+      "tiles, M on wgmma's N (8 to 64), one read of B and no K split",
+      kAB16, kCDAll, 0, 0x5u},
+     0,
+     run_decode,
+     {0, 1, 1, 0, 0},
+     nullptr,
+     nullptr,
+     0},
     {{"grouped128x128", 0, 0,
       "persistent grouped kernel: the 128x128 tiles of many problems in one "
       "launch (gemmk_gemm_grouped; here one problem)",

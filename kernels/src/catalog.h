@@ -111,6 +111,10 @@ gemm_error run_s8(gemmk_ctx *, const gemmk_problem *, cudaStream_t, const Row &,
                   gemmk_result *);
 /* A 16-bit problem as its transpose D^T = B^T A^T, K split, the
  * reduction transposing back (swap.cu): decode shapes, M <= 128. */
+gemm_error run_decode(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
+                      const Row &, gemmk_result *);
+/* Whether run_decode serves p and `auto` may take it (swap.cu). */
+bool decode_fits(const gemmk_ctx *ctx, const gemmk_problem *p);
 gemm_error run_swapped(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
                        const Row &, gemmk_result *);
 /* The grouped kernel on one problem (grouped.cu; gemmk_gemm_grouped runs

@@ -127,6 +127,11 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      read_positive},
     {KNOB_SWAP_SPLITS, "GEMMK_SWAP_SPLITS", 0,
      "ws-swap: the k-splits (0: by the model; swap.cu)", read_positive},
+    {KNOB_DECODE_M, "GEMMK_DECODE_M", 64,
+     "auto runs the problems it would swap (ws-swap) as ws-decode when M "
+     "is up to this (at most 64) and A is not transposed (0: never; "
+     "swap.cu)",
+     read_positive},
 };
 
 } // namespace

@@ -10,6 +10,9 @@
  * programmatic dependent launch: its CTAs take the SMs as the first
  * kernel's leave and wait (griddepcontrol.wait) for all of its writes,
  * so the launch gap between the two is hidden.
+ *
+ * Up to 64 rows of an untransposed A take the decode kernel instead
+ * (gemm_decode.cuh): no K split and nothing to sum, one read of B.
  */
 #include <string.h>
 
@@ -140,6 +143,56 @@ bool swap_fits(const gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl)
            p->n >= 1024 && p->k >= 1024 &&
            (pl.splits > 1 || pl.bn == 64 ||
             p->m <= ctx_knob(ctx, KNOB_SWAP_ANY_M));
+}
+
+bool decode_fits(const gemmk_ctx *ctx, const gemmk_problem *p)
+{
+    return (p->ab_type == GEMM_BF16 || p->ab_type == GEMM_FP16) &&
+           !p->host_mapped && !p->trans_a && p->m >= 1 &&
+           p->m <= ctx_knob(ctx, KNOB_DECODE_M) && p->m <= 64;
+}
+
+gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
+                      cudaStream_t stream, const Row &row, gemmk_result *res)
+{
+    res->kernel = row.d.name;
+    if (p->host_mapped || p->trans_a) {
+        ctx_say(ctx, "%s reads an untransposed A in device memory only",
+                row.d.name);
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    DecodeLaunch l = {};
+    l.bn = p->m <= 8 ? 8 : p->m <= 16 ? 16 : p->m <= 32 ? 32 : 64;
+    gemmk_tmap_key ka = {}, kb = {};
+    ka.addr = (uint64_t)(uintptr_t)p->b;
+    ka.dtype = kb.dtype = p->ab_type;
+    ka.swizzle = kb.swizzle = GEMMK_SWIZZLE_128B;
+    ka.stride1 = (uint64_t)p->ldb * 2;
+    ka.dim0 = p->trans_b ? p->k : p->n;
+    ka.dim1 = p->trans_b ? p->n : p->k;
+    ka.box0 = 64, ka.box1 = 64;
+    kb.addr = (uint64_t)(uintptr_t)p->a;
+    kb.stride1 = (uint64_t)p->lda * 2;
+    kb.dim0 = p->k, kb.dim1 = p->m, kb.box0 = 64, kb.box1 = (uint32_t)l.bn;
+    gemm_error e = ctx_map(ctx, &ka, &l.ta);
+    if (e == GEMM_OK)
+        e = ctx_map(ctx, &kb, &l.tb);
+    if (e != GEMM_OK)
+        return e;
+    l.p.rows = (int)p->n, l.p.cols = (int)p->m;
+    l.p.nkb = (int)cdiv(p->k, BK);
+    l.p.cd_type = p->cd_type;
+    l.p.alpha = p->alpha, l.p.beta = p->beta;
+    l.p.d = p->d;
+    l.p.c = p->beta != 0.f ? p->c : nullptr;
+    l.p.ldd = p->ldd, l.p.ldc = p->ldc;
+    l.grid = (int)cdiv(p->n, 64);
+    l.grid_y = (int)cdiv(p->m, l.bn);
+    l.f16 = p->ab_type == GEMM_FP16;
+    l.amn = p->trans_b ? 0 : 1;
+    l.stream = stream;
+    GEMMK_CK(ctx, launch_decode(l));
+    return GEMM_OK;
 }
 
 gemm_error run_swapped(gemmk_ctx *ctx, const gemmk_problem *p,

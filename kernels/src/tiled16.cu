@@ -159,7 +159,7 @@ const Row *tiled16_choice(const gemmk_ctx *ctx, const gemmk_problem *p,
     const bool is_auto = (row.flags & ROW_AUTO) != 0;
     plan(ctx, p, row.tiling, is_auto, pl);
     if (is_auto && swap_fits(ctx, p, *pl)) {
-        const Row *sw = row_find("ws-swap");
+        const Row *sw = row_find(decode_fits(ctx, p) ? "ws-decode" : "ws-swap");
         if (sw)
             return sw;
     }
@@ -171,9 +171,9 @@ gemm_error run_tiled16(gemmk_ctx *ctx, const gemmk_problem *p,
 {
     Plan pl;
     const Row *run = tiled16_choice(ctx, p, row, &pl);
-    if (run && run->run == run_swapped) {
+    if (run && (run->run == run_swapped || run->run == run_decode)) {
         res->kernel = run->d.name;
-        return run_swapped(ctx, p, stream, *run, res);
+        return run->run(ctx, p, stream, *run, res);
     }
     if (!run) {
         ctx_say(ctx, "no kernel for the plan of %s", row.d.name);

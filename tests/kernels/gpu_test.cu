@@ -715,6 +715,10 @@ int main(int argc, char **argv)
                          8, "ws-swap"});
         cases.push_back({65, 2048, 200, GEMM_FP16, GEMM_FP32, 1, 1, 1.0f, 0.f,
                          0, "ws-swap"});
+        cases.push_back({5, 1000, 300, GEMM_BF16, GEMM_BF16, 0, 1, 1.5f, 0.5f,
+                         8, "ws-decode"});
+        cases.push_back({40, 2048, 1000, GEMM_FP16, GEMM_FP32, 0, 0, 1.0f, 0.f,
+                         0, "ws-decode"});
     } else {
         const long long sz[] = {1,   7,   63,   64,   65,   127,
                                 129, 255, 1000, 1024, 4095, 4096};
@@ -817,6 +821,18 @@ int main(int argc, char **argv)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
                                  t >> 1, t & 1, (t == 2) ? -0.75f : 1.0f,
                                  q % 2 ? 0.f : 0.5f, 8 * (q % 3), "ws-swap"});
+        /* the decode kernel: every tile width (M 1..64 and the edges of
+         * 8, 16, 32), tails in N and K, A untransposed, B either way */
+        const long long dec[][3] = {{1, 8192, 8192},  {7, 4095, 1000},
+                                    {8, 1000, 65},    {9, 2048, 4096},
+                                    {16, 777, 129},   {17, 4096, 2048},
+                                    {32, 1000, 8192}, {33, 28672, 1024},
+                                    {63, 4095, 1000}, {64, 8192, 4096}};
+        for (auto &s : dec)
+            for (int t = 0; t < 2; t++, q++)
+                cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3], 0,
+                                 t, (q % 3 == 2) ? -0.75f : 1.0f,
+                                 q % 2 ? 0.f : 0.5f, 8 * (q % 3), "ws-decode"});
     }
     /* fp32 inputs: (kernel, precision) pairs */
     struct KP {

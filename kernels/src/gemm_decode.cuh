@@ -1,0 +1,198 @@
+/*
+ * gemm_decode.cuh: the decode kernel, for products with few rows of A
+ * (M <= 64) and N, K in the thousands, whose time is reading B once.
+ *
+ * It computes the transpose, D^T = B^T A^T: B^T's rows (N) run on 64-row
+ * tiles, one tile a CTA, and A's rows on wgmma's N, 8 to 64 wide
+ * (the narrowest that holds M, so a stage carries little zero fill). No K
+ * split: a tile streams its 64 rows of B over the whole of K, and at N =
+ * 8192 the 128 tiles fill the GPU with one read of B each, nothing to sum
+ * afterwards. (More than 64 rows of A: a grid row per 64, each reading B
+ * again; only for the catalog's sake.) One producer warp issues the TMA loads of a deep ring; one
+ * consumer warpgroup issues wgmma m64nBNk16 and at the end writes its
+ * 64 x BN block of D^T as D (transposed through shared memory, so D's
+ * rows go out whole), with alpha, beta and C.
+ *
+ * A' (B read as N x K) is MN-major in shared memory when B is K x N
+ * (AMN = 1) and K-major when B is stored N x K; B' (A, M x K) is always
+ * K-major: the caller takes this kernel only for an untransposed A.
+ */
+#pragma once
+
+#include "gemm_sm90.cuh"
+
+namespace gemmk
+{
+
+struct DecodeParams {
+    int rows;    /* A' rows: the problem's N */
+    int cols;    /* B' rows: the problem's M */
+    int nkb;     /* k-blocks of BK */
+    int cd_type; /* gemm_dtype of C and D */
+    float alpha, beta;
+    void *d;
+    const void *c;
+    long long ldd, ldc;
+};
+
+template <int BN> struct DecodeCfg {
+    static constexpr int A_BYTES = 64 * BK * 2;
+    static constexpr int B_BYTES = BN * BK * 2;
+    static constexpr int OUT_BYTES = BN * 65 * 4; /* D^T block, padded */
+    static constexpr int STAGES_FIT =
+        (200 * 1024 - OUT_BYTES) / (A_BYTES + B_BYTES);
+    static constexpr int STAGES = STAGES_FIT < 16 ? STAGES_FIT : 16;
+    static constexpr int SMEM =
+        STAGES * (A_BYTES + B_BYTES) + OUT_BYTES + 1024 + 2 * 8 * STAGES;
+};
+
+template <int BN, int AB, int AMN>
+__device__ __forceinline__ void decode_mma(float (&d)[BN / 2], uint64_t da,
+                                           uint64_t db, int scale_d)
+{
+    if constexpr (AB == 1) {
+        if constexpr (BN == 8)
+            wgmma_m64n8k16_f16<AMN, 0>(d, da, db, scale_d);
+        else if constexpr (BN == 16)
+            wgmma_m64n16k16_f16<AMN, 0>(d, da, db, scale_d);
+        else if constexpr (BN == 32)
+            wgmma_m64n32k16_f16<AMN, 0>(d, da, db, scale_d);
+        else
+            wgmma_m64n64k16_f16<AMN, 0>(d, da, db, scale_d);
+    } else {
+        if constexpr (BN == 8)
+            wgmma_m64n8k16_bf16<AMN, 0>(d, da, db, scale_d);
+        else if constexpr (BN == 16)
+            wgmma_m64n16k16_bf16<AMN, 0>(d, da, db, scale_d);
+        else if constexpr (BN == 32)
+            wgmma_m64n32k16_bf16<AMN, 0>(d, da, db, scale_d);
+        else
+            wgmma_m64n64k16_bf16<AMN, 0>(d, da, db, scale_d);
+    }
+}
+
+/* D[m][n0 + r] = alpha * out[m][r] + beta * C[m][n0 + r] for the block's
+ * columns m < cols and rows r < 64 within D; consumer threads (128). */
+template <typename T, int BN>
+__device__ __forceinline__ void decode_store(const DecodeParams &p,
+                                             const float *out, int n0, int m0,
+                                             int tid)
+{
+    T *d = static_cast<T *>(p.d);
+    const T *c = static_cast<const T *>(p.c);
+    for (int i = tid; i < BN * 64; i += 128) {
+        const int j = i / 64, r = i % 64, n = n0 + r;
+        const long long m = m0 + j;
+        if (m >= p.cols || n >= p.rows)
+            continue;
+        float v = p.alpha * out[j * 65 + r];
+        if (p.beta != 0.f)
+            v += p.beta * to_f32(c[m * p.ldc + n]);
+        d[m * p.ldd + n] = from_f32<T>(v);
+    }
+}
+
+template <int BN, int AB, int AMN>
+__global__ void __launch_bounds__(160, 1)
+    gemm_decode_kernel(const __grid_constant__ CUtensorMap ta,
+                       const __grid_constant__ CUtensorMap tb,
+                       const __grid_constant__ DecodeParams p)
+{
+    using C = DecodeCfg<BN>;
+    constexpr int STAGES = C::STAGES;
+    extern __shared__ uint8_t smem_raw[];
+    const SmemRing sm =
+        smem_ring<STAGES, C::A_BYTES, C::B_BYTES, C::OUT_BYTES>(smem_raw);
+    float *out = reinterpret_cast<float *>(sm.sc);
+    const int n0 = blockIdx.x * 64, m0 = blockIdx.y * BN;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&sm.full[s], 1);
+            mbar_init(&sm.empty[s], 4); /* lane 0 of each consumer warp */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (threadIdx.x >= 128) { /* the producer warp */
+        if (threadIdx.x != 128)
+            return;
+        int s = 0;
+        uint32_t ph = 0;
+        for (int kb = 0; kb < p.nkb; kb++) {
+            mbar_wait(&sm.empty[s], ph ^ 1);
+            mbar_expect_tx(&sm.full[s], C::A_BYTES + C::B_BYTES);
+            const int k0 = kb * BK;
+            uint8_t *a = sm.sa + s * C::A_BYTES;
+            if constexpr (AMN)
+                tma_load_2d(a, &ta, n0, k0, &sm.full[s]);
+            else
+                tma_load_2d(a, &ta, k0, n0, &sm.full[s]);
+            tma_load_2d(sm.sb + s * C::B_BYTES, &tb, k0, m0, &sm.full[s]);
+            if (++s == STAGES) {
+                s = 0;
+                ph ^= 1;
+            }
+        }
+        return;
+    }
+
+    /* the consumer warpgroup */
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    constexpr uint32_t A_KSTEP = AMN ? 16 * 128 : 32;
+    const uint64_t da0 = gemmk_desc_encode(smem_u32(sm.sa), AMN ? SLAB : 16,
+                                           1024, GEMMK_SWIZZLE_128B);
+    const uint64_t db0 =
+        gemmk_desc_encode(smem_u32(sm.sb), 16, 1024, GEMMK_SWIZZLE_128B);
+    float d[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+        d[i] = 0.f;
+    int s = 0, prev = -1;
+    uint32_t ph = 0;
+    for (int kb = 0; kb < p.nkb; kb++) {
+        mbar_wait(&sm.full[s], ph);
+        fence_regs(d);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            const uint64_t da = da0 + ((s * C::A_BYTES + kk * A_KSTEP) >> 4);
+            const uint64_t db = db0 + ((s * C::B_BYTES + kk * 32) >> 4);
+            decode_mma<BN, AB, AMN>(d, da, db, 1);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        fence_regs(d);
+        if (prev >= 0 && lane == 0)
+            mbar_arrive(&sm.empty[prev]);
+        prev = s;
+        if (++s == STAGES) {
+            s = 0;
+            ph ^= 1;
+        }
+    }
+    wgmma_wait<0>();
+    fence_regs(d);
+
+    /* d[4j + 2h + e]: row 16 warp + lane / 4 + 8h of D^T's block (n),
+     * column 8j + 2 (lane % 4) + e (m) */
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int r = 16 * warp + lane / 4 + 8 * h;
+                const int m = 8 * j + 2 * (lane % 4) + e;
+                out[m * 65 + r] = d[4 * j + 2 * h + e];
+            }
+    asm volatile("bar.sync 1, 128;" ::: "memory");
+    if (p.cd_type == 3)
+        decode_store<float, BN>(p, out, n0, m0, tid);
+    else if (p.cd_type == 1)
+        decode_store<__nv_bfloat16, BN>(p, out, n0, m0, tid);
+    else
+        decode_store<__half, BN>(p, out, n0, m0, tid);
+}
+
+} // namespace gemmk
