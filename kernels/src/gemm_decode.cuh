@@ -3,15 +3,19 @@
  * (M <= 64) and N, K in the thousands, whose time is reading B once.
  *
  * It computes the transpose, D^T = B^T A^T: B^T's rows (N) run on 64-row
- * tiles, one tile a CTA, and A's rows on wgmma's N, 8 to 64 wide
- * (the narrowest that holds M, so a stage carries little zero fill). No K
+ * tiles, one tile a CTA, and A's rows on wgmma's N, 8 to 64 wide (the
+ * narrowest that holds M, so a stage carries little zero fill). No K
  * split: a tile streams its 64 rows of B over the whole of K, and at N =
  * 8192 the 128 tiles fill the GPU with one read of B each, nothing to sum
- * afterwards. (More than 64 rows of A: a grid row per 64, each reading B
- * again; only for the catalog's sake.) One producer warp issues the TMA loads of a deep ring; one
- * consumer warpgroup issues wgmma m64nBNk16 and at the end writes its
- * 64 x BN block of D^T as D (transposed through shared memory, so D's
- * rows go out whole), with alpha, beta and C.
+ * afterwards. One producer warp issues the TMA loads of a ring whose
+ * depth is a launch parameter (decode_stages: where the tiles outnumber
+ * the SMs, shallow enough that all of them are resident at once, so the
+ * memory system, not the block scheduler, shares out the bandwidth
+ * evenly: N = 28672 is 448 tiles, 3.4 an SM); one consumer
+ * warpgroup issues wgmma m64nBNk16 and at the end writes its 64 x BN
+ * block of D^T as D (transposed through shared memory, so D's rows go
+ * out whole), with alpha, beta and C. (More than 64 rows of A: a grid row
+ * per 64, each reading B again; only for the catalog's sake.)
  *
  * A' (B read as N x K) is MN-major in shared memory when B is K x N
  * (AMN = 1) and K-major when B is stored N x K; B' (A, M x K) is always
@@ -19,31 +23,23 @@
  */
 #pragma once
 
+#include "decode.h"
 #include "gemm_sm90.cuh"
 
 namespace gemmk
 {
 
-struct DecodeParams {
-    int rows;    /* A' rows: the problem's N */
-    int cols;    /* B' rows: the problem's M */
-    int nkb;     /* k-blocks of BK */
-    int cd_type; /* gemm_dtype of C and D */
-    float alpha, beta;
-    void *d;
-    const void *c;
-    long long ldd, ldc;
-};
-
 template <int BN> struct DecodeCfg {
     static constexpr int A_BYTES = 64 * BK * 2;
     static constexpr int B_BYTES = BN * BK * 2;
     static constexpr int OUT_BYTES = BN * 65 * 4; /* D^T block, padded */
-    static constexpr int STAGES_FIT =
-        (200 * 1024 - OUT_BYTES) / (A_BYTES + B_BYTES);
-    static constexpr int STAGES = STAGES_FIT < 16 ? STAGES_FIT : 16;
-    static constexpr int SMEM =
-        STAGES * (A_BYTES + B_BYTES) + OUT_BYTES + 1024 + 2 * 8 * STAGES;
+    static_assert(OUT_BYTES <= 2 * (A_BYTES + B_BYTES), "out in the ring");
+    /* dynamic shared memory for a ring of `stages` (the block of D^T
+     * reuses the ring once the main loop is done) */
+    static constexpr int smem(int stages)
+    {
+        return stages * (A_BYTES + B_BYTES) + 1024 + 16 * stages;
+    }
 };
 
 template <int BN, int AB, int AMN>
@@ -74,9 +70,8 @@ __device__ __forceinline__ void decode_mma(float (&d)[BN / 2], uint64_t da,
 /* D[m][n0 + r] = alpha * out[m][r] + beta * C[m][n0 + r] for the block's
  * columns m < cols and rows r < 64 within D; consumer threads (128). */
 template <typename T, int BN>
-__device__ __forceinline__ void decode_store(const DecodeParams &p,
-                                             const float *out, int n0, int m0,
-                                             int tid)
+__device__ __forceinline__ void
+decode_store(const DecodeParams &p, const float *out, int n0, int m0, int tid)
 {
     T *d = static_cast<T *>(p.d);
     const T *c = static_cast<const T *>(p.c);
@@ -99,16 +94,19 @@ __global__ void __launch_bounds__(160, 1)
                        const __grid_constant__ DecodeParams p)
 {
     using C = DecodeCfg<BN>;
-    constexpr int STAGES = C::STAGES;
+    const int stages = p.stages;
     extern __shared__ uint8_t smem_raw[];
-    const SmemRing sm =
-        smem_ring<STAGES, C::A_BYTES, C::B_BYTES, C::OUT_BYTES>(smem_raw);
-    float *out = reinterpret_cast<float *>(sm.sc);
+    uint8_t *sa = reinterpret_cast<uint8_t *>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    uint8_t *sb = sa + stages * C::A_BYTES;
+    float *out = reinterpret_cast<float *>(sa); /* after the main loop */
+    uint64_t *full = reinterpret_cast<uint64_t *>(sb + stages * C::B_BYTES);
+    uint64_t *empty = full + stages;
     const int n0 = blockIdx.x * 64, m0 = blockIdx.y * BN;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            mbar_init(&sm.full[s], 1);
-            mbar_init(&sm.empty[s], 4); /* lane 0 of each consumer warp */
+        for (int s = 0; s < stages; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 4); /* lane 0 of each consumer warp */
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -120,16 +118,16 @@ __global__ void __launch_bounds__(160, 1)
         int s = 0;
         uint32_t ph = 0;
         for (int kb = 0; kb < p.nkb; kb++) {
-            mbar_wait(&sm.empty[s], ph ^ 1);
-            mbar_expect_tx(&sm.full[s], C::A_BYTES + C::B_BYTES);
+            mbar_wait(&empty[s], ph ^ 1);
+            mbar_expect_tx(&full[s], C::A_BYTES + C::B_BYTES);
             const int k0 = kb * BK;
-            uint8_t *a = sm.sa + s * C::A_BYTES;
+            uint8_t *a = sa + s * C::A_BYTES;
             if constexpr (AMN)
-                tma_load_2d(a, &ta, n0, k0, &sm.full[s]);
+                tma_load_2d(a, &ta, n0, k0, &full[s]);
             else
-                tma_load_2d(a, &ta, k0, n0, &sm.full[s]);
-            tma_load_2d(sm.sb + s * C::B_BYTES, &tb, k0, m0, &sm.full[s]);
-            if (++s == STAGES) {
+                tma_load_2d(a, &ta, k0, n0, &full[s]);
+            tma_load_2d(sb + s * C::B_BYTES, &tb, k0, m0, &full[s]);
+            if (++s == stages) {
                 s = 0;
                 ph ^= 1;
             }
@@ -140,10 +138,10 @@ __global__ void __launch_bounds__(160, 1)
     /* the consumer warpgroup */
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     constexpr uint32_t A_KSTEP = AMN ? 16 * 128 : 32;
-    const uint64_t da0 = gemmk_desc_encode(smem_u32(sm.sa), AMN ? SLAB : 16,
-                                           1024, GEMMK_SWIZZLE_128B);
+    const uint64_t da0 = gemmk_desc_encode(smem_u32(sa), AMN ? SLAB : 16, 1024,
+                                           GEMMK_SWIZZLE_128B);
     const uint64_t db0 =
-        gemmk_desc_encode(smem_u32(sm.sb), 16, 1024, GEMMK_SWIZZLE_128B);
+        gemmk_desc_encode(smem_u32(sb), 16, 1024, GEMMK_SWIZZLE_128B);
     float d[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)
@@ -151,7 +149,7 @@ __global__ void __launch_bounds__(160, 1)
     int s = 0, prev = -1;
     uint32_t ph = 0;
     for (int kb = 0; kb < p.nkb; kb++) {
-        mbar_wait(&sm.full[s], ph);
+        mbar_wait(&full[s], ph);
         fence_regs(d);
         wgmma_fence();
 #pragma unroll
@@ -164,9 +162,9 @@ __global__ void __launch_bounds__(160, 1)
         wgmma_wait<1>();
         fence_regs(d);
         if (prev >= 0 && lane == 0)
-            mbar_arrive(&sm.empty[prev]);
+            mbar_arrive(&empty[prev]);
         prev = s;
-        if (++s == STAGES) {
+        if (++s == stages) {
             s = 0;
             ph ^= 1;
         }
@@ -175,7 +173,7 @@ __global__ void __launch_bounds__(160, 1)
     fence_regs(d);
 
     /* d[4j + 2h + e]: row 16 warp + lane / 4 + 8h of D^T's block (n),
-     * column 8j + 2 (lane % 4) + e (m) */
+     * column 8j + 2 (lane % 4) + e (m); out holds it as [m][n] */
 #pragma unroll
     for (int j = 0; j < BN / 8; j++)
 #pragma unroll

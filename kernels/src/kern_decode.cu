@@ -1,7 +1,5 @@
 /* kern_decode.cu: the decode kernel's instantiations (gemm_decode.cuh):
  * tile widths 8, 16, 32 and 64 x bf16 and fp16 x B read either way. */
-#include "launch.h"
-
 #include "gemm_decode.cuh"
 
 namespace gemmk
@@ -13,7 +11,7 @@ template <int BN, int AB, int AMN>
 cudaError_t launch_decode_one(const DecodeLaunch &l)
 {
     auto kern = gemm_decode_kernel<BN, AB, AMN>;
-    constexpr int smem = DecodeCfg<BN>::SMEM;
+    const int smem = DecodeCfg<BN>::smem(l.p.stages);
     cudaError_t e = cudaFuncSetAttribute(
         kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess)
@@ -37,6 +35,25 @@ template <int BN> cudaError_t launch_decode_bn(const DecodeLaunch &l)
 }
 
 } // namespace
+
+int decode_stages(int bn, long long tiles, int sms)
+{
+    /* bytes of B in flight that keep HBM busy (about its bandwidth x
+     * latency: more measured slower at N = 28672, kernel-notes v13) */
+    constexpr long long kInFlight = 12ll << 20;
+    constexpr int kSmemSm = 228 * 1024, kReserved = 1024;
+    const int stage = DecodeCfg<8>::A_BYTES + bn * BK * 2;
+    long long per_sm = (tiles + sms - 1) / (sms > 0 ? sms : 1);
+    per_sm = per_sm < 1 ? 1 : per_sm > 8 ? 8 : per_sm;
+    int most = (kSmemSm / (int)per_sm - kReserved - 1024) / (stage + 16);
+    const int cap =
+        (int)(kInFlight / ((tiles > 0 ? tiles : 1) * DecodeCfg<8>::A_BYTES));
+    most = most < cap ? most : cap;
+    most = most < 16 ? most : 16;
+    const int one_sm = (227 * 1024 - 1024) / (stage + 16);
+    most = most < one_sm ? most : one_sm;
+    return most > 2 ? most : 2;
+}
 
 cudaError_t launch_decode(const DecodeLaunch &l)
 {

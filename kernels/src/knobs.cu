@@ -128,9 +128,13 @@ const KnobRow kKnobs[KNOB_COUNT] = {
     {KNOB_SWAP_SPLITS, "GEMMK_SWAP_SPLITS", 0,
      "ws-swap: the k-splits (0: by the model; swap.cu)", read_positive},
     {KNOB_DECODE_M, "GEMMK_DECODE_M", 64,
-     "auto runs the problems it would swap (ws-swap) as ws-decode when M "
-     "is up to this (at most 64) and A is not transposed (0: never; "
-     "swap.cu)",
+     "auto runs 16-bit problems of M up to this (at most 64; N, K >= "
+     "1024) with A not transposed as ws-decode, whatever the plain plan "
+     "(0: never; swap.cu)",
+     read_positive},
+    {KNOB_DECODE_STAGES, "GEMMK_DECODE_STAGES", 0,
+     "ws-decode: the stages of its ring, 2 up to the deepest that fits one "
+     "CTA an SM (0: by the tile count, kern_decode.cu's decode_stages)",
      read_positive},
 };
 

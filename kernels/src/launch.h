@@ -8,7 +8,6 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include "gemm_decode.cuh"
 #include "gemm_sm90.cuh"
 #include "gemm_streamk.cuh"
 
@@ -59,19 +58,6 @@ cudaError_t launch_n256e(const Launch &l, int nb);
 bool tstore_applies(const KParams &p);
 
 int max_clusters2();
-
-/* The decode kernel (kern_decode.cu, gemm_decode.cuh): ta the problem's B
- * read as N x K (amn: MN-major, box 64 x 64), tb its A (K-major, box 64
- * x bn); one CTA per 64 of N (grid) and bn of M (grid_y). */
-struct DecodeLaunch {
-    CUtensorMap ta, tb;
-    DecodeParams p;
-    int grid, grid_y, bn; /* bn: 8, 16, 32 or 64 */
-    bool f16;
-    int amn;
-    cudaStream_t stream;
-};
-cudaError_t launch_decode(const DecodeLaunch &l);
 
 template <int BN, int AB, int AMN, int BMN, int CL, int PR = 0>
 cudaError_t launch_one(const Launch &l)

@@ -16,6 +16,7 @@
  */
 #include <string.h>
 
+#include "decode.h"
 #include "knobs.h"
 #include "tiled.h"
 
@@ -149,7 +150,8 @@ bool decode_fits(const gemmk_ctx *ctx, const gemmk_problem *p)
 {
     return (p->ab_type == GEMM_BF16 || p->ab_type == GEMM_FP16) &&
            !p->host_mapped && !p->trans_a && p->m >= 1 &&
-           p->m <= ctx_knob(ctx, KNOB_DECODE_M) && p->m <= 64;
+           p->m <= ctx_knob(ctx, KNOB_DECODE_M) && p->m <= 64 && p->n >= 1024 &&
+           p->k >= 1024;
 }
 
 gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
@@ -188,6 +190,11 @@ gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
     l.p.ldd = p->ldd, l.p.ldc = p->ldc;
     l.grid = (int)cdiv(p->n, 64);
     l.grid_y = (int)cdiv(p->m, l.bn);
+    const int forced = ctx_knob(ctx, KNOB_DECODE_STAGES);
+    const int most = decode_stages(l.bn, 1, 1); /* one CTA an SM */
+    l.p.stages = forced >= 2 ? (forced < most ? forced : most)
+                             : decode_stages(l.bn, (long long)l.grid * l.grid_y,
+                                             ctx->num_sms);
     l.f16 = p->ab_type == GEMM_FP16;
     l.amn = p->trans_b ? 0 : 1;
     l.stream = stream;

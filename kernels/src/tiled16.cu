@@ -158,8 +158,13 @@ const Row *tiled16_choice(const gemmk_ctx *ctx, const gemmk_problem *p,
 {
     const bool is_auto = (row.flags & ROW_AUTO) != 0;
     plan(ctx, p, row.tiling, is_auto, pl);
+    if (is_auto && decode_fits(ctx, p)) {
+        const Row *dr = row_find("ws-decode");
+        if (dr)
+            return dr;
+    }
     if (is_auto && swap_fits(ctx, p, *pl)) {
-        const Row *sw = row_find(decode_fits(ctx, p) ? "ws-decode" : "ws-swap");
+        const Row *sw = row_find("ws-swap");
         if (sw)
             return sw;
     }

@@ -192,9 +192,9 @@ static bool run_case(const Case &c, int idx)
     CK(cudaMemcpy(hd.data(), D, hd.size(), cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(href.data(), Ref, href.size() * 4, cudaMemcpyDeviceToHost));
     /* stream-K, split-K and ws-swap (K split, partials summed in a fixed
-     * order): the same bits run to run */
+     * order), ws-decode: the same bits run to run */
     if (c.kernel && (strstr(c.kernel, "sk") || strstr(c.kernel, "splitk") ||
-                     strstr(c.kernel, "swap"))) {
+                     strstr(c.kernel, "swap") || strstr(c.kernel, "decode"))) {
         std::vector<uint8_t> again(hd.size());
         for (int r = 0; r < 3; r++) {
             if (gemmk_gemm(ctx, &p, 0, c.kernel, NULL) != GEMM_OK) {
@@ -719,6 +719,8 @@ int main(int argc, char **argv)
                          8, "ws-decode"});
         cases.push_back({40, 2048, 1000, GEMM_FP16, GEMM_FP32, 0, 0, 1.0f, 0.f,
                          0, "ws-decode"});
+        cases.push_back({12, 9000, 700, GEMM_BF16, GEMM_FP16, 0, 0, 1.0f, 0.5f,
+                         8, "ws-decode"});
     } else {
         const long long sz[] = {1,   7,   63,   64,   65,   127,
                                 129, 255, 1000, 1024, 4095, 4096};
@@ -822,12 +824,15 @@ int main(int argc, char **argv)
                                  t >> 1, t & 1, (t == 2) ? -0.75f : 1.0f,
                                  q % 2 ? 0.f : 0.5f, 8 * (q % 3), "ws-swap"});
         /* the decode kernel: every tile width (M 1..64 and the edges of
-         * 8, 16, 32), tails in N and K, A untransposed, B either way */
-        const long long dec[][3] = {{1, 8192, 8192},  {7, 4095, 1000},
-                                    {8, 1000, 65},    {9, 2048, 4096},
-                                    {16, 777, 129},   {17, 4096, 2048},
-                                    {32, 1000, 8192}, {33, 28672, 1024},
-                                    {63, 4095, 1000}, {64, 8192, 4096}};
+         * 8, 16, 32; M > 64: grid rows), tails in N and K, K of one and
+         * two k-blocks, A untransposed, B either way */
+        const long long dec[][3] = {
+            {1, 8192, 8192},  {7, 4095, 1000},    {8, 1000, 65},
+            {9, 2048, 4096},  {16, 777, 129},     {17, 4096, 2048},
+            {32, 1000, 8192}, {33, 28672, 1024},  {63, 4095, 1000},
+            {64, 8192, 4096}, {1, 28672, 8192},   {5, 9000, 777},
+            {20, 9000, 100},  {64, 9000, 4096},   {65, 8192, 1000},
+            {100, 4095, 777}, {128, 28672, 1024}, {129, 1000, 200}};
         for (auto &s : dec)
             for (int t = 0; t < 2; t++, q++)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3], 0,

@@ -1,0 +1,43 @@
+/*
+ * decode.h: the decode kernel's parameters and launch (kern_decode.cu;
+ * the kernel is gemm_decode.cuh), apart from launch.h so that the other
+ * kernels' units do not depend on it.
+ */
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+namespace gemmk
+{
+
+struct DecodeParams {
+    int rows;    /* A' rows: the problem's N */
+    int cols;    /* B' rows: the problem's M */
+    int nkb;     /* k-blocks of BK */
+    int stages;  /* the ring's depth */
+    int cd_type; /* gemm_dtype of C and D */
+    float alpha, beta;
+    void *d;
+    const void *c;
+    long long ldd, ldc;
+};
+
+/* The decode kernel (kern_decode.cu, gemm_decode.cuh): ta the problem's B
+ * read as N x K (amn: MN-major, box 64 x 64), tb its A (K-major, box 64
+ * x bn); one CTA per 64 of N (grid) and bn of M (grid_y). */
+struct DecodeLaunch {
+    CUtensorMap ta, tb;
+    DecodeParams p;
+    int grid, grid_y, bn; /* bn: 8, 16, 32 or 64 */
+    bool f16;
+    int amn;
+    cudaStream_t stream;
+};
+cudaError_t launch_decode(const DecodeLaunch &l);
+/* The ring's depth for `tiles` CTAs of tile width bn on `sms` SMs: as
+ * deep as lets all of them be resident at once (up to 8 an SM) and keeps
+ * about 12 MiB of B in flight, 2 to 16. */
+int decode_stages(int bn, long long tiles, int sms);
+
+} // namespace gemmk
