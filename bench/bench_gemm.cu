@@ -10,7 +10,7 @@
  *                   [--shapes MxNxK[tAB],...] [--type bf16|fp16|both]
  *                   [--reps N] [--blocks N] [--csv FILE] [--kernel NAME,...]
  *        bench_gemm --type fp32 [--set fp32|fp32quick|fp32sq|tf32|
- *                                  tf32one] [--reps N]
+ *                                  tf32one] [--shapes ...] [--reps N]
  *                   [--csv FILE]
  *        bench_gemm --type int8 [--set int8|int8quick|int8one] [--reps N]
  *        bench_gemm --type fp64 [--set fp64|fp64quick|fp64sq|fp64ksweep|z128|
@@ -212,10 +212,13 @@ struct Row32 {
 
 /* fp32 rows (see the file comment). Returns 0, or 1 on a failed call. */
 static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
-                      cudaEvent_t e0, cudaEvent_t e1)
+                      cudaEvent_t e0, cudaEvent_t e1,
+                      const std::vector<Shape> &custom)
 {
     std::vector<Shape> shapes;
-    if (!strcmp(set, "fp32quick")) {
+    if (!custom.empty()) {
+        shapes = custom;
+    } else if (!strcmp(set, "fp32quick")) {
         shapes.push_back({4096, 4096, 4096, 0, 0, "fp32"});
         shapes.push_back({8192, 8192, 8192, 0, 0, "fp32"});
         shapes.push_back({8192, 8192, 8192, 0, 1, "fp32"});
@@ -1207,7 +1210,8 @@ int main(int argc, char **argv)
         return r;
     }
     if (!strcmp(type, "fp32")) {
-        int r32 = bench_fp32(ctx, set, reps, f, e0, e1);
+        int r32 = bench_fp32(ctx, set, reps, f, e0, e1,
+                             shape_list ? shapes : std::vector<Shape>());
         if (f)
             fclose(f);
         gemmk_ctx_destroy(ctx);

@@ -1,9 +1,9 @@
 /*
  * gemm_decode.cuh: the decode kernel, for products with few rows of A
- * (M <= 64) and N, K in the thousands, whose time is reading B once.
+ * (M <= 128) and N, K in the thousands, whose time is reading B once.
  *
  * It computes the transpose, D^T = B^T A^T: B^T's rows (N) run on 64-row
- * tiles, one tile a CTA, and A's rows on wgmma's N, 8 to 64 wide (the
+ * tiles, one tile a CTA, and A's rows on wgmma's N, 8 to 128 wide (the
  * narrowest that holds M, so a stage carries little zero fill). No K
  * split: a tile streams its 64 rows of B over the whole of K, and at N =
  * 8192 the 128 tiles fill the GPU with one read of B each, nothing to sum
@@ -14,8 +14,8 @@
  * evenly: N = 28672 is 448 tiles, 3.4 an SM); one consumer
  * warpgroup issues wgmma m64nBNk16 and at the end writes its 64 x BN
  * block of D^T as D (transposed through shared memory, so D's rows go
- * out whole), with alpha, beta and C. (More than 64 rows of A: a grid row
- * per 64, each reading B again; only for the catalog's sake.)
+ * out whole), with alpha, beta and C. (More than 128 rows of A: a grid
+ * row per 128, each reading B again; only for the catalog's sake.)
  *
  * A' (B read as N x K) is MN-major in shared memory when B is K x N
  * (AMN = 1) and K-major when B is stored N x K; B' (A, M x K) is always
@@ -53,8 +53,12 @@ __device__ __forceinline__ void decode_mma(float (&d)[BN / 2], uint64_t da,
             wgmma_m64n16k16_f16<AMN, 0>(d, da, db, scale_d);
         else if constexpr (BN == 32)
             wgmma_m64n32k16_f16<AMN, 0>(d, da, db, scale_d);
-        else
+        else if constexpr (BN == 64)
             wgmma_m64n64k16_f16<AMN, 0>(d, da, db, scale_d);
+        else if constexpr (BN == 96)
+            wgmma_m64n96k16_f16<AMN, 0>(d, da, db, scale_d);
+        else
+            wgmma_m64n128k16_f16<AMN, 0>(d, da, db, scale_d);
     } else {
         if constexpr (BN == 8)
             wgmma_m64n8k16_bf16<AMN, 0>(d, da, db, scale_d);
@@ -62,8 +66,12 @@ __device__ __forceinline__ void decode_mma(float (&d)[BN / 2], uint64_t da,
             wgmma_m64n16k16_bf16<AMN, 0>(d, da, db, scale_d);
         else if constexpr (BN == 32)
             wgmma_m64n32k16_bf16<AMN, 0>(d, da, db, scale_d);
-        else
+        else if constexpr (BN == 64)
             wgmma_m64n64k16_bf16<AMN, 0>(d, da, db, scale_d);
+        else if constexpr (BN == 96)
+            wgmma_m64n96k16_bf16<AMN, 0>(d, da, db, scale_d);
+        else
+            wgmma_m64n128k16_bf16<AMN, 0>(d, da, db, scale_d);
     }
 }
 

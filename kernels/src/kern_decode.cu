@@ -1,5 +1,5 @@
 /* kern_decode.cu: the decode kernel's instantiations (gemm_decode.cuh):
- * tile widths 8, 16, 32 and 64 x bf16 and fp16 x B read either way. */
+ * tile widths 8, 16, 32, 64, 96 and 128 x bf16 and fp16 x B read either way. */
 #include "gemm_decode.cuh"
 
 namespace gemmk
@@ -66,6 +66,10 @@ cudaError_t launch_decode(const DecodeLaunch &l)
         return launch_decode_bn<32>(l);
     case 64:
         return launch_decode_bn<64>(l);
+    case 96:
+        return launch_decode_bn<96>(l);
+    case 128:
+        return launch_decode_bn<128>(l);
     }
     return cudaErrorInvalidValue;
 }

@@ -127,10 +127,10 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      read_positive},
     {KNOB_SWAP_SPLITS, "GEMMK_SWAP_SPLITS", 0,
      "ws-swap: the k-splits (0: by the model; swap.cu)", read_positive},
-    {KNOB_DECODE_M, "GEMMK_DECODE_M", 64,
-     "auto runs 16-bit problems of M up to this (at most 64; N, K >= "
-     "1024) with A not transposed as ws-decode, whatever the plain plan "
-     "(0: never; swap.cu)",
+    {KNOB_DECODE_M, "GEMMK_DECODE_M", 96,
+     "auto runs 16-bit problems of M up to this (at most 128; N, K >= "
+     "1024; past 64 only with N <= 64 x the SMs) with A not transposed as "
+     "ws-decode, whatever the plain plan (0: never; swap.cu)",
      read_positive},
     {KNOB_DECODE_STAGES, "GEMMK_DECODE_STAGES", 0,
      "ws-decode: the stages of its ring, 2 up to the deepest that fits one "

@@ -31,8 +31,8 @@ enum Knob {
     KNOB_SWAP_ANY_M,      /* auto: M up to this runs ws-swap whatever
                              the plain plan (0: only by the plan) */
     KNOB_SWAP_SPLITS,     /* ws-swap: k-splits (0: by the model) */
-    KNOB_DECODE_M,        /* auto: M up to this (of ws-swap's) runs
-                             ws-decode (0: never; at most 64) */
+    KNOB_DECODE_M,        /* auto: M up to this runs ws-decode (0:
+                             never; at most 128) */
     KNOB_DECODE_STAGES,   /* ws-decode: the ring's depth (0: model) */
     KNOB_COUNT
 };

@@ -11,7 +11,7 @@
  * kernel's leave and wait (griddepcontrol.wait) for all of its writes,
  * so the launch gap between the two is hidden.
  *
- * Up to 64 rows of an untransposed A take the decode kernel instead
+ * Up to 128 rows of an untransposed A take the decode kernel instead
  * (gemm_decode.cuh): no K split and nothing to sum, one read of B.
  */
 #include <string.h>
@@ -148,10 +148,14 @@ bool swap_fits(const gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl)
 
 bool decode_fits(const gemmk_ctx *ctx, const gemmk_problem *p)
 {
+    /* past 64 rows of A only where every tile has an SM of its own: the
+     * 96- and 128-wide stages need a deep ring (kernel-notes v13: 80 x
+     * 8192 x 8192 0.78 -> 0.95, 80 x 28672 x 8192 0.98 -> 0.51) */
     return (p->ab_type == GEMM_BF16 || p->ab_type == GEMM_FP16) &&
            !p->host_mapped && !p->trans_a && p->m >= 1 &&
-           p->m <= ctx_knob(ctx, KNOB_DECODE_M) && p->m <= 64 && p->n >= 1024 &&
-           p->k >= 1024;
+           p->m <= ctx_knob(ctx, KNOB_DECODE_M) && p->m <= 128 &&
+           p->n >= 1024 && p->k >= 1024 &&
+           (p->m <= 64 || cdiv(p->n, 64) <= ctx->num_sms);
 }
 
 gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
@@ -164,7 +168,12 @@ gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
         return GEMM_ERR_UNSUPPORTED;
     }
     DecodeLaunch l = {};
-    l.bn = p->m <= 8 ? 8 : p->m <= 16 ? 16 : p->m <= 32 ? 32 : 64;
+    l.bn = p->m <= 8    ? 8
+           : p->m <= 16 ? 16
+           : p->m <= 32 ? 32
+           : p->m <= 64 ? 64
+           : p->m <= 96 ? 96
+                        : 128;
     gemmk_tmap_key ka = {}, kb = {};
     ka.addr = (uint64_t)(uintptr_t)p->b;
     ka.dtype = kb.dtype = p->ab_type;

@@ -802,10 +802,10 @@ int main(int argc, char **argv)
             }
         /* skinny and split-K shapes (auto: 24 x 28672 x 1024 swapped by
          * GEMMK_SWAP_ANY_M, its plain plan one partial wave) */
-        const long long skinny[][3] = {{1, 8192, 8192},     {16, 4096, 8192},
-                                       {64, 1000, 8192},    {128, 2048, 4096},
-                                       {256, 4095, 4096},   {3000, 5000, 700},
-                                       {1024, 1024, 16384}, {24, 28672, 1024}};
+        const long long skinny[][3] = {
+            {1, 8192, 8192},     {16, 4096, 8192},  {64, 1000, 8192},
+            {128, 2048, 4096},   {256, 4095, 4096}, {3000, 5000, 700},
+            {1024, 1024, 16384}, {24, 28672, 1024}, {80, 8192, 1024}};
         for (auto &s : skinny)
             for (int t = 0; t < 4; t++, q++)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
@@ -823,9 +823,9 @@ int main(int argc, char **argv)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
                                  t >> 1, t & 1, (t == 2) ? -0.75f : 1.0f,
                                  q % 2 ? 0.f : 0.5f, 8 * (q % 3), "ws-swap"});
-        /* the decode kernel: every tile width (M 1..64 and the edges of
-         * 8, 16, 32; M > 64: grid rows), tails in N and K, K of one and
-         * two k-blocks, A untransposed, B either way */
+        /* the decode kernel: every tile width (M 1..128 and the edges of
+         * 8, 16, 32, 64, 96; M > 128: grid rows), tails in N and K, K of
+         * one and two k-blocks, A untransposed, B either way */
         const long long dec[][3] = {
             {1, 8192, 8192},  {7, 4095, 1000},    {8, 1000, 65},
             {9, 2048, 4096},  {16, 777, 129},     {17, 4096, 2048},
