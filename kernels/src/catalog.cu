@@ -186,7 +186,8 @@ const Row kRows[] = {
      0},
     {{"ws-decode", 0, 0,
       "decode shapes (M <= 128, A untransposed): D^T = B^T A^T on 64-row "
-      "tiles, M on wgmma's N (8 to 128), one read of B, no K split",
+      "tiles, M rounded up to 8 on wgmma's N (8 to 128), one read of B, "
+      "no K split",
       kAB16, kCDAll, 0, 0x5u},
      0,
      run_decode,

@@ -29,7 +29,7 @@ struct DecodeParams {
 struct DecodeLaunch {
     CUtensorMap ta, tb;
     DecodeParams p;
-    int grid, grid_y, bn; /* bn: 8, 16, 32, 64, 96 or 128 */
+    int grid, grid_y, bn; /* bn: 8 to 128, a multiple of 8 */
     bool f16;
     int amn;
     cudaStream_t stream;

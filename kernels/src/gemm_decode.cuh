@@ -3,8 +3,9 @@
  * (M <= 128) and N, K in the thousands, whose time is reading B once.
  *
  * It computes the transpose, D^T = B^T A^T: B^T's rows (N) run on 64-row
- * tiles, one tile a CTA, and A's rows on wgmma's N, 8 to 128 wide (the
- * narrowest that holds M, so a stage carries little zero fill). No K
+ * tiles, one tile a CTA, and A's rows on wgmma's N: M rounded up to a
+ * multiple of 8 (up to 128), so a stage carries at most 7 rows of zero
+ * fill. No K
  * split: a tile streams its 64 rows of B over the whole of K, and at N =
  * 8192 the 128 tiles fill the GPU with one read of B each, nothing to sum
  * afterwards. One producer warp issues the TMA loads of a ring whose
@@ -46,33 +47,10 @@ template <int BN, int AB, int AMN>
 __device__ __forceinline__ void decode_mma(float (&d)[BN / 2], uint64_t da,
                                            uint64_t db, int scale_d)
 {
-    if constexpr (AB == 1) {
-        if constexpr (BN == 8)
-            wgmma_m64n8k16_f16<AMN, 0>(d, da, db, scale_d);
-        else if constexpr (BN == 16)
-            wgmma_m64n16k16_f16<AMN, 0>(d, da, db, scale_d);
-        else if constexpr (BN == 32)
-            wgmma_m64n32k16_f16<AMN, 0>(d, da, db, scale_d);
-        else if constexpr (BN == 64)
-            wgmma_m64n64k16_f16<AMN, 0>(d, da, db, scale_d);
-        else if constexpr (BN == 96)
-            wgmma_m64n96k16_f16<AMN, 0>(d, da, db, scale_d);
-        else
-            wgmma_m64n128k16_f16<AMN, 0>(d, da, db, scale_d);
-    } else {
-        if constexpr (BN == 8)
-            wgmma_m64n8k16_bf16<AMN, 0>(d, da, db, scale_d);
-        else if constexpr (BN == 16)
-            wgmma_m64n16k16_bf16<AMN, 0>(d, da, db, scale_d);
-        else if constexpr (BN == 32)
-            wgmma_m64n32k16_bf16<AMN, 0>(d, da, db, scale_d);
-        else if constexpr (BN == 64)
-            wgmma_m64n64k16_bf16<AMN, 0>(d, da, db, scale_d);
-        else if constexpr (BN == 96)
-            wgmma_m64n96k16_bf16<AMN, 0>(d, da, db, scale_d);
-        else
-            wgmma_m64n128k16_bf16<AMN, 0>(d, da, db, scale_d);
-    }
+    if constexpr (AB == 1)
+        wgmma_m64k16_f16<BN, AMN, 0>(d, da, db, scale_d);
+    else
+        wgmma_m64k16_bf16<BN, AMN, 0>(d, da, db, scale_d);
 }
 
 /* D[m][n0 + r] = alpha * out[m][r] + beta * C[m][n0 + r] for the block's
@@ -111,14 +89,7 @@ __global__ void __launch_bounds__(160, 1)
     uint64_t *full = reinterpret_cast<uint64_t *>(sb + stages * C::B_BYTES);
     uint64_t *empty = full + stages;
     const int n0 = blockIdx.x * 64, m0 = blockIdx.y * BN;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < stages; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 4); /* lane 0 of each consumer warp */
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    ring_init(full, empty, stages, 4); /* lane 0 of each consumer warp */
 
     if (threadIdx.x >= 128) { /* the producer warp */
         if (threadIdx.x != 128)

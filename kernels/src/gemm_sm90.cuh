@@ -245,6 +245,22 @@ __device__ __forceinline__ SmemRing smem_ring(uint8_t *raw)
     return r;
 }
 
+/* A ring of `stages` barriers made by thread 0 of the CTA: full[s] waits
+ * for the producer's one arrival (and its bytes), empty[s] for `releases`
+ * arrivals; then the CTA syncs. Every thread. */
+__device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty,
+                                          int stages, int releases)
+{
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; s++) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], releases);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+}
+
 /* The stage ring's barriers, made by thread 0 of the CTA: full[s] waits
  * for the producer's one arrival (and its bytes), empty[s] for lane 0 of
  * each consumer warp of the CTA's CL peers (8 * CL). With CL > 1 the
@@ -253,14 +269,7 @@ __device__ __forceinline__ SmemRing smem_ring(uint8_t *raw)
 template <int STAGES, int CL>
 __device__ __forceinline__ uint32_t ring_start(uint64_t *full, uint64_t *empty)
 {
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 8 * CL);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    ring_init(full, empty, STAGES, 8 * CL);
     if constexpr (CL == 1)
         return 0;
     const uint32_t rank = cluster_rank();

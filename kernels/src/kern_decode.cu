@@ -1,5 +1,5 @@
 /* kern_decode.cu: the decode kernel's instantiations (gemm_decode.cuh):
- * tile widths 8, 16, 32, 64, 96 and 128 x bf16 and fp16 x B read either way. */
+ * tile widths 8 to 128 in steps of 8 x bf16 and fp16 x B read either way. */
 #include "gemm_decode.cuh"
 
 namespace gemmk
@@ -62,12 +62,32 @@ cudaError_t launch_decode(const DecodeLaunch &l)
         return launch_decode_bn<8>(l);
     case 16:
         return launch_decode_bn<16>(l);
+    case 24:
+        return launch_decode_bn<24>(l);
     case 32:
         return launch_decode_bn<32>(l);
+    case 40:
+        return launch_decode_bn<40>(l);
+    case 48:
+        return launch_decode_bn<48>(l);
+    case 56:
+        return launch_decode_bn<56>(l);
     case 64:
         return launch_decode_bn<64>(l);
+    case 72:
+        return launch_decode_bn<72>(l);
+    case 80:
+        return launch_decode_bn<80>(l);
+    case 88:
+        return launch_decode_bn<88>(l);
     case 96:
         return launch_decode_bn<96>(l);
+    case 104:
+        return launch_decode_bn<104>(l);
+    case 112:
+        return launch_decode_bn<112>(l);
+    case 120:
+        return launch_decode_bn<120>(l);
     case 128:
         return launch_decode_bn<128>(l);
     }

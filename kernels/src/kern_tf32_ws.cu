@@ -33,14 +33,7 @@ __global__ void __launch_bounds__(160, 1)
     const SmemRing sm = smem_ring<W6_STAGES, W6_A, W6_B>(smem_raw);
     uint8_t *sa = sm.sa, *sb = sm.sb;
     uint64_t *full = sm.full, *empty = sm.empty;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < W6_STAGES; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 4); /* lane 0 of each consumer warp */
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    ring_init(full, empty, W6_STAGES, 4); /* lane 0 of each consumer warp */
 
     int mt, nt, split;
     unit_coords(p, blockIdx.x, mt, nt, split);

@@ -127,7 +127,7 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      read_positive},
     {KNOB_SWAP_SPLITS, "GEMMK_SWAP_SPLITS", 0,
      "ws-swap: the k-splits (0: by the model; swap.cu)", read_positive},
-    {KNOB_DECODE_M, "GEMMK_DECODE_M", 96,
+    {KNOB_DECODE_M, "GEMMK_DECODE_M", 104,
      "auto runs 16-bit problems of M up to this (at most 128; N, K >= "
      "1024; past 64 only with N <= 64 x the SMs) with A not transposed as "
      "ws-decode, whatever the plain plan (0: never; swap.cu)",

@@ -168,12 +168,7 @@ gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
         return GEMM_ERR_UNSUPPORTED;
     }
     DecodeLaunch l = {};
-    l.bn = p->m <= 8    ? 8
-           : p->m <= 16 ? 16
-           : p->m <= 32 ? 32
-           : p->m <= 64 ? 64
-           : p->m <= 96 ? 96
-                        : 128;
+    l.bn = p->m < 128 ? (int)cdiv(p->m, 8) * 8 : 128; /* 8 .. 128 */
     gemmk_tmap_key ka = {}, kb = {};
     ka.addr = (uint64_t)(uintptr_t)p->b;
     ka.dtype = kb.dtype = p->ab_type;

@@ -823,16 +823,17 @@ int main(int argc, char **argv)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
                                  t >> 1, t & 1, (t == 2) ? -0.75f : 1.0f,
                                  q % 2 ? 0.f : 0.5f, 8 * (q % 3), "ws-swap"});
-        /* the decode kernel: every tile width (M 1..128 and the edges of
-         * 8, 16, 32, 64, 96; M > 128: grid rows), tails in N and K, K of
-         * one and two k-blocks, A untransposed, B either way */
+        /* the decode kernel: tile widths M rounded up to 8 (M 1..128,
+         * at and past the multiples of 8; M > 128: grid rows), tails in N
+         * and K, K of one and two k-blocks, A untransposed, B either way */
         const long long dec[][3] = {
             {1, 8192, 8192},  {7, 4095, 1000},    {8, 1000, 65},
             {9, 2048, 4096},  {16, 777, 129},     {17, 4096, 2048},
             {32, 1000, 8192}, {33, 28672, 1024},  {63, 4095, 1000},
             {64, 8192, 4096}, {1, 28672, 8192},   {5, 9000, 777},
             {20, 9000, 100},  {64, 9000, 4096},   {65, 8192, 1000},
-            {100, 4095, 777}, {128, 28672, 1024}, {129, 1000, 200}};
+            {100, 4095, 777}, {128, 28672, 1024}, {129, 1000, 200},
+            {50, 4096, 1000}, {90, 2048, 777}};
         for (auto &s : dec)
             for (int t = 0; t < 2; t++, q++)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3], 0,
