@@ -10,7 +10,7 @@
  *                   [--shapes MxNxK[tAB],...] [--type bf16|fp16|both]
  *                   [--reps N] [--blocks N] [--csv FILE] [--kernel NAME,...]
  *        bench_gemm --type fp32 [--set fp32|fp32quick|fp32sq|tf32|
- *                                  tf32one] [--shapes ...] [--reps N]
+ *                                  tf32one|gram] [--shapes ...] [--reps N]
  *                   [--csv FILE]
  *        bench_gemm --type int8 [--set int8|int8quick|int8one] [--reps N]
  *        bench_gemm --type fp64 [--set fp64|fp64quick|fp64sq|fp64ksweep|z128|
@@ -28,6 +28,8 @@
  * heuristic's top 8. Error: on 1024 sampled elements of D, the max over
  * them of |D - ref| / sum_k |a_ik b_kj| with ref in fp64 on the host (a
  * relative error that does not blow up where ref is near 0), for all four.
+ * The "gram" set multiplies A^T A (B is A), half the sample on its
+ * diagonal: sums of squares, where rounding errors do not cancel.
  *
  * int8 and fp64 (issue 14): gemmk_gemm_s8 against cuBLASLt int8
  * (CUBLAS_COMPUTE_32I; results compared exactly), and gemmk_gemm_f64 (the
@@ -228,6 +230,9 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         for (long long v : {4096ll, 8192ll})
             for (int t = 0; t < 4; t++)
                 shapes.push_back({v, v, v, t >> 1, t & 1, "fp32"});
+    } else if (!strcmp(set, "gram")) { /* A^T A: B is A, TN */
+        for (long long v : {4096ll, 8192ll})
+            shapes.push_back({v, v, v, 1, 0, "gram"});
     } else if (!strcmp(set, "fp32sq")) { /* the NN squares only */
         for (long long v : {1024ll, 2048ll, 4096ll, 8192ll})
             shapes.push_back({v, v, v, 0, 0, "fp32"});
@@ -255,11 +260,17 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         int nsets = (int)std::min<size_t>(
             8, std::max<size_t>(1, (size_t)(400ull << 20) / set_bytes));
         std::vector<float *> A(nsets), B(nsets);
+        /* "gram": D = A^T A, every diagonal element a sum of squares */
+        const bool gram = !strcmp(s.group, "gram");
         for (int i = 0; i < nsets; i++) {
             CK(cudaMalloc(&A[i], ea * 4));
-            CK(cudaMalloc(&B[i], eb * 4));
             fill_f32_kernel<<<1024, 256>>>(A[i], ea, 1000 + 17 * i);
-            fill_f32_kernel<<<1024, 256>>>(B[i], eb, 5000 + 31 * i);
+            if (gram) {
+                B[i] = A[i];
+            } else {
+                CK(cudaMalloc(&B[i], eb * 4));
+                fill_f32_kernel<<<1024, 256>>>(B[i], eb, 5000 + 31 * i);
+            }
             CK(cudaGetLastError());
         }
         float *D;
@@ -375,6 +386,8 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         for (int q = 0; q < NS; q++) {
             ri[q] = q == 0 ? s.m - 1 : (q * 7919ll) % s.m;
             ci[q] = q == 0 ? s.n - 1 : (q * 104729ll) % s.n;
+            if (gram && q % 2) /* half of the sample on the diagonal */
+                ci[q] = ri[q];
             double acc = 0, mg = 0;
             for (long long k = 0; k < s.k; k++) {
                 double a = ha[s.ta ? k * s.lda() + ri[q] : ri[q] * s.lda() + k];
@@ -437,7 +450,8 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         lt_free(lp_sg);
         for (int i = 0; i < nsets; i++) {
             cudaFree(A[i]);
-            cudaFree(B[i]);
+            if (!gram)
+                cudaFree(B[i]);
         }
         cudaFree(D);
     }
