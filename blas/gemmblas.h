@@ -6,12 +6,12 @@
  * own (gemm.c: reference argument checks, then offload.c: gemmd or the CPU
  * BLAS), and so are the other level-3 routines (level3.c: symm .. trsm,
  * which level3_offload.c stages for gemmd, the CPU BLAS computing the
- * rest); every other BLAS/CBLAS name is a trampoline into a real CPU BLAS
- * that real.c dlopens on first use. A GEMM travels as a gb_gemm: the
- * caller's problem restated row-major (a column-major call is the
- * row-major product of the transposes: A and B swap places, m and n
- * swap, the operators N/T/C stay), so the offload and the CPU paths each
- * have one form to serve.
+ * rest, or cpu_level3.c's plain loops where it lacks them); every other
+ * BLAS/CBLAS name is a trampoline into a real CPU BLAS that real.c
+ * dlopens on first use. A GEMM travels as a gb_gemm: the caller's problem
+ * restated row-major (a column-major call is the row-major product of the
+ * transposes: A and B swap places, m and n swap, the operators N/T/C
+ * stay), so the offload and the CPU paths each have one form to serve.
  */
 #ifndef GEMMBLAS_H
 #define GEMMBLAS_H
@@ -228,6 +228,13 @@ GB_HIDDEN int gb_l3_check(const gb_l3 *p);
  * output holds the result, false when the CPU BLAS must compute it (the
  * output untouched). Any thread. */
 GB_HIDDEN bool gb_offload3(const gb_l3 *p);
+
+/* cpu_level3.c: computes a checked p in plain loops, exactly as the
+ * reference BLAS routine does (its quick returns and alpha = 0 / beta = 0
+ * cases included; only the referenced triangles read and written), in
+ * double precision per element; for a call no CPU BLAS can make. Any
+ * thread. */
+GB_HIDDEN void gb_cpu_l3(const gb_l3 *p);
 
 /* ---- real.c ---- */
 

@@ -9,12 +9,23 @@
  * caller's own arguments: its xerbla (the program's, by symbol
  * interposition, as for every forwarded name), its quick returns and the
  * alpha = 0 scalings, exactly as before these routines were ours; and the
- * CPU BLAS computes whatever gemmd does not.
+ * CPU BLAS computes whatever gemmd does not. Where no CPU BLAS has the
+ * routine (none loaded, or one without it), the reference's behaviour is
+ * made here instead: an illegal argument goes to xerbla_ (Fortran) or
+ * cblas_xerbla (CBLAS, numbered as reference CBLAS numbers it), by name as
+ * gemm.c does, and the rest runs in plain loops (cpu_level3.c). Never an
+ * abort: the library lives in someone else's program.
  */
 #include "gemmblas.h"
 
 #include <stdio.h>
-#include <stdlib.h>
+#include <string.h>
+
+/* The error handlers, by name: the program's own win over ours (xerbla.c)
+ * through ordinary symbol interposition. */
+void xerbla_(const char *srname, const int *info, size_t len);
+void cblas_xerbla(int info, const char *rout, const char *form, ...);
+extern int RowMajorStrg;
 
 static char up(char c)
 {
@@ -120,7 +131,7 @@ static bool alpha_zero(const gb_l3 *p)
 }
 
 /* Runs p through gemmd when it is legal and has a product to do; false:
- * the CPU BLAS must make the call. */
+ * the CPU BLAS (without one, the plain loops) must make the call. */
 static bool offloaded(const gb_l3 *p)
 {
     if (gb_l3_check(p) != 0)
@@ -131,21 +142,40 @@ static bool offloaded(const gb_l3 *p)
     return gb_offload3(p);
 }
 
-/* The CPU BLAS's name, looked up once per call site. */
+/* The CPU BLAS's name, looked up once per call site; NULL when no CPU
+ * BLAS has it (said once per call site with GEMMBLAS_VERBOSE: the plain
+ * loops make those calls). */
 static void *real(void **cache, const char *name)
 {
+    static char none; /* what a cache holds for a name no CPU BLAS has */
     void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
     if (f == NULL) {
         if ((f = gb_real_sym(name)) == NULL) {
-            fprintf(stderr,
-                    "gemmblas: %s: not provided by the CPU BLAS: cannot "
-                    "run it\n",
-                    name);
-            abort();
+            gb_log(1, "%s: not provided by the CPU BLAS: plain loops run it",
+                   name);
+            f = &none;
         }
         __atomic_store_n(cache, f, __ATOMIC_RELEASE);
     }
-    return f;
+    return f == &none ? NULL : f;
+}
+
+/* A Fortran call no CPU BLAS can make, as the reference routine makes it:
+ * an illegal argument goes to xerbla_ with the routine's name ("DSYMM ")
+ * and the argument's position; anything else runs in plain loops. */
+static void f77_cpu(const gb_l3 *p)
+{
+    static const char *const rname[GB_NROUTINES] = {"",      "SYMM ", "HEMM ",
+                                                    "SYRK ", "HERK ", "SYR2K",
+                                                    "HER2K", "TRMM ", "TRSM "};
+    int info = gb_l3_check(p);
+    if (info == 0) {
+        gb_cpu_l3(p);
+        return;
+    }
+    char name[7] = {"SDCZ"[p->t]};
+    memcpy(name + 1, rname[p->r], 6);
+    xerbla_(name, &info, 6);
 }
 
 /* ---- the Fortran interface (hidden string lengths: passed as 1) ---- */
@@ -193,9 +223,13 @@ typedef void (*f_trmm)(const char *, const char *, const char *, const char *,
                    .lda = *lda,                                                \
                    .ldb = *ldb,                                                \
                    .ldc = *ldc};                                               \
-        if (!offloaded(&p))                                                    \
-            ((f_symm)real(&cache, #name "_"))(side, uplo, m, n, alpha, a, lda, \
-                                              b, ldb, beta, c, ldc, 1, 1);     \
+        if (offloaded(&p))                                                     \
+            return;                                                            \
+        f_symm f = (f_symm)real(&cache, #name "_");                            \
+        if (f == NULL)                                                         \
+            f77_cpu(&p);                                                       \
+        else                                                                   \
+            f(side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc, 1, 1);    \
     }
 
 #define F77_SYRK(name, T, R)                                                   \
@@ -221,9 +255,13 @@ typedef void (*f_trmm)(const char *, const char *, const char *, const char *,
                    .c = c,                                                     \
                    .lda = *lda,                                                \
                    .ldc = *ldc};                                               \
-        if (!offloaded(&p))                                                    \
-            ((f_syrk)real(&cache, #name "_"))(uplo, trans, n, k, alpha, a,     \
-                                              lda, beta, c, ldc, 1, 1);        \
+        if (offloaded(&p))                                                     \
+            return;                                                            \
+        f_syrk f = (f_syrk)real(&cache, #name "_");                            \
+        if (f == NULL)                                                         \
+            f77_cpu(&p);                                                       \
+        else                                                                   \
+            f(uplo, trans, n, k, alpha, a, lda, beta, c, ldc, 1, 1);           \
     }
 
 #define F77_SYR2K(name, T, R)                                                  \
@@ -253,9 +291,13 @@ typedef void (*f_trmm)(const char *, const char *, const char *, const char *,
                    .lda = *lda,                                                \
                    .ldb = *ldb,                                                \
                    .ldc = *ldc};                                               \
-        if (!offloaded(&p))                                                    \
-            ((f_syr2k)real(&cache, #name "_"))(                                \
-                uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 1, 1); \
+        if (offloaded(&p))                                                     \
+            return;                                                            \
+        f_syr2k f = (f_syr2k)real(&cache, #name "_");                          \
+        if (f == NULL)                                                         \
+            f77_cpu(&p);                                                       \
+        else                                                                   \
+            f(uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 1, 1);   \
     }
 
 #define F77_TRMM(name, T, R)                                                   \
@@ -282,10 +324,14 @@ typedef void (*f_trmm)(const char *, const char *, const char *, const char *,
                    .c = b,                                                     \
                    .lda = *lda,                                                \
                    .ldc = *ldb};                                               \
-        if (!offloaded(&p))                                                    \
-            ((f_trmm)real(&cache, #name "_"))(side, uplo, transa, diag, m, n,  \
-                                              alpha, a, lda, b, ldb, 1, 1, 1,  \
-                                              1);                              \
+        if (offloaded(&p))                                                     \
+            return;                                                            \
+        f_trmm f = (f_trmm)real(&cache, #name "_");                            \
+        if (f == NULL)                                                         \
+            f77_cpu(&p);                                                       \
+        else                                                                   \
+            f(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb, 1, 1, 1,  \
+              1);                                                              \
     }
 
 F77_SYMM(ssymm, GB_S, GB_SYMM)
@@ -337,42 +383,100 @@ static char c_diag(int d)
 {
     return d == 131 ? 'N' : d == 132 ? 'U' : 0;
 }
-static char flip(char c)
+/* The other side (L, R) or the other triangle (U, L): the row-major
+ * view's. */
+static char flip_side(char s)
 {
-    return c == 'L' ? 'R' : c == 'R' ? 'L' : c == 'U' ? 'L' : 'U';
+    return s == 'L' ? 'R' : 'L';
+}
+static char flip_uplo(char u)
+{
+    return u == 'U' ? 'L' : 'U';
 }
 
 /* The Fortran call of a CBLAS symm/hemm/trmm/trsm (reference CBLAS's:
- * row-major flips SIDE and UPLO and swaps M and N). False: an enum is
- * invalid (the CPU BLAS reports it). */
-static bool cb_side_call(gb_l3 *p, int layout, int side, int uplo, int m, int n)
+ * row-major flips SIDE and UPLO and swaps M and N). Returns 0, or the
+ * position reference CBLAS reports for the first illegal enumeration:
+ * layout (1), side (2), uplo (3); p is then not filled. */
+static int cb_side_call(gb_l3 *p, int layout, int side, int uplo, int m, int n)
 {
     char s = c_side(side), u = c_uplo(uplo);
-    if ((layout != GB_ROW_MAJOR && layout != GB_COL_MAJOR) || !s || !u)
-        return false;
+    if (layout != GB_ROW_MAJOR && layout != GB_COL_MAJOR)
+        return 1;
+    if (!s)
+        return 2;
+    if (!u)
+        return 3;
     bool row = layout == GB_ROW_MAJOR;
-    p->side = row ? flip(s) : s;
-    p->uplo = row ? flip(u) : u;
+    p->side = row ? flip_side(s) : s;
+    p->uplo = row ? flip_uplo(u) : u;
     p->m = row ? n : m;
     p->n = row ? m : n;
-    return true;
+    return 0;
 }
 
 /* The Fortran call of a CBLAS rank update: row-major flips UPLO, and
- * TRANS N becomes T (C for herk/her2k), T and C become N. */
-static bool cb_rank_call(gb_l3 *p, int layout, int uplo, int trans, int n,
-                         int k)
+ * TRANS N becomes T (C for herk/her2k), T and C become N, except where
+ * reference CBLAS refuses them: T for herk/her2k and C for complex
+ * syrk/syr2k (column-major hands them on, for the Fortran routine's
+ * check to refuse). Returns 0, or the position of the first illegal
+ * enumeration: layout (1), uplo (2), trans (3); p is then not filled. */
+static int cb_rank_call(gb_l3 *p, int layout, int uplo, int trans, int n, int k)
 {
     char u = c_uplo(uplo), t = c_trans(trans);
     bool her = p->r == GB_HERK || p->r == GB_HER2K;
-    if ((layout != GB_ROW_MAJOR && layout != GB_COL_MAJOR) || !u || !t)
-        return false;
+    if (layout != GB_ROW_MAJOR && layout != GB_COL_MAJOR)
+        return 1;
+    if (!u)
+        return 2;
+    if (!t)
+        return 3;
     bool row = layout == GB_ROW_MAJOR;
-    p->uplo = row ? flip(u) : u;
-    p->trans = !row ? t : t == 'N' ? (her ? 'C' : 'T') : 'N';
+    if (row && t == 'N')
+        t = her ? 'C' : 'T';
+    else if (row && ((her && t == 'T') || (!her && p->t >= GB_C && t == 'C')))
+        return 3;
+    else if (row)
+        t = 'N';
+    p->uplo = row ? flip_uplo(u) : u;
+    p->trans = t;
     p->n = n;
     p->k = k;
-    return true;
+    return 0;
+}
+
+/* The enumerations of the CBLAS forms by position (layout is 1). */
+static const char *const side_args[] = {"layout", "Side", "Uplo", "Trans",
+                                        "Diag"};
+static const char *const rank_args[] = {"layout", "Uplo", "Trans"};
+
+/* A CBLAS call no CPU BLAS can make, as reference CBLAS makes it. bad: 0,
+ * or the position of the illegal enumeration (cb_side_call,
+ * cb_rank_call), reported to cblas_xerbla as reference CBLAS does
+ * ("Illegal Side setting, %d" with what[bad - 1] and val[bad - 1]); else
+ * an illegal argument of the Fortran call p goes to cblas_xerbla one
+ * position further on (as reference CBLAS's xerbla_ passes it on: the
+ * layout comes first), and a legal p runs in plain loops. RowMajorStrg
+ * is set around cblas_xerbla as reference CBLAS sets it (the testers'
+ * handlers read it). */
+static void cb_cpu(const gb_l3 *p, const char *name, int layout, int bad,
+                   const char *const *what, const int *val)
+{
+    int info = bad != 0 ? bad : gb_l3_check(p);
+    if (info == 0) {
+        gb_cpu_l3(p);
+        return;
+    }
+    RowMajorStrg = layout == GB_ROW_MAJOR;
+    if (bad != 0) {
+        char form[32];
+        snprintf(form, sizeof(form), "Illegal %s setting, %%d\n",
+                 what[bad - 1]);
+        cblas_xerbla(bad, name, form, val[bad - 1]);
+    } else {
+        cblas_xerbla(info + 1, name, "");
+    }
+    RowMajorStrg = 0;
 }
 
 /* T: the element's part type (real types: the element); the scalars of
@@ -397,11 +501,16 @@ static bool cb_rank_call(gb_l3 *p, int layout, int uplo, int trans, int n,
                    .lda = lda,                                                 \
                    .ldb = ldb,                                                 \
                    .ldc = ldc};                                                \
-        if (cb_side_call(&p, layout, side, uplo, m, n) && offloaded(&p))       \
+        int bad = cb_side_call(&p, layout, side, uplo, m, n);                  \
+        if (bad == 0 && offloaded(&p))                                         \
             return;                                                            \
-        ((void (*)(int, int, int, int, int, T, const T *, int, const T *, int, \
-                   T, T *, int))real(&cache, #name))(                          \
-            layout, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc);    \
+        void (*f)(int, int, int, int, int, T, const T *, int, const T *, int,  \
+                  T, T *, int) = real(&cache, #name);                          \
+        if (f == NULL)                                                         \
+            cb_cpu(&p, #name, layout, bad, side_args,                          \
+                   (const int[]){layout, side, uplo});                         \
+        else                                                                   \
+            f(layout, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc);  \
     }
 
 #define CB_SYMM_CPLX(name, GT, R)                                              \
@@ -425,12 +534,17 @@ static bool cb_rank_call(gb_l3 *p, int layout, int uplo, int trans, int n,
                    .lda = lda,                                                 \
                    .ldb = ldb,                                                 \
                    .ldc = ldc};                                                \
-        if (cb_side_call(&p, layout, side, uplo, m, n) && offloaded(&p))       \
+        int bad = cb_side_call(&p, layout, side, uplo, m, n);                  \
+        if (bad == 0 && offloaded(&p))                                         \
             return;                                                            \
-        ((void (*)(int, int, int, int, int, const void *, const void *, int,   \
-                   const void *, int, const void *, void *,                    \
-                   int))real(&cache, #name))(layout, side, uplo, m, n, alpha,  \
-                                             a, lda, b, ldb, beta, c, ldc);    \
+        void (*f)(int, int, int, int, int, const void *, const void *, int,    \
+                  const void *, int, const void *, void *, int) =              \
+            real(&cache, #name);                                               \
+        if (f == NULL)                                                         \
+            cb_cpu(&p, #name, layout, bad, side_args,                          \
+                   (const int[]){layout, side, uplo});                         \
+        else                                                                   \
+            f(layout, side, uplo, m, n, alpha, a, lda, b, ldb, beta, c, ldc);  \
     }
 
 /* syrk of any type and herk: alpha and beta by value (AT, BT) or by
@@ -453,11 +567,16 @@ static bool cb_rank_call(gb_l3 *p, int layout, int uplo, int trans, int n,
                    .c = c,                                                     \
                    .lda = lda,                                                 \
                    .ldc = ldc};                                                \
-        if (cb_rank_call(&p, layout, uplo, trans, n, k) && offloaded(&p))      \
+        int bad = cb_rank_call(&p, layout, uplo, trans, n, k);                 \
+        if (bad == 0 && offloaded(&p))                                         \
             return;                                                            \
-        ((void (*)(int, int, int, int, int, AT, const void *, int, BT, void *, \
-                   int))real(&cache, #name))(layout, uplo, trans, n, k, alpha, \
-                                             a, lda, beta, c, ldc);            \
+        void (*f)(int, int, int, int, int, AT, const void *, int, BT, void *,  \
+                  int) = real(&cache, #name);                                  \
+        if (f == NULL)                                                         \
+            cb_cpu(&p, #name, layout, bad, rank_args,                          \
+                   (const int[]){layout, uplo, trans});                        \
+        else                                                                   \
+            f(layout, uplo, trans, n, k, alpha, a, lda, beta, c, ldc);         \
     }
 
 #define CB_SYR2K(name, GT, R, AT, BT, AP, BP)                                  \
@@ -482,20 +601,26 @@ static bool cb_rank_call(gb_l3 *p, int layout, int uplo, int trans, int n,
                    .lda = lda,                                                 \
                    .ldb = ldb,                                                 \
                    .ldc = ldc};                                                \
-        if (cb_rank_call(&p, layout, uplo, trans, n, k) &&                     \
-            her2k_row_alpha(&p, layout, store) && offloaded(&p))               \
+        int bad = cb_rank_call(&p, layout, uplo, trans, n, k);                 \
+        if (bad == 0)                                                          \
+            her2k_row_alpha(&p, layout, store);                                \
+        if (bad == 0 && offloaded(&p))                                         \
             return;                                                            \
-        ((void (*)(int, int, int, int, int, AT, const void *, int,             \
-                   const void *, int, BT, void *, int))real(&cache, #name))(   \
-            layout, uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc);   \
+        void (*f)(int, int, int, int, int, AT, const void *, int,              \
+                  const void *, int, BT, void *, int) = real(&cache, #name);   \
+        if (f == NULL)                                                         \
+            cb_cpu(&p, #name, layout, bad, rank_args,                          \
+                   (const int[]){layout, uplo, trans});                        \
+        else                                                                   \
+            f(layout, uplo, trans, n, k, alpha, a, lda, b, ldb, beta, c, ldc); \
     }
 
 /* Reference CBLAS calls a row-major her2k with conj(alpha): p takes the
- * conjugate (in store, two parts of p's type). Always true. */
-static bool her2k_row_alpha(gb_l3 *p, int layout, double store[2])
+ * conjugate (in store, two parts of p's type). */
+static void her2k_row_alpha(gb_l3 *p, int layout, double store[2])
 {
     if (p->r != GB_HER2K || layout != GB_ROW_MAJOR)
-        return true;
+        return;
     if (p->t == GB_C) {
         float *f = (float *)store;
         f[0] = ((const float *)p->alpha)[0];
@@ -505,7 +630,6 @@ static bool her2k_row_alpha(gb_l3 *p, int layout, double store[2])
         store[1] = -((const double *)p->alpha)[1];
     }
     p->alpha = store;
-    return true;
 }
 
 #define CB_TRMM(name, GT, R, AT, AP)                                           \
@@ -524,12 +648,20 @@ static bool her2k_row_alpha(gb_l3 *p, int layout, double store[2])
                    .c = b,                                                     \
                    .lda = lda,                                                 \
                    .ldc = ldb};                                                \
-        if (p.trans && p.diag && cb_side_call(&p, layout, side, uplo, m, n) && \
-            offloaded(&p))                                                     \
+        int bad = cb_side_call(&p, layout, side, uplo, m, n);                  \
+        if (bad == 0 && !p.trans)                                              \
+            bad = 4;                                                           \
+        if (bad == 0 && !p.diag)                                               \
+            bad = 5;                                                           \
+        if (bad == 0 && offloaded(&p))                                         \
             return;                                                            \
-        ((void (*)(int, int, int, int, int, int, int, AT, const void *, int,   \
-                   void *, int))real(&cache, #name))(                          \
-            layout, side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb);    \
+        void (*f)(int, int, int, int, int, int, int, AT, const void *, int,    \
+                  void *, int) = real(&cache, #name);                          \
+        if (f == NULL)                                                         \
+            cb_cpu(&p, #name, layout, bad, side_args,                          \
+                   (const int[]){layout, side, uplo, transa, diag});           \
+        else                                                                   \
+            f(layout, side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb);  \
     }
 
 CB_SYMM_REAL(cblas_ssymm, float, GB_S)

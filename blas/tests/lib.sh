@@ -44,18 +44,23 @@ need() {
     [ -e "$1" ] || missing "$1" "$2"
 }
 
+# scratch: sets T, a fresh directory for the test's files, removed at exit.
+scratch() {
+    T=$(mktemp -d "${TMPDIR:-/tmp}/gemmblas-test.XXXXXX")
+    trap 'stop_gemmd' EXIT
+}
+
 # start_gemmd [gemmd options]: a private gemmd; sets T (its directory, also
 # the test's scratch space), GEMM_URL (exported) and GEMMD_PID; removed at
 # exit.
 start_gemmd() {
-    T=$(mktemp -d "${TMPDIR:-/tmp}/gemmblas-test.XXXXXX")
+    scratch
     GEMM_URL="ipc://$T/gemmd.sock"
     export GEMM_URL
     "$GEMMD" --backend "${GEMMBLAS_TEST_BACKEND:-cpu}" --threads 2 \
         --listen "$GEMM_URL" \
         --log-level warning "$@" </dev/null >"$T/gemmd.out" 2>"$T/gemmd.log" &
     GEMMD_PID=$!
-    trap 'stop_gemmd' EXIT
     i=0
     until "$GEMMCTL" ping >/dev/null 2>&1; do
         i=$((i + 1))

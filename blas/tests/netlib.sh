@@ -14,18 +14,54 @@
 # them in a private prefix). Passes when every routine of the tester PASSED, no
 # line says FAIL, gemmd's served counter grew by the tester's calls, and
 # the served counter of every level-3 routine it tests grew.
+# Two modes run with no CPU BLAS at all (GEMMBLAS_CPU_BLAS names a library
+# that is not one, and the program finds libgemmblas as libblas.so.3, so
+# no other BLAS is in the process): nocpu, without gemmd (GEMM_URL names
+# no socket, GEMMBLAS_MIN_FLOPS=never): every call runs in libgemmblas's
+# plain loops (cpu_gemm.c, cpu_level3.c) and its own argument checks;
+# nocpu-gemmd, with gemmd and every call with a product sent there: the
+# plain loops make the rest (quick returns, alpha = 0, illegal arguments).
+# Both also pass only when every level-3 routine the tester calls said
+# it ran in plain loops.
 set -eu
 . "$(dirname "$0")/lib.sh"
 mode=$1 tester=$2 input=$3
 dir=${BLAS_TESTER_DIR:-/usr/lib/x86_64-linux-gnu/blas} # testers, inputs
 need "$dir/$tester" libblas-test
 need "$dir/$input" libblas-test
-start_gemmd
+if [ "$mode" = nocpu ]; then
+    scratch
+    GEMM_URL="ipc://$T/no-gemmd.sock"
+    export GEMM_URL
+else
+    start_gemmd
+    before=$(counter requests_served)
+    routines_snapshot "$T/routines.before"
+fi
 cd "$T"
-before=$(counter requests_served)
-routines_snapshot "$T/routines.before"
 export GEMMBLAS_MIN_FLOPS=0 GEMMBLAS_VERBOSE=1
 case $mode in
+nocpu | nocpu-gemmd)
+    [ "$mode" = nocpu ] && GEMMBLAS_MIN_FLOPS=never
+    # libm: loads, but has no dgemm_, so real.c takes no CPU BLAS (and
+    # then no netlib spare either)
+    export GEMMBLAS_CPU_BLAS=libm.so.6
+    LD_TRACE_LOADED_OBJECTS=1 LD_PRELOAD=$(preload) \
+        LD_LIBRARY_PATH=$GEMMBLAS_LIB3 "$dir/$tester" >libs.txt 2>&1 ||
+        { cat libs.txt; fail "cannot list $tester's libraries"; }
+    grep -q "libblas.so.3 => $GEMMBLAS_LIB3/libblas.so.3" libs.txt ||
+        { cat libs.txt; fail "$tester does not load libgemmblas as libblas.so.3"; }
+    if grep -i -E "openblas|blis|atlas|/blas/libblas" libs.txt; then
+        fail "$tester loads another BLAS (above)"
+    fi
+    LD_PRELOAD=$(preload) LD_LIBRARY_PATH=$GEMMBLAS_LIB3 "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
+        { cat out.txt err.txt; fail "$tester exited $?"; }
+    grep -q "GEMMBLAS_CPU_BLAS=libm.so.6 cannot serve as the CPU BLAS" err.txt ||
+        { cat err.txt; fail "libgemmblas did not report that it has no CPU BLAS"; }
+    if grep "^gemmblas\[[0-9]*\]: CPU BLAS: " err.txt; then
+        fail "libgemmblas loaded a CPU BLAS (above)"
+    fi
+    ;;
 preload)
     LD_PRELOAD=$(preload "$GEMMBLAS_LIB") "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
         { cat out.txt err.txt; fail "$tester exited $?"; }
@@ -114,12 +150,29 @@ esac
     { cat "$summary"; fail "$tester: $passed PASSED lines, expected $want"; }
 grep -q "END OF TESTS" "$summary" || fail "$tester did not finish"
 echo "$tester ($mode): $passed PASSED"
-expect_served "$before" 1000
-# every routine the tester exercises went through gemmd, not only gemm
 case $tester in
 xblat3s | xblat3d | xscblat3 | xdcblat3)
-    expect_routines "$T/routines.before" gemm symm syrk syr2k trmm trsm ;;
+    routines="symm syrk syr2k trmm trsm" ;;
 *)
-    expect_routines "$T/routines.before" gemm symm hemm syrk herk syr2k \
-        her2k trmm trsm ;;
+    routines="symm hemm syrk herk syr2k her2k trmm trsm" ;;
 esac
+case $mode in
+nocpu | nocpu-gemmd)
+    p=$(echo "$tester" | sed 's/^xblat3\(.\)$/\1/; s/^x\(.\)cblat3$/\1/')
+    for r in $routines; do
+        name=${p}$r
+        case $tester in
+        xblat3*) name=${name}_ ;;
+        *) name=cblas_$name ;;
+        esac
+        grep -q "$name: not provided by the CPU BLAS: plain loops run it" err.txt ||
+            fail "$name did not run in plain loops"
+    done
+    echo "plain loops ran: $routines"
+    [ "$mode" = nocpu ] && exit 0
+    ;;
+esac
+expect_served "$before" 1000
+# every routine the tester exercises went through gemmd, not only gemm
+# shellcheck disable=SC2086 # $routines: a list of words
+expect_routines "$T/routines.before" gemm $routines
