@@ -176,12 +176,21 @@ void tu_exec_as(uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
         fprintf(stderr, "open %s: %s\n", path, strerror(errno));
         _exit(126);
     }
+    int death = 0; /* the caller's parent-death signal, if it set one */
+    const pid_t parent = getppid();
+    prctl(PR_GET_PDEATHSIG, &death);
     if (uid != geteuid() && (setgroups((size_t)ngroups, groups) != 0 ||
                              setgid(gid) != 0 || setuid(uid) != 0)) {
         fprintf(stderr, "becoming uid %u: %s\n", (unsigned)uid,
                 strerror(errno));
         _exit(125);
     }
+    /* a change of user clears the parent-death signal: set it again, so
+     * that a daemon started as nobody by a root test process still dies
+     * with it (a test that skips or crashes after starting one) */
+    if (death != 0 &&
+        (prctl(PR_SET_PDEATHSIG, death) != 0 || getppid() != parent))
+        _exit(127);
     fexecve(fd, argv, environ);
     fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
     _exit(127);
