@@ -174,6 +174,41 @@ static void scale_tri_col(const mat *c, bool upper, bool her, int64_t n,
     }
 }
 
+/* The rank updates' quick return and alpha = 0 case (C's triangle
+ * scaled by beta); true when nothing is left to do. */
+static bool rank_trivial(const mat *c, bool upper, bool her, int64_t n,
+                         int64_t k, double complex alpha, double complex beta)
+{
+    if (n == 0 || ((alpha == 0 || k == 0) && beta == 1))
+        return true;
+    if (alpha != 0)
+        return false;
+    for (int64_t j = 0; j < n; j++)
+        scale_tri_col(c, upper, her, n, j, beta);
+    return true;
+}
+
+/* Column j of a trans 'N' rank update before its sums: C's triangle
+ * scaled by beta (herk, her2k: the diagonal made real, beta 1 included). */
+static void rank_col_start(const mat *c, bool upper, bool her, int64_t n,
+                           int64_t j, double complex beta)
+{
+    if (beta != 1)
+        scale_tri_col(c, upper, her, n, j, beta);
+    else if (her)
+        set(c, j, j, re(at(c, j, j)));
+}
+
+/* C(i, j) += v; on herk's and her2k's diagonal only the real parts. */
+static void rank_add(const mat *c, bool her, int64_t i, int64_t j,
+                     double complex v)
+{
+    if (her && i == j)
+        set(c, j, j, re(at(c, j, j)) + re(v));
+    else
+        set(c, i, j, at(c, i, j) + v);
+}
+
 /* syrk, herk (her): C = alpha A A^T + beta C (A A^H), trans 'N', or
  * alpha A^T A + beta C (A^H A), over C's uplo triangle. */
 static void syrk(const gb_l3 *p, bool her)
@@ -183,33 +218,20 @@ static void syrk(const gb_l3 *p, bool her)
     mat a = mk(p->t, p->a, p->lda), c = mk(p->t, p->c, p->ldc);
     int64_t n = p->n, k = p->k;
     bool upper = p->uplo == 'U';
-    if (n == 0 || ((alpha == 0 || k == 0) && beta == 1))
+    if (rank_trivial(&c, upper, her, n, k, alpha, beta))
         return;
-    if (alpha == 0) {
-        for (int64_t j = 0; j < n; j++)
-            scale_tri_col(&c, upper, her, n, j, beta);
-        return;
-    }
     int64_t i0, i1;
     if (p->trans == 'N') {
         for (int64_t j = 0; j < n; j++) {
             tri(upper, n, j, &i0, &i1);
-            if (beta != 1)
-                scale_tri_col(&c, upper, her, n, j, beta);
-            else if (her)
-                set(&c, j, j, re(at(&c, j, j)));
+            rank_col_start(&c, upper, her, n, j, beta);
             for (int64_t l = 0; l < k; l++) {
                 double complex ajl = at(&a, j, l);
                 if (ajl == 0)
                     continue;
                 double complex t = alpha * cj(her, ajl);
-                for (int64_t i = i0; i < i1; i++) {
-                    double complex v = t * at(&a, i, l);
-                    if (her && i == j)
-                        set(&c, j, j, re(at(&c, j, j)) + re(v));
-                    else
-                        set(&c, i, j, at(&c, i, j) + v);
-                }
+                for (int64_t i = i0; i < i1; i++)
+                    rank_add(&c, her, i, j, t * at(&a, i, l));
             }
         }
         return;
@@ -244,34 +266,22 @@ static void syr2k(const gb_l3 *p, bool her)
     mat c = mk(p->t, p->c, p->ldc);
     int64_t n = p->n, k = p->k;
     bool upper = p->uplo == 'U';
-    if (n == 0 || ((alpha == 0 || k == 0) && beta == 1))
+    if (rank_trivial(&c, upper, her, n, k, alpha, beta))
         return;
-    if (alpha == 0) {
-        for (int64_t j = 0; j < n; j++)
-            scale_tri_col(&c, upper, her, n, j, beta);
-        return;
-    }
     int64_t i0, i1;
     if (p->trans == 'N') {
         for (int64_t j = 0; j < n; j++) {
             tri(upper, n, j, &i0, &i1);
-            if (beta != 1)
-                scale_tri_col(&c, upper, her, n, j, beta);
-            else if (her)
-                set(&c, j, j, re(at(&c, j, j)));
+            rank_col_start(&c, upper, her, n, j, beta);
             for (int64_t l = 0; l < k; l++) {
                 double complex ajl = at(&a, j, l), bjl = at(&b, j, l);
                 if (ajl == 0 && bjl == 0)
                     continue;
                 double complex t1 = alpha * cj(her, bjl);
                 double complex t2 = cj(her, alpha * ajl);
-                for (int64_t i = i0; i < i1; i++) {
-                    double complex v = at(&a, i, l) * t1 + at(&b, i, l) * t2;
-                    if (her && i == j)
-                        set(&c, j, j, re(at(&c, j, j)) + re(v));
-                    else
-                        set(&c, i, j, at(&c, i, j) + v);
-                }
+                for (int64_t i = i0; i < i1; i++)
+                    rank_add(&c, her, i, j,
+                             at(&a, i, l) * t1 + at(&b, i, l) * t2);
             }
         }
         return;

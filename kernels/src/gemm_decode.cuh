@@ -5,10 +5,9 @@
  * It computes the transpose, D^T = B^T A^T: B^T's rows (N) run on 64-row
  * tiles, one tile a CTA, and A's rows on wgmma's N: M rounded up to a
  * multiple of 8 (up to 128), so a stage carries at most 7 rows of zero
- * fill. No K
- * split: a tile streams its 64 rows of B over the whole of K, and at N =
- * 8192 the 128 tiles fill the GPU with one read of B each, nothing to sum
- * afterwards. One producer warp issues the TMA loads of a ring whose
+ * fill. No K split: a tile streams its 64 rows of B over the whole of K,
+ * and at N = 8192 the 128 tiles fill the GPU with one read of B each,
+ * nothing to sum afterwards. One producer warp issues the TMA loads of a ring whose
  * depth is a launch parameter (decode_stages: where the tiles outnumber
  * the SMs, shallow enough that all of them are resident at once, so the
  * memory system, not the block scheduler, shares out the bandwidth
