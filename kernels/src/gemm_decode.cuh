@@ -7,11 +7,11 @@
  * multiple of 8 (up to 128), so a stage carries at most 7 rows of zero
  * fill. No K split: a tile streams its 64 rows of B over the whole of K,
  * and at N = 8192 the 128 tiles fill the GPU with one read of B each,
- * nothing to sum afterwards. One producer warp issues the TMA loads of a ring whose
- * depth is a launch parameter (decode_stages: where the tiles outnumber
- * the SMs, shallow enough that all of them are resident at once, so the
- * memory system, not the block scheduler, shares out the bandwidth
- * evenly: N = 28672 is 448 tiles, 3.4 an SM); one consumer
+ * nothing to sum afterwards. One producer warp issues the TMA loads of
+ * a ring whose depth is a launch parameter (decode_stages: where the
+ * tiles outnumber the SMs, shallow enough that all of them are resident
+ * at once, so the memory system, not the block scheduler, shares out the
+ * bandwidth evenly: N = 28672 is 448 tiles, 3.4 an SM); one consumer
  * warpgroup issues wgmma m64nBNk16 and at the end writes its 64 x BN
  * block of D^T as D (transposed through shared memory, so D's rows go
  * out whole), with alpha, beta and C. (More than 128 rows of A: a grid
