@@ -325,21 +325,29 @@ __global__ void __launch_bounds__(384, 1)
         }
         long long pos = it1;
         int u, kb0, kb1;
+        bool pending = false; /* a partial published, its flag not raised */
         while (sk_next(sk, p.nkb, it0, pos, u, kb0, kb1)) {
             int mt, nt, split;
             unit_coords(p, u, mt, nt, split);
             consume_tile<BN, F16, AMN, BMN, 1, STAGES>(
                 d, da0, db0, kb0, kb1, lane, 0, full, empty, s, ph);
             if (kb1 < p.nkb) { /* a partial: the range's end */
-                sk_publish<BN>(sk, blockIdx.x, c, d, tid, 1 + c);
+                sk_publish<BN>(sk, blockIdx.x, c, d, tid);
+                pending = true;
                 continue;
             }
-            if (kb0 > 0) /* finishes a unit begun by lower CTAs */
+            if (kb0 > 0) { /* finishes a unit begun by lower CTAs */
+                if (pending)
+                    sk_signal(sk, blockIdx.x, c, tid, 1 + c);
+                pending = false;
                 sk_collect<BN>(sk, p.nkb, blockIdx.x, gridDim.x, c,
                                (long long)(u - sk.dp) * p.nkb, d, tid, 1 + c);
+            }
             ts_store<NB>(p, &tmd, d, cbuf, tstore, mt, nt, split, c, tid, warp,
                          lane);
         }
+        if (pending)
+            sk_signal(sk, blockIdx.x, c, tid, 1 + c);
         /* the shared-memory sources must outlive the stores */
         if (tstore && tid == 0)
             bulk_wait_all();

@@ -12,11 +12,12 @@
  * unit's k-blocks within the range). The segment holding a unit's last
  * k-block finishes it; segments that end before it are partials. So a
  * CTA's first segment (its range's end) may be a partial, which it
- * publishes: raw fp32 accumulators into its slot of the workspace, then
- * a flag. Its last segment (the range's start) may finish a unit whose
- * earlier k-blocks lie in lower CTAs' ranges: it waits for their flags
- * and adds their partials, nearest CTA first, then stores as a whole
- * unit would. A CTA waits only for lower-numbered CTAs, which publish
+ * publishes: raw fp32 accumulators into its slot of the workspace, and a
+ * flag once the stores have drained behind its next segment (before it
+ * waits for anything, or at its end). Its last segment (the range's start) may
+ * finish a unit whose earlier k-blocks lie in lower CTAs' ranges: it waits for
+ * their flags and adds their partials, nearest CTA first, then stores as a
+ * whole unit would. A CTA waits only for lower-numbered CTAs, which publish
  * before they wait for anything, so with CTAs dispatched in order no
  * wait can deadlock, whatever else shares the GPU. The sum order is
  * fixed by the ranges: the same bits run to run.
@@ -83,12 +84,12 @@ __device__ __forceinline__ int sk_flag_get(const int *f)
     return v;
 }
 
-/* Consumer c of CTA b publishes its partial accumulators d (64 x BN).
- * bar: the consumer warpgroup's named barrier. */
+/* Consumer c of CTA b writes its partial accumulators d (64 x BN) to
+ * its slot. No fence: the stores drain while the consumer goes on to its
+ * next segment, and sk_signal makes them visible later. */
 template <int BN>
 __device__ __forceinline__ void sk_publish(const SkParams &sk, int b, int c,
-                                           const float (&d)[BN / 2], int tid,
-                                           int bar)
+                                           const float (&d)[BN / 2], int tid)
 {
     float4 *slot =
         reinterpret_cast<float4 *>(sk.part) + (size_t)(2 * b + c) * 16 * BN;
@@ -96,7 +97,17 @@ __device__ __forceinline__ void sk_publish(const SkParams &sk, int b, int c,
     for (int i = 0; i < BN / 8; i++)
         __stcg(&slot[i * 128 + tid],
                make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]));
-    __threadfence();
+}
+
+/* Consumer c of CTA b raises the flag of the partial it published: the
+ * warpgroup barrier orders every thread's stores before thread 0's
+ * release (cumulative at gpu scope). Called before the consumer waits
+ * for anything, so no wait can form a cycle; by then the stores have
+ * drained behind a main loop and the release costs little.
+ * bar: the consumer warpgroup's named barrier. */
+__device__ __forceinline__ void sk_signal(const SkParams &sk, int b, int c,
+                                          int tid, int bar)
+{
     asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
     if (tid == 0)
         sk_flag_set(&sk.flag[2 * b + c], sk.epoch);
@@ -121,13 +132,22 @@ __device__ __forceinline__ void sk_collect(const SkParams &sk, int nkb, int b,
         asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
         const float4 *slot = reinterpret_cast<const float4 *>(sk.part) +
                              (size_t)(2 * o + c) * 16 * BN;
+        /* in batches of SK_BATCH loads, so that a batch's L2 latency is
+         * paid once, not once per four loads */
+        constexpr int SK_BATCH = 16;
 #pragma unroll
-        for (int i = 0; i < BN / 8; i++) {
-            float4 v = __ldcg(&slot[i * 128 + tid]);
-            d[4 * i] += v.x;
-            d[4 * i + 1] += v.y;
-            d[4 * i + 2] += v.z;
-            d[4 * i + 3] += v.w;
+        for (int i0 = 0; i0 < BN / 8; i0 += SK_BATCH) {
+            float4 v[SK_BATCH];
+#pragma unroll
+            for (int j = 0; j < SK_BATCH; j++)
+                v[j] = __ldcg(&slot[(i0 + j) * 128 + tid]);
+#pragma unroll
+            for (int j = 0; j < SK_BATCH; j++) {
+                d[4 * (i0 + j)] += v[j].x;
+                d[4 * (i0 + j) + 1] += v[j].y;
+                d[4 * (i0 + j) + 2] += v[j].z;
+                d[4 * (i0 + j) + 3] += v[j].w;
+            }
         }
     }
 }
