@@ -132,22 +132,13 @@ __device__ __forceinline__ void sk_collect(const SkParams &sk, int nkb, int b,
         asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
         const float4 *slot = reinterpret_cast<const float4 *>(sk.part) +
                              (size_t)(2 * o + c) * 16 * BN;
-        /* in batches of SK_BATCH loads, so that a batch's L2 latency is
-         * paid once, not once per four loads */
-        constexpr int SK_BATCH = 16;
 #pragma unroll
-        for (int i0 = 0; i0 < BN / 8; i0 += SK_BATCH) {
-            float4 v[SK_BATCH];
-#pragma unroll
-            for (int j = 0; j < SK_BATCH; j++)
-                v[j] = __ldcg(&slot[(i0 + j) * 128 + tid]);
-#pragma unroll
-            for (int j = 0; j < SK_BATCH; j++) {
-                d[4 * (i0 + j)] += v[j].x;
-                d[4 * (i0 + j) + 1] += v[j].y;
-                d[4 * (i0 + j) + 2] += v[j].z;
-                d[4 * (i0 + j) + 3] += v[j].w;
-            }
+        for (int i = 0; i < BN / 8; i++) {
+            float4 v = __ldcg(&slot[i * 128 + tid]);
+            d[4 * i] += v.x;
+            d[4 * i + 1] += v.y;
+            d[4 * i + 2] += v.z;
+            d[4 * i + 3] += v.w;
         }
     }
 }
