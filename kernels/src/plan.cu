@@ -64,10 +64,15 @@ double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
  * 3072^3), so stream-K pays only where the empty part of the last wave
  * is worth more than that: 3072^3 (2.18 waves) 0.80 -> 0.93 of cuBLAS,
  * while 1536^3 (0.55) and 2560^3 (1.52) lost 5-19%. And only where A
- * and B fit in L2 together: the split tail reads each tile's operands at
- * other k-offsets than its neighbours do, so operands that stream from
- * DRAM are read again (512x28672x8192, 478 MB: 1.03 -> 0.83). */
+ * and B fit in L2 together, or the tiles' work outweighs reading the
+ * operands from DRAM by kSkDram: the split tail reads each tile's
+ * operands at other k-offsets than its neighbours do, so operands that
+ * stream from DRAM are read again. Measured on the H200 (v14, stream-K
+ * against the plain tail): 256 and 384 x 28672 x 8192 (DRAM 0.87 and
+ * 0.58 of the tiles' time) -25% and -10%; 512, 640 and 768 x 28672, 768
+ * x 12288, 640 x 16384 (0.29-0.45) +1% to +22%. */
 constexpr double kL2Bytes = 40e6; /* of the H100's and H200's 50 MB */
+constexpr double kSkDram = 0.45;
 
 void plan_sk(const gemmk_ctx *ctx, const gemmk_problem *p, bool forced,
              Plan *out)
@@ -78,7 +83,10 @@ void plan_sk(const gemmk_ctx *ctx, const gemmk_problem *p, bool forced,
     const int64_t t = cdiv(p->m, BM) * cdiv(p->n, 256);
     const int64_t nkb = cdiv(p->k, BK);
     const double operands = 2.0 * (p->m * p->k + p->k * p->n);
-    if (s < 1 || t < 1 || nkb < 2 || (!forced && operands > kL2Bytes))
+    const double dram = operands / 3.0e12;
+    const double work = 2.0 * p->m * p->n * p->k / 660e12;
+    if (s < 1 || t < 1 || nkb < 2 ||
+        (!forced && operands > kL2Bytes && dram > kSkDram * work))
         return;
     const int64_t whole = t / s >= 2 ? t / s - 1 : 0;
     const double unit = nkb * (2.0 * BM * 256 * BK) / (660e12 / s);

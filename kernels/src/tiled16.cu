@@ -176,10 +176,10 @@ gemm_error run_tiled16(gemmk_ctx *ctx, const gemmk_problem *p,
 {
     Plan pl;
     const Row *run = tiled16_choice(ctx, p, row, &pl);
-    if (run && (run->run == run_swapped || run->run == run_decode)) {
-        res->kernel = run->d.name;
+    /* a row with a path of its own (ws-swap, ws-decode) runs it; the
+     * path names itself in res */
+    if (run && run->run != run_tiled16)
         return run->run(ctx, p, stream, *run, res);
-    }
     if (!run) {
         ctx_say(ctx, "no kernel for the plan of %s", row.d.name);
         return GEMM_ERR_INTERNAL;
