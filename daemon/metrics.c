@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* connections the kernel queues before accept: a flood of other users'
@@ -407,9 +408,40 @@ static void http_close(http_conn *c)
     uv_close((uv_handle_t *)&c->timer, http_closed);
 }
 
+static void http_answer(http_conn *c);
+
+/* Whether c's request is whole: its header ends in a blank line, or it
+ * fills the buffer. */
+static bool http_whole(const http_conn *c)
+{
+    return strstr(c->req, "\r\n\r\n") != NULL ||
+           strstr(c->req, "\n\n") != NULL || c->got >= sizeof(c->req) - 1;
+}
+
+/* The header deadline (or, answering, the write deadline). libuv runs
+ * due timers before it polls for I/O, so after a stall of the loop the
+ * deadline can come before the read of a request that arrived in time:
+ * what the socket already holds is read first, and a whole request is
+ * answered, not dropped for the loop's own lateness. */
 static void http_timeout(uv_timer_t *t)
 {
-    http_close(t->data);
+    http_conn *c = t->data;
+    uv_os_fd_t fd;
+    if (!c->answering && uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0) {
+        ssize_t n = 1;
+        while (n > 0 && c->got < sizeof(c->req) - 1) {
+            n = recv(fd, c->req + c->got, sizeof(c->req) - 1 - c->got,
+                     MSG_DONTWAIT);
+            if (n > 0)
+                c->got += (size_t)n;
+        }
+        c->req[c->got] = '\0';
+        if (http_whole(c)) {
+            http_answer(c);
+            return;
+        }
+    }
+    http_close(c);
 }
 
 static void http_written(uv_write_t *w, int status)
@@ -476,8 +508,7 @@ static void http_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     }
     c->got += (size_t)nread;
     c->req[c->got] = '\0';
-    if (strstr(c->req, "\r\n\r\n") != NULL || strstr(c->req, "\n\n") != NULL ||
-        c->got >= sizeof(c->req) - 1)
+    if (http_whole(c))
         http_answer(c);
 }
 
