@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* connections the kernel queues before accept: a flood of other users'
@@ -626,6 +627,26 @@ static bool http_make_room(const http_conn *nc)
     return true;
 }
 
+#ifdef GEMMD_TEST_HOOKS
+/* GEMMD_TEST_METRICS_STALL_MS=N (gemmd_test only): the loop stops N ms
+ * after it accepts a metrics connection, as a loaded host's scheduler can
+ * stop it; the test of http_timeout's reading (metrics_test.c). */
+static void http_test_stall(void)
+{
+    const char *e = getenv("GEMMD_TEST_METRICS_STALL_MS");
+    long ms = e != NULL ? strtol(e, NULL, 10) : 0;
+    if (ms > 0 && ms <= 10000) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+}
+#else
+static void http_test_stall(void)
+{
+}
+#endif
+
 static void http_accept(uv_stream_t *server, int status)
 {
     gemmd *d = server->data;
@@ -659,6 +680,7 @@ static void http_accept(uv_stream_t *server, int status)
     http_live++;
     uv_timer_start(&c->timer, http_timeout, METRICS_HEADER_MS, 0);
     uv_read_start((uv_stream_t *)&c->tcp, http_alloc, http_read);
+    http_test_stall();
 }
 
 int metrics_start(gemmd *d, char *msg, size_t len)
