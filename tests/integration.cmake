@@ -15,9 +15,9 @@ endif()
 # gemmd_test: gemmd with the test hooks compiled in (GEMMD_TEST_HOOKS: the
 # CPU backend's "test-hold" kernel, which blocks its worker until the test
 # releases it, tests/util/hold.h; its test pin; a stall of the loop after
-# each metrics accept, GEMMD_TEST_METRICS_STALL_MS). The integration and Python suites run
-# it; it behaves as gemmd unless the test hands it a hold descriptor, and
-# it is never installed. Its backend_cpu.c object comes before gemmd_core
+# each metrics accept, GEMMD_TEST_METRICS_STALL_MS). The integration and
+# Python suites run it; it behaves as gemmd unless the test hands it a
+# hold descriptor or sets a hook's variable, and it is never installed. Its backend_cpu.c object comes before gemmd_core
 # on the link line, so the library's own backend_cpu.o (which defines
 # nothing else) is not linked; so with scheduler.c and metrics.c.
 add_library(gemmd_test_hooks OBJECT ${PROJECT_SOURCE_DIR}/daemon/backend_cpu.c
