@@ -4,6 +4,7 @@
  * loop.h.
  */
 #include "loop.h"
+#include "spinguard.h"
 
 #include <gemm/types.h>
 
@@ -28,13 +29,22 @@ static bool run_inbox(loop_inbox *ib)
 static void on_spin(uv_idle_t *h)
 {
     loop_inbox *ib = h->data;
-    uint64_t now = gemmd_now_ns();
-    if (run_inbox(ib)) {
+    uint64_t now = gemmd_now_ns(), cpu = spin_thread_ns();
+    /* off the core for long since the spin (re)started, not busy in
+     * callbacks (which use CPU time): the host has no core to spare */
+    bool preempted = now - ib->spin_wall0 > cpu - ib->spin_cpu0 + SPIN_GAP_NS;
+    if (preempted)
+        spin_preempted(now);
+    if (run_inbox(ib) && !preempted) {
         ib->spin_until = now + ib->spin_ns;
+        ib->spin_wall0 = now;
+        ib->spin_cpu0 = cpu;
         return;
     }
-    if (now < ib->spin_until && !ib->quiet)
+    if (now < ib->spin_until && !ib->quiet && !preempted)
         return;
+    if (!preempted)
+        spin_clean();
     pthread_mutex_lock(&ib->mu);
     bool empty = ib->head == NULL;
     if (empty)
@@ -92,15 +102,22 @@ void loop_drain(loop_inbox *ib)
 
 void loop_spin(loop_inbox *ib)
 {
-    if (ib->spin_ns != 0 && !ib->quiet) {
-        ib->spin_until = gemmd_now_ns() + ib->spin_ns;
-        if (!uv_is_active((uv_handle_t *)&ib->spin)) {
-            pthread_mutex_lock(&ib->mu);
-            ib->spinning = true;
-            pthread_mutex_unlock(&ib->mu);
-            uv_idle_start(&ib->spin, on_spin);
-        }
+    if (ib->spin_ns == 0 || ib->quiet)
+        return;
+    uint64_t now = gemmd_now_ns();
+    if (uv_is_active((uv_handle_t *)&ib->spin)) {
+        ib->spin_until = now + ib->spin_ns;
+        return;
     }
+    if (!spin_allowed(now))
+        return;
+    ib->spin_until = now + ib->spin_ns;
+    ib->spin_wall0 = now;
+    ib->spin_cpu0 = spin_thread_ns();
+    pthread_mutex_lock(&ib->mu);
+    ib->spinning = true;
+    pthread_mutex_unlock(&ib->mu);
+    uv_idle_start(&ib->spin, on_spin);
 }
 
 void loop_quiet(loop_inbox *ib)

@@ -5,7 +5,8 @@
  * event the loop polls the inbox for --spin-us with an idle handle before
  * it sleeps: a loop asleep in epoll takes 5-20 us to notice a worker's
  * uv_async_send. While it polls, a push sends nothing (no system call,
- * and no second pass of the loop for the wake-up).
+ * and no second pass of the loop for the wake-up). Not while the host has
+ * no core to spare (spinguard.h).
  */
 #ifndef GEMMD_LOOP_H
 #define GEMMD_LOOP_H
@@ -25,6 +26,8 @@ typedef struct loop_inbox {
     uv_idle_t spin;      /* polls the inbox while events keep coming */
     uint64_t spin_ns;    /* --spin-us; 0 = never spin */
     uint64_t spin_until; /* ns */
+    uint64_t spin_wall0; /* the spin's start, ns */
+    uint64_t spin_cpu0;  /* the loop thread's CPU time then, ns */
     bool quiet;          /* stopping: no more spinning */
     loop_events_fn on_events;
     void *arg;

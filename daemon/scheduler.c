@@ -10,6 +10,7 @@
  * device that keeps failing launches would: the tests' forced fault.
  */
 #include "scheduler.h"
+#include "spinguard.h"
 #include "log.h"
 #include "placement.h"
 #include "slice.h"
@@ -99,18 +100,34 @@ static gemmd_job *take_small(sched *s, sched_dev *dv, uint32_t owner)
  * queued while it is counted needs no wake-up. */
 static void spin_for_work(sched *s, sched_dev *dv)
 {
-    uint64_t until = gemmd_now_ns() + s->spin_ns;
+    uint64_t now = gemmd_now_ns(), last = now, until = now + s->spin_ns;
+    if (!spin_allowed(now))
+        return;
     unsigned i = 0;
+    bool preempted = false;
     atomic_fetch_add_explicit(&dv->spinning, 1, memory_order_relaxed);
     while (atomic_load_explicit(&dv->pending, memory_order_relaxed) == 0 &&
            !atomic_load_explicit(&s->stop_flag, memory_order_relaxed)) {
-        if ((++i & 63) == 0 && gemmd_now_ns() >= until)
-            break;
+        if ((++i & 63) == 0) {
+            now = gemmd_now_ns();
+            /* 64 polls take microseconds: a longer gap was a preemption
+             * (spinguard.h) */
+            if (now - last > SPIN_GAP_NS) {
+                preempted = true;
+                spin_preempted(now);
+                break;
+            }
+            last = now;
+            if (now >= until)
+                break;
+        }
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
     }
     atomic_fetch_sub_explicit(&dv->spinning, 1, memory_order_relaxed);
+    if (!preempted)
+        spin_clean();
 }
 
 /* Whether the jobs queued on dv need a sleeping worker woken: more of

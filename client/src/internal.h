@@ -22,9 +22,11 @@
 /* Round trips remembered per request kind and shape (waitspin.c). */
 #define CLI_RTT_SLOTS 16
 struct cli_rtt {
-    uint64_t key;  /* cli_wait_key(); 0: free */
-    uint32_t us;   /* the last round trip */
-    uint32_t used; /* rtt_clock when last used */
+    uint64_t key;   /* cli_wait_key(); 0: free */
+    uint32_t us;    /* the last round trip */
+    uint32_t used;  /* rtt_clock when last used */
+    uint16_t skip;  /* requests of this key still to wait without spinning */
+    uint8_t misses; /* spins in a row that ended before the reply */
 };
 
 struct gemm_client {

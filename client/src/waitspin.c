@@ -8,11 +8,14 @@
  * recent requests of each kind and shape took (a small table, last value
  * wins) and, for one it has seen, sleeps until a margin before the reply
  * is due (the margin: half the expected time, at least CLI_SPIN_MIN_US,
- * at most the client's spin limit), then spins on the
- * aio's completion flag until the reply comes or the margin has passed
- * twice over, and only then sleeps in nng_aio_wait(). A request of a new
- * shape waits as before and fills the table. The limit (default 200 us)
- * is GEMM_CLIENT_SPIN_US, read when a client opens, or
+ * at most the client's spin limit), then spins on the aio's completion
+ * flag until the reply comes or the margin has passed twice over, and
+ * only then sleeps in nng_aio_wait(). A request of a new shape waits as
+ * before and fills the table. A spin that ends before its reply (a loaded
+ * host, where the spinning takes the CPU the daemon needs) makes the next
+ * 2, 4, .. up to 64 requests of that key wait without one; a spin that
+ * sees its reply ends the back-off. The limit (default 200 us) is
+ * GEMM_CLIENT_SPIN_US, read when a client opens, or
  * gemm_client_set_spin(); 0 turns the spinning off.
  */
 #include "internal.h"
@@ -72,19 +75,49 @@ uint64_t cli_wait_key(const Gemm__Request *req, size_t packed)
     return h | 1; /* 0 marks a free slot */
 }
 
-/* The remembered round trip of key, us (0: none). */
+/* The most requests of a key that wait without spinning after misses. */
+#define CLI_SPIN_BACKOFF_MAX 64
+
+/* The remembered round trip of key, us (0: none, or the key is backing
+ * off its spins: this request waits without one). */
 static uint32_t lookup(gemm_client *c, uint64_t key)
 {
     uint32_t us = 0;
     pthread_mutex_lock(&c->mtx);
     for (int i = 0; i < CLI_RTT_SLOTS; i++)
         if (c->rtt[i].key == key) {
-            us = c->rtt[i].us;
+            if (c->rtt[i].skip > 0)
+                c->rtt[i].skip--;
+            else
+                us = c->rtt[i].us;
             c->rtt[i].used = ++c->rtt_clock;
             break;
         }
     pthread_mutex_unlock(&c->mtx);
     return us;
+}
+
+/* How key's last spin ended: with its reply (the back-off ends) or
+ * before it (the next 2^misses requests, at most CLI_SPIN_BACKOFF_MAX,
+ * wait without spinning). */
+static void spun(gemm_client *c, uint64_t key, bool hit)
+{
+    pthread_mutex_lock(&c->mtx);
+    for (int i = 0; i < CLI_RTT_SLOTS; i++)
+        if (c->rtt[i].key == key) {
+            struct cli_rtt *e = &c->rtt[i];
+            if (hit) {
+                e->misses = 0;
+            } else {
+                if (e->misses < 6)
+                    e->misses++;
+                e->skip = (uint16_t)(1u << e->misses);
+                if (e->skip > CLI_SPIN_BACKOFF_MAX)
+                    e->skip = CLI_SPIN_BACKOFF_MAX;
+            }
+            break;
+        }
+    pthread_mutex_unlock(&c->mtx);
 }
 
 void cli_wait_learn(gemm_client *c, uint64_t key, uint64_t rtt_us)
@@ -101,6 +134,10 @@ void cli_wait_learn(gemm_client *c, uint64_t key, uint64_t rtt_us)
         }
         if (c->rtt[i].used < c->rtt[slot].used)
             slot = i; /* the least recently used, or a free one */
+    }
+    if (c->rtt[slot].key != key) { /* a new key: no back-off */
+        c->rtt[slot].skip = 0;
+        c->rtt[slot].misses = 0;
     }
     c->rtt[slot].key = key;
     c->rtt[slot].us = us;
@@ -145,8 +182,13 @@ void cli_wait_near(struct gemm_request *r)
         pthread_mutex_unlock(&r->mtx);
     }
     const uint64_t end = due + margin * 1000u;
-    while (!done(r) && cli_now_ns() < end)
+    bool spins = false;
+    while (!done(r) && cli_now_ns() < end) {
         cpu_relax();
+        spins = true;
+    }
+    if (spins)
+        spun(c, r->key, done(r));
 }
 
 void cli_wait_done(void *arg)
