@@ -37,9 +37,8 @@ static int usable_cpus(void)
 static void sample(uint64_t now)
 {
     uint64_t due = atomic_load_explicit(&next_sample, memory_order_relaxed);
-    if (now < due ||
-        !atomic_compare_exchange_strong(&next_sample, &due,
-                                        now + SPIN_SAMPLE_NS))
+    if (now < due || !atomic_compare_exchange_strong(&next_sample, &due,
+                                                     now + SPIN_SAMPLE_NS))
         return;
     bool full = false;
     int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
