@@ -155,6 +155,17 @@ const Row kRows[] = {
      launch_n256e4,
      nullptr,
      0},
+    {{"ws128x192e", 0, 0,
+      "128x192 tiles with a TMA-store epilogue (the whole 64 x 192 block of "
+      "a consumer in one step), 4 stages: more tiles where 128 x 256 ones "
+      "leave most of a wave idle",
+      kAB16, kCDAll, 0, kT},
+     ROW_TILED,
+     run_tiled16,
+     {192, 1, 1, 0, 3},
+     launch_n192e,
+     nullptr,
+     0},
     {{"ws128x128", 0, 0,
       "warp-specialized TMA+WGMMA, 128x128 tiles, persistent", kAB16, kCDAll, 0,
       kT},

@@ -25,7 +25,8 @@ struct Tiling {
     int split;   /* 0: heuristic, 1: never, -1: heuristic but at least 2 */
     int pp;      /* 1: ping-pong consumers, 128 x 128 per warpgroup */
     int epi;     /* TMA-store epilogue: 64 x 64 output buffers per consumer,
-                    2 (4 stages) or 4 (3 stages); 0: stores from registers */
+                    2 (4 stages) or 4 (3 stages) at bn 256, 3 (4 stages) at
+                    bn 192; 0: stores from registers */
     int sk;      /* with epi: 1, a stream-K tail always (auto: where the
                     plan's model says it pays) */
 };

@@ -334,6 +334,11 @@ __device__ __forceinline__ void mma_k16(float (&d)[BN / 2], uint64_t da,
             wgmma_m64n256k16_f16<AMN, BMN>(d, da, db, scale_d);
         else
             wgmma_m64n256k16_bf16<AMN, BMN>(d, da, db, scale_d);
+    } else if constexpr (BN == 192) {
+        if constexpr (AB == 1)
+            wgmma_m64n192k16_f16<AMN, BMN>(d, da, db, scale_d);
+        else
+            wgmma_m64n192k16_bf16<AMN, BMN>(d, da, db, scale_d);
     } else if constexpr (BN == 128) {
         if constexpr (AB == 1)
             wgmma_m64n128k16_f16<AMN, BMN>(d, da, db, scale_d);

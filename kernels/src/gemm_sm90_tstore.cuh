@@ -39,16 +39,19 @@ __host__ __device__ inline bool tstore_ok(const KParams &p)
            (p.cd_type == 1 || p.cd_type == 2) && p.n % 8 == 0;
 }
 
-template <int NB> struct TsCfg {
-    static constexpr int BN = 256;
-    static constexpr int STAGES = NB == 2 ? 4 : 3;
+/* BN 256: NB 2 (two store steps, 4 stages) or 4 (one, 3 stages); BN 192:
+ * NB 3 (one step, 4 stages). */
+template <int NB, int BN_ = 256> struct TsCfg {
+    static constexpr int BN = BN_;
+    static constexpr int STAGES = NB == 4 ? 3 : 4;
     static constexpr int A_BYTES = BM * BK * 2;
     static constexpr int B_BYTES = BN * BK * 2;
     static constexpr int SUB = 64 * 64 * 2; /* one 64 x 64 16-bit box */
     static constexpr int C_BYTES = 2 * NB * SUB;
     static constexpr int SMEM =
         STAGES * (A_BYTES + B_BYTES) + C_BYTES + 1024 + 256;
-    static_assert(NB == 2 || NB == 4, "NB: half or whole consumer block");
+    static_assert((BN == 256 && (NB == 2 || NB == 4)) || (BN == 192 && NB == 3),
+                  "NB: half or whole consumer block");
     static_assert(SMEM <= 227 * 1024, "over the opt-in shared memory limit");
 };
 
@@ -164,7 +167,7 @@ __device__ __forceinline__ void stage_box(const float (&d)[R], uint32_t buf,
     }
 }
 
-/* The NB (1, 2 or 4) boxes of step S (columns 64 * NB * S..) into the
+/* The NB (1 to 4) boxes of step S (columns 64 * NB * S..) into the
  * buffers; R: the accumulators of a 64 x 2R block (128: 64 x 256, 64:
  * 64 x 128, 32: 64 x 64). */
 template <bool OUT_F16, int NB, int S, int R>
@@ -175,10 +178,10 @@ __device__ __forceinline__ void stage_step(const float (&d)[R], uint32_t buf,
     stage_box<OUT_F16, NB * S, R>(d, buf, warp, lane, alpha);
     if constexpr (NB >= 2)
         stage_box<OUT_F16, NB * S + 1, R>(d, buf + 8192, warp, lane, alpha);
-    if constexpr (NB == 4) {
+    if constexpr (NB >= 3)
         stage_box<OUT_F16, NB * S + 2, R>(d, buf + 2 * 8192, warp, lane, alpha);
+    if constexpr (NB == 4)
         stage_box<OUT_F16, NB * S + 3, R>(d, buf + 3 * 8192, warp, lane, alpha);
-    }
 }
 
 /*
@@ -225,24 +228,25 @@ tstore_step(const KParams &p, const CUtensorMap *tmd, const float (&d)[R],
 
 /* One consumer's epilogue of the tile at (mt, nt): TMA stores when
  * tstore, else from registers. */
-template <int NB>
+template <int NB, int BN>
 __device__ __forceinline__ void
-ts_store(const KParams &p, const CUtensorMap *tmd, float (&d)[128],
+ts_store(const KParams &p, const CUtensorMap *tmd, float (&d)[BN / 2],
          uint8_t *cbuf, bool tstore, int mt, int nt, int split, int c, int tid,
          int warp, int lane)
 {
-    const int row0 = mt * BM + c * 64, col0 = nt * 256;
+    const int row0 = mt * BM + c * 64, col0 = nt * BN;
     if (tstore) {
-        tstore_step<NB, 0>(p, tmd, d, cbuf, row0, col0, tid, warp, lane, 1 + c);
-        if constexpr (NB == 2)
-            tstore_step<NB, 1>(p, tmd, d, cbuf, row0, col0, tid, warp, lane,
-                               1 + c);
+        tstore_step<NB, 0, BN / 2>(p, tmd, d, cbuf, row0, col0, tid, warp, lane,
+                                   1 + c);
+        if constexpr (NB * 64 < BN)
+            tstore_step<NB, 1, BN / 2>(p, tmd, d, cbuf, row0, col0, tid, warp,
+                                       lane, 1 + c);
     } else {
-        store_any<256>(p, d, row0, col0, lane, warp, split);
+        store_any<BN>(p, d, row0, col0, lane, warp, split);
     }
 }
 
-template <bool F16, int AMN, int BMN, int NB>
+template <bool F16, int AMN, int BMN, int NB, int BN_ = 256>
 __global__ void __launch_bounds__(384, 1)
     gemm_ts_kernel(const __grid_constant__ CUtensorMap tma,
                    const __grid_constant__ CUtensorMap tmb,
@@ -250,7 +254,7 @@ __global__ void __launch_bounds__(384, 1)
                    const __grid_constant__ KParams p,
                    const __grid_constant__ SkParams sk)
 {
-    using C = TsCfg<NB>;
+    using C = TsCfg<NB, BN_>;
     constexpr int BN = C::BN;
     constexpr int STAGES = C::STAGES;
     constexpr int A_BYTES = C::A_BYTES;
@@ -320,8 +324,8 @@ __global__ void __launch_bounds__(384, 1)
             int kb1 = min(p.nkb, kb0 + p.kb_per_split);
             consume_tile<BN, F16, AMN, BMN, 1, STAGES>(
                 d, da0, db0, kb0, kb1, lane, 0, full, empty, s, ph);
-            ts_store<NB>(p, &tmd, d, cbuf, tstore, mt, nt, split, c, tid, warp,
-                         lane);
+            ts_store<NB, BN>(p, &tmd, d, cbuf, tstore, mt, nt, split, c, tid,
+                             warp, lane);
         }
         long long pos = it1;
         int u, kb0, kb1;
@@ -343,8 +347,8 @@ __global__ void __launch_bounds__(384, 1)
                 sk_collect<BN>(sk, p.nkb, blockIdx.x, gridDim.x, c,
                                (long long)(u - sk.dp) * p.nkb, d, tid, 1 + c);
             }
-            ts_store<NB>(p, &tmd, d, cbuf, tstore, mt, nt, split, c, tid, warp,
-                         lane);
+            ts_store<NB, BN>(p, &tmd, d, cbuf, tstore, mt, nt, split, c, tid,
+                             warp, lane);
         }
         if (pending)
             sk_signal(sk, blockIdx.x, c, tid, 1 + c);

@@ -54,6 +54,9 @@ cudaError_t tf32_pack(const float *x, long long ldx, int mn_major,
 /* 128 x 256 with the TMA-store epilogue; nb: 64 x 64 output buffers per
  * consumer, 2 (4 stages) or 4 (3 stages). */
 cudaError_t launch_n256e(const Launch &l, int nb);
+/* 128 x 192 with the TMA-store epilogue (three 64 x 64 buffers per
+ * consumer, 4 stages). */
+cudaError_t launch_n192e(const Launch &l);
 /* Whether launch_n256e's kernel stores through td for p. */
 bool tstore_applies(const KParams &p);
 

@@ -17,6 +17,8 @@ namespace gemmk
 namespace
 {
 
+constexpr double kL2Bytes = 40e6; /* of the H100's and H200's 50 MB */
+
 /* Estimated seconds for a (bn, cluster, splits) choice. The rates are
  * rough H100 numbers; only their ratios matter. */
 double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
@@ -38,6 +40,7 @@ double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
     double eff = bn == 256   ? (cl == 2 ? 1.05
                                 : epi   ? 1.1
                                         : 1.0)
+                 : bn == 192 ? 1.0
                  : bn == 128 ? 0.88
                              : 0.75;
     double flop = 2.0 * BM * bn * kbps * BK;
@@ -71,7 +74,6 @@ double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
  * against the plain tail): 256 and 384 x 28672 x 8192 (DRAM 0.87 and
  * 0.58 of the tiles' time) -25% and -10%; 512, 640 and 768 x 28672, 768
  * x 12288, 640 x 16384 (0.29-0.45) +1% to +22%. */
-constexpr double kL2Bytes = 40e6; /* of the H100's and H200's 50 MB */
 constexpr double kSkDram = 0.45;
 
 void plan_sk(const gemmk_ctx *ctx, const gemmk_problem *p, bool forced,
@@ -111,10 +113,21 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
     out->sk = 0;
     out->sk_dp = 0;
     /* candidates in order of preference on near-ties */
-    static const int cand[4][2] = {{256, 2}, {256, 1}, {128, 1}, {64, 1}};
-    for (int ci = 0; ci < 4; ci++) {
+    static const int cand[5][2] = {
+        {256, 2}, {256, 1}, {192, 1}, {128, 1}, {64, 1}};
+    for (int ci = 0; ci < 5; ci++) {
         int bn = cand[ci][0], cl = cand[ci][1];
         if ((c.bn && c.bn != bn) || (c.cluster && c.cluster != cl))
+            continue;
+        /* 128 x 192 tiles (the TMA-store kernel only): by name, and by
+         * `auto` for 16-bit problems of M >= 512 whose operands fit in L2
+         * together, where the wave model says fewer rounds of narrower
+         * tiles win (v14: 1536^3, 1536x1536x4096, 3072^3 and
+         * 3072x2048x1024 +12-19%; 2048^3, 2560^3 and 4096^3, which need
+         * more rounds of them, 10-22% slower) */
+        if (bn == 192 && c.bn != 192 &&
+            !(is_auto && p->ab_type != GEMM_FP32 && p->m >= 512 &&
+              2.0 * (p->m * p->k + p->k * p->n) <= kL2Bytes))
             continue;
         if (bn > max_bn)
             continue;
@@ -126,7 +139,7 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
          * fill, which measured slower than split-K on wider tiles. */
         if (bn == 64 && p->m < 64 && c.bn != 64)
             continue;
-        int max_split = (c.split == 1 || bn == 64) ? 1 : 32;
+        int max_split = (c.split == 1 || bn == 64 || bn == 192) ? 1 : 32;
         int min_split = c.split == -1 ? 2 : 1;
         for (int s = min_split; s <= max_split && s <= nkb; s++) {
             int kbps = 0, real = 1;
@@ -142,6 +155,8 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
             }
         }
     }
+    if (best < 1e30 && out->bn == 192) /* one kernel: its row's */
+        out->epi = 3;
     /* 128 x 256 tiles without split-K: the TMA-store epilogue, so the
      * consumers start the next tile while the stores drain (and, in one
      * wave, store faster than from registers): measured 1.10x over 26

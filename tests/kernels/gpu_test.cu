@@ -705,6 +705,8 @@ int main(int argc, char **argv)
                          "ws128x256e"}); /* N % 8: register fallback */
         cases.push_back({127, 64, 255, GEMM_FP16, GEMM_BF16, 1, 0, 1.0f, 0.5f,
                          8, "ws128x256e"});
+        cases.push_back({200, 400, 1000, GEMM_BF16, GEMM_BF16, 1, 0, 1.5f, 0.f,
+                         8, "ws128x192e"});
         /* the stream-K tail: partials over several CTAs, the fallback */
         cases.push_back({1536, 1536, 1536, GEMM_BF16, GEMM_BF16, 0, 0, 1.5f,
                          0.f, 8, "ws128x256sk"});
@@ -774,15 +776,17 @@ int main(int argc, char **argv)
             {1000, 1000, 1000}, {3000, 5000, 700}, {4096, 4096, 4096},
             {200, 72, 64},      {127, 255, 1000},  {257, 4095, 129}};
         const gemm_dtype tcd[4] = {GEMM_BF16, GEMM_FP16, GEMM_FP16, GEMM_BF16};
+        /* and the 128 x 192 tiles' (e 2: three boxes a consumer, N not a
+         * multiple of 192 in most shapes) */
+        const char *const tsk[3] = {"ws128x256e", "ws128x256e3", "ws128x192e"};
         for (auto &s : tss)
-            for (int e = 0; e < 2; e++)
+            for (int e = 0; e < 3; e++)
                 for (int t = 0; t < 4; t++, q++) {
-                    bool fb = e == 1 && t == 3;
+                    bool fb = e >= 1 && t == 3;
                     cases.push_back({s[0], s[1], s[2], abs_[(t + e) % 2],
                                      fb ? GEMM_FP32 : tcd[t], t >> 1, t & 1,
                                      (t == 2) ? -0.75f : 1.0f, fb ? 0.5f : 0.f,
-                                     8 * (q % 2),
-                                     e ? "ws128x256e3" : "ws128x256e"});
+                                     8 * (q % 2), tsk[e]});
                 }
         /* the stream-K tail: one partial wave split (1536^3: 72 tiles),
          * whole waves and a split tail (3072^3, 3000x5000x700), K of a
