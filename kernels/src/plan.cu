@@ -121,13 +121,16 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
             continue;
         /* 128 x 192 tiles (the TMA-store kernel only): by name, and by
          * `auto` for 16-bit problems of M >= 512 whose operands fit in L2
-         * together, where the wave model says fewer rounds of narrower
-         * tiles win (v14: 1536^3, 1536x1536x4096, 3072^3 and
+         * together and whose epilogue is the TMA store's (16-bit D, beta
+         * 0, N a multiple of 8), where the wave model says fewer rounds
+         * of narrower tiles win (v14: 1536^3, 1536x1536x4096, 3072^3 and
          * 3072x2048x1024 +12-19%; 2048^3, 2560^3 and 4096^3, which need
          * more rounds of them, 10-22% slower) */
         if (bn == 192 && c.bn != 192 &&
             !(is_auto && p->ab_type != GEMM_FP32 && p->m >= 512 &&
-              2.0 * (p->m * p->k + p->k * p->n) <= kL2Bytes))
+              2.0 * (p->m * p->k + p->k * p->n) <= kL2Bytes && p->n % 8 == 0 &&
+              p->beta == 0.f &&
+              (p->cd_type == GEMM_BF16 || p->cd_type == GEMM_FP16)))
             continue;
         if (bn > max_bn)
             continue;
