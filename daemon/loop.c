@@ -29,16 +29,20 @@ static bool run_inbox(loop_inbox *ib)
 static void on_spin(uv_idle_t *h)
 {
     loop_inbox *ib = h->data;
-    uint64_t now = gemmd_now_ns(), cpu = spin_thread_ns();
+    uint64_t now = gemmd_now_ns();
     /* off the core for long since the spin (re)started, not busy in
-     * callbacks (which use CPU time): the host has no core to spare */
-    bool preempted = now - ib->spin_wall0 > cpu - ib->spin_cpu0 + SPIN_GAP_NS;
+     * callbacks (which use CPU time): the host has no core to spare. The
+     * thread's CPU clock (a system call) is read only once that long has
+     * passed at all. */
+    bool preempted =
+        now - ib->spin_wall0 > SPIN_GAP_NS &&
+        now - ib->spin_wall0 > spin_thread_ns() - ib->spin_cpu0 + SPIN_GAP_NS;
     if (preempted)
         spin_preempted(now);
     if (run_inbox(ib) && !preempted) {
         ib->spin_until = now + ib->spin_ns;
         ib->spin_wall0 = now;
-        ib->spin_cpu0 = cpu;
+        ib->spin_cpu0 = spin_thread_ns();
         return;
     }
     if (now < ib->spin_until && !ib->quiet && !preempted)

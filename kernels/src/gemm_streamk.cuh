@@ -14,10 +14,11 @@
  * CTA's first segment (its range's end) may be a partial, which it
  * publishes: raw fp32 accumulators into its slot of the workspace, and a
  * flag once the stores have drained behind its next segment (before it
- * waits for anything, or at its end). Its last segment (the range's start) may
- * finish a unit whose earlier k-blocks lie in lower CTAs' ranges: it waits for
- * their flags and adds their partials, nearest CTA first, then stores as a
- * whole unit would. A CTA waits only for lower-numbered CTAs, which publish
+ * waits for anything, or at its end). Its last segment (the range's
+ * start) may finish a unit whose earlier k-blocks lie in lower CTAs'
+ * ranges: it waits for their flags and adds their partials, nearest CTA
+ * first, then stores as a whole unit would. A CTA waits only for
+ * lower-numbered CTAs, which publish
  * before they wait for anything, so with CTAs dispatched in order no
  * wait can deadlock, whatever else shares the GPU. The sum order is
  * fixed by the ranges: the same bits run to run.

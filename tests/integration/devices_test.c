@@ -180,6 +180,19 @@ static int ran_on(const gemm_device_status *before,
     return -1;
 }
 
+/* The one device holding the tensor (asserts there is exactly one); d:
+ * the devices' status, read now. */
+static int tensor_home(gemm_device_status *d)
+{
+    devices(g_client, d);
+    int home = -1;
+    for (int i = 0; i < NDEV; i++)
+        if (d[i].tensors == 1)
+            home = home == -1 ? i : -2;
+    cr_assert(home >= 0, "the tensor is not on exactly one device");
+    return home;
+}
+
 /* Runs small GEMMs until idle placement's next turn is home's (idle
  * devices take turns); d: the devices' status, kept current. */
 static void turn_to(int home, gemm_device_status *d)
@@ -234,12 +247,7 @@ Test(devices, tensor_migrates_once_and_stays)
     rv = gemm_tensor_upload(g_client, &op.a, 48, 32, GEMM_FP32, &tid);
     cr_assert_eq(rv, GEMM_OK, "upload: %s", gemm_last_error_message());
     gemm_device_status d[NDEV];
-    devices(g_client, d);
-    int home = -1;
-    for (int i = 0; i < NDEV; i++)
-        if (d[i].tensors == 1)
-            home = home == -1 ? i : -2;
-    cr_assert(home >= 0, "the tensor is not on exactly one device");
+    int home = tensor_home(d);
 
     /* the home device busy with a held GEMM ... */
     gemm_buffer *hb;
@@ -321,13 +329,7 @@ Test(devices, tensor_copies_are_made_once_per_device)
         gemm_request *hr = NULL;
         if (burst == 0 && tu_hold_have()) {
             gemm_device_status d0[NDEV];
-            devices(g_client, d0);
-            int home = -1;
-            for (int i = 0; i < NDEV; i++)
-                if (d0[i].tensors == 1)
-                    home = home == -1 ? i : -2;
-            cr_assert(home >= 0, "the tensor is not on exactly one device");
-            hold_home(home, d0, &hb, &hr);
+            hold_home(tensor_home(d0), d0, &hb, &hr);
         }
         gemm_request *rq[BURST];
         gemm_op ops[BURST];
