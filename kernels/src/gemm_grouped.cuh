@@ -33,11 +33,15 @@
  * 64 x BN block in shared memory and goes on to its next tile while the
  * copy engine stores it; in steps of 64 x 128 through two buffers, or
  * (NB = 4, 128 x 256 tiles of long K) all of it at once through four,
- * with a ring of 3 stages instead of 4 to make room.
+ * with a ring of 3 stages instead of 4 to make room. A strided batch of
+ * one CTA a unit may split its last waves' k-blocks over every CTA
+ * (stream-K, as gemm_ts_kernel does): a launch of 15.5 waves then takes
+ * about 15.5 tiles' time and a fix-up, not 16.
  */
 #pragma once
 
 #include "gemm_sm90_tstore.cuh"
+#include "gemm_streamk.cuh"
 
 namespace gemmk
 {
@@ -69,6 +73,9 @@ struct GroupParams {
                  consumer (64 x 64 each, maps of 64-row boxes) */
     long long sd, sc;
     GroupProblem p0;
+    /* strided, CL = 1, not pair: with sk.units, units [sk.dp, units) run
+     * stream-K (gemm_streamk.cuh), units == sk.dp + sk.units */
+    SkParams sk;
 };
 
 /* Shared memory: the ring and its barriers, and NB 64 x 64 16-bit store
@@ -189,6 +196,30 @@ __device__ __forceinline__ void strided_unit(const GroupParams &g, int u,
     nt = local / mu;
 }
 
+/* Consumer c's epilogue of tile (mt, nt) of problem q (matrix z of a
+ * strided batch): gemm_ws_kernel's, through q's parameters. */
+template <int BN, int NB>
+__device__ __forceinline__ void
+group_store(const GroupParams &g, const GroupProblem &q, const CUtensorMap *td3,
+            float (&d)[BN / 2], uint8_t *cbuf, int mt, int nt, int z, int c,
+            int tid, int warp, int lane)
+{
+    KParams p = problem_params(q);
+    const int row0 = mt * BM + c * 64, col0 = nt * BN;
+    if constexpr (NB == 4) {
+        tstore_step<4, 0, BN / 2, true>(p, td3, d, cbuf, row0, col0, tid, warp,
+                                        lane, 1 + c, z);
+    } else if (g.tstore) {
+        tstore_step<2, 0, BN / 2, true>(p, td3, d, cbuf, row0, col0, tid, warp,
+                                        lane, 1 + c, z);
+        if constexpr (BN == 256)
+            tstore_step<2, 1, BN / 2, true>(p, td3, d, cbuf, row0, col0, tid,
+                                            warp, lane, 1 + c, z);
+    } else {
+        store_any<BN>(p, d, row0, col0, lane, warp, 0);
+    }
+}
+
 /* ta3, tb3, td3: A's, B's and D's 3-D maps of a strided batch (else
  * unused; td3 only with g.tstore). CL = 2: strided batches only. NB: the
  * store buffers a consumer has (GroupCfg). */
@@ -213,6 +244,11 @@ __global__ void __launch_bounds__(384, 1)
     const int tid = threadIdx.x % 128;
     const uint32_t rank = ring_start<STAGES, CL>(full, empty);
     const int u0 = blockIdx.x / CL, ustep = gridDim.x / CL;
+    /* units run whole; with g.sk.units the rest is split */
+    const int dp = CL == 1 && g.sk.units ? g.sk.dp : g.units;
+    long long it0 = 0, it1 = 0;
+    if (CL == 1 && g.sk.units)
+        sk_range(g.sk, g.p0.nkb, blockIdx.x, gridDim.x, it0, it1);
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -223,7 +259,7 @@ __global__ void __launch_bounds__(384, 1)
             tmap_prefetch(&ta3);
             tmap_prefetch(&tb3);
         }
-        for (int u = u0; tid == 0 && u < g.units; u += ustep) {
+        for (int u = u0; tid == 0 && u < dp; u += ustep) {
             if (CL == 1 && BN == 128 && g.pair) {
                 produce_pair<AB, AMN, BMN, STAGES>(g, &ta3, &tb3, 2 * u, sa, sb,
                                                    full, empty, s, ph);
@@ -250,6 +286,16 @@ __global__ void __launch_bounds__(384, 1)
             produce_tile<BN, AB, AMN, BMN, 1, STAGES>(ma, ma + 1, mt * BM,
                                                       nt * BN, 0, q.nkb, 0, sa,
                                                       sb, full, empty, s, ph);
+        }
+        long long pos = it1;
+        int u, kb0, kb1;
+        while (CL == 1 && tid == 0 &&
+               sk_next(g.sk, g.p0.nkb, it0, pos, u, kb0, kb1)) {
+            int i, mt, nt;
+            strided_unit<1>(g, u, 0, i, mt, nt);
+            produce_tile<BN, AB, AMN, BMN, 1, STAGES, true>(
+                &ta3, &tb3, mt * BM, nt * BN, kb0, kb1, 0, sa, sb, full, empty,
+                s, ph, g.a_shared ? 0 : i, g.b_shared ? 0 : i);
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
@@ -283,7 +329,7 @@ __global__ void __launch_bounds__(384, 1)
             else
                 store_any<64>(p, d64, 0, 0, lane, warp, 0);
         }
-        for (int u = u0; (CL > 1 || !g.pair) && u < g.units; u += ustep) {
+        for (int u = u0; (CL > 1 || !g.pair) && u < dp; u += ustep) {
             GroupProblem q;
             int mt, nt, z = 0;
             if (CL > 1 || g.strided) {
@@ -296,24 +342,37 @@ __global__ void __launch_bounds__(384, 1)
             }
             consume_tile<BN, AB, AMN, BMN, CL, STAGES>(
                 d, da0, db0, 0, q.nkb, lane, rank, full, empty, s, ph);
-            /* the epilogue of gemm_ws_kernel, through this problem's
-             * parameters */
-            KParams p = problem_params(q);
-            const int row0 = mt * BM + c * 64, col0 = nt * BN;
-            if constexpr (NB == 4) {
-                tstore_step<4, 0, BN / 2, true>(p, &td3, d, cbuf, row0, col0,
-                                                tid, warp, lane, 1 + c, z);
-            } else if (g.tstore) {
-                tstore_step<2, 0, BN / 2, true>(p, &td3, d, cbuf, row0, col0,
-                                                tid, warp, lane, 1 + c, z);
-                if constexpr (BN == 256)
-                    tstore_step<2, 1, BN / 2, true>(p, &td3, d, cbuf, row0,
-                                                    col0, tid, warp, lane,
-                                                    1 + c, z);
-            } else {
-                store_any<BN>(p, d, row0, col0, lane, warp, 0);
-            }
+            group_store<BN, NB>(g, q, &td3, d, cbuf, mt, nt, z, c, tid, warp,
+                                lane);
         }
+        long long pos = it1;
+        int u, kb0, kb1;
+        bool pending = false; /* a partial published, its flag not raised */
+        while (CL == 1 && sk_next(g.sk, g.p0.nkb, it0, pos, u, kb0, kb1)) {
+            int z, mt, nt;
+            strided_unit<1>(g, u, 0, z, mt, nt);
+            consume_tile<BN, AB, AMN, BMN, 1, STAGES>(
+                d, da0, db0, kb0, kb1, lane, 0, full, empty, s, ph);
+            if (kb1 < g.p0.nkb) { /* a partial: the range's end */
+                sk_publish<BN>(g.sk, blockIdx.x, c, d, tid);
+                pending = true;
+                continue;
+            }
+            if (kb0 > 0) { /* finishes a unit begun by lower CTAs */
+                if (pending)
+                    sk_signal(g.sk, blockIdx.x, c, tid, 1 + c);
+                pending = false;
+                if (tid == 0) /* cbuf: the partials come through it */
+                    bulk_wait_read_all();
+                sk_collect<BN, NB * 4>(g.sk, g.p0.nkb, blockIdx.x, gridDim.x, c,
+                                       (long long)(u - g.sk.dp) * g.p0.nkb, d,
+                                       smem_u32(cbuf), tid, 1 + c);
+            }
+            group_store<BN, NB>(g, strided_problem(g, z), &td3, d, cbuf, mt, nt,
+                                z, c, tid, warp, lane);
+        }
+        if (pending)
+            sk_signal(g.sk, blockIdx.x, c, tid, 1 + c);
         /* the shared-memory sources must outlive the stores */
         if (g.tstore && tid == 0)
             bulk_wait_all();

@@ -344,8 +344,11 @@ __global__ void __launch_bounds__(384, 1)
                 if (pending)
                     sk_signal(sk, blockIdx.x, c, tid, 1 + c);
                 pending = false;
-                sk_collect<BN>(sk, p.nkb, blockIdx.x, gridDim.x, c,
-                               (long long)(u - sk.dp) * p.nkb, d, tid, 1 + c);
+                if (tid == 0) /* cbuf: the partials come through it */
+                    bulk_wait_read_all();
+                sk_collect<BN, NB * 4>(sk, p.nkb, blockIdx.x, gridDim.x, c,
+                                       (long long)(u - sk.dp) * p.nkb, d,
+                                       smem_u32(cbuf), tid, 1 + c);
             }
             ts_store<NB, BN>(p, &tmd, d, cbuf, tstore, mt, nt, split, c, tid,
                              warp, lane);

@@ -114,14 +114,41 @@ __device__ __forceinline__ void sk_signal(const SkParams &sk, int b, int c,
         sk_flag_set(&sk.flag[2 * b + c], sk.epoch);
 }
 
+__device__ __forceinline__ void sk_copy16(uint32_t dst, const float4 *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
+                 "l"(src)
+                 : "memory");
+}
+
+/* Group g of Q / 2 of this thread's float4s of slot into half g % 2 of
+ * buf (each thread copies and later reads only its own). */
+template <int Q>
+__device__ __forceinline__ void sk_fetch(const float4 *slot, uint32_t buf,
+                                         int g, int tid)
+{
+#pragma unroll
+    for (int j = 0; j < Q / 2; j++)
+        sk_copy16(buf + ((g % 2) * (Q / 2) + j) * 2048 + tid * 16,
+                  &slot[(g * (Q / 2) + j) * 128 + tid]);
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
 /* Consumer c of CTA b, finishing the unit whose k-blocks start at
  * iteration ts of the span: adds the partials of the lower CTAs whose
- * ranges reach into it, nearest first. */
-template <int BN>
-__device__ __forceinline__ void sk_collect(const SkParams &sk, int nkb, int b,
-                                           int g, int c, long long ts,
-                                           float (&d)[BN / 2], int tid, int bar)
+ * ranges reach into it, nearest first. A partial comes through buf (Q
+ * float4s a thread: the consumer's store buffers, free by the time the
+ * caller's bulk stores were read) by cp.async, two groups in flight, so
+ * the reads are not held to the few the accumulators leave registers
+ * for. */
+template <int BN, int Q>
+__device__ __forceinline__ void
+sk_collect(const SkParams &sk, int nkb, int b, int g, int c, long long ts,
+           float (&d)[BN / 2], uint32_t buf, int tid, int bar)
 {
+    constexpr int F = BN / 8; /* float4s a thread */
+    static_assert(Q % 2 == 0 && F % (Q / 2) == 0, "groups of Q / 2");
+    constexpr int G = F / (Q / 2);
     for (int o = b - 1; o >= 0; o--) {
         long long it0, it1;
         sk_range(sk, nkb, o, g, it0, it1);
@@ -133,13 +160,29 @@ __device__ __forceinline__ void sk_collect(const SkParams &sk, int nkb, int b,
         asm volatile("bar.sync %0, 128;" ::"r"(bar) : "memory");
         const float4 *slot = reinterpret_cast<const float4 *>(sk.part) +
                              (size_t)(2 * o + c) * 16 * BN;
+        sk_fetch<Q>(slot, buf, 0, tid);
 #pragma unroll
-        for (int i = 0; i < BN / 8; i++) {
-            float4 v = __ldcg(&slot[i * 128 + tid]);
-            d[4 * i] += v.x;
-            d[4 * i + 1] += v.y;
-            d[4 * i + 2] += v.z;
-            d[4 * i + 3] += v.w;
+        for (int gi = 0; gi < G; gi++) {
+            if (gi + 1 < G) {
+                sk_fetch<Q>(slot, buf, gi + 1, tid);
+                asm volatile("cp.async.wait_group 1;" ::: "memory");
+            } else {
+                asm volatile("cp.async.wait_group 0;" ::: "memory");
+            }
+#pragma unroll
+            for (int j = 0; j < Q / 2; j++) {
+                const int i = gi * (Q / 2) + j;
+                float4 v;
+                asm volatile(
+                    "ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                    : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                    : "r"(buf + ((gi % 2) * (Q / 2) + j) * 2048 + tid * 16)
+                    : "memory");
+                d[4 * i] += v.x;
+                d[4 * i + 1] += v.y;
+                d[4 * i + 2] += v.z;
+                d[4 * i + 3] += v.w;
+            }
         }
     }
 }

@@ -191,6 +191,22 @@ int class_bn(const gemmk_problem *probs, const int *idx, int n, int num_sms)
     return t >= num_sms ? 256 : 128;
 }
 
+/* Where a strided batch of count matrices shaped as p0, units 128 x 256
+ * tiles in all, splits its last waves stream-K (sk_split; -1: none), by
+ * the GEMMK_GROUPED_SK knob: -1 the model, 1 always, 0 never. */
+int64_t strided_sk(const gemmk_ctx *ctx, const gemmk_problem *p0, int count,
+                   int64_t units)
+{
+    const int knob = ctx_knob(ctx, KNOB_GROUPED_SK);
+    if (knob == 0)
+        return -1;
+    const double operands =
+        2.0 * count * (double)(p0->m * p0->k + p0->k * p0->n);
+    const double flops = 2.0 * count * (double)p0->m * p0->n * p0->k;
+    return sk_split(ctx, units, cdiv(p0->k, BK), 256, operands, flops,
+                    knob == 1);
+}
+
 size_t round_up(size_t x, size_t to)
 {
     return (x + to - 1) / to * to;
@@ -324,6 +340,14 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
             l.g.sd = c.st[3];
             l.g.sc = c.st[2];
             fill_entry(p0, 0, &l.g.p0);
+            const int64_t dp = c.cl == 1 && !c.pair && c.bn == 256
+                                   ? strided_sk(ctx, p0, count, l.g.units)
+                                   : -1;
+            if (dp >= 0 && (e = sk_setup(ctx, (int)dp, l.g.units - (int)dp,
+                                         stream, &l.g.sk)) != GEMM_OK) {
+                *fail = idx[c.i0];
+                goto out;
+            }
             continue;
         }
         CUtensorMap *maps = reinterpret_cast<CUtensorMap *>(host);
@@ -369,7 +393,8 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
     for (int ci = 0; ci < ncl; ci++) {
         GroupLaunch &l = ls[ci];
         const int slots = l.cl == 2 ? ctx->max_clusters2 : ctx->num_sms;
-        l.grid = (l.g.units < slots ? l.g.units : slots) * l.cl;
+        l.grid = l.g.sk.units ? ctx->num_sms
+                              : (l.g.units < slots ? l.g.units : slots) * l.cl;
         cudaError_t ce = launch_grouped(l);
         if (ce != cudaSuccess) {
             e = ctx_fail(ctx, ce, "launch_grouped", __FILE__, __LINE__);

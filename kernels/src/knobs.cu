@@ -109,6 +109,11 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "consumer's 64 x 256 block in one step (4 buffers, a ring of 3 "
      "stages): -1 from K = 2048, 1 always, 0 never (grouped.cu)",
      read_tristate},
+    {KNOB_GROUPED_SK, "GEMMK_GROUPED_SK", -1,
+     "a strided batch of 128 x 256 tiles splits its last waves' k-blocks "
+     "over every SM (stream-K): -1 where the model saves 5%, 1 always, 0 "
+     "never (grouped.cu)",
+     read_tristate},
     {KNOB_WHOLE_K, "GEMMK_WHOLE_K", 4096,
      "auto stores whole 64 x 256 blocks (ws128x256e3, a ring of 3 stages) "
      "for 16-bit problems of K up to this over 8 waves or more of "

@@ -26,6 +26,8 @@ enum Knob {
     KNOB_GROUPED_CLUSTER, /* grouped: strided 128 x 256 tiles in pairs */
     KNOB_GROUPED_WHOLE,   /* grouped: strided 128 x 256, one store step
                              (-1: from K = 2048) */
+    KNOB_GROUPED_SK,      /* grouped: strided, stream-K last waves
+                             (-1: by the model) */
     KNOB_WHOLE_K,         /* auto: whole-block stores up to this K */
     KNOB_SWAP_M,          /* auto: M up to this runs ws-swap (0: never) */
     KNOB_SWAP_ANY_M,      /* auto: M up to this runs ws-swap whatever

@@ -59,49 +59,62 @@ double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
 }
 
 /* Whether the TMA-store kernel's last partial wave runs stream-K, and
- * from which unit: always when the row says so (forced), else where the
- * model gains 5%. Whole waves but one run as they are (a whole unit per
- * CTA is the cheapest), the last one and a half (or the only partial
- * wave) are split. The fix-ups cost what moving every CTA's 128 KB of
- * partials through L2 costs, measured 11-13 us on the H100 (1536^3,
- * 3072^3), so stream-K pays only where the empty part of the last wave
- * is worth more than that: 3072^3 (2.18 waves) 0.80 -> 0.93 of cuBLAS,
- * while 1536^3 (0.55) and 2560^3 (1.52) lost 5-19%. And only where A
- * and B fit in L2 together, or the tiles' work outweighs reading the
- * operands from DRAM by kSkDram: the split tail reads each tile's
- * operands at other k-offsets than its neighbours do, so operands that
- * stream from DRAM are read again. Measured on the H200 (v14, stream-K
- * against the plain tail): 256 and 384 x 28672 x 8192 (DRAM 0.87 and
- * 0.58 of the tiles' time) -25% and -10%; 512, 640 and 768 x 28672, 768
- * x 12288, 640 x 16384 (0.29-0.45) +1% to +22%. */
-constexpr double kSkDram = 0.45;
-
+ * from which unit: always when the row says so (forced), else where
+ * sk_split's model gains 5%. Measured on the H200 (v14, stream-K against
+ * the plain tail): 256 and 384 x 28672 x 8192 (DRAM 0.87 and 0.58 of the
+ * tiles' time) -25% and -10%; 512, 640 and 768 x 28672, 768 x 12288, 640
+ * x 16384 (0.29-0.45) +1% to +22%. v15, once the fix-up cost 7 us
+ * instead of 15: 2560^3 on 128 x 256 tiles (0.96 -> 1.01 bf16, 0.93 ->
+ * 0.95 fp16) and 1536x3072x2048 on 128 x 192 ones (0.89-0.91 -> 0.93-0.94). */
 void plan_sk(const gemmk_ctx *ctx, const gemmk_problem *p, bool forced,
              Plan *out)
 {
-    out->sk = 0;
-    out->sk_dp = 0;
-    const int64_t s = ctx->num_sms;
-    const int64_t t = cdiv(p->m, BM) * cdiv(p->n, 256);
-    const int64_t nkb = cdiv(p->k, BK);
+    const int64_t t = cdiv(p->m, BM) * cdiv(p->n, out->bn);
     const double operands = 2.0 * (p->m * p->k + p->k * p->n);
-    const double dram = operands / 3.0e12;
-    const double work = 2.0 * p->m * p->n * p->k / 660e12;
-    if (s < 1 || t < 1 || nkb < 2 ||
-        (!forced && operands > kL2Bytes && dram > kSkDram * work))
-        return;
-    const int64_t whole = t / s >= 2 ? t / s - 1 : 0;
-    const double unit = nkb * (2.0 * BM * 256 * BK) / (660e12 / s);
-    const double fixup = 15e-6;
-    const double dp = cdiv(t, s) * unit;
-    const double sk = (whole + (double)(t - whole * s) / s) * unit + fixup;
-    if (!forced && sk > 0.95 * dp)
-        return;
-    out->sk = 1;
-    out->sk_dp = (int)(whole * s);
+    const double flops = 2.0 * p->m * p->n * p->k;
+    const int64_t dp =
+        sk_split(ctx, t, cdiv(p->k, BK), out->bn, operands, flops, forced);
+    out->sk = dp >= 0;
+    out->sk_dp = dp >= 0 ? (int)dp : 0;
 }
 
 } // namespace
+
+/* The model: whole waves but one run as they are (a whole unit per CTA is
+ * the cheapest), the last one and a half (or the only partial wave, by name)
+ * are split. Not one partial wave by `auto`: spread over every SM, its
+ * k-blocks load L2 harder than the tiles alone did (v14: 1470 cycles a
+ * k-block against 1150 at 1536^3), which the model does not see (v15:
+ * 1536x1536x4096 on 128 x 192 tiles 0.98 of cuBLAS split, 1.01 not; 1536^3
+ * 0.84-0.90 split). The fix-up costs what moving every CTA's 128 KB of
+ * partials through L2 costs: 11-13 us on the H100 with the partials read
+ * back through registers (v8), 6-7 us on the H200 through shared memory by
+ * cp.async (v15: 64 x 512^3 and 16 x 2048^3 strided, against the same launch
+ * with the partials' stores and loads left out). And only where A and B fit
+ * in L2 together, or the tiles' work outweighs reading the operands from
+ * DRAM by kSkDram: the split tail reads each tile's operands at other
+ * k-offsets than its neighbours do, so operands that stream from DRAM are
+ * read again. */
+constexpr double kSkDram = 0.45;
+constexpr double kSkFixup = 7e-6;
+
+int64_t sk_split(const gemmk_ctx *ctx, int64_t t, int64_t nkb, int bn,
+                 double operands, double flops, bool forced)
+{
+    const int64_t s = ctx->num_sms;
+    const double dram = operands / 3.0e12;
+    const double work = flops / 660e12;
+    if (s < 1 || t < 1 || nkb < 2 ||
+        (!forced && (t <= s || (operands > kL2Bytes && dram > kSkDram * work))))
+        return -1;
+    const int64_t whole = t / s >= 2 ? t / s - 1 : 0;
+    const double unit = nkb * (2.0 * BM * bn * BK) / (660e12 / s);
+    const double dp = cdiv(t, s) * unit;
+    const double sk = (whole + (double)(t - whole * s) / s) * unit + kSkFixup;
+    if (!forced && sk > 0.95 * dp)
+        return -1;
+    return whole * s;
+}
 
 void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
           bool is_auto, Plan *out, int max_bn)
@@ -169,7 +182,8 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
         out->cluster == 1 && out->splits == 1)
         out->epi = 2;
     if ((is_auto || c.sk) && best < 1e30 && out->epi && !out->pp &&
-        out->bn == 256 && out->cluster == 1 && out->splits == 1)
+        (out->bn == 256 || out->bn == 192) && out->cluster == 1 &&
+        out->splits == 1)
         plan_sk(ctx, p, c.sk != 0, out);
     /* Whole-block stores (ws128x256e3: each consumer's 64 x 256 block in
      * one step, a ring of 3 stages) where K is short enough for what a

@@ -36,6 +36,15 @@ inline int64_t cdiv(int64_t a, int64_t b)
 void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &t,
           bool is_auto, Plan *out, int max_bn = 256);
 
+/* Where a launch of t 128 x bn units of nkb k-blocks each (operands
+ * bytes of A and B in all, flops of work) splits its last waves stream-K:
+ * units [0, dp) run whole, the rest by k-blocks over every SM. Returns
+ * dp, or -1 for no split: the model (plan.cu) must save 5% after the
+ * fix-up, and operands past L2 must not take most of the tiles' time to
+ * read (forced: split wherever it can). */
+int64_t sk_split(const gemmk_ctx *ctx, int64_t t, int64_t nkb, int bn,
+                 double operands, double flops, bool forced);
+
 /* The catalog row that runs plan pl (never NULL for a plan of plan()). */
 const Row *plan_row(const Plan &pl);
 

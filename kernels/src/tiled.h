@@ -31,6 +31,12 @@ gemm_error tiled16_maps(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
 gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
                        int64_t keff, int kbe, Launch *l);
 
+/* A stream-K tail over units [dp, dp + units) on a grid of every SM
+ * (gemm_streamk.cuh): the workspace of partials and flags, this launch's
+ * epoch. */
+gemm_error sk_setup(gemmk_ctx *ctx, int dp, int units, cudaStream_t stream,
+                    SkParams *sk);
+
 /* The stream-K tail of plan pl (pl.sk): the workspace of partials and
  * flags, this launch's epoch, a grid of every SM. */
 gemm_error sk_params(gemmk_ctx *ctx, const Plan &pl, cudaStream_t stream,

@@ -74,8 +74,8 @@ gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
     return GEMM_OK;
 }
 
-gemm_error sk_params(gemmk_ctx *ctx, const Plan &pl, cudaStream_t stream,
-                     Launch *l)
+gemm_error sk_setup(gemmk_ctx *ctx, int dp, int units, cudaStream_t stream,
+                    SkParams *sk)
 {
     const int g = ctx->num_sms;
     const size_t part = (size_t)g * 2 * 64 * 256 * sizeof(float);
@@ -90,13 +90,19 @@ gemm_error sk_params(gemmk_ctx *ctx, const Plan &pl, cudaStream_t stream,
         ctx->sk_epoch = 1;
     if (buf != old || wrap) /* no flag may hold an epoch still to come */
         GEMMK_CK(ctx, cudaMemsetAsync(flag, 0, flags, stream));
-    l->sk.dp = pl.sk_dp;
-    l->sk.units = l->p.units - pl.sk_dp;
-    l->sk.epoch = ctx->sk_epoch;
-    l->sk.part = static_cast<float *>(buf);
-    l->sk.flag = flag;
-    l->grid = g;
+    sk->dp = dp;
+    sk->units = units;
+    sk->epoch = ctx->sk_epoch;
+    sk->part = static_cast<float *>(buf);
+    sk->flag = flag;
     return GEMM_OK;
+}
+
+gemm_error sk_params(gemmk_ctx *ctx, const Plan &pl, cudaStream_t stream,
+                     Launch *l)
+{
+    l->grid = ctx->num_sms;
+    return sk_setup(ctx, pl.sk_dp, l->p.units - pl.sk_dp, stream, &l->sk);
 }
 
 gemm_error finish_splits(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,

@@ -712,6 +712,10 @@ int main(int argc, char **argv)
                          0.f, 8, "ws128x256sk"});
         cases.push_back({300, 520, 4000, GEMM_FP16, GEMM_FP32, 1, 1, 1.0f, 0.5f,
                          0, "ws128x256sk"});
+        cases.push_back({1536, 1536, 4096, GEMM_FP16, GEMM_FP16, 1, 0, 1.0f,
+                         0.f, 8, "ws128x192sk"});
+        cases.push_back({300, 520, 4000, GEMM_BF16, GEMM_FP32, 0, 1, 1.0f, 0.5f,
+                         0, "ws128x192sk"});
         /* decode shapes as their transpose (ws-swap) */
         cases.push_back({7, 1000, 4096, GEMM_BF16, GEMM_BF16, 0, 0, 1.5f, 0.5f,
                          8, "ws-swap"});
@@ -791,7 +795,8 @@ int main(int argc, char **argv)
         /* the stream-K tail: one partial wave split (1536^3: 72 tiles),
          * whole waves and a split tail (3072^3, 3000x5000x700), K of a
          * few k-blocks per CTA, tails in M and N, every transpose, the
-         * register fallback (fp32 D, beta != 0) */
+         * register fallback (fp32 D, beta != 0); one case in three on
+         * 128 x 192 tiles */
         const long long sks[][3] = {{1536, 1536, 1536}, {3072, 3072, 3072},
                                     {3000, 5000, 700},  {129, 264, 200},
                                     {1000, 1000, 1000}, {257, 4095, 129},
@@ -799,10 +804,10 @@ int main(int argc, char **argv)
         for (auto &s : sks)
             for (int t = 0; t < 4; t++, q++) {
                 bool fb = t == 3;
-                cases.push_back({s[0], s[1], s[2], abs_[q % 2],
-                                 fb ? GEMM_FP32 : tcd[t], t >> 1, t & 1,
-                                 (t == 2) ? -0.75f : 1.0f, fb ? 0.5f : 0.f,
-                                 8 * (q % 2), "ws128x256sk"});
+                cases.push_back(
+                    {s[0], s[1], s[2], abs_[q % 2], fb ? GEMM_FP32 : tcd[t],
+                     t >> 1, t & 1, (t == 2) ? -0.75f : 1.0f, fb ? 0.5f : 0.f,
+                     8 * (q % 2), q % 3 ? "ws128x256sk" : "ws128x192sk"});
             }
         /* skinny and split-K shapes (auto: 24 x 28672 x 1024 swapped by
          * GEMMK_SWAP_ANY_M, its plain plan one partial wave) */

@@ -23,7 +23,10 @@
  * padding touched, every bit the same. It also checks the reply names
  * the grouped kernel, the one-problem catalog entry "grouped128x128",
  * and that a batch with one bad problem is refused as "problem I" before
- * anything runs.
+ * anything runs. Those rounds run without the stream-K tail of strided
+ * batches (GEMMK_GROUPED_SK=0: it sums the split tiles in another
+ * order); sk_rounds forces it on and checks it against gemmk_gemm within
+ * rounding, and the same bits run to run.
  *
  * A plain program: with no CUDA device (or not sm_90) it prints why and
  * exits 77 (skipped). Usage: kernels_grouped_gpu_test [--rounds N]
@@ -305,6 +308,146 @@ static bool same(const Case &c, int round, int i)
            c.alone, (long long)(e / p.ldd), (long long)(e % p.ldd),
            (long long)p.ldd);
     return false;
+}
+
+/* ---- the stream-K tail of strided batches ---- */
+
+static double hval(const uint8_t *d, int t, int64_t e)
+{
+    if (t == GEMM_FP32)
+        return reinterpret_cast<const float *>(d)[e];
+    if (t == GEMM_BF16)
+        return __bfloat162float(reinterpret_cast<const __nv_bfloat16 *>(d)[e]);
+    return __half2float(reinterpret_cast<const __half *>(d)[e]);
+}
+
+/* Problem i of a stream-K batch against gemmk_gemm alone: the split units
+ * sum their k-blocks in another order, so each element within a rounding
+ * of the output type plus fp32 reordering (a lost or doubled partial is
+ * off by a sum of many products); row padding untouched in both. */
+static bool close_to_alone(const Case &c, int i)
+{
+    const gemmk_problem &p = c.p;
+    std::vector<uint8_t> x(c.d_bytes), y(c.d_bytes);
+    CK(cudaMemcpy(x.data(), p.d, c.d_bytes, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(y.data(), c.d2, c.d_bytes, cudaMemcpyDeviceToHost));
+    const size_t es = esize(p.cd_type);
+    const double ulp = p.cd_type == GEMM_BF16   ? 1.0 / 128
+                       : p.cd_type == GEMM_FP16 ? 1.0 / 1024
+                                                : 1e-6;
+    const double abs_tol =
+        1e-4 * (fabs(p.alpha) * sqrt((double)p.k) + fabs(p.beta) + 1);
+    for (int64_t r = 0; r < p.m; r++)
+        for (int64_t col = 0; col < p.ldd; col++) {
+            const int64_t e = r * p.ldd + col;
+            if (col >= p.n) {
+                if (memcmp(&x[e * es], &y[e * es], es) == 0)
+                    continue;
+            } else {
+                const double a = hval(x.data(), p.cd_type, e);
+                const double b = hval(y.data(), p.cd_type, e);
+                if (fabs(a - b) <= ulp * fabs(b) + abs_tol)
+                    continue;
+            }
+            printf("FAIL stream-K problem %d: %s in, %s out, m %lld n %lld k "
+                   "%lld: %s at row %lld col %lld: %g against %g alone\n",
+                   i, tname(p.ab_type), tname(p.cd_type), (long long)p.m,
+                   (long long)p.n, (long long)p.k,
+                   col >= p.n ? "padding written" : "value differs",
+                   (long long)r, (long long)col, hval(x.data(), p.cd_type, e),
+                   hval(y.data(), p.cd_type, e));
+            return false;
+        }
+    return true;
+}
+
+/*
+ * Strided batches of 128 x 256 tiles with the stream-K tail forced on
+ * (a context made with GEMMK_GROUPED_SK=1): each batch runs twice and
+ * must give the same bits (the partials are summed in a fixed order),
+ * and every problem must be close to gemmk_gemm's ws128x256 alone.
+ * Rounds alternate K of a few k-blocks (two store steps or register
+ * stores) and K from 2048 (whole-block stores). Returns the failures.
+ */
+static int sk_rounds(cudaStream_t s, int *checked, uint64_t seed)
+{
+    setenv("GEMMK_GROUPED_SK", "1", 1);
+    /* the rounds compare bits with gemmk_gemm: no stream-K tail there
+     * (sk_rounds judges it) */
+    setenv("GEMMK_GROUPED_SK", "0", 1);
+    gemmk_ctx *ctx = nullptr;
+    gemm_error e = gemmk_ctx_create(&ctx, 0);
+    setenv("GEMMK_GROUPED_SK", "0", 1);
+    if (e != GEMM_OK) {
+        printf("FAIL gemmk_ctx_create (stream-K): %s\n", err_name(e));
+        return 1;
+    }
+    int fails = 0;
+    for (int r = 0; r < 4; r++) {
+        g_wide = true;
+        g_longk = r % 2 == 1;
+        std::vector<void *> bufs;
+        int n = (int)rnd_in(70, 300);
+        std::vector<Case> cs = make_strided(n, seed * 7000 + r, bufs);
+        g_longk = false;
+        std::vector<gemmk_problem> ps;
+        for (auto &c : cs)
+            ps.push_back(c.p);
+        gemmk_result res;
+        std::vector<uint8_t> first;
+        const gemmk_problem &last = cs.back().p;
+        const size_t span =
+            (size_t)((const uint8_t *)last.d - (const uint8_t *)cs[0].p.d) +
+            cs.back().d_bytes;
+        bool bad = false;
+        for (int run = 0; run < 2 && !bad; run++) {
+            CK(cudaMemset(cs[0].p.d, 0xFF, span));
+            e = gemmk_gemm_grouped(ctx, ps.data(), (int)ps.size(), s, &res);
+            CK(cudaStreamSynchronize(s));
+            if (e != GEMM_OK) {
+                printf("FAIL stream-K round %d: %s: %s\n", r, err_name(e),
+                       res.msg);
+                bad = true;
+                break;
+            }
+            std::vector<uint8_t> now(span);
+            CK(cudaMemcpy(now.data(), cs[0].p.d, span, cudaMemcpyDeviceToHost));
+            if (run == 0)
+                first.swap(now);
+            else if (now != first) {
+                printf("FAIL stream-K round %d: two runs differ\n", r);
+                bad = true;
+            }
+        }
+        fails += bad;
+        for (auto &c : cs) {
+            gemmk_problem q = c.p;
+            q.d = c.d2;
+            gemmk_result r1;
+            if (gemmk_gemm(ctx, &q, s, "ws128x256", &r1) != GEMM_OK) {
+                printf("FAIL gemmk_gemm(ws128x256): %s\n", r1.msg);
+                fails++;
+            }
+        }
+        CK(cudaStreamSynchronize(s));
+        for (int i = 0; i < n; i++) {
+            fails += !close_to_alone(cs[i], i);
+            (*checked)++;
+        }
+        printf("stream-K round %d: %d problems, m %lld n %lld k %lld, %s out, "
+               "%s: %s\n",
+               r, n, (long long)cs[0].p.m, (long long)cs[0].p.n,
+               (long long)cs[0].p.k, tname(cs[0].p.cd_type),
+               res.kernel ? res.kernel : "(none)",
+               fails ? "FAILURES so far" : "deterministic, close to alone");
+        for (auto &c : cs)
+            free_case(c);
+        for (void *b : bufs)
+            CK(cudaFree(b));
+    }
+    g_wide = false;
+    gemmk_ctx_destroy(ctx);
+    return fails;
 }
 
 /* ---- the wide types: cuBLAS's batched calls ---- */
@@ -805,6 +948,7 @@ int main(int argc, char **argv)
     }
 
     fails += wide_batches(ctx, s, &checked);
+    fails += sk_rounds(s, &checked, seed);
 
     CK(cudaStreamDestroy(s));
     gemmk_ctx_destroy(ctx);
