@@ -28,6 +28,8 @@ enum Knob {
                              (-1: from K = 2048) */
     KNOB_GROUPED_SK,      /* grouped: strided, stream-K last waves
                              (-1: by the model) */
+    KNOB_EVEN_GRID,       /* persistent grids: as few CTAs as keep the
+                             rounds (-1: strided batches only) */
     KNOB_WHOLE_K,         /* auto: whole-block stores up to this K */
     KNOB_SWAP_M,          /* auto: M up to this runs ws-swap (0: never) */
     KNOB_SWAP_ANY_M,      /* auto: M up to this runs ws-swap whatever

@@ -116,6 +116,23 @@ int64_t sk_split(const gemmk_ctx *ctx, int64_t t, int64_t nkb, int bn,
     return whole * s;
 }
 
+/* Why fewer CTAs: a strided batch of 16 x 2048^3 is 2048 tiles of 128 x
+ * 256, 128 a matrix: on 132 CTAs (68 of them 16 tiles, 64 of them 15) the
+ * rounds drift across the matrices and the L2 holds two matrices'
+ * operands, on 128 (16 each) each round is one matrix, in the same time
+ * by the rounds: 0.989 -> 1.000-1.002 of cuBLAS, 64 x 512^3 0.990-0.995
+ * -> 1.004-1.011 (v15). Single GEMMs measured within their run-to-run
+ * spread either way (+3% to -6%), so not by default. */
+int even_grid(const gemmk_ctx *ctx, int64_t units, int slots, bool strided)
+{
+    if (units <= slots)
+        return (int)units;
+    const int knob = ctx_knob(ctx, KNOB_EVEN_GRID);
+    if (knob == 0 || (knob < 0 && !strided))
+        return slots;
+    return (int)cdiv(units, cdiv(units, slots));
+}
+
 void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
           bool is_auto, Plan *out, int max_bn)
 {

@@ -67,7 +67,7 @@ gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
         kp.ws = ctx->ws;
     }
     int slots = pl.cluster == 2 ? ctx->max_clusters2 : ctx->num_sms;
-    l->grid = (kp.units < slots ? kp.units : slots) * pl.cluster;
+    l->grid = even_grid(ctx, kp.units, slots, false) * pl.cluster;
     l->cluster = pl.cluster;
     l->f16 = false;
     l->amn = l->bmn = 0;
