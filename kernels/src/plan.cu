@@ -19,6 +19,12 @@ namespace
 
 constexpr double kL2Bytes = 40e6; /* of the H100's and H200's 50 MB */
 
+/* Bytes of p's A and B (16-bit elements). */
+double operand_bytes(const gemmk_problem *p)
+{
+    return 2.0 * (double)(p->m * p->k + p->k * p->n);
+}
+
 /* Estimated seconds for a (bn, cluster, splits) choice. The rates are
  * rough H100 numbers; only their ratios matter. */
 double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
@@ -48,7 +54,7 @@ double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
     double rows = (double)(p->m < BM ? p->m : BM) + bn / cl;
     double t_l2 = rows * kbps * BK * 2.0 / (8e12 / active);
     double t = waves * (t_mma > t_l2 ? t_mma : t_l2);
-    double t_dram = (double)(p->m * p->k + p->k * p->n) * 2.0 / 3.0e12;
+    double t_dram = operand_bytes(p) / 3.0e12;
     if (t < t_dram)
         t = t_dram;
     if (real > 1)
@@ -70,7 +76,7 @@ void plan_sk(const gemmk_ctx *ctx, const gemmk_problem *p, bool forced,
              Plan *out)
 {
     const int64_t t = cdiv(p->m, BM) * cdiv(p->n, out->bn);
-    const double operands = 2.0 * (p->m * p->k + p->k * p->n);
+    const double operands = operand_bytes(p);
     const double flops = 2.0 * p->m * p->n * p->k;
     const int64_t dp =
         sk_split(ctx, t, cdiv(p->k, BK), out->bn, operands, flops, forced);
@@ -158,8 +164,7 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
          * more rounds of them, 10-22% slower) */
         if (bn == 192 && c.bn != 192 &&
             !(is_auto && p->ab_type != GEMM_FP32 && p->m >= 512 &&
-              2.0 * (p->m * p->k + p->k * p->n) <= kL2Bytes && p->n % 8 == 0 &&
-              p->beta == 0.f &&
+              operand_bytes(p) <= kL2Bytes && p->n % 8 == 0 && p->beta == 0.f &&
               (p->cd_type == GEMM_BF16 || p->cd_type == GEMM_FP16)))
             continue;
         if (bn > max_bn)
