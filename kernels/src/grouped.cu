@@ -393,9 +393,10 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
     for (int ci = 0; ci < ncl; ci++) {
         GroupLaunch &l = ls[ci];
         const int slots = l.cl == 2 ? ctx->max_clusters2 : ctx->num_sms;
-        l.grid = l.g.sk.units
-                     ? ctx->num_sms
-                     : even_grid(ctx, l.g.units, slots, l.g.strided) * l.cl;
+        l.grid = l.g.sk.units ? ctx->num_sms
+                              : even_grid(ctx, l.g.units, slots,
+                                          l.g.strided && !l.g.pair) *
+                                    l.cl;
         cudaError_t ce = launch_grouped(l);
         if (ce != cudaSuccess) {
             e = ctx_fail(ctx, ce, "launch_grouped", __FILE__, __LINE__);

@@ -117,8 +117,8 @@ const KnobRow kKnobs[KNOB_COUNT] = {
     {KNOB_EVEN_GRID, "GEMMK_EVEN_GRID", -1,
      "a persistent grid of more units than SMs has as few CTAs as take the "
      "same rounds (2048 tiles: 128 CTAs of 16 each, not 132 of 15 or 16): "
-     "-1 for strided batches (16 x 2048^3 +1.1%), 1 for every tiled "
-     "launch, 0 never (plan.cu, tiled16.cu, grouped.cu)",
+     "-1 for strided batches of whole tiles (64 x 512^3 +1-2%), 1 for every "
+     "tiled launch, 0 never (plan.cu, tiled16.cu, grouped.cu)",
      read_tristate},
     {KNOB_WHOLE_K, "GEMMK_WHOLE_K", 4096,
      "auto stores whole 64 x 256 blocks (ws128x256e3, a ring of 3 stages) "

@@ -126,9 +126,10 @@ int64_t sk_split(const gemmk_ctx *ctx, int64_t t, int64_t nkb, int bn,
  * 256, 128 a matrix: on 132 CTAs (68 of them 16 tiles, 64 of them 15) the
  * rounds drift across the matrices and the L2 holds two matrices'
  * operands, on 128 (16 each) each round is one matrix, in the same time
- * by the rounds: 0.989 -> 1.000-1.002 of cuBLAS, 64 x 512^3 0.990-0.995
- * -> 1.004-1.011 (v15). Single GEMMs measured within their run-to-run
- * spread either way (+3% to -6%), so not by default. */
+ * by the rounds: 0.989 -> 1.000-1.002 of cuBLAS on one device, no change
+ * on another; 64 x 512^3 +1-2% on both (v15). Pairs of small matrices
+ * (1024 x 64^3) lost 1%, and single GEMMs moved within their run-to-run
+ * spread (+3% to -6%): not by default. */
 int even_grid(const gemmk_ctx *ctx, int64_t units, int slots, bool strided)
 {
     if (units <= slots)

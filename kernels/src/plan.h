@@ -48,8 +48,8 @@ int64_t sk_split(const gemmk_ctx *ctx, int64_t t, int64_t nkb, int bn,
 /* CTAs of a persistent grid over units work units with slots
  * co-resident: one per unit up to slots; past that, slots, or as few as
  * take the same rounds (every CTA the same count), by GEMMK_EVEN_GRID
- * (-1: where strided says the launch is a strided batch, whose matrices
- * then line up with the rounds). */
+ * (-1: where strided says the launch is a strided batch of tiles of one
+ * matrix a unit, whose matrices then line up with the rounds). */
 int even_grid(const gemmk_ctx *ctx, int64_t units, int slots, bool strided);
 
 /* The catalog row that runs plan pl (never NULL for a plan of plan()). */
