@@ -8,23 +8,12 @@
 #include "blas3.h"
 #include "admit.h"
 #include "complete.h"
+#include "request.h"
 
 #include <gemm/types.h>
 
 #include <stdlib.h>
 #include <string.h>
-
-static void operand_desc(val_operand *o, const Gemm__Operand *p)
-{
-    memset(o, 0, sizeof(*o));
-    if (p == NULL)
-        return;
-    o->present = true;
-    o->tensor_id = p->has_tensor_id ? p->tensor_id : 0;
-    o->buffer_id = p->has_buffer_id ? p->buffer_id : 0;
-    o->offset = p->has_offset ? p->offset : 0;
-    o->ld = p->has_ld ? p->ld : 0;
-}
 
 void blas3_desc(const Gemm__Blas3Request *r, val_blas3 *v)
 {
@@ -42,9 +31,9 @@ void blas3_desc(const Gemm__Blas3Request *r, val_blas3 *v)
     v->alpha_im = r->has_alpha_imag ? r->alpha_imag : 0.0;
     v->beta = r->has_beta ? r->beta : 0.0;
     v->beta_im = r->has_beta_imag ? r->beta_imag : 0.0;
-    operand_desc(&v->a, r->a);
-    operand_desc(&v->b, r->b);
-    operand_desc(&v->c, r->c);
+    req_operand_desc(&v->a, r->a);
+    req_operand_desc(&v->b, r->b);
+    req_operand_desc(&v->c, r->c);
 }
 
 static bool on_device(const val_matrix *m)

@@ -75,7 +75,7 @@ int req_register_check(const Gemm__RegisterBufferRequest *r, char *msg,
     return GEMM_OK;
 }
 
-static void operand_desc(val_operand *o, const Gemm__Operand *p)
+void req_operand_desc(val_operand *o, const Gemm__Operand *p)
 {
     memset(o, 0, sizeof(*o));
     if (p == NULL)
@@ -108,10 +108,10 @@ void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v)
     v->precision = g->has_precision ? (int)g->precision : 0;
     v->kernel = g->kernel;
     v->moduli = g->has_moduli ? g->moduli : 0;
-    operand_desc(&v->a, g->a);
-    operand_desc(&v->b, g->b);
-    operand_desc(&v->c, g->c);
-    operand_desc(&v->d, g->d);
+    req_operand_desc(&v->a, g->a);
+    req_operand_desc(&v->b, g->b);
+    req_operand_desc(&v->c, g->c);
+    req_operand_desc(&v->d, g->d);
 }
 
 int req_batch_check(const Gemm__BatchRequest *r, uint64_t *n, char *msg,
@@ -189,10 +189,10 @@ int req_batch_problem(const Gemm__BatchRequest *r, const val_gemm *t,
     v->k = p->has_k ? p->k : 0;
     v->trans_a = p->has_trans_a && p->trans_a;
     v->trans_b = p->has_trans_b && p->trans_b;
-    operand_desc(&v->a, p->a);
-    operand_desc(&v->b, p->b);
-    operand_desc(&v->c, p->c);
-    operand_desc(&v->d, p->d);
+    req_operand_desc(&v->a, p->a);
+    req_operand_desc(&v->b, p->b);
+    req_operand_desc(&v->c, p->c);
+    req_operand_desc(&v->d, p->d);
     if (p->has_alpha) {
         v->alpha = p->alpha;
         v->beta = p->has_beta ? p->beta : 0.0;

@@ -31,6 +31,10 @@ int req_check_envelope(const Gemm__Request *rq, char *msg, size_t msglen);
 int req_register_check(const Gemm__RegisterBufferRequest *r, char *msg,
                        size_t msglen);
 
+/* Fills *o from an operand of a request (NULL: not present; absent
+ * fields become 0). */
+void req_operand_desc(val_operand *o, const Gemm__Operand *p);
+
 /* Fills *v from a GemmRequest (absent fields become 0 / not present). */
 void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v);
 
