@@ -807,7 +807,7 @@ Test(isolation, half_requests_of_another_uid_do_not_refuse_scrapes)
     char r;
     cr_assert_eq(read(ready[0], &r, 1), 1, "the flood did not start");
     close(ready[0]);
-    int refused = 0, slow = 0, late = 0;
+    int refused = 0, slow = 0, late = 0, stalled = 0;
     double worst = 0;
     for (int i = 0; i < 300; i++) {
         double t0 = tu_now();
@@ -829,10 +829,14 @@ Test(isolation, half_requests_of_another_uid_do_not_refuse_scrapes)
             continue;
         }
         worst = took > worst ? took : worst;
-        if (n < 12 || strncmp(buf, "HTTP/1.0 200", 12) != 0)
+        if (n >= 12 && strncmp(buf, "HTTP/1.0 200", 12) == 0) {
+            if (took > 1.0)
+                slow++;
+        } else if (took > 1.0) {
+            stalled++;
+        } else {
             refused++;
-        else if (took > 1.0)
-            slow++;
+        }
     }
     kill(pid, SIGKILL);
     child_wait(pid);
@@ -840,15 +844,25 @@ Test(isolation, half_requests_of_another_uid_do_not_refuse_scrapes)
                   "%d of 300 scrapes were late sending their own request "
                   "(the host starved the test): too few judged",
                   late);
+    /* Only a connection still sending its request is closed to make
+     * room, and the flood's new ones come every few ms: a scrape sharing
+     * the flood's places is closed within its own 20 ms of sending.
+     * Refused here means closed within 1 s. */
     cr_expect_eq(refused, 0,
                  "%d of 300 scrapes refused while uid %u flooded half "
                  "requests (worst %.2f s)",
                  refused, (unsigned)atk.pw_uid, worst);
-    /* a scraper kept out until one of the flood's half requests met its
-     * 1 s deadline would take over 1 s every time; one over 1 s in 300
-     * is the loaded host's scheduler (seen in CI under ASan: 1.05 s) */
-    cr_expect_leq(slow, 3, "%d of 300 scrapes took over 1 s (worst %.2f s)",
-                  slow, worst);
+    /* A scraper kept out until one of the flood's half requests met its
+     * 1 s deadline would take over 1 s every time; one answered, or
+     * closed, after more than 1 s in 300, its request sent in time, met
+     * a daemon that did not run for that long: the loaded host's
+     * scheduler (docs/open-work.md has the cases CI saw). The daemon
+     * closing a request that came in time is metrics_test's
+     * a_request_in_time_survives_a_stalled_loop. */
+    cr_expect_leq(slow + stalled, 3,
+                  "%d of 300 scrapes answered and %d closed after over 1 s "
+                  "(worst %.2f s)",
+                  slow, stalled, worst);
     fixture_stop();
 }
 
