@@ -27,6 +27,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create, fallocate */
 #endif
+#include "../bench_util.h"
+
 #include <gemm/gemm.h>
 
 #include <cuda_runtime_api.h>
@@ -43,13 +45,6 @@
 #include <unistd.h>
 
 #define MIB ((size_t)1 << 20)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -13,6 +13,8 @@
  * --check compares sampled rows with an fp64 CPU reference (tolerance as
  * gemmctl mm --check). Needs a GPU; says so clearly when there is none.
  */
+#include "../bench_util.h"
+
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -36,13 +38,6 @@ static struct {
 } opt = {4096, 4096, 4096, BF16, BF16, 0, 0, 0, 0, 1, 0};
 
 static double t_main; /* main()'s start, seconds */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 #define CUDA_CHECK(call)                                                       \
     do {                                                                       \
@@ -126,14 +121,6 @@ static float load(const void *p, dtype t, size_t i)
         return ((const float *)p)[i];
     uint16_t h = ((const uint16_t *)p)[i];
     return t == BF16 ? from_bf16(h) : from_fp16(h);
-}
-
-static uint64_t rng_next(uint64_t *s) /* splitmix64 */
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
 }
 
 /* n random values uniform in [-1, 1), never 0, stored as t. 16-bit types

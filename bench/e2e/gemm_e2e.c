@@ -20,6 +20,8 @@
  * with --csv. Uses only the public API (gemm/gemm.h). How to run it and the
  * figures: docs/e2e-bench.md.
  */
+#include "../bench_util.h"
+
 #include <gemm/gemm.h>
 
 #include <errno.h>
@@ -111,27 +113,6 @@ static float *samples_of(int proc, int ph)
 }
 
 /* ---- small helpers -------------------------------------------------- */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t rng_next(uint64_t *s) /* splitmix64 */
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static float rng_unit(uint64_t *s) /* in [-1, 1), never exactly 0 */
-{
-    float x = (float)((rng_next(s) >> 40) * (1.0 / (1ull << 24))) * 2 - 1;
-    return x == 0.0f ? 0.5f : x;
-}
 
 static uint64_t align_up(uint64_t x, uint64_t a)
 {

@@ -15,6 +15,8 @@
  * A benchmark program, not a test: it prints a table last. Its figures are
  * in docs/reliability.md; scripts/load.sh runs a short form in CI.
  */
+#include "../bench_util.h"
+
 #include <gemm/gemm.h>
 
 #include <errno.h>
@@ -79,32 +81,6 @@ static options opt = {
 };
 
 /* ---- small helpers -------------------------------------------------- */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t rng_next(uint64_t *s) /* splitmix64 */
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rng_range(uint64_t *s, uint64_t lo, uint64_t hi)
-{
-    return lo + rng_next(s) % (hi - lo + 1);
-}
-
-static float rng_unit(uint64_t *s) /* in [-1, 1), never exactly 0 */
-{
-    float x = (float)((rng_next(s) >> 40) * (1.0 / (1ull << 24))) * 2 - 1;
-    return x == 0.0f ? 0.5f : x;
-}
 
 /* ---- the daemon's figures ------------------------------------------- */
 
