@@ -200,8 +200,7 @@ int64_t strided_sk(const gemmk_ctx *ctx, const gemmk_problem *p0, int count,
     const int knob = ctx_knob(ctx, KNOB_GROUPED_SK);
     if (knob == 0)
         return -1;
-    const double operands =
-        2.0 * count * (double)(p0->m * p0->k + p0->k * p0->n);
+    const double operands = count * operand_bytes(p0);
     const double flops = 2.0 * count * (double)p0->m * p0->n * p0->k;
     return sk_split(ctx, units, cdiv(p0->k, BK), 256, operands, flops,
                     knob == 1);

@@ -19,12 +19,6 @@ namespace
 
 constexpr double kL2Bytes = 40e6; /* of the H100's and H200's 50 MB */
 
-/* Bytes of p's A and B (16-bit elements). */
-double operand_bytes(const gemmk_problem *p)
-{
-    return 2.0 * (double)(p->m * p->k + p->k * p->n);
-}
-
 /* Estimated seconds for a (bn, cluster, splits) choice. The rates are
  * rough H100 numbers; only their ratios matter. */
 double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
@@ -85,6 +79,11 @@ void plan_sk(const gemmk_ctx *ctx, const gemmk_problem *p, bool forced,
 }
 
 } // namespace
+
+double operand_bytes(const gemmk_problem *p)
+{
+    return 2.0 * (double)(p->m * p->k + p->k * p->n);
+}
 
 /* The model: whole waves but one run as they are (a whole unit per CTA is
  * the cheapest), the last one and a half (or the only partial wave, by name)

@@ -36,6 +36,9 @@ inline int64_t cdiv(int64_t a, int64_t b)
 void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &t,
           bool is_auto, Plan *out, int max_bn = 256);
 
+/* Bytes of p's A and B (16-bit elements). */
+double operand_bytes(const gemmk_problem *p);
+
 /* Where a launch of t 128 x bn units of nkb k-blocks each (operands
  * bytes of A and B in all, flops of work) splits its last waves stream-K:
  * units [0, dp) run whole, the rest by k-blocks over every SM. Returns
