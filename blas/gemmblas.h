@@ -129,13 +129,16 @@ GB_HIDDEN bool gb_offload(const gb_gemm *g);
 /* One operand of a call as the caller holds it (row-major rows x cols,
  * ld elements apart) and where gemmd reads or writes it: in place (in a
  * zero-copy region registered on the connection: m names it) or staged
- * (packed tightly at byte `off` of the thread's buffer). */
+ * (packed tightly at byte `off` of the thread's buffer). An output in
+ * place whose old value gemmd reads is backed up: its old value copied
+ * to `off` first, so that a failed call can put it back for the CPU. */
 typedef struct gb_opnd {
     const void *p; /* NULL: not used by this call */
     size_t rows, cols, ld;
     bool in_place;
+    bool backup;   /* in place, its old value kept at off (outputs read) */
     gemm_matrix m; /* in place: the region's buffer, offset and ld */
-    size_t off;    /* staged: offset in the thread's buffer */
+    size_t off;    /* staged or backed up: offset in the thread's buffer */
 } gb_opnd;
 
 /* The operands of a call; out is the index of the written one. */
@@ -143,12 +146,15 @@ enum { GB_OPND_A, GB_OPND_B, GB_OPND_OUT, GB_NOPND };
 
 /* One call to stage in a thread's buffer: `need` bytes of it (prepare,
  * when set, decides which operands are in place and sets need); run packs
- * the staged operands into buf (NULL when need is 0), sends the request
- * on c, waits, and on success copies a staged result back to the caller
- * (on failure the caller's memory is untouched, unless run sets partial:
- * then part of it was written and the call is not tried again); it
- * returns a gemm_error. ops and es: its operands, for the zero-copy
- * counters. */
+ * the staged operands into buf (NULL when need is 0) and copies a
+ * backed-up output's old value there, sends the request on c, waits, and
+ * on success copies a staged result back to the caller (on failure the
+ * caller's memory is untouched, unless run sets partial: then part of it
+ * was written and the call is not tried again); it returns a gemm_error.
+ * restore (set when an output can be backed up) copies the backup at
+ * ops[GB_OPND_OUT].off in buf back over the caller's output after a
+ * failure, before the CPU computes. ops and es: its operands, for the
+ * zero-copy counters. */
 typedef struct gb_call {
     char what[64]; /* "dsyrk 4096x4096x4096", for messages */
     size_t need;
@@ -156,6 +162,7 @@ typedef struct gb_call {
     size_t es;
     void (*prepare)(struct gemm_client *c, uint64_t gen, struct gb_call *call);
     int (*run)(struct gemm_client *c, struct gemm_buffer *buf, const void *arg);
+    void (*restore)(struct gemm_buffer *buf, const void *arg);
     void *arg;
     bool partial; /* set by run: it wrote part of the output, then failed */
 } gb_call;
@@ -301,9 +308,12 @@ enum {
     GB_ZC_CALLS_IN_PLACE, /* of them, every operand in place */
     GB_ZC_OPERANDS_IN_PLACE,
     GB_ZC_OPERANDS_STAGED,
-    GB_ZC_BYTES_STAGED, /* bytes of the staged operands */
-    GB_ZC_DETACHES,     /* regions detached after an abandoned request */
-    GB_ZC_REUSES,       /* allocations served by a freed registered region */
+    GB_ZC_BYTES_STAGED,    /* bytes of the staged operands */
+    GB_ZC_DETACHES,        /* regions detached after an abandoned request */
+    GB_ZC_REUSES,          /* allocations served by a freed registered region */
+    GB_ZC_BACKUPS,         /* calls with an output read and written in place */
+    GB_ZC_BYTES_BACKED_UP, /* their outputs' bytes, copied aside first */
+    GB_ZC_RESTORES,        /* backups put back after a failed call */
     GB_ZC_NCOUNT
 };
 
@@ -343,9 +353,9 @@ GB_HIDDEN void gb_zc_count(int which, uint64_t n);
  * elements; ops[GB_OPND_OUT] written, and read too when out_read), which
  * lie in place in regions (registering a region on c, connection gen, the
  * first time), and the staging offsets of the others; returns the bytes
- * to stage (0: none). An output that is read is always staged: a failure
- * after gemmd wrote part of it in place would leave the CPU nothing to
- * compute from.
+ * to stage (0: none). An output that is read and in place is backed up
+ * (its old value copied into the buffer at its offset): a failure after
+ * gemmd wrote part of it puts the old value back for the CPU.
  * gb_zc_drain: releases the registrations of freed regions and unmaps
  * them (the connection's read lock held). The atfork handlers of its
  * locks. Any thread. */

@@ -14,7 +14,9 @@
  * reference promises. Large copies are shared over the copy threads.
  * An operand in a zero-copy region (zerocopy.c) is named in place
  * instead, with its leading dimension: gemmd then reads only what the
- * routine references and writes the output in the caller's memory.
+ * routine references and writes the output in the caller's memory; an
+ * output read and written there is backed up (its referenced part copied
+ * into the buffer, restore3 puts it back after a failure).
  */
 #include "gemmblas.h"
 
@@ -191,7 +193,7 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
             op.b = (gemm_matrix){buf, ob->off, 0, 0};
         }
     }
-    if (w->read_out && !oc->in_place)
+    if (w->read_out && (!oc->in_place || oc->backup))
         copy_ref(w, base + oc->off, w->cc, p->c, (size_t)p->ldc, es);
     if (p->r == GB_TRMM || p->r == GB_TRSM)
         op.b = out;
@@ -216,6 +218,17 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
            ob->p != NULL && ob->in_place ? " B" : "",
            oc->in_place ? " out" : "");
     return GEMM_OK;
+}
+
+/* After a failed call: the backed-up output's old value back over what
+ * gemmd may have written. */
+static void restore3(gemm_buffer *buf, const void *arg)
+{
+    const wire3 *w = arg;
+    const gb_opnd *oc = &w->op[GB_OPND_OUT];
+    copy_ref(w, (void *)w->p->c, (size_t)w->p->ldc,
+             (const char *)gemm_buffer_data(buf) + oc->off, w->cc,
+             gb_esize(w->p->t));
 }
 
 /* The work of p in flops (real multiply-adds count 2, complex 8). */
@@ -251,6 +264,7 @@ bool gb_offload3(const gb_l3 *p)
                     .es = gb_esize(p->t),
                     .prepare = prepare3,
                     .run = run3,
+                    .restore = restore3,
                     .arg = &w};
     snprintf(call.what, sizeof(call.what), "%c%s %lldx%lldx%lld", "sdcz"[p->t],
              gemm_routine_name(w.op3.routine), (long long)p -> m,

@@ -344,28 +344,36 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
     if (rv == GEMM_OK)
         return DONE;
     *err = rv;
+    enum outcome o;
     switch (rv) {
     case GEMM_ERR_CLOSED:
     case GEMM_ERR_CONNECT:
     case GEMM_ERR_PROTOCOL:
     case GEMM_ERR_VERSION:
     case GEMM_ERR_SHUTDOWN:
-        return RETRY_CONNECTION;
-    case GEMM_ERR_ABANDONED: /* the daemon may still write into it */
-        if (call->ops != NULL && call->ops[GB_OPND_OUT].p != NULL &&
-            call->ops[GB_OPND_OUT].in_place &&
-            !gb_zc_detach(call->ops[GB_OPND_OUT].p))
-            gb_log(1,
-                   "%s: no memory to detach its output's region from "
-                   "gemmd, which may still write it",
-                   call->what);
-        return CPU_DROP_BUFFER;
+        o = RETRY_CONNECTION;
+        break;
+    case GEMM_ERR_ABANDONED:    /* the daemon may still write into it */
     case GEMM_ERR_BUFFER_FAULT: /* lost on the daemon's side */
     case GEMM_ERR_NO_BUFFER:
-        return CPU_DROP_BUFFER;
+        o = CPU_DROP_BUFFER;
+        break;
     default: /* busy, limits, device errors, ...: this call only */
-        return CPU;
+        o = CPU;
     }
+    const gb_opnd *out = call->ops != NULL ? &call->ops[GB_OPND_OUT] : NULL;
+    bool late = rv == GEMM_ERR_ABANDONED ||
+                (o == RETRY_CONNECTION && out != NULL && out->backup);
+    if (late && out->p != NULL && out->in_place && !gb_zc_detach(out->p))
+        gb_log(1,
+               "%s: no memory to detach its output's region from gemmd, "
+               "which may still write it",
+               call->what);
+    if (out != NULL && out->p != NULL && out->backup) {
+        call->restore(t->buf, call->arg); /* gemmd may have written part */
+        gb_zc_count(GB_ZC_RESTORES, 1);
+    }
+    return o;
 }
 
 bool gb_offload_call(gb_call *call)

@@ -37,15 +37,26 @@ static void gemm_prepare(gemm_client *c, uint64_t gen, gb_call *call)
 }
 
 /* The matrix gemmd is to use for o: in place, or staged at its offset in
- * buf (tight), copied there first when copy_in. */
+ * buf (tight), copied there first when copy_in; a backed-up output is
+ * copied there and used in place. */
 static gemm_matrix place(gb_opnd *o, gemm_buffer *buf, bool copy_in, size_t es)
 {
-    if (o->in_place)
+    if (o->in_place && !o->backup)
         return o->m;
     if (copy_in)
         gb_copy2d((char *)gemm_buffer_data(buf) + o->off, o->cols, o->p, o->ld,
                   o->rows, o->cols, es);
-    return (gemm_matrix){buf, o->off, 0, 0};
+    return o->in_place ? o->m : (gemm_matrix){buf, o->off, 0, 0};
+}
+
+/* After a failed call: a backed-up C's old value back over what gemmd
+ * may have written. */
+static void gemm_restore(gemm_buffer *buf, const void *arg)
+{
+    const gemm_call *gc = arg;
+    const gb_opnd *o = &gc->op[GB_OPND_OUT];
+    gb_copy2d((void *)o->p, o->ld, (const char *)gemm_buffer_data(buf) + o->off,
+              o->cols, o->rows, o->cols, gb_esize(gc->g->t));
 }
 
 /* "A B D" of the operands in place, for messages. */
@@ -155,6 +166,7 @@ bool gb_offload(const gb_gemm *g)
                     .es = gb_esize(g->t),
                     .prepare = gemm_prepare,
                     .run = gemm_staged,
+                    .restore = gemm_restore,
                     .arg = &gc};
     snprintf(call.what, sizeof(call.what), "%cgemm %lldx%lldx%lld",
              "sdcz"[g->t], (long long)g -> m, (long long)g -> n,

@@ -875,7 +875,8 @@ __attribute__((destructor)) static void zc_unload(void)
            "zero-copy: %llu regions (%llu reused), %llu registered (%llu "
            "refused, %llu released, %llu detached); %llu calls, %llu with "
            "every operand in place; operands in place %llu, staged %llu "
-           "(%llu bytes)",
+           "(%llu bytes); outputs backed up %llu (%llu bytes), restored "
+           "%llu",
            (unsigned long long)c[GB_ZC_REGIONS],
            (unsigned long long)c[GB_ZC_REUSES],
            (unsigned long long)c[GB_ZC_IMPORTS],
@@ -886,7 +887,10 @@ __attribute__((destructor)) static void zc_unload(void)
            (unsigned long long)c[GB_ZC_CALLS_IN_PLACE],
            (unsigned long long)c[GB_ZC_OPERANDS_IN_PLACE],
            (unsigned long long)c[GB_ZC_OPERANDS_STAGED],
-           (unsigned long long)c[GB_ZC_BYTES_STAGED]);
+           (unsigned long long)c[GB_ZC_BYTES_STAGED],
+           (unsigned long long)c[GB_ZC_BACKUPS],
+           (unsigned long long)c[GB_ZC_BYTES_BACKED_UP],
+           (unsigned long long)c[GB_ZC_RESTORES]);
 }
 
 /* Whether the program's malloc, calloc, realloc and free (the global

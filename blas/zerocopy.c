@@ -8,13 +8,16 @@
  * in or out. The other operands are staged in the thread's buffer as
  * before (a call may mix both). The written operand is staged when it
  * shares a region with an input whose span it overlaps (gemmd refuses
- * that, even when the elements interleave without touching), and when
- * its old value is read (beta != 0, trmm, trsm): the CPU computes a
- * failed call from the caller's memory, which gemmd may have written in
- * part by then. A request gemmd may still run after the call gave up on
- * it (GEMM_ERR_ABANDONED) would write the output in place later: its
- * region gets a private copy first (gb_zc_detach), so those writes reach
- * only the memfd.
+ * that, even when the elements interleave without touching). When its
+ * old value is read (beta != 0, trmm, trsm) it is in place too, backed
+ * up: the old value is copied into the thread's buffer first (one copy,
+ * where staging takes two), because the CPU computes a failed call from
+ * the caller's memory, which gemmd may have written in part by then;
+ * offload.c puts the backup back before the CPU runs. A request gemmd
+ * may still run after the call gave up on it (GEMM_ERR_ABANDONED, or a
+ * connection lost under a backed-up output) would write the output in
+ * place later: its region gets a private copy first (gb_zc_detach), so
+ * those writes reach only the memfd.
  *
  * gemmd seals what it registers, so a region is registered at most once:
  * after a reconnect (a daemon restart) its GEMMs are staged. A refused
@@ -220,8 +223,7 @@ size_t gb_zc_plan(gemm_client *c, uint64_t gen, gb_opnd *ops, size_t es,
         o->in_place = false;
         if (o->p == NULL)
             continue;
-        o->in_place =
-            on && !(i == GB_OPND_OUT && out_read) && in_place(c, gen, o, es);
+        o->in_place = on && in_place(c, gen, o, es);
     }
     /* gemmd refuses a written operand whose span overlaps an input's in
      * the same buffer: stage it then */
@@ -235,10 +237,12 @@ size_t gb_zc_plan(gemm_client *c, uint64_t gen, gb_opnd *ops, size_t es,
         if (o->m.offset < de && d->m.offset < oe)
             d->in_place = false;
     }
+    d->backup = d->p != NULL && d->in_place && out_read;
     size_t need = 0;
     for (int i = 0; i < GB_NOPND; i++) {
         gb_opnd *o = &ops[i];
-        if (o->p == NULL || o->in_place)
+        o->backup = i == GB_OPND_OUT && d->backup;
+        if (o->p == NULL || (o->in_place && !o->backup))
             continue;
         o->off = need;
         need = gb_align_up(need + o->rows * o->cols * es, 4096);
@@ -261,6 +265,10 @@ void gb_zc_done(const gb_opnd *ops, size_t es)
             placed++;
         else
             staged += ops[i].rows * ops[i].cols * es;
+        if (ops[i].backup) {
+            gb_zc_count(GB_ZC_BACKUPS, 1);
+            gb_zc_count(GB_ZC_BYTES_BACKED_UP, ops[i].rows * ops[i].cols * es);
+        }
     }
     gb_zc_count(GB_ZC_CALLS, 1);
     gb_zc_count(GB_ZC_CALLS_IN_PLACE, placed == used);

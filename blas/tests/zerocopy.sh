@@ -5,7 +5,9 @@
 # checks, and gemmd's served counter grew. fdlimit: the probe under a
 # descriptor limit of 64. abandon: gemmd stopped under a request (it is
 # abandoned: the output's region detached, the CPU computes), then
-# continued: its late write must not reach the program. restart: the probe runs a
+# continued: its late write must not reach the program. rmw: gemmd
+# killed while it writes a dtrsm's B in place (B backed up): B put back,
+# the CPU solves. restart: the probe runs a
 # dgemm in place, gemmd is killed (the next call computes on the CPU),
 # then started again (old regions are staged, new ones in place). Exits
 # 77 when the mode cannot be on (an ASan build: ASan's malloc is the
@@ -97,6 +99,16 @@ abandon)
     cat out.txt err.txt
     [ $rc -ne 77 ] || exit 77
     [ $rc -eq 0 ] || fail "zerocopy_probe abandon exited $rc"
+    ;;
+rmw)
+    # the probe kills gemmd itself, as soon as B starts to change
+    rc=0
+    GEMMD_KILL_PID=$GEMMD_PID LD_PRELOAD=$(preload) "$probe" rmw >out.txt 2>err.txt || rc=$?
+    cat out.txt err.txt
+    wait "$GEMMD_PID" 2>/dev/null || true
+    GEMMD_PID=
+    [ $rc -ne 77 ] || exit 77
+    [ $rc -eq 0 ] || fail "zerocopy_probe rmw exited $rc"
     ;;
 restart)
     # the probe waits for a line on its stdin after "ready"

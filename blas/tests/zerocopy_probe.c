@@ -8,9 +8,9 @@
  *            dimensions and a submatrix), cblas_dgemm row-major, dsyrk_,
  *            dtrsm_ and zhemm_ on malloc'd matrices, against references;
  *            8 threads sharing A and B (registered once); every operand
- *            in place but the outputs whose old value is read (beta != 0,
- *            trsm), then a call with one operand on the stack: that one
- *            staged, the rest in place
+ *            in place, the outputs whose old value is read (beta != 0,
+ *            trsm) backed up first, then a call with one operand on the
+ *            stack: that one staged, the rest in place
  *   alloc    malloc/calloc/realloc/reallocarray/posix_memalign/
  *            aligned_alloc/memalign/valloc/pvalloc/malloc_usable_size on
  *            regions: contents kept, zeros, alignment, sizes; realloc of a
@@ -25,6 +25,9 @@
  *            and its next dgemm is right and in place
  *   abandon  a request gemmd (stopped) never answers: the output's region
  *            detached before the CPU computes, gemmd's late write kept out
+ *   rmw      a dtrsm whose B (read and written) is in place: gemmd
+ *            (GEMMD_KILL_PID) is killed as soon as B starts to change,
+ *            B's backup is put back and the CPU solves from it: right
  *   restart  a dgemm in place, then "ready" on stdout and a line awaited on
  *            stdin (zerocopy.sh kills gemmd, or restarts it, meanwhile): the
  *            next dgemm is right (on the CPU, or staged: gemmd sealed the
@@ -33,6 +36,7 @@
 #include <complex.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,6 +86,9 @@ enum {
     ZC_BYTES_STAGED,
     ZC_DETACHES,
     ZC_REUSES,
+    ZC_BACKUPS,
+    ZC_BYTES_BACKED_UP,
+    ZC_RESTORES,
     ZC_N
 };
 
@@ -361,6 +368,8 @@ static int mode_gemm(void)
 {
     uint64_t calls0 = counter(ZC_CALLS), inpl0 = counter(ZC_CALLS_IN_PLACE);
     uint64_t bytes0 = counter(ZC_BYTES_STAGED);
+    uint64_t backups0 = counter(ZC_BACKUPS);
+    uint64_t backed0 = counter(ZC_BYTES_BACKED_UP);
     check_dgemm(300, 260, 280, 300, 281, 305); /* padded leading dims */
     check_sgemm(400);
     check_zgemm(200);
@@ -377,15 +386,23 @@ static int mode_gemm(void)
            (unsigned long long)calls, (unsigned long long)inpl,
            (unsigned long long)bytes, (unsigned long long)counter(ZC_IMPORTS));
     /* dgemm (beta -1), dsyrk (beta 1) and dtrsm read their output: it is
-     * staged (a failure must leave it for the CPU), the inputs in place */
+     * in place too, backed up first (a failure puts it back for the
+     * CPU); nothing is staged */
     uint64_t outs = (uint64_t)(300 * 260 + 300 * 300 + 300 * 250) * 8;
+    uint64_t backups = counter(ZC_BACKUPS) - backups0;
+    uint64_t backed = counter(ZC_BYTES_BACKED_UP) - backed0;
     CHECK(calls == 7 + 24, "%llu calls offloaded, expected 31",
           (unsigned long long)calls);
-    CHECK(inpl == calls - 3, "%llu of %llu calls fully in place, expected %llu",
-          (unsigned long long)inpl, (unsigned long long)calls,
-          (unsigned long long)(calls - 3));
-    CHECK(bytes == outs, "%llu bytes staged, expected %llu (the outputs read)",
-          (unsigned long long)bytes, (unsigned long long)outs);
+    CHECK(inpl == calls, "%llu of %llu calls fully in place",
+          (unsigned long long)inpl, (unsigned long long)calls);
+    CHECK(bytes == 0, "%llu bytes staged, expected none",
+          (unsigned long long)bytes);
+    CHECK(backups == 3 && backed == outs,
+          "%llu outputs backed up (%llu bytes), expected 3 (%llu bytes)",
+          (unsigned long long)backups, (unsigned long long)backed,
+          (unsigned long long)outs);
+    CHECK(counter(ZC_RESTORES) == 0, "%llu backups restored, expected none",
+          (unsigned long long)counter(ZC_RESTORES));
 
     /* mixed: B on the stack is staged, A and C stay in place */
     enum { N = 64 };
@@ -720,6 +737,84 @@ static int mode_fork(void)
     return bad;
 }
 
+/* ---- rmw ---- */
+
+/* What the watcher compares and whom it kills. */
+typedef struct watch {
+    const double *b, *b0;
+    size_t n;
+    pid_t gemmd;
+    volatile int stop;
+    int killed; /* 1: B changed and gemmd was killed */
+} watch;
+
+/* Polls a sample of B (every 512th element) until one differs from B0,
+ * then kills gemmd at once: gemmd has written part of B in place. */
+static void *watch_main(void *arg)
+{
+    watch *w = arg;
+    while (!w->stop) {
+        for (size_t i = 0; i < w->n; i += 512)
+            if (w->b[i] != w->b0[i]) {
+                kill(w->gemmd, SIGKILL);
+                w->killed = 1;
+                return NULL;
+            }
+    }
+    return NULL;
+}
+
+/* dtrsm left lower unit with B in place and read: gemmd killed mid-way
+ * (GEMMD_KILL_PID) after writing part of B; the call must put B's
+ * backup back and solve on the CPU. Checked by multiplying back. */
+static int mode_rmw(void)
+{
+    const char *e = getenv("GEMMD_KILL_PID");
+    if (e == NULL)
+        return 2;
+    int m = 2000, n = 2000;
+    size_t mn = (size_t)m * n;
+    double *l = malloc(sizeof(double) * (size_t)m * m);
+    double *b = malloc(sizeof(double) * mn);
+    double *x0 = malloc(sizeof(double) * mn);
+    for (size_t i = 0; i < (size_t)m * m; i++)
+        l[i] = (val(i, 1) + 0.5) / 256; /* small: a well-conditioned L */
+    for (size_t i = 0; i < mn; i++)
+        b[i] = x0[i] = val(i, 2);
+    watch w = {.b = b, .b0 = x0, .n = mn, .gemmd = (pid_t)atoi(e)};
+    pthread_t th;
+    pthread_create(&th, NULL, watch_main, &w);
+    double one = 1;
+    dtrsm_("L", "L", "N", "U", &m, &n, &one, l, &m, b, &m);
+    w.stop = 1;
+    pthread_join(th, NULL);
+    CHECK(w.killed, "B never changed while the call ran");
+    CHECK(counter(ZC_BACKUPS) == 0,
+          "gemmd completed the call before it was killed");
+    CHECK(counter(ZC_RESTORES) == 1 && counter(ZC_DETACHES) == 1,
+          "%llu restores, %llu detaches (expected 1 and 1)",
+          (unsigned long long)counter(ZC_RESTORES),
+          (unsigned long long)counter(ZC_DETACHES));
+    double worst = 0;
+    for (int j = 0; j < n; j += 7)
+        for (int i = 0; i < m; i += 5) {
+            double s = b[(size_t)j * m + i];
+            for (int p = 0; p < i; p++)
+                s += l[(size_t)p * m + i] * b[(size_t)j * m + p];
+            double d = fabs(s - x0[(size_t)j * m + i]);
+            worst = d > worst ? d : worst;
+        }
+    CHECK(worst < 1e-9, "dtrsm after the kill: L X differs from B by %g",
+          worst);
+    printf("rmw: gemmd killed after writing part of B; B put back, solved "
+           "on the CPU (L X - B at most %.3g)\n",
+           worst);
+    free(l);
+    free(b);
+    free(x0);
+    return bad;
+}
+
 /* ---- restart ---- */
 
 static void one_dgemm(int n, double *a, double *b, double *c, const char *what)
@@ -851,6 +946,8 @@ int main(int argc, char **argv)
         rv = mode_fork();
     else if (strcmp(argv[1], "abandon") == 0)
         rv = mode_abandon();
+    else if (strcmp(argv[1], "rmw") == 0)
+        rv = mode_rmw();
     else if (strcmp(argv[1], "restart") == 0)
         rv = mode_restart();
     else
