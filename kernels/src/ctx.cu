@@ -63,35 +63,40 @@ gemm_error ctx_map(gemmk_ctx *ctx, const gemmk_tmap_key *key, CUtensorMap *out)
     return GEMM_OK;
 }
 
-gemm_error ctx_grow(gemmk_ctx *ctx, float **buf, size_t *bytes, size_t need)
+gemm_error ctx_grow(gemmk_ctx *ctx, float **buf, size_t *bytes, size_t need,
+                    cudaStream_t stream)
 {
     if (need <= *bytes)
         return GEMM_OK;
     if (*buf) {
-        cudaError_t ce = cudaFree(*buf);
+        cudaError_t ce = cudaFreeAsync(*buf, stream);
         *buf = nullptr;
         *bytes = 0;
         if (ce != cudaSuccess)
-            return ctx_fail(ctx, ce, "cudaFree(workspace)", __FILE__, __LINE__);
+            return ctx_fail(ctx, ce, "cudaFreeAsync(workspace)", __FILE__,
+                            __LINE__);
     }
-    cudaError_t ce = cudaMalloc(buf, need);
+    void *p = nullptr;
+    cudaError_t ce = cudaMallocAsync(&p, need, stream);
     if (ce != cudaSuccess) {
         *buf = nullptr;
         cudaGetLastError(); /* an allocation failure is not sticky */
-        ctx_fail(ctx, ce, "cudaMalloc(workspace)", __FILE__, __LINE__);
+        ctx_fail(ctx, ce, "cudaMallocAsync(workspace)", __FILE__, __LINE__);
         return GEMM_ERR_DEVICE_MEMORY;
     }
+    *buf = static_cast<float *>(p);
     *bytes = need;
     return GEMM_OK;
 }
 
-gemm_error ctx_workspace(gemmk_ctx *ctx, int slot, size_t bytes, void **out)
+gemm_error ctx_workspace(gemmk_ctx *ctx, int slot, size_t bytes, void **out,
+                         cudaStream_t stream)
 {
     if (slot < 0 || slot >= SLOT_COUNT)
         return GEMM_ERR_INVALID;
     float *buf = static_cast<float *>(ctx->slot[slot]);
-    gemm_error e =
-        ctx_grow(ctx, &buf, &ctx->slot_bytes[slot], bytes < 256 ? 256 : bytes);
+    gemm_error e = ctx_grow(ctx, &buf, &ctx->slot_bytes[slot],
+                            bytes < 256 ? 256 : bytes, stream);
     ctx->slot[slot] = buf;
     if (e != GEMM_OK)
         return e;
@@ -192,15 +197,17 @@ void gemmk_ctx_destroy(gemmk_ctx *ctx)
     if (!ctx)
         return;
     cudaDeviceSynchronize();
+    /* the workspaces came from the stream-ordered pool (ctx_grow) */
     if (ctx->ws)
-        cudaFree(ctx->ws);
+        cudaFreeAsync(ctx->ws, 0);
     if (ctx->prep)
-        cudaFree(ctx->prep);
+        cudaFreeAsync(ctx->prep, 0);
     if (ctx->cublas)
         ladder::cublas_free(ctx->cublas);
     for (int i = 0; i < SLOT_COUNT; i++)
         if (ctx->slot[i])
-            cudaFree(ctx->slot[i]);
+            cudaFreeAsync(ctx->slot[i], 0);
+    cudaDeviceSynchronize();
     oz_free(ctx->oz);
     wide_free(ctx->wide);
     pthread_mutex_destroy(&ctx->f64_mu);

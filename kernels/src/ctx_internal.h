@@ -84,9 +84,11 @@ int ctx_knob(const gemmk_ctx *ctx, Knob k);
 /* The tensor map for key (cached); GEMM_ERR_INVALID if it cannot be
  * encoded. */
 gemm_error ctx_map(gemmk_ctx *ctx, const gemmk_tmap_key *key, CUtensorMap *out);
-/* At least `bytes` of device memory in slot (256-byte aligned); the old
- * contents are lost. GEMM_ERR_DEVICE_MEMORY when cudaMalloc fails. */
-gemm_error ctx_workspace(gemmk_ctx *ctx, int slot, size_t bytes, void **out);
+/* At least `bytes` of device memory in slot (256-byte aligned) for work
+ * on stream; the old contents are lost. GEMM_ERR_DEVICE_MEMORY when the
+ * allocation fails. */
+gemm_error ctx_workspace(gemmk_ctx *ctx, int slot, size_t bytes, void **out,
+                         cudaStream_t stream);
 /* A copy of ctx's fp64 cost model; false until one was set (ozaki.cu). */
 bool f64_rates(gemmk_ctx *ctx, gemmk_f64_rates *out);
 /* The fp64 path's state pointer (NULL until ozaki.cu makes it). */
@@ -96,9 +98,13 @@ void oz_free(OzState *st);
 gemm_error wide_create(gemmk_ctx *ctx, WideState **out);
 void wide_free(WideState *st);
 
-/* Grows *buf to at least `need` bytes (contents are not kept). cudaFree
- * synchronizes the device, so work still reading the old buffer is done. */
-gemm_error ctx_grow(gemmk_ctx *ctx, float **buf, size_t *bytes, size_t need);
+/* Grows *buf to at least `need` bytes (contents are not kept), stream
+ * ordered on stream (the one stream the context's work runs on): the old
+ * buffer is freed after the work queued there before, the new one is
+ * usable by what comes after, and nothing waits on the host (cudaFree
+ * would synchronize the whole device, stalling every other worker). */
+gemm_error ctx_grow(gemmk_ctx *ctx, float **buf, size_t *bytes, size_t need,
+                    cudaStream_t stream);
 
 /* The gemm_error of a CUDA error (GEMM_OK for cudaSuccess). */
 gemm_error cuda_err(cudaError_t e);

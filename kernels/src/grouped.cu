@@ -301,7 +301,8 @@ gemm_error run_groups(gemmk_ctx *ctx, const gemmk_problem *probs,
         e = GEMM_ERR_NOMEM;
         goto out;
     }
-    if (nt && (e = ctx_workspace(ctx, SLOT_GROUP, bytes, &dev)) != GEMM_OK)
+    if (nt &&
+        (e = ctx_workspace(ctx, SLOT_GROUP, bytes, &dev, stream)) != GEMM_OK)
         goto out;
     for (int ci = 0; ci < ncl; ci++) {
         Class &c = cl[ci];

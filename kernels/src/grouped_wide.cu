@@ -417,7 +417,7 @@ gemm_error wide_batch(gemmk_ctx *ctx, const gemmk_problem *probs, int count,
             }
         }
         void *ws;
-        if ((e = ctx_workspace(ctx, SLOT_WIDE, bytes, &ws)) != GEMM_OK) {
+        if ((e = ctx_workspace(ctx, SLOT_WIDE, bytes, &ws, s)) != GEMM_OK) {
             *fail = b.ord[0];
             return e;
         }

@@ -244,7 +244,7 @@ extern "C" gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
     int64_t lda = p->lda, ldb = p->ldb;
     if (pack_a || pack_b) {
         void *ws;
-        e = ctx_workspace(ctx, SLOT_S8, ba + bb, &ws);
+        e = ctx_workspace(ctx, SLOT_S8, ba + bb, &ws, stream);
         if (e != GEMM_OK)
             return e;
         uint8_t *w = static_cast<uint8_t *>(ws);

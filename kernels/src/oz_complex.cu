@@ -166,7 +166,7 @@ gemm_error zemul(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t s,
     const size_t sb = ((size_t)k * ldb * es + 255) / 256 * 256;
     const size_t sp = (size_t)2 * m * ldp * es;
     void *w;
-    gemm_error e = ctx_workspace(ctx, SLOT_ZOZ, sa + sb + sp, &w);
+    gemm_error e = ctx_workspace(ctx, SLOT_ZOZ, sa + sb + sp, &w, s);
     if (e != GEMM_OK)
         return e;
     R *a2 = static_cast<R *>(w);

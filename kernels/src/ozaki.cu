@@ -443,7 +443,7 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
     void *sw;
     gemm_error e = ctx_workspace(
         ctx, SLOT_OZS, s_parta + s_partb + s_ea + s_eb + 2 * sizeof(DevStats),
-        &sw);
+        &sw, stream);
     if (e != GEMM_OK) {
         *declined = "workspace";
         return GEMM_OK;
@@ -531,7 +531,7 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
     else if (var == V_UNFUSED)
         s_pl = al256((size_t)nmod * q.m * ldw * sizeof(int32_t));
     void *w;
-    e = ctx_workspace(ctx, SLOT_OZ, s_ra + s_rb + s_pl, &w);
+    e = ctx_workspace(ctx, SLOT_OZ, s_ra + s_rb + s_pl, &w, stream);
     if (e != GEMM_OK) {
         *declined = "workspace";
         return GEMM_OK;

@@ -84,7 +84,7 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
     gemm_error e;
     if (pack_a || pack_b) {
         e = ctx_grow(ctx, &ctx->prep, &ctx->prep_bytes,
-                     bytes_a + bytes_b + bytes_p);
+                     bytes_a + bytes_b + bytes_p, stream);
         if (e != GEMM_OK)
             return e;
     }
@@ -135,7 +135,7 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
     e = set_maps(ctx, &ka, &kb, &l);
     if (e != GEMM_OK)
         return e;
-    e = fill_params(ctx, p, pl, keff, 32, &l);
+    e = fill_params(ctx, p, pl, keff, 32, &l, stream);
     if (e != GEMM_OK)
         return e;
     l.tf32 = true;

@@ -229,7 +229,7 @@ gemm_error run_swapped(gemmk_ctx *ctx, const gemmk_problem *p,
         return GEMM_ERR_INTERNAL;
     }
     Launch l;
-    gemm_error e = fill_params(ctx, &q, pl, q.k, BK, &l);
+    gemm_error e = fill_params(ctx, &q, pl, q.k, BK, &l, stream);
     if (e == GEMM_OK)
         e = tiled16_maps(ctx, &q, pl, &l);
     if (e != GEMM_OK)

@@ -27,9 +27,9 @@ gemm_error tiled16_maps(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
 
 /* The kernel parameters and grid of plan pl for p, whose K (keff elements,
  * after any pre-pass) runs in k-blocks of kbe elements; grows the split-K
- * workspace. */
+ * workspace (stream ordered on stream). */
 gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
-                       int64_t keff, int kbe, Launch *l);
+                       int64_t keff, int kbe, Launch *l, cudaStream_t stream);
 
 /* A stream-K tail over units [dp, dp + units) on a grid of every SM
  * (gemm_streamk.cuh): the workspace of partials and flags, this launch's

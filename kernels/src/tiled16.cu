@@ -39,7 +39,7 @@ gemm_error set_maps(gemmk_ctx *ctx, const gemmk_tmap_key *ka,
 }
 
 gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
-                       int64_t keff, int kbe, Launch *l)
+                       int64_t keff, int kbe, Launch *l, cudaStream_t stream)
 {
     KParams &kp = l->p;
     memset(&kp, 0, sizeof(kp));
@@ -61,7 +61,7 @@ gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
     kp.ldw = (p->n + 7) / 8 * 8;
     if (pl.splits > 1) {
         size_t need = (size_t)pl.splits * p->m * kp.ldw * sizeof(float);
-        gemm_error e = ctx_grow(ctx, &ctx->ws, &ctx->ws_bytes, need);
+        gemm_error e = ctx_grow(ctx, &ctx->ws, &ctx->ws_bytes, need, stream);
         if (e != GEMM_OK)
             return e;
         kp.ws = ctx->ws;
@@ -81,7 +81,7 @@ gemm_error sk_setup(gemmk_ctx *ctx, int dp, int units, cudaStream_t stream,
     const size_t part = (size_t)g * 2 * 64 * 256 * sizeof(float);
     const size_t flags = (size_t)g * 2 * sizeof(int);
     void *old = ctx->slot[SLOT_SK], *buf = nullptr;
-    gemm_error e = ctx_workspace(ctx, SLOT_SK, part + flags, &buf);
+    gemm_error e = ctx_workspace(ctx, SLOT_SK, part + flags, &buf, stream);
     if (e != GEMM_OK)
         return e;
     int *flag = reinterpret_cast<int *>(static_cast<char *>(buf) + part);
@@ -195,7 +195,7 @@ gemm_error run_tiled16(gemmk_ctx *ctx, const gemmk_problem *p,
     res->kernel = (row.flags & ROW_AUTO) ? run->d.name : row.d.name;
 
     Launch l;
-    gemm_error e = fill_params(ctx, p, pl, p->k, BK, &l);
+    gemm_error e = fill_params(ctx, p, pl, p->k, BK, &l, stream);
     if (e == GEMM_OK)
         e = tiled16_maps(ctx, p, pl, &l);
     if (e == GEMM_OK && pl.sk)
