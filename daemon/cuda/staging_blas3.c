@@ -6,14 +6,19 @@
  * read where they are.
  *
  * The work is cut into panels that pipeline: copies in on one stream,
- * the kernel library's calls (gemmk_blas3: cuBLAS) on the worker's, copies
- * out on a third, so panel i+1 comes in and panel i-1 goes out while
- * panel i computes. symm, hemm, trmm and trsm cut the output along the
- * dimension A does not touch (columns when A is on the left, rows on the
- * right): the panels are independent, A (its referenced triangle) comes
- * in first (a trsm solved by blocks with GEMM updates measured no
- * faster than cuBLAS's trsm on each panel, so the panels call the
- * routine). The rank updates
+ * the kernel library's calls (gemmk_blas3: cuBLAS, and our GEMM for fp32
+ * updates) on the worker's, copies out on a third, so panel i+1 comes in
+ * and panel i-1 goes out while panel i computes. symm, hemm and trmm cut
+ * the output along the dimension A does not touch (columns when A is on
+ * the left, rows on the right): the panels are independent, A (its
+ * referenced triangle) comes in first. trsm is cut along the dimension A
+ * touches and solved left-looking (run_trsm): each block's strip of A
+ * and block of B come in as its turn nears, one GEMM as wide as B
+ * subtracts what the blocks before it contribute, the routine solves the
+ * diagonal block, the block goes out (a trsm per independent panel of
+ * the other dimension, or right-looking blocks inside such panels, keep
+ * the GEMMs as narrow as a panel: no faster than cuBLAS's trsm). The
+ * rank updates
  * cut C into block rows of which only the referenced part moves: block
  * row i is its diagonal block (the routine itself) and its off-diagonal
  * rectangle (GEMMK_GEMM3: op(A_i) op(A_j)^T, or two for the 2k forms),
@@ -235,8 +240,131 @@ fail:
     return rv;
 }
 
-/* symm, hemm, trmm, trsm: A whole, then independent panels of the output
- * (and of B): columns when A is on the left, rows on the right. */
+/* The rows or columns per block of a trsm solved by blocks along A's
+ * dimension dim: the knob, or about an eighth (a multiple of 128, 256 to
+ * 2048; at 8192, 1024 measured faster than 512 and 2048), at most
+ * CUDA_PANELS blocks. */
+static int64_t trsm_block(int64_t dim)
+{
+    pthread_once(&panel_once, panel_read);
+    int64_t p = ((dim + 7) / 8 + 127) / 128 * 128;
+    p = p < 256 ? 256 : p > 2048 ? 2048 : p;
+    if (panel_knob > 0)
+        p = panel_knob;
+    int64_t least = (dim + CUDA_PANELS - 1) / CUDA_PANELS;
+    return p < least ? least : p;
+}
+
+/* The stored rectangle of A holding op(A)[i0:i1, j0:j1]. */
+static cuda_rect opa_rect(const gemmd_job *j, int64_t i0, int64_t i1,
+                          int64_t j0, int64_t j1)
+{
+    if (j->op == VAL_OP_N)
+        return (cuda_rect){i0, j0, i1 - i0, j1 - j0};
+    return (cuda_rect){j0, i0, j1 - j0, i1 - i0};
+}
+
+/* trsm, left-looking by blocks along A's dimension (rows of B when A is
+ * on the left, columns on the right), in the order the triangle of op(A)
+ * solves them (op(A) lower on the left, upper on the right: from the
+ * first; else from the last). Block k: its strip of A and its block of B
+ * come in, B_k = alpha B_k - op(A)_{k,done} X_done (left; on the right
+ * X_done op(A)_{done,k}) by one GEMM over every block solved before (our
+ * fp32 GEMM in fp32, cuBLAS's otherwise), X_k = op(A)_kk^-1 B_k by the
+ * routine on the diagonal block, and X_k goes out: the copies in of
+ * block k+1 and out of k-1 overlap block k's work, and every GEMM is as
+ * wide as B. */
+static int run_trsm(plan3 *q, cuda_panels *x)
+{
+    int rv = GEMM_OK;
+    gemmd_job *j = q->j;
+    char *m = j->msg;
+    size_t ml = sizeof(j->msg);
+    const val_matrix *sa = &j->shape.a, *sd = &j->shape.d;
+    int64_t rows = (int64_t)j->m, cols = (int64_t)j->n;
+    int64_t dim = j->right ? cols : rows, bs = trsm_block(dim);
+    int nb = (int)((dim + bs - 1) / bs);
+    bool opl = j->lower == (j->op == VAL_OP_N); /* op(A) is lower */
+    bool fwd = j->right ? !opl : opl;
+    char trsm_ran[32] = "", gemm_ran[32] = "";
+    for (int i = 0; i < nb; i++) {
+        int b = fwd ? i : nb - 1 - i;
+        int64_t k0 = b * bs, k1 = k0 + bs < dim ? k0 + bs : dim;
+        int64_t d0 = fwd ? 0 : k1, d1 = fwd ? k0 : dim; /* solved */
+        int64_t u0 = fwd ? 0 : k0, u1 = fwd ? k1 : dim; /* and block k */
+        cuda_rect ar = j->right ? opa_rect(j, u0, u1, k0, k1)
+                                : opa_rect(j, k0, k1, u0, u1);
+        if (q->stage_a)
+            CK(cuda_copy_rect(x->in, (void *)q->da, q->lda, j->a,
+                              (int64_t)sa->ld, ar, q->es,
+                              cudaMemcpyHostToDevice),
+               m, ml);
+        cuda_rect br = j->right ? (cuda_rect){0, k0, rows, k1 - k0}
+                                : (cuda_rect){k0, 0, k1 - k0, cols};
+        CK(cuda_copy_rect(x->in, q->dd, q->ldd, j->d, (int64_t)sd->ld, br,
+                          q->es, cudaMemcpyHostToDevice),
+           m, ml);
+        if (i == nb - 1)
+            CK(cudaEventRecord(q->w->ev[1], x->in), m, ml);
+        CK(cudaEventRecord(x->in_done[i], x->in), m, ml);
+        CK(cudaStreamWaitEvent(q->w->stream, x->in_done[i], 0), m, ml);
+        bool first = d1 <= d0;
+        if (!first) {
+            gemmk_blas3_problem g = q->base;
+            g.routine = GEMMK_GEMM3;
+            g.trans = VAL_OP_N;
+            g.trans_b = VAL_OP_N;
+            g.k = d1 - d0;
+            g.alpha[0] = -1, g.alpha[1] = 0;
+            g.beta[0] = j->alpha, g.beta[1] = j->alpha_im;
+            g.c = (void *)at(q, q->dd, q->ldd, br.r, br.c);
+            g.ldc = q->ldd;
+            if (j->right) { /* X[:, done] op(A)[done, k] */
+                g.m = rows, g.n = k1 - k0;
+                g.a = at(q, q->dd, q->ldd, 0, d0);
+                g.lda = q->ldd;
+                cuda_rect r = opa_rect(j, d0, d1, k0, k1);
+                g.b = at(q, q->da, q->lda, r.r, r.c);
+                g.ldb = q->lda;
+                g.trans_b = j->op;
+            } else { /* op(A)[k, done] X[done, :] */
+                g.m = k1 - k0, g.n = cols;
+                cuda_rect r = opa_rect(j, k0, k1, d0, d1);
+                g.a = at(q, q->da, q->lda, r.r, r.c);
+                g.lda = q->lda;
+                g.trans = j->op;
+                g.b = at(q, q->dd, q->ldd, d0, 0);
+                g.ldb = q->ldd;
+            }
+            if ((rv = call(q, &g)) != GEMM_OK)
+                goto fail;
+            snprintf(gemm_ran, sizeof(gemm_ran), "%s", j->ran);
+        }
+        gemmk_blas3_problem p = q->base;
+        p.m = br.rows;
+        p.n = br.cols;
+        p.a = at(q, q->da, q->lda, k0, k0);
+        p.c = (void *)at(q, q->dd, q->ldd, br.r, br.c);
+        if (!first)
+            p.alpha[0] = 1, p.alpha[1] = 0; /* B_k scaled by the GEMM */
+        if ((rv = call(q, &p)) != GEMM_OK)
+            goto fail;
+        snprintf(trsm_ran, sizeof(trsm_ran), "%s", j->ran);
+        CK(cudaEventRecord(x->run_done[i], q->w->stream), m, ml);
+        CK(cudaStreamWaitEvent(x->out, x->run_done[i], 0), m, ml);
+        CK(cuda_copy_rect(x->out, j->d, (int64_t)sd->ld, q->dd, q->ldd, br,
+                          q->es, cudaMemcpyDeviceToHost),
+           m, ml);
+    }
+    if (gemm_ran[0] != '\0')
+        snprintf(j->ran, sizeof(j->ran), "%s+%s", trsm_ran, gemm_ran);
+    return GEMM_OK;
+fail:
+    return rv;
+}
+
+/* symm, hemm, trmm: A whole, then independent panels of the output (and
+ * of B): columns when A is on the left, rows on the right. */
 static int run_side(plan3 *q, cuda_panels *x)
 {
     int rv = GEMM_OK;
@@ -352,7 +480,9 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     started = true;
     CK(cudaStreamWaitEvent(x->in, w->ev[0], 0), m, ml);
     CK(cudaEventRecord(w->ev[1], x->in), m, ml); /* again after copies */
-    if ((rv = rank ? run_rank(&q, x) : run_side(&q, x)) != GEMM_OK)
+    if ((rv = rank                     ? run_rank(&q, x)
+              : j->routine == VAL_TRSM ? run_trsm(&q, x)
+                                       : run_side(&q, x)) != GEMM_OK)
         goto fail;
     CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
     CK(cudaEventRecord(w->ev[3], x->out), m, ml);

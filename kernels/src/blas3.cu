@@ -11,9 +11,11 @@
  * (N <-> T, or N <-> C for herk and her2k), and her2k takes conj(alpha).
  * No data moves; cuBLAS touches only the triangles the reference does.
  * GEMMK_GEMM3, a plain GEMM for the off-diagonal blocks of a rank update
- * cut into panels (the daemon's staging_blas3.c), is the column-major
- * C^T = op_b(B)^T op(A)^T: cuBLAS's gemm with the operands swapped and
- * each keeping its op.
+ * cut into panels and for a blocked trsm's updates (the daemon's
+ * staging_blas3.c), is the column-major C^T = op_b(B)^T op(A)^T: cuBLAS's
+ * gemm with the operands swapped and each keeping its op; in fp32 our own
+ * GEMM at fp32 accuracy (row-major as it stands) where it takes the
+ * leading dimensions.
  */
 #include <cublas_v2.h>
 #include <stdio.h>
@@ -215,6 +217,45 @@ const char *kernel_name(const gemmk_blas3_problem *p)
     return names[t][p->routine];
 }
 
+bool aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15u) == 0;
+}
+
+/* GEMMK_GEMM3 in fp32 on our GEMM at fp32 accuracy (3xTF32 on the
+ * tensor cores, where cuBLAS's SGEMM runs on the CUDA cores), when its
+ * leading dimensions and pointers are what gemmk_gemm's fp32 path takes:
+ * true with *e its result; false for cuBLAS. */
+bool gemm3_ours(gemmk_ctx *ctx, cudaStream_t s, const gemmk_blas3_problem *p,
+                gemmk_result *res, gemm_error *e)
+{
+    if (p->routine != GEMMK_GEMM3 || p->dtype != GEMM_FP32 || p->lda % 8 ||
+        p->ldb % 8 || p->ldc % 8 || !aligned16(p->a) || !aligned16(p->b) ||
+        !aligned16(p->c))
+        return false;
+    gemmk_problem g = {};
+    g.m = p->m;
+    g.n = p->n;
+    g.k = p->k;
+    g.ab_type = GEMM_FP32;
+    g.cd_type = GEMM_FP32;
+    g.trans_a = p->trans != 0;
+    g.trans_b = p->trans_b != 0;
+    g.a = p->a;
+    g.b = p->b;
+    g.c = p->c;
+    g.d = p->c;
+    g.lda = p->lda;
+    g.ldb = p->ldb;
+    g.ldc = p->ldc;
+    g.ldd = p->ldc;
+    g.alpha = (float)p->alpha[0];
+    g.beta = (float)p->beta[0];
+    g.precision = GEMM_PRECISION_FP32;
+    *e = gemmk_gemm(ctx, &g, s, nullptr, res);
+    return true;
+}
+
 } // namespace
 } // namespace gemmk
 
@@ -246,7 +287,8 @@ extern "C" gemm_error gemmk_blas3(gemmk_ctx *ctx, const gemmk_blas3_problem *p,
     Col c = colmajor(p);
     switch (p->dtype) {
     case GEMM_FP32:
-        e = run_S(h, p, c, res);
+        if (!gemm3_ours(ctx, stream, p, res, &e))
+            e = run_S(h, p, c, res);
         break;
     case GEMM_FP64:
         e = run_D(h, p, c, res);

@@ -79,6 +79,8 @@ typedef struct l3case {
     size_t ar, ac, br, bc, cr, cc; /* stored shapes (br = 0: no B) */
     size_t lda, ldb, ldc;
     size_t oa, ob, oc; /* byte offsets */
+    double off_scale;  /* A's entries off the diagonal times this (0: 1),
+                          so that a large triangle stays well-conditioned */
 } l3case;
 
 static bool is_rank(gemm_routine r)
@@ -298,6 +300,9 @@ static void layout(l3case *k, size_t pad, size_t *size)
     *size = k->oc + (k->cr * k->ldc + 5) * es;
 }
 
+/* What the last run_case ran (the reply's kernel name). */
+static char last_ran[64];
+
 /* Runs k through gemmd and checks it. */
 static void run_case(gemm_client *cl, l3case *k, const char *what)
 {
@@ -316,6 +321,8 @@ static void run_case(gemm_client *cl, l3case *k, const char *what)
             if (!a_read(k, i, j))
                 continue; /* stays NaN: must not be read */
             double re = rnd(), im = cplx(t) ? rnd() : 0;
+            if (i != j && k->off_scale != 0)
+                re *= k->off_scale, im *= k->off_scale;
             if (i == j && tri)
                 re += 4; /* a well-conditioned triangle */
             if (i == j && o->routine == GEMM_ROUTINE_HEMM)
@@ -344,6 +351,7 @@ static void run_case(gemm_client *cl, l3case *k, const char *what)
     int rv = gemm_blas3_run(cl, o, &tm);
     cr_assert_eq(rv, GEMM_OK, "%s: %s: %s", what, gemm_strerror(rv),
                  gemm_last_error_message());
+    snprintf(last_ran, sizeof(last_ran), "%s", tm.kernel);
     double tol = t == GEMM_FP32 || t == GEMM_COMPLEX64 ? 2e-5 : 1e-12;
     for (size_t i = 0; i < k->cr; i++)
         for (size_t j = 0; j < k->cc; j++) {
@@ -451,6 +459,47 @@ Test(blas3, trmm)
 Test(blas3, trsm)
 {
     sweep(GEMM_ROUTINE_TRSM);
+}
+
+/* trsm large enough to be solved by blocks on the cuda backend (the
+ * daemon's staging_blas3.c: GEMM updates, the routine on the diagonal
+ * blocks), in every type: every side, triangle, op and diagonal, each
+ * walking its blocks its own way. With gemmd's blocks small
+ * (GEMMD_BLAS3_PANEL <= 40: the suite's GPU run sets 8) on cuda, the
+ * reply must name both kernels ("trsm+gemm"). */
+Test(blas3, trsm_blocks)
+{
+    const char *pb = getenv("GEMMD_BLAS3_PANEL");
+    bool blocked = strcmp(tu_backend(), "cuda") == 0 && pb != NULL &&
+                   atoi(pb) > 0 && atoi(pb) <= 40;
+    for (int ti = 0; ti < 4; ti++)
+        for (int side = 0; side < 2; side++)
+            for (int lower = 0; lower < 2; lower++)
+                for (const char *op = cplx(types[ti]) ? "NTC" : "NT"; *op; op++)
+                    for (int unit = 0; unit < 2; unit++) {
+                        l3case k = {0};
+                        gemm_blas3_init(&k.op, GEMM_ROUTINE_TRSM, types[ti]);
+                        k.op.right = side;
+                        k.op.lower = lower;
+                        k.op.trans = *op;
+                        k.op.unit_diag = unit;
+                        k.op.m = side ? 96 : 80;
+                        k.op.n = side ? 80 : 96;
+                        k.op.alpha_re = 0.75;
+                        k.op.alpha_im = cplx(types[ti]) ? -0.5 : 0;
+                        k.off_scale = 1.0 / 16;
+                        char what[96];
+                        snprintf(what, sizeof(what),
+                                 "%ctrsm %dx%d side %c uplo %c op %c diag %c",
+                                 "sdcz"[ti], (int)k.op.m, (int)k.op.n,
+                                 side ? 'R' : 'L', lower ? 'L' : 'U', *op,
+                                 unit ? 'U' : 'N');
+                        run_case(g_client, &k, what);
+                        if (blocked)
+                            cr_assert(strchr(last_ran, '+') != NULL,
+                                      "%s ran %s, not by blocks", what,
+                                      last_ran);
+                    }
 }
 
 /* A request expected to fail with rv, its message containing needle. */
