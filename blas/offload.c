@@ -364,7 +364,8 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
     const gb_opnd *out = call->ops != NULL ? &call->ops[GB_OPND_OUT] : NULL;
     bool late = rv == GEMM_ERR_ABANDONED ||
                 (o == RETRY_CONNECTION && out != NULL && out->backup);
-    if (late && out->p != NULL && out->in_place && !gb_zc_detach(out->p))
+    if (late && out != NULL && out->p != NULL && out->in_place &&
+        !gb_zc_detach(out->p))
         gb_log(1,
                "%s: no memory to detach its output's region from gemmd, "
                "which may still write it",

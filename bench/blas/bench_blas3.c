@@ -15,7 +15,11 @@
  * library (proc.h): the first call (library loading included), then up to
  * --calls more within --row-s, of which the best is reported (steady
  * state). Then --procs processes (default 4; 0: none) run at once, each
- * warmed up by one call and released together, each making the same
+ * warmed up (calls until --procs-warm-s seconds, default 2, have passed
+ * since its first began, at least one: long enough for a library that
+ * pins its memory in the background, libgemmblas's staging buffers and
+ * regions or NVBLAS's autopin, to have done so; the first call's own
+ * column has that cost) and released together, each making the same
  * number of calls on its own problem: the "N procs" column is the slowest
  * one's time per call. The openblas variant's worker prints its
  * configuration (openblas_get_config, core, threads;
@@ -68,12 +72,25 @@ static void fill(void *p, size_t n, bool f32, uint64_t seed)
     }
 }
 
-/* bench_blas3 --worker LIB ROUTINE N CALLS MAX_MS [together]: prints
- * "RESULT load_ms first_ms best_ms" (the best of up to CALLS calls after
- * the first, made while they take less than MAX_MS in all) and "SAMPLE"
- * with 16 (re) values of the output; with "together": after the first
- * call "READY", waits for a byte on stdin, makes CALLS calls and prints
+/* bench_blas3 --worker LIB ROUTINE N CALLS MAX_MS [together WARM_MS]:
+ * prints "RESULT load_ms first_ms best_ms" (the best of up to CALLS calls
+ * after the first, made while they take less than MAX_MS in all) and
+ * "SAMPLE" with 16 (re) values of the output; with "together": calls
+ * until WARM_MS have passed since the first began (at least the first),
+ * then "READY", waits for a byte on stdin, makes CALLS calls and prints
  * "RESULT4 total_ms". */
+/* One call of routine `what` (syrk, trsm or symm) through f. */
+static void call_once(void *f, const char *what, int n, const void *alpha,
+                      const void *beta, void *a, void *b, void *c)
+{
+    if (strcmp(what, "syrk") == 0)
+        ((syrk_fn)f)("L", "N", &n, &n, alpha, a, &n, beta, c, &n);
+    else if (strcmp(what, "trsm") == 0)
+        ((trsm_fn)f)("L", "L", "N", "N", &n, &n, alpha, a, &n, b, &n);
+    else
+        ((symm_fn)f)("L", "L", &n, &n, alpha, a, &n, b, &n, beta, c, &n);
+}
+
 static int worker(int argc, char **argv)
 {
     if (argc < 6)
@@ -82,6 +99,7 @@ static int worker(int argc, char **argv)
     int n = atoi(argv[4]), calls = atoi(argv[5]);
     double max_ms = argc > 6 ? atof(argv[6]) : INFINITY;
     bool together = argc > 7 && strcmp(argv[7], "together") == 0;
+    double warm_ms = together && argc > 8 ? atof(argv[8]) : 0;
     char t = rt[0];
     const char *what = rt + 1;
     bool cplx = t == 'c' || t == 'z', f32 = t == 's' || t == 'c';
@@ -136,6 +154,8 @@ static int worker(int argc, char **argv)
         if (i == 1)
             steady = bp_now_ms();
         if (together && i == 1) {
+            while (bp_now_ms() - t1 < warm_ms)
+                call_once(f, what, n, alpha, beta, a, b, c);
             char byte;
             printf("READY\n");
             fflush(stdout);
@@ -144,12 +164,7 @@ static int worker(int argc, char **argv)
             go = bp_now_ms();
         }
         double s0 = bp_now_ms();
-        if (strcmp(what, "syrk") == 0)
-            ((syrk_fn)f)("L", "N", &n, &n, alpha, a, &n, beta, c, &n);
-        else if (trsm)
-            ((trsm_fn)f)("L", "L", "N", "N", &n, &n, alpha, a, &n, b, &n);
-        else
-            ((symm_fn)f)("L", "L", &n, &n, alpha, a, &n, b, &n, beta, c, &n);
+        call_once(f, what, n, alpha, beta, a, b, c);
         double s1 = bp_now_ms();
         if (i == 0) {
             first = s1 - t0;
@@ -228,13 +243,15 @@ static void run_one(const bp_variant *v, const char *rt, int n, int calls,
 /* procs workers of v at once, each warmed up, released together: the
  * slowest one's time per call into r->procs_ms (0 when one failed). */
 static void run_procs(const bp_variant *v, const char *rt, int n, int calls,
-                      int procs, result *r)
+                      int procs, double warm_s, result *r)
 {
-    char nb[16], cb[16], who[96];
+    char nb[16], cb[16], wb[32], who[96];
     snprintf(nb, sizeof(nb), "%d", n);
     snprintf(cb, sizeof(cb), "%d", calls);
+    snprintf(wb, sizeof(wb), "%.0f", warm_s * 1e3);
     snprintf(who, sizeof(who), "%s %s %d x%d", v->name, rt, n, procs);
-    char *args[] = {(char *)v->lib, (char *)rt, nb, cb, "0", "together", NULL};
+    char *args[] = {(char *)v->lib, (char *)rt, nb,  cb, "0",
+                    "together",     wb,         NULL};
     double slowest, err;
     r->procs_ms = 0;
     if (bp_together(v, args, procs, who, &slowest, &err) && calls > 0)
@@ -290,7 +307,7 @@ static void usage(void)
           "[--calls 3] [--row-s 5]\n  [--budget-s 480] [--openblas LIB] "
           "[--openblas-coretype CORE]\n  [--nvblas LIB] [--gemmblas LIB] "
           "[--csv FILE]\n  [--procs 4] [--procs-variants "
-          "gemmblas,nvblas,nvblas-pin]\n"
+          "gemmblas,nvblas,nvblas-pin] [--procs-warm-s 2]\n"
           "       bench_blas3 --crossover [--routines ...] [--sizes "
           "256,...,4096]\n",
           stderr);
@@ -354,7 +371,7 @@ int main(int argc, char **argv)
     const char *nv = "/usr/local/cuda/lib64/libnvblas.so";
     const char *gb = "libgemmblas.so.0", *csv = NULL, *core = NULL;
     int calls = 3, procs = 4;
-    double row_s = 5, budget_s = 480;
+    double row_s = 5, budget_s = 480, warm_s = 2;
     bool crossover = false, sizes_given = false, want_given = false;
     char procs_s[128] = "gemmblas,nvblas,nvblas-pin";
     for (int i = 1; i < argc; i++) {
@@ -393,13 +410,16 @@ int main(int argc, char **argv)
             procs = atoi(v);
         else if (strcmp(a, "--procs-variants") == 0)
             snprintf(procs_s, sizeof(procs_s), "%s", v);
+        else if (strcmp(a, "--procs-warm-s") == 0)
+            warm_s = atof(v);
         else
             return usage(), 2;
         i++;
     }
     if (bp_init() != 0)
         return 1;
-    if (procs < 0 || procs > 64 || calls < 1 || !(row_s > 0) || budget_s < 0)
+    if (procs < 0 || procs > 64 || calls < 1 || !(row_s > 0) || budget_s < 0 ||
+        !(warm_s >= 0))
         return usage(), 2;
     if (crossover) {
         if (!sizes_given)
@@ -517,7 +537,7 @@ int main(int argc, char **argv)
                     int pc = calls;
                     if (r->best_ms > 0 && pc * procs * r->best_ms > row_ms)
                         pc = (int)fmax(1, row_ms / (procs * r->best_ms));
-                    run_procs(&vs[vi], rts[ri], n, pc, procs, r);
+                    run_procs(&vs[vi], rts[ri], n, pc, procs, warm_s, r);
                 }
                 fprintf(stderr,
                         "  %-10s %-6s %5d: first %9.1f ms, best %9.2f ms, "

@@ -82,7 +82,7 @@ void bp_print_variants(const bp_variant *vs, int n);
 void bp_say_config(const bp_variant *v, const char *line);
 
 /*
- * Runs procs workers `args` (whose last is "together") of v at once: each
+ * Runs procs workers `args` (with "together") of v at once: each
  * says "READY" after its warm-up, all are released together and each
  * prints "RESULT4 elapsed_ms [err]". Puts the slowest elapsed time in
  * *slowest_ms and the largest err (0 when none is given) in *err; false
