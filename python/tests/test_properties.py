@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gemmd
-from conftest import f64, operand, rel_err, tolerance
+from conftest import f64, operand, tolerance
 from test_matmul import npdt
 
 LAYOUTS = ["c", "f", "t-view", "strided", "gemmd", "gemmd-t", "gemmd-slice"]
@@ -33,7 +33,11 @@ def test_matmul_matches_numpy(client: gemmd.Client, m: int, n: int, k: int,
     cd = "float32" if out32 and dt in ("float16", "bfloat16") else dt
     d = client.matmul(a, b, out_dtype=cd)
     assert d.shape == (m, n) and d.dtype == npdt(cd)
-    assert rel_err(d, f64(a) @ f64(b)) <= tolerance(dt, cd)
+    # each element against the rounding bound of its own dot product
+    # (a norm-wise error is ill-conditioned where one sums to near 0)
+    scale = np.abs(f64(a)) @ np.abs(f64(b))
+    err = np.abs(f64(d) - f64(a) @ f64(b))
+    assert np.all(err <= tolerance(dt, cd) * scale + 1e-300)
 
 
 @SETTINGS
