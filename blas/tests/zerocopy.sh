@@ -105,9 +105,11 @@ rmw)
     rc=0
     GEMMD_KILL_PID=$GEMMD_PID LD_PRELOAD=$(preload) "$probe" rmw >out.txt 2>err.txt || rc=$?
     cat out.txt err.txt
+    [ $rc -ne 77 ] || exit 77 # the mode is off: gemmd still runs, the exit trap stops it
+    # gone already when the probe killed it (it may have failed first)
+    kill -9 "$GEMMD_PID" 2>/dev/null || true
     wait "$GEMMD_PID" 2>/dev/null || true
     GEMMD_PID=
-    [ $rc -ne 77 ] || exit 77
     [ $rc -eq 0 ] || fail "zerocopy_probe rmw exited $rc"
     ;;
 restart)
