@@ -6,9 +6,8 @@
  * - 1 helpers (made on the first large copy, all signals blocked, never
  * joined: they sleep on a condition variable between copies). One copy at
  * a time uses the helpers; a thread that finds them busy copies alone.
- * A copy takes only as many helpers as the host has idle CPUs (the
- * kernel's count of runnable threads in /proc/loadavg against the CPUs
- * this process may use): four processes each copying with 16 threads on
+ * A copy takes only as many helpers as the host has idle CPUs
+ * (common/host.h): four processes each copying with 16 threads on
  * 16 cores starved gemmd's own threads, and a dsyrk 8192 of four
  * processes at once took 440 ms a call, 140 ms with 2 threads each.
  * After fork the child forgets them (they do not exist there) and makes
@@ -16,14 +15,12 @@
  */
 #include "gemmblas.h"
 
-#include <fcntl.h>
+#include <host.h>
+
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Copies below this many bytes run on the calling thread alone. */
 #define GB_PAR_BYTES (4u << 20)
@@ -139,31 +136,6 @@ static void start_helpers(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* The CPUs no runnable thread uses besides the caller: those this
- * process may run on less the runnable threads of the host (the fourth
- * field of /proc/loadavg, the caller included) but one. All of them
- * when /proc cannot tell. */
-static unsigned idle_cpus(void)
-{
-    cpu_set_t set;
-    int cpus =
-        sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return (unsigned)cpus;
-    char buf[128];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    int running = 0, total = 0;
-    if (n <= 0)
-        return (unsigned)cpus;
-    buf[n] = '\0';
-    if (sscanf(buf, "%*f %*f %*f %d/%d", &running, &total) != 2)
-        return (unsigned)cpus;
-    int idle = cpus - (running - 1);
-    return idle > 0 ? (unsigned)idle : 0;
-}
-
 void gb_copy2d(void *dst, size_t ldd, const void *src, size_t lds, size_t rows,
                size_t cols, size_t es)
 {
@@ -196,8 +168,8 @@ void gb_copy2d(void *dst, size_t ldd, const void *src, size_t lds, size_t rows,
     }
     atomic_init(&b.next, 0);
     atomic_init(&b.done, 0);
-    unsigned idle = idle_cpus();
-    b.limit = idle > 1 ? idle - 1 : 0; /* the caller takes one */
+    int idle = host_idle_cpus();
+    b.limit = idle > 1 ? (unsigned)idle - 1 : 0; /* the caller takes one */
     pthread_mutex_lock(&pool.mu);
     pool.cur = &b;
     pool.seq++;

@@ -221,6 +221,7 @@ size_t gb_zc_plan(gemm_client *c, uint64_t gen, gb_opnd *ops, size_t es,
     for (int i = 0; i < GB_NOPND; i++) {
         gb_opnd *o = &ops[i];
         o->in_place = false;
+        o->backup = false;
         if (o->p == NULL)
             continue;
         o->in_place = on && in_place(c, gen, o, es);
@@ -237,11 +238,10 @@ size_t gb_zc_plan(gemm_client *c, uint64_t gen, gb_opnd *ops, size_t es,
         if (o->m.offset < de && d->m.offset < oe)
             d->in_place = false;
     }
-    d->backup = d->p != NULL && d->in_place && out_read;
+    d->backup = d->in_place && out_read;
     size_t need = 0;
     for (int i = 0; i < GB_NOPND; i++) {
         gb_opnd *o = &ops[i];
-        o->backup = i == GB_OPND_OUT && d->backup;
         if (o->p == NULL || (o->in_place && !o->backup))
             continue;
         o->off = need;

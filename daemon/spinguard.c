@@ -4,12 +4,10 @@
  */
 #include "spinguard.h"
 
-#include <fcntl.h>
-#include <sched.h>
+#include <host.h>
+
 #include <stdatomic.h>
-#include <stdio.h>
 #include <time.h>
-#include <unistd.h>
 
 #define SPIN_QUIET_NS    10000000ull /* the first back-off, 10 ms */
 #define SPIN_STRIKES_MAX 7           /* 10 ms << 7: 1.28 s */
@@ -20,40 +18,17 @@ static _Atomic unsigned strikes;     /* preemptions in a row */
 static _Atomic uint64_t next_sample; /* ns: when the load is read again */
 static atomic_bool crowded;          /* as many runnable threads as CPUs */
 
-/* The CPUs this process may run on (at least 1). */
-static int usable_cpus(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) != 0)
-        return 1;
-    int n = CPU_COUNT(&set);
-    return n > 0 ? n : 1;
-}
-
-/* Once per SPIN_SAMPLE_NS, by the thread that claims the sample: the
- * kernel's count of runnable threads (the fourth field of /proc/loadavg,
- * this thread included) against the CPUs: crowded when no core is left
- * for a spinner. Unreadable: never crowded. */
+/* Once per SPIN_SAMPLE_NS, by the thread that claims the sample: crowded
+ * when the kernel counts no CPU left for a spinner (common/host.h;
+ * unreadable: never crowded). */
 static void sample(uint64_t now)
 {
     uint64_t due = atomic_load_explicit(&next_sample, memory_order_relaxed);
     if (now < due || !atomic_compare_exchange_strong(&next_sample, &due,
                                                      now + SPIN_SAMPLE_NS))
         return;
-    bool full = false;
-    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        char buf[128];
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        int running = 0, total = 0;
-        if (n > 0) {
-            buf[n] = '\0';
-            if (sscanf(buf, "%*f %*f %*f %d/%d", &running, &total) == 2)
-                full = running > usable_cpus();
-        }
-    }
-    atomic_store_explicit(&crowded, full, memory_order_relaxed);
+    atomic_store_explicit(&crowded, host_idle_cpus() == 0,
+                          memory_order_relaxed);
 }
 
 bool spin_allowed(uint64_t now)
