@@ -83,6 +83,10 @@ static void cfg_read(void)
     cfg.queue_ms = (int)env_num("GEMMBLAS_QUEUE_MS", 10000, 0, 3.6e6);
     double ct = cpus > 16 ? 16 : cpus > 0 ? (double)cpus : 1;
     cfg.copy_threads = (int)env_num("GEMMBLAS_COPY_THREADS", ct, 1, 256);
+    cfg.copy_nt = env_num("GEMMBLAS_COPY_NT", 1, 0, 1) != 0;
+    if (cfg.verbose >= 1 && getenv("GEMMBLAS_COPY_NT"))
+        fprintf(stderr, "gemmblas[%d]: streaming stores in large copies: %s\n",
+                (int)getpid(), cfg.copy_nt ? "on" : "off");
     cfg.panels = (int)env_num("GEMMBLAS_PANELS", GB_DEFAULT_PANELS, 0, 64);
     cfg.panels_inflight = (int)env_num("GEMMBLAS_PANELS_INFLIGHT", 2, 1, 16);
     cfg.panel_min_flops = env_num("GEMMBLAS_PANEL_MIN_FLOPS",

@@ -274,6 +274,11 @@ GB_HIDDEN void *gb_fwd_resolve(unsigned i);
 GB_HIDDEN void gb_copy2d(void *dst, size_t ldd, const void *src, size_t lds,
                          size_t rows, size_t cols, size_t es);
 
+/* The same for the lower (or upper) triangle of an n x n matrix, the
+ * diagonal included; nothing outside it is read or written. */
+GB_HIDDEN void gb_copy_tri(void *dst, size_t ldd, const void *src, size_t lds,
+                           size_t n, bool lower, size_t es);
+
 /* Forgets the copy threads in a child after fork (they do not exist
  * there). */
 GB_HIDDEN void gb_copy_atfork_child(void);
@@ -384,6 +389,7 @@ typedef struct gb_config {
     int retry_ms;           /* GEMMBLAS_RETRY_MS: after a failed connect */
     int queue_ms;           /* GEMMBLAS_QUEUE_MS: start deadline, 0 none */
     int copy_threads;       /* GEMMBLAS_COPY_THREADS */
+    bool copy_nt;           /* GEMMBLAS_COPY_NT */
     int panels;             /* GEMMBLAS_PANELS: 0 or 1 off */
     int panels_inflight;    /* GEMMBLAS_PANELS_INFLIGHT */
     double panel_min_flops; /* GEMMBLAS_PANEL_MIN_FLOPS: per panel */

@@ -108,34 +108,6 @@ static void restate(const gb_l3 *p, wire3 *w)
     w->read_out = be[0] != 0 || be[1] != 0;
 }
 
-/* A triangle of at most this many rows is copied row by row. */
-#define TRI_BLOCK 256
-
-/* The lower (or upper) triangle of the n x n row-major src (lds) to dst
- * (ldd): the square below (above) the diagonal halves' split as one
- * rectangle, shared over the copy threads, then the two halves' own
- * triangles the same way, down to TRI_BLOCK rows copied row by row. */
-static void copy_tri(void *dst, size_t ldd, const void *src, size_t lds,
-                     size_t n, bool lower, size_t es)
-{
-    if (n <= TRI_BLOCK) {
-        for (size_t i = 0; i < n; i++) {
-            size_t j0 = lower ? 0 : i, j1 = lower ? i + 1 : n;
-            memcpy((char *)dst + (i * ldd + j0) * es,
-                   (const char *)src + (i * lds + j0) * es, (j1 - j0) * es);
-        }
-        return;
-    }
-    size_t h = n / 2;
-    size_t r0 = lower ? h : 0, c0 = lower ? 0 : h;
-    gb_copy2d((char *)dst + (r0 * ldd + c0) * es, ldd,
-              (const char *)src + (r0 * lds + c0) * es, lds, lower ? n - h : h,
-              lower ? h : n - h, es);
-    copy_tri(dst, ldd, src, lds, h, lower, es);
-    copy_tri((char *)dst + (h * ldd + h) * es, ldd,
-             (const char *)src + (h * lds + h) * es, lds, n - h, lower, es);
-}
-
 /* The output's referenced part from src (lds) to dst (ldd), rows of the
  * row-major view: in before the call, out after it; the triangle of a
  * rank update, all of it otherwise. */
@@ -145,7 +117,7 @@ static void copy_ref(const wire3 *w, void *dst, size_t ldd, const void *src,
     if (!rank_update(w->p->r))
         gb_copy2d(dst, ldd, src, lds, w->cr, w->cc, es);
     else
-        copy_tri(dst, ldd, src, lds, w->cr, w->op3.lower, es);
+        gb_copy_tri(dst, ldd, src, lds, w->cr, w->op3.lower, es);
 }
 
 static double ms_now(void)
@@ -179,8 +151,8 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
         gb_copy2d(base + oa->off, w->ac, p->a, (size_t)p->lda, w->ar, w->ac,
                   es);
     else
-        copy_tri(base + oa->off, w->ac, p->a, (size_t)p->lda, w->ar,
-                 w->op3.lower, es);
+        gb_copy_tri(base + oa->off, w->ac, p->a, (size_t)p->lda, w->ar,
+                    w->op3.lower, es);
     if (!oa->in_place)
         op.a = (gemm_matrix){buf, oa->off, 0, 0};
     gemm_matrix out = oc->in_place ? oc->m : (gemm_matrix){buf, oc->off, 0, 0};

@@ -1205,6 +1205,44 @@ static int level3_checked(int n, int seed)
     return bad;
 }
 
+/* Large triangles (a dsyrk's output, both triangles, ldc > n, beta 1)
+ * are staged and copied back by the copy threads with streaming stores
+ * (>= 16 MiB): the referenced triangle is exact, the other and the
+ * padding beyond n untouched. A has one nonzero a row (column i % k), so
+ * C = C0 + A A^T is known in O(n^2). */
+Test(blas_api, level3_large_triangles, .init = with_daemon,
+     .fini = fixture_stop)
+{
+    env("0");
+    int n = 2048, k = 8, ldc = n + 5;
+    double *a = calloc((size_t)n * k, 8), *c = malloc((size_t)ldc * n * 8);
+    cr_assert(a != NULL && c != NULL);
+    for (int i = 0; i < n; i++) /* column-major A: n x k */
+        a[(size_t)(i % k) * n + i] = (double)(i % 13) - 6;
+    double one = 1;
+    for (int up = 0; up < 2; up++) {
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < ldc; i++)
+                c[(size_t)j * ldc + i] = (double)(i + 2 * j);
+        uint64_t syrk = served3(GEMM_ROUTINE_SYRK);
+        dsyrk_(up ? "U" : "L", "N", &n, &k, &one, a, &n, &one, c, &ldc);
+        cr_expect_eq(served3(GEMM_ROUTINE_SYRK) - syrk, 1, "dsyrk via gemmd");
+        long bad = 0;
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < ldc; i++) {
+                double want = (double)(i + 2 * j);
+                bool ref = i < n && (up ? i <= j : i >= j);
+                if (ref && i % k == j % k)
+                    want += ((double)(i % 13) - 6) * ((double)(j % 13) - 6);
+                bad += c[(size_t)j * ldc + i] != want;
+            }
+        cr_expect_eq(bad, 0, "%s: %ld elements wrong or written outside",
+                     up ? "upper" : "lower", bad);
+    }
+    free(a);
+    free(c);
+}
+
 /* Through gemmd from 8 threads at once, each routine's counter moving;
  * then the same calls on the CPU (below the threshold) agree. */
 static void *level3_thread(void *arg)
