@@ -455,7 +455,7 @@ GB_HIDDEN void gb_log(int level, const char *fmt, ...)
     }
 #define GB_MIN_TRSM                                                            \
     {                                                                          \
-        1.3e8, 1.1e9, 1.8e9, 6.7e7                                             \
+        4.5e8, 1.3e8, 1.8e9, 6.7e7                                             \
     }
 #define GB_DEFAULT_MIN_FLOPS3                                                  \
     {                                                                          \

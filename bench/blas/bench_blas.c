@@ -461,10 +461,12 @@ int main(int argc, char **argv)
     npenv[1] = gbcpu;
     npenv[2] = verb;
     npenv[3] = "GEMMBLAS_PANELS=0";
-    bp_variant all[NVAR] = {
-        {"openblas", ob, NULL},       {"nvblas", nv, nvenv[0]},
-        {"nvblas-pin", nv, nvenv[1]}, {"gemmblas", gb, gbenv},
-        {"gemmblas-zc", gb, zcenv},   {"gemmblas-np", gb, npenv}};
+    bp_variant all[NVAR] = {{"openblas", ob, NULL, NULL},
+                            {"nvblas", nv, nvenv[0], NULL},
+                            {"nvblas-pin", nv, nvenv[1], NULL},
+                            {"gemmblas", gb, gbenv, bp_gemmd_settle},
+                            {"gemmblas-zc", gb, zcenv, bp_gemmd_settle},
+                            {"gemmblas-np", gb, npenv, bp_gemmd_settle}};
     bp_variant vs[NVAR];
     bool inp[NVAR] = {false};
     int nvar = 0;

@@ -15,12 +15,12 @@
  * library (proc.h): the first call (library loading included), then up to
  * --calls more within --row-s, of which the best is reported (steady
  * state). Then --procs processes (default 4; 0: none) run at once, each
- * warmed up (calls until --procs-warm-s seconds, default 8, have passed
- * since its first began, at least one: long enough for a library that
- * pins its memory in the background, libgemmblas's staging buffers and
- * regions or NVBLAS's autopin, to have done so; the first call's own
- * column has that cost. Four fp64 8192 processes starting at once have
- * gemmd pin about 5 GB, which took 3-4 s on the H200 host) and released
+ * warmed up (calls until --procs-warm-s seconds, default 2, have passed
+ * since its first began, at least one; for libgemmblas then until gemmd
+ * has no pin of their memory in flight: a library that pins its memory
+ * in the background, libgemmblas's staging buffers and regions through
+ * gemmd or NVBLAS's autopin, has done so; the first call's own column
+ * has that cost) and released
  * together, each making the same number of calls on its own problem: the "N
  * procs" column is the slowest one's time per call. The openblas variant's
  * worker prints its configuration (openblas_get_config, core, threads;
@@ -308,7 +308,7 @@ static void usage(void)
           "[--calls 3] [--row-s 5]\n  [--budget-s 480] [--openblas LIB] "
           "[--openblas-coretype CORE]\n  [--nvblas LIB] [--gemmblas LIB] "
           "[--csv FILE]\n  [--procs 4] [--procs-variants "
-          "gemmblas,nvblas,nvblas-pin] [--procs-warm-s 8]\n"
+          "gemmblas,nvblas,nvblas-pin] [--procs-warm-s 2]\n"
           "       bench_blas3 --crossover [--routines ...] [--sizes "
           "256,...,4096]\n",
           stderr);
@@ -372,7 +372,7 @@ int main(int argc, char **argv)
     const char *nv = "/usr/local/cuda/lib64/libnvblas.so";
     const char *gb = "libgemmblas.so.0", *csv = NULL, *core = NULL;
     int calls = 3, procs = 4;
-    double row_s = 5, budget_s = 480, warm_s = 8;
+    double row_s = 5, budget_s = 480, warm_s = 2;
     bool crossover = false, sizes_given = false, want_given = false;
     char procs_s[128] = "gemmblas,nvblas,nvblas-pin";
     for (int i = 1; i < argc; i++) {
@@ -457,11 +457,11 @@ int main(int argc, char **argv)
     zcenv[2] = gbenv[2];
     zcenv[3] = "GEMMBLAS_ZEROCOPY=1";
     zcenv[4] = zcpre;
-    bp_variant all[5] = {{"nvblas", nv, nvenv0},
-                         {"nvblas-pin", nv, nvenv1},
-                         {"gemmblas", gb, gbenv},
-                         {"gemmblas-zc", gb, zcenv},
-                         {"openblas", ob, NULL}};
+    bp_variant all[5] = {{"nvblas", nv, nvenv0, NULL},
+                         {"nvblas-pin", nv, nvenv1, NULL},
+                         {"gemmblas", gb, gbenv, bp_gemmd_settle},
+                         {"gemmblas-zc", gb, zcenv, bp_gemmd_settle},
+                         {"openblas", ob, NULL, NULL}};
     bp_variant vs[5];
     int nvar = 0;
     for (int i = 0; i < 5; i++)

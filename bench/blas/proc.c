@@ -4,6 +4,8 @@
  */
 #include "proc.h"
 
+#include <gemm/gemm.h>
+
 #include <dlfcn.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -193,6 +195,8 @@ bool bp_together(const bp_variant *v, char *const args[], int procs,
     }
     for (int i = 0; i < started && ok; i++)
         ok = bp_read_line(out[i], "READY", line, sizeof(line), who);
+    if (ok && v->settle != NULL)
+        v->settle(v);
     for (int i = 0; i < started; i++) { /* go (or EOF: they exit) */
         if (ok && write(go[i], "g", 1) != 1)
             ok = false;
@@ -291,4 +295,27 @@ void bp_budget_start(double seconds)
 double bp_budget_left_ms(void)
 {
     return budget_end_ms > 0 ? budget_end_ms - bp_now_ms() : 1e300;
+}
+
+/* Before workers of libgemmblas are released together: until gemmd
+ * (GEMM_URL) has no pin of their buffers or regions in flight, at most a
+ * minute. Four processes starting at once have gemmd pin several GB, and
+ * each pin stalls every copy of the daemon while it runs (0.3-1 s a GB
+ * on the H200 host): steady state is after them. */
+void bp_gemmd_settle(const bp_variant *v)
+{
+    gemm_client *c;
+    if (gemm_client_open_timeout(&c, NULL, 2000) != GEMM_OK) {
+        fprintf(stderr, "%s: gemmd not reached: %s\n", v->name,
+                gemm_last_error_message());
+        return;
+    }
+    double t0 = bp_now_ms();
+    gemm_status st;
+    while (gemm_get_status(c, &st) == GEMM_OK && st.pins_pending > 0 &&
+           bp_now_ms() - t0 < 60e3)
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+    fprintf(stderr, "%s: gemmd's pins settled after %.2f s (%u pending)\n",
+            v->name, (bp_now_ms() - t0) / 1e3, st.pins_pending);
+    gemm_client_close(c);
 }

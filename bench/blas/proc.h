@@ -27,6 +27,10 @@ typedef struct bp_variant {
     const char *name;
     const char *lib;
     char **env; /* extra NAME=VALUE, NULL-terminated; may be NULL */
+    /* bp_together: called once every worker is READY, before they are
+     * released (e.g. to wait for what the library does in the
+     * background); may be NULL */
+    void (*settle)(const struct bp_variant *v);
 } bp_variant;
 
 /* CLOCK_MONOTONIC in milliseconds. */
@@ -90,6 +94,10 @@ void bp_say_config(const bp_variant *v, const char *line);
  */
 bool bp_together(const bp_variant *v, char *const args[], int procs,
                  const char *who, double *slowest_ms, double *err);
+
+/* A settle hook for libgemmblas's variants: waits until gemmd (GEMM_URL)
+ * has no pin in flight (at most a minute), saying how long on stderr. */
+void bp_gemmd_settle(const bp_variant *v);
 
 /* Whether name is in the comma-separated list. */
 bool bp_listed(const char *list, const char *name);

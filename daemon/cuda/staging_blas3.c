@@ -184,6 +184,50 @@ static int rank_block(plan3 *q, int64_t r0, int64_t r1)
     return call(q, &g);
 }
 
+/* Rectangle r of the host matrix src (ld lds) into the device matrix
+ * dst (ld ldd), on the copies-in stream. */
+static int put(plan3 *q, cuda_panels *x, void *dst, int64_t ldd,
+               const void *src, int64_t lds, cuda_rect r)
+{
+    int rv = GEMM_OK;
+    CK(cuda_copy_rect(x->in, dst, ldd, src, lds, r, q->es,
+                      cudaMemcpyHostToDevice),
+       q->j->msg, sizeof(q->j->msg));
+fail:
+    return rv;
+}
+
+/* Panel t of n has its copies in queued: the worker's stream waits for
+ * them (the last panel's also end the copies-in stage). */
+static int panel_in(plan3 *q, cuda_panels *x, int t, int n)
+{
+    int rv = GEMM_OK;
+    char *m = q->j->msg;
+    size_t ml = sizeof(q->j->msg);
+    if (t == n - 1)
+        CK(cudaEventRecord(q->w->ev[1], x->in), m, ml);
+    CK(cudaEventRecord(x->in_done[t], x->in), m, ml);
+    CK(cudaStreamWaitEvent(q->w->stream, x->in_done[t], 0), m, ml);
+fail:
+    return rv;
+}
+
+/* Panel t has its calls queued: rectangle r of the output goes out after
+ * them, on the copies-out stream. */
+static int panel_out(plan3 *q, cuda_panels *x, int t, cuda_rect r)
+{
+    int rv = GEMM_OK;
+    char *m = q->j->msg;
+    size_t ml = sizeof(q->j->msg);
+    CK(cudaEventRecord(x->run_done[t], q->w->stream), m, ml);
+    CK(cudaStreamWaitEvent(x->out, x->run_done[t], 0), m, ml);
+    CK(cuda_copy_rect(x->out, q->j->d, (int64_t)q->j->shape.d.ld, q->dd, q->ldd,
+                      r, q->es, cudaMemcpyDeviceToHost),
+       m, ml);
+fail:
+    return rv;
+}
+
 /* The rows or columns [r0, r1) of A's (or B's) panel for a rank update. */
 static cuda_rect rank_panel(const gemmd_job *j, const val_matrix *m, int64_t r0,
                             int64_t r1)
@@ -198,8 +242,6 @@ static int run_rank(plan3 *q, cuda_panels *x)
 {
     int rv = GEMM_OK;
     gemmd_job *j = q->j;
-    char *m = j->msg;
-    size_t ml = sizeof(j->msg);
     const val_matrix *sa = &j->shape.a, *sb = &j->shape.b, *sd = &j->shape.d;
     int64_t n = (int64_t)j->n, bs = panel_size(n);
     int np = (int)((n + bs - 1) / bs);
@@ -207,37 +249,25 @@ static int run_rank(plan3 *q, cuda_panels *x)
     for (int t = 0; t < np; t++) {
         int i = j->lower ? t : np - 1 - t;
         int64_t r0 = i * bs, r1 = r0 + bs < n ? r0 + bs : n;
-        if (q->stage_a)
-            CK(cuda_copy_rect(x->in, (void *)q->da, q->lda, j->a,
-                              (int64_t)sa->ld, rank_panel(j, sa, r0, r1), q->es,
-                              cudaMemcpyHostToDevice),
-               m, ml);
-        if (two && q->stage_b)
-            CK(cuda_copy_rect(x->in, (void *)q->db, q->ldb, j->b,
-                              (int64_t)sb->ld, rank_panel(j, sb, r0, r1), q->es,
-                              cudaMemcpyHostToDevice),
-               m, ml);
+        if (q->stage_a &&
+            (rv = put(q, x, (void *)q->da, q->lda, j->a, (int64_t)sa->ld,
+                      rank_panel(j, sa, r0, r1))) != GEMM_OK)
+            return rv;
+        if (two && q->stage_b &&
+            (rv = put(q, x, (void *)q->db, q->ldb, j->b, (int64_t)sb->ld,
+                      rank_panel(j, sb, r0, r1))) != GEMM_OK)
+            return rv;
         cuda_rect ref = j->lower ? (cuda_rect){r0, 0, r1 - r0, r1}
                                  : (cuda_rect){r0, r0, r1 - r0, n - r0};
         cuda_rect diag = {r0, r0, r1 - r0, r1 - r0};
-        CK(cuda_copy_rect(x->in, q->dd, q->ldd, j->d, (int64_t)sd->ld,
-                          j->has_c ? ref : diag, q->es, cudaMemcpyHostToDevice),
-           m, ml);
-        if (t == np - 1)
-            CK(cudaEventRecord(q->w->ev[1], x->in), m, ml);
-        CK(cudaEventRecord(x->in_done[t], x->in), m, ml);
-        CK(cudaStreamWaitEvent(q->w->stream, x->in_done[t], 0), m, ml);
-        if ((rv = rank_block(q, r0, r1)) != GEMM_OK)
-            goto fail;
-        CK(cudaEventRecord(x->run_done[t], q->w->stream), m, ml);
-        CK(cudaStreamWaitEvent(x->out, x->run_done[t], 0), m, ml);
-        CK(cuda_copy_rect(x->out, j->d, (int64_t)sd->ld, q->dd, q->ldd, ref,
-                          q->es, cudaMemcpyDeviceToHost),
-           m, ml);
+        if ((rv = put(q, x, q->dd, q->ldd, j->d, (int64_t)sd->ld,
+                      j->has_c ? ref : diag)) != GEMM_OK ||
+            (rv = panel_in(q, x, t, np)) != GEMM_OK ||
+            (rv = rank_block(q, r0, r1)) != GEMM_OK ||
+            (rv = panel_out(q, x, t, ref)) != GEMM_OK)
+            return rv;
     }
     return GEMM_OK;
-fail:
-    return rv;
 }
 
 /* The rows or columns per block of a trsm solved by blocks along A's
@@ -282,8 +312,6 @@ static int run_trsm(plan3 *q, cuda_panels *x)
 {
     int rv = GEMM_OK;
     gemmd_job *j = q->j;
-    char *m = j->msg;
-    size_t ml = sizeof(j->msg);
     const val_matrix *sa = &j->shape.a, *sd = &j->shape.d;
     int64_t rows = (int64_t)j->m, cols = (int64_t)j->n;
     bool cplx = j->ab_type == GEMM_COMPLEX64 || j->ab_type == GEMM_COMPLEX128;
@@ -299,20 +327,14 @@ static int run_trsm(plan3 *q, cuda_panels *x)
         int64_t u0 = fwd ? 0 : k0, u1 = fwd ? k1 : dim; /* and block k */
         cuda_rect ar = j->right ? opa_rect(j, u0, u1, k0, k1)
                                 : opa_rect(j, k0, k1, u0, u1);
-        if (q->stage_a)
-            CK(cuda_copy_rect(x->in, (void *)q->da, q->lda, j->a,
-                              (int64_t)sa->ld, ar, q->es,
-                              cudaMemcpyHostToDevice),
-               m, ml);
         cuda_rect br = j->right ? (cuda_rect){0, k0, rows, k1 - k0}
                                 : (cuda_rect){k0, 0, k1 - k0, cols};
-        CK(cuda_copy_rect(x->in, q->dd, q->ldd, j->d, (int64_t)sd->ld, br,
-                          q->es, cudaMemcpyHostToDevice),
-           m, ml);
-        if (i == nb - 1)
-            CK(cudaEventRecord(q->w->ev[1], x->in), m, ml);
-        CK(cudaEventRecord(x->in_done[i], x->in), m, ml);
-        CK(cudaStreamWaitEvent(q->w->stream, x->in_done[i], 0), m, ml);
+        if ((q->stage_a && (rv = put(q, x, (void *)q->da, q->lda, j->a,
+                                     (int64_t)sa->ld, ar)) != GEMM_OK) ||
+            (rv = put(q, x, q->dd, q->ldd, j->d, (int64_t)sd->ld, br)) !=
+                GEMM_OK ||
+            (rv = panel_in(q, x, i, nb)) != GEMM_OK)
+            return rv;
         bool first = d1 <= d0;
         if (!first) {
             gemmk_blas3_problem g = q->base;
@@ -342,7 +364,7 @@ static int run_trsm(plan3 *q, cuda_panels *x)
                 g.ldb = q->ldd;
             }
             if ((rv = call(q, &g)) != GEMM_OK)
-                goto fail;
+                return rv;
             snprintf(gemm_ran, sizeof(gemm_ran), "%s", j->ran);
         }
         gemmk_blas3_problem p = q->base;
@@ -353,19 +375,14 @@ static int run_trsm(plan3 *q, cuda_panels *x)
         if (!first)
             p.alpha[0] = 1, p.alpha[1] = 0; /* B_k scaled by the GEMM */
         if ((rv = call(q, &p)) != GEMM_OK)
-            goto fail;
+            return rv;
         snprintf(trsm_ran, sizeof(trsm_ran), "%s", j->ran);
-        CK(cudaEventRecord(x->run_done[i], q->w->stream), m, ml);
-        CK(cudaStreamWaitEvent(x->out, x->run_done[i], 0), m, ml);
-        CK(cuda_copy_rect(x->out, j->d, (int64_t)sd->ld, q->dd, q->ldd, br,
-                          q->es, cudaMemcpyDeviceToHost),
-           m, ml);
+        if ((rv = panel_out(q, x, i, br)) != GEMM_OK)
+            return rv;
     }
     if (gemm_ran[0] != '\0')
         snprintf(j->ran, sizeof(j->ran), "%s+%s", trsm_ran, gemm_ran);
     return GEMM_OK;
-fail:
-    return rv;
 }
 
 /* symm, hemm, trmm: A whole, then independent panels of the output (and
@@ -374,8 +391,6 @@ static int run_side(plan3 *q, cuda_panels *x)
 {
     int rv = GEMM_OK;
     gemmd_job *j = q->j;
-    char *m = j->msg;
-    size_t ml = sizeof(j->msg);
     const val_matrix *sa = &j->shape.a, *sb = &j->shape.b, *sd = &j->shape.d;
     bool tri = j->routine == VAL_TRMM || j->routine == VAL_TRSM;
     int64_t rows = (int64_t)j->m, cols = (int64_t)j->n;
@@ -388,44 +403,32 @@ static int run_side(plan3 *q, cuda_panels *x)
         int64_t r1 = r0 + abs_ < na ? r0 + abs_ : na;
         cuda_rect ar = j->lower ? (cuda_rect){r0, 0, r1 - r0, r1}
                                 : (cuda_rect){r0, r0, r1 - r0, na - r0};
-        CK(cuda_copy_rect(x->in, (void *)q->da, q->lda, j->a, (int64_t)sa->ld,
-                          ar, q->es, cudaMemcpyHostToDevice),
-           m, ml);
+        if ((rv = put(q, x, (void *)q->da, q->lda, j->a, (int64_t)sa->ld,
+                      ar)) != GEMM_OK)
+            return rv;
     }
     for (int i = 0; i < np; i++) {
         int64_t p0 = i * bs, p1 = p0 + bs < dim ? p0 + bs : dim;
         cuda_rect r = j->right ? (cuda_rect){p0, 0, p1 - p0, cols}
                                : (cuda_rect){0, p0, rows, p1 - p0};
-        if (!tri && q->stage_b)
-            CK(cuda_copy_rect(x->in, (void *)q->db, q->ldb, j->b,
-                              (int64_t)sb->ld, r, q->es,
-                              cudaMemcpyHostToDevice),
-               m, ml);
-        if (tri || j->has_c)
-            CK(cuda_copy_rect(x->in, q->dd, q->ldd, j->d, (int64_t)sd->ld, r,
-                              q->es, cudaMemcpyHostToDevice),
-               m, ml);
-        if (i == np - 1)
-            CK(cudaEventRecord(q->w->ev[1], x->in), m, ml);
-        CK(cudaEventRecord(x->in_done[i], x->in), m, ml);
-        CK(cudaStreamWaitEvent(q->w->stream, x->in_done[i], 0), m, ml);
+        if ((!tri && q->stage_b &&
+             (rv = put(q, x, (void *)q->db, q->ldb, j->b, (int64_t)sb->ld,
+                       r)) != GEMM_OK) ||
+            ((tri || j->has_c) && (rv = put(q, x, q->dd, q->ldd, j->d,
+                                            (int64_t)sd->ld, r)) != GEMM_OK) ||
+            (rv = panel_in(q, x, i, np)) != GEMM_OK)
+            return rv;
         gemmk_blas3_problem p = q->base;
         p.m = r.rows;
         p.n = r.cols;
         if (!tri)
             p.b = at(q, q->db, q->ldb, r.r, r.c);
         p.c = (void *)at(q, q->dd, q->ldd, r.r, r.c);
-        if ((rv = call(q, &p)) != GEMM_OK)
-            goto fail;
-        CK(cudaEventRecord(x->run_done[i], q->w->stream), m, ml);
-        CK(cudaStreamWaitEvent(x->out, x->run_done[i], 0), m, ml);
-        CK(cuda_copy_rect(x->out, j->d, (int64_t)sd->ld, q->dd, q->ldd, r,
-                          q->es, cudaMemcpyDeviceToHost),
-           m, ml);
+        if ((rv = call(q, &p)) != GEMM_OK ||
+            (rv = panel_out(q, x, i, r)) != GEMM_OK)
+            return rv;
     }
     return GEMM_OK;
-fail:
-    return rv;
 }
 
 int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)

@@ -20,6 +20,7 @@
 #include <cublas_v2.h>
 #include <stdio.h>
 
+#include "catalog.h"
 #include "ctx_internal.h"
 #include "gemm_kernels_blas3.h"
 
@@ -217,21 +218,14 @@ const char *kernel_name(const gemmk_blas3_problem *p)
     return names[t][p->routine];
 }
 
-bool aligned16(const void *p)
-{
-    return ((uintptr_t)p & 15u) == 0;
-}
-
 /* GEMMK_GEMM3 in fp32 on our GEMM at fp32 accuracy (3xTF32 on the
  * tensor cores, where cuBLAS's SGEMM runs on the CUDA cores), when its
- * leading dimensions and pointers are what gemmk_gemm's fp32 path takes:
- * true with *e its result; false for cuBLAS. */
+ * leading dimensions and pointers are what gemmk_gemm takes (its
+ * check_shape): true with *e its result; false for cuBLAS. */
 bool gemm3_ours(gemmk_ctx *ctx, cudaStream_t s, const gemmk_blas3_problem *p,
                 gemmk_result *res, gemm_error *e)
 {
-    if (p->routine != GEMMK_GEMM3 || p->dtype != GEMM_FP32 || p->lda % 8 ||
-        p->ldb % 8 || p->ldc % 8 || !aligned16(p->a) || !aligned16(p->b) ||
-        !aligned16(p->c))
+    if (p->routine != GEMMK_GEMM3 || p->dtype != GEMM_FP32)
         return false;
     gemmk_problem g = {};
     g.m = p->m;
@@ -252,6 +246,9 @@ bool gemm3_ours(gemmk_ctx *ctx, cudaStream_t s, const gemmk_blas3_problem *p,
     g.alpha = (float)p->alpha[0];
     g.beta = (float)p->beta[0];
     g.precision = GEMM_PRECISION_FP32;
+    const char *why = nullptr;
+    if (check_shape(&g, &why) != GEMM_OK)
+        return false;
     *e = gemmk_gemm(ctx, &g, s, nullptr, res);
     return true;
 }
