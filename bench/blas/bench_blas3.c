@@ -1,6 +1,7 @@
 /*
- * bench_blas3.c: the level-3 routines besides GEMM (?syrk, ?trsm, ?symm)
- * from a plain C program through libgemmblas (with gemmd) and NVBLAS,
+ * bench_blas3.c: the level-3 routines besides GEMM (?syrk, ?trsm, ?symm by
+ * default; ?herk, ?syr2k, ?her2k, ?trmm, ?hemm by name) from a plain C
+ * program through libgemmblas (with gemmd) and NVBLAS,
  * side by side in one run:
  *   gemmblas   libgemmblas, gemmd running (GEMMBLAS_MIN_FLOPS=0)
  *   gemmblas-zc  the same in its zero-copy mode: preloaded (its malloc is
@@ -25,9 +26,10 @@
  * procs" column is the slowest one's time per call. The openblas variant's
  * worker prints its configuration (openblas_get_config, core, threads;
  * --openblas-coretype sets OPENBLAS_CORETYPE where a VM hides the CPU's
- * flags). Square problems: syrk L N (C n x n, A n x n), trsm L L N N (A
- * lower, diagonal n, alpha n: the solution keeps its size call after
- * call), symm L L; beta 0. Random data; every worker prints 16 sampled
+ * flags). Square problems: syrk, herk, syr2k, her2k L N (C n x n, A and
+ * B n x n), trsm L L N N (A lower, diagonal n, alpha n: the solution
+ * keeps its size call after call), trmm the same with alpha 1/n, symm and
+ * hemm L L; beta 0. Random data; every worker prints 16 sampled
  * outputs of its first call and the controller checks them against the
  * first variant's (NVBLAS computes the same problem). --budget-s bounds
  * the whole run: rows that no longer fit are listed as not run.
@@ -38,6 +40,7 @@
  */
 #include "proc.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
@@ -55,6 +58,9 @@ typedef void (*syrk_fn)(const char *, const char *, const int *, const int *,
 typedef void (*trsm_fn)(const char *, const char *, const char *, const char *,
                         const int *, const int *, const void *, const void *,
                         const int *, void *, const int *);
+typedef void (*r2k_fn)(const char *, const char *, const int *, const int *,
+                       const void *, const void *, const int *, const void *,
+                       const int *, const void *, void *, const int *);
 typedef void (*symm_fn)(const char *, const char *, const int *, const int *,
                         const void *, const void *, const int *, const void *,
                         const int *, const void *, void *, const int *);
@@ -80,13 +86,31 @@ static void fill(void *p, size_t n, bool f32, uint64_t seed)
  * until WARM_MS have passed since the first began (at least the first),
  * then "READY", waits for a byte on stdin, makes CALLS calls and prints
  * "RESULT4 total_ms". */
-/* One call of routine `what` (syrk, trsm or symm) through f. */
+/* The routine kinds: syrk, herk (rank k), syr2k, her2k (rank 2k), trsm,
+ * trmm (triangular), symm, hemm. */
+static const char *const kinds[] = {"syrk", "herk", "syr2k", "her2k",
+                                    "trsm", "trmm", "symm",  "hemm"};
+enum { NKINDS = 8 };
+
+static int kind_of(const char *what)
+{
+    for (int k = 0; k < NKINDS; k++)
+        if (strcmp(what, kinds[k]) == 0)
+            return k;
+    return -1;
+}
+
+/* One call of routine `what` through f: L N for the rank updates (C
+ * lower), L L N N for the triangular ones, L L for symm and hemm. */
 static void call_once(void *f, const char *what, int n, const void *alpha,
                       const void *beta, void *a, void *b, void *c)
 {
-    if (strcmp(what, "syrk") == 0)
+    int k = kind_of(what);
+    if (k == 0 || k == 1)
         ((syrk_fn)f)("L", "N", &n, &n, alpha, a, &n, beta, c, &n);
-    else if (strcmp(what, "trsm") == 0)
+    else if (k == 2 || k == 3)
+        ((r2k_fn)f)("L", "N", &n, &n, alpha, a, &n, b, &n, beta, c, &n);
+    else if (k == 4 || k == 5)
         ((trsm_fn)f)("L", "L", "N", "N", &n, &n, alpha, a, &n, b, &n);
     else
         ((symm_fn)f)("L", "L", &n, &n, alpha, a, &n, b, &n, beta, c, &n);
@@ -115,8 +139,14 @@ static int worker(int argc, char **argv)
     fill(b, nn * parts, f32, 2);
     double alpha_d[2] = {1, 0}, beta_d[2] = {0, 0};
     float alpha_f[2] = {1, 0}, beta_f[2] = {0, 0};
-    bool trsm = strcmp(what, "trsm") == 0;
-    if (trsm) { /* a well-conditioned lower triangle: diagonal n, alpha n */
+    if (kind_of(what) < 0) {
+        printf("ERROR no such routine: %s\n", rt);
+        return 1;
+    }
+    bool trsm = strcmp(what, "trsm") == 0, trmm = strcmp(what, "trmm") == 0;
+    /* a well-conditioned lower triangle, diagonal n; alpha n for trsm and
+     * 1/n for trmm, so that B keeps its size call after call */
+    if (trsm || trmm) {
         for (int i = 0; i < n; i++) {
             size_t d = ((size_t)i * n + i) * parts;
             if (f32)
@@ -124,8 +154,8 @@ static int worker(int argc, char **argv)
             else
                 ((double *)a)[d] = n;
         }
-        alpha_d[0] = n;
-        alpha_f[0] = (float)n;
+        alpha_d[0] = trsm ? n : 1.0 / n;
+        alpha_f[0] = (float)alpha_d[0];
     }
     const void *alpha = f32 ? (void *)alpha_f : (void *)alpha_d;
     const void *beta = f32 ? (void *)beta_f : (void *)beta_d;
@@ -145,7 +175,7 @@ static int worker(int argc, char **argv)
     }
     double t1 = bp_now_ms();
     bp_print_blas_config(h);
-    void *out = trsm ? b : c;
+    void *out = trsm || trmm ? b : c;
     double best = INFINITY, first = 0;
     int total = calls;
     double go = 0, steady = 0;
@@ -173,7 +203,7 @@ static int worker(int argc, char **argv)
             for (int s = 0; s < 16; s++) {
                 size_t r = (s * 7919u + 13) % (unsigned)n;
                 size_t q = (s * 104729u + 7) % (unsigned)n;
-                if (r < q) { /* syrk writes the lower triangle */
+                if (r < q) { /* the rank updates write the lower triangle */
                     size_t x = r;
                     r = q;
                     q = x;
@@ -260,22 +290,24 @@ static void run_procs(const bp_variant *v, const char *rt, int n, int calls,
 }
 
 /* Work of routine rt at n as the table counts it (flops; complex counts 4
- * real products). */
+ * real products): n^3 for the rank-k updates and the triangular ones,
+ * 2 n^3 for the rank-2k updates, symm and hemm. */
 static double flops(const char *rt, int n)
 {
     double x = (double)n * n * n;
-    double f = strcmp(rt + 1, "symm") == 0 ? 2 * x : x; /* syrk, trsm: n^3 */
+    int k = kind_of(rt + 1);
+    double f = k == 2 || k == 3 || k >= 6 ? 2 * x : x;
     return rt[0] == 'c' || rt[0] == 'z' ? 4 * f : f;
 }
 
 /* The same call's work as libgemmblas measures it against its thresholds
- * (blas/level3_offload.c): syrk n (n + 1) k, symm 2 m n m, trsm m n m. */
+ * (blas/level3_offload.c): syrk/herk n (n + 1) k, syr2k/her2k twice that,
+ * symm/hemm 2 m n m, trsm/trmm m n m. */
 static double lib_flops(const char *rt, int n)
 {
-    double x = (double)n * n * n;
-    double f = strcmp(rt + 1, "syrk") == 0   ? (double)n * (n + 1) * n
-               : strcmp(rt + 1, "symm") == 0 ? 2 * x
-                                             : x;
+    double x = (double)n * n * n, r = (double)n * (n + 1) * n;
+    int k = kind_of(rt + 1);
+    double f = k <= 1 ? r : k <= 3 ? 2 * r : k >= 6 ? 2 * x : x;
     return rt[0] == 'c' || rt[0] == 'z' ? 4 * f : f;
 }
 
@@ -314,15 +346,14 @@ static void usage(void)
           stderr);
 }
 
-/* Per routine kind (syrk, trsm, symm), over its types: the smallest size
- * from which gemmblas beats openblas at every larger size tried, as the
- * threshold libgemmblas would need. */
+/* Per routine kind, over its types: the smallest size from which
+ * gemmblas beats openblas at every larger size tried, as the threshold
+ * libgemmblas would need. */
 static void print_crossover(char **rts, int nr, char **szs, int ns,
                             const result *res, int nvar, int ig, int io)
 {
-    static const char *const kinds[] = {"syrk", "trsm", "symm"};
     printf("\ncrossover (best steady call, gemmd vs in-process OpenBLAS):\n");
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < NKINDS; k++) {
         double worst = 0;
         bool any = false;
         for (int ri = 0; ri < nr; ri++) {
@@ -350,13 +381,13 @@ static void print_crossover(char **rts, int nr, char **szs, int ns,
         }
         if (!any)
             continue;
-        char up[8];
-        for (int i = 0; i < 5; i++)
-            up[i] = (char)(kinds[k][i] - ('a' - 'A'));
+        char up[8] = "";
+        for (int i = 0; kinds[k][i] != '\0' && i < 7; i++)
+            up[i] = (char)toupper((unsigned char)kinds[k][i]);
         if (isfinite(worst))
-            printf("proposed GEMMBLAS_MIN_FLOPS_%.4s=%.3g\n", up, worst);
+            printf("proposed GEMMBLAS_MIN_FLOPS_%s=%.3g\n", up, worst);
         else
-            printf("proposed GEMMBLAS_MIN_FLOPS_%.4s: above the sizes tried\n",
+            printf("proposed GEMMBLAS_MIN_FLOPS_%s: above the sizes tried\n",
                    up);
     }
 }

@@ -1205,6 +1205,35 @@ static int level3_checked(int n, int seed)
     return bad;
 }
 
+/* Large contiguous operands (18 MB each: staged with streaming stores by
+ * the copy threads): C = (2 I) B + C0 comes back exact. */
+Test(blas_api, gemm_large_copies_exact, .init = with_daemon,
+     .fini = fixture_stop)
+{
+    env("0");
+    int n = 1536;
+    size_t nn = (size_t)n * n;
+    double *a = calloc(nn, 8), *b = malloc(nn * 8), *c = malloc(nn * 8);
+    cr_assert(a != NULL && b != NULL && c != NULL);
+    for (int i = 0; i < n; i++)
+        a[(size_t)i * n + i] = 2;
+    for (size_t i = 0; i < nn; i++) {
+        b[i] = (double)(i % 1021) - 510;
+        c[i] = (double)(i % 7);
+    }
+    double one = 1;
+    uint64_t served = served3(GEMM_ROUTINE_GEMM);
+    dgemm_("N", "N", &n, &n, &n, &one, a, &n, b, &n, &one, c, &n);
+    cr_expect_eq(served3(GEMM_ROUTINE_GEMM) - served, 1, "dgemm via gemmd");
+    long bad = 0;
+    for (size_t i = 0; i < nn; i++)
+        bad += c[i] != 2 * b[i] + (double)(i % 7);
+    cr_expect_eq(bad, 0, "%ld elements wrong", bad);
+    free(a);
+    free(b);
+    free(c);
+}
+
 /* Large triangles (a dsyrk's output, both triangles, ldc > n, beta 1)
  * are staged and copied back by the copy threads with streaming stores
  * (>= 16 MiB): the referenced triangle is exact, the other and the

@@ -74,7 +74,7 @@ GEMM_API int gemm_client_open_timeout(gemm_client **out, const char *url,
                                       int timeout_ms)
 {
     gemm_client *c;
-    bool closed;
+    bool handed;
     int rv;
 
     cli_clear_error();
@@ -120,10 +120,10 @@ GEMM_API int gemm_client_open_timeout(gemm_client **out, const char *url,
                        nng_strerror(rv));
         goto fail_sock;
     }
-    if ((rv = cli_dial(c, timeout_ms < -1 ? -1 : timeout_ms, &closed)) !=
+    if ((rv = cli_dial(c, timeout_ms < -1 ? -1 : timeout_ms, &handed)) !=
         GEMM_OK) {
-        if (closed)
-            goto fail_mtx;
+        if (handed)
+            return rv; /* c is the dialing thread's now */
         goto fail_sock;
     }
     *out = c;
@@ -132,10 +132,15 @@ GEMM_API int gemm_client_open_timeout(gemm_client **out, const char *url,
 fail_sock:
     nng_close(c->sock);
 fail_mtx:
+    cli_client_free(c);
+    return rv;
+}
+
+void cli_client_free(gemm_client *c)
+{
     pthread_mutex_destroy(&c->mtx);
     pthread_mutex_destroy(&c->fd_mtx);
     free(c);
-    return rv;
 }
 
 GEMM_API void gemm_client_close(gemm_client *c)

@@ -5,7 +5,9 @@
  * once, but waits up to its own 10 s for the handshake of a daemon that
  * accepted the connection and does not answer (stopped, hung); so the dial
  * runs on a short-lived thread and the caller's thread gives up at its
- * deadline by closing the socket, which aborts the dial. Closing is bounded
+ * deadline, leaving the socket to that thread, which closes it when its
+ * dial returns (closing it under the dial can crash nng 1.5.2). Closing is
+ * bounded
  * the same way: nng 1.5.2's nng_close() can deadlock once the daemon is
  * gone, and a library must not hang the program that loaded it.
  */
@@ -21,60 +23,80 @@
 #include <time.h>
 #include <unistd.h>
 
-/* One dial in flight: filled by the dialing thread, read under mtx. */
+/* One dial in flight, shared by the dialing thread and the caller until
+ * the caller gives up; then the dialing thread owns it (and the client). */
 struct dial_job {
     pthread_mutex_t mtx;
     pthread_cond_t cv; /* signalled when done turns true */
-    nng_socket sock;
-    const char *url;
+    gemm_client *c;
     nng_dialer dialer;
-    int rv;    /* nng_dial()'s result */
-    bool done; /* nng_dial() returned */
+    int rv;         /* nng_dial()'s result */
+    bool done;      /* nng_dial() returned */
+    bool abandoned; /* the caller gave up: the dialing thread cleans up */
 };
 
-/* The dialing thread: one synchronous nng_dial(), then signals. */
+static void dial_job_free(struct dial_job *j)
+{
+    pthread_cond_destroy(&j->cv);
+    pthread_mutex_destroy(&j->mtx);
+    free(j);
+}
+
+/* The dialing thread: one synchronous nng_dial(), then signals; when the
+ * caller has given up by then, closes the dialer and the socket (only now:
+ * nng 1.5.2 can crash when a socket is closed under a dial in progress)
+ * and frees the client, whose pipe callback the close may still call. */
 static void *dial_main(void *arg)
 {
     struct dial_job *j = arg;
     nng_dialer d = NNG_DIALER_INITIALIZER;
-    int rv = nng_dial(j->sock, j->url, &d, 0);
+    int rv = nng_dial(j->c->sock, j->c->url, &d, 0);
 
     pthread_mutex_lock(&j->mtx);
     j->rv = rv;
     j->dialer = d;
     j->done = true;
+    bool abandoned = j->abandoned;
     pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&j->mtx);
+    if (abandoned) {
+        if (rv == 0)
+            nng_dialer_close(d);
+        nng_close(j->c->sock);
+        cli_client_free(j->c);
+        dial_job_free(j);
+    }
     return NULL;
 }
 
 /*
- * Runs nng_dial(sock, url) and waits at most timeout_ms (-1: until it
- * returns). Returns nng_dial()'s result, or NNG_ETIMEDOUT after closing
- * sock (which aborts the dial) when the deadline passed first. Any thread.
+ * Runs nng_dial(c->sock, c->url) and waits at most timeout_ms (-1: until
+ * it returns). Returns nng_dial()'s result, or NNG_ETIMEDOUT when the
+ * deadline passed first: then *handed is true, and the socket and c
+ * belong to the dialing thread, which closes and frees them once its dial
+ * returns (nng's handshake limit, or the daemon answering or going away).
+ * The opening thread only.
  */
-static int dial_bounded(nng_socket sock, const char *url, int timeout_ms,
-                        nng_dialer *dialer, bool *closed)
+static int dial_bounded(gemm_client *c, int timeout_ms, bool *handed)
 {
-    struct dial_job j = {.sock = sock, .url = url};
+    struct dial_job *j;
     pthread_condattr_t ca;
     pthread_t th;
     struct timespec dl;
     int rv;
 
-    *closed = false;
-    if (timeout_ms < 0) {
-        rv = nng_dial(sock, url, dialer, 0);
-        return rv;
-    }
-    pthread_mutex_init(&j.mtx, NULL);
+    *handed = false;
+    if (timeout_ms < 0 || (j = calloc(1, sizeof(*j))) == NULL)
+        return nng_dial(c->sock, c->url, &c->dialer, 0);
+    j->c = c;
+    pthread_mutex_init(&j->mtx, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&j.cv, &ca);
+    pthread_cond_init(&j->cv, &ca);
     pthread_condattr_destroy(&ca);
-    if (pthread_create(&th, NULL, dial_main, &j) != 0) {
-        rv = nng_dial(sock, url, dialer, 0);
-        goto out;
+    if (pthread_create(&th, NULL, dial_main, j) != 0) {
+        dial_job_free(j);
+        return nng_dial(c->sock, c->url, &c->dialer, 0);
     }
     clock_gettime(CLOCK_MONOTONIC, &dl);
     dl.tv_sec += timeout_ms / 1000;
@@ -83,22 +105,23 @@ static int dial_bounded(nng_socket sock, const char *url, int timeout_ms,
         dl.tv_sec++;
         dl.tv_nsec -= 1000000000L;
     }
-    pthread_mutex_lock(&j.mtx);
-    while (!j.done && pthread_cond_timedwait(&j.cv, &j.mtx, &dl) != ETIMEDOUT) {
+    pthread_mutex_lock(&j->mtx);
+    while (!j->done &&
+           pthread_cond_timedwait(&j->cv, &j->mtx, &dl) != ETIMEDOUT) {
     }
-    bool done = j.done;
-    pthread_mutex_unlock(&j.mtx);
+    bool done = j->done;
+    if (!done)
+        j->abandoned = true;
+    pthread_mutex_unlock(&j->mtx);
     if (!done) {
-        /* Aborts the handshake: nng_dial() returns NNG_ECLOSED. */
-        nng_close(sock);
-        *closed = true;
+        pthread_detach(th);
+        *handed = true;
+        return NNG_ETIMEDOUT;
     }
     pthread_join(th, NULL);
-    rv = done ? j.rv : NNG_ETIMEDOUT;
-    *dialer = j.dialer;
-out:
-    pthread_cond_destroy(&j.cv);
-    pthread_mutex_destroy(&j.mtx);
+    rv = j->rv;
+    c->dialer = j->dialer;
+    dial_job_free(j);
     return rv;
 }
 
@@ -316,9 +339,11 @@ bool cli_close_socket(gemm_client *c)
     return done;
 }
 
-int cli_dial(gemm_client *c, int timeout_ms, bool *closed)
+int cli_dial(gemm_client *c, int timeout_ms, bool *handed)
 {
-    int rv = dial_bounded(c->sock, c->url, timeout_ms, &c->dialer, closed);
+    char url[CLI_URL_MAX];
+    snprintf(url, sizeof(url), "%s", c->url); /* c may be gone after */
+    int rv = dial_bounded(c, timeout_ms, handed);
 
-    return rv == 0 ? GEMM_OK : dial_error(c->url, rv, timeout_ms);
+    return rv == 0 ? GEMM_OK : dial_error(url, rv, timeout_ms);
 }

@@ -116,10 +116,15 @@ int cli_call(gemm_client *c, Gemm__Request *req, const char *what,
  * Dials c->sock to c->url, waiting at most timeout_ms (-1: nng's own limit)
  * for the daemon's handshake (dial.c). Returns GEMM_OK (c->dialer set), or
  * the error with its message set: GEMM_ERR_CONNECT, GEMM_ERR_PERMISSION,
- * GEMM_ERR_NOT_ANSWERING, GEMM_ERR_INVALID. *closed is true when c->sock
- * had to be closed to abort the dial. The opening thread only.
+ * GEMM_ERR_NOT_ANSWERING, GEMM_ERR_INVALID. *handed is true when the
+ * deadline passed first: c (and its socket) then belong to the dialing
+ * thread, which frees them with cli_client_free once its dial returns, and
+ * the caller must not touch c again. The opening thread only.
  */
-int cli_dial(gemm_client *c, int timeout_ms, bool *closed);
+int cli_dial(gemm_client *c, int timeout_ms, bool *handed);
+
+/* Frees an opened client's locks and memory (its socket is closed). */
+void cli_client_free(gemm_client *c);
 
 /*
  * Closes c's dialer, then c->sock, waiting at most CLI_CLOSE_WAIT_MS:

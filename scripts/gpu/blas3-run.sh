@@ -6,7 +6,9 @@
 #      flag against a long double reference, triangles, argument rules
 #   2. netlib's xblat3{s,d,c,z} and x{s,d,c,z}cblat3 through libgemmblas
 #      (LD_PRELOAD, GEMMBLAS_MIN_FLOPS=0) against a private gemmd --backend
-#      cuda; every routine's served counter must grow
+#      cuda; every routine's served counter must grow; then Debian's
+#      reference LAPACK (bundled) solving and factorizing over libgemmblas
+#      (lapack.sh: the results, and the gemm, syrk, trsm counters)
 #   3. bench_blas3: ?syrk, ?trsm, ?symm (d, s, z) at 4096 and 8192 through
 #      libgemmblas, NVBLAS without and with autopin and the host's OpenBLAS:
 #      first call, steady state (best of 3 calls), 4 processes at once
@@ -58,6 +60,10 @@ for p in ${TESTERS:-d s z c}; do
         note "netlib $1 ($BACKEND) rc=$? $(grep -E 'PASSED$|gemmd served|gemm [0-9]|FAIL' "$L/netlib-$1.log" | tr '\n' ' ')"
     done
 done
+# 2b. a reference LAPACK's solve and Cholesky over libgemmblas
+LAPACK=$D/lib/lapack/liblapack.so.3 LAPACK_N=${LAPACK_N:-2000} timeout 120 \
+    sh "$D/lapack.sh" "$D/bin/blas_lapack_probe" >"$L/lapack.log" 2>&1
+note "lapack ($BACKEND) rc=$? $(grep -E 'residual|error|gemm [0-9]' "$L/lapack.log" | tr '\n' ' ')"
 echo "   (tests: $(($(date +%s) - T0)) s)"
 unset GEMMD_BLAS3_PANEL
 fi

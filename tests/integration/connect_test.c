@@ -104,6 +104,33 @@ Test(connect, descriptor_channel_timeout_is_a_timeout)
     resume_and_stop(&d);
 }
 
+/* Opens that give up at every point of a dial (timeouts of 0-3 ms against
+ * a stopped daemon) leave the dial to its own thread, which closes the
+ * socket only once the dial returns: closing it under the dial crashed
+ * nng 1.5.2 (a panic in nng_dial seen under load). The program survives
+ * them all, and the daemon, resumed, serves a new client. */
+Test(connect, abandoned_dials_close_safely)
+{
+    gemmd_proc d;
+    gemm_client *c = NULL;
+    char why[512];
+    cr_assert_eq(gemmd_start(&d, NULL, why, sizeof(why)), 0, "%s", why);
+    for (int i = 0; i < 600; i++) /* a running daemon: dials end anywhere */
+        if (gemm_client_open_timeout(&c, d.url, i % 2) == GEMM_OK)
+            gemm_client_close(c);
+    cr_assert_eq(kill(d.pid, SIGSTOP), 0);
+    for (int i = 0; i < 120; i++)
+        cr_expect_neq(gemm_client_open_timeout(&c, d.url, i % 4), GEMM_OK);
+    cr_assert_eq(kill(d.pid, SIGCONT), 0);
+    int rv = gemm_client_open_timeout(&c, d.url, 10000);
+    cr_assert_eq(rv, GEMM_OK, "open after SIGCONT: %s (%s)", gemm_strerror(rv),
+                 gemm_last_error_message());
+    tu_assert_healthy(c);
+    gemm_client_close(c);
+    cr_expect_eq(gemmd_stop(&d, 20.0), 0);
+    gemmd_destroy(&d);
+}
+
 Test(connect, missing_socket_fails_at_once)
 {
     gemm_client *c = NULL;
