@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-typedef void (*dgesv_fn)(const int *, const int *, double *, const int *,
-                         int *, double *, const int *, int *);
+typedef void (*dgesv_fn)(const int *, const int *, double *, const int *, int *,
+                         double *, const int *, int *);
 typedef void (*dpotrf_fn)(const char *, const int *, double *, const int *,
                           int *);
 
@@ -42,10 +42,11 @@ int main(int argc, char **argv)
     dgesv_fn gesv = (dgesv_fn)dlsym(h, "dgesv_");
     dpotrf_fn potrf = (dpotrf_fn)dlsym(h, "dpotrf_");
     size_t nn = (size_t)n * n;
-    double *a = malloc(nn * 8), *a0 = malloc(nn * 8), *x = malloc((size_t)n * 8);
+    double *a = malloc(nn * 8), *a0 = malloc(nn * 8),
+           *x = malloc((size_t)n * 8);
     int *piv = malloc((size_t)n * sizeof(int));
-    if (gesv == NULL || potrf == NULL || a == NULL || a0 == NULL ||
-        x == NULL || piv == NULL) {
+    if (gesv == NULL || potrf == NULL || a == NULL || a0 == NULL || x == NULL ||
+        piv == NULL) {
         fprintf(stderr, "lapack_probe: no dgesv_/dpotrf_ or no memory\n");
         return 1;
     }
