@@ -65,6 +65,14 @@ static void client_pipe_removed(nng_pipe p, nng_pipe_ev ev, void *arg)
     pthread_mutex_unlock(&c->mtx);
 }
 
+/* Frees an opened client's locks and memory (its socket is closed). */
+static void client_free(gemm_client *c)
+{
+    pthread_mutex_destroy(&c->mtx);
+    pthread_mutex_destroy(&c->fd_mtx);
+    free(c);
+}
+
 GEMM_API int gemm_client_open(gemm_client **out, const char *url)
 {
     return gemm_client_open_timeout(out, url, GEMM_CONNECT_TIMEOUT_MS);
@@ -120,8 +128,8 @@ GEMM_API int gemm_client_open_timeout(gemm_client **out, const char *url,
                        nng_strerror(rv));
         goto fail_sock;
     }
-    if ((rv = cli_dial(c, timeout_ms < -1 ? -1 : timeout_ms, &handed)) !=
-        GEMM_OK) {
+    if ((rv = cli_dial(c, timeout_ms < -1 ? -1 : timeout_ms, client_free,
+                       &handed)) != GEMM_OK) {
         if (handed)
             return rv; /* c is the dialing thread's now */
         goto fail_sock;
@@ -132,15 +140,8 @@ GEMM_API int gemm_client_open_timeout(gemm_client **out, const char *url,
 fail_sock:
     nng_close(c->sock);
 fail_mtx:
-    cli_client_free(c);
+    client_free(c);
     return rv;
-}
-
-void cli_client_free(gemm_client *c)
-{
-    pthread_mutex_destroy(&c->mtx);
-    pthread_mutex_destroy(&c->fd_mtx);
-    free(c);
 }
 
 GEMM_API void gemm_client_close(gemm_client *c)

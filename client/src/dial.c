@@ -29,6 +29,7 @@ struct dial_job {
     pthread_mutex_t mtx;
     pthread_cond_t cv; /* signalled when done turns true */
     gemm_client *c;
+    void (*free_client)(gemm_client *);
     nng_dialer dialer;
     int rv;         /* nng_dial()'s result */
     bool done;      /* nng_dial() returned */
@@ -45,7 +46,8 @@ static void dial_job_free(struct dial_job *j)
 /* The dialing thread: one synchronous nng_dial(), then signals; when the
  * caller has given up by then, closes the dialer and the socket (only now:
  * nng 1.5.2 can crash when a socket is closed under a dial in progress)
- * and frees the client, whose pipe callback the close may still call. */
+ * and frees the client (free_client), whose pipe callback the close may
+ * still call. */
 static void *dial_main(void *arg)
 {
     struct dial_job *j = arg;
@@ -63,7 +65,7 @@ static void *dial_main(void *arg)
         if (rv == 0)
             nng_dialer_close(d);
         nng_close(j->c->sock);
-        cli_client_free(j->c);
+        j->free_client(j->c);
         dial_job_free(j);
     }
     return NULL;
@@ -74,10 +76,12 @@ static void *dial_main(void *arg)
  * it returns). Returns nng_dial()'s result, or NNG_ETIMEDOUT when the
  * deadline passed first: then *handed is true, and the socket and c
  * belong to the dialing thread, which closes and frees them once its dial
- * returns (nng's handshake limit, or the daemon answering or going away).
+ * returns (nng's handshake limit, or the daemon answering or going away),
+ * freeing c with free_client.
  * The opening thread only.
  */
-static int dial_bounded(gemm_client *c, int timeout_ms, bool *handed)
+static int dial_bounded(gemm_client *c, int timeout_ms,
+                        void (*free_client)(gemm_client *), bool *handed)
 {
     struct dial_job *j;
     pthread_condattr_t ca;
@@ -89,6 +93,7 @@ static int dial_bounded(gemm_client *c, int timeout_ms, bool *handed)
     if (timeout_ms < 0 || (j = calloc(1, sizeof(*j))) == NULL)
         return nng_dial(c->sock, c->url, &c->dialer, 0);
     j->c = c;
+    j->free_client = free_client;
     pthread_mutex_init(&j->mtx, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -339,11 +344,12 @@ bool cli_close_socket(gemm_client *c)
     return done;
 }
 
-int cli_dial(gemm_client *c, int timeout_ms, bool *handed)
+int cli_dial(gemm_client *c, int timeout_ms, void (*free_client)(gemm_client *),
+             bool *handed)
 {
     char url[CLI_URL_MAX];
     snprintf(url, sizeof(url), "%s", c->url); /* c may be gone after */
-    int rv = dial_bounded(c, timeout_ms, handed);
+    int rv = dial_bounded(c, timeout_ms, free_client, handed);
 
     return rv == 0 ? GEMM_OK : dial_error(url, rv, timeout_ms);
 }

@@ -118,13 +118,12 @@ int cli_call(gemm_client *c, Gemm__Request *req, const char *what,
  * the error with its message set: GEMM_ERR_CONNECT, GEMM_ERR_PERMISSION,
  * GEMM_ERR_NOT_ANSWERING, GEMM_ERR_INVALID. *handed is true when the
  * deadline passed first: c (and its socket) then belong to the dialing
- * thread, which frees them with cli_client_free once its dial returns, and
- * the caller must not touch c again. The opening thread only.
+ * thread, which closes the socket once its dial returns and then calls
+ * free_client(c); the caller must not touch c again. The opening thread
+ * only.
  */
-int cli_dial(gemm_client *c, int timeout_ms, bool *handed);
-
-/* Frees an opened client's locks and memory (its socket is closed). */
-void cli_client_free(gemm_client *c);
+int cli_dial(gemm_client *c, int timeout_ms, void (*free_client)(gemm_client *),
+             bool *handed);
 
 /*
  * Closes c's dialer, then c->sock, waiting at most CLI_CLOSE_WAIT_MS:

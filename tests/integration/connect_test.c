@@ -34,6 +34,20 @@ static void resume_and_stop(gemmd_proc *d)
     gemmd_destroy(d);
 }
 
+/* Lets gemmd go on (SIGCONT): a new client is served; then stops it. */
+static void resume_and_serve(gemmd_proc *d)
+{
+    gemm_client *c = NULL;
+    cr_assert_eq(kill(d->pid, SIGCONT), 0);
+    int rv = gemm_client_open_timeout(&c, d->url, 10000);
+    cr_assert_eq(rv, GEMM_OK, "open after SIGCONT: %s (%s)", gemm_strerror(rv),
+                 gemm_last_error_message());
+    tu_assert_healthy(c);
+    gemm_client_close(c);
+    cr_expect_eq(gemmd_stop(d, 20.0), 0);
+    gemmd_destroy(d);
+}
+
 Test(connect, stopped_daemon_is_not_answering_within_the_timeout)
 {
     gemmd_proc d;
@@ -74,14 +88,7 @@ Test(connect, the_daemon_answers_again_after_sigcont)
     start_stopped(&d);
     cr_expect_eq(gemm_client_open_timeout(&c, d.url, 200),
                  GEMM_ERR_NOT_ANSWERING);
-    cr_assert_eq(kill(d.pid, SIGCONT), 0);
-    int rv = gemm_client_open_timeout(&c, d.url, 10000);
-    cr_assert_eq(rv, GEMM_OK, "open after SIGCONT: %s (%s)", gemm_strerror(rv),
-                 gemm_last_error_message());
-    tu_assert_healthy(c);
-    gemm_client_close(c);
-    cr_expect_eq(gemmd_stop(&d, 20.0), 0);
-    gemmd_destroy(&d);
+    resume_and_serve(&d);
 }
 
 Test(connect, descriptor_channel_timeout_is_a_timeout)
@@ -121,14 +128,7 @@ Test(connect, abandoned_dials_close_safely)
     cr_assert_eq(kill(d.pid, SIGSTOP), 0);
     for (int i = 0; i < 120; i++)
         cr_expect_neq(gemm_client_open_timeout(&c, d.url, i % 4), GEMM_OK);
-    cr_assert_eq(kill(d.pid, SIGCONT), 0);
-    int rv = gemm_client_open_timeout(&c, d.url, 10000);
-    cr_assert_eq(rv, GEMM_OK, "open after SIGCONT: %s (%s)", gemm_strerror(rv),
-                 gemm_last_error_message());
-    tu_assert_healthy(c);
-    gemm_client_close(c);
-    cr_expect_eq(gemmd_stop(&d, 20.0), 0);
-    gemmd_destroy(&d);
+    resume_and_serve(&d);
 }
 
 Test(connect, missing_socket_fails_at_once)
