@@ -43,6 +43,7 @@
 #include <gemm_kernels_blas3.h>
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -83,16 +84,25 @@ static void panel_read(void)
     }
 }
 
-/* Rows or columns per panel of a dimension dim: the knob, or about an
- * eighth (a multiple of 128, at least 512), so that at most CUDA_PANELS. */
-static int64_t panel_size(int64_t dim)
+/* Rows or columns per cut of a dimension dim: the knob when set, else
+ * `part` rounded up to a multiple of 128 within [lo, hi]; at least so
+ * many that there are at most CUDA_PANELS cuts. */
+static int64_t cut_size(int64_t dim, int64_t part, int64_t lo, int64_t hi)
 {
     pthread_once(&panel_once, panel_read);
-    int64_t p = panel_knob > 0 ? panel_knob : ((dim + 7) / 8 + 127) / 128 * 128;
-    if (panel_knob <= 0 && p < 512)
-        p = 512;
+    int64_t p = (part + 127) / 128 * 128;
+    p = p < lo ? lo : p > hi ? hi : p;
+    if (panel_knob > 0)
+        p = panel_knob;
     int64_t least = (dim + CUDA_PANELS - 1) / CUDA_PANELS;
     return p < least ? least : p;
+}
+
+/* Rows or columns per panel of a dimension dim: about an eighth, at least
+ * 512. */
+static int64_t panel_size(int64_t dim)
+{
+    return cut_size(dim, (dim + 7) / 8, 512, INT64_MAX);
 }
 
 /* What one job's panels share. */
@@ -275,18 +285,11 @@ static int run_rank(plan3 *q, cuda_panels *x)
  * three sixteenths for the complex ones (multiples of 128, 256 to 2048;
  * at 8192 on the H200, dtrsm's device time was 30 ms with blocks of
  * 1024 against 42 / 34 / 33 / 35 with 512 / 768 / 1536 / 2048, ztrsm's
- * 57 ms with 1536 against 61 / 64 / 65 / 62), at most CUDA_PANELS
- * blocks. */
+ * 57 ms with 1536 against 61 / 64 / 65 / 62). */
 static int64_t trsm_block(int64_t dim, bool complex)
 {
-    pthread_once(&panel_once, panel_read);
-    int64_t part = complex ? (dim * 3 + 15) / 16 : (dim + 7) / 8;
-    int64_t p = (part + 127) / 128 * 128;
-    p = p < 256 ? 256 : p > 2048 ? 2048 : p;
-    if (panel_knob > 0)
-        p = panel_knob;
-    int64_t least = (dim + CUDA_PANELS - 1) / CUDA_PANELS;
-    return p < least ? least : p;
+    return cut_size(dim, complex ? (dim * 3 + 15) / 16 : (dim + 7) / 8, 256,
+                    2048);
 }
 
 /* The stored rectangle of A holding op(A)[i0:i1, j0:j1]. */
@@ -392,7 +395,7 @@ static int run_side(plan3 *q, cuda_panels *x)
     int rv = GEMM_OK;
     gemmd_job *j = q->j;
     const val_matrix *sa = &j->shape.a, *sb = &j->shape.b, *sd = &j->shape.d;
-    bool tri = j->routine == VAL_TRMM || j->routine == VAL_TRSM;
+    bool tri = j->routine == VAL_TRMM; /* trsm: run_trsm */
     int64_t rows = (int64_t)j->m, cols = (int64_t)j->n;
     int64_t dim = j->right ? rows : cols, bs = panel_size(dim);
     int np = (int)((dim + bs - 1) / bs);
