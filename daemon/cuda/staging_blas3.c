@@ -7,23 +7,27 @@
  *
  * The work is cut into panels that pipeline: copies in on one stream,
  * the kernel library's calls (gemmk_blas3: cuBLAS, and our GEMM for fp32
- * updates) on the worker's, copies out on a third, so panel i+1 comes in
- * and panel i-1 goes out while panel i computes. symm, hemm and trmm cut
- * the output along the dimension A does not touch (columns when A is on
- * the left, rows on the right): the panels are independent, A (its
- * referenced triangle) comes in first. trsm is cut along the dimension A
- * touches and solved left-looking (run_trsm): each block's strip of A
- * and block of B come in as its turn nears, one GEMM as wide as B
- * subtracts what the blocks before it contribute, the routine solves the
- * diagonal block, the block goes out (a trsm per independent panel of
- * the other dimension, or right-looking blocks inside such panels, keep
- * the GEMMs as narrow as a panel: no faster than cuBLAS's trsm). The
- * rank updates
- * cut C into block rows of which only the referenced part moves: block
- * row i is its diagonal block (the routine itself) and its off-diagonal
- * rectangle (GEMMK_GEMM3: op(A_i) op(A_j)^T, or two for the 2k forms),
- * and A comes in panel by panel in the order the blocks need it (lower:
- * from the top, upper: from the bottom). C comes in only where it is
+ * and complex64 updates) on the worker's, copies out on a third, so panel
+ * i+1 comes in and panel i-1 goes out while panel i computes; every
+ * copy in is queued before the first call. symm and hemm cut the output
+ * along the dimension A does not touch (columns when A is on the left,
+ * rows on the right): the panels are independent, A (its referenced
+ * triangle) comes in first; where the kernel library says GEMMs pay
+ * (gemmk_blas3_whole_pays: fp32, complex64), A is made whole on the
+ * device and each panel is one GEMM. trsm and trmm are cut along the
+ * dimension A touches (run_tri): each block's strip of A and block of B
+ * come in in the order the blocks run; a trsm block is solved
+ * left-looking (one GEMM as wide as B subtracts what the blocks before
+ * it contribute, the routine solves the diagonal block), a trmm block is
+ * the routine on the diagonal block plus one GEMM for the rest of its
+ * strip (B staged apart from the output); the block goes out (a trsm per
+ * independent panel of the other dimension, or right-looking blocks
+ * inside such panels, keep the GEMMs as narrow as a panel: no faster
+ * than cuBLAS's trsm). The rank updates cut C into block rows of which only the
+ * referenced part moves: block row i is its diagonal block (the routine itself)
+ * and its off-diagonal rectangle (GEMMK_GEMM3: op(A_i) op(A_j)^T, or two for
+ * the 2k forms), and A comes in panel by panel in the order the blocks need it
+ * (lower: from the top, upper: from the bottom). C comes in only where it is
  * read (beta != 0) and, always, the diagonal blocks, whose other
  * triangle goes back out as it came in.
  *
@@ -115,6 +119,8 @@ typedef struct plan3 {
     void *dd;            /* the output, tight (ld ldd) */
     int64_t ldd;
     bool stage_a, stage_b; /* copied in by panels (not resident) */
+    void *aw;              /* symm, hemm, trmm by GEMMs: A made whole */
+    int64_t ldaw;
     gemmk_blas3_problem base;
     gemmk_result res;
 } plan3;
@@ -207,8 +213,11 @@ fail:
     return rv;
 }
 
-/* Panel t of n has its copies in queued: the worker's stream waits for
- * them (the last panel's also end the copies-in stage). */
+/* Panel t of n has its copies in queued: its event marks their end (the
+ * last panel's also the copies-in stage's). Every panel's copies are
+ * queued before any call: a call that waits for the device on the host
+ * (a workspace growing, an emulation's guard) then cannot hold back the
+ * next panel's copies. */
 static int panel_in(plan3 *q, cuda_panels *x, int t, int n)
 {
     int rv = GEMM_OK;
@@ -217,7 +226,16 @@ static int panel_in(plan3 *q, cuda_panels *x, int t, int n)
     if (t == n - 1)
         CK(cudaEventRecord(q->w->ev[1], x->in), m, ml);
     CK(cudaEventRecord(x->in_done[t], x->in), m, ml);
-    CK(cudaStreamWaitEvent(q->w->stream, x->in_done[t], 0), m, ml);
+fail:
+    return rv;
+}
+
+/* The worker's stream waits for panel t's copies in. */
+static int panel_wait(plan3 *q, cuda_panels *x, int t)
+{
+    int rv = GEMM_OK;
+    CK(cudaStreamWaitEvent(q->w->stream, x->in_done[t], 0), q->j->msg,
+       sizeof(q->j->msg));
 fail:
     return rv;
 }
@@ -247,6 +265,14 @@ static cuda_rect rank_panel(const gemmd_job *j, const val_matrix *m, int64_t r0,
     return (cuda_rect){0, r0, (int64_t)m->rows, r1 - r0};
 }
 
+/* The referenced part of block row [r0, r1) of a rank update's C. */
+static cuda_rect rank_ref(const gemmd_job *j, int64_t r0, int64_t r1)
+{
+    int64_t n = (int64_t)j->n;
+    return j->lower ? (cuda_rect){r0, 0, r1 - r0, r1}
+                    : (cuda_rect){r0, r0, r1 - r0, n - r0};
+}
+
 /* The rank updates: block rows of C, in the order their A panels come. */
 static int run_rank(plan3 *q, cuda_panels *x)
 {
@@ -267,29 +293,36 @@ static int run_rank(plan3 *q, cuda_panels *x)
             (rv = put(q, x, (void *)q->db, q->ldb, j->b, (int64_t)sb->ld,
                       rank_panel(j, sb, r0, r1))) != GEMM_OK)
             return rv;
-        cuda_rect ref = j->lower ? (cuda_rect){r0, 0, r1 - r0, r1}
-                                 : (cuda_rect){r0, r0, r1 - r0, n - r0};
         cuda_rect diag = {r0, r0, r1 - r0, r1 - r0};
         if ((rv = put(q, x, q->dd, q->ldd, j->d, (int64_t)sd->ld,
-                      j->has_c ? ref : diag)) != GEMM_OK ||
-            (rv = panel_in(q, x, t, np)) != GEMM_OK ||
+                      j->has_c ? rank_ref(j, r0, r1) : diag)) != GEMM_OK ||
+            (rv = panel_in(q, x, t, np)) != GEMM_OK)
+            return rv;
+    }
+    for (int t = 0; t < np; t++) {
+        int i = j->lower ? t : np - 1 - t;
+        int64_t r0 = i * bs, r1 = r0 + bs < n ? r0 + bs : n;
+        if ((rv = panel_wait(q, x, t)) != GEMM_OK ||
             (rv = rank_block(q, r0, r1)) != GEMM_OK ||
-            (rv = panel_out(q, x, t, ref)) != GEMM_OK)
+            (rv = panel_out(q, x, t, rank_ref(j, r0, r1))) != GEMM_OK)
             return rv;
     }
     return GEMM_OK;
 }
 
-/* The rows or columns per block of a trsm solved by blocks along A's
- * dimension dim: the knob, or about an eighth for the real types and
- * three sixteenths for the complex ones (multiples of 128, 256 to 2048;
- * at 8192 on the H200, dtrsm's device time was 30 ms with blocks of
- * 1024 against 42 / 34 / 33 / 35 with 512 / 768 / 1536 / 2048, ztrsm's
- * 57 ms with 1536 against 61 / 64 / 65 / 62). */
-static int64_t trsm_block(int64_t dim, bool complex)
+/* The rows or columns per block of a trsm or trmm by blocks along A's
+ * dimension dim: the knob, or about an eighth, three sixteenths in
+ * complex128 (multiples of 128, 256 to 2048). At 8192 on the H200,
+ * dtrsm's device time was 30 ms with blocks of 1024 against 42 / 34 /
+ * 33 / 35 with 512 / 768 / 1536 / 2048, ztrsm's 57 ms with 1536 against
+ * 61 / 64 / 65 / 62. complex64 takes the eighth: its updates run on the
+ * fp32 emulation at 2-3x CGEMM's rate while the diagonal blocks stay on
+ * cuBLAS's CUDA-core routine, so smaller blocks pay. */
+static int64_t trsm_block(int64_t dim, gemm_dtype t)
 {
-    return cut_size(dim, complex ? (dim * 3 + 15) / 16 : (dim + 7) / 8, 256,
-                    2048);
+    return cut_size(dim,
+                    t == GEMM_COMPLEX128 ? (dim * 3 + 15) / 16 : (dim + 7) / 8,
+                    256, 2048);
 }
 
 /* The stored rectangle of A holding op(A)[i0:i1, j0:j1]. */
@@ -311,91 +344,205 @@ static cuda_rect opa_rect(const gemmd_job *j, int64_t i0, int64_t i1,
  * routine on the diagonal block, and X_k goes out: the copies in of
  * block k+1 and out of k-1 overlap block k's work, and every GEMM is as
  * wide as B. */
-static int run_trsm(plan3 *q, cuda_panels *x)
+/* Block i (in solving order) of a trsm by blocks: its rows or columns
+ * [k0, k1) of B, those solved before it [d0, d1), and the rectangles of
+ * A (its strip) and of B (its block) that come in for it. */
+typedef struct tblock {
+    int64_t k0, k1, d0, d1;
+    cuda_rect ar, br;
+} tblock;
+
+static tblock trsm_at(const gemmd_job *j, int64_t dim, int64_t bs, int nb,
+                      bool fwd, int i)
+{
+    int64_t rows = (int64_t)j->m, cols = (int64_t)j->n;
+    int b = fwd ? i : nb - 1 - i;
+    tblock t;
+    t.k0 = b * bs;
+    t.k1 = t.k0 + bs < dim ? t.k0 + bs : dim;
+    t.d0 = fwd ? 0 : t.k1;
+    t.d1 = fwd ? t.k0 : dim;
+    int64_t u0 = fwd ? 0 : t.k0, u1 = fwd ? t.k1 : dim; /* and block k */
+    t.ar = j->right ? opa_rect(j, u0, u1, t.k0, t.k1)
+                    : opa_rect(j, t.k0, t.k1, u0, u1);
+    t.br = j->right ? (cuda_rect){0, t.k0, rows, t.k1 - t.k0}
+                    : (cuda_rect){t.k0, 0, t.k1 - t.k0, cols};
+    return t;
+}
+
+/* The GEMM of block t of a trsm or trmm by blocks, with the blocks
+ * before it in its strip of op(A): trsm B_k = alpha B_k - op(A)_{k,done}
+ * X_done (left; on the right X_done op(A)_{done,k}), X in the output;
+ * trmm D_k += alpha op(A)_{k,done} B_done, B staged apart (q->db). */
+static int tri_update(plan3 *q, const tblock *t, bool mm)
+{
+    const gemmd_job *j = q->j;
+    /* what op(A)'s strip multiplies: the solved X (trsm), B (trmm) */
+    const void *y = mm ? q->db : q->dd;
+    int64_t ldy = mm ? q->ldb : q->ldd;
+    gemmk_blas3_problem g = q->base;
+    g.routine = GEMMK_GEMM3;
+    g.trans = VAL_OP_N;
+    g.trans_b = VAL_OP_N;
+    g.k = t->d1 - t->d0;
+    if (mm) {
+        g.beta[0] = 1, g.beta[1] = 0;
+    } else {
+        g.alpha[0] = -1, g.alpha[1] = 0;
+        g.beta[0] = j->alpha, g.beta[1] = j->alpha_im;
+    }
+    g.c = (void *)at(q, q->dd, q->ldd, t->br.r, t->br.c);
+    g.ldc = q->ldd;
+    if (j->right) { /* Y[:, done] op(A)[done, k] */
+        g.m = (int64_t)j->m, g.n = t->k1 - t->k0;
+        g.a = at(q, y, ldy, 0, t->d0);
+        g.lda = ldy;
+        cuda_rect r = opa_rect(j, t->d0, t->d1, t->k0, t->k1);
+        g.b = at(q, q->da, q->lda, r.r, r.c);
+        g.ldb = q->lda;
+        g.trans_b = j->op;
+    } else { /* op(A)[k, done] Y[done, :] */
+        g.m = t->k1 - t->k0, g.n = (int64_t)j->n;
+        cuda_rect r = opa_rect(j, t->k0, t->k1, t->d0, t->d1);
+        g.a = at(q, q->da, q->lda, r.r, r.c);
+        g.lda = q->lda;
+        g.trans = j->op;
+        g.b = at(q, y, ldy, t->d0, 0);
+        g.ldb = ldy;
+    }
+    return call(q, &g);
+}
+
+/* trsm and trmm by blocks along A's dimension (rows of B when A is on the
+ * left, columns on the right), in the order the triangle of op(A) takes
+ * them (op(A) lower on the left, upper on the right: from the first;
+ * else from the last). Every block's strip of A and block of B come in
+ * at once, in that order. trsm, left-looking: one GEMM as wide as B
+ * subtracts what the blocks solved before contribute, the routine solves
+ * the diagonal block in place. trmm: the routine multiplies the diagonal
+ * block into the output (B staged apart, read by later blocks), one GEMM
+ * adds the rest of the strip. Each block goes out once done, so the
+ * copies in of later blocks and out of earlier ones overlap its work. */
+static int run_tri(plan3 *q, cuda_panels *x)
 {
     int rv = GEMM_OK;
     gemmd_job *j = q->j;
     const val_matrix *sa = &j->shape.a, *sd = &j->shape.d;
-    int64_t rows = (int64_t)j->m, cols = (int64_t)j->n;
-    bool cplx = j->ab_type == GEMM_COMPLEX64 || j->ab_type == GEMM_COMPLEX128;
-    int64_t dim = j->right ? cols : rows, bs = trsm_block(dim, cplx);
+    bool mm = j->routine == VAL_TRMM;
+    int64_t dim = j->right ? (int64_t)j->n : (int64_t)j->m;
+    int64_t bs = trsm_block(dim, (gemm_dtype)j->ab_type);
     int nb = (int)((dim + bs - 1) / bs);
     bool opl = j->lower == (j->op == VAL_OP_N); /* op(A) is lower */
     bool fwd = j->right ? !opl : opl;
-    char trsm_ran[32] = "", gemm_ran[32] = "";
+    char tri_ran[32] = "", gemm_ran[32] = "";
     for (int i = 0; i < nb; i++) {
-        int b = fwd ? i : nb - 1 - i;
-        int64_t k0 = b * bs, k1 = k0 + bs < dim ? k0 + bs : dim;
-        int64_t d0 = fwd ? 0 : k1, d1 = fwd ? k0 : dim; /* solved */
-        int64_t u0 = fwd ? 0 : k0, u1 = fwd ? k1 : dim; /* and block k */
-        cuda_rect ar = j->right ? opa_rect(j, u0, u1, k0, k1)
-                                : opa_rect(j, k0, k1, u0, u1);
-        cuda_rect br = j->right ? (cuda_rect){0, k0, rows, k1 - k0}
-                                : (cuda_rect){k0, 0, k1 - k0, cols};
+        tblock t = trsm_at(j, dim, bs, nb, fwd, i);
         if ((q->stage_a && (rv = put(q, x, (void *)q->da, q->lda, j->a,
-                                     (int64_t)sa->ld, ar)) != GEMM_OK) ||
-            (rv = put(q, x, q->dd, q->ldd, j->d, (int64_t)sd->ld, br)) !=
-                GEMM_OK ||
+                                     (int64_t)sa->ld, t.ar)) != GEMM_OK) ||
+            (rv = put(q, x, mm ? (void *)q->db : q->dd, mm ? q->ldb : q->ldd,
+                      j->d, (int64_t)sd->ld, t.br)) != GEMM_OK ||
             (rv = panel_in(q, x, i, nb)) != GEMM_OK)
             return rv;
-        bool first = d1 <= d0;
-        if (!first) {
-            gemmk_blas3_problem g = q->base;
-            g.routine = GEMMK_GEMM3;
-            g.trans = VAL_OP_N;
-            g.trans_b = VAL_OP_N;
-            g.k = d1 - d0;
-            g.alpha[0] = -1, g.alpha[1] = 0;
-            g.beta[0] = j->alpha, g.beta[1] = j->alpha_im;
-            g.c = (void *)at(q, q->dd, q->ldd, br.r, br.c);
-            g.ldc = q->ldd;
-            if (j->right) { /* X[:, done] op(A)[done, k] */
-                g.m = rows, g.n = k1 - k0;
-                g.a = at(q, q->dd, q->ldd, 0, d0);
-                g.lda = q->ldd;
-                cuda_rect r = opa_rect(j, d0, d1, k0, k1);
-                g.b = at(q, q->da, q->lda, r.r, r.c);
-                g.ldb = q->lda;
-                g.trans_b = j->op;
-            } else { /* op(A)[k, done] X[done, :] */
-                g.m = k1 - k0, g.n = cols;
-                cuda_rect r = opa_rect(j, k0, k1, d0, d1);
-                g.a = at(q, q->da, q->lda, r.r, r.c);
-                g.lda = q->lda;
-                g.trans = j->op;
-                g.b = at(q, q->dd, q->ldd, d0, 0);
-                g.ldb = q->ldd;
-            }
-            if ((rv = call(q, &g)) != GEMM_OK)
+    }
+    for (int i = 0; i < nb; i++) {
+        tblock t = trsm_at(j, dim, bs, nb, fwd, i);
+        bool first = t.d1 <= t.d0;
+        if ((rv = panel_wait(q, x, i)) != GEMM_OK)
+            return rv;
+        if (!first && !mm) {
+            if ((rv = tri_update(q, &t, mm)) != GEMM_OK)
                 return rv;
             snprintf(gemm_ran, sizeof(gemm_ran), "%s", j->ran);
         }
         gemmk_blas3_problem p = q->base;
-        p.m = br.rows;
-        p.n = br.cols;
-        p.a = at(q, q->da, q->lda, k0, k0);
-        p.c = (void *)at(q, q->dd, q->ldd, br.r, br.c);
-        if (!first)
+        p.m = t.br.rows;
+        p.n = t.br.cols;
+        p.a = at(q, q->da, q->lda, t.k0, t.k0);
+        p.c = (void *)at(q, q->dd, q->ldd, t.br.r, t.br.c);
+        if (mm) { /* out of place: B_k in, D_k out */
+            p.b = at(q, q->db, q->ldb, t.br.r, t.br.c);
+            p.ldb = q->ldb;
+        } else if (!first) {
             p.alpha[0] = 1, p.alpha[1] = 0; /* B_k scaled by the GEMM */
+        }
         if ((rv = call(q, &p)) != GEMM_OK)
             return rv;
-        snprintf(trsm_ran, sizeof(trsm_ran), "%s", j->ran);
-        if ((rv = panel_out(q, x, i, br)) != GEMM_OK)
+        snprintf(tri_ran, sizeof(tri_ran), "%s", j->ran);
+        if (!first && mm) {
+            if ((rv = tri_update(q, &t, mm)) != GEMM_OK)
+                return rv;
+            snprintf(gemm_ran, sizeof(gemm_ran), "%s", j->ran);
+        }
+        if ((rv = panel_out(q, x, i, t.br)) != GEMM_OK)
             return rv;
     }
     if (gemm_ran[0] != '\0')
-        snprintf(j->ran, sizeof(j->ran), "%s+%s", trsm_ran, gemm_ran);
+        snprintf(j->ran, sizeof(j->ran), "%s+%s", tri_ran, gemm_ran);
     return GEMM_OK;
 }
 
-/* symm, hemm, trmm: A whole, then independent panels of the output (and
- * of B): columns when A is on the left, rows on the right. */
+/* Panel r of the output of symm or hemm as one GEMM on A made whole:
+ * A r_B (A on the left) or r_B A (on the right). */
+static int side_gemm(plan3 *q, cuda_rect r)
+{
+    const gemmd_job *j = q->j;
+    gemmk_blas3_problem g = q->base;
+    g.routine = GEMMK_GEMM3;
+    g.c = (void *)at(q, q->dd, q->ldd, r.r, r.c);
+    g.ldc = q->ldd;
+    g.m = r.rows;
+    g.n = r.cols;
+    g.trans = VAL_OP_N;
+    g.trans_b = VAL_OP_N;
+    if (j->right) {
+        g.k = (int64_t)j->n;
+        g.a = at(q, q->db, q->ldb, r.r, 0);
+        g.lda = q->ldb;
+        g.b = q->aw;
+        g.ldb = q->ldaw;
+    } else {
+        g.k = (int64_t)j->m;
+        g.a = q->aw;
+        g.lda = q->ldaw;
+        g.b = at(q, q->db, q->ldb, 0, r.c);
+        g.ldb = q->ldb;
+    }
+    return call(q, &g);
+}
+
+/* A made whole (q->aw) on the worker's stream, once its copies are in. */
+static int make_whole(plan3 *q)
+{
+    gemmk_blas3_problem p = q->base;
+    p.a = q->da;
+    p.lda = q->lda;
+    int rv = gemmk_blas3_whole(q->w->kctx, &p, q->aw, q->ldaw, q->w->stream,
+                               &q->res);
+    if (rv != GEMM_OK)
+        snprintf(q->j->msg, sizeof(q->j->msg),
+                 "blas3-whole failed (%s): %.180s", gemm_strerror(rv),
+                 q->res.msg);
+    return rv;
+}
+
+/* Panel i of symm or hemm's output (and B), cut at bs along dim:
+ * columns when A is on the left, rows on the right. */
+static cuda_rect side_panel(const gemmd_job *j, int64_t dim, int64_t bs, int i)
+{
+    int64_t p0 = i * bs, p1 = p0 + bs < dim ? p0 + bs : dim;
+    return j->right ? (cuda_rect){p0, 0, p1 - p0, (int64_t)j->n}
+                    : (cuda_rect){0, p0, (int64_t)j->m, p1 - p0};
+}
+
+/* symm, hemm: A, then independent panels of the output (and of B):
+ * columns when A is on the left, rows on the right. Each panel is the
+ * routine's call, or one GEMM on A made whole (q->aw). */
 static int run_side(plan3 *q, cuda_panels *x)
 {
     int rv = GEMM_OK;
     gemmd_job *j = q->j;
     const val_matrix *sa = &j->shape.a, *sb = &j->shape.b, *sd = &j->shape.d;
-    bool tri = j->routine == VAL_TRMM; /* trsm: run_trsm */
+    bool whole = q->aw != NULL;
     int64_t rows = (int64_t)j->m, cols = (int64_t)j->n;
     int64_t dim = j->right ? rows : cols, bs = panel_size(dim);
     int np = (int)((dim + bs - 1) / bs);
@@ -411,26 +558,36 @@ static int run_side(plan3 *q, cuda_panels *x)
             return rv;
     }
     for (int i = 0; i < np; i++) {
-        int64_t p0 = i * bs, p1 = p0 + bs < dim ? p0 + bs : dim;
-        cuda_rect r = j->right ? (cuda_rect){p0, 0, p1 - p0, cols}
-                               : (cuda_rect){0, p0, rows, p1 - p0};
-        if ((!tri && q->stage_b &&
-             (rv = put(q, x, (void *)q->db, q->ldb, j->b, (int64_t)sb->ld,
-                       r)) != GEMM_OK) ||
-            ((tri || j->has_c) && (rv = put(q, x, q->dd, q->ldd, j->d,
-                                            (int64_t)sd->ld, r)) != GEMM_OK) ||
+        cuda_rect r = side_panel(j, dim, bs, i);
+        if ((q->stage_b && (rv = put(q, x, (void *)q->db, q->ldb, j->b,
+                                     (int64_t)sb->ld, r)) != GEMM_OK) ||
+            (j->has_c && (rv = put(q, x, q->dd, q->ldd, j->d, (int64_t)sd->ld,
+                                   r)) != GEMM_OK) ||
             (rv = panel_in(q, x, i, np)) != GEMM_OK)
             return rv;
-        gemmk_blas3_problem p = q->base;
-        p.m = r.rows;
-        p.n = r.cols;
-        if (!tri)
+    }
+    char gemm_ran[32] = "";
+    for (int i = 0; i < np; i++) {
+        cuda_rect r = side_panel(j, dim, bs, i);
+        if ((rv = panel_wait(q, x, i)) != GEMM_OK ||
+            (whole && i == 0 && (rv = make_whole(q)) != GEMM_OK))
+            return rv;
+        if (whole) {
+            rv = side_gemm(q, r);
+            snprintf(gemm_ran, sizeof(gemm_ran), "%s", j->ran);
+        } else {
+            gemmk_blas3_problem p = q->base;
+            p.m = r.rows;
+            p.n = r.cols;
             p.b = at(q, q->db, q->ldb, r.r, r.c);
-        p.c = (void *)at(q, q->dd, q->ldd, r.r, r.c);
-        if ((rv = call(q, &p)) != GEMM_OK ||
-            (rv = panel_out(q, x, i, r)) != GEMM_OK)
+            p.c = (void *)at(q, q->dd, q->ldd, r.r, r.c);
+            rv = call(q, &p);
+        }
+        if (rv != GEMM_OK || (rv = panel_out(q, x, i, r)) != GEMM_OK)
             return rv;
     }
+    if (whole)
+        snprintf(j->ran, sizeof(j->ran), "whole+%s", gemm_ran);
     return GEMM_OK;
 }
 
@@ -445,9 +602,21 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     staged3 a = {0}, b = {0}, d = {0};
     bool started = false;
     cuda_panels *x = &w->panels;
-    if ((!j->a_dev && (rv = alloc3(w, &a, sa->rows, sa->cols, es, m, ml))) ||
+    gemmk_blas3_problem kind = {
+        .routine = j->routine,
+        .dtype = (gemm_dtype)j->ab_type,
+        .alpha = {j->alpha, j->alpha_im},
+    };
+    /* symm, hemm as GEMMs on A made whole: A staged (or copied from a
+     * resident A) whole; trmm's B staged apart from its output (blocks
+     * of B are read after the output's blocks are written) */
+    bool whole = gemmk_blas3_whole_pays(w->kctx, &kind);
+    bool tri_b = j->routine == VAL_TRMM;
+    if (((!j->a_dev || whole) &&
+         (rv = alloc3(w, &a, sa->rows, sa->cols, es, m, ml))) ||
         (j->b != NULL && !j->b_dev &&
          (rv = alloc3(w, &b, sb->rows, sb->cols, es, m, ml))) ||
+        (tri_b && (rv = alloc3(w, &b, sd->rows, sd->cols, es, m, ml))) ||
         (rv = alloc3(w, &d, sd->rows, sd->cols, es, m, ml)))
         goto fail;
     plan3 q = {
@@ -455,17 +624,21 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
         .j = j,
         .es = es,
         .da = j->a_dev ? j->a : a.dev,
-        .db = j->b == NULL ? NULL
-              : j->b_dev   ? j->b
-                           : b.dev,
+        .db = tri_b          ? b.dev
+              : j->b == NULL ? NULL
+              : j->b_dev     ? j->b
+                             : b.dev,
         .lda = j->a_dev ? (int64_t)j->lda : (int64_t)sa->cols,
-        .ldb = j->b == NULL ? 0
-               : j->b_dev   ? (int64_t)j->ldb
-                            : (int64_t)sb->cols,
+        .ldb = tri_b          ? (int64_t)sd->cols
+               : j->b == NULL ? 0
+               : j->b_dev     ? (int64_t)j->ldb
+                              : (int64_t)sb->cols,
         .dd = d.dev,
         .ldd = (int64_t)sd->cols,
         .stage_a = !j->a_dev,
-        .stage_b = j->b != NULL && !j->b_dev,
+        .stage_b = tri_b || (j->b != NULL && !j->b_dev),
+        .aw = whole ? a.dev : NULL,
+        .ldaw = (int64_t)sa->cols,
     };
     q.base = (gemmk_blas3_problem){
         .routine = j->routine,
@@ -491,9 +664,10 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     started = true;
     CK(cudaStreamWaitEvent(x->in, w->ev[0], 0), m, ml);
     CK(cudaEventRecord(w->ev[1], x->in), m, ml); /* again after copies */
-    if ((rv = rank                     ? run_rank(&q, x)
-              : j->routine == VAL_TRSM ? run_trsm(&q, x)
-                                       : run_side(&q, x)) != GEMM_OK)
+    if ((rv = rank ? run_rank(&q, x)
+              : j->routine == VAL_TRSM || j->routine == VAL_TRMM
+                  ? run_tri(&q, x)
+                  : run_side(&q, x)) != GEMM_OK)
         goto fail;
     CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
     CK(cudaEventRecord(w->ev[3], x->out), m, ml);

@@ -43,7 +43,8 @@ typedef struct gemmk_blas3_problem {
                               GEMMK_GEMM3: C m x n, inner k */
     double alpha[2];       /* (re, im); herk: real */
     double beta[2];        /* unused by trmm/trsm; herk, her2k: real */
-    const void *a, *b;     /* device pointers; b NULL when unused */
+    const void *a, *b;     /* device pointers; b NULL when unused (trmm:
+                              B when not in place, else NULL) */
     void *c;               /* the output: C, or B of trmm/trsm (in place) */
     int64_t lda, ldb, ldc; /* elements, row-major */
 } gemmk_blas3_problem;
@@ -56,6 +57,28 @@ typedef struct gemmk_blas3_problem {
  */
 gemm_error gemmk_blas3(gemmk_ctx *ctx, const gemmk_blas3_problem *p,
                        cudaStream_t stream, gemmk_result *res);
+
+/*
+ * Whether symm or hemm (p->routine) of p->dtype runs faster as GEMMs
+ * (GEMMK_GEMM3) on A made whole by gemmk_blas3_whole than as cuBLAS's
+ * routine: in fp32 and complex64, where our GEMMs (3xTF32, the fp32
+ * emulation) outrun cuBLAS's SIMT symm and hemm (the knob
+ * GEMMK_BLAS3_WHOLE: 1 every type, 0 never). Never for alpha = 0, which
+ * the reference answers without reading A or B.
+ */
+int gemmk_blas3_whole_pays(const gemmk_ctx *ctx, const gemmk_blas3_problem *p);
+
+/*
+ * Writes into dst (ld ldd) the whole square matrix that p's symm or hemm
+ * reads from the triangle p->lower of p->a (ld p->lda; order m when A is
+ * on the left, n on the right): the other triangle mirrored (symm) or
+ * conjugated with the diagonal's imaginary parts zero (hemm). dst may be
+ * p->a (then only what changes is written). Reads only the referenced
+ * triangle. GEMM_ERR_INVALID for another routine or type.
+ */
+gemm_error gemmk_blas3_whole(gemmk_ctx *ctx, const gemmk_blas3_problem *p,
+                             void *dst, int64_t ldd, cudaStream_t stream,
+                             gemmk_result *res);
 
 #ifdef __cplusplus
 }

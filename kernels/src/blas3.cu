@@ -13,9 +13,10 @@
  * GEMMK_GEMM3, a plain GEMM for the off-diagonal blocks of a rank update
  * cut into panels and for a blocked trsm's updates (the daemon's
  * staging_blas3.c), is the column-major C^T = op_b(B)^T op(A)^T: cuBLAS's
- * gemm with the operands swapped and each keeping its op; in fp32 our own
- * GEMM at fp32 accuracy (row-major as it stands) where it takes the
- * leading dimensions.
+ * gemm with the operands swapped and each keeping its op; in fp32 and
+ * complex64 our own GEMM (row-major as it stands) where it takes the
+ * leading dimensions. symm and hemm can run as GEMMK_GEMM3 on A made
+ * whole (blas3_whole.cu).
  */
 #include <cublas_v2.h>
 #include <stdio.h>
@@ -113,7 +114,8 @@ Col colmajor(const gemmk_blas3_problem *p)
             break;                                                             \
         case GEMMK_TRMM:                                                       \
             s = cublas##P##trmm_64(h, c.side, c.uplo, c.op, c.diag, c.m, c.n,  \
-                                   &al, A, p->lda, C, p->ldc, C, p->ldc);      \
+                                   &al, A, p->lda, B ? B : C,                  \
+                                   B ? p->ldb : p->ldc, C, p->ldc);            \
             break;                                                             \
         case GEMMK_TRSM:                                                       \
             s = cublas##P##trsm_64(h, c.side, c.uplo, c.op, c.diag, c.m, c.n,  \
@@ -173,7 +175,8 @@ Col colmajor(const gemmk_blas3_problem *p)
             break;                                                             \
         case GEMMK_TRMM:                                                       \
             s = cublas##P##trmm_64(h, c.side, c.uplo, c.op, c.diag, c.m, c.n,  \
-                                   &al, A, p->lda, C, p->ldc, C, p->ldc);      \
+                                   &al, A, p->lda, B ? B : C,                  \
+                                   B ? p->ldb : p->ldc, C, p->ldc);            \
             break;                                                             \
         case GEMMK_TRSM:                                                       \
             s = cublas##P##trsm_64(h, c.side, c.uplo, c.op, c.diag, c.m, c.n,  \
@@ -218,23 +221,29 @@ const char *kernel_name(const gemmk_blas3_problem *p)
     return names[t][p->routine];
 }
 
-/* GEMMK_GEMM3 in fp32 on our GEMM at fp32 accuracy (3xTF32 on the
- * tensor cores, where cuBLAS's SGEMM runs on the CUDA cores), when its
+/* GEMMK_GEMM3 on our GEMM where it outruns cuBLAS's: fp32 at fp32
+ * accuracy (3xTF32 on the tensor cores, where cuBLAS's SGEMM runs on the
+ * CUDA cores) and complex64 ("auto": the fp32 emulation where the
+ * calibrated model says it is faster than CGEMM, else CGEMM), when its
  * leading dimensions and pointers are what gemmk_gemm takes (its
  * check_shape): true with *e its result; false for cuBLAS. */
 bool gemm3_ours(gemmk_ctx *ctx, cudaStream_t s, const gemmk_blas3_problem *p,
                 gemmk_result *res, gemm_error *e)
 {
-    if (p->routine != GEMMK_GEMM3 || p->dtype != GEMM_FP32)
+    if (p->routine != GEMMK_GEMM3 ||
+        (p->dtype != GEMM_FP32 && p->dtype != GEMM_COMPLEX64))
         return false;
+    const bool cplx = p->dtype == GEMM_COMPLEX64;
     gemmk_problem g = {};
     g.m = p->m;
     g.n = p->n;
     g.k = p->k;
-    g.ab_type = GEMM_FP32;
-    g.cd_type = GEMM_FP32;
+    g.ab_type = p->dtype;
+    g.cd_type = p->dtype;
     g.trans_a = p->trans != 0;
     g.trans_b = p->trans_b != 0;
+    g.conj_a = cplx && p->trans == 2;
+    g.conj_b = cplx && p->trans_b == 2;
     g.a = p->a;
     g.b = p->b;
     g.c = p->c;
@@ -245,7 +254,11 @@ bool gemm3_ours(gemmk_ctx *ctx, cudaStream_t s, const gemmk_blas3_problem *p,
     g.ldd = p->ldc;
     g.alpha = (float)p->alpha[0];
     g.beta = (float)p->beta[0];
-    g.precision = GEMM_PRECISION_FP32;
+    g.zalpha[0] = p->alpha[0];
+    g.zalpha[1] = p->alpha[1];
+    g.zbeta[0] = p->beta[0];
+    g.zbeta[1] = p->beta[1];
+    g.precision = cplx ? GEMM_PRECISION_DEFAULT : GEMM_PRECISION_FP32;
     const char *why = nullptr;
     if (check_shape(&g, &why) != GEMM_OK)
         return false;
@@ -291,7 +304,8 @@ extern "C" gemm_error gemmk_blas3(gemmk_ctx *ctx, const gemmk_blas3_problem *p,
         e = run_D(h, p, c, res);
         break;
     case GEMM_COMPLEX64:
-        e = run_C(h, p, c, res);
+        if (!gemm3_ours(ctx, stream, p, res, &e))
+            e = run_C(h, p, c, res);
         break;
     default:
         e = run_Z(h, p, c, res);

@@ -147,6 +147,12 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "ws-decode: the stages of its ring, 2 up to the deepest that fits one "
      "CTA an SM (0: by the tile count, kern_decode.cu's decode_stages)",
      read_positive},
+    {KNOB_BLAS3_WHOLE, "GEMMK_BLAS3_WHOLE", -1,
+     "symm and hemm run as GEMMs on A made whole (the other triangle "
+     "mirrored or conjugated): -1 in fp32 and complex64, where our GEMMs "
+     "beat cuBLAS's SIMT routines, 1 in every type, 0 never "
+     "(blas3_whole.cu)",
+     read_tristate},
 };
 
 } // namespace

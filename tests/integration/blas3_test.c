@@ -502,6 +502,66 @@ Test(blas3, trsm_blocks)
                     }
 }
 
+/* symm, hemm and trmm over several of gemmd's 32 x 32 tiles of A, in
+ * every type, side, triangle, op and diagonal: on cuda, symm and hemm in
+ * fp32 and complex64 run as GEMMs on A made whole (the reply names
+ * "whole+"), the other triangle mirrored or conjugated across tiles, and
+ * trmm by blocks where gemmd's blocks are small (GEMMD_BLAS3_PANEL <= 40:
+ * "trmm+gemm"); the reference's NaNs outside the triangle must not reach
+ * the result. */
+Test(blas3, side_blocks)
+{
+    bool cuda = strcmp(tu_backend(), "cuda") == 0;
+    const char *pb = getenv("GEMMD_BLAS3_PANEL");
+    bool blocked = cuda && pb != NULL && atoi(pb) > 0 && atoi(pb) <= 40;
+    bool by_type = cuda && getenv("GEMMK_BLAS3_WHOLE") == NULL;
+    const gemm_routine rs[] = {GEMM_ROUTINE_SYMM, GEMM_ROUTINE_HEMM,
+                               GEMM_ROUTINE_TRMM};
+    for (int ri = 0; ri < 3; ri++)
+        for (int ti = 0; ti < 4; ti++) {
+            gemm_routine r = rs[ri];
+            gemm_dtype t = types[ti];
+            if (r == GEMM_ROUTINE_HEMM && !cplx(t))
+                continue;
+            const char *ops = !is_tri(r) ? "N" : cplx(t) ? "NTC" : "NT";
+            for (int side = 0; side < 2; side++)
+                for (int lower = 0; lower < 2; lower++)
+                    for (const char *op = ops; *op; op++)
+                        for (int unit = 0; unit < (is_tri(r) ? 2 : 1); unit++) {
+                            l3case k = {0};
+                            gemm_blas3_init(&k.op, r, t);
+                            k.op.right = side;
+                            k.op.lower = lower;
+                            k.op.trans = *op;
+                            k.op.unit_diag = unit;
+                            k.op.m = side ? 72 : 97;
+                            k.op.n = side ? 97 : 72;
+                            k.op.alpha_re = 0.75;
+                            k.op.alpha_im = cplx(t) ? -0.5 : 0;
+                            k.op.beta_re = is_tri(r) ? 0 : -1.25;
+                            k.op.beta_im = is_tri(r) || !cplx(t) ? 0 : 0.5;
+                            k.off_scale = 1.0 / 16;
+                            char what[96];
+                            snprintf(what, sizeof(what),
+                                     "%s %s %dx%d side %c uplo %c op %c "
+                                     "diag %c",
+                                     gemm_routine_name(r), gemm_dtype_name(t),
+                                     (int)k.op.m, (int)k.op.n, side ? 'R' : 'L',
+                                     lower ? 'L' : 'U', *op, unit ? 'U' : 'N');
+                            run_case(g_client, &k, what);
+                            bool whole = t == GEMM_FP32 || t == GEMM_COMPLEX64;
+                            if (is_tri(r) && blocked)
+                                cr_assert(strchr(last_ran, '+') != NULL,
+                                          "%s ran %s, not by blocks", what,
+                                          last_ran);
+                            else if (!is_tri(r) && by_type)
+                                cr_assert_eq(
+                                    strncmp(last_ran, "whole+", 6) == 0, whole,
+                                    "%s ran %s", what, last_ran);
+                        }
+        }
+}
+
 /* A request expected to fail with rv, its message containing needle. */
 static void refused(const gemm_blas3_op *o, int rv, const char *needle)
 {
