@@ -15,16 +15,18 @@
  * Each (variant, routine, size) runs in a fresh process that dlopens its
  * library (proc.h): the first call (library loading included), then up to
  * --calls more within --row-s, of which the best is reported (steady
- * state). Then --procs processes (default 4; 0: none) run at once, each
- * warmed up (calls until --procs-warm-s seconds, default 2, have passed
- * since its first began, at least one; for libgemmblas then until gemmd
- * has no pin of their memory in flight: a library that pins its memory
- * in the background, libgemmblas's staging buffers and regions through
- * gemmd or NVBLAS's autopin, has done so; the first call's own column
- * has that cost) and released
- * together, each making the same number of calls on its own problem: the "N
- * procs" column is the slowest one's time per call. The openblas variant's
- * worker prints its configuration (openblas_get_config, core, threads;
+ * state; for libgemmblas from when gemmd has no pin of the process's
+ * memory in flight: the first call's pins run in the background, and a
+ * program calling again a second later finds them done). Then --procs processes
+ * (default 4; 0: none) run at once, each warmed up (calls until --procs-warm-s
+ * seconds, default 2, have passed since its first began, at least one; for
+ * libgemmblas then until gemmd has no pin of their memory in flight: a library
+ * that pins its memory in the background, libgemmblas's staging buffers and
+ * regions through gemmd or NVBLAS's autopin, has done so; the first call's own
+ * column has that cost) and released together, each making the same number of
+ * calls on its own problem: the "N procs" column is the slowest one's time per
+ * call. The openblas variant's worker prints its configuration
+ * (openblas_get_config, core, threads;
  * --openblas-coretype sets OPENBLAS_CORETYPE where a VM hides the CPU's
  * flags). Square problems: syrk, herk, syr2k, her2k L N (C n x n, A and
  * B n x n), trsm L L N N (A lower, diagonal n, alpha n: the solution
@@ -79,10 +81,12 @@ static void fill(void *p, size_t n, bool f32, uint64_t seed)
     }
 }
 
-/* bench_blas3 --worker LIB ROUTINE N CALLS MAX_MS [together WARM_MS]:
- * prints "RESULT load_ms first_ms best_ms" (the best of up to CALLS calls
- * after the first, made while they take less than MAX_MS in all) and
- * "SAMPLE" with 16 (re) values of the output; with "together": calls
+/* bench_blas3 --worker LIB ROUTINE N CALLS MAX_MS [together WARM_MS |
+ * settle]: prints "RESULT load_ms first_ms best_ms" (the best of up to
+ * CALLS calls after the first, made while they take less than MAX_MS in
+ * all) and "SAMPLE" with 16 (re) values of the output; with "settle":
+ * "SETTLE" after the first call, then waits for a byte on stdin before
+ * the others; with "together": calls
  * until WARM_MS have passed since the first began (at least the first),
  * then "READY", waits for a byte on stdin, makes CALLS calls and prints
  * "RESULT4 total_ms". */
@@ -125,6 +129,7 @@ static int worker(int argc, char **argv)
     double max_ms = argc > 6 ? atof(argv[6]) : INFINITY;
     bool together = argc > 7 && strcmp(argv[7], "together") == 0;
     double warm_ms = together && argc > 8 ? atof(argv[8]) : 0;
+    bool settle = argc > 7 && strcmp(argv[7], "settle") == 0;
     char t = rt[0];
     const char *what = rt + 1;
     bool cplx = t == 'c' || t == 'z', f32 = t == 's' || t == 'c';
@@ -213,6 +218,13 @@ static int worker(int argc, char **argv)
                        f32 ? ((float *)out)[at] : ((double *)out)[at]);
             }
             printf("\n");
+            if (settle && total > 0) {
+                char byte;
+                printf("SETTLE\n");
+                fflush(stdout);
+                if (read(0, &byte, 1) != 1)
+                    return 1;
+            }
         } else if (s1 - s0 < best) {
             best = s1 - s0;
         }
@@ -240,18 +252,29 @@ static void run_one(const bp_variant *v, const char *rt, int n, int calls,
     snprintf(nb, sizeof(nb), "%d", n);
     snprintf(cb, sizeof(cb), "%d", calls);
     snprintf(mb, sizeof(mb), "%.0f", max_ms);
-    char *args[] = {(char *)v->lib, (char *)rt, nb, cb, mb, NULL};
+    char *args[] = {(char *)v->lib,
+                    (char *)rt,
+                    nb,
+                    cb,
+                    mb,
+                    v->settle != NULL ? "settle" : NULL,
+                    NULL};
     memset(r, 0, sizeof(*r));
     r->run = true;
     FILE *f;
-    pid_t pid = bp_spawn(v, args, &f, NULL);
+    int go = -1;
+    pid_t pid = bp_spawn(v, args, &f, v->settle != NULL ? &go : NULL);
     if (pid < 0) {
         fprintf(stderr, "%s %s %d: cannot start a worker\n", v->name, rt, n);
         return;
     }
     bool got_s = false, got_r = false;
     while (fgets(line, sizeof(line), f) != NULL) {
-        if (strncmp(line, "SAMPLE", 6) == 0) {
+        if (strncmp(line, "SETTLE", 6) == 0 && go >= 0) {
+            v->settle(v);
+            if (write(go, "g", 1) != 1)
+                fprintf(stderr, "%s %s %d: the worker left\n", v->name, rt, n);
+        } else if (strncmp(line, "SAMPLE", 6) == 0) {
             char *p = line + 6;
             got_s = true;
             for (int i = 0; i < 16; i++)
@@ -266,6 +289,8 @@ static void run_one(const bp_variant *v, const char *rt, int n, int calls,
         }
     }
     fclose(f);
+    if (go >= 0)
+        close(go);
     r->ok = got_s && got_r && bp_reap(pid) == 0;
     if (!r->ok)
         fprintf(stderr, "%s %s %d: worker failed\n", v->name, rt, n);
