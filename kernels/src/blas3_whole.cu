@@ -126,6 +126,26 @@ gemm_error launch(gemmk_ctx *ctx, const void *src, int64_t lds, void *dst,
     return GEMM_OK;
 }
 
+using Launch = gemm_error (*)(gemmk_ctx *, const void *, int64_t, void *,
+                              int64_t, int64_t, int, int, cudaStream_t);
+
+/* The kernel's launch for an element type; nullptr for another type. */
+Launch launcher(gemm_dtype t)
+{
+    switch (t) {
+    case GEMM_FP32:
+        return launch<float>;
+    case GEMM_FP64:
+        return launch<double>;
+    case GEMM_COMPLEX64:
+        return launch<float2>;
+    case GEMM_COMPLEX128:
+        return launch<double2>;
+    default:
+        return nullptr;
+    }
+}
+
 bool alpha_zero(const gemmk_blas3_problem *p)
 {
     return p->alpha[0] == 0.0 && p->alpha[1] == 0.0;
@@ -176,30 +196,15 @@ extern "C" gemm_error gemmk_blas3_whole(gemmk_ctx *ctx,
         return GEMM_ERR_INVALID;
     }
     const int fill = p->routine == GEMMK_SYMM ? FILL_SYM : FILL_HERM;
-    ctx->msg[0] = '\0';
-    gemm_error e;
-    switch (p->dtype) {
-    case GEMM_FP32:
-        e = launch<float>(ctx, p->a, p->lda, dst, ldd, n, p->lower, fill,
-                          stream);
-        break;
-    case GEMM_FP64:
-        e = launch<double>(ctx, p->a, p->lda, dst, ldd, n, p->lower, fill,
-                           stream);
-        break;
-    case GEMM_COMPLEX64:
-        e = launch<float2>(ctx, p->a, p->lda, dst, ldd, n, p->lower, fill,
-                           stream);
-        break;
-    case GEMM_COMPLEX128:
-        e = launch<double2>(ctx, p->a, p->lda, dst, ldd, n, p->lower, fill,
-                            stream);
-        break;
-    default:
+    const Launch run = launcher(p->dtype);
+    if (!run) {
         snprintf(res->msg, sizeof(res->msg), "no whole matrix of type %d",
                  (int)p->dtype);
         return GEMM_ERR_INVALID;
     }
+    ctx->msg[0] = '\0';
+    const gemm_error e =
+        run(ctx, p->a, p->lda, dst, ldd, n, p->lower, fill, stream);
     if (e != GEMM_OK)
         snprintf(res->msg, sizeof(res->msg), "%s", ctx->msg);
     return e;

@@ -461,6 +461,33 @@ Test(blas3, trsm)
     sweep(GEMM_ROUTINE_TRSM);
 }
 
+/* One case of the tests by blocks: routine r in types[ti], the flags
+ * given, B (or C) m x n, A's off-diagonal entries scaled by 1/16 (a
+ * well-conditioned triangle), alpha 0.75 (- 0.5i), beta -1.25 (+ 0.5i)
+ * where the routine has one; runs and checks it, its name in what. */
+static void blocks_case(gemm_routine r, int ti, int side, int lower, char op,
+                        int unit, int m, int n, char *what, size_t wl)
+{
+    gemm_dtype t = types[ti];
+    l3case k = {0};
+    gemm_blas3_init(&k.op, r, t);
+    k.op.right = side;
+    k.op.lower = lower;
+    k.op.trans = op;
+    k.op.unit_diag = unit;
+    k.op.m = m;
+    k.op.n = n;
+    k.op.alpha_re = 0.75;
+    k.op.alpha_im = cplx(t) ? -0.5 : 0;
+    k.op.beta_re = is_tri(r) ? 0 : -1.25;
+    k.op.beta_im = is_tri(r) || !cplx(t) ? 0 : 0.5;
+    k.off_scale = 1.0 / 16;
+    snprintf(what, wl, "%c%s %dx%d side %c uplo %c op %c diag %c", "sdcz"[ti],
+             gemm_routine_name(r), m, n, side ? 'R' : 'L', lower ? 'L' : 'U',
+             op, unit ? 'U' : 'N');
+    run_case(g_client, &k, what);
+}
+
 /* trsm large enough to be solved by blocks on the cuda backend (the
  * daemon's staging_blas3.c: GEMM updates, the routine on the diagonal
  * blocks), in every type: every side, triangle, op and diagonal, each
@@ -477,24 +504,10 @@ Test(blas3, trsm_blocks)
             for (int lower = 0; lower < 2; lower++)
                 for (const char *op = cplx(types[ti]) ? "NTC" : "NT"; *op; op++)
                     for (int unit = 0; unit < 2; unit++) {
-                        l3case k = {0};
-                        gemm_blas3_init(&k.op, GEMM_ROUTINE_TRSM, types[ti]);
-                        k.op.right = side;
-                        k.op.lower = lower;
-                        k.op.trans = *op;
-                        k.op.unit_diag = unit;
-                        k.op.m = side ? 96 : 80;
-                        k.op.n = side ? 80 : 96;
-                        k.op.alpha_re = 0.75;
-                        k.op.alpha_im = cplx(types[ti]) ? -0.5 : 0;
-                        k.off_scale = 1.0 / 16;
                         char what[96];
-                        snprintf(what, sizeof(what),
-                                 "%ctrsm %dx%d side %c uplo %c op %c diag %c",
-                                 "sdcz"[ti], (int)k.op.m, (int)k.op.n,
-                                 side ? 'R' : 'L', lower ? 'L' : 'U', *op,
-                                 unit ? 'U' : 'N');
-                        run_case(g_client, &k, what);
+                        blocks_case(GEMM_ROUTINE_TRSM, ti, side, lower, *op,
+                                    unit, side ? 96 : 80, side ? 80 : 96, what,
+                                    sizeof(what));
                         if (blocked)
                             cr_assert(strchr(last_ran, '+') != NULL,
                                       "%s ran %s, not by blocks", what,
@@ -528,27 +541,10 @@ Test(blas3, side_blocks)
                 for (int lower = 0; lower < 2; lower++)
                     for (const char *op = ops; *op; op++)
                         for (int unit = 0; unit < (is_tri(r) ? 2 : 1); unit++) {
-                            l3case k = {0};
-                            gemm_blas3_init(&k.op, r, t);
-                            k.op.right = side;
-                            k.op.lower = lower;
-                            k.op.trans = *op;
-                            k.op.unit_diag = unit;
-                            k.op.m = side ? 72 : 97;
-                            k.op.n = side ? 97 : 72;
-                            k.op.alpha_re = 0.75;
-                            k.op.alpha_im = cplx(t) ? -0.5 : 0;
-                            k.op.beta_re = is_tri(r) ? 0 : -1.25;
-                            k.op.beta_im = is_tri(r) || !cplx(t) ? 0 : 0.5;
-                            k.off_scale = 1.0 / 16;
                             char what[96];
-                            snprintf(what, sizeof(what),
-                                     "%s %s %dx%d side %c uplo %c op %c "
-                                     "diag %c",
-                                     gemm_routine_name(r), gemm_dtype_name(t),
-                                     (int)k.op.m, (int)k.op.n, side ? 'R' : 'L',
-                                     lower ? 'L' : 'U', *op, unit ? 'U' : 'N');
-                            run_case(g_client, &k, what);
+                            blocks_case(r, ti, side, lower, *op, unit,
+                                        side ? 72 : 97, side ? 97 : 72, what,
+                                        sizeof(what));
                             bool whole = t == GEMM_FP32 || t == GEMM_COMPLEX64;
                             if (is_tri(r) && blocked)
                                 cr_assert(strchr(last_ran, '+') != NULL,
