@@ -81,6 +81,7 @@ typedef struct l3case {
     size_t oa, ob, oc; /* byte offsets */
     double off_scale;  /* A's entries off the diagonal times this (0: 1),
                           so that a large triangle stays well-conditioned */
+    bool a_tensor;     /* A from a resident tensor of its stored shape */
 } l3case;
 
 static bool is_rank(gemm_routine r)
@@ -311,8 +312,8 @@ static void run_case(gemm_client *cl, l3case *k, const char *what)
     size_t size, es = gemm_dtype_size(t);
     layout(k, 2, &size);
     gemm_buffer *buf;
-    cr_assert_eq(gemm_buffer_alloc(cl, size, &buf), GEMM_OK, "%s",
-                 gemm_last_error_message());
+    int rv = gemm_buffer_alloc(cl, size, &buf);
+    cr_assert_eq(rv, GEMM_OK, "%s", gemm_last_error_message());
     char *base = gemm_buffer_data(buf);
     memset(base, 0xff, size);
     bool tri = is_tri(o->routine);
@@ -340,6 +341,13 @@ static void run_case(gemm_client *cl, l3case *k, const char *what)
     lcx *want = calloc(k->cr * k->cc, sizeof(lcx));
     reference(k, base, want);
     o->a = (gemm_matrix){buf, k->oa, k->lda, 0};
+    uint64_t tid = 0;
+    if (k->a_tensor) { /* its unread triangle NaN as in the buffer */
+        rv = gemm_tensor_upload(cl, &o->a, k->ar, k->ac, t, &tid);
+        cr_assert_eq(rv, GEMM_OK, "%s: upload: %s: %s", what, gemm_strerror(rv),
+                     gemm_last_error_message());
+        o->a = (gemm_matrix){.tensor = tid};
+    }
     gemm_matrix out = {buf, k->oc, k->ldc, 0};
     if (k->br)
         o->b = (gemm_matrix){buf, k->ob, k->ldb, 0};
@@ -348,7 +356,7 @@ static void run_case(gemm_client *cl, l3case *k, const char *what)
     else
         o->c = out;
     gemm_timings tm;
-    int rv = gemm_blas3_run(cl, o, &tm);
+    rv = gemm_blas3_run(cl, o, &tm);
     cr_assert_eq(rv, GEMM_OK, "%s: %s: %s", what, gemm_strerror(rv),
                  gemm_last_error_message());
     snprintf(last_ran, sizeof(last_ran), "%s", tm.kernel);
@@ -375,6 +383,8 @@ static void run_case(gemm_client *cl, l3case *k, const char *what)
               "%s: a byte outside the output changed", what);
     free(before);
     free(want);
+    if (tid != 0)
+        cr_assert_eq(gemm_tensor_free(cl, tid), GEMM_OK, "%s", what);
     gemm_buffer_free(buf);
 }
 
@@ -461,6 +471,9 @@ Test(blas3, trsm)
     sweep(GEMM_ROUTINE_TRSM);
 }
 
+/* blocks_case's A: from a resident tensor (resident_a), else the buffer. */
+static bool blocks_a_tensor;
+
 /* One case of the tests by blocks: routine r in types[ti], the flags
  * given, B (or C) m x n, A's off-diagonal entries scaled by 1/16 (a
  * well-conditioned triangle), alpha 0.75 (- 0.5i), beta -1.25 (+ 0.5i)
@@ -469,7 +482,7 @@ static void blocks_case(gemm_routine r, int ti, int side, int lower, char op,
                         int unit, int m, int n, char *what, size_t wl)
 {
     gemm_dtype t = types[ti];
-    l3case k = {0};
+    l3case k = {.a_tensor = blocks_a_tensor};
     gemm_blas3_init(&k.op, r, t);
     k.op.right = side;
     k.op.lower = lower;
@@ -482,9 +495,9 @@ static void blocks_case(gemm_routine r, int ti, int side, int lower, char op,
     k.op.beta_re = is_tri(r) ? 0 : -1.25;
     k.op.beta_im = is_tri(r) || !cplx(t) ? 0 : 0.5;
     k.off_scale = 1.0 / 16;
-    snprintf(what, wl, "%c%s %dx%d side %c uplo %c op %c diag %c", "sdcz"[ti],
+    snprintf(what, wl, "%c%s %dx%d side %c uplo %c op %c diag %c%s", "sdcz"[ti],
              gemm_routine_name(r), m, n, side ? 'R' : 'L', lower ? 'L' : 'U',
-             op, unit ? 'U' : 'N');
+             op, unit ? 'U' : 'N', k.a_tensor ? " (A resident)" : "");
     run_case(g_client, &k, what);
 }
 
@@ -556,6 +569,40 @@ Test(blas3, side_blocks)
                                     "%s ran %s", what, last_ran);
                         }
         }
+}
+
+/* A from a resident tensor (on cuda read where it lies; symm and hemm
+ * in fp32 and complex64 make their whole A from it in memory of their
+ * own): symm, hemm, trmm and trsm, every type, both sides and
+ * triangles, against the reference. */
+Test(blas3, resident_a)
+{
+    bool whole_by_type = strcmp(tu_backend(), "cuda") == 0 &&
+                         getenv("GEMMK_BLAS3_WHOLE") == NULL;
+    const gemm_routine rs[] = {GEMM_ROUTINE_SYMM, GEMM_ROUTINE_HEMM,
+                               GEMM_ROUTINE_TRMM, GEMM_ROUTINE_TRSM};
+    blocks_a_tensor = true;
+    for (int ri = 0; ri < 4; ri++)
+        for (int ti = 0; ti < 4; ti++) {
+            gemm_routine r = rs[ri];
+            gemm_dtype t = types[ti];
+            if (r == GEMM_ROUTINE_HEMM && !cplx(t))
+                continue;
+            for (int side = 0; side < 2; side++)
+                for (int lower = 0; lower < 2; lower++) {
+                    char op = is_tri(r) && cplx(t) ? 'C'
+                              : is_tri(r)          ? 'T'
+                                                   : 'N';
+                    char what[96];
+                    blocks_case(r, ti, side, lower, op, 0, side ? 40 : 67,
+                                side ? 67 : 40, what, sizeof(what));
+                    if (!is_tri(r) && whole_by_type)
+                        cr_assert_eq(strncmp(last_ran, "whole+", 6) == 0,
+                                     t == GEMM_FP32 || t == GEMM_COMPLEX64,
+                                     "%s ran %s", what, last_ran);
+                }
+        }
+    blocks_a_tensor = false;
 }
 
 /* A request expected to fail with rv, its message containing needle. */
