@@ -119,7 +119,7 @@ typedef struct plan3 {
     void *dd;            /* the output, tight (ld ldd) */
     int64_t ldd;
     bool stage_a, stage_b; /* copied in by panels (not resident) */
-    void *aw;              /* symm, hemm, trmm by GEMMs: A made whole */
+    void *aw;              /* symm, hemm by GEMMs: A made whole */
     int64_t ldaw;
     gemmk_blas3_problem base;
     gemmk_result res;
@@ -334,26 +334,17 @@ static cuda_rect opa_rect(const gemmd_job *j, int64_t i0, int64_t i1,
     return (cuda_rect){j0, i0, j1 - j0, i1 - i0};
 }
 
-/* trsm, left-looking by blocks along A's dimension (rows of B when A is
- * on the left, columns on the right), in the order the triangle of op(A)
- * solves them (op(A) lower on the left, upper on the right: from the
- * first; else from the last). Block k: its strip of A and its block of B
- * come in, B_k = alpha B_k - op(A)_{k,done} X_done (left; on the right
- * X_done op(A)_{done,k}) by one GEMM over every block solved before (our
- * fp32 GEMM in fp32, cuBLAS's otherwise), X_k = op(A)_kk^-1 B_k by the
- * routine on the diagonal block, and X_k goes out: the copies in of
- * block k+1 and out of k-1 overlap block k's work, and every GEMM is as
- * wide as B. */
-/* Block i (in solving order) of a trsm by blocks: its rows or columns
- * [k0, k1) of B, those solved before it [d0, d1), and the rectangles of
- * A (its strip) and of B (its block) that come in for it. */
+/* Block i (in running order) of a trsm or trmm by blocks: its rows or
+ * columns [k0, k1) of B, the other blocks of its strip of op(A) [d0, d1)
+ * (solved before it, for trsm), and the rectangles of A (its strip) and
+ * of B (its block) that come in for it. */
 typedef struct tblock {
     int64_t k0, k1, d0, d1;
     cuda_rect ar, br;
 } tblock;
 
-static tblock trsm_at(const gemmd_job *j, int64_t dim, int64_t bs, int nb,
-                      bool fwd, int i)
+static tblock tri_at(const gemmd_job *j, int64_t dim, int64_t bs, int nb,
+                     bool fwd, int i)
 {
     int64_t rows = (int64_t)j->m, cols = (int64_t)j->n;
     int b = fwd ? i : nb - 1 - i;
@@ -436,7 +427,7 @@ static int run_tri(plan3 *q, cuda_panels *x)
     bool fwd = j->right ? !opl : opl;
     char tri_ran[32] = "", gemm_ran[32] = "";
     for (int i = 0; i < nb; i++) {
-        tblock t = trsm_at(j, dim, bs, nb, fwd, i);
+        tblock t = tri_at(j, dim, bs, nb, fwd, i);
         if ((q->stage_a && (rv = put(q, x, (void *)q->da, q->lda, j->a,
                                      (int64_t)sa->ld, t.ar)) != GEMM_OK) ||
             (rv = put(q, x, mm ? (void *)q->db : q->dd, mm ? q->ldb : q->ldd,
@@ -445,7 +436,7 @@ static int run_tri(plan3 *q, cuda_panels *x)
             return rv;
     }
     for (int i = 0; i < nb; i++) {
-        tblock t = trsm_at(j, dim, bs, nb, fwd, i);
+        tblock t = tri_at(j, dim, bs, nb, fwd, i);
         bool first = t.d1 <= t.d0;
         if ((rv = panel_wait(q, x, i)) != GEMM_OK)
             return rv;

@@ -12,7 +12,6 @@
  * (bi, bj) reads its mirror tile (bj, bi) through shared memory, so that
  * both the reads and the writes run along rows.
  */
-#include <cuComplex.h>
 #include <stdio.h>
 
 #include "ctx_internal.h"
