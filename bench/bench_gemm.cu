@@ -17,7 +17,8 @@
  *                                c64]
  *                   [--kernel auto,oz2,oz2-bytes,oz2-unfused,oz2-prep]
  *                   [--phi X] [--moduli N] [--reps N]
- * --shapes replaces the set (tAB: trans_a, trans_b, e.g. 4096x4096x4096t01).
+ * --shapes replaces the set (tAB: trans_a, trans_b, e.g. 4096x4096x4096t01;
+ * with --type fp64 --set z128 or c64 the complex shapes, tb conjugating B).
  * Several kernels (auto: the heuristic) are timed in the same blocks,
  * alternating with cuBLAS, so their ratios share the clock drift.
  * Prints one line per shape and kernel and a table last.
@@ -846,73 +847,81 @@ static void fill_real(float *p, size_t n, uint64_t seed)
 }
 
 template <typename R>
-static int bench_zc(gemmk_ctx *ctx, int reps, cudaEvent_t e0, cudaEvent_t e1)
+static int bench_zc(gemmk_ctx *ctx, int reps, cudaEvent_t e0, cudaEvent_t e1,
+                    const std::vector<Shape> &custom)
 {
     const bool c64 = sizeof(R) == 4;
     const size_t es = 2 * sizeof(R);
     printf("| shape | kernel | moduli | TF/s | %s TF/s | ratio | max diff "
            "/ max abs |\n|---|---|---|---|---|---|---|\n",
            c64 ? "CGEMM" : "ZGEMM");
-    for (long long n : {4096ll, 6144ll, 8192ll})
-        for (int t = 0; t < 2; t++) {
-            const size_t e = (size_t)n * n;
-            R *A, *B, *D, *Z;
-            CK(cudaMalloc(&A, e * es));
-            CK(cudaMalloc(&B, e * es));
-            CK(cudaMalloc(&D, e * es));
-            CK(cudaMalloc(&Z, e * es));
-            fill_real(A, 2 * e, 4242 + n);
-            fill_real(B, 2 * e, 2424 + n);
-            CK(cudaGetLastError());
-            gemmk_problem p;
-            memset(&p, 0, sizeof(p));
-            p.m = p.n = p.k = n;
-            p.ab_type = p.cd_type = c64 ? GEMM_COMPLEX64 : GEMM_COMPLEX128;
-            p.trans_b = p.conj_b = t;
-            p.a = A, p.b = B, p.d = Z;
-            p.lda = p.ldb = p.ldc = p.ldd = n;
-            p.zalpha[0] = 1.0;
-            gemmk_result res;
-            auto run = [&](const char *k) {
-                if (gemmk_gemm(ctx, &p, 0, k, &res) != GEMM_OK) {
-                    fprintf(stderr, "%s failed: %s\n", k, res.msg);
-                    exit(1);
-                }
-            };
-            const double flop = 8.0 * n * n * n;
-            const double tz = time_runs(
-                e0, e1, [&](int) { run("cublas"); }, reps);
-            std::vector<R> hz(2 * e), hd(2 * e);
-            CK(cudaMemcpy(hz.data(), Z, e * es, cudaMemcpyDeviceToHost));
-            double zmax = 0;
-            for (R v : hz)
-                zmax = fabs((double)v) > zmax ? fabs((double)v) : zmax;
-            p.d = D;
-            for (const char *k : {"auto", "oz2-complex"}) {
-                const double tk = time_runs(
-                    e0, e1, [&](int) { run(k); }, reps);
-                CK(cudaMemcpy(hd.data(), D, e * es, cudaMemcpyDeviceToHost));
-                double dmax = 0;
-                for (size_t i = 0; i < 2 * e; i++)
-                    dmax = fmax(dmax, fabs((double)hd[i] - (double)hz[i]));
-                printf("| %lldx%lldx%lld%s | %s | %d | %.2f | %.2f | %.3f | "
-                       "%.1e |\n",
-                       n, n, n, t ? " NC" : "", res.kernel, res.moduli,
-                       flop / tk / 1e9, flop / tz / 1e9, tz / tk, dmax / zmax);
-                fflush(stdout);
+    std::vector<Shape> shapes = custom;
+    if (shapes.empty()) /* cubes, B plain and conjugate-transposed */
+        for (long long n : {4096ll, 6144ll, 8192ll})
+            for (int t = 0; t < 2; t++)
+                shapes.push_back({n, n, n, 0, t, "zc"});
+    for (const Shape &s : shapes) {
+        const long long m = s.m, n = s.n, k = s.k;
+        const int t = s.tb;
+        const size_t ea = (size_t)m * k, eb = (size_t)k * n, e = (size_t)m * n;
+        R *A, *B, *D, *Z;
+        CK(cudaMalloc(&A, ea * es));
+        CK(cudaMalloc(&B, eb * es));
+        CK(cudaMalloc(&D, e * es));
+        CK(cudaMalloc(&Z, e * es));
+        fill_real(A, 2 * ea, 4242 + n);
+        fill_real(B, 2 * eb, 2424 + n);
+        CK(cudaGetLastError());
+        gemmk_problem p;
+        memset(&p, 0, sizeof(p));
+        p.m = m, p.n = n, p.k = k;
+        p.ab_type = p.cd_type = c64 ? GEMM_COMPLEX64 : GEMM_COMPLEX128;
+        p.trans_b = p.conj_b = t;
+        p.a = A, p.b = B, p.d = Z;
+        p.lda = k, p.ldb = t ? k : n, p.ldc = p.ldd = n;
+        p.zalpha[0] = 1.0;
+        gemmk_result res;
+        auto run = [&](const char *k) {
+            if (gemmk_gemm(ctx, &p, 0, k, &res) != GEMM_OK) {
+                fprintf(stderr, "%s failed: %s\n", k, res.msg);
+                exit(1);
             }
-            p.d = Z;
-            cudaFree(A);
-            cudaFree(B);
-            cudaFree(D);
-            cudaFree(Z);
+        };
+        const double flop = 8.0 * m * n * k;
+        const double tz = time_runs(
+            e0, e1, [&](int) { run("cublas"); }, reps);
+        std::vector<R> hz(2 * e), hd(2 * e);
+        CK(cudaMemcpy(hz.data(), Z, e * es, cudaMemcpyDeviceToHost));
+        double zmax = 0;
+        for (R v : hz)
+            zmax = fabs((double)v) > zmax ? fabs((double)v) : zmax;
+        p.d = D;
+        for (const char *kn : {"auto", "oz2-complex"}) {
+            const double tk = time_runs(
+                e0, e1, [&](int) { run(kn); }, reps);
+            CK(cudaMemcpy(hd.data(), D, e * es, cudaMemcpyDeviceToHost));
+            double dmax = 0;
+            for (size_t i = 0; i < 2 * e; i++)
+                dmax = fmax(dmax, fabs((double)hd[i] - (double)hz[i]));
+            printf("| %lldx%lldx%lld%s | %s | %d | %.2f | %.2f | %.3f | "
+                   "%.1e |\n",
+                   m, n, k, t ? " NC" : "", res.kernel, res.moduli,
+                   flop / tk / 1e9, flop / tz / 1e9, tz / tk, dmax / zmax);
+            fflush(stdout);
         }
+        p.d = Z;
+        cudaFree(A);
+        cudaFree(B);
+        cudaFree(D);
+        cudaFree(Z);
+    }
     return 0;
 }
 
 static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                       cudaEvent_t e0, cudaEvent_t e1, double phi,
-                      const std::vector<std::string> &kernels_in, int moduli)
+                      const std::vector<std::string> &kernels_in, int moduli,
+                      const std::vector<Shape> &custom)
 {
     if (!strcmp(set, "fp64cal"))
         return bench_fp64_cal(ctx, f);
@@ -957,9 +966,11 @@ static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                r.int8_ops / 1e12, r.emul_bandwidth / 1e12, r.emul_s * 1e6, x);
     }
     if (!strcmp(set, "z128"))
-        return bench_zc<double>(ctx, reps, e0, e1);
+        return bench_zc<double>(ctx, reps, e0, e1, custom);
     if (!strcmp(set, "c64"))
-        return bench_zc<float>(ctx, reps, e0, e1);
+        return bench_zc<float>(ctx, reps, e0, e1, custom);
+    if (!custom.empty())
+        shapes = custom;
     std::vector<RowF64> rows;
     if (f)
         fprintf(f, "shape,ta,tb,kernel,moduli,ours_tflops,dgemm_tflops,ratio,"
@@ -1145,7 +1156,9 @@ int main(int argc, char **argv)
                (!strcmp(set, "quick") && !strcmp(g, "quick"));
     };
     if (shape_list) {
-        set = "";
+        /* fp64's sets z128 and c64 take the shapes too */
+        if (strcmp(type, "fp64") || (strcmp(set, "z128") && strcmp(set, "c64")))
+            set = "";
         for (const char *q = shape_list; *q;) {
             Shape sh = {0, 0, 0, 0, 0, "custom"};
             int used = 0;
@@ -1217,7 +1230,7 @@ int main(int argc, char **argv)
                     ? bench_int8(ctx, !strcmp(set, "all") ? "int8" : set, reps,
                                  f, e0, e1)
                     : bench_fp64(ctx, !strcmp(set, "all") ? "fp64" : set, reps,
-                                 f, e0, e1, phi, kernels, moduli);
+                                 f, e0, e1, phi, kernels, moduli, shapes);
         if (f)
             fclose(f);
         gemmk_ctx_destroy(ctx);

@@ -123,6 +123,8 @@ typedef struct plan3 {
     int64_t ldaw;
     gemmk_blas3_problem base;
     gemmk_result res;
+    int timed; /* blocks of run_tri whose events tri_log may read */
+    uint64_t queued_ns[CUDA_PANELS]; /* when block i's calls were queued */
 } plan3;
 
 /* The element at row r, column c of a device matrix at p (ld). */
@@ -252,6 +254,7 @@ static int panel_out(plan3 *q, cuda_panels *x, int t, cuda_rect r)
     CK(cuda_copy_rect(x->out, q->j->d, (int64_t)q->j->shape.d.ld, q->dd, q->ldd,
                       r, q->es, cudaMemcpyDeviceToHost),
        m, ml);
+    CK(cudaEventRecord(x->out_done[t], x->out), m, ml);
 fail:
     return rv;
 }
@@ -404,6 +407,39 @@ static int tri_update(plan3 *q, const tblock *t, bool mm)
     return call(q, &g);
 }
 
+/* Event e marks this point of the worker's stream (run_tri's timing). */
+static int mark(plan3 *q, cudaEvent_t e)
+{
+    int rv = GEMM_OK;
+    CK(cudaEventRecord(e, q->w->stream), q->j->msg, sizeof(q->j->msg));
+fail:
+    return rv;
+}
+
+/* At LOG_DEBUG, after the job: each block of run_tri's times from the
+ * job's start (ms): its copies in done, its first call's start, its
+ * GEMM done (the routine's start), its calls done, its copy out done,
+ * and when the host had queued them (where a call waited on the host,
+ * the device may have idled). */
+static void tri_log(const plan3 *q, const cuda_panels *x, uint64_t t0)
+{
+    if (LOG_DEBUG > gemmd_log_level)
+        return;
+    for (int i = 0; i < q->timed; i++) {
+        float ms[5] = {0};
+        cudaEvent_t ev[5] = {x->in_done[i], x->run_start[i], x->step_done[i],
+                             x->run_done[i], x->out_done[i]};
+        for (int e = 0; e < 5; e++)
+            if (cudaEventElapsedTime(&ms[e], q->w->ev[0], ev[e]) != cudaSuccess)
+                ms[e] = -1;
+        gemmd_log(LOG_DEBUG,
+                  "%s block %d: in %.2f, start %.2f, gemm done %.2f, done "
+                  "%.2f, out %.2f ms; queued by %.2f ms",
+                  q->j->routine == VAL_TRMM ? "trmm" : "trsm", i, ms[0], ms[1],
+                  ms[2], ms[3], ms[4], (q->queued_ns[i] - t0) / 1e6);
+    }
+}
+
 /* trsm and trmm by blocks along A's dimension (rows of B when A is on the
  * left, columns on the right), in the order the triangle of op(A) takes
  * them (op(A) lower on the left, upper on the right: from the first;
@@ -438,13 +474,16 @@ static int run_tri(plan3 *q, cuda_panels *x)
     for (int i = 0; i < nb; i++) {
         tblock t = tri_at(j, dim, bs, nb, fwd, i);
         bool first = t.d1 <= t.d0;
-        if ((rv = panel_wait(q, x, i)) != GEMM_OK)
+        if ((rv = panel_wait(q, x, i)) != GEMM_OK ||
+            (rv = mark(q, x->run_start[i])) != GEMM_OK)
             return rv;
         if (!first && !mm) {
             if ((rv = tri_update(q, &t, mm)) != GEMM_OK)
                 return rv;
             snprintf(gemm_ran, sizeof(gemm_ran), "%s", j->ran);
         }
+        if ((rv = mark(q, x->step_done[i])) != GEMM_OK)
+            return rv;
         gemmk_blas3_problem p = q->base;
         p.m = t.br.rows;
         p.n = t.br.cols;
@@ -466,6 +505,8 @@ static int run_tri(plan3 *q, cuda_panels *x)
         }
         if ((rv = panel_out(q, x, i, t.br)) != GEMM_OK)
             return rv;
+        q->queued_ns[i] = gemmd_now_ns();
+        q->timed = i + 1;
     }
     if (gemm_ran[0] != '\0')
         snprintf(j->ran, sizeof(j->ran), "%s+%s", tri_ran, gemm_ran);
@@ -652,6 +693,7 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     };
     /* the copy streams start after the pool's allocations */
     CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
+    const uint64_t t0 = gemmd_now_ns();
     started = true;
     CK(cudaStreamWaitEvent(x->in, w->ev[0], 0), m, ml);
     CK(cudaEventRecord(w->ev[1], x->in), m, ml); /* again after copies */
@@ -667,6 +709,7 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     free3(w, &b);
     free3(w, &d);
     CK(cudaStreamSynchronize(w->stream), m, ml);
+    tri_log(&q, x, t0);
     return cuda_stage_times(w, j);
 fail:
     if (started) {
