@@ -87,6 +87,16 @@ static void cfg_read(void)
     if (cfg.verbose >= 1 && getenv("GEMMBLAS_COPY_NT"))
         fprintf(stderr, "gemmblas[%d]: streaming stores in large copies: %s\n",
                 (int)getpid(), cfg.copy_nt ? "on" : "off");
+    cfg.fill_parts = (int)env_num("GEMMBLAS_FILL_PARTS", 8, 0, 64);
+    cfg.fill_min_bytes =
+        env_num("GEMMBLAS_FILL_MIN_BYTES", 32.0 * 1024 * 1024, 0, 0x1p62);
+    if (cfg.verbose >= 1 &&
+        (getenv("GEMMBLAS_FILL_PARTS") || getenv("GEMMBLAS_FILL_MIN_BYTES")))
+        fprintf(stderr,
+                "gemmblas[%d]: level-3 operands filled by parts while gemmd "
+                "works: %d parts (%s), from %.3g staged bytes\n",
+                (int)getpid(), cfg.fill_parts,
+                cfg.fill_parts > 1 ? "on" : "off", cfg.fill_min_bytes);
     cfg.panels = (int)env_num("GEMMBLAS_PANELS", GB_DEFAULT_PANELS, 0, 64);
     cfg.panels_inflight = (int)env_num("GEMMBLAS_PANELS_INFLIGHT", 2, 1, 16);
     cfg.panel_min_flops = env_num("GEMMBLAS_PANEL_MIN_FLOPS",

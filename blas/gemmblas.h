@@ -390,6 +390,9 @@ typedef struct gb_config {
     int queue_ms;           /* GEMMBLAS_QUEUE_MS: start deadline, 0 none */
     int copy_threads;       /* GEMMBLAS_COPY_THREADS */
     bool copy_nt;           /* GEMMBLAS_COPY_NT */
+    int fill_parts;         /* GEMMBLAS_FILL_PARTS: level 3 filled by parts
+                               while gemmd works (0 or 1: off) */
+    double fill_min_bytes;  /* GEMMBLAS_FILL_MIN_BYTES: staged from */
     int panels;             /* GEMMBLAS_PANELS: 0 or 1 off */
     int panels_inflight;    /* GEMMBLAS_PANELS_INFLIGHT */
     double panel_min_flops; /* GEMMBLAS_PANEL_MIN_FLOPS: per panel */

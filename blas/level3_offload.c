@@ -20,6 +20,7 @@
  */
 #include "gemmblas.h"
 
+#include <fill.h>
 #include <gemm/gemm.h>
 
 #include <stdio.h>
@@ -35,6 +36,9 @@ typedef struct wire3 {
     size_t cr, cc;        /* the output */
     bool read_out;        /* the output's old value goes to gemmd */
     gb_opnd op[GB_NOPND]; /* A, B (p NULL when unused), the output */
+    unsigned fill_parts;  /* > 1: filled by parts while gemmd works */
+    size_t fill_off;      /* the fill counter's offset in the buffer */
+    gemm_fill_cut cut;    /* common/fill.h */
 } wire3;
 
 static bool rank_update(int r)
@@ -127,12 +131,106 @@ static double ms_now(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* The wire operand (GB_OPND_*) of a common/fill.h bit. */
+static int fill_opnd(const wire3 *w, unsigned bit)
+{
+    if (bit == GEMM_FILL_A)
+        return GB_OPND_A;
+    bool tri = w->p->r == GB_TRMM || w->p->r == GB_TRSM;
+    return bit == GEMM_FILL_B && !tri ? GB_OPND_B : GB_OPND_OUT;
+}
+
+/* Whether gemmd reads the operand of bit (from the buffer). */
+static bool fill_staged(const wire3 *w, unsigned bit)
+{
+    const gb_opnd *o = &w->op[fill_opnd(w, bit)];
+    if (o->p == NULL || o->in_place)
+        return false;
+    return fill_opnd(w, bit) != GB_OPND_OUT || w->read_out;
+}
+
+/* Fill by parts while gemmd works (proto's Fill) when the daemon takes
+ * it, the staged bytes are many and every operand cut into parts is
+ * staged: the counter goes after the staged operands. */
+static void plan_fill(gemm_client *c, wire3 *w, gb_call *call)
+{
+    const gb_config *cfg = gb_cfg();
+    w->fill_parts = 0;
+    if (cfg->fill_parts < 2 || (double)call->need < cfg->fill_min_bytes ||
+        !(gemm_server_features(c) & GEMM_FEATURE_FILL))
+        return;
+    const gemm_blas3_op *op = &w->op3;
+    int trans = op->trans == 'T' ? 1 : op->trans == 'C' ? 2 : 0;
+    w->cut = gemm_fill_cut_of((int)op->routine, op->right, op->lower, trans,
+                              op->m, op->n, (unsigned)cfg->fill_parts);
+    bool any = false;
+    for (unsigned bit = GEMM_FILL_A; bit <= GEMM_FILL_C; bit <<= 1) {
+        if (!(w->cut.operands & bit))
+            continue;
+        const gb_opnd *o = &w->op[fill_opnd(w, bit)];
+        if (o->p != NULL && o->in_place)
+            return; /* in the caller's memory: nothing to fill */
+        any = any || fill_staged(w, bit);
+    }
+    if (!any)
+        return;
+    w->fill_parts = (unsigned)cfg->fill_parts;
+    w->fill_off = call->need;
+    call->need += 64;
+}
+
 /* Which operands are in place (zerocopy.c), the staging bytes of the
  * others. */
 static void prepare3(gemm_client *c, uint64_t gen, gb_call *call)
 {
     wire3 *w = call->arg;
     call->need = gb_zc_plan(c, gen, w->op, gb_esize(w->p->t), w->read_out);
+    plan_fill(c, w, call);
+}
+
+/* Where the staged operand of a common/fill.h bit comes from and goes. */
+typedef struct stage_src {
+    const void *src;
+    size_t lds, rows, cols;
+} stage_src;
+
+static stage_src fill_src(const wire3 *w, unsigned bit)
+{
+    const gb_l3 *p = w->p;
+    int o = fill_opnd(w, bit);
+    if (o == GB_OPND_A)
+        return (stage_src){p->a, (size_t)p->lda, w->ar, w->ac};
+    if (o == GB_OPND_B)
+        return (stage_src){p->b, (size_t)p->ldb, w->br, w->bc};
+    return (stage_src){p->c, (size_t)p->ldc, w->cr, w->cc};
+}
+
+/* Part `part` (fill order) of every operand cut into parts, into base. */
+static void copy_part(const wire3 *w, char *base, unsigned part, size_t es)
+{
+    uint64_t lo, hi;
+    gemm_fill_range(&w->cut, part, &lo, &hi);
+    if (hi <= lo)
+        return;
+    for (unsigned bit = GEMM_FILL_A; bit <= GEMM_FILL_C; bit <<= 1) {
+        if (!(w->cut.operands & bit) || !fill_staged(w, bit))
+            continue;
+        stage_src s = fill_src(w, bit);
+        char *dst = base + w->op[fill_opnd(w, bit)].off;
+        const char *src = s.src;
+        if (w->cut.cols)
+            gb_copy2d(dst + lo * es, s.cols, src + lo * es, s.lds, s.rows,
+                      hi - lo, es);
+        else
+            gb_copy2d(dst + lo * s.cols * es, s.cols, src + lo * s.lds * es,
+                      s.lds, hi - lo, s.cols, es);
+    }
+}
+
+/* Whether the operand of bit is left to copy_part (filled by parts). */
+static bool by_parts(const wire3 *w, unsigned bit)
+{
+    return w->fill_parts > 1 && (w->cut.operands & bit);
 }
 
 static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
@@ -142,11 +240,18 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
     const gb_l3 *p = w->p;
     size_t es = gb_esize(p->t);
     char *base = buf != NULL ? gemm_buffer_data(buf) : NULL;
+    bool fill = w->fill_parts > 1 && base != NULL;
+    uint64_t *ctr = fill ? (uint64_t *)(void *)(base + w->fill_off) : NULL;
+    bool tri = p->r == GB_TRMM || p->r == GB_TRSM;
     gemm_blas3_op op = w->op3;
     const gb_opnd *oa = &w->op[GB_OPND_A], *ob = &w->op[GB_OPND_B],
                   *oc = &w->op[GB_OPND_OUT];
+    if (fill)
+        __atomic_store_n(ctr, 0, __ATOMIC_RELAXED);
     if (oa->in_place)
         op.a = oa->m;
+    else if (fill && by_parts(w, GEMM_FILL_A))
+        ;                       /* by parts, below */
     else if (rank_update(p->r)) /* A whole; else only its triangle is read */
         gb_copy2d(base + oa->off, w->ac, p->a, (size_t)p->lda, w->ar, w->ac,
                   es);
@@ -160,33 +265,54 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
         if (ob->in_place) {
             op.b = ob->m;
         } else {
-            gb_copy2d(base + ob->off, w->bc, p->b, (size_t)p->ldb, w->br, w->bc,
-                      es);
+            if (!(fill && by_parts(w, GEMM_FILL_B)))
+                gb_copy2d(base + ob->off, w->bc, p->b, (size_t)p->ldb, w->br,
+                          w->bc, es);
             op.b = (gemm_matrix){buf, ob->off, 0, 0};
         }
     }
-    if (w->read_out && (!oc->in_place || oc->backup))
+    unsigned out_bit = tri ? GEMM_FILL_B : GEMM_FILL_C;
+    if (w->read_out && (!oc->in_place || oc->backup) &&
+        !(fill && by_parts(w, out_bit)))
         copy_ref(w, base + oc->off, w->cc, p->c, (size_t)p->ldc, es);
-    if (p->r == GB_TRMM || p->r == GB_TRSM)
+    if (tri)
         op.b = out;
     else
         op.c = out;
     op.timeout_ms = (uint32_t)gb_cfg()->queue_ms;
     gemm_timings tm;
-    double t1 = ms_now();
-    int rv = gemm_blas3_run(c, &op, &tm);
+    int rv;
+    double t1;
+    if (fill) {
+        /* the rest goes in while gemmd takes the first parts */
+        __atomic_store_n(ctr, 1, __ATOMIC_RELEASE);
+        gemm_request *rq;
+        if ((rv = gemm_blas3_submit_filled(c, &op, buf, w->fill_off,
+                                           w->fill_parts, &rq)) != GEMM_OK)
+            return rv;
+        for (unsigned part = 0; part < w->fill_parts; part++) {
+            copy_part(w, base, part, es);
+            __atomic_store_n(ctr, 2 + (uint64_t)part, __ATOMIC_RELEASE);
+        }
+        t1 = ms_now();
+        rv = gemm_wait(rq, &tm);
+    } else {
+        t1 = ms_now();
+        rv = gemm_blas3_run(c, &op, &tm);
+    }
     if (rv != GEMM_OK)
         return rv;
     double t2 = ms_now();
     if (!oc->in_place)
         copy_ref(w, p->c, (size_t)p->ldc, base + oc->off, w->cc, es);
     gb_log(2,
-           "%c%s n=%lld: copies in %.3f ms, gemmd %s %.3f ms (daemon %.3f, "
+           "%c%s n=%lld: copies in %.3f ms%s, gemmd %s %.3f ms (daemon %.3f, "
            "device %.3f, kernels %.3f), copy out %.3f ms; in place:%s%s%s",
            "sdcz"[p->t], gemm_routine_name(op.routine), (long long)op.n,
-           t1 - t0, tm.kernel, (double)tm.round_trip_us / 1e3,
-           (double)tm.total_us / 1e3, (double)tm.compute_us / 1e3,
-           (double)tm.kernel_ns / 1e6, ms_now() - t2, oa->in_place ? " A" : "",
+           t1 - t0, fill ? " (by parts, beside gemmd)" : "", tm.kernel,
+           (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3,
+           (double)tm.compute_us / 1e3, (double)tm.kernel_ns / 1e6,
+           ms_now() - t2, oa->in_place ? " A" : "",
            ob->p != NULL && ob->in_place ? " B" : "",
            oc->in_place ? " out" : "");
     return GEMM_OK;

@@ -3,7 +3,8 @@
  * on the CPU backend: OpenBLAS's cblas_?routine with CblasRowMajor, which
  * is what the wire means, on the operands where they are (the output C,
  * or B of trmm/trsm, updated in place in the client's buffer). OpenBLAS
- * reads and writes only the triangles the reference does.
+ * reads and writes only the triangles the reference does. Operands still
+ * being filled (proto's Fill) are waited for whole first.
  */
 #include "backend_cpu_blas3.h"
 #include "validate_blas3.h"
@@ -102,6 +103,10 @@ int cpu_blas3(gemmd_job *j)
     CBLAS_DIAG diag = j->unit_diag ? CblasUnit : CblasNonUnit;
     int m = (int)j->m, n = (int)j->n, k = (int)j->k;
     int lda = (int)j->lda, ldb = (int)j->ldb, ldd = (int)j->ldd;
+    /* operands filled by parts: the CPU reads them all at once */
+    int rv = j->fill != NULL ? job_fill_wait(j, j->fill_parts + 1u) : GEMM_OK;
+    if (rv != GEMM_OK)
+        return rv;
     /* beta 0: C is not read (the reference's rule, which OpenBLAS keeps) */
     double beta = j->has_c ? j->beta : 0.0, beta_im = j->has_c ? j->beta_im : 0;
     uint64_t t0 = gemmd_now_ns();

@@ -34,6 +34,12 @@ void blas3_desc(const Gemm__Blas3Request *r, val_blas3 *v)
     req_operand_desc(&v->a, r->a);
     req_operand_desc(&v->b, r->b);
     req_operand_desc(&v->c, r->c);
+    if (r->fill != NULL) {
+        v->fill.present = true;
+        v->fill.buffer_id = r->fill->has_buffer_id ? r->fill->buffer_id : 0;
+        v->fill.offset = r->fill->has_offset ? r->fill->offset : 0;
+        v->fill_parts = r->fill->has_parts ? r->fill->parts : 0;
+    }
 }
 
 static bool on_device(const val_matrix *m)
@@ -78,6 +84,10 @@ void blas3_job_fill(gemmd_job *j, const val_blas3 *v,
     j->ldd = out->ld;
     j->shape.d = *out;
     j->shape.has_c = res->reads_out;
+    if (res->has_fill) {
+        j->fill = job_operand_ptr(&res->fill);
+        j->fill_parts = v->fill_parts;
+    }
 }
 
 void blas3_handle(gemmd *d, sp_req *q, const Gemm__Request *req)
@@ -110,9 +120,10 @@ void blas3_handle(gemmd *d, sp_req *q, const Gemm__Request *req)
         complete_error(d, q, rv, "%s", msg);
         return;
     }
-    const val_matrix *ms[3] = {&res.a, res.has_b ? &res.b : NULL,
-                               res.has_c ? &res.c : NULL};
-    job_hold(j, ms, 3);
+    const val_matrix *ms[4] = {&res.a, res.has_b ? &res.b : NULL,
+                               res.has_c ? &res.c : NULL,
+                               res.has_fill ? &res.fill : NULL};
+    job_hold(j, ms, 4);
     job_set_timeout(j, q->t_received, r->has_timeout_ms, r->timeout_ms);
     if (admit_submit(d, q, j, mem) != GEMM_OK)
         complete_error(d, q, GEMM_ERR_NOMEM, "out of memory for a queue");

@@ -7,8 +7,12 @@
  */
 #include "job.h"
 
+#include <gemm/types.h>
+
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 void *job_operand_ptr(const val_matrix *m)
 {
@@ -90,4 +94,66 @@ void job_set_timeout(gemmd_job *j, uint64_t t_received, bool has,
 {
     if (has && timeout_ms > 0)
         j->deadline_ns = t_received + (uint64_t)timeout_ms * 1000000u;
+}
+
+uint64_t job_fill_now(const gemmd_job *j)
+{
+    if (j->fill == NULL)
+        return UINT64_MAX;
+    return __atomic_load_n(j->fill, __ATOMIC_ACQUIRE);
+}
+
+uint64_t job_fill_deadline(const gemmd_job *j)
+{
+    if (j->deadline_ns != 0)
+        return j->deadline_ns;
+    return j->t_started + (uint64_t)JOB_FILL_WAIT_MS * 1000000u;
+}
+
+int job_fill_state(const gemmd_job *j, uint64_t v, uint64_t need, uint64_t end,
+                   char *msg, size_t len)
+{
+    if (v >= need)
+        return GEMM_OK;
+    int stop = atomic_load(&((gemmd_job *)j)->stop);
+    if (stop != 0) {
+        snprintf(msg, len,
+                 "%s before its operands were filled (fill counter %llu of "
+                 "%llu)",
+                 stop == JOB_CANCELED ? "canceled" : "the client left",
+                 (unsigned long long)v, (unsigned long long)need);
+        return stop == JOB_CANCELED ? GEMM_ERR_TIMEOUT : GEMM_ERR_ABANDONED;
+    }
+    if (gemmd_now_ns() >= end) {
+        snprintf(msg, len,
+                 "the operands were not filled in time: the fill counter "
+                 "stayed at %llu of %llu (the request's timeout_ms, or %d ms "
+                 "without one)",
+                 (unsigned long long)v, (unsigned long long)need,
+                 JOB_FILL_WAIT_MS);
+        return GEMM_ERR_TIMEOUT;
+    }
+    return JOB_FILL_PENDING;
+}
+
+void job_fill_pause(unsigned spins)
+{
+    if (spins < 64) {
+        sched_yield();
+    } else {
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int job_fill_wait(gemmd_job *j, uint64_t need)
+{
+    const uint64_t end = job_fill_deadline(j);
+    int rv;
+    for (unsigned spins = 0;
+         (rv = job_fill_state(j, job_fill_now(j), need, end, j->msg,
+                              sizeof(j->msg))) == JOB_FILL_PENDING;
+         spins++)
+        job_fill_pause(spins);
+    return rv;
 }

@@ -70,6 +70,10 @@ typedef struct gemmd_job {
      * first when has_c; shape.a, .b, .d their stored shapes */
     int routine;
     bool right, lower, unit_diag;
+    /* filled by parts (proto's Fill, common/fill.h): the client's
+     * counter in its buffer (NULL: every operand was final when sent) */
+    const uint64_t *fill;
+    unsigned fill_parts;
     int op; /* enum val_op: TRANS or TRANSA */
 
     /* JOB_UPLOAD: a rows x cols matrix of dtype at a (ld lda) goes into
@@ -136,6 +140,33 @@ typedef struct gemmd_job {
 
     struct gemmd_job *next; /* queue link */
 } gemmd_job;
+
+/* The longest a job waits for its client to fill its operands when its
+ * request set no timeout (proto's Fill). */
+#define JOB_FILL_WAIT_MS 30000
+
+/*
+ * Waits until j's fill counter reaches need (or j has none): GEMM_OK, or
+ * GEMM_ERR_TIMEOUT past job_fill_deadline and GEMM_ERR_ABANDONED once
+ * the client is gone, with j->msg set. The worker's thread.
+ */
+int job_fill_wait(gemmd_job *j, uint64_t need);
+
+/* One look at a fill wait: GEMM_OK when the counter value v has reached
+ * need, JOB_FILL_PENDING while it may still, else the error (msg set):
+ * the client gone, or now past end. */
+#define JOB_FILL_PENDING (-1)
+int job_fill_state(const gemmd_job *j, uint64_t v, uint64_t need, uint64_t end,
+                   char *msg, size_t len);
+
+/* Between two looks: yields the CPU the first times, then sleeps 20 us. */
+void job_fill_pause(unsigned spins);
+
+/* j's fill counter now (acquire), or UINT64_MAX when it has none. */
+uint64_t job_fill_now(const gemmd_job *j);
+
+/* The time after which j's fill wait gives up (ns, as gemmd_now_ns). */
+uint64_t job_fill_deadline(const gemmd_job *j);
 
 /* Monotonic clock in nanoseconds. Thread-safe. */
 uint64_t gemmd_now_ns(void);

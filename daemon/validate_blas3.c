@@ -7,6 +7,8 @@
  */
 #include "validate_blas3.h"
 
+#include <fill.h>
+
 #include <gemm/types.h>
 
 #include <stdio.h>
@@ -176,6 +178,53 @@ static int check_operand(const char *ref, const char *what, int ldpos,
     return rv;
 }
 
+/* The fill counter (proto/gemm.proto's Fill): 8 aligned bytes of one of
+ * the caller's buffers (resolved as one fp64), outside every operand, and
+ * 1..64 parts. */
+static int check_fill(const val_blas3 *g, const char *ref,
+                      const val_limits *lim, val_lookup_fn lookup, void *arg,
+                      val_blas3_resolved *out, char *msg, size_t len)
+{
+    if (!g->fill.present)
+        return GEMM_OK;
+    if (g->fill_parts < 1 || g->fill_parts > GEMM_FILL_MAX_PARTS) {
+        snprintf(msg, len, "%s: fill parts is %u: it must be in 1..%d", ref,
+                 g->fill_parts, GEMM_FILL_MAX_PARTS);
+        return GEMM_ERR_INVALID;
+    }
+    if (g->fill.tensor_id != 0) {
+        snprintf(msg, len,
+                 "%s: the fill counter is written by the client: it must be "
+                 "in a buffer, not a resident tensor",
+                 ref);
+        return GEMM_ERR_INVALID;
+    }
+    val_operand w = g->fill;
+    w.ld = 1;
+    char inner[384];
+    int rv = val_operand_check("fill counter", &w, 1, 1, GEMM_FP64, lim, lookup,
+                               arg, &out->fill, inner, sizeof(inner));
+    if (rv != GEMM_OK) {
+        snprintf(msg, len, "%s: %s", ref, inner);
+        return rv;
+    }
+    const val_matrix *ops[3] = {&out->a, out->has_b ? &out->b : NULL,
+                                out->has_c ? &out->c : NULL};
+    for (int i = 0; i < 3; i++)
+        if (ops[i] != NULL && overlap(&out->fill, ops[i])) {
+            snprintf(msg, len,
+                     "%s: the fill counter overlaps %s: put it outside every "
+                     "operand",
+                     ref,
+                     i == 0   ? "A"
+                     : i == 1 ? "B"
+                              : "C");
+            return GEMM_ERR_INVALID;
+        }
+    out->has_fill = true;
+    return GEMM_OK;
+}
+
 static int check_scalars(const val_blas3 *g, const char *ref, char *msg,
                          size_t len)
 {
@@ -267,7 +316,7 @@ int val_blas3_check(const val_blas3 *g, const val_limits *lim,
             snprintf(msg, len, "%s: B (written) overlaps A", ref);
             return GEMM_ERR_INVALID;
         }
-        return GEMM_OK;
+        return check_fill(g, ref, lim, lookup, arg, out, msg, len);
     }
     if (ar->ldb != 0) {
         uint64_t br = rank_update(g->routine) ? ar_rows : out_rows;
@@ -295,5 +344,5 @@ int val_blas3_check(const val_blas3 *g, const val_limits *lim,
                  overlap(&out->c, &out->a) ? "A" : "B");
         return GEMM_ERR_INVALID;
     }
-    return GEMM_OK;
+    return check_fill(g, ref, lim, lookup, arg, out, msg, len);
 }

@@ -39,6 +39,8 @@ typedef struct val_blas3 {
     uint64_t m, n, k;
     double alpha, alpha_im, beta, beta_im;
     val_operand a, b, c;
+    val_operand fill;    /* the fill counter (present: filled by parts) */
+    uint32_t fill_parts; /* common/fill.h */
 } val_blas3;
 
 /* The operands of a valid request: A always; B for symm/hemm and the
@@ -50,6 +52,8 @@ typedef struct val_blas3_resolved {
     bool has_b, has_c;
     bool reads_out; /* the output's old value is read (beta != 0, or
                        trmm/trsm) */
+    bool has_fill;  /* filled by parts: the counter, 8 bytes at fill */
+    val_matrix fill;
 } val_blas3_resolved;
 
 /* "symm", "hemm", ... for a routine number; "?" otherwise. */

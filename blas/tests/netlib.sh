@@ -5,6 +5,9 @@
 # libgemmblas: preload (LD_PRELOAD=libgemmblas.so.0), path
 # (LD_LIBRARY_PATH to the directory where it is libblas.so.3) or
 # panels (preloaded, every GEMM cut into 3 row panels: GEMMBLAS_PANELS),
+# fill (preloaded, every level-3 call other than GEMM sent before its
+# operands are staged and filled in 3 parts while gemmd works:
+# GEMMBLAS_FILL_PARTS, GEMMBLAS_FILL_MIN_BYTES=0),
 # zerocopy (preloaded, GEMMBLAS_ZEROCOPY=1, a threshold of 256 bytes, so
 # that the CBLAS testers' row-major copies are regions: some calls must
 # run with every operand in place), or
@@ -94,6 +97,19 @@ panels)
     grep -q "gemmd, 3 panels (2 in flight), B uploaded once" err.txt ||
         { tail -50 err.txt; fail "no GEMM ran in panels"; }
     # the per-call lines (verbose 2) are not printed below
+    grep -v "^gemmblas\[[0-9]*\]: [sdcz][a-z0-9]* [0-9mnk=x]*[ :]" err.txt |
+        grep -v "connected to gemmd" >err1.txt || true
+    grep "on the CPU" err.txt >>err1.txt || true
+    mv err1.txt err.txt
+    ;;
+fill)
+    GEMMBLAS_FILL_PARTS=3 GEMMBLAS_FILL_MIN_BYTES=0 GEMMBLAS_VERBOSE=2 \
+        LD_PRELOAD=$(preload "$GEMMBLAS_LIB") "$dir/$tester" <"$dir/$input" >out.txt 2>err.txt ||
+        { cat out.txt err.txt; fail "$tester exited $?"; }
+    grep -q "filled by parts while gemmd works: 3 parts (on)" err.txt ||
+        { cat err.txt; fail "filling by parts not on"; }
+    grep -q "(by parts, beside gemmd)" err.txt ||
+        { tail -50 err.txt; fail "no call was filled by parts"; }
     grep -v "^gemmblas\[[0-9]*\]: [sdcz][a-z0-9]* [0-9mnk=x]*[ :]" err.txt |
         grep -v "connected to gemmd" >err1.txt || true
     grep "on the CPU" err.txt >>err1.txt || true

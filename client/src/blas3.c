@@ -50,13 +50,16 @@ static bool has(const gemm_matrix *m)
     return m->buf != NULL || m->tensor != 0;
 }
 
-GEMM_API int gemm_blas3_submit(gemm_client *c, const gemm_blas3_op *op,
-                               gemm_request **out)
+/* gemm_blas3_submit, filled by parts when fill is non-NULL. */
+static int submit(gemm_client *c, const gemm_blas3_op *op,
+                  gemm_buffer *fill_buf, uint64_t fill_offset, uint32_t parts,
+                  gemm_request **out)
 {
     Gemm__Request req = GEMM__REQUEST__INIT;
     Gemm__Blas3Request r = GEMM__BLAS3_REQUEST__INIT;
     Gemm__Operand a = GEMM__OPERAND__INIT, b = GEMM__OPERAND__INIT;
     Gemm__Operand cc = GEMM__OPERAND__INIT;
+    Gemm__Fill fill = GEMM__FILL__INIT;
 
     cli_clear_error();
     if (c == NULL || op == NULL || out == NULL)
@@ -109,9 +112,37 @@ GEMM_API int gemm_blas3_submit(gemm_client *c, const gemm_blas3_op *op,
         operand(&cc, &op->c);
         r.c = &cc;
     }
+    if (fill_buf != NULL && !(atomic_load(&c->features) & GEMM_FEATURE_FILL))
+        return cli_error(GEMM_ERR_UNSUPPORTED,
+                         "%s: gemmd at %s has not said it takes operands "
+                         "filled by parts (gemm_ping first; an older gemmd "
+                         "does not)",
+                         gemm_routine_name(op->routine), c->url);
+    if (fill_buf != NULL) {
+        fill.has_buffer_id = fill.has_offset = fill.has_parts = true;
+        fill.buffer_id = fill_buf->id;
+        fill.offset = fill_offset;
+        fill.parts = parts;
+        r.fill = &fill;
+    }
     req.body_case = GEMM__REQUEST__BODY_BLAS3;
     req.blas3 = &r;
     return cli_req_start(c, &req, gemm_routine_name(op->routine), out);
+}
+
+GEMM_API int gemm_blas3_submit(gemm_client *c, const gemm_blas3_op *op,
+                               gemm_request **out)
+{
+    return submit(c, op, NULL, 0, 0, out);
+}
+
+GEMM_API int gemm_blas3_submit_filled(gemm_client *c, const gemm_blas3_op *op,
+                                      gemm_buffer *fill, uint64_t fill_offset,
+                                      uint32_t parts, gemm_request **out)
+{
+    if (fill == NULL)
+        return cli_error(GEMM_ERR_INVALID, "blas3: NULL fill buffer");
+    return submit(c, op, fill, fill_offset, parts, out);
 }
 
 GEMM_API int gemm_blas3_run(gemm_client *c, const gemm_blas3_op *op,

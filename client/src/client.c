@@ -188,6 +188,11 @@ static void copy_str(char *dst, size_t len, const char *src)
     snprintf(dst, len, "%s", src != NULL ? src : "");
 }
 
+GEMM_API uint32_t gemm_server_features(gemm_client *c)
+{
+    return c != NULL ? atomic_load(&c->features) : 0u;
+}
+
 GEMM_API int gemm_ping(gemm_client *c, gemm_server_info *info)
 {
     Gemm__Request req = GEMM__REQUEST__INIT;
@@ -210,6 +215,9 @@ GEMM_API int gemm_ping(gemm_client *c, gemm_server_info *info)
         gemm__reply__free_unpacked(rep, NULL);
         return cli_error(GEMM_ERR_PROTOCOL, "ping: reply has no hello body");
     }
+    atomic_store(&c->features, rep->hello->has_features
+                                   ? rep->hello->features & GEMM_FEATURE_FILL
+                                   : 0u);
     if (info != NULL) {
         Gemm__HelloReply *h = rep->hello;
         memset(info, 0, sizeof(*info));

@@ -44,6 +44,7 @@ struct gemm_client {
     struct cli_rtt rtt[CLI_RTT_SLOTS]; /* under mtx */
     uint32_t rtt_clock;                /* under mtx */
     atomic_int spin_us;                /* waitspin.c's limit; 0: off */
+    atomic_uint features;              /* GEMM_FEATURE_*, the last ping's */
 };
 
 struct gemm_buffer {

@@ -115,6 +115,8 @@ static int worker_create(cuda_device *d, cuda_worker *w, char *msg, size_t len)
     for (int e = 0; e < 4; e++)
         CK(cudaEventCreate(&w->ev[e]), msg, len);
     CK(panels_create(&w->panels), msg, len);
+    if ((rv = cuda_fill_init(&w->fill, w->panels.in, msg, len)) != GEMM_OK)
+        goto fail;
     rv = gemmk_ctx_create(&w->kctx, d->ordinal);
     if (rv != GEMM_OK) {
         snprintf(msg, len, "cannot create the kernel context: %s",
@@ -127,6 +129,7 @@ static int worker_create(cuda_device *d, cuda_worker *w, char *msg, size_t len)
     return GEMM_OK;
 fail:
     gemmk_ctx_destroy(w->kctx);
+    cuda_fill_destroy(&w->fill);
     panels_destroy(&w->panels);
     for (int e = 0; e < 4; e++)
         if (w->ev[e] != NULL)
@@ -198,6 +201,7 @@ void cuda_device_destroy(cuda_device *d)
         cuda_worker_forget(&d->workers[i]); /* workers are joined: safe */
         pthread_mutex_destroy(&d->workers[i].forget_mu);
         gemmk_ctx_destroy(d->workers[i].kctx);
+        cuda_fill_destroy(&d->workers[i].fill);
         panels_destroy(&d->workers[i].panels);
         for (int e = 0; e < 4; e++)
             cudaEventDestroy(d->workers[i].ev[e]);

@@ -10,6 +10,7 @@
 #define GEMMD_CUDA_DEVICE_H
 
 #include "config.h"
+#include "cuda/fill.h"
 #include "pipe_rates.h"
 
 #include <gemm_kernels.h>
@@ -57,6 +58,7 @@ typedef struct cuda_worker {
     pipe_cache plans;  /* its pipelined GEMMs' last plans */
     gemmk_ctx *kctx;   /* used by its worker thread alone */
     cudaEvent_t ev[4]; /* start, copies in done, kernel done, copy out done */
+    cuda_fill fill;    /* level-3 operands filled by parts (fill.h) */
     /* ranges freed by the loop thread, applied to kctx's cache by the
      * worker before its next job (the cache is not thread-safe; its keys
      * hold everything a map encodes, so an entry left over until then is

@@ -38,11 +38,13 @@
  * small so that every routine runs cut); the default cuts into about 8.
  */
 #include "cuda/staging_blas3.h"
+#include "cuda/fill.h"
 #include "cuda/rect.h"
 #include "cuda/staging.h"
 #include "log.h"
 #include "validate_blas3.h"
 
+#include <fill.h>
 #include <gemm/types.h>
 #include <gemm_kernels_blas3.h>
 
@@ -123,7 +125,10 @@ typedef struct plan3 {
     int64_t ldaw;
     gemmk_blas3_problem base;
     gemmk_result res;
-    int timed; /* blocks of run_tri whose events tri_log may read */
+    bool gated;        /* copies in wait for the client's fill (fill.h) */
+    gemm_fill_cut cut; /* how it fills (common/fill.h) */
+    uint64_t gate;     /* the copies-in stream waits for this much */
+    int timed;         /* blocks of run_tri whose events tri_log may read */
     uint64_t queued_ns[CUDA_PANELS]; /* when block i's calls were queued */
 } plan3;
 
@@ -202,12 +207,37 @@ static int rank_block(plan3 *q, int64_t r0, int64_t r1)
     return call(q, &g);
 }
 
+/* Before rectangle r of the operand at src comes in (operands filled by
+ * parts): the copies-in stream waits until the client has filled it. */
+static int gate(plan3 *q, cuda_panels *x, const void *src, cuda_rect r)
+{
+    const gemmd_job *j = q->j;
+    bool tri = j->routine == VAL_TRMM || j->routine == VAL_TRSM;
+    unsigned bit = src == j->a   ? GEMM_FILL_A
+                   : src == j->b ? GEMM_FILL_B
+                   : tri         ? GEMM_FILL_B
+                                 : GEMM_FILL_C;
+    uint64_t need = 1;
+    if ((q->cut.operands & bit) && r.rows > 0 && r.cols > 0) {
+        uint64_t lo = (uint64_t)(q->cut.cols ? r.c : r.r);
+        uint64_t hi = lo + (uint64_t)(q->cut.cols ? r.cols : r.rows);
+        need = gemm_fill_need(&q->cut, lo, hi);
+    }
+    if (need <= q->gate)
+        return GEMM_OK;
+    q->gate = need;
+    return cuda_fill_gate(&q->w->fill, x->in, need, q->j->msg,
+                          sizeof(q->j->msg));
+}
+
 /* Rectangle r of the host matrix src (ld lds) into the device matrix
  * dst (ld ldd), on the copies-in stream. */
 static int put(plan3 *q, cuda_panels *x, void *dst, int64_t ldd,
                const void *src, int64_t lds, cuda_rect r)
 {
     int rv = GEMM_OK;
+    if (q->gated && (rv = gate(q, x, src, r)) != GEMM_OK)
+        return rv;
     CK(cuda_copy_rect(x->in, dst, ldd, src, lds, r, q->es,
                       cudaMemcpyHostToDevice),
        q->j->msg, sizeof(q->j->msg));
@@ -623,6 +653,16 @@ static int run_side(plan3 *q, cuda_panels *x)
     return GEMM_OK;
 }
 
+/* Whether every buffer of j is pinned (its copies then queue without
+ * the host). */
+static bool pinned(const gemmd_job *j)
+{
+    for (int i = 0; i < j->nbufs; i++)
+        if (j->bufs[i]->kind == REG_BUFFER && j->bufs[i]->pin == NULL)
+            return false;
+    return true;
+}
+
 int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
 {
     int rv = GEMM_OK;
@@ -632,7 +672,7 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     size_t es = gemm_dtype_size(j->ab_type);
     bool rank = j->routine >= VAL_SYRK && j->routine <= VAL_HER2K;
     staged3 a = {0}, b = {0}, d = {0};
-    bool started = false;
+    bool started = false, following = false;
     cuda_panels *x = &w->panels;
     gemmk_blas3_problem kind = {
         .routine = j->routine,
@@ -691,6 +731,17 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
         .ldb = q.ldb,
         .ldc = q.ldd,
     };
+    /* operands the client still fills: the copies wait for each part on
+     * the GPU (pinned buffers), or the job for all of them here */
+    if (j->fill != NULL) {
+        if (pinned(j) && cuda_fill_begin(&w->fill, j)) {
+            following = q.gated = true;
+            q.cut = gemm_fill_cut_of(j->routine, j->right, j->lower, j->op,
+                                     j->m, j->n, j->fill_parts);
+        } else if ((rv = job_fill_wait(j, j->fill_parts + 1u)) != GEMM_OK) {
+            goto fail;
+        }
+    }
     /* the copy streams start after the pool's allocations */
     CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
     const uint64_t t0 = gemmd_now_ns();
@@ -705,6 +756,11 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     CK(cudaEventRecord(w->ev[2], w->stream), m, ml);
     CK(cudaEventRecord(w->ev[3], x->out), m, ml);
     CK(cudaStreamWaitEvent(w->stream, w->ev[3], 0), m, ml);
+    if (following) {
+        following = false;
+        if ((rv = cuda_fill_end(&w->fill, m, ml)) != GEMM_OK)
+            goto fail;
+    }
     free3(w, &a);
     free3(w, &b);
     free3(w, &d);
@@ -712,6 +768,10 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     tri_log(&q, x, t0);
     return cuda_stage_times(w, j);
 fail:
+    if (following) { /* its waits released before the streams are */
+        char why[200];
+        cuda_fill_end(&w->fill, why, sizeof(why));
+    }
     if (started) {
         /* nothing may still read or write the memory given back */
         cudaStreamSynchronize(x->in);

@@ -5,6 +5,7 @@
 #   1. integration_blas3 (GEMM_TEST_BACKEND=cuda): every routine, type and
 #      flag against a long double reference, triangles, argument rules
 #   2. netlib's xblat3{s,d,c,z} and x{s,d,c,z}cblat3 through libgemmblas
+#      (and three of them filled by parts: netlib.sh fill)
 #      (LD_PRELOAD, GEMMBLAS_MIN_FLOPS=0) against a private gemmd --backend
 #      cuda; every routine's served counter must grow; then Debian's
 #      reference LAPACK (bundled) solving and factorizing over libgemmblas
@@ -59,6 +60,13 @@ for p in ${TESTERS:-d s z c}; do
         timeout 90 sh "$D/netlib.sh" preload "$1" "$2" >"$L/netlib-$1.log" 2>&1
         note "netlib $1 ($BACKEND) rc=$? $(grep -E 'PASSED$|gemmd served|gemm [0-9]|FAIL' "$L/netlib-$1.log" | tr '\n' ' ')"
     done
+done
+# 2a. filled by parts: every level-3 call sent before its operands are
+# staged, gemmd's copies waiting on the GPU for each part
+for t in ${FILL_TESTERS:-"xblat3d dblat3.in" "xblat3c cblat3.in" "xzcblat3 zin3"}; do
+    set -- $t
+    timeout 90 sh "$D/netlib.sh" fill "$1" "$2" >"$L/netlib-fill-$1.log" 2>&1
+    note "netlib fill $1 ($BACKEND) rc=$? $(grep -E 'PASSED$|gemmd served|FAIL' "$L/netlib-fill-$1.log" | tr '\n' ' ')"
 done
 # 2b. a reference LAPACK's solve and Cholesky over libgemmblas
 LAPACK=$D/lib/lapack/liblapack.so.3 LAPACK_N=${LAPACK_N:-2000} timeout 120 \

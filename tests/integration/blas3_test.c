@@ -13,6 +13,8 @@
  */
 #include "util/daemon.h"
 
+#include <fill.h>
+
 #include <criterion/criterion.h>
 
 #include <complex.h>
@@ -304,6 +306,74 @@ static void layout(l3case *k, size_t pad, size_t *size)
 /* What the last run_case ran (the reply's kernel name). */
 static char last_ran[64];
 
+/* > 0: run_case submits its cases filled by parts (proto's Fill): every
+ * operand NaN at first, then written back (the operands not cut, then
+ * each part in common/fill.h's order) while the request is in flight,
+ * the counter raised after each; the daemon must read nothing early. */
+static unsigned fill_parts;
+
+/* Bytes [lo, hi) of the operand at off (rows x cols, ld) that part
+ * `part` of cut c covers, from src back into dst. */
+static void put_part(char *dst, const char *src, size_t off, size_t ld,
+                     size_t rows, size_t cols, size_t es,
+                     const gemm_fill_cut *c, unsigned part)
+{
+    uint64_t lo, hi;
+    gemm_fill_range(c, part, &lo, &hi);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) {
+            size_t x = c->cols ? j : i;
+            if (x >= lo && x < hi)
+                memcpy(dst + off + (i * ld + j) * es,
+                       src + off + (i * ld + j) * es, es);
+        }
+}
+
+/* Submits o filled by parts (fill_parts) from the buffer's final bytes
+ * `full` (size bytes, the counter at ctr), and waits. */
+static int run_filled(gemm_client *cl, const l3case *k, gemm_buffer *buf,
+                      const char *full, size_t size, size_t ctr,
+                      gemm_timings *tm)
+{
+    const gemm_blas3_op *o = &k->op;
+    size_t es = gemm_dtype_size(o->dtype);
+    char *base = gemm_buffer_data(buf);
+    uint64_t *word = (uint64_t *)(void *)(base + ctr);
+    int trans = o->trans == 'T' ? 1 : o->trans == 'C' ? 2 : 0;
+    gemm_fill_cut c = gemm_fill_cut_of((int)o->routine, o->right, o->lower,
+                                       trans, o->m, o->n, fill_parts);
+    bool tri = is_tri(o->routine);
+    /* the three operands: which fill bit each is, and where */
+    struct {
+        unsigned bit;
+        size_t off, ld, rows, cols;
+    } ops[3] = {
+        {GEMM_FILL_A, k->oa, k->lda, k->ar, k->ac},
+        {GEMM_FILL_B, k->ob, k->ldb, k->br, k->bc},
+        {tri ? GEMM_FILL_B : GEMM_FILL_C, k->oc, k->ldc, k->cr, k->cc},
+    };
+    memset(base, 0xff, ctr); /* NaN: nothing is final */
+    __atomic_store_n(word, 0, __ATOMIC_RELEASE);
+    gemm_request *rq;
+    int rv = gemm_blas3_submit_filled(cl, o, buf, ctr, fill_parts, &rq);
+    if (rv != GEMM_OK)
+        return rv;
+    for (int i = 0; i < 3; i++)
+        if (!(c.operands & ops[i].bit) && ops[i].rows > 0)
+            memcpy(base + ops[i].off, full + ops[i].off,
+                   ((ops[i].rows - 1) * ops[i].ld + ops[i].cols) * es);
+    __atomic_store_n(word, 1, __ATOMIC_RELEASE);
+    for (unsigned p = 0; p < fill_parts; p++) {
+        for (int i = 0; i < 3; i++)
+            if ((c.operands & ops[i].bit) && ops[i].rows > 0)
+                put_part(base, full, ops[i].off, ops[i].ld, ops[i].rows,
+                         ops[i].cols, es, &c, p);
+        __atomic_store_n(word, 2 + (uint64_t)p, __ATOMIC_RELEASE);
+    }
+    (void)size;
+    return gemm_wait(rq, tm);
+}
+
 /* Runs k through gemmd and checks it. */
 static void run_case(gemm_client *cl, l3case *k, const char *what)
 {
@@ -311,8 +381,9 @@ static void run_case(gemm_client *cl, l3case *k, const char *what)
     gemm_dtype t = o->dtype;
     size_t size, es = gemm_dtype_size(t);
     layout(k, 2, &size);
+    size_t ctr = (size + 7) / 8 * 8; /* the fill counter, past the rest */
     gemm_buffer *buf;
-    int rv = gemm_buffer_alloc(cl, size, &buf);
+    int rv = gemm_buffer_alloc(cl, ctr + 8, &buf);
     cr_assert_eq(rv, GEMM_OK, "%s", gemm_last_error_message());
     char *base = gemm_buffer_data(buf);
     memset(base, 0xff, size);
@@ -356,8 +427,10 @@ static void run_case(gemm_client *cl, l3case *k, const char *what)
     else
         o->c = out;
     gemm_timings tm;
-    rv = gemm_blas3_run(cl, o, &tm);
-    cr_assert_eq(rv, GEMM_OK, "%s: %s: %s", what, gemm_strerror(rv),
+    rv = fill_parts > 0 ? run_filled(cl, k, buf, before, size, ctr, &tm)
+                        : gemm_blas3_run(cl, o, &tm);
+    cr_assert_eq(rv, GEMM_OK, "%s%s: %s: %s", what,
+                 fill_parts > 0 ? " (filled by parts)" : "", gemm_strerror(rv),
                  gemm_last_error_message());
     snprintf(last_ran, sizeof(last_ran), "%s", tm.kernel);
     double tol = t == GEMM_FP32 || t == GEMM_COMPLEX64 ? 2e-5 : 1e-12;
@@ -605,10 +678,156 @@ Test(blas3, resident_a)
     blocks_a_tensor = false;
 }
 
+/* Every routine filled by parts (3 parts, proto's Fill) in fp64 and
+ * complex64, over each side and triangle and a transposed op: the
+ * operands are NaN when the request goes and written back part by part
+ * while it is in flight, so a part read before the counter passed it
+ * spoils the result. Sizes cut into several of gemmd's blocks on cuda
+ * (GEMMD_BLAS3_PANEL <= 40), where each part's copies wait on the GPU. */
+Test(blas3, fill_parts)
+{
+    cr_assert_eq(gemm_ping(g_client, NULL), GEMM_OK);
+    cr_assert(gemm_server_features(g_client) & GEMM_FEATURE_FILL,
+              "gemmd does not say it takes operands filled by parts");
+    fill_parts = 3;
+    int cases = 0;
+    for (int r = GEMM_ROUTINE_SYMM; r <= GEMM_ROUTINE_TRSM; r++)
+        for (int ti = 1; ti <= 2; ti++)
+            for (int side = 0; side < (is_rank(r) ? 1 : 2); side++)
+                for (int lower = 0; lower < 2; lower++)
+                    for (int o = 0; o < 2; o++) {
+                        gemm_dtype t = types[ti];
+                        if (is_her(r) && !cplx(t))
+                            continue;
+                        bool sym =
+                            r == GEMM_ROUTINE_SYMM || r == GEMM_ROUTINE_HEMM;
+                        if (sym && o == 1)
+                            continue;
+                        char op = o == 0                   ? 'N'
+                                  : is_her(r)              ? 'C'
+                                  : is_rank(r) || !cplx(t) ? 'T'
+                                                           : 'C';
+                        l3case k = {0};
+                        gemm_blas3_init(&k.op, (gemm_routine)r, t);
+                        k.op.right = side;
+                        k.op.lower = lower;
+                        k.op.trans = op;
+                        k.op.m = side ? 72 : 97;
+                        k.op.n = side ? 97 : 72;
+                        k.op.k = 40;
+                        k.op.alpha_re = 0.75;
+                        k.op.alpha_im =
+                            cplx(t) && r != GEMM_ROUTINE_HERK ? -0.5 : 0;
+                        k.op.beta_re = is_tri(r) ? 0 : -1.25;
+                        k.op.beta_im =
+                            is_tri(r) || !cplx(t) || is_her(r) ? 0 : 0.5;
+                        k.off_scale = 1.0 / 16;
+                        char what[96];
+                        snprintf(what, sizeof(what),
+                                 "%c%s side %c uplo %c op %c filled by parts",
+                                 "sdcz"[ti], gemm_routine_name((gemm_routine)r),
+                                 side ? 'R' : 'L', lower ? 'L' : 'U', op);
+                        run_case(g_client, &k, what);
+                        cases++;
+                    }
+    fill_parts = 0;
+    cr_assert_gt(cases, 40);
+}
+
+/* A trsm of n x n (fp64) in buf whose fill counter (at ctr) stays at
+ * `stop`, submitted with timeout_ms. */
+static int fill_stuck(gemm_client *cl, gemm_buffer *buf, size_t n, size_t ctr,
+                      uint64_t stop, uint32_t timeout_ms, gemm_request **rq)
+{
+    char *base = gemm_buffer_data(buf);
+    for (size_t i = 0; i < 2 * n * n; i++)
+        ((double *)(void *)base)[i] = (i % (n + 1)) == 0 ? 4.0 : 0.25;
+    __atomic_store_n((uint64_t *)(void *)(base + ctr), stop, __ATOMIC_RELEASE);
+    gemm_blas3_op o;
+    gemm_blas3_init(&o, GEMM_ROUTINE_TRSM, GEMM_FP64);
+    o.m = o.n = n;
+    o.a = (gemm_matrix){buf, 0, 0, 0};
+    o.b = (gemm_matrix){buf, n * n * 8, 0, 0};
+    o.timeout_ms = timeout_ms;
+    return gemm_blas3_submit_filled(cl, &o, buf, ctr, 4, rq);
+}
+
+/* A counter that stops short fails its request with TIMEOUT at the
+ * request's timeout_ms, naming the counter; the daemon serves the same
+ * client next. */
+Test(blas3, fill_stalled)
+{
+    cr_assert_eq(gemm_ping(g_client, NULL), GEMM_OK);
+    size_t n = 300, ctr = 2 * n * n * 8;
+    gemm_buffer *buf;
+    cr_assert_eq(gemm_buffer_alloc(g_client, ctr + 8, &buf), GEMM_OK);
+    gemm_request *rq;
+    cr_assert_eq(fill_stuck(g_client, buf, n, ctr, 2, 300, &rq), GEMM_OK, "%s",
+                 gemm_last_error_message());
+    double t0 = tu_now();
+    int rv = gemm_wait(rq, NULL);
+    cr_assert_eq(rv, GEMM_ERR_TIMEOUT, "got %s: %s", gemm_strerror(rv),
+                 gemm_last_error_message());
+    cr_assert(strstr(gemm_last_error_message(), "not filled in time") != NULL,
+              "%s", gemm_last_error_message());
+    cr_assert(tu_now() - t0 < 20, "the stalled fill held its request %.1f s",
+              tu_now() - t0);
+    gemm_buffer_free(buf);
+    tu_assert_healthy(g_client);
+}
+
+/* A client that gives up mid-fill (its own timeout: it asks gemmd to
+ * cancel, which stops a running job as a closed connection does): the
+ * job ends well before the fill limit, its queue empties, and the
+ * others are served. */
+Test(blas3, fill_canceled)
+{
+    gemm_client *cl = tu_client(&g_gemmd, 10000);
+    cr_assert_not_null(cl);
+    cr_assert_eq(gemm_ping(cl, NULL), GEMM_OK);
+    cr_assert_eq(gemm_client_set_timeout(cl, 500), GEMM_OK);
+    size_t n = 300, ctr = 2 * n * n * 8;
+    gemm_buffer *buf;
+    cr_assert_eq(gemm_buffer_alloc(cl, ctr + 8, &buf), GEMM_OK);
+    gemm_request *rq;
+    cr_assert_eq(fill_stuck(cl, buf, n, ctr, 0, 0, &rq), GEMM_OK, "%s",
+                 gemm_last_error_message());
+    double t0 = tu_now();
+    int rv = gemm_wait(rq, NULL);
+    cr_assert_eq(rv, GEMM_ERR_TIMEOUT, "got %s: %s", gemm_strerror(rv),
+                 gemm_last_error_message());
+    cr_assert(tu_now() - t0 < 10, "the cancel took %.1f s", tu_now() - t0);
+    gemm_status st;
+    double end = tu_now() + 10; /* well below the 30 s fill limit */
+    do
+        cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
+    while (st.queue_depth > 0 && tu_now() < end);
+    cr_assert_eq(st.queue_depth, 0,
+                 "the canceled job was still there 10 s after its cancel");
+    gemm_buffer_free(buf);
+    gemm_client_close(cl);
+    tu_assert_healthy(g_client);
+}
+
 /* A request expected to fail with rv, its message containing needle. */
 static void refused(const gemm_blas3_op *o, int rv, const char *needle)
 {
     int got = gemm_blas3_run(g_client, o, NULL);
+    const char *msg = gemm_last_error_message();
+    cr_assert_eq(got, rv, "want %s, got %s: %s", gemm_strerror(rv),
+                 gemm_strerror(got), msg);
+    cr_assert(strstr(msg, needle) != NULL, "message '%s' lacks '%s'", msg,
+              needle);
+}
+
+/* The same for o filled by parts with its counter at off of buf. */
+static void refused_fill(const gemm_blas3_op *o, gemm_buffer *buf, size_t off,
+                         uint32_t parts, int rv, const char *needle)
+{
+    gemm_request *rq;
+    int got = gemm_blas3_submit_filled(g_client, o, buf, off, parts, &rq);
+    if (got == GEMM_OK)
+        got = gemm_wait(rq, NULL);
     const char *msg = gemm_last_error_message();
     cr_assert_eq(got, rv, "want %s, got %s: %s", gemm_strerror(rv),
                  gemm_strerror(got), msg);
@@ -705,6 +924,20 @@ Test(blas3, argument_rules)
     refused(&o, GEMM_ERR_INVALID, "operand C is missing");
     o.c = (gemm_matrix){buf, (1 << 16) - 8, 0, 0};
     refused(&o, GEMM_ERR_BOUNDS, "beyond");
+    /* the fill counter: parts, alignment, overlap, bounds */
+    cr_assert_eq(gemm_ping(g_client, NULL), GEMM_OK);
+    gemm_blas3_init(&o, GEMM_ROUTINE_TRSM, GEMM_FP64);
+    o.m = o.n = 4;
+    o.a = (gemm_matrix){buf, 0, 0, 0};
+    o.b = (gemm_matrix){buf, 4096, 0, 0};
+    refused_fill(&o, buf, 8192, 0, GEMM_ERR_INVALID, "fill parts is 0");
+    refused_fill(&o, buf, 8192, 65, GEMM_ERR_INVALID, "fill parts is 65");
+    refused_fill(&o, buf, 8196, 2, GEMM_ERR_ALIGN,
+                 "fill counter: offset 8196 is not a multiple");
+    refused_fill(&o, buf, 4096 + 8, 2, GEMM_ERR_INVALID,
+                 "fill counter overlaps B");
+    refused_fill(&o, buf, 64, 2, GEMM_ERR_INVALID, "fill counter overlaps A");
+    refused_fill(&o, buf, 1 << 16, 2, GEMM_ERR_BOUNDS, "fill counter");
     gemm_buffer_free(buf);
     tu_assert_healthy(g_client);
 }

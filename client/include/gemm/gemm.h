@@ -120,6 +120,10 @@ typedef struct gemm_server_info {
 /* Round trip to the daemon; fills *info if non-NULL. Thread-safe. */
 GEMM_API int gemm_ping(gemm_client *c, gemm_server_info *info);
 
+/* What the daemon takes beyond protocol version 1's requests, as it said
+ * at the last gemm_ping (0 before one): GEMM_FEATURE_* bits (gemm/types.h). */
+GEMM_API uint32_t gemm_server_features(gemm_client *c);
+
 typedef struct gemm_status {
     double uptime_s;
     char backend[16];
@@ -496,6 +500,23 @@ GEMM_API void gemm_blas3_init(gemm_blas3_op *op, gemm_routine r, gemm_dtype t);
  * timings as a GEMM's). The buffers must stay until then. Thread-safe. */
 GEMM_API int gemm_blas3_submit(gemm_client *c, const gemm_blas3_op *op,
                                gemm_request **out);
+
+/*
+ * gemm_blas3_submit for operands still being written ("filled by
+ * parts"): the daemon starts on op at once and reads each part only after
+ * the caller says it is there. The caller publishes its progress in a
+ * uint64_t at fill_offset (8-aligned, outside every operand) of buffer
+ * fill, stored with release semantics (and after a fence for streaming
+ * stores): 1 once every operand not cut into parts is written, 2 + p once
+ * parts 0..p are, parts + 1 at the end; the cut of the operands into
+ * parts (1..64) is proto/gemm.proto's Fill. A counter that stops short
+ * fails the op with GEMM_ERR_TIMEOUT at op->timeout_ms (or the daemon's
+ * limit, 30 s), leaving the output undefined. GEMM_ERR_UNSUPPORTED unless
+ * the daemon said GEMM_FEATURE_FILL at the last gemm_ping. Thread-safe.
+ */
+GEMM_API int gemm_blas3_submit_filled(gemm_client *c, const gemm_blas3_op *op,
+                                      gemm_buffer *fill, uint64_t fill_offset,
+                                      uint32_t parts, gemm_request **out);
 
 /* Runs op and waits. On success the output (C, or B of trmm/trsm) holds
  * the result and *t (if non-NULL) the timings; on failure it is unchanged

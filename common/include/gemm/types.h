@@ -32,6 +32,10 @@ extern "C" {
 /* Version of the wire protocol (proto/gemm.proto) this library speaks. */
 #define GEMM_PROTOCOL_VERSION 1
 
+/* Features a daemon names in its hello (HelloReply.features) beyond
+ * version 1's requests. */
+#define GEMM_FEATURE_FILL 1u /* Blas3Request.fill (gemm_blas3_op.fill_buf) */
+
 /*
  * Error codes: one table, stable numbers, shared with the wire protocol
  * (Reply.status). X(name, number, message).

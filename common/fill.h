@@ -1,0 +1,90 @@
+/*
+ * fill.h: the order in which a client fills a level-3 request's staged
+ * operands while gemmd already works on it (Blas3Request.fill, see
+ * proto/gemm.proto). libgemmblas fills in this order and gemmd reads a
+ * part only once the client's counter says it is there, so both cut
+ * with these functions. Header only: each user compiles its own copy.
+ *
+ * The counter: 0 nothing is final; 1 every operand not filled by parts
+ * (and the output's old value where it is not one of them) is final;
+ * 1 + p + 1 parts 0..p of the operands filled by parts are final too;
+ * parts + 1 everything. The operands filled by parts are cut along one
+ * axis (rows or columns as stored, row-major as on the wire) into parts
+ * ranges of ceil(extent / parts), numbered in the order gemmd takes
+ * them: trsm and trmm cut B along A's dimension in the order op(A)'s
+ * triangle solves or multiplies it, the rank updates cut A (and B) along
+ * op(A)'s rows from the top (lower) or the bottom (upper), symm and hemm
+ * cut B and C along the dimension A does not touch, from the first.
+ */
+#ifndef GEMM_FILL_H
+#define GEMM_FILL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum { GEMM_FILL_A = 1, GEMM_FILL_B = 2, GEMM_FILL_C = 4 };
+
+#define GEMM_FILL_MAX_PARTS 64
+
+typedef struct gemm_fill_cut {
+    unsigned operands; /* GEMM_FILL_* bits: the operands filled by parts */
+    bool cols;         /* the parts are column ranges (else row ranges) */
+    bool fwd;          /* part 0 is the first range (else the last) */
+    uint64_t extent;   /* the rows or columns cut */
+    uint64_t size;     /* rows or columns a part (the last may be less) */
+} gemm_fill_cut;
+
+/* The cut of a request: routine, flags and dimensions as on the wire
+ * (routine 1 symm .. 8 trsm, trans 0 N, 1 T, 2 C); parts 1 ..
+ * GEMM_FILL_MAX_PARTS. */
+static inline gemm_fill_cut gemm_fill_cut_of(int routine, bool right,
+                                             bool lower, int trans, uint64_t m,
+                                             uint64_t n, unsigned parts)
+{
+    gemm_fill_cut c = {0, false, true, 0, 1};
+    if (routine == 7 || routine == 8) { /* trmm, trsm */
+        bool opl = lower == (trans == 0);
+        c.operands = GEMM_FILL_B;
+        c.cols = right;
+        c.fwd = right ? !opl : opl;
+        c.extent = right ? n : m;
+    } else if (routine >= 3 && routine <= 6) { /* syrk .. her2k */
+        c.operands = GEMM_FILL_A | (routine >= 5 ? GEMM_FILL_B : 0);
+        c.cols = trans != 0;
+        c.fwd = lower;
+        c.extent = n;
+    } else { /* symm, hemm */
+        c.operands = GEMM_FILL_B | GEMM_FILL_C;
+        c.cols = !right;
+        c.extent = right ? m : n;
+    }
+    if (parts < 1)
+        parts = 1;
+    c.size = (c.extent + parts - 1) / parts;
+    if (c.size < 1)
+        c.size = 1;
+    return c;
+}
+
+/* The rows or columns [*lo, *hi) of part p (in fill order). */
+static inline void gemm_fill_range(const gemm_fill_cut *c, unsigned p,
+                                   uint64_t *lo, uint64_t *hi)
+{
+    uint64_t a = (uint64_t)p * c->size, b = a + c->size;
+    a = a < c->extent ? a : c->extent;
+    b = b < c->extent ? b : c->extent;
+    *lo = c->fwd ? a : c->extent - b;
+    *hi = c->fwd ? b : c->extent - a;
+}
+
+/* The counter value after which rows or columns [lo, hi) (lo < hi) of an
+ * operand filled by parts are final. */
+static inline uint64_t gemm_fill_need(const gemm_fill_cut *c, uint64_t lo,
+                                      uint64_t hi)
+{
+    uint64_t last =
+        c->fwd ? (hi - 1) / c->size : (c->extent - 1 - lo) / c->size;
+    return 2 + last;
+}
+
+#endif

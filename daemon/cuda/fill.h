@@ -1,0 +1,61 @@
+/*
+ * fill.h: a level-3 job whose client is still filling its operands
+ * (proto's Fill, common/fill.h) on a device worker. The worker's copies
+ * in wait on the GPU (cuStreamWaitValue64) for a word of gemmd's own
+ * mapped host memory, which a follower thread raises as the client's
+ * counter grows. The client never writes what the GPU waits on: one that
+ * stops short or leaves is cut off at its deadline (every wait released,
+ * its job failed) and holds up no other job. Where stream waits do not
+ * work, the job waits for the whole fill on the host first.
+ */
+#ifndef GEMMD_CUDA_FILL_H
+#define GEMMD_CUDA_FILL_H
+
+#include "job.h"
+
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct cuda_fill {
+    bool inited;    /* by cuda_fill_init (destroy does nothing otherwise) */
+    bool ok;        /* stream waits work on this device */
+    uint64_t *word; /* mapped host memory the GPU waits on */
+    uint64_t word_dev;
+    uint64_t base; /* the current job's targets are base + need */
+    pthread_t thread;
+    bool started; /* the follower runs (made on first use) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    gemmd_job *job; /* being followed; NULL once done */
+    int status;     /* the follow's outcome */
+    char msg[200];  /* why it failed */
+    bool quit;
+} cuda_fill;
+
+/* Sets f up for device ordinal's worker (stream s, on that device's
+ * context): f->ok says whether stream waits work. Returns a gemm_error
+ * for a CUDA failure other than that. */
+int cuda_fill_init(cuda_fill *f, cudaStream_t s, char *msg, size_t len);
+
+/* Stops f's follower and frees what init made (nothing for a zeroed
+ * f that init never saw). */
+void cuda_fill_destroy(cuda_fill *f);
+
+/* Starts following j's counter; false when f cannot (no stream waits, or
+ * no follower thread): the caller then waits for the whole fill on the
+ * host (job_fill_wait). The worker's thread, before queueing j's work. */
+bool cuda_fill_begin(cuda_fill *f, gemmd_job *j);
+
+/* Queues on s a wait until the counter of the job begun reaches need. */
+int cuda_fill_gate(cuda_fill *f, cudaStream_t s, uint64_t need, char *msg,
+                   size_t len);
+
+/* After the job's work is queued (and before waiting for it): waits
+ * until the follower is done with it (the counter complete, or the
+ * client gone or late: every wait is released then). Returns GEMM_OK or
+ * the failure, with msg set. */
+int cuda_fill_end(cuda_fill *f, char *msg, size_t len);
+
+#endif
