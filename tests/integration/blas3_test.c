@@ -734,22 +734,35 @@ Test(blas3, fill_parts)
     cr_assert_gt(cases, 40);
 }
 
-/* A trsm of n x n (fp64) in buf whose fill counter (at ctr) stays at
- * `stop`, submitted with timeout_ms. */
-static int fill_stuck(gemm_client *cl, gemm_buffer *buf, size_t n, size_t ctr,
-                      uint64_t stop, uint32_t timeout_ms, gemm_request **rq)
+/* Submits a trsm of 300 x 300 (fp64) on a new buffer *buf of cl whose
+ * fill counter stays at `stop`, with timeout_ms, and waits for it: it
+ * must fail with TIMEOUT (the message containing needle). Returns the
+ * seconds that took. */
+static double fill_stuck(gemm_client *cl, uint64_t stop, uint32_t timeout_ms,
+                         const char *needle, gemm_buffer **buf)
 {
-    char *base = gemm_buffer_data(buf);
+    size_t n = 300, ctr = 2 * n * n * 8;
+    cr_assert_eq(gemm_buffer_alloc(cl, ctr + 8, buf), GEMM_OK);
+    char *base = gemm_buffer_data(*buf);
     for (size_t i = 0; i < 2 * n * n; i++)
         ((double *)(void *)base)[i] = (i % (n + 1)) == 0 ? 4.0 : 0.25;
     __atomic_store_n((uint64_t *)(void *)(base + ctr), stop, __ATOMIC_RELEASE);
     gemm_blas3_op o;
     gemm_blas3_init(&o, GEMM_ROUTINE_TRSM, GEMM_FP64);
     o.m = o.n = n;
-    o.a = (gemm_matrix){buf, 0, 0, 0};
-    o.b = (gemm_matrix){buf, n * n * 8, 0, 0};
+    o.a = (gemm_matrix){*buf, 0, 0, 0};
+    o.b = (gemm_matrix){*buf, n * n * 8, 0, 0};
     o.timeout_ms = timeout_ms;
-    return gemm_blas3_submit_filled(cl, &o, buf, ctr, 4, rq);
+    gemm_request *rq;
+    cr_assert_eq(gemm_blas3_submit_filled(cl, &o, *buf, ctr, 4, &rq), GEMM_OK,
+                 "%s", gemm_last_error_message());
+    double t0 = tu_now();
+    int rv = gemm_wait(rq, NULL);
+    cr_assert_eq(rv, GEMM_ERR_TIMEOUT, "got %s: %s", gemm_strerror(rv),
+                 gemm_last_error_message());
+    cr_assert(strstr(gemm_last_error_message(), needle) != NULL, "%s",
+              gemm_last_error_message());
+    return tu_now() - t0;
 }
 
 /* A counter that stops short fails its request with TIMEOUT at the
@@ -758,20 +771,9 @@ static int fill_stuck(gemm_client *cl, gemm_buffer *buf, size_t n, size_t ctr,
 Test(blas3, fill_stalled)
 {
     cr_assert_eq(gemm_ping(g_client, NULL), GEMM_OK);
-    size_t n = 300, ctr = 2 * n * n * 8;
     gemm_buffer *buf;
-    cr_assert_eq(gemm_buffer_alloc(g_client, ctr + 8, &buf), GEMM_OK);
-    gemm_request *rq;
-    cr_assert_eq(fill_stuck(g_client, buf, n, ctr, 2, 300, &rq), GEMM_OK, "%s",
-                 gemm_last_error_message());
-    double t0 = tu_now();
-    int rv = gemm_wait(rq, NULL);
-    cr_assert_eq(rv, GEMM_ERR_TIMEOUT, "got %s: %s", gemm_strerror(rv),
-                 gemm_last_error_message());
-    cr_assert(strstr(gemm_last_error_message(), "not filled in time") != NULL,
-              "%s", gemm_last_error_message());
-    cr_assert(tu_now() - t0 < 20, "the stalled fill held its request %.1f s",
-              tu_now() - t0);
+    double s = fill_stuck(g_client, 2, 300, "not filled in time", &buf);
+    cr_assert(s < 20, "the stalled fill held its request %.1f s", s);
     gemm_buffer_free(buf);
     tu_assert_healthy(g_client);
 }
@@ -786,17 +788,9 @@ Test(blas3, fill_canceled)
     cr_assert_not_null(cl);
     cr_assert_eq(gemm_ping(cl, NULL), GEMM_OK);
     cr_assert_eq(gemm_client_set_timeout(cl, 500), GEMM_OK);
-    size_t n = 300, ctr = 2 * n * n * 8;
     gemm_buffer *buf;
-    cr_assert_eq(gemm_buffer_alloc(cl, ctr + 8, &buf), GEMM_OK);
-    gemm_request *rq;
-    cr_assert_eq(fill_stuck(cl, buf, n, ctr, 0, 0, &rq), GEMM_OK, "%s",
-                 gemm_last_error_message());
-    double t0 = tu_now();
-    int rv = gemm_wait(rq, NULL);
-    cr_assert_eq(rv, GEMM_ERR_TIMEOUT, "got %s: %s", gemm_strerror(rv),
-                 gemm_last_error_message());
-    cr_assert(tu_now() - t0 < 10, "the cancel took %.1f s", tu_now() - t0);
+    double s = fill_stuck(cl, 0, 0, "", &buf);
+    cr_assert(s < 10, "the cancel took %.1f s", s);
     gemm_status st;
     double end = tu_now() + 10; /* well below the 30 s fill limit */
     do
