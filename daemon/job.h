@@ -142,8 +142,9 @@ typedef struct gemmd_job {
 } gemmd_job;
 
 /* The longest a job waits for its client to fill its operands when its
- * request set no timeout (proto's Fill). */
-#define JOB_FILL_WAIT_MS 30000
+ * request set no timeout (proto's Fill): a worker waits that long at
+ * most for a client that never fills. */
+#define JOB_FILL_WAIT_MS 10000
 
 /*
  * Waits until j's fill counter reaches need (or j has none): GEMM_OK, or

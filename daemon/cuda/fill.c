@@ -96,6 +96,10 @@ static int follow(cuda_fill *f, gemmd_job *j, uint64_t base)
         uint64_t v = job_fill_now(j);
         raise_to(f, base + (v < top ? v : top));
         rv = job_fill_state(j, v, top, end, f->msg, sizeof(f->msg));
+        if (rv == JOB_FILL_PENDING && atomic_load(&f->give_up)) {
+            snprintf(f->msg, sizeof(f->msg), "the job failed mid-fill");
+            rv = GEMM_ERR_INTERNAL;
+        }
         if (rv != JOB_FILL_PENDING)
             break;
         job_fill_pause(spins);
@@ -138,6 +142,7 @@ bool cuda_fill_begin(cuda_fill *f, gemmd_job *j)
     pthread_mutex_lock(&f->mu);
     f->msg[0] = '\0';
     f->status = GEMM_OK;
+    atomic_store(&f->give_up, false);
     f->job = j;
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
@@ -155,8 +160,10 @@ int cuda_fill_gate(cuda_fill *f, cudaStream_t s, uint64_t need, char *msg,
     return GEMM_ERR_DEVICE;
 }
 
-int cuda_fill_end(cuda_fill *f, char *msg, size_t len)
+int cuda_fill_end(cuda_fill *f, bool give_up, char *msg, size_t len)
 {
+    if (give_up)
+        atomic_store(&f->give_up, true);
     pthread_mutex_lock(&f->mu);
     while (f->job != NULL)
         pthread_cond_wait(&f->cv, &f->mu);

@@ -15,6 +15,7 @@
 
 #include <cuda_runtime.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -32,6 +33,7 @@ typedef struct cuda_fill {
     int status;     /* the follow's outcome */
     char msg[200];  /* why it failed */
     bool quit;
+    atomic_bool give_up; /* the worker failed: release every wait now */
 } cuda_fill;
 
 /* Sets f up for device ordinal's worker (stream s, on that device's
@@ -54,8 +56,9 @@ int cuda_fill_gate(cuda_fill *f, cudaStream_t s, uint64_t need, char *msg,
 
 /* After the job's work is queued (and before waiting for it): waits
  * until the follower is done with it (the counter complete, or the
- * client gone or late: every wait is released then). Returns GEMM_OK or
- * the failure, with msg set. */
-int cuda_fill_end(cuda_fill *f, char *msg, size_t len);
+ * client gone or late: every wait is released then). give_up (the
+ * worker failed): the follower releases every wait at once. Returns
+ * GEMM_OK or the failure, with msg set. */
+int cuda_fill_end(cuda_fill *f, bool give_up, char *msg, size_t len);
 
 #endif

@@ -758,7 +758,7 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     CK(cudaStreamWaitEvent(w->stream, w->ev[3], 0), m, ml);
     if (following) {
         following = false;
-        if ((rv = cuda_fill_end(&w->fill, m, ml)) != GEMM_OK)
+        if ((rv = cuda_fill_end(&w->fill, false, m, ml)) != GEMM_OK)
             goto fail;
     }
     free3(w, &a);
@@ -770,7 +770,7 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
 fail:
     if (following) { /* its waits released before the streams are */
         char why[200];
-        cuda_fill_end(&w->fill, why, sizeof(why));
+        cuda_fill_end(&w->fill, true, why, sizeof(why));
     }
     if (started) {
         /* nothing may still read or write the memory given back */

@@ -511,7 +511,7 @@ GEMM_API int gemm_blas3_submit(gemm_client *c, const gemm_blas3_op *op,
  * parts 0..p are, parts + 1 at the end; the cut of the operands into
  * parts (1..64) is proto/gemm.proto's Fill. A counter that stops short
  * fails the op with GEMM_ERR_TIMEOUT at op->timeout_ms (or the daemon's
- * limit, 30 s), leaving the output undefined. GEMM_ERR_UNSUPPORTED unless
+ * limit, 10 s), leaving the output undefined. GEMM_ERR_UNSUPPORTED unless
  * the daemon said GEMM_FEATURE_FILL at the last gemm_ping. Thread-safe.
  */
 GEMM_API int gemm_blas3_submit_filled(gemm_client *c, const gemm_blas3_op *op,
