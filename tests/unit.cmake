@@ -3,6 +3,7 @@ gemm_test(validate_test SOURCES unit/validate_test.c LIBS gemmd_core
   LABELS unit)
 gemm_test(validate_blas3_test SOURCES unit/validate_blas3_test.c
   LIBS gemmd_core LABELS unit)
+gemm_test(fill_test SOURCES unit/fill_test.c LIBS gemmd_core LABELS unit)
 gemm_test(validate_batch_test SOURCES unit/validate_batch_test.c
   LIBS gemmd_core LABELS unit)
 gemm_test(batch_ranges_test SOURCES unit/batch_ranges_test.c

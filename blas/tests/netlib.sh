@@ -7,7 +7,8 @@
 # panels (preloaded, every GEMM cut into 3 row panels: GEMMBLAS_PANELS),
 # fill (preloaded, every level-3 call other than GEMM sent before its
 # operands are staged and filled in 3 parts while gemmd works:
-# GEMMBLAS_FILL_PARTS, GEMMBLAS_FILL_MIN_BYTES=0),
+# GEMMBLAS_FILL_PARTS, GEMMBLAS_FILL_MIN_BYTES=0; a CPU gemmd checks the
+# order: GEMMD_TEST_FILL_ORDER),
 # zerocopy (preloaded, GEMMBLAS_ZEROCOPY=1, a threshold of 256 bytes, so
 # that the CBLAS testers' row-major copies are regions: some calls must
 # run with every operand in place), or
@@ -32,6 +33,8 @@ mode=$1 tester=$2 input=$3
 dir=${BLAS_TESTER_DIR:-/usr/lib/x86_64-linux-gnu/blas} # testers, inputs
 need "$dir/$tester" libblas-test
 need "$dir/$input" libblas-test
+# the CPU backend checks libgemmblas's order of filling (fill_check.h)
+[ "$mode" = fill ] && export GEMMD_TEST_FILL_ORDER=1
 if [ "$mode" = nocpu ]; then
     scratch
     GEMM_URL="ipc://$T/no-gemmd.sock"
@@ -110,6 +113,10 @@ fill)
         { cat err.txt; fail "filling by parts not on"; }
     grep -q "(by parts, beside gemmd)" err.txt ||
         { tail -50 err.txt; fail "no call was filled by parts"; }
+    # a call the daemon's order check refused ran on the CPU instead
+    if grep "fill order" err.txt; then
+        fail "gemmd saw a part written after the counter passed it (above)"
+    fi
     grep -v "^gemmblas\[[0-9]*\]: [sdcz][a-z0-9]* [0-9mnk=x]*[ :]" err.txt |
         grep -v "connected to gemmd" >err1.txt || true
     grep "on the CPU" err.txt >>err1.txt || true

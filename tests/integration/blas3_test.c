@@ -23,8 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-TestSuite(blas3, .init = fixture_setup, .fini = fixture_teardown,
-          .timeout = 120);
+/* gemmd checks the order in which clients fill by parts (its CPU
+ * backend: daemon/fill_check.h), then starts as every suite's does */
+static void setup(void)
+{
+    setenv("GEMMD_TEST_FILL_ORDER", "1", 1);
+    fixture_setup();
+}
+
+TestSuite(blas3, .init = setup, .fini = fixture_teardown, .timeout = 120);
 
 typedef long double complex lcx;
 

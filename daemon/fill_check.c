@@ -1,0 +1,145 @@
+/*
+ * fill_check.c: see fill_check.h. A step's fingerprint is a 64-bit hash
+ * of the bytes it makes final: step 1 the operands not cut into parts
+ * (the output's old value among them when it is read), step 2 + p part p
+ * of each cut operand (common/fill.h's ranges of rows or columns).
+ */
+#include "fill_check.h"
+#include "log.h"
+#include "validate_blas3.h"
+
+#include <fill.h>
+#include <gemm/types.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool check_on;
+static pthread_once_t check_once = PTHREAD_ONCE_INIT;
+
+static void check_read(void)
+{
+    const char *e = getenv("GEMMD_TEST_FILL_ORDER");
+    check_on = e != NULL && strcmp(e, "1") == 0;
+    if (check_on)
+        gemmd_log(LOG_NOTICE, "GEMMD_TEST_FILL_ORDER=1: the CPU backend "
+                              "checks that clients fill level-3 operands in "
+                              "order");
+}
+
+bool fill_check_on(void)
+{
+    pthread_once(&check_once, check_read);
+    return check_on;
+}
+
+/* One operand of the job as stored: where, and its fill bit. */
+typedef struct fopnd {
+    const char *p;
+    uint64_t rows, cols, ld;
+    size_t es;
+    unsigned bit;
+    bool out; /* the output (its old value read), written by the job */
+} fopnd;
+
+/* FNV-1a over rows [r0, r1) x columns [c0, c1) of o, into h. */
+static uint64_t hash_rect(uint64_t h, const fopnd *o, uint64_t r0, uint64_t r1,
+                          uint64_t c0, uint64_t c1)
+{
+    for (uint64_t r = r0; r < r1; r++) {
+        const unsigned char *x =
+            (const unsigned char *)o->p + (r * o->ld + c0) * o->es;
+        for (size_t i = 0; i < (c1 - c0) * o->es; i++)
+            h = (h ^ x[i]) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* The fingerprint of step v (1 .. parts + 1) over the n operands, the
+ * last (the output's old value) only when out. */
+static uint64_t step_hash(const fopnd *ops, int n, bool out,
+                          const gemm_fill_cut *cut, unsigned v)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < n; i++) {
+        const fopnd *o = &ops[i];
+        if (o->out && !out)
+            continue;
+        bool cut_op = (cut->operands & o->bit) != 0;
+        if (v == 1) {
+            if (!cut_op)
+                h = hash_rect(h, o, 0, o->rows, 0, o->cols);
+            continue;
+        }
+        if (!cut_op)
+            continue;
+        uint64_t lo, hi;
+        gemm_fill_range(cut, v - 2, &lo, &hi);
+        h = cut->cols ? hash_rect(h, o, 0, o->rows, lo, hi)
+                      : hash_rect(h, o, lo, hi, 0, o->cols);
+    }
+    return h;
+}
+
+/* The operands of j as stored (n of them) and its cut. */
+static int job_ops(const gemmd_job *j, fopnd *ops, gemm_fill_cut *cut)
+{
+    bool tri = j->routine == VAL_TRMM || j->routine == VAL_TRSM;
+    const val_resolved *s = &j->shape;
+    int n = 0;
+    size_t es = gemm_dtype_size(j->ab_type);
+    ops[n++] =
+        (fopnd){j->a, s->a.rows, s->a.cols, j->lda, es, GEMM_FILL_A, false};
+    if (j->b != NULL && !tri)
+        ops[n++] =
+            (fopnd){j->b, s->b.rows, s->b.cols, j->ldb, es, GEMM_FILL_B, false};
+    if (j->has_c)
+        ops[n++] = (fopnd){j->d,   s->d.rows, s->d.cols,
+                           j->ldd, es,        tri ? GEMM_FILL_B : GEMM_FILL_C,
+                           true};
+    if (j->a_dev) /* a resident A is not filled */
+        ops[0].rows = 0;
+    *cut = gemm_fill_cut_of(j->routine, j->right, j->lower, j->op, j->m, j->n,
+                            j->fill_parts);
+    return n;
+}
+
+int fill_check_wait(gemmd_job *j, fill_check *c)
+{
+    fopnd ops[3];
+    gemm_fill_cut cut;
+    int n = job_ops(j, ops, &cut);
+    memset(c, 0, sizeof(*c));
+    for (unsigned v = 1; v <= j->fill_parts + 1; v++) {
+        int rv = job_fill_wait(j, v);
+        if (rv != GEMM_OK)
+            return rv;
+        c->seen[v] = step_hash(ops, n, true, &cut, v);
+        c->seen_in[v] = step_hash(ops, n, false, &cut, v);
+    }
+    return GEMM_OK;
+}
+
+int fill_check_done(gemmd_job *j, const fill_check *c, bool out)
+{
+    fopnd ops[3];
+    gemm_fill_cut cut;
+    int n = job_ops(j, ops, &cut);
+    for (unsigned v = 1; v <= j->fill_parts + 1; v++) {
+        if (step_hash(ops, n, out, &cut, v) ==
+            (out ? c->seen[v] : c->seen_in[v]))
+            continue;
+        if (v == 1)
+            snprintf(j->msg, sizeof(j->msg),
+                     "fill order: an operand not cut into parts changed "
+                     "after the counter said 1");
+        else
+            snprintf(j->msg, sizeof(j->msg),
+                     "fill order: part %u changed after the counter said %u",
+                     v - 2, v);
+        return GEMM_ERR_INVALID;
+    }
+    return GEMM_OK;
+}
