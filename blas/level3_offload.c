@@ -131,22 +131,19 @@ static double ms_now(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* The wire operand (GB_OPND_*) of a common/fill.h bit. */
-static int fill_opnd(const wire3 *w, unsigned bit)
+/* Whether operand o (GB_OPND_*, common/fill.h's `which`) is cut into
+ * parts by w's fill. */
+static bool by_parts(const wire3 *w, int o)
 {
-    if (bit == GEMM_FILL_A)
-        return GB_OPND_A;
-    bool tri = w->p->r == GB_TRMM || w->p->r == GB_TRSM;
-    return bit == GEMM_FILL_B && !tri ? GB_OPND_B : GB_OPND_OUT;
+    return w->fill_parts > 1 &&
+           (w->cut.operands & gemm_fill_bit((int)w->op3.routine, o));
 }
 
-/* Whether gemmd reads the operand of bit (from the buffer). */
-static bool fill_staged(const wire3 *w, unsigned bit)
+/* Whether gemmd reads operand o from the buffer. */
+static bool staged(const wire3 *w, int o)
 {
-    const gb_opnd *o = &w->op[fill_opnd(w, bit)];
-    if (o->p == NULL || o->in_place)
-        return false;
-    return fill_opnd(w, bit) != GB_OPND_OUT || w->read_out;
+    const gb_opnd *x = &w->op[o];
+    return x->p != NULL && !x->in_place && (o != GB_OPND_OUT || w->read_out);
 }
 
 /* Fill by parts while gemmd works (proto's Fill) when the daemon takes
@@ -163,18 +160,21 @@ static void plan_fill(gemm_client *c, wire3 *w, gb_call *call)
     int trans = op->trans == 'T' ? 1 : op->trans == 'C' ? 2 : 0;
     w->cut = gemm_fill_cut_of((int)op->routine, op->right, op->lower, trans,
                               op->m, op->n, (unsigned)cfg->fill_parts);
-    bool any = false;
-    for (unsigned bit = GEMM_FILL_A; bit <= GEMM_FILL_C; bit <<= 1) {
-        if (!(w->cut.operands & bit))
-            continue;
-        const gb_opnd *o = &w->op[fill_opnd(w, bit)];
-        if (o->p != NULL && o->in_place)
-            return; /* in the caller's memory: nothing to fill */
-        any = any || fill_staged(w, bit);
-    }
-    if (!any)
-        return;
     w->fill_parts = (unsigned)cfg->fill_parts;
+    bool any = false;
+    for (int o = 0; o < GB_NOPND; o++) {
+        if (!by_parts(w, o))
+            continue;
+        if (w->op[o].p != NULL && w->op[o].in_place) {
+            w->fill_parts = 0; /* in the caller's memory: nothing to fill */
+            return;
+        }
+        any = any || staged(w, o);
+    }
+    if (!any) {
+        w->fill_parts = 0;
+        return;
+    }
     w->fill_off = call->need;
     call->need += 64;
 }
@@ -188,16 +188,16 @@ static void prepare3(gemm_client *c, uint64_t gen, gb_call *call)
     plan_fill(c, w, call);
 }
 
-/* Where the staged operand of a common/fill.h bit comes from and goes. */
+/* Where staged operand o comes from: the caller's matrix, its ld, and
+ * its rows and columns as stored on the wire. */
 typedef struct stage_src {
     const void *src;
     size_t lds, rows, cols;
 } stage_src;
 
-static stage_src fill_src(const wire3 *w, unsigned bit)
+static stage_src src_of(const wire3 *w, int o)
 {
     const gb_l3 *p = w->p;
-    int o = fill_opnd(w, bit);
     if (o == GB_OPND_A)
         return (stage_src){p->a, (size_t)p->lda, w->ar, w->ac};
     if (o == GB_OPND_B)
@@ -212,11 +212,11 @@ static void copy_part(const wire3 *w, char *base, unsigned part, size_t es)
     gemm_fill_range(&w->cut, part, &lo, &hi);
     if (hi <= lo)
         return;
-    for (unsigned bit = GEMM_FILL_A; bit <= GEMM_FILL_C; bit <<= 1) {
-        if (!(w->cut.operands & bit) || !fill_staged(w, bit))
+    for (int o = 0; o < GB_NOPND; o++) {
+        if (!by_parts(w, o) || !staged(w, o))
             continue;
-        stage_src s = fill_src(w, bit);
-        char *dst = base + w->op[fill_opnd(w, bit)].off;
+        stage_src s = src_of(w, o);
+        char *dst = base + w->op[o].off;
         const char *src = s.src;
         if (w->cut.cols)
             gb_copy2d(dst + lo * es, s.cols, src + lo * es, s.lds, s.rows,
@@ -225,12 +225,6 @@ static void copy_part(const wire3 *w, char *base, unsigned part, size_t es)
             gb_copy2d(dst + lo * s.cols * es, s.cols, src + lo * s.lds * es,
                       s.lds, hi - lo, s.cols, es);
     }
-}
-
-/* Whether the operand of bit is left to copy_part (filled by parts). */
-static bool by_parts(const wire3 *w, unsigned bit)
-{
-    return w->fill_parts > 1 && (w->cut.operands & bit);
 }
 
 static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
@@ -242,7 +236,6 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
     char *base = buf != NULL ? gemm_buffer_data(buf) : NULL;
     bool fill = w->fill_parts > 1 && base != NULL;
     uint64_t *ctr = fill ? (uint64_t *)(void *)(base + w->fill_off) : NULL;
-    bool tri = p->r == GB_TRMM || p->r == GB_TRSM;
     gemm_blas3_op op = w->op3;
     const gb_opnd *oa = &w->op[GB_OPND_A], *ob = &w->op[GB_OPND_B],
                   *oc = &w->op[GB_OPND_OUT];
@@ -250,7 +243,7 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
         __atomic_store_n(ctr, 0, __ATOMIC_RELAXED);
     if (oa->in_place)
         op.a = oa->m;
-    else if (fill && by_parts(w, GEMM_FILL_A))
+    else if (fill && by_parts(w, GB_OPND_A))
         ;                       /* by parts, below */
     else if (rank_update(p->r)) /* A whole; else only its triangle is read */
         gb_copy2d(base + oa->off, w->ac, p->a, (size_t)p->lda, w->ar, w->ac,
@@ -265,17 +258,16 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
         if (ob->in_place) {
             op.b = ob->m;
         } else {
-            if (!(fill && by_parts(w, GEMM_FILL_B)))
+            if (!(fill && by_parts(w, GB_OPND_B)))
                 gb_copy2d(base + ob->off, w->bc, p->b, (size_t)p->ldb, w->br,
                           w->bc, es);
             op.b = (gemm_matrix){buf, ob->off, 0, 0};
         }
     }
-    unsigned out_bit = tri ? GEMM_FILL_B : GEMM_FILL_C;
     if (w->read_out && (!oc->in_place || oc->backup) &&
-        !(fill && by_parts(w, out_bit)))
+        !(fill && by_parts(w, GB_OPND_OUT)))
         copy_ref(w, base + oc->off, w->cc, p->c, (size_t)p->ldc, es);
-    if (tri)
+    if (p->r == GB_TRMM || p->r == GB_TRSM)
         op.b = out;
     else
         op.c = out;

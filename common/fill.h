@@ -66,6 +66,17 @@ static inline gemm_fill_cut gemm_fill_cut_of(int routine, bool right,
     return c;
 }
 
+/* The fill bit of a request's operand `which`: 0 A, 1 B (an input:
+ * symm, hemm, syr2k, her2k), 2 the output (C, or B of trmm/trsm). */
+static inline unsigned gemm_fill_bit(int routine, int which)
+{
+    if (which == 0)
+        return GEMM_FILL_A;
+    if (which == 1)
+        return GEMM_FILL_B;
+    return routine == 7 || routine == 8 ? GEMM_FILL_B : GEMM_FILL_C;
+}
+
 /* The rows or columns [*lo, *hi) of part p (in fill order). */
 static inline void gemm_fill_range(const gemm_fill_cut *c, unsigned p,
                                    uint64_t *lo, uint64_t *hi)

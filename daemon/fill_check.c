@@ -6,7 +6,6 @@
  */
 #include "fill_check.h"
 #include "log.h"
-#include "validate_blas3.h"
 
 #include <fill.h>
 #include <gemm/types.h>
@@ -86,19 +85,17 @@ static uint64_t step_hash(const fopnd *ops, int n, bool out,
 /* The operands of j as stored (n of them) and its cut. */
 static int job_ops(const gemmd_job *j, fopnd *ops, gemm_fill_cut *cut)
 {
-    bool tri = j->routine == VAL_TRMM || j->routine == VAL_TRSM;
     const val_resolved *s = &j->shape;
-    int n = 0;
+    int n = 0, r = j->routine;
     size_t es = gemm_dtype_size(j->ab_type);
-    ops[n++] =
-        (fopnd){j->a, s->a.rows, s->a.cols, j->lda, es, GEMM_FILL_A, false};
-    if (j->b != NULL && !tri)
-        ops[n++] =
-            (fopnd){j->b, s->b.rows, s->b.cols, j->ldb, es, GEMM_FILL_B, false};
+    ops[n++] = (fopnd){j->a, s->a.rows,           s->a.cols, j->lda,
+                       es,   gemm_fill_bit(r, 0), false};
+    if (j->b != NULL) /* an input B (trmm/trsm's B is the output, d) */
+        ops[n++] = (fopnd){j->b, s->b.rows,           s->b.cols, j->ldb,
+                           es,   gemm_fill_bit(r, 1), false};
     if (j->has_c)
-        ops[n++] = (fopnd){j->d,   s->d.rows, s->d.cols,
-                           j->ldd, es,        tri ? GEMM_FILL_B : GEMM_FILL_C,
-                           true};
+        ops[n++] = (fopnd){j->d, s->d.rows,           s->d.cols, j->ldd,
+                           es,   gemm_fill_bit(r, 2), true};
     if (j->a_dev) /* a resident A is not filled */
         ops[0].rows = 0;
     *cut = gemm_fill_cut_of(j->routine, j->right, j->lower, j->op, j->m, j->n,

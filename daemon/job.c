@@ -115,7 +115,7 @@ int job_fill_state(const gemmd_job *j, uint64_t v, uint64_t need, uint64_t end,
 {
     if (v >= need)
         return GEMM_OK;
-    int stop = atomic_load(&((gemmd_job *)j)->stop);
+    int stop = atomic_load(&j->stop);
     if (stop != 0) {
         snprintf(msg, len,
                  "%s before its operands were filled (fill counter %llu of "

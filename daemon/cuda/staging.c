@@ -170,11 +170,18 @@ static bool direct_ok(const cuda_device *d, const gemmd_job *j)
     if (j->m * j->n > DIRECT_MAX_VOLUME ||
         j->m * j->n * j->k > DIRECT_MAX_VOLUME)
         return false;
+    if (!cuda_job_pinned(j))
+        return false;
+    return aligned_ld(j->a, j->lda) && aligned_ld(j->b, j->ldb) &&
+           aligned_ld(j->d, j->ldd) && (!j->has_c || aligned_ld(j->c, j->ldc));
+}
+
+bool cuda_job_pinned(const gemmd_job *j)
+{
     for (int i = 0; i < j->nbufs; i++)
         if (j->bufs[i]->kind == REG_BUFFER && j->bufs[i]->pin == NULL)
             return false;
-    return aligned_ld(j->a, j->lda) && aligned_ld(j->b, j->ldb) &&
-           aligned_ld(j->d, j->ldd) && (!j->has_c || aligned_ld(j->c, j->ldc));
+    return true;
 }
 
 /*

@@ -36,6 +36,10 @@ int cuda_dev_alloc(cuda_worker *w, size_t bytes, void **out, char *msg,
                    size_t len);
 void cuda_dev_free(cuda_worker *w, void *p, size_t bytes);
 
+/* Whether every buffer job j holds is pinned (copies from it then queue
+ * without the host, and kernels may read it in place). Any thread. */
+bool cuda_job_pinned(const gemmd_job *j);
+
 /* Sets j's stage times from w->ev[0..3] (start, copies in done, kernels
  * done, copies out done), which have all completed. */
 int cuda_stage_times(cuda_worker *w, gemmd_job *j);

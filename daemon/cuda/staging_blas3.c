@@ -212,11 +212,9 @@ static int rank_block(plan3 *q, int64_t r0, int64_t r1)
 static int gate(plan3 *q, cuda_panels *x, const void *src, cuda_rect r)
 {
     const gemmd_job *j = q->j;
-    bool tri = j->routine == VAL_TRMM || j->routine == VAL_TRSM;
-    unsigned bit = src == j->a   ? GEMM_FILL_A
-                   : src == j->b ? GEMM_FILL_B
-                   : tri         ? GEMM_FILL_B
-                                 : GEMM_FILL_C;
+    unsigned bit = gemm_fill_bit(j->routine, src == j->a   ? 0
+                                             : src == j->b ? 1
+                                                           : 2);
     uint64_t need = 1;
     if ((q->cut.operands & bit) && r.rows > 0 && r.cols > 0) {
         uint64_t lo = (uint64_t)(q->cut.cols ? r.c : r.r);
@@ -653,16 +651,6 @@ static int run_side(plan3 *q, cuda_panels *x)
     return GEMM_OK;
 }
 
-/* Whether every buffer of j is pinned (its copies then queue without
- * the host). */
-static bool pinned(const gemmd_job *j)
-{
-    for (int i = 0; i < j->nbufs; i++)
-        if (j->bufs[i]->kind == REG_BUFFER && j->bufs[i]->pin == NULL)
-            return false;
-    return true;
-}
-
 int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
 {
     int rv = GEMM_OK;
@@ -734,7 +722,7 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     /* operands the client still fills: the copies wait for each part on
      * the GPU (pinned buffers), or the job for all of them here */
     if (j->fill != NULL) {
-        if (pinned(j) && cuda_fill_begin(&w->fill, j)) {
+        if (cuda_job_pinned(j) && cuda_fill_begin(&w->fill, j)) {
             following = q.gated = true;
             q.cut = gemm_fill_cut_of(j->routine, j->right, j->lower, j->op,
                                      j->m, j->n, j->fill_parts);
