@@ -90,13 +90,16 @@ static void cfg_read(void)
     cfg.fill_parts = (int)env_num("GEMMBLAS_FILL_PARTS", 8, 0, 64);
     cfg.fill_min_bytes =
         env_num("GEMMBLAS_FILL_MIN_BYTES", 32.0 * 1024 * 1024, 0, 0x1p62);
+    cfg.fill_gemm = env_num("GEMMBLAS_FILL_GEMM", 1, 0, 1) != 0;
     if (cfg.verbose >= 1 &&
-        (getenv("GEMMBLAS_FILL_PARTS") || getenv("GEMMBLAS_FILL_MIN_BYTES")))
+        (getenv("GEMMBLAS_FILL_PARTS") || getenv("GEMMBLAS_FILL_MIN_BYTES") ||
+         getenv("GEMMBLAS_FILL_GEMM")))
         fprintf(stderr,
                 "gemmblas[%d]: level-3 operands filled by parts while gemmd "
-                "works: %d parts (%s), from %.3g staged bytes\n",
+                "works: %d parts (%s, ?gemm %s), from %.3g staged bytes\n",
                 (int)getpid(), cfg.fill_parts,
-                cfg.fill_parts > 1 ? "on" : "off", cfg.fill_min_bytes);
+                cfg.fill_parts > 1 ? "on" : "off",
+                cfg.fill_gemm ? "too" : "not", cfg.fill_min_bytes);
     cfg.panels = (int)env_num("GEMMBLAS_PANELS", GB_DEFAULT_PANELS, 0, 64);
     cfg.panels_inflight = (int)env_num("GEMMBLAS_PANELS_INFLIGHT", 2, 1, 16);
     cfg.panel_min_flops = env_num("GEMMBLAS_PANEL_MIN_FLOPS",

@@ -393,6 +393,7 @@ typedef struct gb_config {
     int fill_parts;         /* GEMMBLAS_FILL_PARTS: level 3 filled by parts
                                while gemmd works (0 or 1: off) */
     double fill_min_bytes;  /* GEMMBLAS_FILL_MIN_BYTES: staged from */
+    bool fill_gemm;         /* GEMMBLAS_FILL_GEMM: ?gemm filled by parts */
     int panels;             /* GEMMBLAS_PANELS: 0 or 1 off */
     int panels_inflight;    /* GEMMBLAS_PANELS_INFLIGHT */
     double panel_min_flops; /* GEMMBLAS_PANEL_MIN_FLOPS: per panel */

@@ -8,6 +8,7 @@
  */
 #include "gemmblas.h"
 
+#include <fill.h>
 #include <gemm/gemm.h>
 
 #include <stdio.h>
@@ -25,7 +26,30 @@ static void stored(char op, int64_t rows, int64_t cols, size_t *sr, size_t *sc)
 typedef struct gemm_call {
     const gb_gemm *g;
     gb_opnd op[GB_NOPND];
+    unsigned fill_parts; /* > 1: A filled by parts while gemmd works */
+    size_t fill_off;     /* the fill counter's offset in the buffer */
+    gemm_fill_cut cut;   /* common/fill.h */
 } gemm_call;
+
+/* Fill by parts (proto's Fill) when the daemon takes it for GEMMs, the
+ * staged bytes are many and A is staged: the counter goes after the
+ * staged operands. */
+static void plan_fill(gemm_client *c, gemm_call *gc, gb_call *call)
+{
+    const gb_config *cfg = gb_cfg();
+    const gb_gemm *g = gc->g;
+    gc->fill_parts = 0;
+    if (!cfg->fill_gemm || cfg->fill_parts < 2 ||
+        (double)call->need < cfg->fill_min_bytes ||
+        gc->op[GB_OPND_A].in_place ||
+        !(gemm_server_features(c) & GEMM_FEATURE_FILL_GEMM))
+        return;
+    gc->fill_parts = (unsigned)cfg->fill_parts;
+    gc->cut = gemm_fill_cut_of(0, false, false, g->opa != 'N', (uint64_t)g->m,
+                               (uint64_t)g->n, gc->fill_parts);
+    gc->fill_off = call->need;
+    call->need += 64;
+}
 
 /* Which operands of the GEMM are in place (zerocopy.c), the staging
  * bytes of the others. */
@@ -34,6 +58,47 @@ static void gemm_prepare(gemm_client *c, uint64_t gen, gb_call *call)
     gemm_call *gc = call->arg;
     call->need = gb_zc_plan(c, gen, gc->op, gb_esize(gc->g->t),
                             !gb_is_zero(gc->g->t, gc->g->beta));
+    plan_fill(c, gc, call);
+}
+
+/* Part `part` (fill order) of A into its place in base. */
+static void copy_part(const gemm_call *gc, char *base, unsigned part, size_t es)
+{
+    const gb_opnd *o = &gc->op[GB_OPND_A];
+    uint64_t lo, hi;
+    gemm_fill_range(&gc->cut, part, &lo, &hi);
+    if (hi <= lo)
+        return;
+    char *dst = base + o->off;
+    const char *src = o->p;
+    if (gc->cut.cols)
+        gb_copy2d(dst + lo * es, o->cols, src + lo * es, o->ld, o->rows,
+                  hi - lo, es);
+    else
+        gb_copy2d(dst + lo * o->cols * es, o->cols, src + lo * o->ld * es,
+                  o->ld, hi - lo, o->cols, es);
+}
+
+/* Runs op, A staged by parts after the request is out when gc says so
+ * (B and C are staged: the counter goes to 1 first). */
+static int gemm_go(gemm_client *c, gemm_buffer *buf, const gemm_call *gc,
+                   const gemm_op *op, gemm_timings *tm)
+{
+    if (gc->fill_parts < 2)
+        return gemm_run(c, op, tm);
+    char *base = gemm_buffer_data(buf);
+    uint64_t *ctr = (uint64_t *)(void *)(base + gc->fill_off);
+    __atomic_store_n(ctr, 1, __ATOMIC_RELEASE);
+    gemm_request *rq;
+    int rv = gemm_submit_filled(c, op, buf, gc->fill_off, gc->fill_parts, &rq);
+    if (rv != GEMM_OK)
+        return rv;
+    size_t es = gb_esize(gc->g->t);
+    for (unsigned part = 0; part < gc->fill_parts; part++) {
+        copy_part(gc, base, part, es);
+        __atomic_store_n(ctr, 2 + (uint64_t)part, __ATOMIC_RELEASE);
+    }
+    return gemm_wait(rq, tm);
 }
 
 /* The matrix gemmd is to use for o: in place, or staged at its offset in
@@ -97,7 +162,7 @@ static int gemm_staged(gemm_client *c, gemm_buffer *buf, const void *arg)
     gb_scalar(g->t, g->alpha, al);
     gb_scalar(g->t, g->beta, be);
     gemm_op_set_scalars(&op, al[0], al[1], be[0], be[1]);
-    op.a = place(&gc->op[GB_OPND_A], buf, true, es);
+    op.a = place(&gc->op[GB_OPND_A], buf, gc->fill_parts < 2, es);
     op.b = place(&gc->op[GB_OPND_B], buf, true, es);
     op.d = place(&gc->op[GB_OPND_OUT], buf, !beta0, es);
     if (!beta0)
@@ -106,7 +171,7 @@ static int gemm_staged(gemm_client *c, gemm_buffer *buf, const void *arg)
     if (g->t == GB_S)
         op.precision = cfg->tf32 ? GEMM_PRECISION_TF32 : GEMM_PRECISION_FP32;
     gemm_timings tm;
-    int rv = gemm_run(c, &op, &tm);
+    int rv = gemm_go(c, buf, gc, &op, &tm);
     if (rv != GEMM_OK)
         return rv;
     if (!gc->op[GB_OPND_OUT].in_place)
@@ -118,10 +183,12 @@ static int gemm_staged(gemm_client *c, gemm_buffer *buf, const void *arg)
         in_place_names(gc->op, "ABD", zc, sizeof(zc));
         gb_log(2,
                "%cgemm %lldx%lldx%lld op %c%c: gemmd %s, %.3f ms (daemon "
-               "%.3f); in place: %s",
+               "%.3f)%s; in place: %s",
                "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
                (long long)g -> k, g -> opa, g -> opb, tm.kernel,
-               (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3, zc);
+               (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3,
+               gc->fill_parts > 1 ? ", A filled by parts beside gemmd" : "",
+               zc);
     }
     return GEMM_OK;
 }

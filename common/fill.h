@@ -1,7 +1,8 @@
 /*
- * fill.h: the order in which a client fills a level-3 request's staged
- * operands while gemmd already works on it (Blas3Request.fill, see
- * proto/gemm.proto). libgemmblas fills in this order and gemmd reads a
+ * fill.h: the order in which a client fills a GEMM or level-3 request's
+ * staged operands while gemmd already works on it (GemmRequest.fill and
+ * Blas3Request.fill, see proto/gemm.proto). libgemmblas fills in this
+ * order and gemmd reads a
  * part only once the client's counter says it is there, so both cut
  * with these functions. Header only: each user compiles its own copy.
  *
@@ -11,10 +12,11 @@
  * parts + 1 everything. The operands filled by parts are cut along one
  * axis (rows or columns as stored, row-major as on the wire) into parts
  * ranges of ceil(extent / parts), numbered in the order gemmd takes
- * them: trsm and trmm cut B along A's dimension in the order op(A)'s
- * triangle solves or multiplies it, the rank updates cut A (and B) along
- * op(A)'s rows from the top (lower) or the bottom (upper), symm and hemm
- * cut B and C along the dimension A does not touch, from the first.
+ * them: GEMM cuts A along op(A)'s rows from the first (rows of A as
+ * stored, or columns when transposed), trsm and trmm cut B along A's dimension
+ * in the order op(A)'s triangle solves or multiplies it, the rank updates cut A
+ * (and B) along op(A)'s rows from the top (lower) or the bottom (upper), symm
+ * and hemm cut B and C along the dimension A does not touch, from the first.
  */
 #ifndef GEMM_FILL_H
 #define GEMM_FILL_H
@@ -35,14 +37,18 @@ typedef struct gemm_fill_cut {
 } gemm_fill_cut;
 
 /* The cut of a request: routine, flags and dimensions as on the wire
- * (routine 1 symm .. 8 trsm, trans 0 N, 1 T, 2 C); parts 1 ..
- * GEMM_FILL_MAX_PARTS. */
+ * (routine 0 gemm, 1 symm .. 8 trsm; trans 0 N, 1 T, 2 C: TRANS or TRANSA,
+ * and a GEMM's trans_a); parts 1 .. GEMM_FILL_MAX_PARTS. */
 static inline gemm_fill_cut gemm_fill_cut_of(int routine, bool right,
                                              bool lower, int trans, uint64_t m,
                                              uint64_t n, unsigned parts)
 {
     gemm_fill_cut c = {0, false, true, 0, 1};
-    if (routine == 7 || routine == 8) { /* trmm, trsm */
+    if (routine == 0) { /* gemm: A by op(A)'s rows */
+        c.operands = GEMM_FILL_A;
+        c.cols = trans != 0;
+        c.extent = m;
+    } else if (routine == 7 || routine == 8) { /* trmm, trsm */
         bool opl = lower == (trans == 0);
         c.operands = GEMM_FILL_B;
         c.cols = right;
@@ -67,7 +73,8 @@ static inline gemm_fill_cut gemm_fill_cut_of(int routine, bool right,
 }
 
 /* The fill bit of a request's operand `which`: 0 A, 1 B (an input:
- * symm, hemm, syr2k, her2k), 2 the output (C, or B of trmm/trsm). */
+ * gemm, symm, hemm, syr2k, her2k), 2 the output's old value (C, or B of
+ * trmm/trsm). */
 static inline unsigned gemm_fill_bit(int routine, int which)
 {
     if (which == 0)

@@ -46,6 +46,7 @@
 #include "backend.h"
 #include "backend_cpu_blas3.h"
 #include "cpu_s8.h"
+#include "fill_check.h"
 #include "log.h"
 #include "slice.h"
 
@@ -789,7 +790,13 @@ static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
         if (j->c != NULL)
             j->c = cpu_local(p, j, j->device, j->c);
     }
-    int rv = cpu_gemm_here(j);
+    /* operands filled by parts: the CPU reads them all at once */
+    fill_check fc;
+    int rv = fill_wait_whole(j, &fc);
+    if (rv == GEMM_OK)
+        rv = cpu_gemm_here(j);
+    if (rv == GEMM_OK)
+        rv = fill_check_after(j, &fc);
     j->a = a;
     j->b = b;
     j->c = c;

@@ -4,11 +4,10 @@
  * is what the wire means, on the operands where they are (the output C,
  * or B of trmm/trsm, updated in place in the client's buffer). OpenBLAS
  * reads and writes only the triangles the reference does. Operands still
- * being filled (proto's Fill) are waited for whole first (step by step,
- * checking the client's order, under GEMMD_TEST_FILL_ORDER: fill_check.h).
+ * being filled (proto's Fill) were waited for whole first (backend_cpu.c,
+ * fill_check.h).
  */
 #include "backend_cpu_blas3.h"
-#include "fill_check.h"
 #include "validate_blas3.h"
 
 #include <gemm/types.h>
@@ -105,18 +104,6 @@ int cpu_blas3(gemmd_job *j)
     CBLAS_DIAG diag = j->unit_diag ? CblasUnit : CblasNonUnit;
     int m = (int)j->m, n = (int)j->n, k = (int)j->k;
     int lda = (int)j->lda, ldb = (int)j->ldb, ldd = (int)j->ldd;
-    /* operands filled by parts: the CPU reads them all at once (under
-     * the order check: step by step, the output's old value checked
-     * before it is written, the inputs after the job) */
-    bool check = j->fill != NULL && fill_check_on();
-    fill_check fc;
-    int rv = j->fill == NULL ? GEMM_OK
-             : check         ? fill_check_wait(j, &fc)
-                             : job_fill_wait(j, j->fill_parts + 1u);
-    if (rv == GEMM_OK && check)
-        rv = fill_check_done(j, &fc, true);
-    if (rv != GEMM_OK)
-        return rv;
     /* beta 0: C is not read (the reference's rule, which OpenBLAS keeps) */
     double beta = j->has_c ? j->beta : 0.0, beta_im = j->has_c ? j->beta_im : 0;
     uint64_t t0 = gemmd_now_ns();
@@ -146,7 +133,7 @@ int cpu_blas3(gemmd_job *j)
     if (j->ns_kernel == 0)
         j->ns_kernel = 1;
     snprintf(j->ran, sizeof(j->ran), "openblas");
-    return check ? fill_check_done(j, &fc, false) : GEMM_OK;
+    return GEMM_OK;
 bad:
     snprintf(j->msg, sizeof(j->msg), "cpu backend: no %s for %s",
              val_routine_name(j->routine), gemm_dtype_name(j->ab_type));

@@ -104,8 +104,9 @@ static void reply_bad(gemmd *d, sp_req *q, const batch_errs *e, uint64_t n)
 }
 
 /* What the problems share, checked once: the types, the precision, no
- * moduli (the emulation's count is for single GEMMs) and the kernel
- * name's form (so a batch of empty problems is held to them too). */
+ * moduli (the emulation's count is for single GEMMs), no fill (nor is a
+ * fill by parts for batches) and the kernel name's form (so a batch of
+ * empty problems is held to them too). */
 static int shared_check(const val_gemm *t, char *msg, size_t len)
 {
     int rv = val_dtypes_check(t->ab_type, t->cd_type, msg, len);
@@ -117,6 +118,13 @@ static int shared_check(const val_gemm *t, char *msg, size_t len)
                  "batches: leave the batch op's moduli 0 (the daemon "
                  "picks), or send the problems as single GEMMs",
                  t->moduli);
+        rv = GEMM_ERR_INVALID;
+    }
+    if (rv == GEMM_OK && t->fill.present) {
+        snprintf(msg, len,
+                 "fill (operands filled by parts) applies to single "
+                 "requests, not to batches: fill the batch's operands "
+                 "before sending it");
         rv = GEMM_ERR_INVALID;
     }
     if (rv == GEMM_OK)

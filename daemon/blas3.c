@@ -34,12 +34,7 @@ void blas3_desc(const Gemm__Blas3Request *r, val_blas3 *v)
     req_operand_desc(&v->a, r->a);
     req_operand_desc(&v->b, r->b);
     req_operand_desc(&v->c, r->c);
-    if (r->fill != NULL) {
-        v->fill.present = true;
-        v->fill.buffer_id = r->fill->has_buffer_id ? r->fill->buffer_id : 0;
-        v->fill.offset = r->fill->has_offset ? r->fill->offset : 0;
-        v->fill_parts = r->fill->has_parts ? r->fill->parts : 0;
-    }
+    req_fill_desc(&v->fill, &v->fill_parts, r->fill);
 }
 
 static bool on_device(const val_matrix *m)
@@ -87,6 +82,8 @@ void blas3_job_fill(gemmd_job *j, const val_blas3 *v,
     if (res->has_fill) {
         j->fill = job_operand_ptr(&res->fill);
         j->fill_parts = v->fill_parts;
+        j->fill_cut = gemm_fill_cut_of(v->routine, v->right, v->lower, v->trans,
+                                       j->m, j->n, v->fill_parts);
     }
 }
 

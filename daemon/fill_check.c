@@ -24,7 +24,8 @@ static void check_read(void)
     check_on = e != NULL && strcmp(e, "1") == 0;
     if (check_on)
         gemmd_log(LOG_NOTICE, "GEMMD_TEST_FILL_ORDER=1: the CPU backend "
-                              "checks that clients fill level-3 operands in "
+                              "checks that clients fill GEMM and level-3 "
+                              "operands in "
                               "order");
 }
 
@@ -82,39 +83,41 @@ static uint64_t step_hash(const fopnd *ops, int n, bool out,
     return h;
 }
 
-/* The operands of j as stored (n of them) and its cut. */
-static int job_ops(const gemmd_job *j, fopnd *ops, gemm_fill_cut *cut)
+/* The operands of j as stored (n of them). */
+static int job_ops(const gemmd_job *j, fopnd *ops)
 {
     const val_resolved *s = &j->shape;
-    int n = 0, r = j->routine;
-    size_t es = gemm_dtype_size(j->ab_type);
+    int n = 0, r = j->kind == JOB_GEMM ? 0 : j->routine;
+    size_t es = gemm_dtype_size(j->ab_type), cs = gemm_dtype_size(j->cd_type);
     ops[n++] = (fopnd){j->a, s->a.rows,           s->a.cols, j->lda,
                        es,   gemm_fill_bit(r, 0), false};
     if (j->b != NULL) /* an input B (trmm/trsm's B is the output, d) */
         ops[n++] = (fopnd){j->b, s->b.rows,           s->b.cols, j->ldb,
                            es,   gemm_fill_bit(r, 1), false};
-    if (j->has_c)
+    if (j->has_c && j->kind == JOB_GEMM) /* C, written when it is D */
+        ops[n++] = (fopnd){j->c, s->c.rows,           s->c.cols,   j->ldc,
+                           cs,   gemm_fill_bit(r, 2), j->c == j->d};
+    else if (j->has_c)
         ops[n++] = (fopnd){j->d, s->d.rows,           s->d.cols, j->ldd,
                            es,   gemm_fill_bit(r, 2), true};
     if (j->a_dev) /* a resident A is not filled */
         ops[0].rows = 0;
-    *cut = gemm_fill_cut_of(j->routine, j->right, j->lower, j->op, j->m, j->n,
-                            j->fill_parts);
+    if (j->b_dev && j->b != NULL)
+        ops[1].rows = 0;
     return n;
 }
 
 int fill_check_wait(gemmd_job *j, fill_check *c)
 {
     fopnd ops[3];
-    gemm_fill_cut cut;
-    int n = job_ops(j, ops, &cut);
+    int n = job_ops(j, ops);
     memset(c, 0, sizeof(*c));
     for (unsigned v = 1; v <= j->fill_parts + 1; v++) {
         int rv = job_fill_wait(j, v);
         if (rv != GEMM_OK)
             return rv;
-        c->seen[v] = step_hash(ops, n, true, &cut, v);
-        c->seen_in[v] = step_hash(ops, n, false, &cut, v);
+        c->seen[v] = step_hash(ops, n, true, &j->fill_cut, v);
+        c->seen_in[v] = step_hash(ops, n, false, &j->fill_cut, v);
     }
     return GEMM_OK;
 }
@@ -122,10 +125,9 @@ int fill_check_wait(gemmd_job *j, fill_check *c)
 int fill_check_done(gemmd_job *j, const fill_check *c, bool out)
 {
     fopnd ops[3];
-    gemm_fill_cut cut;
-    int n = job_ops(j, ops, &cut);
+    int n = job_ops(j, ops);
     for (unsigned v = 1; v <= j->fill_parts + 1; v++) {
-        if (step_hash(ops, n, out, &cut, v) ==
+        if (step_hash(ops, n, out, &j->fill_cut, v) ==
             (out ? c->seen[v] : c->seen_in[v]))
             continue;
         if (v == 1)
@@ -139,4 +141,21 @@ int fill_check_done(gemmd_job *j, const fill_check *c, bool out)
         return GEMM_ERR_INVALID;
     }
     return GEMM_OK;
+}
+
+int fill_wait_whole(gemmd_job *j, fill_check *c)
+{
+    c->on = j->fill != NULL && fill_check_on();
+    if (j->fill == NULL)
+        return GEMM_OK;
+    if (!c->on)
+        return job_fill_wait(j, j->fill_parts + 1u);
+    int rv = fill_check_wait(j, c);
+    c->on = true; /* fill_check_wait cleared it */
+    return rv == GEMM_OK ? fill_check_done(j, c, true) : rv;
+}
+
+int fill_check_after(gemmd_job *j, const fill_check *c)
+{
+    return c->on ? fill_check_done(j, c, false) : GEMM_OK;
 }

@@ -1,6 +1,6 @@
 /*
- * fill_check.h: a test of clients that fill a level-3 request by parts
- * (proto's Fill). The CPU backend waits for the whole fill, so a client
+ * fill_check.h: a test of clients that fill a GEMM or level-3 request by
+ * parts (proto's Fill). The CPU backend waits for the whole fill, so a client
  * that writes a part after raising the counter past it goes unnoticed
  * there, while on the GPU gemmd would have read the part too early. With
  * GEMMD_TEST_FILL_ORDER=1 in gemmd's environment (tests only, logged at
@@ -20,6 +20,7 @@ bool fill_check_on(void);
 
 /* What a check saw of a job: each step's fingerprint. */
 typedef struct fill_check {
+    bool on;                                   /* checked (fill_wait_whole) */
     uint64_t seen[GEMM_FILL_MAX_PARTS + 2];    /* step v, every operand */
     uint64_t seen_in[GEMM_FILL_MAX_PARTS + 2]; /* step v, the inputs */
 } fill_check;
@@ -35,5 +36,13 @@ int fill_check_wait(gemmd_job *j, fill_check *c);
  * only (after the job ran: the longer after the steps, the more a late
  * write shows). */
 int fill_check_done(gemmd_job *j, const fill_check *c, bool out);
+
+/* A job that reads its operands all at once (the CPU backend): waits for
+ * j's whole fill (nothing when it has none), under GEMMD_TEST_FILL_ORDER
+ * step by step with the output's old value checked before the job
+ * writes it. GEMM_OK or the error (j->msg). fill_check_after, once the
+ * job has run: the inputs checked, when c->on. */
+int fill_wait_whole(gemmd_job *j, fill_check *c);
+int fill_check_after(gemmd_job *j, const fill_check *c);
 
 #endif

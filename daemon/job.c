@@ -61,6 +61,12 @@ int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res)
     j->ldb = res->b.ld;
     j->ldc = res->has_c ? res->c.ld : 0;
     j->ldd = res->d.ld;
+    if (res->has_fill) {
+        j->fill = job_operand_ptr(&res->fill);
+        j->fill_parts = v->fill_parts;
+        j->fill_cut = gemm_fill_cut_of(0, false, false, v->trans_a, v->m, v->n,
+                                       v->fill_parts);
+    }
     return GEMM_OK;
 }
 
@@ -84,9 +90,10 @@ void job_hold(gemmd_job *j, const val_matrix *const *ms, int n)
 
 void job_hold_gemm(gemmd_job *j)
 {
-    const val_matrix *ms[4] = {&j->shape.a, &j->shape.b, &j->shape.d,
-                               j->shape.has_c ? &j->shape.c : NULL};
-    job_hold(j, ms, 4);
+    const val_matrix *ms[5] = {&j->shape.a, &j->shape.b, &j->shape.d,
+                               j->shape.has_c ? &j->shape.c : NULL,
+                               j->shape.has_fill ? &j->shape.fill : NULL};
+    job_hold(j, ms, 5);
 }
 
 void job_set_timeout(gemmd_job *j, uint64_t t_received, bool has,

@@ -10,6 +10,7 @@
 #include "registry.h"
 #include "validate.h"
 
+#include <fill.h>
 #include <gemm/types.h>
 
 #include <stdatomic.h>
@@ -70,11 +71,14 @@ typedef struct gemmd_job {
      * first when has_c; shape.a, .b, .d their stored shapes */
     int routine;
     bool right, lower, unit_diag;
-    /* filled by parts (proto's Fill, common/fill.h): the client's
-     * counter in its buffer (NULL: every operand was final when sent) */
+    int op; /* enum val_op: TRANS or TRANSA */
+
+    /* JOB_GEMM and JOB_BLAS3 filled by parts (proto's Fill,
+     * common/fill.h): the client's counter in its buffer (NULL: every
+     * operand was final when sent), its parts and the operands' cut */
     const uint64_t *fill;
     unsigned fill_parts;
-    int op; /* enum val_op: TRANS or TRANSA */
+    gemm_fill_cut fill_cut;
 
     /* JOB_UPLOAD: a rows x cols matrix of dtype at a (ld lda) goes into
      * *tensor, whose pin (backend handle), data, size, ld and on_device the
@@ -93,7 +97,7 @@ typedef struct gemmd_job {
     uint64_t nproblems, nran, failed;
     double work_flops, work_bytes;
 
-    reg_buffer *bufs[4]; /* references held until the reply */
+    reg_buffer *bufs[5]; /* references held until the reply */
     int nbufs;
 
     /* the outcome, written by the worker */
@@ -188,9 +192,9 @@ void *job_operand_ptr(const val_matrix *m);
 int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res);
 
 /* Takes a reference on each buffer of ms (n entries, NULL ones skipped,
- * at most 4 in all) for job j, held until its reply. job_hold_gemm: those
- * of a GEMM job filled by job_fill_gemm (A, B, D, and C when read). Loop
- * thread. */
+ * at most 5 in all) for job j, held until its reply. job_hold_gemm: those
+ * of a GEMM job filled by job_fill_gemm (A, B, D, C when read, and the
+ * fill counter's). Loop thread. */
 void job_hold(gemmd_job *j, const val_matrix *const *ms, int n);
 void job_hold_gemm(gemmd_job *j);
 

@@ -87,6 +87,18 @@ void req_operand_desc(val_operand *o, const Gemm__Operand *p)
     o->ld = p->has_ld ? p->ld : 0;
 }
 
+void req_fill_desc(val_operand *o, uint32_t *parts, const Gemm__Fill *f)
+{
+    memset(o, 0, sizeof(*o));
+    *parts = 0;
+    if (f == NULL)
+        return;
+    o->present = true;
+    o->buffer_id = f->has_buffer_id ? f->buffer_id : 0;
+    o->offset = f->has_offset ? f->offset : 0;
+    *parts = f->has_parts ? f->parts : 0;
+}
+
 void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v)
 {
     memset(v, 0, sizeof(*v));
@@ -112,6 +124,7 @@ void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v)
     req_operand_desc(&v->b, g->b);
     req_operand_desc(&v->c, g->c);
     req_operand_desc(&v->d, g->d);
+    req_fill_desc(&v->fill, &v->fill_parts, g->fill);
 }
 
 int req_batch_check(const Gemm__BatchRequest *r, uint64_t *n, char *msg,

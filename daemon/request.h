@@ -35,6 +35,10 @@ int req_register_check(const Gemm__RegisterBufferRequest *r, char *msg,
  * fields become 0). */
 void req_operand_desc(val_operand *o, const Gemm__Operand *p);
 
+/* Fills *o (the counter, as an operand) and *parts from a request's Fill
+ * (NULL: not present). */
+void req_fill_desc(val_operand *o, uint32_t *parts, const Gemm__Fill *f);
+
 /* Fills *v from a GemmRequest (absent fields become 0 / not present). */
 void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v);
 

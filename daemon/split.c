@@ -41,8 +41,10 @@ static unsigned split_targets(sched *s, unsigned out[GEMMD_MAX_DEVICES])
 bool split_wanted(sched *s, const gemmd_job *j)
 {
     unsigned targets[GEMMD_MAX_DEVICES];
+    /* a GEMM filled by parts runs whole: its parts are counted in its
+     * rows */
     if (j->kind != JOB_GEMM || s->split_volume == 0 || j->split != NULL ||
-        split_targets(s, targets) < 2)
+        j->fill != NULL || split_targets(s, targets) < 2)
         return false;
     uint64_t align = s->be->split_align ? s->be->split_align : 1;
     if (j->m < 2 * align)

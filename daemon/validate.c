@@ -5,6 +5,7 @@
  */
 #include "validate.h"
 
+#include <fill.h>
 #include <gemm/types.h>
 
 #include <math.h>
@@ -322,10 +323,7 @@ int val_operand_check(const char *what, const val_operand *op, uint64_t rows,
                         len);
 }
 
-/* Whether x and y share bytes: the same buffer, or two buffers of the same
- * memory object (both map it from offset 0); tensors never overlap a
- * buffer. */
-static bool overlap(const val_matrix *x, const val_matrix *y)
+bool val_overlap(const val_matrix *x, const val_matrix *y)
 {
     if (x->tensor || y->tensor)
         return x->handle == y->handle;
@@ -333,6 +331,43 @@ static bool overlap(const val_matrix *x, const val_matrix *y)
         return false;
     return x->offset < y->offset + y->extent &&
            y->offset < x->offset + x->extent;
+}
+
+int val_fill_check(const val_operand *fill, uint32_t parts, const char *ref,
+                   const val_matrix *const ops[], const char *names, int nops,
+                   const val_limits *lim, val_lookup_fn lookup, void *arg,
+                   val_matrix *out, char *msg, size_t len)
+{
+    if (parts < 1 || parts > GEMM_FILL_MAX_PARTS) {
+        snprintf(msg, len, "%s: fill parts is %u: it must be in 1..%d", ref,
+                 parts, GEMM_FILL_MAX_PARTS);
+        return GEMM_ERR_INVALID;
+    }
+    if (fill->tensor_id != 0) {
+        snprintf(msg, len,
+                 "%s: the fill counter is written by the client: it must be "
+                 "in a buffer, not a resident tensor",
+                 ref);
+        return GEMM_ERR_INVALID;
+    }
+    val_operand w = *fill;
+    w.ld = 1;
+    char inner[384];
+    int rv = val_operand_check("fill counter", &w, 1, 1, GEMM_FP64, lim, lookup,
+                               arg, out, inner, sizeof(inner));
+    if (rv != GEMM_OK) {
+        snprintf(msg, len, "%s: %s", ref, inner);
+        return rv;
+    }
+    for (int i = 0; i < nops; i++)
+        if (ops[i] != NULL && val_overlap(out, ops[i])) {
+            snprintf(msg, len,
+                     "%s: the fill counter overlaps %c: put it outside every "
+                     "operand",
+                     ref, names[i]);
+            return GEMM_ERR_INVALID;
+        }
+    return GEMM_OK;
 }
 
 int val_gemm_check(const val_gemm *g, const val_limits *lim,
@@ -383,17 +418,23 @@ int val_gemm_check(const val_gemm *g, const val_limits *lim,
         if (rv != GEMM_OK)
             return rv;
     }
-    if (overlap(&out->d, &out->a) || overlap(&out->d, &out->b)) {
+    if (val_overlap(&out->d, &out->a) || val_overlap(&out->d, &out->b)) {
         snprintf(msg, len, "operand D overlaps %s in the same buffer",
-                 overlap(&out->d, &out->a) ? "A" : "B");
+                 val_overlap(&out->d, &out->a) ? "A" : "B");
         return GEMM_ERR_INVALID;
     }
-    if (out->has_c && overlap(&out->c, &out->d) &&
+    if (out->has_c && val_overlap(&out->c, &out->d) &&
         !(out->c.offset == out->d.offset && out->c.ld == out->d.ld)) {
         snprintf(msg, len,
                  "operand C partly overlaps D: it must be the same matrix "
                  "(same offset and ld) or separate");
         return GEMM_ERR_INVALID;
     }
-    return GEMM_OK;
+    out->has_fill = g->fill.present;
+    if (!out->has_fill)
+        return GEMM_OK;
+    const val_matrix *ops[4] = {&out->a, &out->b, &out->d,
+                                out->has_c ? &out->c : NULL};
+    return val_fill_check(&g->fill, g->fill_parts, "gemm", ops, "ABDC", 4, lim,
+                          lookup, arg, &out->fill, msg, len);
 }

@@ -28,9 +28,11 @@ typedef struct val_gemm {
     double alpha, beta;       /* real parts (alpha64 over the float alpha) */
     double alpha_im, beta_im; /* imaginary parts (complex types) */
     val_operand a, b, c, d;
-    int precision;      /* gemm_precision number (0 when absent) */
-    const char *kernel; /* the requested kernel; NULL when absent */
-    uint32_t moduli;    /* fp64: Ozaki-II moduli asked for; 0 = auto */
+    int precision;       /* gemm_precision number (0 when absent) */
+    const char *kernel;  /* the requested kernel; NULL when absent */
+    uint32_t moduli;     /* fp64: Ozaki-II moduli asked for; 0 = auto */
+    val_operand fill;    /* the fill counter (present: filled by parts) */
+    uint32_t fill_parts; /* common/fill.h */
 } val_gemm;
 
 /* A resident tensor as the caller's lookup describes it. */
@@ -62,7 +64,9 @@ typedef struct val_matrix {
 
 typedef struct val_resolved {
     val_matrix a, b, c, d;
-    bool has_c; /* beta != 0 (real or imaginary part): C is read */
+    bool has_c;    /* beta != 0 (real or imaginary part): C is read */
+    bool has_fill; /* filled by parts: the counter, 8 bytes at fill */
+    val_matrix fill;
 } val_resolved;
 
 /* Finds buffer id for the requester: its handle, size and the memory object
@@ -114,6 +118,21 @@ int val_precision(int ab_type, int precision, char *msg, size_t len);
  * with a message that names the fix. */
 int val_moduli(int ab_type, int cd_type, int precision, uint32_t moduli,
                char *msg, size_t len);
+
+/* Whether x and y share bytes: the same buffer, or two buffers of the
+ * same memory object (both map it from offset 0), and intersecting
+ * extents; a tensor overlaps only itself. */
+bool val_overlap(const val_matrix *x, const val_matrix *y);
+
+/* A fill counter (proto/gemm.proto's Fill): parts in 1..64, 8 aligned
+ * bytes of one of the caller's buffers (resolved into *out as one fp64),
+ * outside each of the nops operands ops (NULL ones skipped; names[i]
+ * names ops[i]). ref prefixes messages ("gemm", "DSYRK"). Returns
+ * GEMM_OK or a gemm_error with a message. */
+int val_fill_check(const val_operand *fill, uint32_t parts, const char *ref,
+                   const val_matrix *const ops[], const char *names, int nops,
+                   const val_limits *lim, val_lookup_fn lookup, void *arg,
+                   val_matrix *out, char *msg, size_t len);
 
 /*
  * Checks g against the limits and the caller's buffers. Returns GEMM_OK and

@@ -7,8 +7,6 @@
  */
 #include "validate_blas3.h"
 
-#include <fill.h>
-
 #include <gemm/types.h>
 
 #include <stdio.h>
@@ -95,18 +93,6 @@ static bool triangular(int r)
     return r == VAL_TRMM || r == VAL_TRSM;
 }
 
-/* Whether x and y share bytes (validate.c's rule: the same buffer or
- * memory object and intersecting extents; tensors only themselves). */
-static bool overlap(const val_matrix *x, const val_matrix *y)
-{
-    if (x->tensor || y->tensor)
-        return x->handle == y->handle;
-    if (x->handle != y->handle && x->object != y->object)
-        return false;
-    return x->offset < y->offset + y->extent &&
-           y->offset < x->offset + x->extent;
-}
-
 /* The TRANS rules: which ops routine r of a real or complex type takes. */
 static int check_trans(const val_blas3 *g, const args *ar, const char *ref,
                        char *msg, size_t len)
@@ -178,51 +164,19 @@ static int check_operand(const char *ref, const char *what, int ldpos,
     return rv;
 }
 
-/* The fill counter (proto/gemm.proto's Fill): 8 aligned bytes of one of
- * the caller's buffers (resolved as one fp64), outside every operand, and
- * 1..64 parts. */
+/* The fill counter, when the request has one (validate.h). */
 static int check_fill(const val_blas3 *g, const char *ref,
                       const val_limits *lim, val_lookup_fn lookup, void *arg,
                       val_blas3_resolved *out, char *msg, size_t len)
 {
     if (!g->fill.present)
         return GEMM_OK;
-    if (g->fill_parts < 1 || g->fill_parts > GEMM_FILL_MAX_PARTS) {
-        snprintf(msg, len, "%s: fill parts is %u: it must be in 1..%d", ref,
-                 g->fill_parts, GEMM_FILL_MAX_PARTS);
-        return GEMM_ERR_INVALID;
-    }
-    if (g->fill.tensor_id != 0) {
-        snprintf(msg, len,
-                 "%s: the fill counter is written by the client: it must be "
-                 "in a buffer, not a resident tensor",
-                 ref);
-        return GEMM_ERR_INVALID;
-    }
-    val_operand w = g->fill;
-    w.ld = 1;
-    char inner[384];
-    int rv = val_operand_check("fill counter", &w, 1, 1, GEMM_FP64, lim, lookup,
-                               arg, &out->fill, inner, sizeof(inner));
-    if (rv != GEMM_OK) {
-        snprintf(msg, len, "%s: %s", ref, inner);
-        return rv;
-    }
     const val_matrix *ops[3] = {&out->a, out->has_b ? &out->b : NULL,
                                 out->has_c ? &out->c : NULL};
-    for (int i = 0; i < 3; i++)
-        if (ops[i] != NULL && overlap(&out->fill, ops[i])) {
-            snprintf(msg, len,
-                     "%s: the fill counter overlaps %s: put it outside every "
-                     "operand",
-                     ref,
-                     i == 0   ? "A"
-                     : i == 1 ? "B"
-                              : "C");
-            return GEMM_ERR_INVALID;
-        }
-    out->has_fill = true;
-    return GEMM_OK;
+    int rv = val_fill_check(&g->fill, g->fill_parts, ref, ops, "ABC", 3, lim,
+                            lookup, arg, &out->fill, msg, len);
+    out->has_fill = rv == GEMM_OK;
+    return rv;
 }
 
 static int check_scalars(const val_blas3 *g, const char *ref, char *msg,
@@ -312,7 +266,7 @@ int val_blas3_check(const val_blas3 *g, const val_limits *lim,
                      ref);
             return GEMM_ERR_INVALID;
         }
-        if (overlap(&out->a, &out->b)) {
+        if (val_overlap(&out->a, &out->b)) {
             snprintf(msg, len, "%s: B (written) overlaps A", ref);
             return GEMM_ERR_INVALID;
         }
@@ -338,10 +292,10 @@ int val_blas3_check(const val_blas3 *g, const val_limits *lim,
                  ref);
         return GEMM_ERR_INVALID;
     }
-    if (overlap(&out->c, &out->a) ||
-        (out->has_b && overlap(&out->c, &out->b))) {
+    if (val_overlap(&out->c, &out->a) ||
+        (out->has_b && val_overlap(&out->c, &out->b))) {
         snprintf(msg, len, "%s: C (written) overlaps %s", ref,
-                 overlap(&out->c, &out->a) ? "A" : "B");
+                 val_overlap(&out->c, &out->a) ? "A" : "B");
         return GEMM_ERR_INVALID;
     }
     return check_fill(g, ref, lim, lookup, arg, out, msg, len);

@@ -55,6 +55,7 @@ gemm_itest(gemm64 150)      # fp64, complex64, complex128: ops N/T/C, scalars
 gemm_itest(moduli 120)      # fp64 Ozaki-II moduli: results, reply, refusals
 gemm_itest(int8 150)        # int8 -> int32: exact, wraps, refusals
 gemm_itest(blas3 150)       # symm .. trsm: every flag, triangles, errors
+gemm_itest(fill 150)        # GEMMs filled by parts: order, stalls, rules
 gemm_itest(errors 90)       # every bad input gets its code; daemon goes on
 gemm_itest(protocol 90)     # raw bytes: undecodable, version, size limits
 gemm_itest(ownership 60)    # buffers belong to their connection

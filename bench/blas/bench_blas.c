@@ -15,6 +15,9 @@
  *   gemmblas-np  the same with GEMMBLAS_PANELS=0: one request a call, the
  *                staging copies before and after it (run only when named
  *                in --variants)
+ *   gemmblas-nf  the same with GEMMBLAS_FILL_GEMM=0: A staged whole before
+ *                the request, not filled by parts beside gemmd (run only
+ *                when named in --variants)
  *   gemmblas-zc  the same in its zero-copy mode: preloaded (so its malloc
  *                is the worker's) with GEMMBLAS_ZEROCOPY=1, the worker's
  *                matrices are memfd regions its GEMMs use in place; its
@@ -55,8 +58,8 @@ typedef void (*gemm_fn)(const char *, const char *, const int *, const int *,
                         const int *);
 
 /* The variants: openblas, nvblas, nvblas-pin, gemmblas, gemmblas-zc,
- * gemmblas-np. */
-#define NVAR 6
+ * gemmblas-np, gemmblas-nf. */
+#define NVAR 7
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -290,13 +293,14 @@ static void usage(void)
           "                  [--procs 4] [--procs-calls 5]\n"
           "                  [--procs-variants nvblas,nvblas-pin,gemmblas]\n"
           "                  [--variants openblas,nvblas,nvblas-pin,"
-          "gemmblas,gemmblas-np,gemmblas-zc]\n"
+          "gemmblas,gemmblas-np,gemmblas-nf,gemmblas-zc]\n"
           "                  [--openblas LIB] [--openblas-coretype CORE]\n"
           "                  [--nvblas LIB] [--gemmblas LIB] [--csv FILE]\n"
           "       bench_blas --crossover [--sizes 256,384,...] [--types d,s]\n"
           "--procs 0: no runs of several processes. gemmblas-zc (the\n"
-          "zero-copy mode) and gemmblas-np (GEMMBLAS_PANELS=0) run only\n"
-          "when named in --variants. --row-s: the\n"
+          "zero-copy mode), gemmblas-np (GEMMBLAS_PANELS=0) and gemmblas-nf\n"
+          "(GEMMBLAS_FILL_GEMM=0) run only when named in --variants.\n"
+          "--row-s: the\n"
           "steady calls of one row stop after this long (at least one);\n"
           "--budget-s 0: no budget for the run. gemmd must be running for\n"
           "gemmblas (GEMM_URL, else the default socket). Defaults: Debian's\n"
@@ -440,7 +444,7 @@ int main(int argc, char **argv)
                                     sizeof(nvconf[1])) == 0;
     snprintf(gbcpu, sizeof(gbcpu), "GEMMBLAS_CPU_BLAS=%.4000s", ob);
     snprintf(zcpre, sizeof(zcpre), "LD_PRELOAD=%.4000s", gb);
-    static char *nvenv[2][2], *gbenv[4], *zcenv[6], *npenv[5];
+    static char *nvenv[2][2], *gbenv[4], *zcenv[6], *npenv[5], *nfenv[5];
     nvenv[0][0] = nvconf[0];
     nvenv[1][0] = nvconf[1];
     gbenv[0] = "GEMMBLAS_MIN_FLOPS=0";
@@ -461,12 +465,17 @@ int main(int argc, char **argv)
     npenv[1] = gbcpu;
     npenv[2] = verb;
     npenv[3] = "GEMMBLAS_PANELS=0";
+    nfenv[0] = "GEMMBLAS_MIN_FLOPS=0";
+    nfenv[1] = gbcpu;
+    nfenv[2] = verb;
+    nfenv[3] = "GEMMBLAS_FILL_GEMM=0";
     bp_variant all[NVAR] = {{"openblas", ob, NULL, NULL},
                             {"nvblas", nv, nvenv[0], NULL},
                             {"nvblas-pin", nv, nvenv[1], NULL},
                             {"gemmblas", gb, gbenv, bp_gemmd_settle},
                             {"gemmblas-zc", gb, zcenv, bp_gemmd_settle},
-                            {"gemmblas-np", gb, npenv, bp_gemmd_settle}};
+                            {"gemmblas-np", gb, npenv, bp_gemmd_settle},
+                            {"gemmblas-nf", gb, nfenv, bp_gemmd_settle}};
     bp_variant vs[NVAR];
     bool inp[NVAR] = {false};
     int nvar = 0;
@@ -563,15 +572,16 @@ int main(int argc, char **argv)
     int ip = find(vs, nvar, "nvblas-pin"), ig = find(vs, nvar, "gemmblas");
     int iz = find(vs, nvar, "gemmblas-zc");
     int inp_ = find(vs, nvar, "gemmblas-np");
+    int inf_ = find(vs, nvar, "gemmblas-nf");
     if (ig >= 0) {
         printf("\ngemmblas faster by (other's time / gemmblas's; procs: "
                "gemmblas's throughput / other's)\n");
         printf("%-5s %5s %-11s %8s %8s %8s\n", "type", "n", "vs", "first",
                "steady", "procs");
-        int others[4] = {ip, in, io, inp_};
+        int others[5] = {ip, in, io, inp_, inf_};
         for (int ti = 0; ti < ntypes; ti++)
             for (int si = 0; si < nsizes; si++)
-                for (int k = 0; k < 4; k++) {
+                for (int k = 0; k < 5; k++) {
                     if (others[k] < 0)
                         continue;
                     result *g = &R(ti, si, ig), *o = &R(ti, si, others[k]);

@@ -215,9 +215,11 @@ GEMM_API int gemm_ping(gemm_client *c, gemm_server_info *info)
         gemm__reply__free_unpacked(rep, NULL);
         return cli_error(GEMM_ERR_PROTOCOL, "ping: reply has no hello body");
     }
-    atomic_store(&c->features, rep->hello->has_features
-                                   ? rep->hello->features & GEMM_FEATURE_FILL
-                                   : 0u);
+    atomic_store(&c->features,
+                 rep->hello->has_features
+                     ? rep->hello->features &
+                           (GEMM_FEATURE_FILL | GEMM_FEATURE_FILL_GEMM)
+                     : 0u);
     if (info != NULL) {
         Gemm__HelloReply *h = rep->hello;
         memset(info, 0, sizeof(*info));

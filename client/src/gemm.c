@@ -169,11 +169,14 @@ int cli_gemm_pack(const gemm_op *op, bool operands, Gemm__GemmRequest *g,
     return GEMM_OK;
 }
 
-GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out)
+/* gemm_submit, filled by parts when fill is non-NULL. */
+static int submit(gemm_client *c, const gemm_op *op, gemm_buffer *fill_buf,
+                  uint64_t fill_offset, uint32_t parts, gemm_request **out)
 {
     Gemm__Request req = GEMM__REQUEST__INIT;
     Gemm__GemmRequest g;
     Gemm__Operand w[4];
+    Gemm__Fill fill = GEMM__FILL__INIT;
     int rv;
 
     cli_clear_error();
@@ -181,9 +184,37 @@ GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out)
         return cli_error(GEMM_ERR_INVALID, "gemm: NULL argument");
     if ((rv = cli_gemm_pack(op, true, &g, w, "gemm")) != GEMM_OK)
         return rv;
+    if (fill_buf != NULL) {
+        if (!(atomic_load(&c->features) & GEMM_FEATURE_FILL_GEMM))
+            return cli_error(GEMM_ERR_UNSUPPORTED,
+                             "gemm: gemmd at %s has not said it takes "
+                             "operands filled by parts (gemm_ping first; an "
+                             "older gemmd does not)",
+                             c->url);
+        fill.has_buffer_id = fill.has_offset = fill.has_parts = true;
+        fill.buffer_id = fill_buf->id;
+        fill.offset = fill_offset;
+        fill.parts = parts;
+        g.fill = &fill;
+    }
     req.body_case = GEMM__REQUEST__BODY_GEMM;
     req.gemm = &g;
     return cli_req_start(c, &req, "gemm", out);
+}
+
+GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out)
+{
+    return submit(c, op, NULL, 0, 0, out);
+}
+
+GEMM_API int gemm_submit_filled(gemm_client *c, const gemm_op *op,
+                                gemm_buffer *fill, uint64_t fill_offset,
+                                uint32_t parts, gemm_request **out)
+{
+    cli_clear_error();
+    if (fill == NULL)
+        return cli_error(GEMM_ERR_INVALID, "gemm: NULL fill buffer");
+    return submit(c, op, fill, fill_offset, parts, out);
 }
 
 GEMM_API int gemm_wait(gemm_request *r, gemm_timings *t)

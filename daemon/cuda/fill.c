@@ -142,6 +142,7 @@ bool cuda_fill_begin(cuda_fill *f, gemmd_job *j)
     pthread_mutex_lock(&f->mu);
     f->msg[0] = '\0';
     f->status = GEMM_OK;
+    f->gated = 0;
     atomic_store(&f->give_up, false);
     f->job = j;
     pthread_cond_broadcast(&f->cv);
@@ -149,9 +150,24 @@ bool cuda_fill_begin(cuda_fill *f, gemmd_job *j)
     return true;
 }
 
+int cuda_fill_start(cuda_fill *f, gemmd_job *j, bool can_gate, bool *following)
+{
+    *following = false;
+    if (j->fill == NULL)
+        return GEMM_OK;
+    if (can_gate && cuda_fill_begin(f, j)) {
+        *following = true;
+        return GEMM_OK;
+    }
+    return job_fill_wait(j, j->fill_parts + 1u);
+}
+
 int cuda_fill_gate(cuda_fill *f, cudaStream_t s, uint64_t need, char *msg,
                    size_t len)
 {
+    if (need <= f->gated)
+        return GEMM_OK;
+    f->gated = need;
     CUresult r = wait64((CUstream)s, (CUdeviceptr)f->word_dev, f->base + need,
                         CU_STREAM_WAIT_VALUE_GEQ);
     if (r == CUDA_SUCCESS)

@@ -24,7 +24,8 @@ typedef struct cuda_fill {
     bool ok;        /* stream waits work on this device */
     uint64_t *word; /* mapped host memory the GPU waits on */
     uint64_t word_dev;
-    uint64_t base; /* the current job's targets are base + need */
+    uint64_t base;  /* the current job's targets are base + need */
+    uint64_t gated; /* the largest need queued for the current job */
     pthread_t thread;
     bool started; /* the follower runs (made on first use) */
     pthread_mutex_t mu;
@@ -50,7 +51,14 @@ void cuda_fill_destroy(cuda_fill *f);
  * host (job_fill_wait). The worker's thread, before queueing j's work. */
 bool cuda_fill_begin(cuda_fill *f, gemmd_job *j);
 
-/* Queues on s a wait until the counter of the job begun reaches need. */
+/* Before j's work is queued: nothing when j has no fill; else follows
+ * its counter (cuda_fill_begin) when can_gate (the caller gates every
+ * copy in: its buffers pinned) and f can, setting *following, or waits
+ * for the whole fill here. GEMM_OK or the wait's error (j->msg). */
+int cuda_fill_start(cuda_fill *f, gemmd_job *j, bool can_gate, bool *following);
+
+/* Queues on s a wait until the counter of the job begun reaches need
+ * (nothing when an earlier gate of the job waited for as much). */
 int cuda_fill_gate(cuda_fill *f, cudaStream_t s, uint64_t need, char *msg,
                    size_t len);
 

@@ -231,6 +231,9 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
     CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
     started = true;
     CK(cudaStreamWaitEvent(x->in, w->ev[0], 0), m, ml);
+    /* filled by parts: B and C are final at the counter's 1 */
+    if (p->gated && (rv = cuda_fill_gate(&w->fill, x->in, 1, m, ml)) != GEMM_OK)
+        goto fail;
     /* every copy in, back to back: panels in plan order, each followed by
      * the C blocks it readies; in_done[b] marks block b's inputs */
     for (unsigned s = 0; s < ns; s++) {
@@ -242,6 +245,12 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
                m, ml);
         } else if (!st[s].b && p->copy_a) {
             slice_tile t = row_panel(j, pl, st[s].i);
+            if (p->gated &&
+                (rv = cuda_fill_gate(
+                     &w->fill, x->in,
+                     gemm_fill_need(&j->fill_cut, t.r0, t.r0 + t.rows), m,
+                     ml)) != GEMM_OK)
+                goto fail;
             CK(cuda_copy_rect(x->in, (void *)kp->a, (uint64_t)kp->lda, j->a,
                               j->lda, a_rect(j, &t), es,
                               cudaMemcpyHostToDevice),
@@ -288,6 +297,10 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
     CK(cudaStreamWaitEvent(w->stream, w->ev[3], 0), m, ml);
     return GEMM_OK;
 fail:
+    if (p->gated) { /* its waits released before the streams are */
+        char why[200];
+        cuda_fill_end(&w->fill, true, why, sizeof(why));
+    }
     if (started) { /* nothing may still read or write the operands */
         cudaStreamSynchronize(x->in);
         cudaStreamSynchronize(x->out);
@@ -380,7 +393,8 @@ void cuda_pipe_learn(void)
         const bool b = st[s].b;
         slice_tile t =
             b ? col_panel(j, pl, st[s].i) : row_panel(j, pl, st[s].i);
-        if (b ? p->copy_b : p->copy_a) {
+        /* a gated copy's time includes the client's filling */
+        if ((b ? p->copy_b : p->copy_a) && !p->gated) {
             bool strided =
                 b ? !j->trans_b && pl->nc > 1 : j->trans_a && pl->nr > 1;
             double bytes = (double)(b ? t.cols : t.rows) * (double)j->k * es;
@@ -391,7 +405,7 @@ void cuda_pipe_learn(void)
         for (unsigned end = nb + pipe_ready(st, s, ri + nb, ci + nb); nb < end;
              nb++) {
             slice_tile q = block(j, pl, ri[nb], ci[nb]);
-            if (p->copy_c && p->c_kind == cudaMemcpyHostToDevice)
+            if (p->copy_c && p->c_kind == cudaMemcpyHostToDevice && !p->gated)
                 add_copy(&smp, 0, pl->nc > 1, (double)q.rows * q.cols * cs,
                          span_ms(prev, x->in_done[nb]) * 1e6);
             prev = x->in_done[nb];

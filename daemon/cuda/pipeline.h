@@ -37,6 +37,8 @@ typedef struct cuda_pipe {
     enum cudaMemcpyKind c_kind; /* host to device, or device to device */
     pipe_plan plan;             /* cuda_pipe_plan's */
     bool measure;               /* every copy timed for cuda_pipe_learn */
+    bool gated; /* j is filled by parts, followed by w's fill (fill.h):
+                   each copy in waits for its part */
 } cuda_pipe;
 
 /* The plan for job j (kp: its problem on the device; w the worker that
@@ -54,8 +56,11 @@ unsigned cuda_pipe_plan(cuda_worker *w, const gemmd_job *j,
  * most two blocks' kernels in flight with j's stop flag checked between
  * them. Records w's events: ev[0] at the start, ev[1] after the last
  * copy in, ev[2] after the last kernel, ev[3] after the last copy out.
- * On success w's stream waits for every copy (what the caller frees on
- * it after is freed after them); on failure every stream is synchronized.
+ * Gated: B and C wait for the fill counter's 1, each panel of A for its
+ * rows' part (common/fill.h's GEMM cut). On success w's stream waits for
+ * every copy (what the caller frees on it after is freed after them); on
+ * failure the fill's waits are released (cuda_fill_end, giving up) and
+ * every stream is synchronized.
  * Returns run's error, slice_stopped(j), or a CUDA failure (j->msg set).
  * Worker thread (w's).
  */

@@ -241,7 +241,7 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
     uint64_t lda = j->lda, ldb = j->ldb, ldc = j->ldc, ldd = j->ldd;
     unsigned panels = 0;
     pipe_plan plan = {0};
-    bool measure = false;
+    bool measure = false, following = false;
     const uint64_t t_begin = gemmd_now_ns();
     if (!direct) {
         if ((!j->a_dev &&
@@ -266,6 +266,12 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
             job_problem(j, da, lda, db, ldb, dc, ldc, dd, ldd);
         panels = cuda_pipe_plan(w, j, &whole, &plan, &measure);
     }
+    /* operands the client still fills: the pipeline's copies wait for
+     * each part on the GPU (pinned buffers), any other path for all of
+     * them here */
+    if ((rv = cuda_fill_start(&w->fill, j, panels > 0 && cuda_job_pinned(j),
+                              &following)) != GEMM_OK)
+        goto fail;
     if (panels > 0) {
         cuda_pipe p = {
             .kp = job_problem(j, da, lda, db, ldb, dc, ldc, dd, ldd),
@@ -278,11 +284,16 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
                                        : cudaMemcpyHostToDevice,
             .plan = plan,
             .measure = measure,
+            .gated = following,
         };
         const uint64_t t_run = gemmd_now_ns();
-        if ((rv = cuda_pipe_run(w, j, &p, run_kernel)) != GEMM_OK)
+        rv = cuda_pipe_run(w, j, &p, run_kernel);
+        following = false; /* ended by the pipeline when it failed */
+        if (rv != GEMM_OK)
             goto fail;
         const uint64_t t_queued = gemmd_now_ns();
+        if (p.gated && (rv = cuda_fill_end(&w->fill, false, m, ml)) != GEMM_OK)
+            goto fail;
         stage_free(w, &a);
         stage_free(w, &b);
         stage_free(w, &c);
@@ -352,6 +363,10 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
     }
     return cuda_stage_times(w, j);
 fail:
+    if (following) { /* its waits released before the streams are */
+        char why[200];
+        cuda_fill_end(&w->fill, true, why, sizeof(why));
+    }
     stage_free(w, &a);
     stage_free(w, &b);
     stage_free(w, &c);

@@ -125,10 +125,8 @@ typedef struct plan3 {
     int64_t ldaw;
     gemmk_blas3_problem base;
     gemmk_result res;
-    bool gated;        /* copies in wait for the client's fill (fill.h) */
-    gemm_fill_cut cut; /* how it fills (common/fill.h) */
-    uint64_t gate;     /* the copies-in stream waits for this much */
-    int timed;         /* blocks of run_tri whose events tri_log may read */
+    bool gated; /* copies in wait for the client's fill (fill.h) */
+    int timed;  /* blocks of run_tri whose events tri_log may read */
     uint64_t queued_ns[CUDA_PANELS]; /* when block i's calls were queued */
 } plan3;
 
@@ -215,15 +213,13 @@ static int gate(plan3 *q, cuda_panels *x, const void *src, cuda_rect r)
     unsigned bit = gemm_fill_bit(j->routine, src == j->a   ? 0
                                              : src == j->b ? 1
                                                            : 2);
+    const gemm_fill_cut *cut = &j->fill_cut;
     uint64_t need = 1;
-    if ((q->cut.operands & bit) && r.rows > 0 && r.cols > 0) {
-        uint64_t lo = (uint64_t)(q->cut.cols ? r.c : r.r);
-        uint64_t hi = lo + (uint64_t)(q->cut.cols ? r.cols : r.rows);
-        need = gemm_fill_need(&q->cut, lo, hi);
+    if ((cut->operands & bit) && r.rows > 0 && r.cols > 0) {
+        uint64_t lo = (uint64_t)(cut->cols ? r.c : r.r);
+        uint64_t hi = lo + (uint64_t)(cut->cols ? r.cols : r.rows);
+        need = gemm_fill_need(cut, lo, hi);
     }
-    if (need <= q->gate)
-        return GEMM_OK;
-    q->gate = need;
     return cuda_fill_gate(&q->w->fill, x->in, need, q->j->msg,
                           sizeof(q->j->msg));
 }
@@ -721,15 +717,10 @@ int cuda_stage_blas3(cuda_worker *w, gemmd_job *j)
     };
     /* operands the client still fills: the copies wait for each part on
      * the GPU (pinned buffers), or the job for all of them here */
-    if (j->fill != NULL) {
-        if (cuda_job_pinned(j) && cuda_fill_begin(&w->fill, j)) {
-            following = q.gated = true;
-            q.cut = gemm_fill_cut_of(j->routine, j->right, j->lower, j->op,
-                                     j->m, j->n, j->fill_parts);
-        } else if ((rv = job_fill_wait(j, j->fill_parts + 1u)) != GEMM_OK) {
-            goto fail;
-        }
-    }
+    if ((rv = cuda_fill_start(&w->fill, j, cuda_job_pinned(j), &following)) !=
+        GEMM_OK)
+        goto fail;
+    q.gated = following;
     /* the copy streams start after the pool's allocations */
     CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
     const uint64_t t0 = gemmd_now_ns();

@@ -105,8 +105,90 @@ static gemmd_job trsm_job(void)
     j.shape.d.cols = 4;
     j.fill = &ctr;
     j.fill_parts = 3;
+    j.fill_cut = gemm_fill_cut_of(j.routine, j.right, j.lower, j.op, j.m, j.n,
+                                  j.fill_parts);
     j.t_started = gemmd_now_ns();
     return j;
+}
+
+/* A GEMM job of fp64 on local memory: A 6 x 5 stored transposed (5 x 6),
+ * B 5 x 4, C 6 x 4 apart from D; 3 parts of op(A)'s rows (A's columns). */
+static double GA[30], GB[20], GC[24], GD[24];
+
+static gemmd_job gemm_job(void)
+{
+    gemmd_job j;
+    memset(&j, 0, sizeof(j));
+    j.kind = JOB_GEMM;
+    j.ab_type = j.cd_type = GEMM_FP64;
+    j.m = 6;
+    j.n = 4;
+    j.k = 5;
+    j.trans_a = true;
+    j.a = GA;
+    j.lda = 6;
+    j.b = GB;
+    j.ldb = 4;
+    j.c = GC;
+    j.ldc = 4;
+    j.d = GD;
+    j.ldd = 4;
+    j.has_c = true;
+    j.shape.a.rows = 5;
+    j.shape.a.cols = 6;
+    j.shape.b.rows = 5;
+    j.shape.b.cols = 4;
+    j.shape.c.rows = j.shape.d.rows = 6;
+    j.shape.c.cols = j.shape.d.cols = 4;
+    j.fill = &ctr;
+    j.fill_parts = 3;
+    j.fill_cut = gemm_fill_cut_of(0, false, false, 1, j.m, j.n, 3);
+    j.t_started = gemmd_now_ns();
+    return j;
+}
+
+Test(fill, gemm_cut_is_a_by_rows_of_op_a)
+{
+    gemm_fill_cut c = gemm_fill_cut_of(0, false, false, 0, 10, 7, 4);
+    cr_assert_eq(c.operands, GEMM_FILL_A);
+    cr_assert(!c.cols && c.fwd);
+    cr_assert_eq(c.extent, 10);
+    cr_assert_eq(c.size, 3);
+    /* transposed A (k x m as stored): its columns */
+    c = gemm_fill_cut_of(0, false, false, 1, 10, 7, 4);
+    cr_assert(c.cols && c.fwd);
+    cr_assert_eq(c.extent, 10);
+    /* rows 3..5 are part 1: final at 3 */
+    cr_assert_eq(gemm_fill_need(&c, 3, 6), 3);
+    cr_assert_eq(gemm_fill_need(&c, 0, 10), 5);
+    /* B and C are not cut; their bits are not A's */
+    cr_assert_eq(gemm_fill_bit(0, 1) & c.operands, 0);
+    cr_assert_eq(gemm_fill_bit(0, 2) & c.operands, 0);
+}
+
+Test(fill, gemm_order_check_names_a_late_part)
+{
+    gemmd_job j = gemm_job();
+    for (int i = 0; i < 30; i++)
+        GA[i] = i;
+    ctr = 4;
+    fill_check fc;
+    cr_assert_eq(fill_check_wait(&j, &fc), GEMM_OK);
+    cr_assert_eq(fill_check_done(&j, &fc, true), GEMM_OK);
+    /* op(A)'s row 2 (A's column 2) is part 1 (rows 2..3) */
+    GA[4 * 6 + 2] = 99;
+    cr_assert_eq(fill_check_done(&j, &fc, false), GEMM_ERR_INVALID);
+    cr_assert(strstr(j.msg, "part 1 changed after the counter said 3") != NULL,
+              "%s", j.msg);
+    GA[4 * 6 + 2] = 4 * 6 + 2;
+    /* C apart from D is an input: checked after the job too */
+    GC[5] = 7;
+    cr_assert_eq(fill_check_done(&j, &fc, false), GEMM_ERR_INVALID);
+    cr_assert(strstr(j.msg, "not cut into parts changed") != NULL, "%s", j.msg);
+    GC[5] = 0;
+    /* D is not read: written freely */
+    GD[0] = 1;
+    cr_assert_eq(fill_check_done(&j, &fc, false), GEMM_OK);
 }
 
 Test(fill, waits_end_done_late_or_stopped)

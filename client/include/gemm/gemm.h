@@ -435,6 +435,20 @@ typedef struct gemm_request gemm_request;
 GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out);
 
 /*
+ * gemm_submit for operands still being written ("filled by parts"), as
+ * gemm_blas3_submit_filled: the caller's uint64_t counter at fill_offset
+ * of buffer fill says 1 once B (and C, when read) are written, 2 + p once
+ * parts 0..p of A are, parts + 1 at the end; A is cut along op(A)'s rows
+ * (rows of A, or columns when trans_a) into parts (1..64) ranges of
+ * ceil(m / parts) from the first (common/fill.h). GEMM_ERR_UNSUPPORTED
+ * unless the daemon said GEMM_FEATURE_FILL_GEMM at the last gemm_ping.
+ * Thread-safe.
+ */
+GEMM_API int gemm_submit_filled(gemm_client *c, const gemm_op *op,
+                                gemm_buffer *fill, uint64_t fill_offset,
+                                uint32_t parts, gemm_request **out);
+
+/*
  * Waits for a request from gemm_submit() and frees it; returns its status
  * and fills *t (if non-NULL) on success. Any thread may wait, once.
  */

@@ -34,7 +34,9 @@ extern "C" {
 
 /* Features a daemon names in its hello (HelloReply.features) beyond
  * version 1's requests. */
-#define GEMM_FEATURE_FILL 1u /* Blas3Request.fill (gemm_blas3_op.fill_buf) */
+#define GEMM_FEATURE_FILL 1u /* Blas3Request.fill (gemm_blas3_submit_filled)   \
+                              */
+#define GEMM_FEATURE_FILL_GEMM 2u /* GemmRequest.fill (gemm_submit_filled) */
 
 /*
  * Error codes: one table, stable numbers, shared with the wire protocol
