@@ -91,6 +91,12 @@ static void cfg_read(void)
     cfg.fill_min_bytes =
         env_num("GEMMBLAS_FILL_MIN_BYTES", 32.0 * 1024 * 1024, 0, 0x1p62);
     cfg.fill_gemm = env_num("GEMMBLAS_FILL_GEMM", 1, 0, 1) != 0;
+    cfg.drain = env_num("GEMMBLAS_DRAIN", 1, 0, 1) != 0;
+    if (cfg.verbose >= 1 && getenv("GEMMBLAS_DRAIN"))
+        fprintf(stderr,
+                "gemmblas[%d]: ?gemm's D copied out as gemmd says its rows "
+                "land: %s\n",
+                (int)getpid(), cfg.drain ? "on" : "off");
     if (cfg.verbose >= 1 &&
         (getenv("GEMMBLAS_FILL_PARTS") || getenv("GEMMBLAS_FILL_MIN_BYTES") ||
          getenv("GEMMBLAS_FILL_GEMM")))

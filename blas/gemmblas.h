@@ -394,6 +394,7 @@ typedef struct gb_config {
                                while gemmd works (0 or 1: off) */
     double fill_min_bytes;  /* GEMMBLAS_FILL_MIN_BYTES: staged from */
     bool fill_gemm;         /* GEMMBLAS_FILL_GEMM: ?gemm filled by parts */
+    bool drain;             /* GEMMBLAS_DRAIN: ?gemm's D copied out early */
     int panels;             /* GEMMBLAS_PANELS: 0 or 1 off */
     int panels_inflight;    /* GEMMBLAS_PANELS_INFLIGHT */
     double panel_min_flops; /* GEMMBLAS_PANEL_MIN_FLOPS: per panel */

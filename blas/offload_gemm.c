@@ -12,6 +12,7 @@
 #include <gemm/gemm.h>
 
 #include <stdio.h>
+#include <time.h>
 
 /* Stored shape of op(X) = rows x cols (row-major), X stored rows_x x
  * cols_x. */
@@ -29,26 +30,37 @@ typedef struct gemm_call {
     unsigned fill_parts; /* > 1: A filled by parts while gemmd works */
     size_t fill_off;     /* the fill counter's offset in the buffer */
     gemm_fill_cut cut;   /* common/fill.h */
+    bool drain;          /* D's rows copied back as gemmd says they land */
+    size_t drain_off;    /* the drain word's offset in the buffer */
 } gemm_call;
 
 /* Fill by parts (proto's Fill) when the daemon takes it for GEMMs, the
- * staged bytes are many and A is staged: the counter goes after the
- * staged operands. */
-static void plan_fill(gemm_client *c, gemm_call *gc, gb_call *call)
+ * staged bytes are many and A is staged; drain D (proto's Drain) when
+ * the daemon says its rows as they land, the staged bytes are many, D is
+ * staged and not read (beta 0: a late failure leaves nothing the CPU
+ * needs). The counters go after the staged operands. */
+static void plan_overlap(gemm_client *c, gemm_call *gc, gb_call *call)
 {
     const gb_config *cfg = gb_cfg();
     const gb_gemm *g = gc->g;
+    uint32_t have = gemm_server_features(c);
+    bool big = (double)call->need >= cfg->fill_min_bytes;
     gc->fill_parts = 0;
-    if (!cfg->fill_gemm || cfg->fill_parts < 2 ||
-        (double)call->need < cfg->fill_min_bytes ||
-        gc->op[GB_OPND_A].in_place ||
-        !(gemm_server_features(c) & GEMM_FEATURE_FILL_GEMM))
-        return;
-    gc->fill_parts = (unsigned)cfg->fill_parts;
-    gc->cut = gemm_fill_cut_of(0, false, false, g->opa != 'N', (uint64_t)g->m,
-                               (uint64_t)g->n, gc->fill_parts);
-    gc->fill_off = call->need;
-    call->need += 64;
+    gc->drain = false;
+    if (cfg->fill_gemm && cfg->fill_parts >= 2 && big &&
+        !gc->op[GB_OPND_A].in_place && (have & GEMM_FEATURE_FILL_GEMM)) {
+        gc->fill_parts = (unsigned)cfg->fill_parts;
+        gc->cut =
+            gemm_fill_cut_of(0, false, false, g->opa != 'N', (uint64_t)g->m,
+                             (uint64_t)g->n, gc->fill_parts);
+    }
+    gc->drain = cfg->drain && big && !gc->op[GB_OPND_OUT].in_place &&
+                gb_is_zero(g->t, g->beta) && (have & GEMM_FEATURE_DRAIN);
+    if (gc->fill_parts > 0 || gc->drain) {
+        gc->fill_off = call->need;
+        gc->drain_off = call->need + 8;
+        call->need += 64;
+    }
 }
 
 /* Which operands of the GEMM are in place (zerocopy.c), the staging
@@ -58,7 +70,7 @@ static void gemm_prepare(gemm_client *c, uint64_t gen, gb_call *call)
     gemm_call *gc = call->arg;
     call->need = gb_zc_plan(c, gen, gc->op, gb_esize(gc->g->t),
                             !gb_is_zero(gc->g->t, gc->g->beta));
-    plan_fill(c, gc, call);
+    plan_overlap(c, gc, call);
 }
 
 /* Part `part` (fill order) of A into its place in base. */
@@ -79,18 +91,40 @@ static void copy_part(const gemm_call *gc, char *base, unsigned part, size_t es)
                   o->ld, hi - lo, o->cols, es);
 }
 
-/* Runs op, A staged by parts after the request is out when gc says so
- * (B and C are staged: the counter goes to 1 first). */
-static int gemm_go(gemm_client *c, gemm_buffer *buf, const gemm_call *gc,
-                   const gemm_op *op, gemm_timings *tm)
+/* Rows [r0, r1) of the staged D (tight) into the caller's C. */
+static void copy_rows_out(const gemm_call *gc, const char *base, size_t r0,
+                          size_t r1, size_t es)
 {
-    if (gc->fill_parts < 2)
+    const gb_gemm *g = gc->g;
+    const gb_opnd *o = &gc->op[GB_OPND_OUT];
+    if (r1 > r0)
+        gb_copy2d((char *)g->c + r0 * (size_t)g->ldc * es, (size_t)g->ldc,
+                  base + o->off + r0 * o->cols * es, o->cols, r1 - r0, o->cols,
+                  es);
+}
+
+/* Runs op: A staged by parts after the request is out when gc says so (B
+ * and C are staged: the counter goes to 1 first), and D's rows copied
+ * out as gemmd says they land when gc drains. Returns the rows of a
+ * staged D already copied out (*out_rows). */
+static int gemm_go(gemm_client *c, gemm_buffer *buf, const gemm_call *gc,
+                   const gemm_op *op, gemm_timings *tm, size_t *out_rows)
+{
+    *out_rows = 0;
+    if (gc->fill_parts < 2 && !gc->drain)
         return gemm_run(c, op, tm);
     char *base = gemm_buffer_data(buf);
     uint64_t *ctr = (uint64_t *)(void *)(base + gc->fill_off);
+    uint64_t *dw = (uint64_t *)(void *)(base + gc->drain_off);
+    gemm_overlap ov = {.buf = buf,
+                       .fill_parts = gc->fill_parts,
+                       .fill_offset = gc->fill_off,
+                       .drain = gc->drain,
+                       .drain_offset = gc->drain_off};
     __atomic_store_n(ctr, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(dw, 0, __ATOMIC_RELEASE);
     gemm_request *rq;
-    int rv = gemm_submit_filled(c, op, buf, gc->fill_off, gc->fill_parts, &rq);
+    int rv = gemm_submit_overlapped(c, op, &ov, &rq);
     if (rv != GEMM_OK)
         return rv;
     size_t es = gb_esize(gc->g->t);
@@ -98,7 +132,21 @@ static int gemm_go(gemm_client *c, gemm_buffer *buf, const gemm_call *gc,
         copy_part(gc, base, part, es);
         __atomic_store_n(ctr, 2 + (uint64_t)part, __ATOMIC_RELEASE);
     }
-    return gemm_wait(rq, tm);
+    size_t done = 0, m = (size_t)gc->g->m;
+    while (gc->drain && !gemm_request_done(rq)) {
+        uint64_t v = __atomic_load_n(dw, __ATOMIC_ACQUIRE);
+        size_t rows = v < m ? (size_t)v : m;
+        if (rows > done) {
+            copy_rows_out(gc, base, done, rows, es);
+            done = rows;
+        } else {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    rv = gemm_wait(rq, tm);
+    *out_rows = done;
+    return rv;
 }
 
 /* The matrix gemmd is to use for o: in place, or staged at its offset in
@@ -171,24 +219,23 @@ static int gemm_staged(gemm_client *c, gemm_buffer *buf, const void *arg)
     if (g->t == GB_S)
         op.precision = cfg->tf32 ? GEMM_PRECISION_TF32 : GEMM_PRECISION_FP32;
     gemm_timings tm;
-    int rv = gemm_go(c, buf, gc, &op, &tm);
+    size_t out_rows;
+    int rv = gemm_go(c, buf, gc, &op, &tm, &out_rows);
     if (rv != GEMM_OK)
         return rv;
     if (!gc->op[GB_OPND_OUT].in_place)
-        gb_copy2d(g->c, (size_t)g->ldc,
-                  (char *)gemm_buffer_data(buf) + gc->op[GB_OPND_OUT].off,
-                  (size_t)g->n, (size_t)g->m, (size_t)g->n, es);
+        copy_rows_out(gc, gemm_buffer_data(buf), out_rows, (size_t)g->m, es);
     if (cfg->verbose >= 2) {
         char zc[16];
         in_place_names(gc->op, "ABD", zc, sizeof(zc));
         gb_log(2,
                "%cgemm %lldx%lldx%lld op %c%c: gemmd %s, %.3f ms (daemon "
-               "%.3f)%s; in place: %s",
+               "%.3f)%s%s; in place: %s",
                "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
                (long long)g -> k, g -> opa, g -> opb, tm.kernel,
                (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3,
                gc->fill_parts > 1 ? ", A filled by parts beside gemmd" : "",
-               zc);
+               gc->drain ? ", D drained" : "", zc);
     }
     return GEMM_OK;
 }

@@ -797,6 +797,8 @@ static int cpu_gemm(gemmd_backend *be, gemmd_job *j)
         rv = cpu_gemm_here(j);
     if (rv == GEMM_OK)
         rv = fill_check_after(j, &fc);
+    if (rv == GEMM_OK && j->drain != NULL) /* all of D is final */
+        __atomic_store_n(j->drain, j->m, __ATOMIC_RELEASE);
     j->a = a;
     j->b = b;
     j->c = c;

@@ -104,9 +104,9 @@ static void reply_bad(gemmd *d, sp_req *q, const batch_errs *e, uint64_t n)
 }
 
 /* What the problems share, checked once: the types, the precision, no
- * moduli (the emulation's count is for single GEMMs), no fill (nor is a
- * fill by parts for batches) and the kernel name's form (so a batch of
- * empty problems is held to them too). */
+ * moduli (the emulation's count is for single GEMMs), no fill or drain
+ * (nor are those) and the kernel name's form (so a batch of empty
+ * problems is held to them too). */
 static int shared_check(const val_gemm *t, char *msg, size_t len)
 {
     int rv = val_dtypes_check(t->ab_type, t->cd_type, msg, len);
@@ -120,11 +120,13 @@ static int shared_check(const val_gemm *t, char *msg, size_t len)
                  t->moduli);
         rv = GEMM_ERR_INVALID;
     }
-    if (rv == GEMM_OK && t->fill.present) {
-        snprintf(msg, len,
-                 "fill (operands filled by parts) applies to single "
-                 "requests, not to batches: fill the batch's operands "
-                 "before sending it");
+    if (rv == GEMM_OK && (t->fill.present || t->drain.present)) {
+        snprintf(msg, len, "%s applies to single requests, not to batches: %s",
+                 t->fill.present ? "fill (operands filled by parts)"
+                                 : "drain (D copied out early)",
+                 t->fill.present ? "fill the batch's operands before "
+                                   "sending it"
+                                 : "copy D out after the reply");
         rv = GEMM_ERR_INVALID;
     }
     if (rv == GEMM_OK)

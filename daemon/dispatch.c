@@ -40,7 +40,8 @@ static void do_hello(gemmd *d, sp_req *q, const Gemm__Request *req)
     h.backend = (char *)d->be.ops->name;
     h.device = d->be.device;
     h.has_features = true;
-    h.features = GEMM_FEATURE_FILL | GEMM_FEATURE_FILL_GEMM;
+    h.features =
+        GEMM_FEATURE_FILL | GEMM_FEATURE_FILL_GEMM | GEMM_FEATURE_DRAIN;
     r.body_case = GEMM__REPLY__BODY_HELLO;
     r.hello = &h;
     complete_reply(d, q, &r);

@@ -67,6 +67,8 @@ int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res)
         j->fill_cut = gemm_fill_cut_of(0, false, false, v->trans_a, v->m, v->n,
                                        v->fill_parts);
     }
+    if (res->has_drain)
+        j->drain = job_operand_ptr(&res->drain);
     return GEMM_OK;
 }
 
@@ -90,10 +92,13 @@ void job_hold(gemmd_job *j, const val_matrix *const *ms, int n)
 
 void job_hold_gemm(gemmd_job *j)
 {
-    const val_matrix *ms[5] = {&j->shape.a, &j->shape.b, &j->shape.d,
+    const val_matrix *ms[6] = {&j->shape.a,
+                               &j->shape.b,
+                               &j->shape.d,
                                j->shape.has_c ? &j->shape.c : NULL,
-                               j->shape.has_fill ? &j->shape.fill : NULL};
-    job_hold(j, ms, 5);
+                               j->shape.has_fill ? &j->shape.fill : NULL,
+                               j->shape.has_drain ? &j->shape.drain : NULL};
+    job_hold(j, ms, 6);
 }
 
 void job_set_timeout(gemmd_job *j, uint64_t t_received, bool has,

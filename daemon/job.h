@@ -79,6 +79,9 @@ typedef struct gemmd_job {
     const uint64_t *fill;
     unsigned fill_parts;
     gemm_fill_cut fill_cut;
+    /* JOB_GEMM drained (proto's Drain): where D's final rows are said, in
+     * the client's buffer (NULL: not asked) */
+    uint64_t *drain;
 
     /* JOB_UPLOAD: a rows x cols matrix of dtype at a (ld lda) goes into
      * *tensor, whose pin (backend handle), data, size, ld and on_device the
@@ -97,7 +100,7 @@ typedef struct gemmd_job {
     uint64_t nproblems, nran, failed;
     double work_flops, work_bytes;
 
-    reg_buffer *bufs[5]; /* references held until the reply */
+    reg_buffer *bufs[6]; /* references held until the reply */
     int nbufs;
 
     /* the outcome, written by the worker */
@@ -192,9 +195,9 @@ void *job_operand_ptr(const val_matrix *m);
 int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res);
 
 /* Takes a reference on each buffer of ms (n entries, NULL ones skipped,
- * at most 5 in all) for job j, held until its reply. job_hold_gemm: those
+ * at most 6 in all) for job j, held until its reply. job_hold_gemm: those
  * of a GEMM job filled by job_fill_gemm (A, B, D, C when read, and the
- * fill counter's). Loop thread. */
+ * fill and drain counters'). Loop thread. */
 void job_hold(gemmd_job *j, const val_matrix *const *ms, int n);
 void job_hold_gemm(gemmd_job *j);
 

@@ -125,6 +125,11 @@ void req_gemm_desc(const Gemm__GemmRequest *g, val_gemm *v)
     req_operand_desc(&v->c, g->c);
     req_operand_desc(&v->d, g->d);
     req_fill_desc(&v->fill, &v->fill_parts, g->fill);
+    if (g->drain != NULL) {
+        v->drain.present = true;
+        v->drain.buffer_id = g->drain->has_buffer_id ? g->drain->buffer_id : 0;
+        v->drain.offset = g->drain->has_offset ? g->drain->offset : 0;
+    }
 }
 
 int req_batch_check(const Gemm__BatchRequest *r, uint64_t *n, char *msg,

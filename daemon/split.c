@@ -78,6 +78,7 @@ static void make_part(gemmd_job *p, const gemmd_job *j, uint64_t r0,
     }
     p->d = (char *)j->d + r0 * j->ldd * cs;
     p->shape.d.rows = rows;
+    p->drain = NULL; /* a hint: a part's rows are not the whole's prefix */
 }
 
 int split_submit(sched *s, gemmd_job *j)

@@ -333,28 +333,23 @@ bool val_overlap(const val_matrix *x, const val_matrix *y)
            y->offset < x->offset + x->extent;
 }
 
-int val_fill_check(const val_operand *fill, uint32_t parts, const char *ref,
-                   const val_matrix *const ops[], const char *names, int nops,
-                   const val_limits *lim, val_lookup_fn lookup, void *arg,
-                   val_matrix *out, char *msg, size_t len)
+int val_word_check(const char *what, const val_operand *word, const char *ref,
+                   const val_matrix *const ops[], const char *const names[],
+                   int nops, const val_limits *lim, val_lookup_fn lookup,
+                   void *arg, val_matrix *out, char *msg, size_t len)
 {
-    if (parts < 1 || parts > GEMM_FILL_MAX_PARTS) {
-        snprintf(msg, len, "%s: fill parts is %u: it must be in 1..%d", ref,
-                 parts, GEMM_FILL_MAX_PARTS);
-        return GEMM_ERR_INVALID;
-    }
-    if (fill->tensor_id != 0) {
+    if (word->tensor_id != 0) {
         snprintf(msg, len,
-                 "%s: the fill counter is written by the client: it must be "
-                 "in a buffer, not a resident tensor",
-                 ref);
+                 "%s: the %s is in the client's memory: it must be in a "
+                 "buffer, not a resident tensor",
+                 ref, what);
         return GEMM_ERR_INVALID;
     }
-    val_operand w = *fill;
+    val_operand w = *word;
     w.ld = 1;
     char inner[384];
-    int rv = val_operand_check("fill counter", &w, 1, 1, GEMM_FP64, lim, lookup,
-                               arg, out, inner, sizeof(inner));
+    int rv = val_operand_check(what, &w, 1, 1, GEMM_FP64, lim, lookup, arg, out,
+                               inner, sizeof(inner));
     if (rv != GEMM_OK) {
         snprintf(msg, len, "%s: %s", ref, inner);
         return rv;
@@ -362,12 +357,25 @@ int val_fill_check(const val_operand *fill, uint32_t parts, const char *ref,
     for (int i = 0; i < nops; i++)
         if (ops[i] != NULL && val_overlap(out, ops[i])) {
             snprintf(msg, len,
-                     "%s: the fill counter overlaps %c: put it outside every "
-                     "operand",
-                     ref, names[i]);
+                     "%s: the %s overlaps %s: put it outside every operand",
+                     ref, what, names[i]);
             return GEMM_ERR_INVALID;
         }
     return GEMM_OK;
+}
+
+int val_fill_check(const val_operand *fill, uint32_t parts, const char *ref,
+                   const val_matrix *const ops[], const char *const names[],
+                   int nops, const val_limits *lim, val_lookup_fn lookup,
+                   void *arg, val_matrix *out, char *msg, size_t len)
+{
+    if (parts < 1 || parts > GEMM_FILL_MAX_PARTS) {
+        snprintf(msg, len, "%s: fill parts is %u: it must be in 1..%d", ref,
+                 parts, GEMM_FILL_MAX_PARTS);
+        return GEMM_ERR_INVALID;
+    }
+    return val_word_check("fill counter", fill, ref, ops, names, nops, lim,
+                          lookup, arg, out, msg, len);
 }
 
 int val_gemm_check(const val_gemm *g, const val_limits *lim,
@@ -430,11 +438,22 @@ int val_gemm_check(const val_gemm *g, const val_limits *lim,
                  "(same offset and ld) or separate");
         return GEMM_ERR_INVALID;
     }
+    const val_matrix *ops[5] = {&out->a, &out->b, &out->d,
+                                out->has_c ? &out->c : NULL, NULL};
+    static const char *const names[5] = {"A", "B", "D", "C",
+                                         "the fill counter"};
+    if (g->fill.present &&
+        (rv = val_fill_check(&g->fill, g->fill_parts, "gemm", ops, names, 4,
+                             lim, lookup, arg, &out->fill, msg, len)) !=
+            GEMM_OK)
+        return rv;
     out->has_fill = g->fill.present;
-    if (!out->has_fill)
-        return GEMM_OK;
-    const val_matrix *ops[4] = {&out->a, &out->b, &out->d,
-                                out->has_c ? &out->c : NULL};
-    return val_fill_check(&g->fill, g->fill_parts, "gemm", ops, "ABDC", 4, lim,
-                          lookup, arg, &out->fill, msg, len);
+    ops[4] = out->has_fill ? &out->fill : NULL;
+    if (g->drain.present &&
+        (rv = val_word_check("drain counter", &g->drain, "gemm", ops, names, 5,
+                             lim, lookup, arg, &out->drain, msg, len)) !=
+            GEMM_OK)
+        return rv;
+    out->has_drain = g->drain.present;
+    return GEMM_OK;
 }

@@ -33,6 +33,7 @@ typedef struct val_gemm {
     uint32_t moduli;     /* fp64: Ozaki-II moduli asked for; 0 = auto */
     val_operand fill;    /* the fill counter (present: filled by parts) */
     uint32_t fill_parts; /* common/fill.h */
+    val_operand drain;   /* the drain counter (present: D drained early) */
 } val_gemm;
 
 /* A resident tensor as the caller's lookup describes it. */
@@ -64,9 +65,10 @@ typedef struct val_matrix {
 
 typedef struct val_resolved {
     val_matrix a, b, c, d;
-    bool has_c;    /* beta != 0 (real or imaginary part): C is read */
-    bool has_fill; /* filled by parts: the counter, 8 bytes at fill */
-    val_matrix fill;
+    bool has_c;     /* beta != 0 (real or imaginary part): C is read */
+    bool has_fill;  /* filled by parts: the counter, 8 bytes at fill */
+    bool has_drain; /* D's final rows said at drain (8 bytes) */
+    val_matrix fill, drain;
 } val_resolved;
 
 /* Finds buffer id for the requester: its handle, size and the memory object
@@ -124,15 +126,20 @@ int val_moduli(int ab_type, int cd_type, int precision, uint32_t moduli,
  * extents; a tensor overlaps only itself. */
 bool val_overlap(const val_matrix *x, const val_matrix *y);
 
-/* A fill counter (proto/gemm.proto's Fill): parts in 1..64, 8 aligned
- * bytes of one of the caller's buffers (resolved into *out as one fp64),
- * outside each of the nops operands ops (NULL ones skipped; names[i]
- * names ops[i]). ref prefixes messages ("gemm", "DSYRK"). Returns
- * GEMM_OK or a gemm_error with a message. */
+/* A counter word of a request (what: "fill counter", "drain counter"): 8
+ * aligned bytes of one of the caller's buffers (resolved into *out as one
+ * fp64), outside each of the nops operands ops (NULL ones skipped;
+ * names[i] names ops[i]). ref prefixes messages ("gemm", "DSYRK").
+ * val_fill_check: a fill counter (proto/gemm.proto's Fill), with its
+ * parts in 1..64. Returns GEMM_OK or a gemm_error with a message. */
+int val_word_check(const char *what, const val_operand *word, const char *ref,
+                   const val_matrix *const ops[], const char *const names[],
+                   int nops, const val_limits *lim, val_lookup_fn lookup,
+                   void *arg, val_matrix *out, char *msg, size_t len);
 int val_fill_check(const val_operand *fill, uint32_t parts, const char *ref,
-                   const val_matrix *const ops[], const char *names, int nops,
-                   const val_limits *lim, val_lookup_fn lookup, void *arg,
-                   val_matrix *out, char *msg, size_t len);
+                   const val_matrix *const ops[], const char *const names[],
+                   int nops, const val_limits *lim, val_lookup_fn lookup,
+                   void *arg, val_matrix *out, char *msg, size_t len);
 
 /*
  * Checks g against the limits and the caller's buffers. Returns GEMM_OK and

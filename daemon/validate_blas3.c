@@ -173,7 +173,8 @@ static int check_fill(const val_blas3 *g, const char *ref,
         return GEMM_OK;
     const val_matrix *ops[3] = {&out->a, out->has_b ? &out->b : NULL,
                                 out->has_c ? &out->c : NULL};
-    int rv = val_fill_check(&g->fill, g->fill_parts, ref, ops, "ABC", 3, lim,
+    static const char *const names[3] = {"A", "B", "C"};
+    int rv = val_fill_check(&g->fill, g->fill_parts, ref, ops, names, 3, lim,
                             lookup, arg, &out->fill, msg, len);
     out->has_fill = rv == GEMM_OK;
     return rv;

@@ -15,9 +15,10 @@
  *   gemmblas-np  the same with GEMMBLAS_PANELS=0: one request a call, the
  *                staging copies before and after it (run only when named
  *                in --variants)
- *   gemmblas-nf  the same with GEMMBLAS_FILL_GEMM=0: A staged whole before
- *                the request, not filled by parts beside gemmd (run only
- *                when named in --variants)
+ *   gemmblas-nf  the same with GEMMBLAS_FILL_GEMM=0 and GEMMBLAS_DRAIN=0:
+ *                A staged whole before the request and D copied out after
+ *                the reply, not beside gemmd (run only when named in
+ *                --variants)
  *   gemmblas-zc  the same in its zero-copy mode: preloaded (so its malloc
  *                is the worker's) with GEMMBLAS_ZEROCOPY=1, the worker's
  *                matrices are memfd regions its GEMMs use in place; its
@@ -299,7 +300,7 @@ static void usage(void)
           "       bench_blas --crossover [--sizes 256,384,...] [--types d,s]\n"
           "--procs 0: no runs of several processes. gemmblas-zc (the\n"
           "zero-copy mode), gemmblas-np (GEMMBLAS_PANELS=0) and gemmblas-nf\n"
-          "(GEMMBLAS_FILL_GEMM=0) run only when named in --variants.\n"
+          "(no fill or drain) run only when named in --variants.\n"
           "--row-s: the\n"
           "steady calls of one row stop after this long (at least one);\n"
           "--budget-s 0: no budget for the run. gemmd must be running for\n"
@@ -444,7 +445,7 @@ int main(int argc, char **argv)
                                     sizeof(nvconf[1])) == 0;
     snprintf(gbcpu, sizeof(gbcpu), "GEMMBLAS_CPU_BLAS=%.4000s", ob);
     snprintf(zcpre, sizeof(zcpre), "LD_PRELOAD=%.4000s", gb);
-    static char *nvenv[2][2], *gbenv[4], *zcenv[6], *npenv[5], *nfenv[5];
+    static char *nvenv[2][2], *gbenv[4], *zcenv[6], *npenv[5], *nfenv[6];
     nvenv[0][0] = nvconf[0];
     nvenv[1][0] = nvconf[1];
     gbenv[0] = "GEMMBLAS_MIN_FLOPS=0";
@@ -469,6 +470,7 @@ int main(int argc, char **argv)
     nfenv[1] = gbcpu;
     nfenv[2] = verb;
     nfenv[3] = "GEMMBLAS_FILL_GEMM=0";
+    nfenv[4] = "GEMMBLAS_DRAIN=0";
     bp_variant all[NVAR] = {{"openblas", ob, NULL, NULL},
                             {"nvblas", nv, nvenv[0], NULL},
                             {"nvblas-pin", nv, nvenv[1], NULL},

@@ -218,7 +218,8 @@ GEMM_API int gemm_ping(gemm_client *c, gemm_server_info *info)
     atomic_store(&c->features,
                  rep->hello->has_features
                      ? rep->hello->features &
-                           (GEMM_FEATURE_FILL | GEMM_FEATURE_FILL_GEMM)
+                           (GEMM_FEATURE_FILL | GEMM_FEATURE_FILL_GEMM |
+                            GEMM_FEATURE_DRAIN)
                      : 0u);
     if (info != NULL) {
         Gemm__HelloReply *h = rep->hello;

@@ -169,34 +169,57 @@ int cli_gemm_pack(const gemm_op *op, bool operands, Gemm__GemmRequest *g,
     return GEMM_OK;
 }
 
-/* gemm_submit, filled by parts when fill is non-NULL. */
-static int submit(gemm_client *c, const gemm_op *op, gemm_buffer *fill_buf,
-                  uint64_t fill_offset, uint32_t parts, gemm_request **out)
+/* The counters of ov, onto g. */
+static int overlap_pack(gemm_client *c, const gemm_overlap *ov,
+                        Gemm__GemmRequest *g, Gemm__Fill *fill,
+                        Gemm__Drain *drain)
+{
+    if (ov == NULL || (ov->fill_parts == 0 && !ov->drain))
+        return GEMM_OK;
+    if (ov->buf == NULL)
+        return cli_error(GEMM_ERR_INVALID, "gemm: overlap without a buffer");
+    uint32_t have = atomic_load(&c->features);
+    if ((ov->fill_parts > 0 && !(have & GEMM_FEATURE_FILL_GEMM)) ||
+        (ov->drain && !(have & GEMM_FEATURE_DRAIN)))
+        return cli_error(GEMM_ERR_UNSUPPORTED,
+                         "gemm: gemmd at %s has not said it %s (gemm_ping "
+                         "first; an older gemmd does not)",
+                         c->url,
+                         ov->fill_parts > 0 && !(have & GEMM_FEATURE_FILL_GEMM)
+                             ? "takes operands filled by parts"
+                             : "says D's rows as they land");
+    if (ov->fill_parts > 0) {
+        fill->has_buffer_id = fill->has_offset = fill->has_parts = true;
+        fill->buffer_id = ov->buf->id;
+        fill->offset = ov->fill_offset;
+        fill->parts = ov->fill_parts;
+        g->fill = fill;
+    }
+    if (ov->drain) {
+        drain->has_buffer_id = drain->has_offset = true;
+        drain->buffer_id = ov->buf->id;
+        drain->offset = ov->drain_offset;
+        g->drain = drain;
+    }
+    return GEMM_OK;
+}
+
+GEMM_API int gemm_submit_overlapped(gemm_client *c, const gemm_op *op,
+                                    const gemm_overlap *ov, gemm_request **out)
 {
     Gemm__Request req = GEMM__REQUEST__INIT;
     Gemm__GemmRequest g;
     Gemm__Operand w[4];
     Gemm__Fill fill = GEMM__FILL__INIT;
+    Gemm__Drain drain = GEMM__DRAIN__INIT;
     int rv;
 
     cli_clear_error();
     if (c == NULL || op == NULL || out == NULL)
         return cli_error(GEMM_ERR_INVALID, "gemm: NULL argument");
-    if ((rv = cli_gemm_pack(op, true, &g, w, "gemm")) != GEMM_OK)
+    if ((rv = cli_gemm_pack(op, true, &g, w, "gemm")) != GEMM_OK ||
+        (rv = overlap_pack(c, ov, &g, &fill, &drain)) != GEMM_OK)
         return rv;
-    if (fill_buf != NULL) {
-        if (!(atomic_load(&c->features) & GEMM_FEATURE_FILL_GEMM))
-            return cli_error(GEMM_ERR_UNSUPPORTED,
-                             "gemm: gemmd at %s has not said it takes "
-                             "operands filled by parts (gemm_ping first; an "
-                             "older gemmd does not)",
-                             c->url);
-        fill.has_buffer_id = fill.has_offset = fill.has_parts = true;
-        fill.buffer_id = fill_buf->id;
-        fill.offset = fill_offset;
-        fill.parts = parts;
-        g.fill = &fill;
-    }
     req.body_case = GEMM__REQUEST__BODY_GEMM;
     req.gemm = &g;
     return cli_req_start(c, &req, "gemm", out);
@@ -204,17 +227,12 @@ static int submit(gemm_client *c, const gemm_op *op, gemm_buffer *fill_buf,
 
 GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out)
 {
-    return submit(c, op, NULL, 0, 0, out);
+    return gemm_submit_overlapped(c, op, NULL, out);
 }
 
-GEMM_API int gemm_submit_filled(gemm_client *c, const gemm_op *op,
-                                gemm_buffer *fill, uint64_t fill_offset,
-                                uint32_t parts, gemm_request **out)
+GEMM_API bool gemm_request_done(gemm_request *r)
 {
-    cli_clear_error();
-    if (fill == NULL)
-        return cli_error(GEMM_ERR_INVALID, "gemm: NULL fill buffer");
-    return submit(c, op, fill, fill_offset, parts, out);
+    return r != NULL && atomic_load(&r->done) != 0;
 }
 
 GEMM_API int gemm_wait(gemm_request *r, gemm_timings *t)

@@ -15,18 +15,25 @@
 #include <string.h>
 
 static PFN_cuStreamWaitValue64_v11070 wait64;
+static PFN_cuStreamWriteValue64_v11070 write64;
 static pthread_once_t wait64_once = PTHREAD_ONCE_INIT;
 
-static void wait64_find(void)
+static void *entry(const char *name)
 {
     void *fn = NULL;
     enum cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue64", &fn, 11070,
-                                         cudaEnableDefault,
-                                         &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess)
-        wait64 = (PFN_cuStreamWaitValue64_v11070)fn;
+    if (cudaGetDriverEntryPointByVersion(name, &fn, 11070, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+        fn = NULL;
     cudaGetLastError();
+    return fn;
+}
+
+static void wait64_find(void)
+{
+    wait64 = (PFN_cuStreamWaitValue64_v11070)entry("cuStreamWaitValue64");
+    write64 = (PFN_cuStreamWriteValue64_v11070)entry("cuStreamWriteValue64");
 }
 
 int cuda_fill_init(cuda_fill *f, cudaStream_t s, char *msg, size_t len)
@@ -189,4 +196,29 @@ int cuda_fill_end(cuda_fill *f, bool give_up, char *msg, size_t len)
     if (rv != GEMM_OK)
         snprintf(msg, len, "%s", f->msg);
     return rv;
+}
+
+bool cuda_drain_ok(cuda_fill *f, gemmd_job *j, uint64_t *dev)
+{
+    void *dp = NULL;
+    pthread_once(&wait64_once, wait64_find);
+    if (!f->ok || write64 == NULL || j->drain == NULL)
+        return false;
+    if (cudaHostGetDevicePointer(&dp, j->drain, 0) != cudaSuccess) {
+        cudaGetLastError(); /* not pinned: no early word */
+        return false;
+    }
+    *dev = (uint64_t)(uintptr_t)dp;
+    return true;
+}
+
+int cuda_drain_post(cudaStream_t s, uint64_t dev, uint64_t rows, char *msg,
+                    size_t len)
+{
+    CUresult r = write64((CUstream)s, (CUdeviceptr)dev, rows,
+                         CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (r == CUDA_SUCCESS)
+        return GEMM_OK;
+    snprintf(msg, len, "cuStreamWriteValue64 failed (CUresult %d)", (int)r);
+    return GEMM_ERR_DEVICE;
 }

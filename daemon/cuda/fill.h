@@ -1,12 +1,14 @@
 /*
- * fill.h: a level-3 job whose client is still filling its operands
+ * fill.h: a GEMM or level-3 job whose client is still filling its operands
  * (proto's Fill, common/fill.h) on a device worker. The worker's copies
  * in wait on the GPU (cuStreamWaitValue64) for a word of gemmd's own
  * mapped host memory, which a follower thread raises as the client's
  * counter grows. The client never writes what the GPU waits on: one that
  * stops short or leaves is cut off at its deadline (every wait released,
  * its job failed) and holds up no other job. Where stream waits do not
- * work, the job waits for the whole fill on the host first.
+ * work, the job waits for the whole fill on the host first. The other
+ * way, the GPU stores how many of a GEMM's rows of D have landed in a
+ * word of the client's (proto's Drain).
  */
 #ifndef GEMMD_CUDA_FILL_H
 #define GEMMD_CUDA_FILL_H
@@ -68,5 +70,14 @@ int cuda_fill_gate(cuda_fill *f, cudaStream_t s, uint64_t need, char *msg,
  * worker failed): the follower releases every wait at once. Returns
  * GEMM_OK or the failure, with msg set. */
 int cuda_fill_end(cuda_fill *f, bool give_up, char *msg, size_t len);
+
+/* A GEMM drained early (proto's Drain): whether the GPU can store j's
+ * drain word (stream writes work here and the word's buffer is pinned),
+ * its device address then in *dev. cuda_drain_post queues on s the
+ * store of rows there, after everything queued on s before it has
+ * landed (a memory barrier precedes the write). */
+bool cuda_drain_ok(cuda_fill *f, gemmd_job *j, uint64_t *dev);
+int cuda_drain_post(cudaStream_t s, uint64_t dev, uint64_t rows, char *msg,
+                    size_t len);
 
 #endif

@@ -269,6 +269,10 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
         }
     }
     CK(cudaEventRecord(w->ev[1], x->in), m, ml);
+    unsigned left[PIPE_MAX_BLOCKS]; /* blocks of each row not yet out */
+    unsigned drained = 0;           /* rows of blocks all out */
+    for (unsigned r = 0; r < pl->nr && r < PIPE_MAX_BLOCKS; r++)
+        left[r] = pl->nc;
     for (unsigned b = 0; b < nb; b++) {
         if (b >= 2) { /* at most two blocks' kernels in flight */
             CK(cudaEventSynchronize(x->run_done[b - 2]), m, ml);
@@ -288,6 +292,15 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
         CK(cuda_copy_rect(x->out, j->d, j->ldd, kp->d, (uint64_t)kp->ldd,
                           d_rect(&t), cs, cudaMemcpyDeviceToHost),
            m, ml);
+        if (p->drain && --left[ri[b]] == 0 && ri[b] == drained) {
+            while (drained < pl->nr && left[drained] == 0)
+                drained++;
+            uint64_t rows =
+                drained == pl->nr ? j->m : (uint64_t)drained * pl->rlen;
+            if ((rv = cuda_drain_post(x->out, p->drain_dev, rows, m, ml)) !=
+                GEMM_OK)
+                goto fail;
+        }
         if (p->measure)
             CK(cudaEventRecord(x->out_done[b], x->out), m, ml);
     }

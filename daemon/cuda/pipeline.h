@@ -39,6 +39,9 @@ typedef struct cuda_pipe {
     bool measure;               /* every copy timed for cuda_pipe_learn */
     bool gated; /* j is filled by parts, followed by w's fill (fill.h):
                    each copy in waits for its part */
+    bool drain; /* j's drain word (at drain_dev on the device) says D's
+                   rows as they land (cuda_drain_post) */
+    uint64_t drain_dev;
 } cuda_pipe;
 
 /* The plan for job j (kp: its problem on the device; w the worker that
@@ -57,7 +60,9 @@ unsigned cuda_pipe_plan(cuda_worker *w, const gemmd_job *j,
  * them. Records w's events: ev[0] at the start, ev[1] after the last
  * copy in, ev[2] after the last kernel, ev[3] after the last copy out.
  * Gated: B and C wait for the fill counter's 1, each panel of A for its
- * rows' part (common/fill.h's GEMM cut). On success w's stream waits for
+ * rows' part (common/fill.h's GEMM cut). Drained: after each copy out
+ * that completes a row of blocks (all before it complete), the drain
+ * word goes to the rows final. On success w's stream waits for
  * every copy (what the caller frees on it after is freed after them); on
  * failure the fill's waits are released (cuda_fill_end, giving up) and
  * every stream is synchronized.

@@ -286,6 +286,7 @@ int cuda_stage_gemm(cuda_worker *w, gemmd_job *j)
             .measure = measure,
             .gated = following,
         };
+        p.drain = cuda_drain_ok(&w->fill, j, &p.drain_dev);
         const uint64_t t_run = gemmd_now_ns();
         rv = cuda_pipe_run(w, j, &p, run_kernel);
         following = false; /* ended by the pipeline when it failed */

@@ -169,7 +169,9 @@ static void run_case(const fcase *k)
     memset(base, 0xff, l.ctr); /* NaN: nothing is final */
     __atomic_store_n(word, 0, __ATOMIC_RELEASE);
     gemm_request *rq;
-    int rv = gemm_submit_filled(g_client, &op, buf, l.ctr, k->parts, &rq);
+    gemm_overlap ov = {
+        .buf = buf, .fill_parts = k->parts, .fill_offset = l.ctr};
+    int rv = gemm_submit_overlapped(g_client, &op, &ov, &rq);
     cr_assert_eq(rv, GEMM_OK, "%s", gemm_last_error_message());
     /* nothing is written before gemmd holds the job (it cannot end
      * before the counter does) */
@@ -258,6 +260,78 @@ Test(gemm_fill, pipelined)
     }
 }
 
+/* D drained (proto's Drain): while the request runs, every row the word
+ * says is final is copied aside; each must equal D's row after the
+ * reply. The word only grows, never past m; the CPU backend says m when
+ * D is done (the cuda backend as each row of a pipelined GEMM's blocks
+ * lands, when its buffer is pinned; else it may stay 0). Filled by parts
+ * at once, as libgemmblas does. */
+Test(gemm_fill, drained)
+{
+    cr_assert_eq(gemm_ping(g_client, NULL), GEMM_OK);
+    cr_assert(gemm_server_features(g_client) & GEMM_FEATURE_DRAIN);
+    const uint64_t m = 2048, n = 1536, k = 1024;
+    size_t a = m * k * 4, b = k * n * 4, d = m * n * 4, ctr = a + b + d;
+    gemm_buffer *buf;
+    cr_assert_eq(gemm_buffer_alloc(g_client, ctr + 64, &buf), GEMM_OK);
+    char *base = gemm_buffer_data(buf);
+    for (int round = 0; round < 3; round++) { /* later rounds: pinned */
+        for (size_t i = 0; i < (a + b) / 4; i++)
+            ((float *)(void *)base)[i] = (float)small_int();
+        memset(base + a + b, 0xff, d); /* NaN until written */
+        float *seen = malloc(d);
+        cr_assert_not_null(seen);
+        memset(seen, 0xff, d);
+        uint64_t *word = (uint64_t *)(void *)(base + ctr + 8);
+        __atomic_store_n((uint64_t *)(void *)(base + ctr), 5, __ATOMIC_RELEASE);
+        __atomic_store_n(word, 0, __ATOMIC_RELEASE);
+        gemm_op op;
+        gemm_op_init(&op, m, n, k, GEMM_FP32, GEMM_FP32);
+        op.a = (gemm_matrix){buf, 0, 0, 0};
+        op.b = (gemm_matrix){buf, a, 0, 0};
+        op.d = (gemm_matrix){buf, a + b, 0, 0};
+        gemm_overlap ov = {.buf = buf,
+                           .fill_parts = 4,
+                           .fill_offset = ctr,
+                           .drain = true,
+                           .drain_offset = ctr + 8};
+        gemm_request *rq;
+        cr_assert_eq(gemm_submit_overlapped(g_client, &op, &ov, &rq), GEMM_OK,
+                     "%s", gemm_last_error_message());
+        uint64_t last = 0;
+        unsigned steps = 0;
+        while (!gemm_request_done(rq)) {
+            uint64_t v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+            cr_assert(v >= last && v <= m, "the drain word went %llu -> %llu",
+                      (unsigned long long)last, (unsigned long long)v);
+            if (v > last) {
+                memcpy((char *)seen + last * n * 4, base + a + b + last * n * 4,
+                       (v - last) * n * 4);
+                last = v;
+                steps++;
+            }
+        }
+        gemm_timings tm;
+        int rv = gemm_wait(rq, &tm);
+        cr_assert_eq(rv, GEMM_OK, "%s", gemm_last_error_message());
+        uint64_t v = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+        cr_assert(v >= last && v <= m);
+        if (strcmp(tu_backend(), "cpu") == 0)
+            cr_assert_eq(v, m, "the cpu backend said %llu rows of %llu",
+                         (unsigned long long)v, (unsigned long long)m);
+        cr_assert(memcmp(seen, base + a + b, last * n * 4) == 0,
+                  "a row said final before the reply changed after it");
+        for (size_t i = 0; i < m * n; i += 4099)
+            cr_assert(!isnan(((float *)(void *)(base + a + b))[i]));
+        cr_log_info("round %d (%s): %u steps before the reply, %llu rows, "
+                    "then %llu",
+                    round, tm.kernel, steps, (unsigned long long)last,
+                    (unsigned long long)v);
+        free(seen);
+    }
+    gemm_buffer_free(buf);
+}
+
 /* A 512^3 fp64 GEMM on a new buffer *buf of cl whose fill counter stays
  * at `stop`, with timeout_ms; it must fail with TIMEOUT (the message
  * containing needle). Returns the seconds that took. */
@@ -277,7 +351,8 @@ static double fill_stuck(gemm_client *cl, uint64_t stop, uint32_t timeout_ms,
     op.d = (gemm_matrix){*buf, 2 * mat, 0, 0};
     op.timeout_ms = timeout_ms;
     gemm_request *rq;
-    cr_assert_eq(gemm_submit_filled(cl, &op, *buf, ctr, 4, &rq), GEMM_OK, "%s",
+    gemm_overlap ov = {.buf = *buf, .fill_parts = 4, .fill_offset = ctr};
+    cr_assert_eq(gemm_submit_overlapped(cl, &op, &ov, &rq), GEMM_OK, "%s",
                  gemm_last_error_message());
     double t0 = tu_now();
     int rv = gemm_wait(rq, NULL);
@@ -330,7 +405,10 @@ static void refused(const gemm_op *o, gemm_buffer *buf, size_t off,
                     uint32_t parts, int rv, const char *needle)
 {
     gemm_request *rq;
-    int got = gemm_submit_filled(g_client, o, buf, off, parts, &rq);
+    gemm_overlap ov = {.buf = buf, .fill_parts = parts, .fill_offset = off};
+    if (parts == 0) /* the drain word at off instead */
+        ov = (gemm_overlap){.buf = buf, .drain = true, .drain_offset = off};
+    int got = gemm_submit_overlapped(g_client, o, &ov, &rq);
     if (got == GEMM_OK)
         got = gemm_wait(rq, NULL);
     const char *msg = gemm_last_error_message();
@@ -358,7 +436,6 @@ Test(gemm_fill, argument_rules)
     __atomic_store_n(
         (uint64_t *)(void *)((char *)gemm_buffer_data(buf) + 32768), 0,
         __ATOMIC_RELEASE);
-    refused(&o, buf, 32768, 0, GEMM_ERR_INVALID, "fill parts is 0");
     refused(&o, buf, 32768, 65, GEMM_ERR_INVALID, "fill parts is 65");
     refused(&o, buf, 32772, 2, GEMM_ERR_ALIGN,
             "fill counter: offset 32772 is not a multiple");
@@ -369,9 +446,30 @@ Test(gemm_fill, argument_rules)
     refused(&o, buf, 16384 + 64, 2, GEMM_ERR_INVALID,
             "fill counter overlaps C");
     refused(&o, buf, 1 << 16, 2, GEMM_ERR_BOUNDS, "fill counter");
-    /* NULL fill buffer: refused by the library */
+    /* the drain word: alignment, outside every operand, bounds */
+    refused(&o, buf, 32772, 0, GEMM_ERR_ALIGN,
+            "drain counter: offset 32772 is not a multiple");
+    refused(&o, buf, 24576 + 8, 0, GEMM_ERR_INVALID,
+            "drain counter overlaps D");
+    refused(&o, buf, 16, 0, GEMM_ERR_INVALID, "drain counter overlaps A");
+    refused(&o, buf, 1 << 16, 0, GEMM_ERR_BOUNDS, "drain counter");
+    /* both on one word */
     gemm_request *rq;
-    cr_assert_eq(gemm_submit_filled(g_client, &o, NULL, 0, 2, &rq),
+    gemm_overlap ov = {.buf = buf,
+                       .fill_parts = 2,
+                       .fill_offset = 32768,
+                       .drain = true,
+                       .drain_offset = 32768};
+    int got = gemm_submit_overlapped(g_client, &o, &ov, &rq);
+    if (got == GEMM_OK)
+        got = gemm_wait(rq, NULL);
+    cr_assert_eq(got, GEMM_ERR_INVALID, "%s", gemm_last_error_message());
+    cr_assert(strstr(gemm_last_error_message(),
+                     "drain counter overlaps the fill counter") != NULL,
+              "%s", gemm_last_error_message());
+    /* no buffer for the counters: refused by the library */
+    ov = (gemm_overlap){.fill_parts = 2};
+    cr_assert_eq(gemm_submit_overlapped(g_client, &o, &ov, &rq),
                  GEMM_ERR_INVALID);
     gemm_buffer_free(buf);
     tu_assert_healthy(g_client);

@@ -435,18 +435,43 @@ typedef struct gemm_request gemm_request;
 GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out);
 
 /*
- * gemm_submit for operands still being written ("filled by parts"), as
- * gemm_blas3_submit_filled: the caller's uint64_t counter at fill_offset
- * of buffer fill says 1 once B (and C, when read) are written, 2 + p once
- * parts 0..p of A are, parts + 1 at the end; A is cut along op(A)'s rows
- * (rows of A, or columns when trans_a) into parts (1..64) ranges of
- * ceil(m / parts) from the first (common/fill.h). GEMM_ERR_UNSUPPORTED
- * unless the daemon said GEMM_FEATURE_FILL_GEMM at the last gemm_ping.
- * Thread-safe.
+ * What overlaps a GEMM with its client's own copies (gemm_submit_overlapped;
+ * proto/gemm.proto's Fill and Drain), in words of buffer buf:
+ *  - fill_parts > 0: the operands are still being written ("filled by
+ *    parts", as gemm_blas3_submit_filled): the caller's uint64_t counter
+ *    at fill_offset (8-aligned, outside every operand) says 1 once B (and
+ *    C, when read) are written, 2 + p once parts 0..p of A are, fill_parts
+ *    + 1 at the end; A is cut along op(A)'s rows (rows of A, or columns
+ *    when trans_a) into fill_parts (1..64) ranges of ceil(m / fill_parts)
+ *    from the first (common/fill.h). Stored with release semantics (after
+ *    a fence for streaming stores). A counter that stops short fails the
+ *    op with GEMM_ERR_TIMEOUT at op->timeout_ms (or the daemon's limit,
+ *    10 s). Needs GEMM_FEATURE_FILL_GEMM.
+ *  - drain: the daemon stores at drain_offset (8-aligned, outside every
+ *    operand and the fill counter; the caller sets it to 0 first) how many
+ *    of D's rows, from the first, are final, as they land, so that the
+ *    caller copies them out before the reply (read with acquire
+ *    semantics; gemm_request_done says when to stop looking). A hint: it
+ *    may stay 0 until the end; after a failed op D is undefined. Needs
+ *    GEMM_FEATURE_DRAIN.
  */
-GEMM_API int gemm_submit_filled(gemm_client *c, const gemm_op *op,
-                                gemm_buffer *fill, uint64_t fill_offset,
-                                uint32_t parts, gemm_request **out);
+typedef struct gemm_overlap {
+    gemm_buffer *buf; /* the counters' buffer (one of the caller's) */
+    uint32_t fill_parts;
+    uint64_t fill_offset;
+    bool drain;
+    uint64_t drain_offset;
+} gemm_overlap;
+
+/* gemm_submit with ov (NULL: as gemm_submit). GEMM_ERR_UNSUPPORTED when
+ * the daemon did not name the features ov needs at the last gemm_ping.
+ * Thread-safe. */
+GEMM_API int gemm_submit_overlapped(gemm_client *c, const gemm_op *op,
+                                    const gemm_overlap *ov, gemm_request **out);
+
+/* Whether r's reply (or its failure) has come, so that gemm_wait(r) will
+ * not block. Thread-safe; r must not have been waited for. */
+GEMM_API bool gemm_request_done(gemm_request *r);
 
 /*
  * Waits for a request from gemm_submit() and frees it; returns its status

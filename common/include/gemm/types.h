@@ -34,9 +34,11 @@ extern "C" {
 
 /* Features a daemon names in its hello (HelloReply.features) beyond
  * version 1's requests. */
-#define GEMM_FEATURE_FILL 1u /* Blas3Request.fill (gemm_blas3_submit_filled)   \
-                              */
-#define GEMM_FEATURE_FILL_GEMM 2u /* GemmRequest.fill (gemm_submit_filled) */
+/* Blas3Request.fill (gemm_blas3_submit_filled) */
+#define GEMM_FEATURE_FILL 1u
+/* GemmRequest.fill and GemmRequest.drain (gemm_submit_overlapped) */
+#define GEMM_FEATURE_FILL_GEMM 2u
+#define GEMM_FEATURE_DRAIN     4u
 
 /*
  * Error codes: one table, stable numbers, shared with the wire protocol
