@@ -6,6 +6,10 @@
 #   smoke      gemmctl mm fp64/c64/c128 (ops N/T/C, complex scalars) with
 #              --check on the GPU, and integration_gemm64 (GEMM_TEST_BACKEND
 #              =cuda: the wide types through cuBLAS, every op pair)
+#   suites     integration_gemm, _fill, _cuda and _batch against the
+#              backend (the GEMM path: fill and drain, the pipeline,
+#              batches), and netlib.sh fill for xblat3d and xdcblat3
+#              (every call filled by parts and drained)
 #   testers    netlib's xblat3{s,d,c,z} and x{s,d,c,z}cblat3 through
 #              libgemmblas (LD_PRELOAD, GEMMBLAS_MIN_FLOPS=0) against a
 #              private gemmd --backend cuda; served counters checked
@@ -88,6 +92,20 @@ for part in $parts; do
             "$D/bin/integration_gemm64" --verbose=0 -j1 \
             >"$OUT/integration_gemm64.log" 2>&1
         note "integration_gemm64 ($BACKEND) rc=$? $(grep -a Synthesis "$OUT/integration_gemm64.log" | tail -1)"
+        ;;
+    suites)
+        for t in gemm fill cuda batch; do
+            GEMM_TEST_GEMMD=$GEMMD GEMM_TEST_BACKEND=$BACKEND timeout 300 \
+                "$D/bin/integration_$t" --verbose=0 -j1 \
+                >"$OUT/integration_$t.log" 2>&1
+            note "integration_$t ($BACKEND) rc=$? $(grep -a Synthesis "$OUT/integration_$t.log" | tail -1)"
+        done
+        for t in "xblat3d dblat3.in" "xdcblat3 din3"; do
+            set -- $t
+            timeout 300 sh "$D/netlib.sh" fill "$1" "$2" \
+                >"$OUT/netlib-fill-$1.log" 2>&1
+            note "netlib fill $1 ($BACKEND) rc=$? $(grep -E 'PASSED$|gemmd served' "$OUT/netlib-fill-$1.log" | tr '\n' ' ')"
+        done
         ;;
     testers)
         for p in s d c z; do

@@ -23,12 +23,15 @@ done
 cmake -S . -B "$build" -DGEMM_TESTS=ON -DGEMM_BENCH=ON -DGEMM_WITH_CUDA=ON \
     >/dev/null
 cmake --build "$build" -j "$(nproc)" --target gemmd gemmctl gemmblas \
-    gemmblas_blas3 bench_blas integration_gemm64 >/dev/null
+    gemmblas_blas3 bench_blas integration_gemm64 integration_gemm \
+    integration_fill integration_cuda integration_batch >/dev/null
 rm -rf "$out"
 testers=""
 for p in s d c z; do testers="$testers $tdir/xblat3$p $tdir/x${p}cblat3"; done
 ../shared/gpu-host/bundle.sh "$out" "$build/daemon/gemmd" \
-    "$build/client/gemmctl" "$build/tests/integration_gemm64" $testers \
+    "$build/client/gemmctl" "$build/tests/integration_gemm64" \
+    "$build/tests/integration_gemm" "$build/tests/integration_fill" \
+    "$build/tests/integration_cuda" "$build/tests/integration_batch" $testers \
     "$build/blas/libgemmblas.so.0" >/dev/null
 # bench_blas needs nothing beyond libc (and bundle.sh, under pipefail,
 # stops at a program with no library to copy)
