@@ -29,13 +29,15 @@ typedef struct gemm_call {
     gb_opnd op[GB_NOPND];
     unsigned fill_parts; /* > 1: A filled by parts while gemmd works */
     size_t fill_off;     /* the fill counter's offset in the buffer */
-    gemm_fill_cut cut;   /* common/fill.h */
-    bool drain;          /* D's rows copied back as gemmd says they land */
-    size_t drain_off;    /* the drain word's offset in the buffer */
+    gemm_fill_cut cut_a; /* common/fill.h: A's parts, after B's */
+    gemm_fill_cut cut_b;
+    bool drain;       /* D's rows copied back as gemmd says they land */
+    size_t drain_off; /* the drain word's offset in the buffer */
 } gemm_call;
 
-/* Fill by parts (proto's Fill) when the daemon takes it for GEMMs, the
- * staged bytes are many and A is staged; drain D (proto's Drain) when
+/* Fill by parts (proto's Fill: B along K, then A along op(A)'s rows, in
+ * twice GEMMBLAS_FILL_PARTS parts) when the daemon takes it for GEMMs,
+ * the staged bytes are many and A or B is staged; drain D (proto's Drain) when
  * the daemon says its rows as they land, the staged bytes are many, D is
  * staged and not read (beta 0: a late failure leaves nothing the CPU
  * needs). The counters go after the staged operands. */
@@ -48,11 +50,16 @@ static void plan_overlap(gemm_client *c, gemm_call *gc, gb_call *call)
     gc->fill_parts = 0;
     gc->drain = false;
     if (cfg->fill_gemm && cfg->fill_parts >= 2 && big &&
-        !gc->op[GB_OPND_A].in_place && (have & GEMM_FEATURE_FILL_GEMM)) {
-        gc->fill_parts = (unsigned)cfg->fill_parts;
-        gc->cut =
+        !(gc->op[GB_OPND_A].in_place && gc->op[GB_OPND_B].in_place) &&
+        (have & GEMM_FEATURE_FILL_GEMM)) {
+        unsigned parts = 2 * (unsigned)cfg->fill_parts;
+        gc->fill_parts =
+            parts < GEMM_FILL_MAX_PARTS ? parts : GEMM_FILL_MAX_PARTS;
+        gc->cut_a =
             gemm_fill_cut_of(0, false, false, g->opa != 'N', (uint64_t)g->m,
                              (uint64_t)g->n, gc->fill_parts);
+        gc->cut_b =
+            gemm_fill_cut_gemm_b(g->opb != 'N', (uint64_t)g->k, gc->fill_parts);
     }
     gc->drain = cfg->drain && big && !gc->op[GB_OPND_OUT].in_place &&
                 gb_is_zero(g->t, g->beta) && (have & GEMM_FEATURE_DRAIN);
@@ -73,17 +80,20 @@ static void gemm_prepare(gemm_client *c, uint64_t gen, gb_call *call)
     plan_overlap(c, gc, call);
 }
 
-/* Part `part` (fill order) of A into its place in base. */
-static void copy_part(const gemm_call *gc, char *base, unsigned part, size_t es)
+/* The request's part q (fill order: B's parts, then A's) into its place
+ * in base, when its operand is staged. */
+static void copy_part(const gemm_call *gc, char *base, unsigned q, size_t es)
 {
-    const gb_opnd *o = &gc->op[GB_OPND_A];
+    bool is_b = q < gc->cut_b.parts;
+    const gemm_fill_cut *c = is_b ? &gc->cut_b : &gc->cut_a;
+    const gb_opnd *o = &gc->op[is_b ? GB_OPND_B : GB_OPND_A];
     uint64_t lo, hi;
-    gemm_fill_range(&gc->cut, part, &lo, &hi);
-    if (hi <= lo)
+    gemm_fill_range(c, q - c->first, &lo, &hi);
+    if (hi <= lo || o->in_place)
         return;
     char *dst = base + o->off;
     const char *src = o->p;
-    if (gc->cut.cols)
+    if (c->cols)
         gb_copy2d(dst + lo * es, o->cols, src + lo * es, o->ld, o->rows,
                   hi - lo, es);
     else
@@ -103,9 +113,9 @@ static void copy_rows_out(const gemm_call *gc, const char *base, size_t r0,
                   es);
 }
 
-/* Runs op: A staged by parts after the request is out when gc says so (B
- * and C are staged: the counter goes to 1 first), and D's rows copied
- * out as gemmd says they land when gc drains. Returns the rows of a
+/* Runs op: B and A staged by parts after the request is out when gc says
+ * so (C is staged: the counter goes to 1 first), and D's rows copied out
+ * as gemmd says they land when gc drains. Returns the rows of a
  * staged D already copied out (*out_rows). */
 static int gemm_go(gemm_client *c, gemm_buffer *buf, const gemm_call *gc,
                    const gemm_op *op, gemm_timings *tm, size_t *out_rows)
@@ -211,7 +221,8 @@ static int gemm_staged(gemm_client *c, gemm_buffer *buf, const void *arg)
     gb_scalar(g->t, g->beta, be);
     gemm_op_set_scalars(&op, al[0], al[1], be[0], be[1]);
     op.a = place(&gc->op[GB_OPND_A], buf, gc->fill_parts < 2, es);
-    op.b = place(&gc->op[GB_OPND_B], buf, true, es);
+    op.b = place(&gc->op[GB_OPND_B], buf,
+                 gc->fill_parts < 2 || gc->cut_b.parts == 0, es);
     op.d = place(&gc->op[GB_OPND_OUT], buf, !beta0, es);
     if (!beta0)
         op.c = op.d; /* in place: C is where D goes */

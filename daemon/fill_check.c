@@ -1,8 +1,9 @@
 /*
  * fill_check.c: see fill_check.h. A step's fingerprint is a 64-bit hash
  * of the bytes it makes final: step 1 the operands not cut into parts
- * (the output's old value among them when it is read), step 2 + p part p
- * of each cut operand (common/fill.h's ranges of rows or columns).
+ * (the output's old value among them when it is read), step 2 + p the
+ * request's part p of each operand whose cut has it (common/fill.h's
+ * ranges of rows or columns).
  */
 #include "fill_check.h"
 #include "log.h"
@@ -35,12 +36,12 @@ bool fill_check_on(void)
     return check_on;
 }
 
-/* One operand of the job as stored: where, and its fill bit. */
+/* One operand of the job as stored: where, and its cut. */
 typedef struct fopnd {
     const char *p;
     uint64_t rows, cols, ld;
     size_t es;
-    unsigned bit;
+    const gemm_fill_cut *cut; /* NULL: not cut (final at step 1) */
     bool out; /* the output (its old value read), written by the job */
 } fopnd;
 
@@ -58,48 +59,61 @@ static uint64_t hash_rect(uint64_t h, const fopnd *o, uint64_t r0, uint64_t r1,
 }
 
 /* The fingerprint of step v (1 .. parts + 1) over the n operands, the
- * last (the output's old value) only when out. */
-static uint64_t step_hash(const fopnd *ops, int n, bool out,
-                          const gemm_fill_cut *cut, unsigned v)
+ * output's old value only when out. */
+static uint64_t step_hash(const fopnd *ops, int n, bool out, unsigned v)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     for (int i = 0; i < n; i++) {
         const fopnd *o = &ops[i];
         if (o->out && !out)
             continue;
-        bool cut_op = (cut->operands & o->bit) != 0;
+        const gemm_fill_cut *cut = o->cut;
         if (v == 1) {
-            if (!cut_op)
+            if (cut == NULL)
                 h = hash_rect(h, o, 0, o->rows, 0, o->cols);
             continue;
         }
-        if (!cut_op)
+        /* the request's part v - 2: this cut's? */
+        if (cut == NULL || v - 2 < cut->first ||
+            v - 2 >= cut->first + cut->parts)
             continue;
         uint64_t lo, hi;
-        gemm_fill_range(cut, v - 2, &lo, &hi);
+        gemm_fill_range(cut, v - 2 - cut->first, &lo, &hi);
         h = cut->cols ? hash_rect(h, o, 0, o->rows, lo, hi)
                       : hash_rect(h, o, lo, hi, 0, o->cols);
     }
     return h;
 }
 
+/* The cut of j's operand `which` (gemm_fill_bit's), NULL when it is not
+ * cut. */
+static const gemm_fill_cut *cut_of(const gemmd_job *j, int which)
+{
+    unsigned bit = gemm_fill_bit(j->kind == JOB_GEMM ? 0 : j->routine, which);
+    if (j->fill_cut.operands & bit)
+        return &j->fill_cut;
+    if (j->fill_cut_b.operands & bit)
+        return &j->fill_cut_b;
+    return NULL;
+}
+
 /* The operands of j as stored (n of them). */
 static int job_ops(const gemmd_job *j, fopnd *ops)
 {
     const val_resolved *s = &j->shape;
-    int n = 0, r = j->kind == JOB_GEMM ? 0 : j->routine;
+    int n = 0;
     size_t es = gemm_dtype_size(j->ab_type), cs = gemm_dtype_size(j->cd_type);
-    ops[n++] = (fopnd){j->a, s->a.rows,           s->a.cols, j->lda,
-                       es,   gemm_fill_bit(r, 0), false};
+    ops[n++] =
+        (fopnd){j->a, s->a.rows, s->a.cols, j->lda, es, cut_of(j, 0), false};
     if (j->b != NULL) /* an input B (trmm/trsm's B is the output, d) */
-        ops[n++] = (fopnd){j->b, s->b.rows,           s->b.cols, j->ldb,
-                           es,   gemm_fill_bit(r, 1), false};
+        ops[n++] = (fopnd){j->b, s->b.rows,    s->b.cols, j->ldb,
+                           es,   cut_of(j, 1), false};
     if (j->has_c && j->kind == JOB_GEMM) /* C, written when it is D */
-        ops[n++] = (fopnd){j->c, s->c.rows,           s->c.cols,   j->ldc,
-                           cs,   gemm_fill_bit(r, 2), j->c == j->d};
+        ops[n++] = (fopnd){j->c, s->c.rows,    s->c.cols,   j->ldc,
+                           cs,   cut_of(j, 2), j->c == j->d};
     else if (j->has_c)
-        ops[n++] = (fopnd){j->d, s->d.rows,           s->d.cols, j->ldd,
-                           es,   gemm_fill_bit(r, 2), true};
+        ops[n++] =
+            (fopnd){j->d, s->d.rows, s->d.cols, j->ldd, es, cut_of(j, 2), true};
     if (j->a_dev) /* a resident A is not filled */
         ops[0].rows = 0;
     if (j->b_dev && j->b != NULL)
@@ -116,8 +130,8 @@ int fill_check_wait(gemmd_job *j, fill_check *c)
         int rv = job_fill_wait(j, v);
         if (rv != GEMM_OK)
             return rv;
-        c->seen[v] = step_hash(ops, n, true, &j->fill_cut, v);
-        c->seen_in[v] = step_hash(ops, n, false, &j->fill_cut, v);
+        c->seen[v] = step_hash(ops, n, true, v);
+        c->seen_in[v] = step_hash(ops, n, false, v);
     }
     return GEMM_OK;
 }
@@ -127,8 +141,7 @@ int fill_check_done(gemmd_job *j, const fill_check *c, bool out)
     fopnd ops[3];
     int n = job_ops(j, ops);
     for (unsigned v = 1; v <= j->fill_parts + 1; v++) {
-        if (step_hash(ops, n, out, &j->fill_cut, v) ==
-            (out ? c->seen[v] : c->seen_in[v]))
+        if (step_hash(ops, n, out, v) == (out ? c->seen[v] : c->seen_in[v]))
             continue;
         if (v == 1)
             snprintf(j->msg, sizeof(j->msg),

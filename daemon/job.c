@@ -66,6 +66,7 @@ int job_fill_gemm(gemmd_job *j, const val_gemm *v, const val_resolved *res)
         j->fill_parts = v->fill_parts;
         j->fill_cut = gemm_fill_cut_of(0, false, false, v->trans_a, v->m, v->n,
                                        v->fill_parts);
+        j->fill_cut_b = gemm_fill_cut_gemm_b(v->trans_b, v->k, v->fill_parts);
     }
     if (res->has_drain)
         j->drain = job_operand_ptr(&res->drain);

@@ -78,7 +78,8 @@ typedef struct gemmd_job {
      * operand was final when sent), its parts and the operands' cut */
     const uint64_t *fill;
     unsigned fill_parts;
-    gemm_fill_cut fill_cut;
+    gemm_fill_cut fill_cut;   /* A's for a GEMM */
+    gemm_fill_cut fill_cut_b; /* a GEMM's B (no parts otherwise) */
     /* JOB_GEMM drained (proto's Drain): where D's final rows are said, in
      * the client's buffer (NULL: not asked) */
     uint64_t *drain;

@@ -202,6 +202,44 @@ static cuda_rect d_rect(const slice_tile *t)
     return (cuda_rect){t->r0, t->c0, t->rows, t->cols};
 }
 
+/* Rectangle r of stored B in on w's copies-in stream: gated, one copy a
+ * part of B's cut along K (common/fill.h), each after its part is
+ * final. */
+static int copy_b(cuda_worker *w, gemmd_job *j, const cuda_pipe *p, cuda_rect r)
+{
+    int rv = GEMM_OK;
+    const gemmk_problem *kp = &p->kp;
+    const gemm_fill_cut *c = &j->fill_cut_b;
+    const size_t es = gemm_dtype_size(j->ab_type);
+    unsigned parts = p->gated && c->parts > 0 ? c->parts : 1;
+    for (unsigned q = 0; q < parts; q++) {
+        cuda_rect part = r;
+        if (parts > 1) {
+            uint64_t lo, hi;
+            gemm_fill_range(c, q, &lo, &hi);
+            if (hi <= lo)
+                continue;
+            if (c->cols) { /* stored N x K: columns of K */
+                part.c = lo;
+                part.cols = hi - lo;
+            } else {
+                part.r = lo;
+                part.rows = hi - lo;
+            }
+            if ((rv = cuda_fill_gate(&w->fill, w->panels.in,
+                                     gemm_fill_need(c, lo, hi), j->msg,
+                                     sizeof(j->msg))) != GEMM_OK)
+                return rv;
+        }
+        CK(cuda_copy_rect(w->panels.in, (void *)kp->b, (uint64_t)kp->ldb, j->b,
+                          j->ldb, part, es, cudaMemcpyHostToDevice),
+           j->msg, sizeof(j->msg));
+    }
+    return GEMM_OK;
+fail:
+    return rv;
+}
+
 int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
                   cuda_run_fn run)
 {
@@ -231,7 +269,8 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
     CK(cudaEventRecord(w->ev[0], w->stream), m, ml);
     started = true;
     CK(cudaStreamWaitEvent(x->in, w->ev[0], 0), m, ml);
-    /* filled by parts: B and C are final at the counter's 1 */
+    /* filled by parts: C is final at the counter's 1 (B too when it is
+     * not cut) */
     if (p->gated && (rv = cuda_fill_gate(&w->fill, x->in, 1, m, ml)) != GEMM_OK)
         goto fail;
     /* every copy in, back to back: panels in plan order, each followed by
@@ -239,10 +278,8 @@ int cuda_pipe_run(cuda_worker *w, gemmd_job *j, const cuda_pipe *p,
     for (unsigned s = 0; s < ns; s++) {
         if (st[s].b && p->copy_b) {
             slice_tile t = col_panel(j, pl, st[s].i);
-            CK(cuda_copy_rect(x->in, (void *)kp->b, (uint64_t)kp->ldb, j->b,
-                              j->ldb, b_rect(j, &t), es,
-                              cudaMemcpyHostToDevice),
-               m, ml);
+            if ((rv = copy_b(w, j, p, b_rect(j, &t))) != GEMM_OK)
+                goto fail;
         } else if (!st[s].b && p->copy_a) {
             slice_tile t = row_panel(j, pl, st[s].i);
             if (p->gated &&

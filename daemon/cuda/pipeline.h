@@ -59,8 +59,9 @@ unsigned cuda_pipe_plan(cuda_worker *w, const gemmd_job *j,
  * most two blocks' kernels in flight with j's stop flag checked between
  * them. Records w's events: ev[0] at the start, ev[1] after the last
  * copy in, ev[2] after the last kernel, ev[3] after the last copy out.
- * Gated: B and C wait for the fill counter's 1, each panel of A for its
- * rows' part (common/fill.h's GEMM cut). Drained: after each copy out
+ * Gated: C waits for the fill counter's 1, B's copies for each of its
+ * parts along K and each panel of A for its rows' part (common/fill.h's
+ * GEMM cuts). Drained: after each copy out
  * that completes a row of blocks (all before it complete), the drain
  * word goes to the rows final. On success w's stream waits for
  * every copy (what the caller frees on it after is freed after them); on

@@ -2,9 +2,9 @@
  * fill_test.c: GEMMs filled by parts (proto's Fill on a GemmRequest,
  * gemm_submit_filled) through a real gemmd (the CPU backend in CI;
  * GEMM_TEST_BACKEND=cuda on a GPU host, where a large one runs in the
- * pipeline whose copies of A wait on the GPU for each part). Every
- * operand is NaN when the request goes out; B and C are written, the
- * counter raised to 1, then A part by part in common/fill.h's order with
+ * pipeline whose copies of B and A wait on the GPU for each part). Every
+ * operand is NaN when the request goes out; C is written, the counter
+ * raised to 1, then B and A part by part in common/fill.h's order with
  * the counter raised after each: a daemon that reads anything early
  * computes NaN. Integer-valued operands make every result exact. The
  * fixture's gemmd checks the order too (GEMMD_TEST_FILL_ORDER on the CPU
@@ -97,18 +97,24 @@ static flayout lay_out(const fcase *k)
     return l;
 }
 
-/* A's part `part` (rows of op(A)) from src into dst. */
+/* The request's part q (B's parts along K, then A's along op(A)'s rows)
+ * from src into dst. */
 static void put_part(char *dst, const char *src, const flayout *l,
-                     const gemm_fill_cut *c, unsigned part, size_t es)
+                     const gemm_fill_cut *cb, const gemm_fill_cut *ca,
+                     unsigned q, size_t es)
 {
+    bool is_b = q < cb->parts;
+    const gemm_fill_cut *c = is_b ? cb : ca;
+    size_t off = is_b ? l->ob : l->oa, ld = is_b ? l->ldb : l->lda;
+    size_t rows = is_b ? l->br : l->ar, cols = is_b ? l->bc : l->ac;
     uint64_t lo, hi;
-    gemm_fill_range(c, part, &lo, &hi);
-    for (size_t i = 0; i < l->ar; i++)
-        for (size_t j = 0; j < l->ac; j++) {
+    gemm_fill_range(c, q - c->first, &lo, &hi);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) {
             size_t x = c->cols ? j : i;
             if (x >= lo && x < hi)
-                memcpy(dst + l->oa + (i * l->lda + j) * es,
-                       src + l->oa + (i * l->lda + j) * es, es);
+                memcpy(dst + off + (i * ld + j) * es,
+                       src + off + (i * ld + j) * es, es);
         }
 }
 
@@ -163,8 +169,9 @@ static void run_case(const fcase *k)
     op.d = (gemm_matrix){buf, l.od, l.ldd, 0};
     if (k->cmode != 0)
         op.c = (gemm_matrix){buf, l.oc, l.ldc, 0};
-    gemm_fill_cut cut =
+    gemm_fill_cut ca =
         gemm_fill_cut_of(0, false, false, k->ta, k->m, k->n, k->parts);
+    gemm_fill_cut cb = gemm_fill_cut_gemm_b(k->tb, k->k, k->parts);
     uint64_t *word = (uint64_t *)(void *)(base + l.ctr);
     memset(base, 0xff, l.ctr); /* NaN: nothing is final */
     __atomic_store_n(word, 0, __ATOMIC_RELEASE);
@@ -181,12 +188,13 @@ static void run_case(const fcase *k)
         cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
     while (st.queue_depth == 0 && tu_now() < end);
     cr_assert_gt(st.queue_depth, 0, "gemmd did not take the request");
-    memcpy(base + l.ob, full + l.ob, l.oc - l.ob); /* B */
     if (k->cmode != 0)
         memcpy(base + l.oc, full + l.oc, k->m * l.ldc * cs);
+    if (cb.parts == 0) /* one part: B is not cut, final at 1 */
+        memcpy(base + l.ob, full + l.ob, l.oc - l.ob);
     __atomic_store_n(word, 1, __ATOMIC_RELEASE);
     for (unsigned p = 0; p < k->parts; p++) {
-        put_part(base, full, &l, &cut, p, es);
+        put_part(base, full, &l, &cb, &ca, p, es);
         __atomic_store_n(word, 2 + (uint64_t)p, __ATOMIC_RELEASE);
     }
     gemm_timings tm;
@@ -255,7 +263,7 @@ Test(gemm_fill, pipelined)
                    .ta = ta,
                    .tb = !ta,
                    .cmode = ta ? 0 : 1,
-                   .parts = 8};
+                   .parts = 16};
         run_case(&k);
     }
 }

@@ -112,7 +112,8 @@ static gemmd_job trsm_job(void)
 }
 
 /* A GEMM job of fp64 on local memory: A 6 x 5 stored transposed (5 x 6),
- * B 5 x 4, C 6 x 4 apart from D; 3 parts of op(A)'s rows (A's columns). */
+ * B 5 x 4, C 6 x 4 apart from D; 4 parts: B's rows (K) in parts 0-1,
+ * op(A)'s rows (A's columns) in parts 2-3. */
 static double GA[30], GB[20], GC[24], GD[24];
 
 static gemmd_job gemm_job(void)
@@ -141,29 +142,47 @@ static gemmd_job gemm_job(void)
     j.shape.c.rows = j.shape.d.rows = 6;
     j.shape.c.cols = j.shape.d.cols = 4;
     j.fill = &ctr;
-    j.fill_parts = 3;
-    j.fill_cut = gemm_fill_cut_of(0, false, false, 1, j.m, j.n, 3);
+    j.fill_parts = 4;
+    j.fill_cut = gemm_fill_cut_of(0, false, false, 1, j.m, j.n, 4);
+    j.fill_cut_b = gemm_fill_cut_gemm_b(false, j.k, 4);
     j.t_started = gemmd_now_ns();
     return j;
 }
 
-Test(fill, gemm_cut_is_a_by_rows_of_op_a)
+Test(fill, gemm_cuts_b_along_k_then_a_by_rows_of_op_a)
 {
+    /* 4 parts: A's are the last two (5 of op(A)'s 10 rows each) */
     gemm_fill_cut c = gemm_fill_cut_of(0, false, false, 0, 10, 7, 4);
     cr_assert_eq(c.operands, GEMM_FILL_A);
     cr_assert(!c.cols && c.fwd);
     cr_assert_eq(c.extent, 10);
-    cr_assert_eq(c.size, 3);
+    cr_assert_eq(c.first, 2);
+    cr_assert_eq(c.parts, 2);
+    cr_assert_eq(c.size, 5);
+    cr_assert_eq(gemm_fill_need(&c, 0, 1), 4);
+    cr_assert_eq(gemm_fill_need(&c, 3, 6), 5);
     /* transposed A (k x m as stored): its columns */
     c = gemm_fill_cut_of(0, false, false, 1, 10, 7, 4);
     cr_assert(c.cols && c.fwd);
-    cr_assert_eq(c.extent, 10);
-    /* rows 3..5 are part 1: final at 3 */
-    cr_assert_eq(gemm_fill_need(&c, 3, 6), 3);
-    cr_assert_eq(gemm_fill_need(&c, 0, 10), 5);
-    /* B and C are not cut; their bits are not A's */
-    cr_assert_eq(gemm_fill_bit(0, 1) & c.operands, 0);
-    cr_assert_eq(gemm_fill_bit(0, 2) & c.operands, 0);
+    /* B along K (7 rows: 4 and 3), the first two parts */
+    gemm_fill_cut b = gemm_fill_cut_gemm_b(false, 7, 4);
+    cr_assert_eq(b.operands, GEMM_FILL_B);
+    cr_assert(!b.cols && b.fwd);
+    cr_assert_eq(b.first, 0);
+    cr_assert_eq(b.parts, 2);
+    cr_assert_eq(gemm_fill_need(&b, 0, 4), 2);
+    cr_assert_eq(gemm_fill_need(&b, 4, 7), 3);
+    b = gemm_fill_cut_gemm_b(true, 7, 4); /* stored n x k: columns */
+    cr_assert(b.cols);
+    /* one part: B whole at 1, A in part 0 */
+    b = gemm_fill_cut_gemm_b(false, 7, 1);
+    cr_assert_eq(b.operands, 0);
+    cr_assert_eq(b.parts, 0);
+    c = gemm_fill_cut_of(0, false, false, 0, 10, 7, 1);
+    cr_assert_eq(c.first, 0);
+    cr_assert_eq(gemm_fill_need(&c, 0, 10), 2);
+    /* C is not cut */
+    cr_assert_eq(gemm_fill_bit(0, 2) & (c.operands | b.operands), 0);
 }
 
 Test(fill, gemm_order_check_names_a_late_part)
@@ -171,16 +190,24 @@ Test(fill, gemm_order_check_names_a_late_part)
     gemmd_job j = gemm_job();
     for (int i = 0; i < 30; i++)
         GA[i] = i;
-    ctr = 4;
+    for (int i = 0; i < 20; i++)
+        GB[i] = -i;
+    ctr = 5;
     fill_check fc;
     cr_assert_eq(fill_check_wait(&j, &fc), GEMM_OK);
     cr_assert_eq(fill_check_done(&j, &fc, true), GEMM_OK);
-    /* op(A)'s row 2 (A's column 2) is part 1 (rows 2..3) */
+    /* op(A)'s row 2 (A's column 2) is A's part 0: the request's part 2 */
     GA[4 * 6 + 2] = 99;
+    cr_assert_eq(fill_check_done(&j, &fc, false), GEMM_ERR_INVALID);
+    cr_assert(strstr(j.msg, "part 2 changed after the counter said 4") != NULL,
+              "%s", j.msg);
+    GA[4 * 6 + 2] = 4 * 6 + 2;
+    /* B's row 4 (K) is B's part 1 (rows 3..4) */
+    GB[4 * 4 + 1] = 99;
     cr_assert_eq(fill_check_done(&j, &fc, false), GEMM_ERR_INVALID);
     cr_assert(strstr(j.msg, "part 1 changed after the counter said 3") != NULL,
               "%s", j.msg);
-    GA[4 * 6 + 2] = 4 * 6 + 2;
+    GB[4 * 4 + 1] = -(4 * 4 + 1);
     /* C apart from D is an input: checked after the job too */
     GC[5] = 7;
     cr_assert_eq(fill_check_done(&j, &fc, false), GEMM_ERR_INVALID);

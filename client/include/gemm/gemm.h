@@ -439,14 +439,15 @@ GEMM_API int gemm_submit(gemm_client *c, const gemm_op *op, gemm_request **out);
  * proto/gemm.proto's Fill and Drain), in words of buffer buf:
  *  - fill_parts > 0: the operands are still being written ("filled by
  *    parts", as gemm_blas3_submit_filled): the caller's uint64_t counter
- *    at fill_offset (8-aligned, outside every operand) says 1 once B (and
- *    C, when read) are written, 2 + p once parts 0..p of A are, fill_parts
- *    + 1 at the end; A is cut along op(A)'s rows (rows of A, or columns
- *    when trans_a) into fill_parts (1..64) ranges of ceil(m / fill_parts)
- *    from the first (common/fill.h). Stored with release semantics (after
- *    a fence for streaming stores). A counter that stops short fails the
- *    op with GEMM_ERR_TIMEOUT at op->timeout_ms (or the daemon's limit,
- *    10 s). Needs GEMM_FEATURE_FILL_GEMM.
+ *    at fill_offset (8-aligned, outside every operand) says 1 once C (when
+ *    read) is written, 2 + p once parts 0..p are, fill_parts + 1 at the
+ *    end; the first fill_parts / 2 parts (1..64 in all) cut B along K
+ *    (rows of B, or columns when trans_b), the rest A along op(A)'s rows
+ *    (rows of A, or columns when trans_a), each from the first
+ *    (common/fill.h: gemm_fill_cut_gemm_b, gemm_fill_cut_of). Stored with
+ * release semantics (after a fence for streaming stores). A counter that stops
+ * short fails the op with GEMM_ERR_TIMEOUT at op->timeout_ms (or the daemon's
+ * limit, 10 s). Needs GEMM_FEATURE_FILL_GEMM.
  *  - drain: the daemon stores at drain_offset (8-aligned, outside every
  *    operand and the fill counter; the caller sets it to 0 first) how many
  *    of D's rows, from the first, are final, as they land, so that the
