@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -159,6 +160,13 @@ const gb_config *gb_cfg(void)
         !atomic_exchange(&ran, true))
         fn();
     return &cfg;
+}
+
+double gb_ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 void gb_log(int level, const char *fmt, ...)

@@ -422,6 +422,9 @@ static inline size_t gb_align_up(size_t x, size_t a)
 }
 
 /* "gemmblas: ..." on stderr when GEMMBLAS_VERBOSE >= level. */
+/* CLOCK_MONOTONIC in milliseconds, for the verbose lines. */
+GB_HIDDEN double gb_ms_now(void);
+
 GB_HIDDEN void gb_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

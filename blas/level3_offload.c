@@ -124,13 +124,6 @@ static void copy_ref(const wire3 *w, void *dst, size_t ldd, const void *src,
         gb_copy_tri(dst, ldd, src, lds, w->cr, w->op3.lower, es);
 }
 
-static double ms_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* Whether operand o (GB_OPND_*, common/fill.h's `which`) is cut into
  * parts by w's fill. */
 static bool by_parts(const wire3 *w, int o)
@@ -229,7 +222,7 @@ static void copy_part(const wire3 *w, char *base, unsigned part, size_t es)
 
 static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
 {
-    double t0 = ms_now();
+    double t0 = gb_ms_now();
     const wire3 *w = arg;
     const gb_l3 *p = w->p;
     size_t es = gb_esize(p->t);
@@ -286,15 +279,15 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
             copy_part(w, base, part, es);
             __atomic_store_n(ctr, 2 + (uint64_t)part, __ATOMIC_RELEASE);
         }
-        t1 = ms_now();
+        t1 = gb_ms_now();
         rv = gemm_wait(rq, &tm);
     } else {
-        t1 = ms_now();
+        t1 = gb_ms_now();
         rv = gemm_blas3_run(c, &op, &tm);
     }
     if (rv != GEMM_OK)
         return rv;
-    double t2 = ms_now();
+    double t2 = gb_ms_now();
     if (!oc->in_place)
         copy_ref(w, p->c, (size_t)p->ldc, base + oc->off, w->cc, es);
     gb_log(2,
@@ -304,7 +297,7 @@ static int run3(gemm_client *c, gemm_buffer *buf, const void *arg)
            t1 - t0, fill ? " (by parts, beside gemmd)" : "", tm.kernel,
            (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3,
            (double)tm.compute_us / 1e3, (double)tm.kernel_ns / 1e6,
-           ms_now() - t2, oa->in_place ? " A" : "",
+           gb_ms_now() - t2, oa->in_place ? " A" : "",
            ob->p != NULL && ob->in_place ? " B" : "",
            oc->in_place ? " out" : "");
     return GEMM_OK;

@@ -35,12 +35,15 @@ typedef struct gemm_call {
     size_t drain_off; /* the drain word's offset in the buffer */
 } gemm_call;
 
+/* A GEMM's fill parts are of at least this many bytes (of A and B). */
+#define GB_FILL_PART_BYTES (32.0 * 1024 * 1024)
+
 /* Fill by parts (proto's Fill: B along K, then A along op(A)'s rows, in
- * twice GEMMBLAS_FILL_PARTS parts) when the daemon takes it for GEMMs,
- * the staged bytes are many and A or B is staged; drain D (proto's Drain) when
- * the daemon says its rows as they land, the staged bytes are many, D is
- * staged and not read (beta 0: a late failure leaves nothing the CPU
- * needs). The counters go after the staged operands. */
+ * up to twice GEMMBLAS_FILL_PARTS parts of GB_FILL_PART_BYTES or more) when the
+ * daemon takes it for GEMMs, the staged bytes are many and A or B is staged;
+ * drain D (proto's Drain) when the daemon says its rows as they land, the
+ * staged bytes are many, D is staged and not read (beta 0: a late failure
+ * leaves nothing the CPU needs). The counters go after the staged operands. */
 static void plan_overlap(gemm_client *c, gemm_call *gc, gb_call *call)
 {
     const gb_config *cfg = gb_cfg();
@@ -52,7 +55,13 @@ static void plan_overlap(gemm_client *c, gemm_call *gc, gb_call *call)
     if (cfg->fill_gemm && cfg->fill_parts >= 2 && big &&
         !(gc->op[GB_OPND_A].in_place && gc->op[GB_OPND_B].in_place) &&
         (have & GEMM_FEATURE_FILL_GEMM)) {
+        /* parts of GB_FILL_PART_BYTES or more: a smaller copy gets few
+         * of the copy threads, and the parts go one after the other */
+        size_t es = gb_esize(g->t);
+        double ab = ((double)g->m + (double)g->n) * (double)g->k * (double)es;
         unsigned parts = 2 * (unsigned)cfg->fill_parts;
+        while (parts > 2 && ab / parts < GB_FILL_PART_BYTES)
+            parts -= 2;
         gc->fill_parts =
             parts < GEMM_FILL_MAX_PARTS ? parts : GEMM_FILL_MAX_PARTS;
         gc->cut_a =
@@ -113,14 +122,20 @@ static void copy_rows_out(const gemm_call *gc, const char *base, size_t r0,
                   es);
 }
 
+/* What gemm_go did beside gemmd: ms from the submit to the last part
+ * filled and to the reply, the rows of D copied out before it. */
+typedef struct go_stats {
+    double fill_ms, reply_ms;
+    size_t rows;
+} go_stats;
+
 /* Runs op: B and A staged by parts after the request is out when gc says
  * so (C is staged: the counter goes to 1 first), and D's rows copied out
- * as gemmd says they land when gc drains. Returns the rows of a
- * staged D already copied out (*out_rows). */
+ * as gemmd says they land when gc drains (their count in st->rows). */
 static int gemm_go(gemm_client *c, gemm_buffer *buf, const gemm_call *gc,
-                   const gemm_op *op, gemm_timings *tm, size_t *out_rows)
+                   const gemm_op *op, gemm_timings *tm, go_stats *st)
 {
-    *out_rows = 0;
+    *st = (go_stats){0, 0, 0};
     if (gc->fill_parts < 2 && !gc->drain)
         return gemm_run(c, op, tm);
     char *base = gemm_buffer_data(buf);
@@ -137,11 +152,13 @@ static int gemm_go(gemm_client *c, gemm_buffer *buf, const gemm_call *gc,
     int rv = gemm_submit_overlapped(c, op, &ov, &rq);
     if (rv != GEMM_OK)
         return rv;
+    double t0 = gb_ms_now();
     size_t es = gb_esize(gc->g->t);
     for (unsigned part = 0; part < gc->fill_parts; part++) {
         copy_part(gc, base, part, es);
         __atomic_store_n(ctr, 2 + (uint64_t)part, __ATOMIC_RELEASE);
     }
+    st->fill_ms = gb_ms_now() - t0;
     size_t done = 0, m = (size_t)gc->g->m;
     while (gc->drain && !gemm_request_done(rq)) {
         uint64_t v = __atomic_load_n(dw, __ATOMIC_ACQUIRE);
@@ -155,7 +172,8 @@ static int gemm_go(gemm_client *c, gemm_buffer *buf, const gemm_call *gc,
         }
     }
     rv = gemm_wait(rq, tm);
-    *out_rows = done;
+    st->reply_ms = gb_ms_now() - t0;
+    st->rows = done;
     return rv;
 }
 
@@ -208,6 +226,7 @@ static int gemm_staged(gemm_client *c, gemm_buffer *buf, const void *arg)
     const gb_config *cfg = gb_cfg();
     size_t es = gb_esize(g->t);
     bool beta0 = gb_is_zero(g->t, g->beta);
+    double t0 = gb_ms_now();
 
     gemm_op op;
     gemm_dtype ty = gb_wire_type(g->t);
@@ -230,23 +249,32 @@ static int gemm_staged(gemm_client *c, gemm_buffer *buf, const void *arg)
     if (g->t == GB_S)
         op.precision = cfg->tf32 ? GEMM_PRECISION_TF32 : GEMM_PRECISION_FP32;
     gemm_timings tm;
-    size_t out_rows;
-    int rv = gemm_go(c, buf, gc, &op, &tm, &out_rows);
+    go_stats st;
+    double t_go = gb_ms_now();
+    int rv = gemm_go(c, buf, gc, &op, &tm, &st);
     if (rv != GEMM_OK)
         return rv;
+    double t1 = gb_ms_now();
     if (!gc->op[GB_OPND_OUT].in_place)
-        copy_rows_out(gc, gemm_buffer_data(buf), out_rows, (size_t)g->m, es);
+        copy_rows_out(gc, gemm_buffer_data(buf), st.rows, (size_t)g->m, es);
     if (cfg->verbose >= 2) {
         char zc[16];
         in_place_names(gc->op, "ABD", zc, sizeof(zc));
         gb_log(2,
                "%cgemm %lldx%lldx%lld op %c%c: gemmd %s, %.3f ms (daemon "
-               "%.3f)%s%s; in place: %s",
+               "%.3f)%s%s; in place: %s; %.3f ms in all",
                "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
                (long long)g -> k, g -> opa, g -> opb, tm.kernel,
                (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3,
                gc->fill_parts > 1 ? ", A filled by parts beside gemmd" : "",
-               gc->drain ? ", D drained" : "", zc);
+               gc->drain ? ", D drained" : "", zc, gb_ms_now() - t0);
+        if (cfg->verbose >= 2 && (gc->fill_parts > 1 || gc->drain))
+            gb_log(2,
+                   "  beside gemmd: %u parts filled %.3f ms after the submit, "
+                   "the reply at %.3f ms (staging before the submit %.3f ms), "
+                   "%zu of %lld rows of D out before it, the rest %.3f ms",
+                   gc->fill_parts, st.fill_ms, st.reply_ms, t_go - t0, st.rows,
+                   (long long)g->m, gb_ms_now() - t1);
     }
     return GEMM_OK;
 }

@@ -21,7 +21,8 @@
 # OpenBLAS's core type comes from the CPU's model name (coretype.sh).
 # Logs and CSVs go to $OUT (default /tmp/out); a summary is printed last.
 # BACKEND=cpu (default cuda) and BENCH_ARGS (extra bench_blas options,
-# e.g. "--sizes 256,512") make a dry run possible on a host without a GPU.
+# e.g. "--sizes 256,512") make a dry run possible on a host without a GPU;
+# GEMMD_LOG_LEVEL (default info) is gemmd's --log-level.
 set -uo pipefail
 src=${1:-.gpu-blas}
 shift || true
@@ -57,7 +58,8 @@ done
 start() { # a private gemmd on the GPU for the smoke and the bench
     sock=$(mktemp -d /tmp/gemmd-blas.XXXXXX)/gemmd.sock
     export GEMM_URL=ipc://$sock
-    "$GEMMD" --backend "$BACKEND" --listen "$GEMM_URL" --log-level info \
+    "$GEMMD" --backend "$BACKEND" --listen "$GEMM_URL" \
+        --log-level "${GEMMD_LOG_LEVEL:-info}" \
         </dev/null 2>"$OUT/gemmd-$1.log" &
     gpid=$!
     for i in $(seq 200); do
