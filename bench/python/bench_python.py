@@ -23,6 +23,10 @@ run, on the GPU host with gemmd running (issue 12's targets).
      gemmd staged:   client.matmul(a, b) on the plain numpy arrays, the
                      result an array in gemmd memory (one request:
                      client.panels = 1)
+     gemmd staged, no fill: the same with the operands copied whole
+                     before the request (gemmd._fill.FILL_PARTS = 0; by
+                     default a large call is sent first and its copies
+                     fill it by parts beside gemmd)
      gemmd staged pP: the same cut into P panels of D's rows
                      (client.panels = P for each P of --panels but 1),
                      the staging copies overlapping gemmd's work
@@ -276,6 +280,19 @@ def steady_section(args: argparse.Namespace) -> List[List[Any]]:
                 results["gemmd staged" + tag] = (
                     t, rel_err(d[:SAMPLE_ROWS], ref))
                 del d
+            # the same staged call with its operands copied whole before
+            # the request (the default fills them by parts beside gemmd)
+            client.panels = 1
+            parts = gemmd._fill.FILL_PARTS
+            gemmd._fill.FILL_PARTS = 0
+            try:
+                t, d = timed(lambda: client.matmul(a, b), args.warmup,
+                             args.repeat)
+            finally:
+                gemmd._fill.FILL_PARTS = parts
+            results["gemmd staged, no fill"] = (
+                t, rel_err(d[:SAMPLE_ROWS], ref))
+            del d
             if args.np_out:
                 o = np.empty((n, n), ndt)
                 o[...] = 0  # touched: no first-write page faults timed

@@ -270,6 +270,18 @@ class GemmBatch(ctypes.Structure):
     ]
 
 
+class GemmOverlap(ctypes.Structure):
+    """gemm_overlap: the counters of a GEMM filled by parts / drained."""
+
+    _fields_ = [
+        ("buf", ctypes.c_void_p),
+        ("fill_parts", ctypes.c_uint32),
+        ("fill_offset", ctypes.c_uint64),
+        ("drain", ctypes.c_bool),
+        ("drain_offset", ctypes.c_uint64),
+    ]
+
+
 class GemmBatchBox(ctypes.Structure):
     """A gemm_batch with zeroed room after it (see GemmOpBox)."""
 
@@ -287,6 +299,7 @@ STRUCTS: Dict[str, type] = {
     "gemm_kernel_info": GemmKernelInfo,
     "gemm_problem": GemmProblem,
     "gemm_batch": GemmBatch,
+    "gemm_overlap": GemmOverlap,
 }
 
 # Enum constants the layout test checks against the header.
@@ -371,12 +384,17 @@ PROTOTYPES: Dict[str, Tuple[Any, Sequence[Any]]] = {
     "gemm_tensor_free": (_int, [_p, _u64]),
 }
 
-# Functions a library older than the batch API lacks: bound when present,
-# else None (the batch calls then raise Unsupported, naming the fix).
+# Functions an older library lacks: bound when present, else None (the
+# batch calls then raise Unsupported, naming the fix; a matmul is not
+# filled by parts).
 OPTIONAL: Dict[str, Tuple[Any, Sequence[Any]]] = {
     "gemm_batch_submit": (_int, [_p, _P(GemmBatch), _P(_p)]),
     "gemm_batch_run": (_int, [_p, _P(GemmBatch), _P(GemmTimings)]),
     "gemm_last_error_problem": (ctypes.c_int64, []),
+    "gemm_server_features": (ctypes.c_uint32, [_p]),
+    "gemm_submit_overlapped": (_int, [_p, _P(GemmOp), _P(GemmOverlap),
+                                      _P(_p)]),
+    "gemm_request_done": (ctypes.c_bool, [_p]),
 }
 
 SONAME = "libgemmclient.so.0"

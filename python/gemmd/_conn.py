@@ -181,6 +181,7 @@ class _Conn:
         self.closed_by_user = False
         self.active = 0  # calls using the gemm_client now
         self.lost = False  # a request said GEMM_ERR_CLOSED
+        self.features: Optional[int] = None  # the hello's (_fill.features)
         self.pool: List[_Buffer] = []  # idle buffers
         self.pool_bytes = 0
         self.pool_limit = pool_limit

@@ -22,7 +22,7 @@ import ctypes
 
 import numpy as np
 
-from . import _capi, _copy, _dtypes, _stack
+from . import _capi, _copy, _dtypes, _fill, _stack
 from ._capi import GemmMatrix, GemmOp, GemmOpBox
 from ._conn import _Buffer, _Conn, _Lost, _buffer_of, _OK, _ERR_CLOSED
 from ._errors import (ConnectionClosed, DTypeError, InvalidArgument,
@@ -406,17 +406,21 @@ class _Call:
     copies, and what to do when it completes. Built and sent by the caller
     holding conn.enter()."""
 
-    def __init__(self, conn: _Conn, plan: _Plan) -> None:
+    def __init__(self, conn: _Conn, plan: _Plan, defer: bool = False
+                 ) -> None:
         self.conn = conn
         self.plan = plan
         self.keep: List[Any] = []  # staging arrays: alive until done
+        # defer: A's and B's staging copies wait in pending (run_filled)
+        self.defer = defer
+        self.pending: List[Optional[_fill.Pending]] = [None, None]
         self.box = GemmOpBox()  # zeroed room past the mirror
         op = self.op = self.box.op
         op.m, op.n, op.k = plan.m, plan.n, plan.k
         fill_op(op, plan)
         ab, cd = plan.ab.np, plan.cd.np
-        op.a, op.trans_a, a_loc = self._input(plan.A, ab)
-        op.b, op.trans_b, b_loc = self._input(plan.B, ab)
+        op.a, op.trans_a, a_loc = self._input(plan.A, ab, 0)
+        op.b, op.trans_b, b_loc = self._input(plan.B, ab, 1)
         op.conj_a = isinstance(plan.A, Tensor) and plan.A.conj
         op.conj_b = isinstance(plan.B, Tensor) and plan.B.conj
 
@@ -464,10 +468,11 @@ class _Call:
     def _tensor_id(self, t: "Tensor") -> int:
         return tensor_id(t, self.conn)
 
-    def _input(self, x: Any, dt: np.dtype
+    def _input(self, x: Any, dt: np.dtype, which: int
                ) -> Tuple[GemmMatrix, bool, Optional[Tuple]]:
-        """A or B as a gemm_matrix and its transpose flag: a tensor, the
-        array in place, or a copy in a staging buffer."""
+        """A or B (which 0 or 1) as a gemm_matrix and its transpose flag:
+        a tensor, the array in place, or a copy in a staging buffer (made
+        later when deferred)."""
         if isinstance(x, Tensor):
             return GemmMatrix(None, 0, 0, self._tensor_id(x)), x.trans, None
         loc = _locate(x, self.conn, dt)
@@ -481,7 +486,10 @@ class _Call:
         trans = _column_ordered(x)
         src = x.T if trans else x
         st = self.conn.array(src.shape, dt)
-        _copy.copy(st, src)
+        if self.defer:
+            self.pending[which] = _fill.Pending(st, src)
+        else:
+            _copy.copy(st, src)
         self.keep.append(st)
         return GemmMatrix(_buffer_of(st).ptr, 0, src.shape[1], 0), trans, None
 
@@ -514,16 +522,29 @@ class _Call:
 
 
 def _run(conn: _Conn, plan: _Plan) -> Any:
-    """One GEMM on conn, waiting for it (caller holds conn.enter())."""
-    call = _Call(conn, plan)
+    """One GEMM on conn, waiting for it (caller holds conn.enter()): its
+    copied inputs filled by parts after it is sent when large (_fill)."""
+    call = _Call(conn, plan, defer=True)
     try:
         req = ctypes.c_void_p()
-        rv = conn.lib.gemm_submit(conn.h, ctypes.byref(call.op),
-                                  ctypes.byref(req))
+        a, b = call.pending
+        fill = _fill.plan(conn, plan.m, plan.k, bool(call.op.trans_a),
+                          bool(call.op.trans_b), a, b)
+        if fill is None:
+            for x in (a, b):
+                if x is not None:
+                    x.copy()
+            rv = conn.lib.gemm_submit(conn.h, ctypes.byref(call.op),
+                                      ctypes.byref(req))
+        else:
+            call.keep.append(fill.ctr)
+            rv = _fill.submit(conn, call.op, fill, req)
         if rv == _ERR_CLOSED:  # not sent: safe to send on a new connection
             conn.lost = True
             raise _Lost()
         conn.check(rv)
+        if fill is not None:
+            fill.run()
         rv = conn.lib.gemm_wait(req.value, None)
         if rv != _OK:
             call.failed(rv)

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import copy as _pycopy
 import ctypes
-import os
 import time
 
 import numpy as np
@@ -52,6 +51,7 @@ import numpy as np
 from . import _copy
 from ._conn import _Conn, _Lost, _buffer_of, _OK, _ERR_CLOSED
 from ._errors import error_for
+from ._env import env_int
 from ._gemm import _MAYBE_RUNNING, _Call, _Plan, _column_ordered, _locate
 from ._tensor import Tensor, _TensorHandle
 
@@ -60,20 +60,10 @@ if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
     from typing import Any, Callable, List, Optional, Tuple
 
 
-def _env_int(name: str, default: int) -> int:
-    v = os.environ.get(name)
-    if v is None or v == "":
-        return default
-    try:
-        return int(v)
-    except ValueError:
-        raise ValueError("$%s=%r: expected an integer" % (name, v)) from None
-
-
-PANELS = _env_int("GEMMD_PANELS", 1)  # panels of a large copied GEMM
-MIN_PANEL_BYTES = _env_int("GEMMD_PANEL_MIN_BYTES", 8 << 20)  # copies/panel
+PANELS = env_int("GEMMD_PANELS", 1)  # panels of a large copied GEMM
+MIN_PANEL_BYTES = env_int("GEMMD_PANEL_MIN_BYTES", 8 << 20)  # copies/panel
 IN_FLIGHT = 2  # panels in gemmd at a time
-RESIDENT_B = _env_int("GEMMD_PANEL_RESIDENT_B", 1) != 0  # B as a tensor
+RESIDENT_B = env_int("GEMMD_PANEL_RESIDENT_B", 1) != 0  # B as a tensor
 
 _GEMM_ERR_TIMEOUT = 4
 

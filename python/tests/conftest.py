@@ -29,7 +29,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from typing import Any, Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 import pytest
@@ -87,7 +87,8 @@ class Hold:
 class Daemon:
     """One gemmd process on a private socket."""
 
-    def __init__(self, extra: Sequence[str] = (), hold: bool = False) -> None:
+    def __init__(self, extra: Sequence[str] = (), hold: bool = False,
+                 env: Optional[Dict[str, str]] = None) -> None:
         tmp = os.environ.get("TMPDIR")
         if not tmp or len(tmp) > 60:
             tmp = "/tmp"
@@ -96,6 +97,7 @@ class Daemon:
         self.url = "ipc://" + self.sock
         self.log = os.path.join(self.dir, "gemmd.log")
         self.extra = list(extra)
+        self.env = dict(env or {})  # added to gemmd's environment
         self.proc: Optional[subprocess.Popen] = None
         self.hold: Optional[Hold] = Hold() if hold and BACKEND == "cpu" \
             else None
@@ -117,10 +119,11 @@ class Daemon:
 
     def start(self) -> None:
         """Starts gemmd and waits (10 s at most) until it answers a ping."""
-        env, fds = None, ()
+        env, fds = dict(os.environ, **self.env), ()
         if self.hold is not None:
             fd = self.hold.theirs.fileno()
-            env, fds = dict(os.environ, GEMMD_TEST_HOLD_FD=str(fd)), (fd,)
+            env["GEMMD_TEST_HOLD_FD"] = str(fd)
+            fds = (fd,)
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=log, env=env,
