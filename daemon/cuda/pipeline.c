@@ -211,10 +211,11 @@ static int copy_b(cuda_worker *w, gemmd_job *j, const cuda_pipe *p, cuda_rect r)
     const gemmk_problem *kp = &p->kp;
     const gemm_fill_cut *c = &j->fill_cut_b;
     const size_t es = gemm_dtype_size(j->ab_type);
-    unsigned parts = p->gated && c->parts > 0 ? c->parts : 1;
+    const bool cut = p->gated && c->parts > 0;
+    const unsigned parts = cut ? c->parts : 1;
     for (unsigned q = 0; q < parts; q++) {
         cuda_rect part = r;
-        if (parts > 1) {
+        if (cut) {
             uint64_t lo, hi;
             gemm_fill_range(c, q, &lo, &hi);
             if (hi <= lo)

@@ -117,3 +117,24 @@ def test_without_the_library_symbol_copies_first(fclient: gemmd.Client,
     monkeypatch.setattr(conn.lib, "gemm_submit_overlapped", None)
     np.testing.assert_allclose(fclient.matmul(a, b), a @ b, rtol=1e-12)
     assert fills.parts == []
+
+
+@pytest.mark.parametrize("parts", [2, 16])
+def test_large_enough_for_the_pipeline(fclient: gemmd.Client,
+                                       monkeypatch: pytest.MonkeyPatch,
+                                       parts: int) -> None:
+    """On the cuda backend a GEMM this large runs in blocks whose copies
+    of B and A wait on the GPU for their parts: with 2 parts each cut has
+    one, with 16 eight."""
+    seen: List[int] = []
+    run = _fill.Fill.run
+    monkeypatch.setattr(_fill.Fill, "run",
+                        lambda f: (seen.append(f.parts), run(f)))
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((2048, 1024)).astype(np.float32)
+    b = rng.standard_normal((1024, 2048)).astype(np.float32)
+    monkeypatch.setattr(_fill, "MIN_BYTES", 0)
+    monkeypatch.setattr(_fill, "PART_BYTES", (a.nbytes + b.nbytes) // parts)
+    got = fclient.matmul(a, b)
+    assert seen == [parts]
+    assert rel_err(got, f64(a) @ f64(b)) <= tolerance("float32")

@@ -249,12 +249,14 @@ Test(gemm_fill, parts)
     cr_assert_eq(n, 36);
 }
 
-/* Large enough for the cuda backend's pipeline (its copies of A gated
- * part by part on the GPU), in both layouts of A. */
+/* Large enough for the cuda backend's pipeline (its copies of B and A
+ * gated part by part on the GPU), in both layouts of A and B, with 16
+ * parts and with 2 (one part of B, one of A: each a cut of one). */
 Test(gemm_fill, pipelined)
 {
     cr_assert_eq(gemm_ping(g_client, NULL), GEMM_OK);
-    for (int ta = 0; ta < 2; ta++) {
+    for (int round = 0; round < 4; round++) {
+        int ta = round & 1;
         fcase k = {.m = 2048,
                    .n = 1536,
                    .k = 1024,
@@ -263,7 +265,7 @@ Test(gemm_fill, pipelined)
                    .ta = ta,
                    .tb = !ta,
                    .cmode = ta ? 0 : 1,
-                   .parts = 16};
+                   .parts = round < 2 ? 16 : 2};
         run_case(&k);
     }
 }
