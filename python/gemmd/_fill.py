@@ -13,7 +13,9 @@ request), 2 + p once part p is. numpy copies release the GIL and finish
 stores in order, which is the release the protocol asks for.
 
 Used for requests whose copied inputs are GEMMD_FILL_MIN_BYTES or more,
-in up to GEMMD_FILL_PARTS parts of PART_BYTES or more, when gemmd names
+in up to GEMMD_FILL_PARTS (4) parts of PART_BYTES or more (fewer, larger
+parts measured faster from Python than libgemmblas's 16: each copy
+hands out to the copy threads), when gemmd names
 the feature and libgemmclient has gemm_submit_overlapped.
 """
 from __future__ import annotations
@@ -32,7 +34,7 @@ if TYPE_CHECKING:  # typing costs a fresh process ~4 ms: checkers only
     from typing import Any, Optional, Tuple
 
 FEATURE_FILL_GEMM = 2  # GEMM_FEATURE_FILL_GEMM (gemm/types.h)
-FILL_PARTS = env_int("GEMMD_FILL_PARTS", 16)  # 0 or 1: off
+FILL_PARTS = env_int("GEMMD_FILL_PARTS", 4)  # 0 or 1: off
 MIN_BYTES = env_int("GEMMD_FILL_MIN_BYTES", 32 << 20)
 PART_BYTES = 32 << 20  # a smaller part's copy gets few threads
 

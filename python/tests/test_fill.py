@@ -80,13 +80,16 @@ def test_filled_matches_numpy(fclient: gemmd.Client, fills: Fills, m: int,
     copied = la != "gemmd" or lb != "gemmd"
     assert len(fills.parts) - before == (1 if copied else 0)
     if copied:
-        assert fills.parts[-1] % 2 == 0 and 2 <= fills.parts[-1] <= 16
+        assert fills.parts[-1] % 2 == 0
+        assert 2 <= fills.parts[-1] <= _fill.FILL_PARTS
 
 
 def test_parts_are_whole_numbers_of_part_bytes(fclient: gemmd.Client,
                                                monkeypatch: pytest.MonkeyPatch
                                                ) -> None:
-    """Parts of PART_BYTES or more (two at least), MIN_BYTES the floor."""
+    """Parts of PART_BYTES or more (two at least, FILL_PARTS at most),
+    MIN_BYTES the floor."""
+    monkeypatch.setattr(_fill, "FILL_PARTS", 16)
     parts: List[int] = []
     run = _fill.Fill.run
     monkeypatch.setattr(_fill.Fill, "run",
@@ -126,6 +129,7 @@ def test_large_enough_for_the_pipeline(fclient: gemmd.Client,
     """On the cuda backend a GEMM this large runs in blocks whose copies
     of B and A wait on the GPU for their parts: with 2 parts each cut has
     one, with 16 eight."""
+    monkeypatch.setattr(_fill, "FILL_PARTS", 16)
     seen: List[int] = []
     run = _fill.Fill.run
     monkeypatch.setattr(_fill.Fill, "run",
