@@ -85,26 +85,22 @@ def test_filled_matches_numpy(fclient: gemmd.Client, fills: Fills, m: int,
 
 
 def test_parts_are_whole_numbers_of_part_bytes(fclient: gemmd.Client,
+                                               fills: Fills,
                                                monkeypatch: pytest.MonkeyPatch
                                                ) -> None:
     """Parts of PART_BYTES or more (two at least, FILL_PARTS at most),
     MIN_BYTES the floor."""
     monkeypatch.setattr(_fill, "FILL_PARTS", 16)
-    parts: List[int] = []
-    run = _fill.Fill.run
-    monkeypatch.setattr(_fill.Fill, "run",
-                        lambda f: (parts.append(f.parts), run(f)))
     rng = np.random.default_rng(7)
     a = rng.standard_normal((256, 512)).astype(np.float32)
     b = rng.standard_normal((512, 128)).astype(np.float32)
-    monkeypatch.setattr(_fill, "MIN_BYTES", 0)
     monkeypatch.setattr(_fill, "PART_BYTES", (a.nbytes + b.nbytes) // 6)
     np.testing.assert_allclose(fclient.matmul(a, b), a @ b, rtol=1e-4,
                                atol=1e-3)
-    assert parts == [6]
+    assert fills.parts == [6]
     monkeypatch.setattr(_fill, "MIN_BYTES", a.nbytes + b.nbytes + 1)
     fclient.matmul(a, b)
-    assert parts == [6]  # below the floor: copied first, not filled
+    assert fills.parts == [6]  # below the floor: copied first, not filled
 
 
 def test_without_the_library_symbol_copies_first(fclient: gemmd.Client,
@@ -123,22 +119,17 @@ def test_without_the_library_symbol_copies_first(fclient: gemmd.Client,
 
 
 @pytest.mark.parametrize("parts", [2, 16])
-def test_large_enough_for_the_pipeline(fclient: gemmd.Client,
+def test_large_enough_for_the_pipeline(fclient: gemmd.Client, fills: Fills,
                                        monkeypatch: pytest.MonkeyPatch,
                                        parts: int) -> None:
     """On the cuda backend a GEMM this large runs in blocks whose copies
     of B and A wait on the GPU for their parts: with 2 parts each cut has
     one, with 16 eight."""
     monkeypatch.setattr(_fill, "FILL_PARTS", 16)
-    seen: List[int] = []
-    run = _fill.Fill.run
-    monkeypatch.setattr(_fill.Fill, "run",
-                        lambda f: (seen.append(f.parts), run(f)))
     rng = np.random.default_rng(11)
     a = rng.standard_normal((2048, 1024)).astype(np.float32)
     b = rng.standard_normal((1024, 2048)).astype(np.float32)
-    monkeypatch.setattr(_fill, "MIN_BYTES", 0)
     monkeypatch.setattr(_fill, "PART_BYTES", (a.nbytes + b.nbytes) // parts)
     got = fclient.matmul(a, b)
-    assert seen == [parts]
+    assert fills.parts == [parts]
     assert rel_err(got, f64(a) @ f64(b)) <= tolerance("float32")

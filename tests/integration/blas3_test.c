@@ -763,13 +763,7 @@ static double fill_stuck(gemm_client *cl, uint64_t stop, uint32_t timeout_ms,
     gemm_request *rq;
     cr_assert_eq(gemm_blas3_submit_filled(cl, &o, *buf, ctr, 4, &rq), GEMM_OK,
                  "%s", gemm_last_error_message());
-    double t0 = tu_now();
-    int rv = gemm_wait(rq, NULL);
-    cr_assert_eq(rv, GEMM_ERR_TIMEOUT, "got %s: %s", gemm_strerror(rv),
-                 gemm_last_error_message());
-    cr_assert(strstr(gemm_last_error_message(), needle) != NULL, "%s",
-              gemm_last_error_message());
-    return tu_now() - t0;
+    return tu_wait_timeout(rq, needle);
 }
 
 /* A counter that stops short fails its request with TIMEOUT at the
@@ -798,13 +792,7 @@ Test(blas3, fill_canceled)
     gemm_buffer *buf;
     double s = fill_stuck(cl, 0, 0, "", &buf);
     cr_assert(s < 5, "the cancel took %.1f s", s);
-    gemm_status st;
-    double end = tu_now() + 5; /* half the daemon's 10 s fill limit */
-    do
-        cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
-    while (st.queue_depth > 0 && tu_now() < end);
-    cr_assert_eq(st.queue_depth, 0,
-                 "the canceled job was still there 5 s after its cancel");
+    tu_assert_queue_drains(g_client, 5); /* half the 10 s fill limit */
     gemm_buffer_free(buf);
     gemm_client_close(cl);
     tu_assert_healthy(g_client);

@@ -458,3 +458,27 @@ const char *tu_gemmd_path(void)
     const char *bin = getenv("GEMM_TEST_GEMMD");
     return bin != NULL && *bin != '\0' ? bin : GEMMD_PATH;
 }
+
+double tu_wait_timeout(gemm_request *rq, const char *needle)
+{
+    double t0 = tu_now();
+    int rv = gemm_wait(rq, NULL);
+    cr_assert_eq(rv, GEMM_ERR_TIMEOUT, "got %s: %s", gemm_strerror(rv),
+                 gemm_last_error_message());
+    cr_assert(strstr(gemm_last_error_message(), needle) != NULL, "%s",
+              gemm_last_error_message());
+    return tu_now() - t0;
+}
+
+void tu_assert_queue_drains(gemm_client *c, double seconds)
+{
+    gemm_status st;
+    double end = tu_now() + seconds;
+    do
+        cr_assert_eq(gemm_get_status(c, &st), GEMM_OK);
+    while (st.queue_depth > 0 && tu_now() < end);
+    cr_assert_eq(st.queue_depth, 0,
+                 "jobs were still queued or running %.1f s "
+                 "later",
+                 seconds);
+}

@@ -127,4 +127,12 @@ void fixture_teardown(void);
  * correctly on a fresh buffer of client c. */
 void tu_assert_healthy(gemm_client *c);
 
+/* Waits for rq, which must fail with GEMM_ERR_TIMEOUT, its message
+ * containing needle; returns the seconds the wait took. */
+double tu_wait_timeout(gemm_request *rq, const char *needle);
+
+/* Polls c's status until no job is queued or running, and asserts that
+ * happens within seconds. */
+void tu_assert_queue_drains(gemm_client *c, double seconds);
+
 #endif
