@@ -320,6 +320,7 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
     if (call->prepare != NULL)
         call->prepare(c, gen, call);
     size_t need = call->need;
+    call->fresh = false;
 
     if (t->buf != NULL && t->gen != gen)
         drop_buffer(t); /* registered on a connection that is gone */
@@ -339,6 +340,7 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
             return rv == GEMM_ERR_CLOSED ? RETRY_CONNECTION : CPU;
         }
         t->gen = gen;
+        call->fresh = true;
     }
     int rv = call->run(c, need > 0 ? t->buf : NULL, call->arg);
     if (rv == GEMM_OK)
