@@ -264,6 +264,20 @@ void gb_copy_tri(void *dst, size_t ldd, const void *src, size_t lds, size_t n,
     copy_shape(dst, ldd, src, lds, n, n, es, lower ? 'L' : 'U');
 }
 
+void gb_copy_span(void *dst, size_t ldd, const void *src, size_t lds,
+                  size_t rows, size_t cols, bool by_cols, size_t lo, size_t hi,
+                  size_t es)
+{
+    if (hi <= lo)
+        return;
+    if (by_cols)
+        gb_copy2d((char *)dst + lo * es, ldd, (const char *)src + lo * es, lds,
+                  rows, hi - lo, es);
+    else
+        gb_copy2d((char *)dst + lo * ldd * es, ldd,
+                  (const char *)src + lo * lds * es, lds, hi - lo, cols, es);
+}
+
 void gb_copy_atfork_child(void)
 {
     pthread_mutex_init(&pool.mu, NULL);

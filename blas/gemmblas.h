@@ -281,6 +281,13 @@ GB_HIDDEN void gb_copy2d(void *dst, size_t ldd, const void *src, size_t lds,
 GB_HIDDEN void gb_copy_tri(void *dst, size_t ldd, const void *src, size_t lds,
                            size_t n, bool lower, size_t es);
 
+/* Rows [lo, hi) of a rows x cols matrix (columns [lo, hi) when by_cols)
+ * from src (lds) into the same place of dst (ldd): one part of an
+ * operand filled by parts (common/fill.h). */
+GB_HIDDEN void gb_copy_span(void *dst, size_t ldd, const void *src, size_t lds,
+                            size_t rows, size_t cols, bool by_cols, size_t lo,
+                            size_t hi, size_t es);
+
 /* Forgets the copy threads in a child after fork (they do not exist
  * there). */
 GB_HIDDEN void gb_copy_atfork_child(void);

@@ -209,14 +209,8 @@ static void copy_part(const wire3 *w, char *base, unsigned part, size_t es)
         if (!by_parts(w, o) || !staged(w, o))
             continue;
         stage_src s = src_of(w, o);
-        char *dst = base + w->op[o].off;
-        const char *src = s.src;
-        if (w->cut.cols)
-            gb_copy2d(dst + lo * es, s.cols, src + lo * es, s.lds, s.rows,
-                      hi - lo, es);
-        else
-            gb_copy2d(dst + lo * s.cols * es, s.cols, src + lo * s.lds * es,
-                      s.lds, hi - lo, s.cols, es);
+        gb_copy_span(base + w->op[o].off, s.cols, s.src, s.lds, s.rows, s.cols,
+                     w->cut.cols, lo, hi, es);
     }
 }
 

@@ -28,7 +28,7 @@ typedef struct gemm_call {
     const gb_gemm *g;
     const gb_call *call; /* whose fresh says the buffer is new */
     gb_opnd op[GB_NOPND];
-    unsigned fill_parts; /* > 1: A filled by parts while gemmd works */
+    unsigned fill_parts; /* > 1: B and A filled by parts beside gemmd */
     size_t fill_off;     /* the fill counter's offset in the buffer */
     gemm_fill_cut cut_a; /* common/fill.h: A's parts, after B's */
     gemm_fill_cut cut_b;
@@ -99,16 +99,9 @@ static void copy_part(const gemm_call *gc, char *base, unsigned q, size_t es)
     const gb_opnd *o = &gc->op[is_b ? GB_OPND_B : GB_OPND_A];
     uint64_t lo, hi;
     gemm_fill_range(c, q - c->first, &lo, &hi);
-    if (hi <= lo || o->in_place)
-        return;
-    char *dst = base + o->off;
-    const char *src = o->p;
-    if (c->cols)
-        gb_copy2d(dst + lo * es, o->cols, src + lo * es, o->ld, o->rows,
-                  hi - lo, es);
-    else
-        gb_copy2d(dst + lo * o->cols * es, o->cols, src + lo * o->ld * es,
-                  o->ld, hi - lo, o->cols, es);
+    if (!o->in_place)
+        gb_copy_span(base + o->off, o->cols, o->p, o->ld, o->rows, o->cols,
+                     c->cols, lo, hi, es);
 }
 
 /* Rows [r0, r1) of the staged D (tight) into the caller's C. */
@@ -275,9 +268,10 @@ static int gemm_staged(gemm_client *c, gemm_buffer *buf, const void *arg)
                "sdcz"[g->t], (long long)g -> m, (long long)g -> n,
                (long long)g -> k, g -> opa, g -> opb, tm.kernel,
                (double)tm.round_trip_us / 1e3, (double)tm.total_us / 1e3,
-               gc->fill_parts > 1 ? ", A filled by parts beside gemmd" : "",
+               gc->fill_parts > 1 ? ", B and A filled by parts beside gemmd"
+                                  : "",
                gc->drain ? ", D drained" : "", zc, gb_ms_now() - t0);
-        if (cfg->verbose >= 2 && (gc->fill_parts > 1 || gc->drain))
+        if (gc->fill_parts > 1 || gc->drain)
             gb_log(2,
                    "  beside gemmd: %u parts filled %.3f ms after the submit, "
                    "the reply at %.3f ms (staging before the submit %.3f ms), "

@@ -116,7 +116,7 @@ fill)
     *) grep -q "(by parts, beside gemmd)" err.txt ||
         { tail -50 err.txt; fail "no level-3 call was filled by parts"; } ;;
     esac
-    grep -q "A filled by parts beside gemmd" err.txt ||
+    grep -q "B and A filled by parts beside gemmd" err.txt ||
         { tail -50 err.txt; fail "no gemm was filled by parts"; }
     # a call the daemon's order check refused ran on the CPU instead
     if grep "fill order" err.txt; then
