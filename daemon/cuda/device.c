@@ -10,8 +10,6 @@
 #include <gemm/types.h>
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,69 +333,23 @@ void cuda_device_unreserve(cuda_device *d, size_t size)
  * and the registration faults the pages in itself), 32 MiB at a time: it
  * holds the process's mmap lock for reading, and a thread that maps
  * memory meanwhile (malloc, the driver) waits for it, and every page
- * fault of every thread behind that one. Returns false once refused. */
-static bool populate_range(char *base, size_t size)
+ * fault of every thread behind that one. */
+static double populate(void *base, size_t size)
 {
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
     const size_t step = (size_t)32 << 20;
-    for (size_t off = 0; off < size; off += step) {
-        size_t n = size - off < step ? size - off : step;
-        if (madvise(base + off, n, MADV_POPULATE_WRITE) != 0) {
-            gemmd_log(LOG_DEBUG, "madvise(MADV_POPULATE_WRITE): %s",
-                      strerror(errno));
-            return false;
-        }
-    }
-    return true;
-}
-
-/* One helper's share of a populate. */
-typedef struct pop_share {
-    char *base;
-    size_t size;
-    pthread_t thread;
-    bool started;
-} pop_share;
-
-static void *pop_helper(void *arg)
-{
-    pop_share *s = arg;
-    populate_range(s->base, s->size);
-    return NULL;
-}
-
-/* Bytes a populate thread takes at least, and the threads at most: one
- * thread makes a fresh buffer's pages at ~7 GB/s (zeroing them), so a
- * 400 MB staging buffer took 59 ms alone on the H200's host; the read
- * side of the mmap lock lets several make theirs at once. */
-#define POP_SHARE_BYTES ((size_t)128 << 20)
-#define POP_THREADS     4
-
-/* populate_range over up to POP_THREADS threads (the caller's one of
- * them), a contiguous share each; the seconds it took. */
-static double populate(void *base, size_t size)
-{
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    size_t n = size / POP_SHARE_BYTES;
-    n = n < 1 ? 1 : n > POP_THREADS ? POP_THREADS : n;
-    size_t share = (size / n + 4095) / 4096 * 4096;
-    pop_share s[POP_THREADS];
-    for (size_t i = 1; i < n; i++) {
-        size_t off = i * share < size ? i * share : size;
-        size_t end = off + share < size ? off + share : size;
-        s[i] = (pop_share){(char *)base + off, end - off, 0, false};
-        s[i].started = end > off && pthread_create(&s[i].thread, NULL,
-                                                   pop_helper, &s[i]) == 0;
-        if (!s[i].started && end > off) /* no thread: do it here */
-            populate_range(s[i].base, s[i].size);
+    for (size_t off = 0; off < size; off += step) {
+        size_t n = size - off < step ? size - off : step;
+        if (madvise((char *)base + off, n, MADV_POPULATE_WRITE) != 0) {
+            gemmd_log(LOG_DEBUG, "madvise(MADV_POPULATE_WRITE): %s",
+                      strerror(errno));
+            break;
+        }
     }
-    populate_range(base, share < size ? share : size);
-    for (size_t i = 1; i < n; i++)
-        if (s[i].started)
-            pthread_join(s[i].thread, NULL);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     return (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
 }
