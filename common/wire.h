@@ -35,9 +35,12 @@ static const uint8_t wire_fd_hdr[WIRE_HDR_LEN] = {0, 'G', 'F', 'D', 0, 1, 0, 0};
 #define WIRE_SP_FRAME_TYPE 1           /* the first byte of a frame */
 #define WIRE_SP_ID_FLAG    0x80000000u /* marks the backtrace's last word */
 
-#define WIRE_FD_MSG_LEN    8  /* u32 op + u32 0 */
+#define WIRE_FD_MSG_LEN    8  /* u32 op + u32 argument */
 #define WIRE_FD_ANSWER_LEN 16 /* i32 status + u32 0 + u64 ticket */
 #define WIRE_FD_OP_PASS    1  /* a memfd comes with this message */
+/* asks for a spare (gemmd's memfd, pinned ahead) of at least the
+ * argument's MiB; on GEMM_OK the answer brings it as SCM_RIGHTS */
+#define WIRE_FD_OP_LEND 2
 
 static inline uint64_t wire_get_be64(const uint8_t *p)
 {
@@ -107,17 +110,24 @@ static inline bool wire_sp_frame_get(const uint8_t p[WIRE_SP_FRAME_HEAD],
     return p[0] == WIRE_SP_FRAME_TYPE;
 }
 
-/* Writes a descriptor-channel message of op. */
-static inline void wire_fd_msg_put(uint8_t p[WIRE_FD_MSG_LEN], uint32_t op)
+/* Writes a descriptor-channel message of op with its argument. */
+static inline void wire_fd_msg_put(uint8_t p[WIRE_FD_MSG_LEN], uint32_t op,
+                                   uint32_t arg)
 {
     wire_put_le32(p, op);
-    wire_put_le32(p + 4, 0);
+    wire_put_le32(p + 4, arg);
 }
 
 /* The op of a descriptor-channel message. */
 static inline uint32_t wire_fd_msg_op(const uint8_t p[WIRE_FD_MSG_LEN])
 {
     return wire_get_le32(p);
+}
+
+/* The argument of a descriptor-channel message. */
+static inline uint32_t wire_fd_msg_arg(const uint8_t p[WIRE_FD_MSG_LEN])
+{
+    return wire_get_le32(p + 4);
 }
 
 /* Writes the daemon's answer: a gemm_error and, on GEMM_OK, the ticket. */

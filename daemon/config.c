@@ -66,6 +66,8 @@ void gemmd_config_defaults(gemmd_config *cfg)
     cfg->send_timeout_s = 30.0;
     cfg->max_pinned_bytes = 0;
     cfg->max_device_bytes = 0;
+    cfg->device_warm_bytes = 1ull << 30;
+    cfg->spare_bytes = GEMMD_SPARE_AUTO;
     cfg->socket_mode = 0660;
     cfg->stats_interval_s = 60.0;
     cfg->drain_timeout_s = 30.0;
@@ -172,6 +174,13 @@ static void usage(FILE *f)
             "                           'none': no cap)\n"
             "  --max-device-bytes N     CUDA: cap on device staging memory "
             "(default: none)\n"
+            "  --device-warm-bytes N    CUDA: device memory made at start for "
+            "the first\n"
+            "                           requests (default 1 GiB; 0: none)\n"
+            "  --spare-bytes N          memfds made and pinned ahead, lent to "
+            "new buffers\n"
+            "                           (default 1 GiB when the backend pins; "
+            "'none')\n"
             "Operations:\n"
             "  --socket-mode MODE       octal permissions of the ipc socket "
             "(default 0660)\n"
@@ -264,6 +273,8 @@ static const num_opt num_opts[] = {
     {"send-timeout", K_SEC, O(send_timeout_s), 0, 0},
     {"max-pinned-bytes", K_BYTES_NONE, O(max_pinned_bytes), 0, UINT64_MAX / 2},
     {"max-device-bytes", K_U64, O(max_device_bytes), 0, UINT64_MAX / 2},
+    {"device-warm-bytes", K_U64, O(device_warm_bytes), 0, UINT64_MAX / 2},
+    {"spare-bytes", K_BYTES_NONE, O(spare_bytes), 0, UINT64_MAX / 2},
     {"stats-interval", K_SEC, O(stats_interval_s), 0, 0},
     {"drain-timeout", K_SEC, O(drain_timeout_s), 0, 0},
     {"spin-us", K_U32, O(spin_us), 0, 1000000},

@@ -67,6 +67,13 @@ typedef struct gemmd_config {
     uint64_t max_pinned_bytes;  /* CUDA: pinned client memory; 0 = half of
                                    RAM, UINT64_MAX = no cap */
     uint64_t max_device_bytes;  /* CUDA: staging memory; 0 = no cap */
+    uint64_t device_warm_bytes; /* CUDA: device memory pool grown by this
+                                   at start (first requests do not wait
+                                   for it); 0 = off */
+    uint64_t spare_bytes;       /* spares made and pinned ahead (spares.h);
+                                   GEMMD_SPARE_AUTO: 1 GiB (at most RAM /
+                                   16) when the backend pins, else off;
+                                   0 or UINT64_MAX ('none'): off */
     unsigned socket_mode;       /* permissions of the ipc socket file */
     char socket_group[64];      /* group of the socket file; "" = ours */
     char metrics_listen[160];   /* HOST:PORT for GET /metrics; "" = off */
@@ -77,6 +84,8 @@ typedef struct gemmd_config {
                                    poll this long before sleeping; 0 = off */
     int log_level;              /* syslog level */
 } gemmd_config;
+
+#define GEMMD_SPARE_AUTO (UINT64_MAX - 1)
 
 /* Fills *cfg with the defaults (listen URL from the environment). */
 void gemmd_config_defaults(gemmd_config *cfg);

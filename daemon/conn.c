@@ -78,7 +78,7 @@ void conn_close(conn *c, int level, const char *why)
     pthread_mutex_unlock(&s->wmu);
     for (conn_out *o = out, *next; o != NULL; o = next) {
         next = o->next;
-        free(o);
+        conn_out_free(o);
     }
     free(c->msg);
     c->msg = NULL;
@@ -99,9 +99,17 @@ conn_out *conn_out_new(size_t len, bool reply)
     if (o != NULL) {
         o->len = len;
         o->reply = reply;
+        o->fd = -1;
         o->next = NULL;
     }
     return o;
+}
+
+void conn_out_free(conn_out *o)
+{
+    if (o->fd >= 0)
+        close(o->fd);
+    free(o);
 }
 
 /* The queue of c was empty and now holds something: its send deadline
@@ -204,14 +212,37 @@ static void conn_flush(conn *c)
         struct iovec iov[16];
         int n = 0;
         size_t off = c->out_off;
+        /* a descriptor goes with its output's first byte: such an
+         * output starts a sendmsg of its own */
+        int pass = off == 0 ? c->out_head->fd : -1;
         for (conn_out *o = c->out_head; o != NULL && n < 16; o = o->next) {
+            if (n > 0 && o->fd >= 0)
+                break;
             iov[n].iov_base = o->data + off;
             iov[n].iov_len = o->len - off;
             off = 0;
             n++;
         }
+        union {
+            struct cmsghdr h;
+            char b[CMSG_SPACE(sizeof(int))];
+        } ctl;
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        if (pass >= 0) {
+            memset(&ctl, 0, sizeof(ctl));
+            mh.msg_control = ctl.b;
+            mh.msg_controllen = sizeof(ctl.b);
+            struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+            cm->cmsg_level = SOL_SOCKET;
+            cm->cmsg_type = SCM_RIGHTS;
+            cm->cmsg_len = CMSG_LEN(sizeof(int));
+            memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+        }
         ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0 && pass >= 0) { /* the peer has its copy now */
+            close(pass);
+            c->out_head->fd = -1;
+        }
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -234,7 +265,7 @@ static void conn_flush(conn *c)
             c->out_off = 0;
             if (o->reply && c->pending > 0)
                 c->pending--;
-            free(o);
+            conn_out_free(o);
         }
         if (c->out_head == NULL)
             c->out_tail = NULL;

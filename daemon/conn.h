@@ -48,6 +48,8 @@ typedef struct conn_out {
     struct conn_out *next;
     size_t len;     /* bytes in data */
     bool reply;     /* answers a request (counts in conn->pending) */
+    int fd;         /* -1, or a descriptor to pass (SCM_RIGHTS) with the
+                       first byte; owned, closed once sent or dropped */
     uint8_t data[]; /* the bytes, as they go on the wire */
 } conn_out;
 
@@ -130,8 +132,12 @@ void conn_add_proto(conn_set *s, const conn_proto *p);
  * after closing c (EOF or an error). */
 ssize_t conn_read(conn *c, void *buf, size_t len);
 
-/* A new output of len bytes (malloc'd; NULL when out of memory). */
+/* A new output of len bytes (malloc'd; NULL when out of memory), with no
+ * descriptor (fd -1). */
 conn_out *conn_out_new(size_t len, bool reply);
+
+/* Frees o and closes its descriptor, if it still has one. */
+void conn_out_free(conn_out *o);
 
 /* Queues o (owned by c from now) and writes what the socket takes. */
 void conn_send(conn *c, conn_out *o);

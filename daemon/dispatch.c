@@ -16,6 +16,7 @@
 #include "log.h"
 #include "pinner.h"
 #include "request.h"
+#include "spares.h"
 
 #include <gemm/types.h>
 
@@ -40,8 +41,8 @@ static void do_hello(gemmd *d, sp_req *q, const Gemm__Request *req)
     h.backend = (char *)d->be.ops->name;
     h.device = d->be.device;
     h.has_features = true;
-    h.features =
-        GEMM_FEATURE_FILL | GEMM_FEATURE_FILL_GEMM | GEMM_FEATURE_DRAIN;
+    h.features = GEMM_FEATURE_FILL | GEMM_FEATURE_FILL_GEMM |
+                 GEMM_FEATURE_DRAIN | (d->fdc.lend ? GEMM_FEATURE_LEND : 0u);
     r.body_case = GEMM__REPLY__BODY_HELLO;
     r.hello = &h;
     complete_reply(d, q, &r);
@@ -97,6 +98,14 @@ static void do_status(gemmd *d, sp_req *q, const Gemm__Request *req)
     SET(pins_done, ps.done);
     SET(pins_failed, ps.failed);
     SET(pin_seconds, ps.seconds);
+    spare_stats sps;
+    spares_stats_get(&sps);
+    SET(spares_ready, sps.ready);
+    SET(spare_bytes, sps.ready_bytes);
+    SET(spares_lent, sps.lent);
+    SET(spares_none, sps.none);
+    SET(spares_made, sps.made);
+    SET(spares_failed, sps.failed);
     SET(pin_bytes, ps.bytes);
     double n = d->stats.stage_count ? (double)d->stats.stage_count : 1.0;
     SET(stage_queue_us, d->stats.ns_queue / n / 1e3);
@@ -127,7 +136,8 @@ static void do_register(gemmd *d, sp_req *q, const Gemm__Request *req)
         complete_error(d, q, rv, "%s", msg);
         return;
     }
-    int fd = fdc_take(&d->fdc, rq->fd_ticket, c->uid);
+    spare *loan;
+    int fd = fdc_take(&d->fdc, rq->fd_ticket, c->uid, &loan);
     if (fd < 0) {
         complete_error(d, q, GEMM_ERR_INVALID,
                        "descriptor ticket %#llx is unknown, used, expired or "
@@ -139,11 +149,20 @@ static void do_register(gemmd *d, sp_req *q, const Gemm__Request *req)
         (rv = admit_bytes(d, c, rq->size, "registering a buffer", msg,
                           sizeof(msg))) != GEMM_OK) {
         close(fd);
+        spares_free(loan);
         complete_error(d, q, rv, "%s", msg);
         return;
     }
     uint64_t bid;
-    rv = reg_register_fd(&d->reg, c->id, fd, rq->size, &bid, msg, sizeof(msg));
+    if (loan != NULL) { /* the registry takes its mapping and pin */
+        rv = reg_register_lent(&d->reg, c->id, fd, rq->size, loan->base,
+                               loan->size, loan->pin, &bid, msg, sizeof(msg));
+        close(loan->fd);
+        free(loan);
+    } else {
+        rv = reg_register_fd(&d->reg, c->id, fd, rq->size, &bid, msg,
+                             sizeof(msg));
+    }
     if (rv != GEMM_OK) {
         complete_error(d, q, rv, "%s", msg);
         return;

@@ -46,6 +46,7 @@ static void ticket_drop(fdc_table *t, fdc_ticket **l)
     }
     if (k->fd >= 0)
         close(k->fd);
+    spares_free(k->loan); /* a loan never registered */
     fd_release(t, k->user);
     free(k);
 }
@@ -123,8 +124,9 @@ static void fd_deadline(conn *c)
                              (uint64_t)(c->set->cfg->message_timeout_s * 1e9));
 }
 
-int fdc_take(fdc_table *t, uint64_t ticket, uint64_t uid)
+int fdc_take(fdc_table *t, uint64_t ticket, uint64_t uid, spare **loan)
 {
+    *loan = NULL;
     if (ticket == 0)
         return -1;
     fdc_ticket **l = ticket_link(t, ticket);
@@ -132,20 +134,71 @@ int fdc_take(fdc_table *t, uint64_t ticket, uint64_t uid)
         return -1;
     int fd = (*l)->fd;
     (*l)->fd = -1;
+    *loan = (*l)->loan;
+    (*l)->loan = NULL;
     ticket_drop(t, l); /* the descriptor is the caller's now */
     return fd;
 }
 
-/* Answers one descriptor message on c. */
-static void fd_answer(conn *c, int status, uint64_t ticket)
+/* Answers one descriptor message on c, passing fd (>= 0; closed once
+ * sent) with it. */
+static void fd_answer(conn *c, int status, uint64_t ticket, int fd)
 {
     conn_out *o = conn_out_new(WIRE_FD_ANSWER_LEN, true);
     if (o == NULL) {
+        if (fd >= 0)
+            close(fd);
         conn_close(c, LOG_ERR, "out of memory for an answer");
         return;
     }
     wire_fd_answer_put(o->data, status, ticket);
+    o->fd = fd;
     conn_send(c, o);
+}
+
+/* Answers LEND of mib MiB on c: a spare's memfd and a ticket holding it,
+ * or GEMM_ERR_NO_BUFFER (none fits: the client makes its own memfd),
+ * GEMM_ERR_UNSUPPORTED (no spares kept), GEMM_ERR_LIMIT (c's user holds
+ * its descriptors). */
+static void fd_lend(fdc_table *t, conn *c, uint32_t mib)
+{
+    gemmd_user *u = c->user;
+    if (!t->lend) {
+        fd_answer(c, GEMM_ERR_UNSUPPORTED, 0, -1);
+        return;
+    }
+    if (u->fds >= t->set->cfg->user_fds || t->count >= t->set->lsn->max_conns) {
+        t->refused++;
+        fd_answer(c, GEMM_ERR_LIMIT, 0, -1);
+        return;
+    }
+    spare *s = spares_take((size_t)mib << 20);
+    if (s == NULL) {
+        fd_answer(c, GEMM_ERR_NO_BUFFER, 0, -1);
+        return;
+    }
+    int mine = dup(s->fd), theirs = dup(s->fd);
+    if (mine < 0 || theirs < 0) {
+        if (mine >= 0)
+            close(mine);
+        if (theirs >= 0)
+            close(theirs);
+        spares_free(s);
+        fd_answer(c, GEMM_ERR_NOMEM, 0, -1);
+        return;
+    }
+    u->fds++;
+    t->count++;
+    uint64_t ticket = 0;
+    int rv = ticket_add(t, c, mine, &ticket); /* takes mine either way */
+    if (rv != GEMM_OK) {
+        close(theirs);
+        spares_free(s);
+        fd_answer(c, rv, 0, -1);
+        return;
+    }
+    (*ticket_link(t, ticket))->loan = s;
+    fd_answer(c, GEMM_OK, ticket, theirs);
 }
 
 /* Reads descriptor messages from c: at most READS_PER_WAKE. */
@@ -185,7 +238,14 @@ static void fd_read(void *arg, conn *c)
             continue;
         c->head_got = 0;
         taken++;
-        if (wire_fd_msg_op(c->head) != WIRE_FD_OP_PASS) {
+        uint32_t op = wire_fd_msg_op(c->head);
+        if (op == WIRE_FD_OP_LEND) {
+            fd_deadline(c);
+            conn_pending_add(c);
+            fd_lend(t, c, wire_fd_msg_arg(c->head));
+            continue;
+        }
+        if (op != WIRE_FD_OP_PASS) {
             conn_close(c, LOG_INFO, "unknown descriptor-channel message");
             return;
         }
@@ -198,7 +258,7 @@ static void fd_read(void *arg, conn *c)
         }
         fd_deadline(c);
         conn_pending_add(c);
-        fd_answer(c, status, ticket);
+        fd_answer(c, status, ticket, -1);
     }
 }
 

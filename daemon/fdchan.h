@@ -11,13 +11,17 @@
  * (the half of the connection cap kept for them); past either the
  * message is answered LIMIT and the descriptor closed at once. A message
  * must be whole within --message-timeout of its first byte, and queued
- * descriptors without a message are held no longer. The channel installs
+ * descriptors without a message are held no longer. LEND asks for a
+ * spare (spares.h): the answer brings its memfd and a ticket that holds
+ * the daemon's side of it (mapping and pin) until RegisterBuffer names
+ * it, or the ticket expires and the spare is freed. The channel installs
  * itself on the connection layer as a protocol. Loop thread only.
  */
 #ifndef GEMMD_FDCHAN_H
 #define GEMMD_FDCHAN_H
 
 #include "conn.h"
+#include "spares.h"
 
 #include <stdint.h>
 
@@ -41,6 +45,7 @@ typedef struct fdc_ticket {
     gemmd_user *user; /* whose fds it counts in */
     conn *chan;       /* the channel it came on (NULL once closed) */
     uint64_t expires_ns;
+    spare *loan; /* a spare lent: fd is the daemon's copy of its memfd */
     struct fdc_ticket *next;
 } fdc_ticket;
 
@@ -51,6 +56,7 @@ typedef struct fdc_table {
     uint32_t count;   /* descriptors held: tickets and queued, all
                          channels */
     uint64_t refused; /* descriptors refused at a cap */
+    bool lend;        /* spares are kept: LEND is answered */
 } fdc_table;
 
 /* Installs the descriptor channel on set and its ticket sweeper on the
@@ -59,8 +65,9 @@ void fdc_init(fdc_table *t, conn_set *set);
 
 /* Takes descriptor `ticket` for a RegisterBuffer of uid: the fd (the
  * caller owns it), or -1 when the ticket is unknown, used, expired or
- * another uid's. */
-int fdc_take(fdc_table *t, uint64_t ticket, uint64_t uid);
+ * another uid's. *loan is the spare lent with it (the caller's too), or
+ * NULL for a memfd the client passed. */
+int fdc_take(fdc_table *t, uint64_t ticket, uint64_t uid, spare **loan);
 
 /* Drops every ticket (closing their descriptors). */
 void fdc_close(fdc_table *t);

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "notify.h"
 #include "sysmem.h"
+#include "spares.h"
 #include "trace.h"
 
 #include <gemm/types.h>
@@ -195,6 +196,24 @@ static void resolve_limits(gemmd *d)
               (double)c->max_pinned_bytes / (1 << 30));
 }
 
+/* Keeps --spare-bytes of spares (auto: 1 GiB, at most RAM / 16, on the
+ * cuda backend, whose pins cost 0.2 s a GB) and answers LEND from now on.
+ * Main thread, last before the loop runs. */
+static void start_spares(gemmd *d, const reg_hooks *hooks)
+{
+    uint64_t b = d->cfg.spare_bytes;
+    if (b == GEMMD_SPARE_AUTO) {
+        uint64_t ram = sysmem_total();
+        b = d->be.pins && strcmp(d->be.ops->name, "cuda") == 0 ? 1ull << 30 : 0;
+        if (ram != 0 && b > ram / 16)
+            b = ram / 16;
+    } else if (b == UINT64_MAX) {
+        b = 0;
+    }
+    spares_start(b, hooks->pin != NULL ? hooks : NULL);
+    d->fdc.lend = spares_on();
+}
+
 int main(int argc, char **argv)
 {
     static gemmd g; /* large (stats window): not on the stack */
@@ -300,6 +319,7 @@ int main(int argc, char **argv)
         d->be.ops->fini(&d->be);
         return 1;
     }
+    start_spares(d, &hooks);
     gemmd_log(LOG_NOTICE, "gemmd %s listening on %s (backend %s: %s)",
               GEMM_VERSION_STRING, d->cfg.listen, d->be.ops->name,
               d->be.device);
@@ -312,6 +332,7 @@ int main(int argc, char **argv)
 
     uv_run(d->loop, UV_RUN_DEFAULT);
 
+    spares_stop();
     sched_stop(&d->sched);
     reg_fini(&d->reg);
     users_fini(&d->users);

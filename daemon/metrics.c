@@ -18,6 +18,7 @@
 #include "log.h"
 #include "peeruid.h"
 #include "pinner.h"
+#include "spares.h"
 
 #include <gemm/types.h>
 
@@ -299,6 +300,23 @@ char *metrics_render(gemmd *d, size_t *len)
             ps.seconds);
     counter(f, "gemmd_pin_bytes_total",
             "Bytes the background pins done covered.", (double)ps.bytes);
+    spare_stats sps;
+    spares_stats_get(&sps);
+    gauge(f, "gemmd_spares_ready",
+          "Spares (memfds made and pinned ahead) ready to lend.", sps.ready);
+    gauge(f, "gemmd_spare_bytes", "Bytes of the spares ready to lend.",
+          (double)sps.ready_bytes);
+    counter(f, "gemmd_spares_lent_total",
+            "Spares lent to new buffers (their first GEMM waits for no "
+            "pin).",
+            (double)sps.lent);
+    counter(f, "gemmd_spares_none_total",
+            "Spares asked for when none fitted (the client made its own "
+            "memfd).",
+            (double)sps.none);
+    counter(f, "gemmd_spares_failed_total",
+            "Spares that could not be made (their size is no longer kept).",
+            (double)sps.failed);
     counter(f, "gemmd_batch_problems_total",
             "Problems of the batches served (each batch is one request "
             "of kind batch).",

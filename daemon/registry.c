@@ -242,63 +242,98 @@ static int pin_or_queue(registry *r, reg_buffer *b, void *base, size_t size,
     return GEMM_OK;
 }
 
+/* Checks fd as reg_register_fd says and seals it: `made` seals are
+ * expected already (a client's memfd: none; a spare: SHRINK | GROW).
+ * Fills *st. A gemm_error with a message. */
+static int seal_object(int fd, uint64_t size, int made, struct stat *st,
+                       char *msg, size_t len)
+{
+    int rv;
+    if (size == 0 || size > (uint64_t)SIZE_MAX / 2) {
+        snprintf(msg, len, "bad buffer size %llu", (unsigned long long)size);
+        return GEMM_ERR_INVALID;
+    }
+    if ((rv = check_object(fd, size, st, msg, len)) != GEMM_OK)
+        return rv;
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0) {
+        snprintf(msg, len,
+                 "the descriptor cannot be sealed: pass a memfd made with "
+                 "MFD_ALLOW_SEALING");
+        return GEMM_ERR_SHM;
+    }
+    if (seals == F_SEAL_SEAL) { /* what a memfd without the flag has */
+        snprintf(msg, len,
+                 "the memfd was made without MFD_ALLOW_SEALING, so it "
+                 "cannot be sealed: make it with memfd_create(name, "
+                 "MFD_ALLOW_SEALING)");
+        return GEMM_ERR_SHM;
+    }
+    if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
+        snprintf(msg, len, "the memfd is sealed against writing");
+        return GEMM_ERR_SHM;
+    }
+    if (seals & F_SEAL_SEAL) {
+        snprintf(msg, len,
+                 "the memfd is sealed against further seals: leave the "
+                 "sealing to gemmd");
+        return GEMM_ERR_SHM;
+    }
+    if ((seals & ~made) != 0) {
+        snprintf(msg, len, "the memfd carries seals gemmd did not expect");
+        return GEMM_ERR_SHM;
+    }
+    return GEMM_OK;
+}
+
+/* The sealing's second half, once fd is mapped: from here the object
+ * keeps its size and pages, so they are checked again. */
+static int seal_mapped(int fd, uint64_t size, struct stat *st, char *msg,
+                       size_t len)
+{
+    const int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE;
+    if (fcntl(fd, F_ADD_SEALS, want | F_SEAL_SEAL) != 0) {
+        snprintf(msg, len, "cannot seal the memfd: %s", strerror(errno));
+        return GEMM_ERR_SHM;
+    }
+    return check_object(fd, size, st, msg, len);
+}
+
+/* Enters buffer b (mapping base of size bytes of object st, pin state
+ * set) into the table for owner; *id its id. */
+static void enter(registry *r, reg_buffer *b, uint32_t owner, void *base,
+                  uint64_t size, const struct stat *st, uint64_t *id)
+{
+    b->kind = REG_BUFFER;
+    b->owner = owner;
+    b->base = base;
+    b->size = (size_t)size;
+    b->object =
+        (uint64_t)st->st_ino ^ (uint64_t)st->st_dev * 0x9e3779b97f4a7c15u;
+    insert(r, b);
+    r->count++;
+    r->mapped++;
+    r->bytes += size;
+    *id = b->id;
+}
+
 int reg_register_fd(registry *r, uint32_t owner, int fd, uint64_t size,
                     uint64_t *id, char *msg, size_t len)
 {
-    const int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE;
     int rv;
     void *base = MAP_FAILED;
     reg_buffer *b = NULL;
     struct stat st;
 
-    if (size == 0 || size > (uint64_t)SIZE_MAX / 2) {
-        rv = GEMM_ERR_INVALID;
-        snprintf(msg, len, "bad buffer size %llu", (unsigned long long)size);
+    if ((rv = seal_object(fd, size, 0, &st, msg, len)) != GEMM_OK)
         goto fail;
-    }
-    if ((rv = check_object(fd, size, &st, msg, len)) != GEMM_OK)
-        goto fail;
-    int seals = fcntl(fd, F_GET_SEALS);
-    if (seals < 0) {
-        rv = GEMM_ERR_SHM;
-        snprintf(msg, len,
-                 "the descriptor cannot be sealed: pass a memfd made with "
-                 "MFD_ALLOW_SEALING");
-        goto fail;
-    }
-    if (seals == F_SEAL_SEAL) { /* what a memfd without the flag has */
-        rv = GEMM_ERR_SHM;
-        snprintf(msg, len,
-                 "the memfd was made without MFD_ALLOW_SEALING, so it "
-                 "cannot be sealed: make it with memfd_create(name, "
-                 "MFD_ALLOW_SEALING)");
-        goto fail;
-    }
-    if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
-        rv = GEMM_ERR_SHM;
-        snprintf(msg, len, "the memfd is sealed against writing");
-        goto fail;
-    }
-    if (seals & F_SEAL_SEAL) {
-        rv = GEMM_ERR_SHM;
-        snprintf(msg, len,
-                 "the memfd is sealed against further seals: leave the "
-                 "sealing to gemmd");
-        goto fail;
-    }
     base = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
         rv = (errno == ENOMEM) ? GEMM_ERR_NOMEM : GEMM_ERR_SHM;
         snprintf(msg, len, "cannot map the memfd: %s", strerror(errno));
         goto fail;
     }
-    /* From here the object keeps its size and pages: check them now. */
-    if (fcntl(fd, F_ADD_SEALS, want | F_SEAL_SEAL) != 0) {
-        rv = GEMM_ERR_SHM;
-        snprintf(msg, len, "cannot seal the memfd: %s", strerror(errno));
-        goto fail;
-    }
-    if ((rv = check_object(fd, size, &st, msg, len)) != GEMM_OK)
+    if ((rv = seal_mapped(fd, size, &st, msg, len)) != GEMM_OK)
         goto fail; /* changed under us: sealed now, but not usable */
     if ((b = calloc(1, sizeof(*b))) == NULL) {
         rv = GEMM_ERR_NOMEM;
@@ -312,22 +347,56 @@ int reg_register_fd(registry *r, uint32_t owner, int fd, uint64_t size,
     if ((rv = pin_or_queue(r, b, base, (size_t)size, msg, len)) != GEMM_OK)
         goto fail;
     close(fd); /* the mapping keeps the object; seals keep it whole */
-    b->kind = REG_BUFFER;
-    b->owner = owner;
-    b->base = base;
-    b->size = (size_t)size;
-    b->object = (uint64_t)st.st_ino ^ (uint64_t)st.st_dev * 0x9e3779b97f4a7c15u;
-    insert(r, b);
-    r->count++;
-    r->mapped++;
-    r->bytes += size;
-    *id = b->id;
+    enter(r, b, owner, base, size, &st, id);
     return GEMM_OK;
 
 fail:
     free(b);
     if (base != MAP_FAILED)
         munmap(base, (size_t)size);
+    close(fd);
+    return rv;
+}
+
+int reg_register_lent(registry *r, uint32_t owner, int fd, uint64_t size,
+                      void *base, size_t mapped, void *pin, uint64_t *id,
+                      char *msg, size_t len)
+{
+    int rv;
+    reg_buffer *b = NULL;
+    struct stat st;
+
+    if (size != mapped) {
+        rv = GEMM_ERR_INVALID;
+        snprintf(msg, len,
+                 "a lent buffer is registered whole: size %llu, not %llu",
+                 (unsigned long long)mapped, (unsigned long long)size);
+        goto fail;
+    }
+    if ((rv = seal_object(fd, size, F_SEAL_SHRINK | F_SEAL_GROW, &st, msg,
+                          len)) != GEMM_OK ||
+        (rv = seal_mapped(fd, size, &st, msg, len)) != GEMM_OK)
+        goto fail; /* e.g. holes punched before registering */
+    if ((b = calloc(1, sizeof(*b))) == NULL) {
+        rv = GEMM_ERR_NOMEM;
+        snprintf(msg, len, "out of memory");
+        goto fail;
+    }
+    if ((rv = new_id(r, &b->id)) != GEMM_OK) {
+        snprintf(msg, len, "cannot draw a buffer id");
+        goto fail;
+    }
+    close(fd);
+    atomic_store(&b->pin, pin);
+    atomic_store(&b->pin_state, pin != NULL ? PIN_DONE : PIN_NONE);
+    enter(r, b, owner, base, size, &st, id);
+    return GEMM_OK;
+
+fail:
+    free(b);
+    if (pin != NULL && r->hooks.unpin != NULL)
+        r->hooks.unpin(r->hooks.arg, base, pin);
+    munmap(base, mapped);
     close(fd);
     return rv;
 }

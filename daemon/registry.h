@@ -103,6 +103,18 @@ int reg_register_fd(registry *r, uint32_t owner, int fd, uint64_t size,
                     uint64_t *id, char *msg, size_t len);
 
 /*
+ * Registers a lent spare (spares.h) for owner: fd is its memfd, mapped
+ * at base (`mapped` bytes, pinned with handle pin, NULL when nothing
+ * pins; its pinned bytes reserved). The client registers it whole (size
+ * == mapped). Checks and seals fd as reg_register_fd does and keeps the
+ * mapping and the pin. Takes fd, the mapping and the pin in every case:
+ * on failure they are unpinned, unmapped and closed.
+ */
+int reg_register_lent(registry *r, uint32_t owner, int fd, uint64_t size,
+                      void *base, size_t mapped, void *pin, uint64_t *id,
+                      char *msg, size_t len);
+
+/*
  * Adds a resident tensor for owner: t holds kind-independent fields set by
  * the caller (pin = the backend's handle, data, size, rows, cols, ld,
  * dtype, on_device); the registry takes it over (frees it with the

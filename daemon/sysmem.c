@@ -10,18 +10,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t sysmem_total(void)
+/* The /proc/meminfo line `name` (with its colon) in bytes, or `none`. */
+static uint64_t meminfo(const char *name, uint64_t none)
 {
     FILE *f = fopen("/proc/meminfo", "re");
     char line[256];
-    uint64_t kb = 0;
+    size_t n = strlen(name);
+    unsigned long long kb;
+    uint64_t v = none;
     if (f == NULL)
-        return 0;
+        return v;
     while (fgets(line, sizeof(line), f) != NULL)
-        if (sscanf(line, "MemTotal: %llu kB", (unsigned long long *)&kb) == 1)
+        if (strncmp(line, name, n) == 0 &&
+            sscanf(line + n, " %llu kB", &kb) == 1) {
+            v = (uint64_t)kb * 1024;
             break;
+        }
     fclose(f);
-    return kb * 1024;
+    return v;
+}
+
+uint64_t sysmem_total(void)
+{
+    return meminfo("MemTotal:", 0);
+}
+
+uint64_t sysmem_available(void)
+{
+    return meminfo("MemAvailable:", UINT64_MAX);
 }
 
 /* The number in file (a limit), or UINT64_MAX for "max", absent or

@@ -13,6 +13,10 @@
 /* MemTotal in bytes; 0 when unknown. */
 uint64_t sysmem_total(void);
 
+/* MemAvailable in bytes (what can be allocated without swapping);
+ * UINT64_MAX when unknown. */
+uint64_t sysmem_available(void);
+
 /* The smallest cgroup memory limit over gemmd's cgroup and its ancestors,
  * in bytes; UINT64_MAX when there is none. */
 uint64_t sysmem_cgroup_limit(void);

@@ -90,6 +90,7 @@ gemm_itest(isolation 120)   # one uid cannot block, hold or blind another
 gemm_itest(startup 30)      # refusals at start name the way out
 gemm_itest(batch 180)       # batched and grouped GEMM, refusals, cancel
 gemm_itest(pinning 120)     # background pins: loop free, release, limits
+gemm_itest(spares 120)      # memfds made and pinned ahead, lent whole
 add_executable(fault_probe integration/fault_probe.c)
 target_link_libraries(fault_probe PRIVATE gemm_itest_util)
 target_compile_definitions(integration_faults PRIVATE

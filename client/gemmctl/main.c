@@ -209,6 +209,11 @@ int cmd_status(const char *url, int argc, char **argv)
                ", \"pin_bytes\": %" PRIu64,
                s.pins_pending, s.pins_done, s.pins_failed, s.pin_seconds,
                s.pin_bytes);
+        printf(", \"spares_ready\": %" PRIu32 ", \"spare_bytes\": %" PRIu64
+               ", \"spares_lent\": %" PRIu64 ", \"spares_none\": %" PRIu64
+               ", \"spares_made\": %" PRIu64 ", \"spares_failed\": %" PRIu64,
+               s.spares_ready, s.spare_bytes, s.spares_lent, s.spares_none,
+               s.spares_made, s.spares_failed);
         printf(", \"devices\": [");
         for (size_t i = 0; i < ndev; i++)
             print_device_json(&devs[i], i + 1 < ndev);
@@ -238,6 +243,12 @@ int cmd_status(const char *url, int argc, char **argv)
                " failed, %" PRIu32 " pending\n",
                s.pins_done, s.pin_bytes / 1e9, s.pin_seconds, s.pins_failed,
                s.pins_pending);
+    if (s.spares_made + s.spares_failed != 0)
+        printf("spares          %" PRIu32 " ready (%.2f GB), %" PRIu64
+               " lent, %" PRIu64 " asked with none fitting, %" PRIu64
+               " failed\n",
+               s.spares_ready, s.spare_bytes / 1e9, s.spares_lent,
+               s.spares_none, s.spares_failed);
     printf("requests        %" PRIu64 " served, %" PRIu64
            " failed (every kind: GEMM, hello, status, register, ...)\n",
            s.requests_served, s.requests_failed);

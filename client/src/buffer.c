@@ -9,6 +9,11 @@
  * it. Which buffers a request may use is the daemon's business: a buffer
  * is not checked here against the client a GEMM is sent on.
  *
+ * A buffer of 32 MiB or more is borrowed first where gemmd keeps spares
+ * (GEMM_FEATURE_LEND): a memfd gemmd made, mapped and pinned ahead, sent
+ * back over the descriptor channel; it may be larger than asked (at most
+ * twice), and it is registered whole.
+ *
  * gemm_buffer_import registers a memfd the caller made and keeps mapped
  * (libgemmblas's zero-copy allocations): the same exchange, with the
  * caller's descriptor and mapping, which gemm_buffer_free then leaves
@@ -70,18 +75,15 @@ static void buffer_unlink(gemm_client *c, gemm_buffer *b)
     pthread_mutex_unlock(&c->mtx);
 }
 
-/* Passes fd and sends RegisterBuffer{ticket, size}; on success *id is the
- * daemon's id. */
-static int buffer_register(gemm_client *c, int fd, size_t size, uint64_t *id)
+/* Sends RegisterBuffer{ticket, size}; on success *id is the daemon's id. */
+static int register_ticket(gemm_client *c, uint64_t ticket, size_t size,
+                           uint64_t *id)
 {
     Gemm__Request req = GEMM__REQUEST__INIT;
     Gemm__RegisterBufferRequest reg = GEMM__REGISTER_BUFFER_REQUEST__INIT;
     Gemm__Reply *rep;
-    uint64_t ticket;
     int rv;
 
-    if ((rv = cli_pass_fd(c, fd, &ticket)) != GEMM_OK)
-        return rv;
     reg.has_fd_ticket = true;
     reg.fd_ticket = ticket;
     reg.has_size = true;
@@ -99,6 +101,53 @@ static int buffer_register(gemm_client *c, int fd, size_t size, uint64_t *id)
     *id = rep->register_buffer->buffer_id;
     gemm__reply__free_unpacked(rep, NULL);
     return GEMM_OK;
+}
+
+/* Passes fd and registers it: *id is the daemon's id. */
+static int buffer_register(gemm_client *c, int fd, size_t size, uint64_t *id)
+{
+    uint64_t ticket;
+    int rv = cli_pass_fd(c, fd, &ticket);
+    return rv != GEMM_OK ? rv : register_ticket(c, ticket, size, id);
+}
+
+/* Borrows a spare of at least len bytes from gemmd (GEMM_FEATURE_LEND):
+ * made, mapped and pinned there ahead, so this buffer's first GEMM waits
+ * for no pin and its pages need no zeroing here. Fills b (data, size,
+ * id) and returns true; false when gemmd lends none (the caller makes
+ * its own memfd; the error state is left clear). */
+static bool buffer_borrow(gemm_client *c, size_t len, gemm_buffer *b)
+{
+    int fd = -1;
+    uint64_t ticket;
+    struct stat st;
+    void *data = MAP_FAILED;
+    if (len < ((size_t)32 << 20))
+        return false;
+    if (!atomic_load(&c->pinged) && gemm_ping(c, NULL) != GEMM_OK)
+        goto none; /* what gemmd offers is unknown: lend nothing */
+    if (!(atomic_load(&c->features) & GEMM_FEATURE_LEND) ||
+        cli_lend_fd(c, len, &fd, &ticket) != GEMM_OK)
+        goto none;
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)len)
+        goto none;
+    data = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                fd, 0);
+    if (data == MAP_FAILED)
+        goto none;
+    if (register_ticket(c, ticket, (size_t)st.st_size, &b->id) != GEMM_OK)
+        goto none;
+    close(fd);
+    b->data = data;
+    b->size = (size_t)st.st_size;
+    return true;
+none:
+    if (data != MAP_FAILED)
+        munmap(data, (size_t)st.st_size);
+    if (fd >= 0)
+        close(fd);
+    cli_clear_error();
+    return false;
 }
 
 GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size, gemm_buffer **out)
@@ -129,6 +178,12 @@ GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size, gemm_buffer **out)
 
     if ((b = calloc(1, sizeof(*b))) == NULL)
         return cli_error(GEMM_ERR_NOMEM, "gemm_buffer_alloc: out of memory");
+    if (buffer_borrow(c, len, b)) {
+        b->client = c;
+        buffer_link(c, b);
+        *out = b;
+        return GEMM_OK;
+    }
     fd = memfd_create("gemm-buffer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) {
         rv = cli_error(GEMM_ERR_SHM, "memfd_create: %s", strerror(errno));

@@ -219,8 +219,9 @@ GEMM_API int gemm_ping(gemm_client *c, gemm_server_info *info)
                  rep->hello->has_features
                      ? rep->hello->features &
                            (GEMM_FEATURE_FILL | GEMM_FEATURE_FILL_GEMM |
-                            GEMM_FEATURE_DRAIN)
+                            GEMM_FEATURE_DRAIN | GEMM_FEATURE_LEND)
                      : 0u);
+    atomic_store(&c->pinged, true);
     if (info != NULL) {
         Gemm__HelloReply *h = rep->hello;
         memset(info, 0, sizeof(*info));
@@ -304,6 +305,12 @@ GEMM_API int gemm_get_status_sized(gemm_client *c, gemm_status *dst,
     out->pins_failed = s->pins_failed;
     out->pin_seconds = s->pin_seconds;
     out->pin_bytes = s->pin_bytes;
+    out->spares_ready = s->spares_ready;
+    out->spare_bytes = s->spare_bytes;
+    out->spares_lent = s->spares_lent;
+    out->spares_none = s->spares_none;
+    out->spares_made = s->spares_made;
+    out->spares_failed = s->spares_failed;
     gemm__reply__free_unpacked(rep, NULL);
     memcpy(dst, &all, size < sizeof(all) ? size : sizeof(all));
     return GEMM_OK;

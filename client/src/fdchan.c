@@ -105,36 +105,85 @@ static int chan_open(gemm_client *c, int ms)
     return 0;
 }
 
-int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket)
+/* Reads the daemon's answer, and the descriptor that may come with its
+ * first bytes (*got, -1 when none), within ms per wait. 0 or -1 (errno;
+ * *got closed then). */
+static int read_answer(int fd, uint8_t ans[WIRE_FD_ANSWER_LEN], int *got,
+                       int ms)
+{
+    size_t have = 0;
+    *got = -1;
+    while (have < WIRE_FD_ANSWER_LEN) {
+        if (wait_fd(fd, POLLIN, ms) != 0)
+            goto fail;
+        int fds[SCM_FDS_MAX];
+        size_t nfds = 0;
+        bool trunc = false;
+        ssize_t r = scm_recv(fd, ans + have, WIRE_FD_ANSWER_LEN - have, fds,
+                             SCM_FDS_MAX, &nfds, &trunc, MSG_DONTWAIT);
+        for (size_t i = 0; i < nfds; i++) {
+            if (*got < 0 && have == 0)
+                *got = fds[i];
+            else
+                close(fds[i]); /* only one comes, with the first byte */
+        }
+        if (r == 0) {
+            errno = ECONNRESET;
+            goto fail;
+        }
+        if (r < 0) {
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            goto fail;
+        }
+        have += (size_t)r;
+    }
+    return 0;
+fail:
+    if (*got >= 0) {
+        int e = errno;
+        close(*got);
+        errno = e;
+    }
+    *got = -1;
+    return -1;
+}
+
+/* One exchange on the channel: msg (with pass as SCM_RIGHTS when >= 0),
+ * then the answer: its status (a gemm_error, with a message set when
+ * not GEMM_OK), *ticket and *got (the descriptor that came with it, or
+ * -1). `what` names the call in messages. */
+static int exchange(gemm_client *c, const uint8_t msg[WIRE_FD_MSG_LEN],
+                    int pass, const char *what, uint64_t *ticket, int *got)
 {
     int ms = atomic_load(&c->timeout_ms);
-    uint8_t msg[WIRE_FD_MSG_LEN], ans[WIRE_FD_ANSWER_LEN];
+    uint8_t ans[WIRE_FD_ANSWER_LEN];
     int rv = GEMM_OK;
     bool lost;
 
+    *got = -1;
     pthread_mutex_lock(&c->mtx);
     lost = c->lost;
     pthread_mutex_unlock(&c->mtx);
     if (lost)
         return cli_error(GEMM_ERR_CLOSED,
-                         "register buffer: connection to gemmd at %s lost "
-                         "(gemmd exited or restarted?); reopen the client",
-                         c->url);
-    wire_fd_msg_put(msg, WIRE_FD_OP_PASS);
+                         "%s: connection to gemmd at %s lost (gemmd exited "
+                         "or restarted?); reopen the client",
+                         what, c->url);
     pthread_mutex_lock(&c->fd_mtx);
     if (c->fdchan < 0 && chan_open(c, ms) != 0) {
         int e = errno;
         rv = cli_error(e == EINVAL      ? GEMM_ERR_INVALID
                        : e == ETIMEDOUT ? GEMM_ERR_TIMEOUT
                                         : GEMM_ERR_CONNECT,
-                       "register buffer: cannot open the descriptor channel "
-                       "to gemmd at %s: %s%s",
-                       c->url, strerror(e),
+                       "%s: cannot open the descriptor channel to gemmd at "
+                       "%s: %s%s",
+                       what, c->url, strerror(e),
                        e == ETIMEDOUT ? " (gemmd is not answering)" : "");
         goto done;
     }
-    if (send_all(c->fdchan, msg, sizeof(msg), fd, ms) != 0 ||
-        read_all(c->fdchan, ans, sizeof(ans), ms) != 0) {
+    if (send_all(c->fdchan, msg, WIRE_FD_MSG_LEN, pass, ms) != 0 ||
+        read_answer(c->fdchan, ans, got, ms) != 0) {
         int e = errno;
         pthread_mutex_lock(&c->mtx);
         lost = c->lost;
@@ -142,8 +191,7 @@ int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket)
         rv = cli_error(lost || e == EPIPE || e == ECONNRESET ? GEMM_ERR_CLOSED
                        : e == ETIMEDOUT                      ? GEMM_ERR_TIMEOUT
                                                              : GEMM_ERR_IO,
-                       "register buffer: passing the memfd to gemmd at %s: "
-                       "%s%s",
+                       "%s: the descriptor channel to gemmd at %s: %s%s", what,
                        c->url, strerror(e),
                        lost ? " (gemmd exited or restarted?); reopen the "
                               "client"
@@ -152,20 +200,45 @@ int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket)
         c->fdchan = -1;
         goto done;
     }
-    uint64_t got;
-    int32_t status = wire_fd_answer_get(ans, &got);
+    int32_t status = wire_fd_answer_get(ans, ticket);
     if (status != GEMM_OK) {
-        rv = cli_error(status,
-                       "register buffer: gemmd refused the descriptor: %s%s",
+        if (*got >= 0)
+            close(*got);
+        *got = -1;
+        rv = cli_error(status, "%s: gemmd answered: %s%s", what,
                        gemm_strerror(status),
                        status == GEMM_ERR_LIMIT
                            ? " (too many descriptors not yet registered)"
                            : "");
-        goto done;
     }
-    *ticket = got;
 done:
     pthread_mutex_unlock(&c->fd_mtx);
+    return rv;
+}
+
+int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket)
+{
+    uint8_t msg[WIRE_FD_MSG_LEN];
+    int got;
+    wire_fd_msg_put(msg, WIRE_FD_OP_PASS, 0);
+    int rv = exchange(c, msg, fd, "register buffer", ticket, &got);
+    if (got >= 0)
+        close(got); /* none comes with a PASS answer */
+    return rv;
+}
+
+int cli_lend_fd(gemm_client *c, size_t size, int *fd, uint64_t *ticket)
+{
+    uint8_t msg[WIRE_FD_MSG_LEN];
+    size_t mib = (size + ((size_t)1 << 20) - 1) >> 20;
+    *fd = -1;
+    if (mib > UINT32_MAX)
+        return cli_error(GEMM_ERR_INVALID, "spare: size %zu too large", size);
+    wire_fd_msg_put(msg, WIRE_FD_OP_LEND, (uint32_t)mib);
+    int rv = exchange(c, msg, -1, "spare", ticket, fd);
+    if (rv == GEMM_OK && *fd < 0)
+        rv = cli_error(GEMM_ERR_PROTOCOL,
+                       "spare: gemmd's answer came without its memfd");
     return rv;
 }
 

@@ -45,6 +45,7 @@ struct gemm_client {
     uint32_t rtt_clock;                /* under mtx */
     atomic_int spin_us;                /* waitspin.c's limit; 0: off */
     atomic_uint features;              /* GEMM_FEATURE_*, the last ping's */
+    atomic_bool pinged;                /* features holds a ping's answer */
 };
 
 struct gemm_buffer {
@@ -144,6 +145,12 @@ bool cli_close_socket(gemm_client *c);
  * on success *ticket names it in a RegisterBuffer. fd stays the caller's.
  * Thread-safe. */
 int cli_pass_fd(gemm_client *c, int fd, uint64_t *ticket);
+
+/* Asks gemmd for a spare of at least size bytes (GEMM_FEATURE_LEND): on
+ * GEMM_OK *fd is its memfd (the caller's; its size is the file's) and
+ * *ticket the ticket to register it under; else a gemm_error with a
+ * message (GEMM_ERR_NO_BUFFER: none fits). */
+int cli_lend_fd(gemm_client *c, size_t size, int *fd, uint64_t *ticket);
 
 /* Closes the descriptor channel, if open. */
 void cli_fdchan_close(gemm_client *c);

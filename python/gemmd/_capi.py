@@ -190,6 +190,12 @@ class GemmStatus(ctypes.Structure):
         ("pins_failed", ctypes.c_uint64),
         ("pin_seconds", ctypes.c_double),
         ("pin_bytes", ctypes.c_uint64),
+        ("spares_ready", ctypes.c_uint32),
+        ("spare_bytes", ctypes.c_uint64),
+        ("spares_lent", ctypes.c_uint64),
+        ("spares_none", ctypes.c_uint64),
+        ("spares_made", ctypes.c_uint64),
+        ("spares_failed", ctypes.c_uint64),
     ]
 
 

@@ -246,7 +246,10 @@ class Client:
         .. trsm), batches_served and batch_problems (batch requests
         answered OK and the problems they held), pins_pending,
         pins_done, pins_failed, pin_seconds and pin_bytes (large buffers
-        pinned in the background), and "devices": one
+        pinned in the background), spares_ready, spare_bytes,
+        spares_lent, spares_none, spares_made and spares_failed (memfds
+        gemmd made and pinned ahead, lent to new buffers), and
+        "devices": one
         dict per device object (gemm_device_status: index, name, placed,
         running, queued, jobs, failed, panels, busy_s, memory_bytes,
         pinned_bytes, tensors, migrations, tmap_hits, tmap_misses)."""

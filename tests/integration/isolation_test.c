@@ -103,7 +103,7 @@ static int chan_send(int s, const void *buf, size_t len, const int *fds, int n)
 static int chan_pass(int s, int fd, uint64_t *ticket)
 {
     uint8_t msg[WIRE_FD_MSG_LEN], ans[WIRE_FD_ANSWER_LEN];
-    wire_fd_msg_put(msg, WIRE_FD_OP_PASS);
+    wire_fd_msg_put(msg, WIRE_FD_OP_PASS, 0);
     if (chan_send(s, msg, sizeof(msg), &fd, 1) != 0 ||
         recv(s, ans, sizeof(ans), MSG_WAITALL) != sizeof(ans))
         return -1;
@@ -197,7 +197,7 @@ Test(isolation, unused_tickets_are_capped_per_uid)
         /* 8 more with the first byte of a message: closed at once */
         int more[8];
         uint8_t msg[WIRE_FD_MSG_LEN];
-        wire_fd_msg_put(msg, WIRE_FD_OP_PASS);
+        wire_fd_msg_put(msg, WIRE_FD_OP_PASS, 0);
         for (int i = 0; i < 8; i++)
             more[i] = null;
         if ((chans[9] = chan_open()) < 0 ||
@@ -263,7 +263,7 @@ Test(isolation, partial_descriptor_message_has_a_deadline)
     for (int i = 0; i < 8; i++)
         cr_assert_geq(fds[i] = open("/dev/null", O_RDONLY), 0);
     uint8_t msg[WIRE_FD_MSG_LEN];
-    wire_fd_msg_put(msg, WIRE_FD_OP_PASS);
+    wire_fd_msg_put(msg, WIRE_FD_OP_PASS, 0);
     double t0 = tu_now();
     cr_assert_eq(chan_send(s, msg, 1, fds, 8), 0);
     for (int i = 0; i < 8; i++)

@@ -57,7 +57,7 @@ Test(wire, fd_messages)
                                     8, 7, 6, 5, 4, 3, 2, 1};
     uint8_t m[WIRE_FD_MSG_LEN], a[WIRE_FD_ANSWER_LEN];
     uint64_t ticket = 0;
-    wire_fd_msg_put(m, WIRE_FD_OP_PASS);
+    wire_fd_msg_put(m, WIRE_FD_OP_PASS, 0);
     cr_assert_arr_eq(m, pass, sizeof(pass));
     cr_assert_eq(wire_fd_msg_op(m), WIRE_FD_OP_PASS);
     wire_fd_answer_put(a, 5, 0x0102030405060708ull);
@@ -66,6 +66,11 @@ Test(wire, fd_messages)
     cr_assert_eq(ticket, 0x0102030405060708ull);
     wire_fd_answer_put(a, -1, 0);
     cr_assert_eq(wire_fd_answer_get(a, &ticket), -1);
+    static const uint8_t lend[8] = {2, 0, 0, 0, 0x80, 0x01, 0, 0};
+    wire_fd_msg_put(m, WIRE_FD_OP_LEND, 384);
+    cr_assert_arr_eq(m, lend, sizeof(lend));
+    cr_assert_eq(wire_fd_msg_op(m), WIRE_FD_OP_LEND);
+    cr_assert_eq(wire_fd_msg_arg(m), 384);
 }
 
 /* Whether a and b name the same open file. */

@@ -75,7 +75,7 @@ int tu_fd_ticket_keep(const char *url, int fd, uint64_t *ticket, int *chan)
     int rv = -1;
     if (s < 0)
         return -1;
-    wire_fd_msg_put(msg, WIRE_FD_OP_PASS);
+    wire_fd_msg_put(msg, WIRE_FD_OP_PASS, 0);
     if (read_all(s, greet, sizeof(greet)) != 0 ||
         memcmp(greet, wire_sp_rep_hdr, sizeof(greet)) != 0 ||
         send_all(s, wire_fd_hdr, sizeof(wire_fd_hdr), -1) != 0 ||
@@ -84,6 +84,49 @@ int tu_fd_ticket_keep(const char *url, int fd, uint64_t *ticket, int *chan)
         goto done;
     rv = wire_fd_answer_get(ans, ticket);
     if (rv == 0 && chan != NULL) {
+        *chan = s;
+        return rv;
+    }
+done:
+    close(s);
+    return rv;
+}
+
+int tu_fd_lend(const char *url, uint32_t mib, int *fd, uint64_t *ticket,
+               int *chan)
+{
+    int s = tu_sock_connect(url, 10000);
+    uint8_t greet[WIRE_HDR_LEN], msg[WIRE_FD_MSG_LEN], ans[WIRE_FD_ANSWER_LEN];
+    int rv = -1;
+    *fd = -1;
+    if (s < 0)
+        return -1;
+    wire_fd_msg_put(msg, WIRE_FD_OP_LEND, mib);
+    if (read_all(s, greet, sizeof(greet)) != 0 ||
+        memcmp(greet, wire_sp_rep_hdr, sizeof(greet)) != 0 ||
+        send_all(s, wire_fd_hdr, sizeof(wire_fd_hdr), -1) != 0 ||
+        send_all(s, msg, sizeof(msg), -1) != 0)
+        goto done;
+    int fds[SCM_FDS_MAX];
+    size_t nfds = 0, got = 0;
+    bool trunc;
+    while (got < sizeof(ans)) {
+        ssize_t r = scm_recv(s, ans + got, sizeof(ans) - got, fds, SCM_FDS_MAX,
+                             &nfds, &trunc, 0);
+        for (size_t i = 0; i < nfds; i++) {
+            if (*fd < 0)
+                *fd = fds[i];
+            else
+                close(fds[i]);
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            goto done;
+        got += (size_t)r;
+    }
+    rv = wire_fd_answer_get(ans, ticket);
+    if (chan != NULL) {
         *chan = s;
         return rv;
     }

@@ -24,6 +24,13 @@ int tu_fd_ticket(const char *url, int fd, uint64_t *ticket);
  * (chan may be NULL: closed). */
 int tu_fd_ticket_keep(const char *url, int fd, uint64_t *ticket, int *chan);
 
+/* Asks a new descriptor channel to url for a spare of mib MiB (LEND).
+ * Returns the daemon's status (0: *fd is the spare's memfd, the caller's,
+ * and *ticket its ticket; else *fd is -1) or -1 on a transport failure.
+ * With chan, the channel stays open (*chan, the caller closes it). */
+int tu_fd_lend(const char *url, uint32_t mib, int *fd, uint64_t *ticket,
+               int *chan);
+
 /* Reads the daemon's greeting and sends an SP REQ header on sock. 0 or
  * -1. */
 int tu_sp_handshake(int sock);

@@ -171,6 +171,15 @@ typedef struct gemm_status {
     uint64_t pins_failed;
     double pin_seconds;
     uint64_t pin_bytes;
+    /* spares (--spare-bytes): memfds the daemon made and pinned ahead,
+     * lent whole to new buffers: ready now and their bytes, lent, asked
+     * for with none fitting, made, failed (since start) */
+    uint32_t spares_ready;
+    uint64_t spare_bytes;
+    uint64_t spares_lent;
+    uint64_t spares_none;
+    uint64_t spares_made;
+    uint64_t spares_failed;
 } gemm_status;
 
 /*
@@ -230,9 +239,12 @@ typedef struct gemm_buffer gemm_buffer;
  * memory is short); its descriptor goes to the daemon over a second
  * connection to the same socket (SCM_RIGHTS), so a daemon running as
  * another user maps it too. The daemon seals it: from then on it cannot be
- * resized or have pages removed, by anyone. On success *out is a new
- * buffer the caller must gemm_buffer_free(); its memory is zero-filled.
- * Thread-safe.
+ * resized or have pages removed, by anyone. A buffer of 32 MiB or more
+ * may instead be a spare the daemon made and pinned ahead
+ * (GEMM_FEATURE_LEND; never lent before, so zero-filled too): its first
+ * GEMM then waits for no pinning, and it may be up to twice size
+ * (gemm_buffer_size() says). On success *out is a new buffer the caller
+ * must gemm_buffer_free(); its memory is zero-filled. Thread-safe.
  */
 GEMM_API int gemm_buffer_alloc(gemm_client *c, size_t size, gemm_buffer **out);
 

@@ -39,6 +39,8 @@ extern "C" {
 /* GemmRequest.fill and GemmRequest.drain (gemm_submit_overlapped) */
 #define GEMM_FEATURE_FILL_GEMM 2u
 #define GEMM_FEATURE_DRAIN     4u
+/* spares: gemm_buffer_alloc gets a memfd gemmd made and pinned ahead */
+#define GEMM_FEATURE_LEND 8u
 
 /*
  * Error codes: one table, stable numbers, shared with the wire protocol
