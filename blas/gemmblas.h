@@ -165,8 +165,8 @@ typedef struct gb_call {
     void (*restore)(struct gemm_buffer *buf, const void *arg);
     void *arg;
     bool partial; /* set by run: it wrote part of the output, then failed */
-    bool fresh;   /* set before run: the buffer was made for this call (gemmd
-                     is still pinning it) */
+    bool fresh;   /* set before run: the buffer was made for this call and
+                     gemmd is still pinning it (not a spare it lent) */
 } gb_call;
 
 /* Runs call through gemmd with the thread's buffer, the connection, its

@@ -340,7 +340,7 @@ static enum outcome attempt(gemm_client *c, uint64_t gen, gb_thread *t,
             return rv == GEMM_ERR_CLOSED ? RETRY_CONNECTION : CPU;
         }
         t->gen = gen;
-        call->fresh = true;
+        call->fresh = !gemm_buffer_lent(t->buf); /* a spare is pinned */
     }
     int rv = call->run(c, need > 0 ? t->buf : NULL, call->arg);
     if (rv == GEMM_OK)

@@ -222,10 +222,11 @@ static int gemm_staged(gemm_client *c, gemm_buffer *buf, const void *arg)
     bool beta0 = gb_is_zero(g->t, g->beta);
     double t0 = gb_ms_now();
     if (gc->call->fresh) {
-        /* gemmd pins a new buffer in the background, and until it is
-         * pinned a request waits for its whole fill anyway: copied first,
-         * the pin runs beside the copies (the first dgemm 4096 of a fresh
-         * process 138-149 ms against 160-184 filled, H200) */
+        /* gemmd pins a new buffer in the background (unless it lent a
+         * spare, pinned ahead), and until it is pinned a request waits for
+         * its whole fill anyway: copied first, the pin runs beside the
+         * copies (the first dgemm 4096 of a fresh process 138-149 ms
+         * against 160-184 filled, H200) */
         gc->fill_parts = 0;
         gc->drain = false;
     }

@@ -86,8 +86,8 @@ static spare *make(size_t size)
             sp_hooks.reserve(sp_hooks.arg, size, msg, sizeof(msg)) != GEMM_OK)
             goto fail;
         reserved = true;
-        if (sp_hooks.pin(sp_hooks.arg, base, size, &s->pin, msg,
-                         sizeof(msg)) != GEMM_OK ||
+        if (sp_hooks.pin(sp_hooks.arg, base, size, &s->pin, msg, sizeof(msg)) !=
+                GEMM_OK ||
             s->pin == NULL)
             goto fail;
     }
@@ -103,8 +103,9 @@ fail:
     if (fd >= 0)
         close(fd);
     free(s);
-    gemmd_log(LOG_WARNING, "cannot make a spare of %zu MiB (%s): sizes "
-                           "that fail are no longer kept",
+    gemmd_log(LOG_WARNING,
+              "cannot make a spare of %zu MiB (%s): sizes "
+              "that fail are no longer kept",
               size / MIB, msg);
     return NULL;
 }
@@ -222,7 +223,7 @@ void spares_start(uint64_t bytes, const reg_hooks *hooks)
     size_t s = (size_t)512 << 20;
     while (s > bytes / 2 && s > SPARE_MIN)
         s /= 2;
-    for (int i = 0; i < 3 && s >= SPARE_MIN; i++, s /= 2)
+    for (; s >= SPARE_MIN; s /= 2)
         if (total_wanted() + s <= bytes)
             want(s);
     sp_running = pthread_create(&sp_thread, NULL, maker_main, NULL) == 0;

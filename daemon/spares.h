@@ -16,8 +16,9 @@
  * unmapped like any buffer. So no page one client wrote reaches another.
  *
  * Which sizes are kept (--spare-bytes B in all): at start a ladder of
- * powers of two from the largest at most B / 2 (512 MiB at most) down,
- * three sizes of at least 32 MiB; a lent spare is made again at its size;
+ * powers of two from the largest at most B / 2 (512 MiB at most) down to
+ * 32 MiB (1 GiB: 512, 256, 128, 64 and 32 MiB); a lent spare is made
+ * again at its size;
  * a request nothing fits (a spare fits when it holds the size and at
  * most twice it) is answered "none" (the client makes its own memfd)
  * and its size is wanted from then on, the oldest sizes giving way while
@@ -33,8 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SPARE_MIN  ((size_t)32 << 20) /* smaller requests are not lent */
-#define SPARE_SLOTS 8                 /* sizes wanted at once */
+#define SPARE_MIN   ((size_t)32 << 20) /* smaller requests are not lent */
+#define SPARE_SLOTS 8                  /* sizes wanted at once */
 
 typedef struct spare {
     int fd;     /* the memfd (sealed SHRINK | GROW) */

@@ -140,6 +140,7 @@ static bool buffer_borrow(gemm_client *c, size_t len, gemm_buffer *b)
     close(fd);
     b->data = data;
     b->size = (size_t)st.st_size;
+    b->lent = true;
     return true;
 none:
     if (data != MAP_FAILED)
@@ -361,4 +362,9 @@ GEMM_API size_t gemm_buffer_size(const gemm_buffer *b)
 GEMM_API uint64_t gemm_buffer_id(const gemm_buffer *b)
 {
     return b != NULL ? b->id : 0;
+}
+
+GEMM_API bool gemm_buffer_lent(const gemm_buffer *b)
+{
+    return b != NULL && b->lent;
 }

@@ -54,6 +54,7 @@ struct gemm_buffer {
     size_t size;                     /* mapped size (page multiple) */
     uint64_t id;                     /* the daemon's buffer id */
     bool imported;                   /* the caller's mapping: not unmapped */
+    bool lent;                       /* a spare gemmd made and pinned */
     struct gemm_buffer *prev, *next; /* on client->buffers */
 };
 

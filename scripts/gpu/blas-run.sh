@@ -22,7 +22,8 @@
 # Logs and CSVs go to $OUT (default /tmp/out); a summary is printed last.
 # BACKEND=cpu (default cuda) and BENCH_ARGS (extra bench_blas options,
 # e.g. "--sizes 256,512") make a dry run possible on a host without a GPU;
-# GEMMD_LOG_LEVEL (default info) is gemmd's --log-level.
+# GEMMD_LOG_LEVEL (default info) is gemmd's --log-level; GEMMD_ARGS are
+# more options for it (e.g. "--spare-bytes none").
 set -uo pipefail
 src=${1:-.gpu-blas}
 shift || true
@@ -59,7 +60,7 @@ start() { # a private gemmd on the GPU for the smoke and the bench
     sock=$(mktemp -d /tmp/gemmd-blas.XXXXXX)/gemmd.sock
     export GEMM_URL=ipc://$sock
     "$GEMMD" --backend "$BACKEND" --listen "$GEMM_URL" \
-        --log-level "${GEMMD_LOG_LEVEL:-info}" \
+        --log-level "${GEMMD_LOG_LEVEL:-info}" ${GEMMD_ARGS:-} \
         </dev/null 2>"$OUT/gemmd-$1.log" &
     gpid=$!
     for i in $(seq 200); do

@@ -208,8 +208,7 @@ Test(spares, loans_not_registered_give_their_pins_back)
     cr_assert_eq(tu_raw_register(&r, NULL, 1, ticket, 1, 64 * MIB, &rep), 0);
     cr_assert_eq(tu_reply_status(rep), GEMM_ERR_SHM, "%s",
                  rep->message != NULL ? rep->message : "");
-    cr_assert(strstr(rep->message, "sparse") != NULL, "%s",
-              rep->message);
+    cr_assert(strstr(rep->message, "sparse") != NULL, "%s", rep->message);
     gemm__reply__free_unpacked(rep, NULL);
     close(fd);
     close(chan);
@@ -218,8 +217,7 @@ Test(spares, loans_not_registered_give_their_pins_back)
     cr_assert_eq(tu_fd_lend(url, 32, &fd, &ticket, &chan), 0);
     cr_assert_eq(tu_raw_register(&r, NULL, 1, ticket, 1, 16 * MIB, &rep), 0);
     cr_assert_eq(tu_reply_status(rep), GEMM_ERR_INVALID);
-    cr_assert(strstr(rep->message, "whole") != NULL, "%s",
-              rep->message);
+    cr_assert(strstr(rep->message, "whole") != NULL, "%s", rep->message);
     gemm__reply__free_unpacked(rep, NULL);
     close(fd);
     close(chan);
@@ -278,8 +276,7 @@ Test(spares, stopping_with_spares_ready_and_lent)
     gemm_buffer_free(b);
 }
 
-Test(spares, off_lend_is_unsupported_and_the_channel_stays,
-     .init = setup_none)
+Test(spares, off_lend_is_unsupported_and_the_channel_stays, .init = setup_none)
 {
     cr_assert_eq(gemm_ping(g_client, NULL), GEMM_OK);
     cr_assert_eq(gemm_server_features(g_client) & GEMM_FEATURE_LEND, 0,

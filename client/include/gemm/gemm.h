@@ -262,6 +262,9 @@ GEMM_API void *gemm_buffer_data(const gemm_buffer *b);
 GEMM_API size_t gemm_buffer_size(const gemm_buffer *b);
 /* The daemon's id for the buffer (opaque; for diagnostics). */
 GEMM_API uint64_t gemm_buffer_id(const gemm_buffer *b);
+/* Whether the buffer is a spare gemmd lent (made and pinned ahead, see
+ * gemm_buffer_alloc): its first GEMM waits for no pin. */
+GEMM_API bool gemm_buffer_lent(const gemm_buffer *b);
 
 /*
  * Registers memory the caller already has: fd is a memfd made with
