@@ -50,6 +50,14 @@ static void teardown(void)
         fixture_stop();
 }
 
+static void setup_spares(void)
+{
+    if (on_cuda())
+        fixture_start((const char *const[]){"--max-device-bytes", "4294967296",
+                                            "--spare-bytes", "268435456",
+                                            NULL});
+}
+
 TestSuite(cuda, .init = setup, .fini = teardown, .timeout = 240);
 
 /* Polls the daemon until no pin is pending (within 60 s). */
@@ -504,6 +512,30 @@ Test(cuda, every_catalog_kernel_by_name)
     }
     cr_log_info("%d runs over %zu kernels", runs, nk);
     gemm_kernel_info_free(ks);
+}
+
+/* A 4096^3 bf16 GEMM's buffer (128 MiB) borrowed from the spares (made
+ * and pinned ahead: 128, 64 and 32 MiB of --spare-bytes 256 MiB) runs
+ * correct on its first GEMM with no pin of its own. */
+Test(cuda, first_gemm_on_a_lent_spare, .init = setup_spares)
+{
+    NEED_CUDA();
+    gemm_status st;
+    double until = tu_now() + 30.0;
+    do {
+        cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
+    } while (st.spares_ready < 3 && tu_now() < until && (tu_sleep_ms(5), 1));
+    cr_assert_geq(st.spares_ready, 3,
+                  "%u spares ready after 30 s (failed %llu)", st.spares_ready,
+                  (unsigned long long)st.spares_failed);
+    uint64_t pins = st.pins_done;
+    gemm_op op;
+    gemm_op_init(&op, 4096, 4096, 4096, GEMM_BF16, GEMM_FP32);
+    run_checked_c(&op, 77, false);
+    cr_assert_eq(gemm_get_status(g_client, &st), GEMM_OK);
+    cr_assert_eq(st.spares_lent, 1, "the buffer was not lent (none %llu)",
+                 (unsigned long long)st.spares_none);
+    cr_assert_eq(st.pins_done, pins, "the lent buffer was pinned again");
 }
 
 /* A kernel asked for a type, precision or transpose it does not claim is
