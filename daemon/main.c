@@ -196,6 +196,12 @@ static void resolve_limits(gemmd *d)
               (double)c->max_pinned_bytes / (1 << 30));
 }
 
+/* spares_idle_fn: no GEMM queued or running. */
+static bool spares_idle(void *arg)
+{
+    return sched_idle(&((gemmd *)arg)->sched);
+}
+
 /* Keeps --spare-bytes of spares (auto: 1 GiB, at most RAM / 16, on the
  * cuda backend, whose pins cost 0.2 s a GB) and answers LEND from now on.
  * Main thread, last before the loop runs. */
@@ -210,7 +216,7 @@ static void start_spares(gemmd *d, const reg_hooks *hooks)
     } else if (b == UINT64_MAX) {
         b = 0;
     }
-    spares_start(b, hooks->pin != NULL ? hooks : NULL);
+    spares_start(b, hooks->pin != NULL ? hooks : NULL, spares_idle, d);
     d->fdc.lend = spares_on();
 }
 

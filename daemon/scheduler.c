@@ -576,6 +576,16 @@ gemmd_job *sched_cancel_owner(sched *s, uint32_t owner)
     return jobs;
 }
 
+bool sched_idle(sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool idle = s->queued == 0;
+    for (unsigned i = 0; idle && i < s->ndevs; i++)
+        idle = s->devs[i].queued == 0 && s->devs[i].running == 0;
+    pthread_mutex_unlock(&s->mu);
+    return idle;
+}
+
 void sched_device(sched *s, unsigned i, sched_dev_stats *out)
 {
     memset(out, 0, sizeof(*out));

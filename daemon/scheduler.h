@@ -116,6 +116,9 @@ gemmd_job *sched_cancel_owner(sched *s, uint32_t owner);
 /* Device i's queue and counters. Any thread. */
 void sched_device(sched *s, unsigned i, sched_dev_stats *out);
 
+/* Whether no job is queued or running on any device. Any thread. */
+bool sched_idle(sched *s);
+
 /* Lets queued jobs finish, then joins the workers. Main thread. */
 void sched_stop(sched *s);
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MIB ((size_t)1 << 20)
@@ -38,6 +39,8 @@ static reg_hooks sp_hooks;
 static pthread_t sp_thread;
 static bool sp_running, sp_stop;
 static spare_stats sp_st;
+static spares_idle_fn sp_idle;
+static void *sp_idle_arg;
 
 void spares_free(spare *s)
 {
@@ -110,6 +113,25 @@ fail:
     return NULL;
 }
 
+/* Waits (sp_mu held, released meanwhile) until the daemon has been idle
+ * for SPARE_QUIET_MS, at most SPARE_WAIT_MS, or stop. */
+static void wait_quiet(void)
+{
+    if (sp_idle == NULL)
+        return;
+    unsigned quiet = 0;
+    for (unsigned waited = 0; waited < SPARE_WAIT_MS && !sp_stop; waited += 5) {
+        pthread_mutex_unlock(&sp_mu);
+        bool idle = sp_idle(sp_idle_arg);
+        struct timespec ts = {0, 5 * 1000000};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&sp_mu);
+        quiet = idle ? quiet + 5 : 0;
+        if (quiet >= SPARE_QUIET_MS)
+            return;
+    }
+}
+
 /* The first slot to make, or NULL. Under sp_mu. */
 static slot *next_to_make(void)
 {
@@ -140,6 +162,7 @@ static void *maker_main(void *arg)
         }
         size_t size = k->size;
         k->making = true;
+        wait_quiet();
         pthread_mutex_unlock(&sp_mu);
         spare *s = make(size);
         pthread_mutex_lock(&sp_mu);
@@ -212,12 +235,15 @@ static void want(size_t size)
     pthread_cond_broadcast(&sp_cv);
 }
 
-void spares_start(uint64_t bytes, const reg_hooks *hooks)
+void spares_start(uint64_t bytes, const reg_hooks *hooks, spares_idle_fn idle,
+                  void *arg)
 {
     if (bytes < SPARE_MIN)
         return;
     pthread_mutex_lock(&sp_mu);
     sp_bytes = bytes;
+    sp_idle = idle;
+    sp_idle_arg = arg;
     if (hooks != NULL)
         sp_hooks = *hooks;
     size_t s = (size_t)512 << 20;

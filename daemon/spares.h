@@ -34,8 +34,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SPARE_MIN   ((size_t)32 << 20) /* smaller requests are not lent */
-#define SPARE_SLOTS 8                  /* sizes wanted at once */
+#define SPARE_MIN      ((size_t)32 << 20) /* smaller requests are not lent */
+#define SPARE_SLOTS    8                  /* sizes wanted at once */
+#define SPARE_QUIET_MS 30                 /* idle this long before making one */
+#define SPARE_WAIT_MS  2000               /* made anyway after this long */
 
 typedef struct spare {
     int fd;     /* the memfd (sealed SHRINK | GROW) */
@@ -53,9 +55,16 @@ typedef struct spare_stats {
     uint64_t failed;      /* spares that could not be made */
 } spare_stats;
 
+/* Whether the daemon runs no GEMM now (spares_start's idle). Any thread. */
+typedef bool (*spares_idle_fn)(void *arg);
+
 /* Starts keeping `bytes` of spares, pinned with hooks (copied; may be
- * NULL: mapped and populated only). 0: off. Main thread, once. */
-void spares_start(uint64_t bytes, const reg_hooks *hooks);
+ * NULL: mapped only). 0: off. Each spare is made once idle(arg) has held
+ * for SPARE_QUIET_MS (a pin's registration stops every GPU copy of the
+ * daemon while it runs: 10-20 ms for 256-512 MiB), or after SPARE_WAIT_MS
+ * of waiting for that. idle may be NULL (no wait). Main thread, once. */
+void spares_start(uint64_t bytes, const reg_hooks *hooks, spares_idle_fn idle,
+                  void *arg);
 
 /* Whether spares are kept (spares_start had bytes > 0). */
 bool spares_on(void);
