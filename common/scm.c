@@ -7,14 +7,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-ssize_t scm_send(int sock, const void *buf, size_t len, int fd, int flags)
+ssize_t scm_sendv(int sock, const struct iovec *iov, int n, int fd, int flags)
 {
     union {
         struct cmsghdr h;
         char buf[CMSG_SPACE(sizeof(int))];
     } cm;
-    struct iovec iov = {(void *)buf, len};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    struct msghdr mh = {.msg_iov = (struct iovec *)iov,
+                        .msg_iovlen = (size_t)n};
     if (fd >= 0) {
         memset(&cm, 0, sizeof(cm));
         mh.msg_control = cm.buf;
@@ -26,6 +26,12 @@ ssize_t scm_send(int sock, const void *buf, size_t len, int fd, int flags)
         memcpy(CMSG_DATA(h), &fd, sizeof(int));
     }
     return sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
+}
+
+ssize_t scm_send(int sock, const void *buf, size_t len, int fd, int flags)
+{
+    struct iovec iov = {(void *)buf, len};
+    return scm_sendv(sock, &iov, 1, fd, flags);
 }
 
 ssize_t scm_recv(int sock, void *buf, size_t len, int *fds, size_t maxfds,

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #define SCM_FDS_MAX 16 /* descriptors one scm_recv takes at most */
 
@@ -20,6 +21,9 @@
  * copy; the caller keeps fd). Returns the bytes sent or -1 (errno).
  */
 ssize_t scm_send(int sock, const void *buf, size_t len, int fd, int flags);
+
+/* scm_send of n buffers (one sendmsg, writev's order). */
+ssize_t scm_sendv(int sock, const struct iovec *iov, int n, int fd, int flags);
 
 /*
  * Receives up to len bytes into buf with one recvmsg (MSG_CMSG_CLOEXEC |

@@ -10,6 +10,7 @@
 #include "conn.h"
 #include "job.h"
 #include "log.h"
+#include "scm.h"
 #include "trace.h"
 #include "wire.h"
 
@@ -223,22 +224,7 @@ static void conn_flush(conn *c)
             off = 0;
             n++;
         }
-        union {
-            struct cmsghdr h;
-            char b[CMSG_SPACE(sizeof(int))];
-        } ctl;
-        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-        if (pass >= 0) {
-            memset(&ctl, 0, sizeof(ctl));
-            mh.msg_control = ctl.b;
-            mh.msg_controllen = sizeof(ctl.b);
-            struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-            cm->cmsg_level = SOL_SOCKET;
-            cm->cmsg_type = SCM_RIGHTS;
-            cm->cmsg_len = CMSG_LEN(sizeof(int));
-            memcpy(CMSG_DATA(cm), &pass, sizeof(int));
-        }
-        ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t w = scm_sendv(c->fd, iov, n, pass, MSG_DONTWAIT);
         if (w > 0 && pass >= 0) { /* the peer has its copy now */
             close(pass);
             c->out_head->fd = -1;

@@ -299,6 +299,21 @@ static int seal_mapped(int fd, uint64_t size, struct stat *st, char *msg,
     return check_object(fd, size, st, msg, len);
 }
 
+/* A new entry with a fresh id in *out (free it on failure: *out is NULL
+ * or the caller's). A gemm_error with a message. */
+static int new_buffer(registry *r, reg_buffer **out, char *msg, size_t len)
+{
+    if ((*out = calloc(1, sizeof(**out))) == NULL) {
+        snprintf(msg, len, "out of memory");
+        return GEMM_ERR_NOMEM;
+    }
+    if (new_id(r, &(*out)->id) != GEMM_OK) {
+        snprintf(msg, len, "cannot draw a buffer id");
+        return GEMM_ERR_INTERNAL;
+    }
+    return GEMM_OK;
+}
+
 /* Enters buffer b (mapping base of size bytes of object st, pin state
  * set) into the table for owner; *id its id. */
 static void enter(registry *r, reg_buffer *b, uint32_t owner, void *base,
@@ -335,15 +350,8 @@ int reg_register_fd(registry *r, uint32_t owner, int fd, uint64_t size,
     }
     if ((rv = seal_mapped(fd, size, &st, msg, len)) != GEMM_OK)
         goto fail; /* changed under us: sealed now, but not usable */
-    if ((b = calloc(1, sizeof(*b))) == NULL) {
-        rv = GEMM_ERR_NOMEM;
-        snprintf(msg, len, "out of memory");
+    if ((rv = new_buffer(r, &b, msg, len)) != GEMM_OK)
         goto fail;
-    }
-    if ((rv = new_id(r, &b->id)) != GEMM_OK) {
-        snprintf(msg, len, "cannot draw a buffer id");
-        goto fail;
-    }
     if ((rv = pin_or_queue(r, b, base, (size_t)size, msg, len)) != GEMM_OK)
         goto fail;
     close(fd); /* the mapping keeps the object; seals keep it whole */
@@ -377,15 +385,8 @@ int reg_register_lent(registry *r, uint32_t owner, int fd, uint64_t size,
                           len)) != GEMM_OK ||
         (rv = seal_mapped(fd, size, &st, msg, len)) != GEMM_OK)
         goto fail; /* e.g. holes punched before registering */
-    if ((b = calloc(1, sizeof(*b))) == NULL) {
-        rv = GEMM_ERR_NOMEM;
-        snprintf(msg, len, "out of memory");
+    if ((rv = new_buffer(r, &b, msg, len)) != GEMM_OK)
         goto fail;
-    }
-    if ((rv = new_id(r, &b->id)) != GEMM_OK) {
-        snprintf(msg, len, "cannot draw a buffer id");
-        goto fail;
-    }
     close(fd);
     atomic_store(&b->pin, pin);
     atomic_store(&b->pin_state, pin != NULL ? PIN_DONE : PIN_NONE);

@@ -54,15 +54,6 @@ static void setup_capped(void)
 
 TestSuite(pinning, .init = setup, .fini = fixture_teardown, .timeout = 90);
 
-static gemm_status status_of(gemm_client *c)
-{
-    gemm_status st;
-    int rv = gemm_get_status(c, &st);
-    cr_assert_eq(rv, GEMM_OK, "gemm_get_status: %s (%s)", gemm_strerror(rv),
-                 gemm_last_error_message());
-    return st;
-}
-
 static gemm_buffer *alloc(gemm_client *c, size_t size)
 {
     gemm_buffer *b;
@@ -89,11 +80,11 @@ static void need_test_pin(const gemm_status *after_alloc, size_t bytes)
 static gemm_status wait_settled(gemm_client *c, uint64_t want, double timeout_s)
 {
     double until = tu_now() + timeout_s;
-    gemm_status st = status_of(c);
+    gemm_status st = tu_status(c);
     while ((st.pins_pending != 0 || st.pinned_bytes != want) &&
            tu_now() < until) {
         tu_sleep_ms(10);
-        st = status_of(c);
+        st = tu_status(c);
     }
     cr_assert_eq(st.pins_pending, 0, "%u pins still pending after %.0f s",
                  st.pins_pending, timeout_s);
@@ -117,10 +108,10 @@ static void gemm_ok(gemm_client *c, gemm_buffer *buf, uint64_t base,
 
 Test(pinning, register_returns_before_the_pin_and_the_loop_serves)
 {
-    gemm_status before = status_of(g_client);
+    gemm_status before = tu_status(g_client);
     cr_assert_eq(before.pins_pending, 0);
     gemm_buffer *big = alloc(g_client, BIG);
-    gemm_status st = status_of(g_client);
+    gemm_status st = tu_status(g_client);
     need_test_pin(&st, BIG);
     /* registered, its pin still running: registration did not wait */
     cr_assert_eq(st.pins_pending, 1,
@@ -134,7 +125,7 @@ Test(pinning, register_returns_before_the_pin_and_the_loop_serves)
     gemm_client *other = tu_client(&g_gemmd, 10000);
     gemm_buffer *small = alloc(other, MIB);
     gemm_ok(other, small, 0, 1);
-    st = status_of(other);
+    st = tu_status(other);
     cr_assert_eq(st.pins_pending, 1,
                  "the pin ended before the other client's GEMM was "
                  "served: the window proves nothing");
@@ -166,18 +157,18 @@ Test(pinning, release_while_queued_or_running_leaks_nothing)
 {
     gemm_client *c = tu_client(&g_gemmd, 10000);
     gemm_buffer *a = alloc(c, BIG);
-    gemm_status st = status_of(c);
+    gemm_status st = tu_status(c);
     need_test_pin(&st, BIG);
     gemm_buffer *b = alloc(c, BIG); /* queued behind a's pin */
-    st = status_of(c);
+    st = tu_status(c);
     cr_assert_eq(st.pins_pending, 2, "pins_pending %u", st.pins_pending);
     cr_assert_eq(st.pinned_bytes, 2 * BIG);
     gemm_buffer_free(b); /* cancelled in the queue */
-    st = status_of(c);
+    st = tu_status(c);
     cr_assert_eq(st.pins_pending, 1, "a queued pin was not cancelled");
     cr_assert_eq(st.pinned_bytes, BIG, "the cancelled pin kept its bytes");
     gemm_buffer_free(a); /* running: the pinner finishes and cleans up */
-    st = status_of(c);
+    st = tu_status(c);
     cr_assert_eq(st.buffers, 0);
 
     /* a client that goes away with a pin running */
@@ -197,10 +188,10 @@ Test(pinning, stop_while_pinning_exits_cleanly)
      * when gemmd stops, one pin running and one queued */
     gemm_client *c = tu_client(&g_gemmd, 10000);
     gemm_buffer *a = alloc(c, BIG);
-    gemm_status st = status_of(c);
+    gemm_status st = tu_status(c);
     need_test_pin(&st, BIG);
     gemm_buffer *b = alloc(c, BIG);
-    st = status_of(c);
+    st = tu_status(c);
     cr_assert_eq(st.pins_pending, 2, "pins_pending %u", st.pins_pending);
     int ws = gemmd_stop(&g_gemmd, 20.0);
     cr_assert_neq(ws, -1, "gemmd did not exit within 20 s of SIGTERM");
@@ -221,7 +212,7 @@ TestSuite(pinning_capped, .init = setup_capped, .fini = fixture_teardown,
 Test(pinning_capped, limit_answers_at_registration)
 {
     gemm_buffer *a = alloc(g_client, BIG);
-    gemm_status st = status_of(g_client);
+    gemm_status st = tu_status(g_client);
     need_test_pin(&st, BIG);
     cr_assert_eq(st.pins_pending, 1);
     gemm_buffer *b;
@@ -241,9 +232,9 @@ Test(pinning_capped, limit_answers_at_registration)
 
 Test(pinning, failed_pin_leaves_the_buffer_usable)
 {
-    gemm_status before = status_of(g_client);
+    gemm_status before = tu_status(g_client);
     gemm_buffer *a = alloc(g_client, FAIL_SIZE);
-    gemm_status st = status_of(g_client);
+    gemm_status st = tu_status(g_client);
     need_test_pin(&st, FAIL_SIZE);
     st = wait_settled(g_client, 0, 30.0); /* failed: reservation released */
     cr_assert_eq(st.pins_failed, before.pins_failed + 1, "pins_failed %llu",
@@ -251,7 +242,7 @@ Test(pinning, failed_pin_leaves_the_buffer_usable)
     cr_assert_eq(st.pins_done, before.pins_done);
     gemm_ok(g_client, a, 20 * MIB, 4);
     gemm_buffer_free(a);
-    st = status_of(g_client);
+    st = tu_status(g_client);
     cr_assert_eq(st.pinned_bytes, 0);
     cr_assert_eq(st.buffers, 0);
 }

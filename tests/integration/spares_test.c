@@ -61,25 +61,16 @@ static void setup_none(void)
 
 TestSuite(spares, .init = setup, .fini = fixture_teardown, .timeout = 90);
 
-static gemm_status status_of(gemm_client *c)
-{
-    gemm_status st;
-    int rv = gemm_get_status(c, &st);
-    cr_assert_eq(rv, GEMM_OK, "gemm_get_status: %s (%s)", gemm_strerror(rv),
-                 gemm_last_error_message());
-    return st;
-}
-
 /* Polls until `ready` spares are ready and nothing pins; asserts it
  * happens within 30 s; the last status. */
 static gemm_status wait_ready(gemm_client *c, uint32_t ready)
 {
     double until = tu_now() + 30;
-    gemm_status st = status_of(c);
+    gemm_status st = tu_status(c);
     while ((st.spares_ready != ready || st.pins_pending != 0) &&
            tu_now() < until) {
         tu_sleep_ms(10);
-        st = status_of(c);
+        st = tu_status(c);
     }
     cr_assert_eq(st.spares_ready, ready,
                  "%u spares ready after 30 s, want %u (made %llu, failed "
@@ -94,10 +85,10 @@ static gemm_status wait_ready(gemm_client *c, uint32_t ready)
 static void wait_pinned(gemm_client *c, uint64_t want)
 {
     double until = tu_now() + 30;
-    gemm_status st = status_of(c);
+    gemm_status st = tu_status(c);
     while (st.pinned_bytes != want && tu_now() < until) {
         tu_sleep_ms(10);
-        st = status_of(c);
+        st = tu_status(c);
     }
     cr_assert_eq(st.pinned_bytes, want,
                  "pinned_bytes %llu, want %llu (a leaked pin?)",
@@ -130,7 +121,7 @@ Test(spares, a_borrowed_buffer_is_pinned_zeroed_and_made_again)
     cr_assert_eq(gemm_buffer_size(b), 128 * MIB,
                  "100 MiB should borrow the 128 MiB spare, got %zu bytes",
                  gemm_buffer_size(b));
-    st = status_of(g_client);
+    st = tu_status(g_client);
     cr_assert_eq(st.spares_lent, 1);
     cr_assert_eq(st.pins_pending, 0,
                  "a borrowed buffer was queued to be pinned again");
@@ -152,7 +143,7 @@ Test(spares, a_borrowed_buffer_is_pinned_zeroed_and_made_again)
     rv = gemm_buffer_alloc(g_client, 8 * MIB, &b);
     cr_assert_eq(rv, GEMM_OK, "%s", gemm_last_error_message());
     cr_assert_eq(gemm_buffer_size(b), 8 * MIB);
-    cr_assert_eq(status_of(g_client).spares_lent, 1);
+    cr_assert_eq(tu_status(g_client).spares_lent, 1);
     gemm_buffer_free(b);
 }
 
@@ -163,7 +154,7 @@ Test(spares, a_size_none_fits_is_made_by_the_client_then_kept)
     int rv = gemm_buffer_alloc(g_client, 200 * MIB, &b);
     cr_assert_eq(rv, GEMM_OK, "%s", gemm_last_error_message());
     cr_assert_eq(gemm_buffer_size(b), 200 * MIB, "the client's own memfd");
-    gemm_status st = status_of(g_client);
+    gemm_status st = tu_status(g_client);
     cr_assert_eq(st.spares_none, 1);
     cr_assert_eq(st.spares_lent, 0);
     gemm_ok(g_client, b, 2);
@@ -175,7 +166,7 @@ Test(spares, a_size_none_fits_is_made_by_the_client_then_kept)
     rv = gemm_buffer_alloc(g_client, 200 * MIB, &b);
     cr_assert_eq(rv, GEMM_OK, "%s", gemm_last_error_message());
     cr_assert_eq(gemm_buffer_size(b), 200 * MIB);
-    cr_assert_eq(status_of(g_client).spares_lent, 1);
+    cr_assert_eq(tu_status(g_client).spares_lent, 1);
     gemm_ok(g_client, b, 3);
     gemm_buffer_free(b);
 }
@@ -225,7 +216,7 @@ Test(spares, loans_not_registered_give_their_pins_back)
 
     wait_ready(g_client, 3);
     wait_pinned(g_client, 224 * MIB);
-    cr_assert_eq(status_of(g_client).buffers, 0);
+    cr_assert_eq(tu_status(g_client).buffers, 0);
 }
 
 Test(spares, a_registered_loan_is_sealed)
@@ -256,7 +247,7 @@ Test(spares, a_registered_loan_is_sealed)
     close(chan);
     tu_raw_close(&r); /* its connection's buffer goes with it */
     double until = tu_now() + 30;
-    while (status_of(g_client).buffers != 0 && tu_now() < until)
+    while (tu_status(g_client).buffers != 0 && tu_now() < until)
         tu_sleep_ms(10);
     wait_ready(g_client, 3);
     wait_pinned(g_client, 224 * MIB);
@@ -267,7 +258,7 @@ Test(spares, stopping_with_spares_ready_and_lent)
     wait_ready(g_client, 3);
     gemm_buffer *b;
     cr_assert_eq(gemm_buffer_alloc(g_client, 60 * MIB, &b), GEMM_OK);
-    cr_assert_eq(status_of(g_client).spares_lent, 1);
+    cr_assert_eq(tu_status(g_client).spares_lent, 1);
     int fd;
     uint64_t ticket;
     cr_assert_eq(tu_fd_lend(g_gemmd.url, 32, &fd, &ticket, NULL), 0);
@@ -298,6 +289,6 @@ Test(spares, off_lend_is_unsupported_and_the_channel_stays, .init = setup_none)
     close(chan);
     gemm_buffer *b;
     cr_assert_eq(gemm_buffer_alloc(g_client, 64 * MIB, &b), GEMM_OK);
-    cr_assert_eq(status_of(g_client).spares_none, 0);
+    cr_assert_eq(tu_status(g_client).spares_none, 0);
     gemm_buffer_free(b);
 }

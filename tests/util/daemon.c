@@ -377,6 +377,15 @@ bool tu_log_wait(const gemmd_proc *p, const char *needle, int after,
     }
 }
 
+gemm_status tu_status(gemm_client *c)
+{
+    gemm_status st;
+    int rv = gemm_get_status(c, &st);
+    cr_assert_eq(rv, GEMM_OK, "gemm_get_status: %s (%s)", gemm_strerror(rv),
+                 gemm_last_error_message());
+    return st;
+}
+
 gemm_client *tu_client(const gemmd_proc *p, int timeout_ms)
 {
     gemm_client *c = NULL;

@@ -95,6 +95,9 @@ bool tu_log_wait(const gemmd_proc *p, const char *needle, int after,
 /* Opens a client on p with a request timeout; asserts success. */
 gemm_client *tu_client(const gemmd_proc *p, int timeout_ms);
 
+/* The daemon's counters through c; asserts gemm_get_status succeeds. */
+gemm_status tu_status(gemm_client *c);
+
 /* The backend the suite runs on ($GEMM_TEST_BACKEND, else "cpu") and the
  * gemmd binary it runs ($GEMM_TEST_GEMMD, else the one just built). */
 const char *tu_backend(void);
