@@ -27,9 +27,12 @@
 #define PIPE_MAX_STEPS  (2 * PIPE_MAX_BLOCKS)
 /* The plain cut, kept unless another is predicted PIPE_MIN_GAIN faster:
  * on the H100 eight panels of rows (B whole first) or of columns ran the
- * 16-bit shapes within 3% of every other cut tried (docs/e2e-bench.md),
- * where the model's own error is about as large. */
-#define PIPE_PLAIN_PANELS 8
+ * 16-bit shapes within 3% of every other cut tried, where the model's own
+ * error is about as large; on the H200 sixteen ran 8192^3 3-4% faster
+ * than eight (fp64 29.3 against 30.2 ms, bf16 5.8 against 6.0) and
+ * 4096^3 as fast (docs/e2e-bench.md): the first panel in and the last out
+ * are half as long. */
+#define PIPE_PLAIN_PANELS 16
 #define PIPE_MIN_GAIN     0.05
 
 typedef struct pipe_plan pipe_plan;

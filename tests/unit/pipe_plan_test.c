@@ -192,8 +192,9 @@ Test(pipe_plan, resident_b_streams_rows)
     cr_expect_geq(p.nr, 4);
 }
 
-/* Where no cut is predicted clearly faster, the plain one runs: eight
- * panels of rows for a square bf16 GEMM, B whole first. */
+/* Where no cut is predicted clearly faster, the plain one runs:
+ * PIPE_PLAIN_PANELS panels of rows for a square bf16 GEMM, B whole
+ * first. */
 Test(pipe_plan, plain_cut_unless_clearly_beaten)
 {
     pipe_shape s = shape(8192, 8192, 8192, 2);
