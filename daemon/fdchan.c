@@ -46,7 +46,11 @@ static void ticket_drop(fdc_table *t, fdc_ticket **l)
     }
     if (k->fd >= 0)
         close(k->fd);
-    spares_free(k->loan); /* a loan never registered */
+    if (k->loan != NULL) { /* a loan never registered */
+        spares_free(k->loan);
+        if (k->user != NULL && k->user->loans > 0)
+            k->user->loans--;
+    }
     fd_release(t, k->user);
     free(k);
 }
@@ -136,7 +140,9 @@ int fdc_take(fdc_table *t, uint64_t ticket, uint64_t uid, spare **loan)
     (*l)->fd = -1;
     *loan = (*l)->loan;
     (*l)->loan = NULL;
-    ticket_drop(t, l); /* the descriptor is the caller's now */
+    if (*loan != NULL && (*l)->user != NULL && (*l)->user->loans > 0)
+        (*l)->user->loans--; /* its bytes count once registered */
+    ticket_drop(t, l);       /* the descriptor is the caller's now */
     return fd;
 }
 
@@ -159,7 +165,8 @@ static void fd_answer(conn *c, int status, uint64_t ticket, int fd)
 /* Answers LEND of mib MiB on c: a spare's memfd and a ticket holding it,
  * or GEMM_ERR_NO_BUFFER (none fits: the client makes its own memfd),
  * GEMM_ERR_UNSUPPORTED (no spares kept), GEMM_ERR_LIMIT (c's user holds
- * its descriptors). */
+ * its descriptors or FDC_LOANS loans, or the size would pass its
+ * --user-bytes). */
 static void fd_lend(fdc_table *t, conn *c, uint32_t mib)
 {
     gemmd_user *u = c->user;
@@ -167,7 +174,9 @@ static void fd_lend(fdc_table *t, conn *c, uint32_t mib)
         fd_answer(c, GEMM_ERR_UNSUPPORTED, 0, -1);
         return;
     }
-    if (u->fds >= t->set->cfg->user_fds || t->count >= t->set->lsn->max_conns) {
+    if (u->fds >= t->set->cfg->user_fds || t->count >= t->set->lsn->max_conns ||
+        u->loans >= FDC_LOANS ||
+        u->bytes + ((uint64_t)mib << 20) > t->set->cfg->user_bytes) {
         t->refused++;
         fd_answer(c, GEMM_ERR_LIMIT, 0, -1);
         return;
@@ -198,6 +207,7 @@ static void fd_lend(fdc_table *t, conn *c, uint32_t mib)
         return;
     }
     (*ticket_link(t, ticket))->loan = s;
+    u->loans++;
     fd_answer(c, GEMM_OK, ticket, theirs);
 }
 

@@ -14,7 +14,9 @@
  * descriptors without a message are held no longer. LEND asks for a
  * spare (spares.h): the answer brings its memfd and a ticket that holds
  * the daemon's side of it (mapping and pin) until RegisterBuffer names
- * it, or the ticket expires and the spare is freed. The channel installs
+ * it, or the ticket expires and the spare is freed; a uid holds at most
+ * FDC_LOANS such loans, and one that would pass its --user-bytes with the
+ * size asked is refused (LIMIT). The channel installs
  * itself on the connection layer as a protocol. Loop thread only.
  */
 #ifndef GEMMD_FDCHAN_H
@@ -29,6 +31,9 @@
 #define FDC_BUCKETS    64
 #define FDC_TICKET_TTL 30 /* seconds a ticket stays good */
 #define FDC_CLOSED_TTL 1  /* seconds, once its channel closed */
+/* spares a uid may hold lent and not yet registered: each is pinned
+ * memory its buffer bytes do not count until registered */
+#define FDC_LOANS 2
 
 /* The state of one channel (its conn->up). */
 typedef struct fdc_chan {

@@ -19,6 +19,7 @@ typedef struct gemmd_user {
     uint32_t inflight; /* jobs queued or running */
     uint32_t fds;      /* descriptors held for it, not yet registered
                           (tickets, and those queued on its channels) */
+    uint32_t loans;    /* of them, spares lent (fdchan.h: FDC_LOANS) */
     uint64_t requests; /* answered, all kinds */
     uint64_t failed;   /* of which with an error */
     uint64_t refused;  /* connections refused (caps) */

@@ -8,7 +8,8 @@
  * spare fits is made by the client and wanted from then on; the loan
  * that is never registered, the one with holes punched before its
  * registration and the one registered at the wrong size give back their
- * pinned bytes; a registered loan is sealed as any client memfd; a
+ * pinned bytes; a uid holds two unregistered loans at most; a
+ * registered loan is sealed as any client memfd; a
  * daemon without spares answers LEND "unsupported" and
  * keeps the channel; stopping with spares ready and lent leaks nothing
  * (the ASan runs). States are polled with deadlines.
@@ -217,6 +218,35 @@ Test(spares, loans_not_registered_give_their_pins_back)
     wait_ready(g_client, 3);
     wait_pinned(g_client, 224 * MIB);
     cr_assert_eq(tu_status(g_client).buffers, 0);
+}
+
+Test(spares, a_uid_holds_two_loans_unregistered_at_most)
+{
+    wait_ready(g_client, 3);
+    int fd[3], chan[3];
+    uint64_t ticket;
+    cr_assert_eq(tu_fd_lend(g_gemmd.url, 32, &fd[0], &ticket, &chan[0]), 0);
+    cr_assert_eq(tu_fd_lend(g_gemmd.url, 64, &fd[1], &ticket, &chan[1]), 0);
+    cr_assert_eq(tu_fd_lend(g_gemmd.url, 100, &fd[2], &ticket, &chan[2]),
+                 GEMM_ERR_LIMIT, "a third loan while two are unregistered");
+    cr_assert_eq(fd[2], -1);
+    close(chan[2]);
+    /* a loan whose channel closes expires, and the next is lent */
+    close(fd[0]);
+    close(chan[0]);
+    double until = tu_now() + 10;
+    int rv;
+    while ((rv = tu_fd_lend(g_gemmd.url, 100, &fd[2], &ticket, &chan[2])) ==
+               GEMM_ERR_LIMIT &&
+           tu_now() < until)
+        tu_sleep_ms(20);
+    cr_assert_eq(rv, 0, "LEND after a loan expired: %d", rv);
+    for (int i = 1; i < 3; i++) {
+        close(fd[i]);
+        close(chan[i]);
+    }
+    wait_ready(g_client, 3);
+    wait_pinned(g_client, 224 * MIB);
 }
 
 Test(spares, a_registered_loan_is_sealed)
