@@ -98,6 +98,7 @@ static void do_status(gemmd *d, sp_req *q, const Gemm__Request *req)
     SET(pins_done, ps.done);
     SET(pins_failed, ps.failed);
     SET(pin_seconds, ps.seconds);
+    SET(pin_bytes, ps.bytes);
     spare_stats sps;
     spares_stats_get(&sps);
     SET(spares_ready, sps.ready);
@@ -106,7 +107,6 @@ static void do_status(gemmd *d, sp_req *q, const Gemm__Request *req)
     SET(spares_none, sps.none);
     SET(spares_made, sps.made);
     SET(spares_failed, sps.failed);
-    SET(pin_bytes, ps.bytes);
     double n = d->stats.stage_count ? (double)d->stats.stage_count : 1.0;
     SET(stage_queue_us, d->stats.ns_queue / n / 1e3);
     SET(stage_h2d_us, d->stats.ns_h2d / n / 1e3);
@@ -157,8 +157,7 @@ static void do_register(gemmd *d, sp_req *q, const Gemm__Request *req)
     if (loan != NULL) { /* the registry takes its mapping and pin */
         rv = reg_register_lent(&d->reg, c->id, fd, rq->size, loan->base,
                                loan->size, loan->pin, &bid, msg, sizeof(msg));
-        close(loan->fd);
-        free(loan);
+        spares_disown(loan);
     } else {
         rv = reg_register_fd(&d->reg, c->id, fd, rq->size, &bid, msg,
                              sizeof(msg));

@@ -202,15 +202,16 @@ static bool spares_idle(void *arg)
     return sched_idle(&((gemmd *)arg)->sched);
 }
 
-/* Keeps --spare-bytes of spares (auto: 1 GiB, at most RAM / 16, on the
- * cuda backend, whose pins cost 0.2 s a GB) and answers LEND from now on.
- * Main thread, last before the loop runs. */
+/* Keeps --spare-bytes of spares (auto: 1 GiB, at most RAM / 16, when the
+ * backend pins client buffers: cuda, whose pins cost 0.2 s a GB, or the
+ * CPU backend's test pin) and answers LEND from now on. Main thread, last
+ * before the loop runs. */
 static void start_spares(gemmd *d, const reg_hooks *hooks)
 {
     uint64_t b = d->cfg.spare_bytes;
     if (b == GEMMD_SPARE_AUTO) {
         uint64_t ram = sysmem_total();
-        b = d->be.pins && strcmp(d->be.ops->name, "cuda") == 0 ? 1ull << 30 : 0;
+        b = d->be.pins ? 1ull << 30 : 0;
         if (ram != 0 && b > ram / 16)
             b = ram / 16;
     } else if (b == UINT64_MAX) {

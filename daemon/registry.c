@@ -242,11 +242,10 @@ static int pin_or_queue(registry *r, reg_buffer *b, void *base, size_t size,
     return GEMM_OK;
 }
 
-/* Checks fd as reg_register_fd says and seals it: `made` seals are
- * expected already (a client's memfd: none; a spare: SHRINK | GROW).
+/* Checks fd as reg_register_fd says, before it is mapped and sealed.
  * Fills *st. A gemm_error with a message. */
-static int seal_object(int fd, uint64_t size, int made, struct stat *st,
-                       char *msg, size_t len)
+static int seal_object(int fd, uint64_t size, struct stat *st, char *msg,
+                       size_t len)
 {
     int rv;
     if (size == 0 || size > (uint64_t)SIZE_MAX / 2) {
@@ -277,10 +276,6 @@ static int seal_object(int fd, uint64_t size, int made, struct stat *st,
         snprintf(msg, len,
                  "the memfd is sealed against further seals: leave the "
                  "sealing to gemmd");
-        return GEMM_ERR_SHM;
-    }
-    if ((seals & ~made) != 0) {
-        snprintf(msg, len, "the memfd carries seals gemmd did not expect");
         return GEMM_ERR_SHM;
     }
     return GEMM_OK;
@@ -340,7 +335,7 @@ int reg_register_fd(registry *r, uint32_t owner, int fd, uint64_t size,
     reg_buffer *b = NULL;
     struct stat st;
 
-    if ((rv = seal_object(fd, size, 0, &st, msg, len)) != GEMM_OK)
+    if ((rv = seal_object(fd, size, &st, msg, len)) != GEMM_OK)
         goto fail;
     base = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
@@ -381,8 +376,7 @@ int reg_register_lent(registry *r, uint32_t owner, int fd, uint64_t size,
                  (unsigned long long)mapped, (unsigned long long)size);
         goto fail;
     }
-    if ((rv = seal_object(fd, size, F_SEAL_SHRINK | F_SEAL_GROW, &st, msg,
-                          len)) != GEMM_OK ||
+    if ((rv = seal_object(fd, size, &st, msg, len)) != GEMM_OK ||
         (rv = seal_mapped(fd, size, &st, msg, len)) != GEMM_OK)
         goto fail; /* e.g. holes punched before registering */
     if ((rv = new_buffer(r, &b, msg, len)) != GEMM_OK)

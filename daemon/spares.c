@@ -53,6 +53,12 @@ void spares_free(spare *s)
     free(s);
 }
 
+void spares_disown(spare *s)
+{
+    close(s->fd);
+    free(s);
+}
+
 /* Makes a spare of size bytes, or NULL (logged). Maker thread. */
 static spare *make(size_t size)
 {

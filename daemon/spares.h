@@ -76,6 +76,11 @@ spare *spares_take(size_t size);
 /* Unpins, unmaps and closes s (a loan never registered). Any thread. */
 void spares_free(spare *s);
 
+/* Lets s go once its mapping and pin belong to someone else (the
+ * registry's reg_register_lent, which unpins and unmaps them in its
+ * time): closes its descriptor, frees the record. Any thread. */
+void spares_disown(spare *s);
+
 /* Frees the ready spares and stops the maker (waits for a spare being
  * made). Main thread, at shutdown, before the backend goes. */
 void spares_stop(void);
