@@ -330,8 +330,10 @@ static void run_between(void *arg, gemmd_job *cur)
            gemmd_now_ns() < until) {
         pthread_mutex_lock(&s->mu);
         gemmd_job *j = take_small(s, dv, cur->owner);
-        if (j != NULL)
+        if (j != NULL) {
             dv->running++;
+            j->crowded = true;
+        }
         pthread_mutex_unlock(&s->mu);
         if (j == NULL)
             return;
@@ -390,8 +392,10 @@ static void *worker(void *arg)
                 ;
             pthread_mutex_lock(&s->mu);
         }
-        if (j != NULL)
+        if (j != NULL) {
             dv->running++;
+            j->crowded = dv->running > 1 || dv->queued > 0;
+        }
         pthread_mutex_unlock(&s->mu);
         if (j == NULL)
             return NULL; /* stopping and nothing left */

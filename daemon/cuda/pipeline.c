@@ -109,7 +109,7 @@ unsigned cuda_pipe_plan(cuda_worker *w, const gemmd_job *j,
                         const gemmk_problem *kp, pipe_plan *plan, bool *measure)
 {
     *measure = false;
-    if (panel_count <= 1 || slice_flops(j) < PIPE_MIN_FLOPS)
+    if (panel_count <= 1 || slice_flops(j) < PIPE_MIN_FLOPS || j->crowded)
         return 0;
     /* both inputs resident and emulated whole: nothing to stream in, and
      * a cut would prepare B once a block */
