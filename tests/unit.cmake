@@ -23,6 +23,8 @@ gemm_test(pipe_plan_test SOURCES unit/pipe_plan_test.c LIBS gemmd_core m
 gemm_test(conn_test SOURCES unit/conn_test.c LIBS gemmd_core LABELS unit)
 gemm_test(scheduler_test SOURCES unit/scheduler_test.c LIBS gemmd_core
   LABELS unit)
+gemm_test(rnd_test SOURCES unit/rnd_test.c LIBS gemm_host Threads::Threads
+  LABELS unit)
 
 # The service unit (as configured into the build tree) passes
 # systemd-analyze verify and keeps its hardening.

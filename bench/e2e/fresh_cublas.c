@@ -15,6 +15,8 @@
  */
 #include "../bench_util.h"
 
+#include <rnd.h>
+
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -126,31 +128,42 @@ static float load(const void *p, dtype t, size_t i)
 /* n random values uniform in [-1, 1), never 0, stored as t. 16-bit types
  * keep at most 11 significant bits, so each splitmix64 draw gives four
  * values of 16 random bits each, (u - 32767.5) / 32768: the same generator
- * as gemmctl's (client/gemmctl/mm.c), so neither side of the one-shot
- * comparison spends more on its inputs than the other. */
-static void fill(void *p, dtype t, size_t n, uint64_t *rng)
+ * as gemmctl's (client/gemmctl/util.c), filled by as many threads, so
+ * neither side of the one-shot comparison spends more on its inputs than
+ * the other. */
+typedef struct fill_arg {
+    void *p;
+    dtype t;
+    uint64_t s;
+} fill_arg;
+
+static void fill_part(void *arg, size_t lo, size_t hi)
 {
-    if (t != FP32) {
-        uint16_t *h = p;
-        for (size_t i = 0; i < n; i += 4) {
-            uint64_t z = rng_next(rng);
-            for (size_t q = 0; q < 4 && i + q < n; q++) {
+    const fill_arg *f = arg;
+    if (f->t != FP32) {
+        uint16_t *h = f->p;
+        for (size_t i = lo; i < hi; i += 4) {
+            uint64_t z = rnd_at(f->s, i / 4);
+            for (size_t q = 0; q < 4 && i + q < hi; q++) {
                 float x =
                     ((float)((z >> (16 * q)) & 0xffffu) - 32767.5f) * 0x1p-15f;
-                h[i + q] = t == BF16 ? to_bf16(x) : to_fp16(x);
+                h[i + q] = f->t == BF16 ? to_bf16(x) : to_fp16(x);
             }
         }
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        float x = (float)((rng_next(rng) >> 40) * (1.0 / (1ull << 24))) * 2 - 1;
-        if (x == 0.0f)
-            x = 0.5f;
-        if (t == FP32)
-            ((float *)p)[i] = x;
-        else
-            ((uint16_t *)p)[i] = t == BF16 ? to_bf16(x) : to_fp16(x);
+    for (size_t i = lo; i < hi; i++) {
+        float x =
+            (float)((rnd_at(f->s, i) >> 40) * (1.0 / (1ull << 24))) * 2 - 1;
+        ((float *)f->p)[i] = x == 0.0f ? 0.5f : x;
     }
+}
+
+static void fill(void *p, dtype t, size_t n, uint64_t *rng)
+{
+    fill_arg f = {.p = p, .t = t, .s = *rng};
+    rnd_parallel(n, t != FP32 ? 4 : 1, fill_part, &f);
+    *rng += (t != FP32 ? (n + 3) / 4 : n) * RND_GAMMA;
 }
 
 /* ---- check ------------------------------------------------------------ */

@@ -6,6 +6,8 @@
  */
 #include "gemmctl.h"
 
+#include <rnd.h>
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -77,58 +79,68 @@ void ctl_json_str(const char *s)
     putchar('"');
 }
 
-/* splitmix64: a seeded stream of 64 random bits. */
-static uint64_t rnd_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+typedef struct fill_arg {
+    void *dst;
+    gemm_dtype t;
+    uint64_t s; /* the stream's state before the first value */
+} fill_arg;
 
-/* Uniform values in [-1, 1), never 0. fp64 gets 53 random bits per value,
- * fp32 24; the 16-bit types keep at most 11 significant bits, so each draw
- * gives four values of 16 bits, (u - 32767.5) / 32768 (exact in fp32,
- * rounded once to the type). Complex types: both parts so. */
-void ctl_fill_random(void *dst, gemm_dtype t, size_t n, uint64_t *state)
+/* Values [lo, hi) of one fill (rnd_parallel's part; a 16-bit part starts
+ * at a multiple of 4). */
+static void fill_part(void *p, size_t lo, size_t hi)
 {
-    float tmp[4096];
-    if (t == GEMM_INT8 || t == GEMM_INT32) { /* every int8 value */
-        for (size_t i = 0; i < n; i++) {
-            int8_t v = (int8_t)(rnd_next(state) >> 56);
-            if (t == GEMM_INT8)
-                ((int8_t *)dst)[i] = v;
+    const fill_arg *f = p;
+    const uint64_t s = f->s;
+    if (f->t == GEMM_INT8 || f->t == GEMM_INT32) { /* every int8 value */
+        for (size_t i = lo; i < hi; i++) {
+            int8_t v = (int8_t)(rnd_at(s, i) >> 56);
+            if (f->t == GEMM_INT8)
+                ((int8_t *)f->dst)[i] = v;
             else
-                ((int32_t *)dst)[i] = v;
+                ((int32_t *)f->dst)[i] = v;
         }
         return;
     }
-    if (t == GEMM_FP64 || t == GEMM_COMPLEX128) {
-        double *d = dst;
-        size_t parts = t == GEMM_FP64 ? n : 2 * n;
-        for (size_t i = 0; i < parts; i++)
-            d[i] = (double)(rnd_next(state) >> 11) * 0x1p-52 - 1.0 + 0x1p-53;
+    if (f->t == GEMM_FP64) {
+        double *d = f->dst;
+        for (size_t i = lo; i < hi; i++)
+            d[i] = (double)(rnd_at(s, i) >> 11) * 0x1p-52 - 1.0 + 0x1p-53;
         return;
     }
-    if (t == GEMM_COMPLEX64) {
-        t = GEMM_FP32; /* 2n fp32 parts */
-        n *= 2;
-    }
-    size_t esize = gemm_dtype_size(t);
-    for (size_t off = 0; off < n; off += 4096) {
-        size_t len = n - off < 4096 ? n - off : 4096;
-        if (t == GEMM_FP32) {
+    float tmp[4096];
+    size_t esize = gemm_dtype_size(f->t);
+    for (size_t off = lo; off < hi; off += 4096) {
+        size_t len = hi - off < 4096 ? hi - off : 4096;
+        if (f->t == GEMM_FP32) {
             for (size_t i = 0; i < len; i++)
-                tmp[i] = (float)(rnd_next(state) >> 40) * 0x1p-23f - 1.0f;
+                tmp[i] = (float)(rnd_at(s, off + i) >> 40) * 0x1p-23f - 1.0f;
         } else {
             for (size_t i = 0; i < len; i += 4) {
-                uint64_t z = rnd_next(state);
+                uint64_t z = rnd_at(s, (off + i) / 4);
                 for (size_t q = 0; q < 4 && i + q < len; q++)
                     tmp[i + q] =
                         ((float)((z >> (16 * q)) & 0xffffu) - 32767.5f) *
                         0x1p-15f;
             }
         }
-        gemm_convert((char *)dst + off * esize, t, tmp, GEMM_FP32, len);
+        gemm_convert((char *)f->dst + off * esize, f->t, tmp, GEMM_FP32, len);
     }
+}
+
+/* Uniform values in [-1, 1), never 0. fp64 gets 53 random bits per value,
+ * fp32 24; the 16-bit types keep at most 11 significant bits, so each draw
+ * gives four values of 16 bits, (u - 32767.5) / 32768 (exact in fp32,
+ * rounded once to the type). Complex types: both parts so. Filled by as
+ * many threads as the host has idle CPUs; the values are those of one
+ * splitmix64 stream drawn in order (common/rnd.h). */
+void ctl_fill_random(void *dst, gemm_dtype t, size_t n, uint64_t *state)
+{
+    if (t == GEMM_COMPLEX128 || t == GEMM_COMPLEX64) {
+        t = t == GEMM_COMPLEX128 ? GEMM_FP64 : GEMM_FP32; /* 2n parts */
+        n *= 2;
+    }
+    fill_arg f = {.dst = dst, .t = t, .s = *state};
+    const bool sixteen = gemm_dtype_size(t) == 2;
+    rnd_parallel(n, sixteen ? 4 : 1, fill_part, &f);
+    *state += (sixteen ? (n + 3) / 4 : n) * RND_GAMMA;
 }
