@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RND_GAMMA 0x9e3779b97f4a7c15ull
-#define RND_PART  ((size_t)1 << 20) /* values a thread takes at least */
+#define RND_GAMMA       0x9e3779b97f4a7c15ull
+#define RND_PART        ((size_t)1 << 20) /* values a thread takes at least */
 #define RND_MAX_THREADS 64
 
 static inline uint64_t rnd_at(uint64_t s, uint64_t i)
@@ -67,8 +67,8 @@ static inline void rnd_parallel(size_t n, size_t unit, rnd_part_fn fn,
         size_t lo = i * per < n ? i * per : n;
         size_t hi = lo + per < n ? lo + per : n;
         jobs[i] = (rnd_job){fn, arg, lo, hi};
-        started[i] = i > 0 && pthread_create(&th[i], NULL, rnd_thread,
-                                             &jobs[i]) == 0;
+        started[i] =
+            i > 0 && pthread_create(&th[i], NULL, rnd_thread, &jobs[i]) == 0;
     }
     for (size_t i = 0; i < t; i++)
         if (!started[i])

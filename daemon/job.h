@@ -122,9 +122,9 @@ typedef struct gemmd_job {
     double cost_ns;             /* estimated time on it, while counted */
     struct split_parent *split; /* a panel of a split GEMM: its whole */
     bool retried;               /* a panel run again after a device error */
-    /* other jobs ran or waited on its device when a worker took it: their
-     * copies and kernels already overlap its own, so the pipeline leaves
-     * it whole (cuda/pipeline.c) */
+    /* when a worker took it, more jobs waited on its device (more work
+     * than workers): their copies and kernels overlap its own, so the
+     * pipeline leaves it whole (cuda/pipeline.c) */
     bool crowded;
 
     uint32_t owner;       /* the connection that asked */

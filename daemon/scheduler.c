@@ -394,7 +394,7 @@ static void *worker(void *arg)
         }
         if (j != NULL) {
             dv->running++;
-            j->crowded = dv->running > 1 || dv->queued > 0;
+            j->crowded = dv->queued > 0;
         }
         pthread_mutex_unlock(&s->mu);
         if (j == NULL)

@@ -48,8 +48,8 @@ typedef struct cuda_pipe {
  * runs it) into *plan, from w's cache of plans or pipe_choose, and
  * whether to measure it (pipe_measure) into *measure; returns its
  * block count, 0 when j runs whole (too small, --gemm-panels 0, crowded:
- * other jobs of the device in flight, or no cut is predicted to beat
- * running whole). Worker thread (w's). */
+ * more jobs waiting on the device than its workers take, or no cut is
+ * predicted to beat running whole). Worker thread (w's). */
 unsigned cuda_pipe_plan(cuda_worker *w, const gemmd_job *j,
                         const gemmk_problem *kp, pipe_plan *plan,
                         bool *measure);

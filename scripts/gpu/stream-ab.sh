@@ -8,12 +8,15 @@
 # "nopanels=.gpu-svc/bin/gemmd,--gemm-panels,0"). Prints one row a run
 # (TFLOP/s, share of the PCIe floor, p50) and the medians a setting;
 # logs and CSVs in $OUT. Clients come from BUNDLE (scripts/gpu/bundle.sh).
+# E2E_ARGS replaces the stream's gemm_e2e options (e.g. resident B: "--procs
+# 2 --inflight 2 -m 4096 -n 8192 -k 8192 --dtype bf16 --resident-b").
 set -uo pipefail
 b=${1:?usage: stream-ab.sh BUNDLE ROUNDS SETTING...}
 rounds=${2:?rounds}
 shift 2
 OUT=${OUT:-/tmp/out}
 SECS=${SECS:-6}
+e2e=${E2E_ARGS:---procs 4 --inflight 2 -m 4096 -n 4096 -k 4096 --dtype bf16}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$b/lib:/usr/local/cuda/lib64
 sock=/tmp/gemmd-ab-$$.sock
@@ -38,9 +41,8 @@ for r in $(seq "$rounds"); do
             sleep 0.1
         done
         f=$OUT/$label-$r.csv
-        timeout $((SECS + 60)) "$b/bin/gemm_e2e" --url "$url" --procs 4 \
-            --inflight 2 --seconds "$SECS" -m 4096 -n 4096 -k 4096 \
-            --dtype bf16 --check --label "$label" --csv "$f" \
+        timeout $((SECS + 60)) "$b/bin/gemm_e2e" --url "$url" \
+            --seconds "$SECS" $e2e --check --label "$label" --csv "$f" \
             >"$OUT/$label-$r.log" 2>&1 || echo "$label $r: gemm_e2e rc=$?"
         kill -TERM $pid
         wait $pid

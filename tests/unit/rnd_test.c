@@ -47,8 +47,8 @@ Test(rnd, at_is_the_sequential_stream)
 
 Test(rnd, parallel_covers_every_index_once)
 {
-    const size_t lens[] = {0, 1, 5, RND_PART - 1, 3 * RND_PART + 5,
-                           9 * RND_PART + 3};
+    const size_t lens[] = {
+        0, 1, 5, RND_PART - 1, 3 * RND_PART + 5, 9 * RND_PART + 3};
     for (size_t u = 1; u <= 4; u += 3) {
         for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
             size_t n = lens[l];

@@ -1,10 +1,11 @@
 /*
  * scheduler_test.c: the scheduler's word to the backend about the load it
  * runs a job under (daemon/scheduler.c, gemmd_job.crowded): a job taken
- * while no other job of its device runs or waits is not crowded, one taken
- * while another runs is, and the device alone again gives the next job a
- * free run. A fake backend of one device with two workers records what
- * each job saw; the first job holds its worker until the second has run.
+ * while other jobs still wait on its device is crowded (more work than
+ * workers: the pipeline then leaves it whole), one taken with none
+ * waiting is not. A fake backend of one device with one worker records
+ * what each job saw and when it ran; the first job holds the worker until
+ * two more wait.
  */
 #include "scheduler.h"
 
@@ -21,12 +22,14 @@
 
 static sem_t release_first; /* posted when job 0 may finish */
 static atomic_int crowded[NJOBS];
-static atomic_int finished;
+static atomic_int order[NJOBS]; /* the n-th job the worker ran */
+static atomic_int started, finished;
 
 static int fake_gemm(gemmd_backend *be, gemmd_job *j)
 {
     (void)be;
     atomic_store(&crowded[j->owner], j->crowded ? 1 : 0);
+    atomic_store(&order[j->owner], atomic_fetch_add(&started, 1));
     if (j->owner == 0)
         while (sem_wait(&release_first) != 0)
             ;
@@ -61,24 +64,21 @@ static bool wait_for(sched *s, bool (*cond)(sched *))
     return cond(s);
 }
 
-static bool one_running(sched *s)
+static bool first_running(sched *s)
 {
     sched_dev_stats st;
     sched_device(s, 0, &st);
     return st.running == 1 && st.queued == 0;
 }
-static bool one_done(sched *s)
+static bool two_waiting(sched *s)
 {
-    (void)s;
-    return atomic_load(&finished) == 1;
+    sched_dev_stats st;
+    sched_device(s, 0, &st);
+    return st.running == 1 && st.queued == 2;
 }
-static bool two_done(sched *s)
+static bool all_done(sched *s)
 {
-    return atomic_load(&finished) == 2 && sched_idle(s);
-}
-static bool three_done(sched *s)
-{
-    return atomic_load(&finished) == 3 && sched_idle(s);
+    return atomic_load(&finished) == NJOBS && sched_idle(s);
 }
 
 static void job_init(gemmd_job *j, uint32_t owner)
@@ -90,14 +90,14 @@ static void job_init(gemmd_job *j, uint32_t owner)
     j->ab_type = j->cd_type = GEMM_FP32;
 }
 
-Test(scheduler, crowded_only_beside_other_jobs)
+Test(scheduler, crowded_while_others_wait)
 {
     gemmd_backend be;
     memset(&be, 0, sizeof(be));
     be.ops = &fake_ops;
-    be.workers = 2;
+    be.workers = 1;
     be.ndevices = 1;
-    be.dev_workers = 2;
+    be.dev_workers = 1;
     be.flops_rate = 1e12;
     be.copy_rate = 1e10;
     be.peer_rate = 1e10;
@@ -112,17 +112,22 @@ Test(scheduler, crowded_only_beside_other_jobs)
         atomic_store(&crowded[i], -1);
     }
     cr_assert_eq(sched_submit(&s, &j[0]), GEMM_OK);
-    cr_assert(wait_for(&s, one_running), "job 0 never started");
+    cr_assert(wait_for(&s, first_running), "job 0 never started");
     cr_assert_eq(sched_submit(&s, &j[1]), GEMM_OK);
-    cr_assert(wait_for(&s, one_done), "job 1 did not run beside job 0");
-    sem_post(&release_first);
-    cr_assert(wait_for(&s, two_done), "job 0 did not finish");
     cr_assert_eq(sched_submit(&s, &j[2]), GEMM_OK);
-    cr_assert(wait_for(&s, three_done), "job 2 did not finish");
+    cr_assert(wait_for(&s, two_waiting), "jobs 1 and 2 did not wait");
+    sem_post(&release_first);
+    cr_assert(wait_for(&s, all_done), "the jobs did not finish");
     sched_stop(&s);
 
-    cr_expect_eq(atomic_load(&crowded[0]), 0, "job 0 ran alone");
-    cr_expect_eq(atomic_load(&crowded[1]), 1, "job 1 ran beside job 0");
-    cr_expect_eq(atomic_load(&crowded[2]), 0, "job 2 ran alone again");
+    cr_expect_eq(atomic_load(&crowded[0]), 0, "job 0: nothing waited");
+    /* jobs 1 and 2 in the order the worker took them */
+    int second = atomic_load(&order[1]) == 1 ? 1 : 2;
+    int third = 3 - second;
+    cr_assert_eq(atomic_load(&order[third]), 2);
+    cr_expect_eq(atomic_load(&crowded[second]), 1, "job %d: job %d waited",
+                 second, third);
+    cr_expect_eq(atomic_load(&crowded[third]), 0, "job %d: nothing waited",
+                 third);
     sem_destroy(&release_first);
 }
