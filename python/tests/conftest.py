@@ -181,13 +181,23 @@ class Daemon:
 
     def kill(self) -> None:
         """SIGKILL, then the hold closed: a held GEMM never gets to run
-        (and answer) between the two."""
+        (and answer) between the two. A gemmd still there 30 s after
+        SIGKILL (stuck in the kernel, e.g. in the GPU driver) fails the
+        test saying so instead of hanging the suite."""
+        stuck = None
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                stuck = self.proc.pid
         if self.hold is not None:
             self.hold.close()
             self.hold = None
+        if stuck is not None:
+            raise RuntimeError("gemmd (pid %d) still running 30 s after "
+                               "SIGKILL (stuck in the kernel?); its log:\n%s"
+                               % (stuck, self.log_tail()))
 
     def destroy(self) -> None:
         self.kill()
