@@ -4,8 +4,9 @@
  * of a sequential splitmix64 returns (the generator is a hashed counter),
  * so a part starts anywhere and the values are those of one thread
  * drawing in order, however the work is cut. gemmctl's random inputs and
- * fresh_cublas's (bench/e2e) are made so: 4096^2 16-bit values take ~70
- * ms on one core. Header only: each user compiles its own copy.
+ * fresh_cublas's (bench/e2e) are made so, by the caller and one thread
+ * per idle CPU: 4096^2 16-bit values take ~70 ms on one core. Header
+ * only: each user compiles its own copy.
  */
 #ifndef GEMM_RND_H
 #define GEMM_RND_H
@@ -44,13 +45,14 @@ static inline void *rnd_thread(void *p)
     return NULL;
 }
 
-/* Runs fn over [0, n) in parts whose bounds are multiples of unit, on up
- * to one thread per usable CPU (one part of RND_PART values at least a
- * thread); a thread that cannot start leaves its part to the caller. */
-static inline void rnd_parallel(size_t n, size_t unit, rnd_part_fn fn,
-                                void *arg)
+/* Runs fn over [0, n) in parts whose bounds are multiples of unit, on at
+ * most `threads` threads, the caller one of them (one part of RND_PART
+ * values at least a thread); a thread that cannot start leaves its part
+ * to the caller. */
+static inline void rnd_parallel_on(size_t n, size_t unit, size_t threads,
+                                   rnd_part_fn fn, void *arg)
 {
-    size_t t = (size_t)host_usable_cpus();
+    size_t t = threads;
     if (t > n / RND_PART)
         t = n / RND_PART;
     if (t > RND_MAX_THREADS)
@@ -76,6 +78,13 @@ static inline void rnd_parallel(size_t n, size_t unit, rnd_part_fn fn,
     for (size_t i = 1; i < t; i++)
         if (started[i])
             pthread_join(th[i], NULL);
+}
+
+/* rnd_parallel_on with the caller and one thread per idle CPU. */
+static inline void rnd_parallel(size_t n, size_t unit, rnd_part_fn fn,
+                                void *arg)
+{
+    rnd_parallel_on(n, unit, (size_t)host_idle_cpus() + 1, fn, arg);
 }
 
 #endif

@@ -130,8 +130,8 @@ static void fill_part(void *p, size_t lo, size_t hi)
 /* Uniform values in [-1, 1), never 0. fp64 gets 53 random bits per value,
  * fp32 24; the 16-bit types keep at most 11 significant bits, so each draw
  * gives four values of 16 bits, (u - 32767.5) / 32768 (exact in fp32,
- * rounded once to the type). Complex types: both parts so. Filled by as
- * many threads as the host has idle CPUs; the values are those of one
+ * rounded once to the type). Complex types: both parts so. Filled by the
+ * caller and one thread per idle CPU; the values are those of one
  * splitmix64 stream drawn in order (common/rnd.h). */
 void ctl_fill_random(void *dst, gemm_dtype t, size_t n, uint64_t *state)
 {

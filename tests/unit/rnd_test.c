@@ -1,8 +1,8 @@
 /*
  * rnd_test.c: the random streams threads fill in parts (common/rnd.h):
- * rnd_at gives the draws of a sequential splitmix64, and rnd_parallel
+ * rnd_at gives the draws of a sequential splitmix64, and rnd_parallel_on
  * covers every index once, in parts aligned to the unit, whatever the
- * length.
+ * length and the thread count.
  */
 #include <rnd.h>
 
@@ -48,24 +48,31 @@ Test(rnd, at_is_the_sequential_stream)
 Test(rnd, parallel_covers_every_index_once)
 {
     const size_t lens[] = {
-        0, 1, 5, RND_PART - 1, 3 * RND_PART + 5, 9 * RND_PART + 3};
-    for (size_t u = 1; u <= 4; u += 3) {
-        for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
-            size_t n = lens[l];
-            cover c = {.seed = 7, .unit = u};
-            c.out = calloc(n + 1, sizeof(*c.out));
-            c.hits = calloc(n + 1, 1);
-            cr_assert(c.out && c.hits);
-            rnd_parallel(n, u, part, &c);
-            uint64_t s = 7;
-            for (size_t i = 0; i < n; i++) {
-                cr_assert_eq(c.hits[i], 1, "n %zu unit %zu: index %zu hit %d",
-                             n, u, i, c.hits[i]);
-                cr_assert_eq(c.out[i], splitmix(&s));
+        0, 1, 5, RND_PART - 1, 2 * RND_PART + 5, 5 * RND_PART + 3};
+    const size_t nthreads[] = {1, 2, 3, 8};
+    for (size_t ti = 0; ti < 4; ti++) {
+        const size_t threads = nthreads[ti];
+        for (size_t u = 1; u <= 4; u += 3) {
+            for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+                size_t n = lens[l];
+                cover c = {.seed = 7, .unit = u};
+                c.out = calloc(n + 1, sizeof(*c.out));
+                c.hits = calloc(n + 1, 1);
+                cr_assert(c.out && c.hits);
+                rnd_parallel_on(n, u, threads, part, &c);
+                uint64_t s = 7;
+                for (size_t i = 0; i < n; i++) {
+                    cr_assert_eq(
+                        c.hits[i], 1,
+                        "%zu threads, n %zu unit %zu: index %zu hit %d",
+                        threads, n, u, i, c.hits[i]);
+                    cr_assert_eq(c.out[i], splitmix(&s));
+                }
+                cr_assert_eq(c.misaligned, 0, "n %zu: a part off unit %zu", n,
+                             u);
+                free(c.out);
+                free(c.hits);
             }
-            cr_assert_eq(c.misaligned, 0, "n %zu: a part off unit %zu", n, u);
-            free(c.out);
-            free(c.hits);
         }
     }
 }
