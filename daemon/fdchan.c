@@ -35,6 +35,17 @@ static void fd_release(fdc_table *t, gemmd_user *u)
         u->fds--;
 }
 
+/* Takes k's loan, if any, off it (registered, or to be freed): its user
+ * holds one loan fewer. */
+static spare *loan_take(fdc_ticket *k)
+{
+    spare *s = k->loan;
+    k->loan = NULL;
+    if (s != NULL && k->user != NULL && k->user->loans > 0)
+        k->user->loans--;
+    return s;
+}
+
 static void ticket_drop(fdc_table *t, fdc_ticket **l)
 {
     fdc_ticket *k = *l;
@@ -46,11 +57,7 @@ static void ticket_drop(fdc_table *t, fdc_ticket **l)
     }
     if (k->fd >= 0)
         close(k->fd);
-    if (k->loan != NULL) { /* a loan never registered */
-        spares_free(k->loan);
-        if (k->user != NULL && k->user->loans > 0)
-            k->user->loans--;
-    }
+    spares_free(loan_take(k)); /* a loan never registered */
     fd_release(t, k->user);
     free(k);
 }
@@ -138,11 +145,8 @@ int fdc_take(fdc_table *t, uint64_t ticket, uint64_t uid, spare **loan)
         return -1;
     int fd = (*l)->fd;
     (*l)->fd = -1;
-    *loan = (*l)->loan;
-    (*l)->loan = NULL;
-    if (*loan != NULL && (*l)->user != NULL && (*l)->user->loans > 0)
-        (*l)->user->loans--; /* its bytes count once registered */
-    ticket_drop(t, l);       /* the descriptor is the caller's now */
+    *loan = loan_take(*l); /* its bytes count once registered */
+    ticket_drop(t, l);     /* the descriptor is the caller's now */
     return fd;
 }
 
