@@ -148,12 +148,28 @@ __device__ __forceinline__ int tcol(int h)
     return 20 * (h >> 4) + (h & 15);
 }
 
+/* One element into the tile: a double by cp.async (8 bytes, no register
+ * on the way, so a whole tile is in flight at once); a float is widened,
+ * so its load completes here. */
+__device__ __forceinline__ void tile_put(double *s, const double *g)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(
+                     (unsigned)__cvta_generic_to_shared(s)),
+                 "l"(g)
+                 : "memory");
+}
+
+__device__ __forceinline__ void tile_put(double *s, const float *g)
+{
+    *s = (double)*g;
+}
+
 template <bool MN, typename T>
 __device__ __forceinline__ void
 load_tile(double (*t)[TROW], const T *x, long long ld, long long rows,
           long long k, long long r0, long long h0)
 {
-#pragma unroll 4
+#pragma unroll
     for (int i = threadIdx.x; i < TR * TK; i += 256) {
         long long r, h;
         int a, b; /* t[a][tcol(b)] */
@@ -168,11 +184,19 @@ load_tile(double (*t)[TROW], const T *x, long long ld, long long rows,
             a = i / TK;
             b = i % TK;
         }
-        double v = 0.0;
         if (r < rows && h < k)
-            v = (double)(MN ? x[h * ld + r] : x[r * ld + h]);
-        t[a][tcol(b)] = v;
+            tile_put(&t[a][tcol(b)], MN ? x + h * ld + r : x + r * ld + h);
+        else
+            t[a][tcol(b)] = 0.0;
     }
+}
+
+/* Waits for this thread's cp.async copies of load_tile, then for the
+ * block: the tile is whole. */
+__device__ __forceinline__ void tile_landed()
+{
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    __syncthreads();
 }
 
 /* Thread (row tid / 8, chunk tid % 8) of a 32 x 128 tile: K offsets
@@ -204,7 +228,7 @@ __global__ void __launch_bounds__(256)
     for (long long ht = t0; ht < t1; ht++) {
         __syncthreads();
         load_tile<MN>(t, x, ld, rows, k, r0, ht * TK);
-        __syncthreads();
+        tile_landed();
         double v[16];
 #pragma unroll
         for (int j = 0; j < 16; j++)
@@ -274,30 +298,42 @@ __device__ __forceinline__ void flimbs_f32(double a, int s, int j, float *f)
     const double y = rint(pow2scale(a * (double)j, s - 3));
     const long long v = (long long)y;
     const unsigned long long m = (unsigned long long)(v < 0 ? -v : v);
-    const float sg = v < 0 ? -1.0f : 1.0f;
 #pragma unroll
-    for (int i = 0; i < 3; i++)
-        f[i] = sg * (float)((m >> (13 * i)) & 8191u);
+    for (int i = 0; i < 3; i++) {
+        const float u = gemmk_oz_u2f((uint32_t)(m >> (13 * i)) & 8191u);
+        f[i] = v < 0 ? -u : u;
+    }
+}
+
+/* Four residue words' low bytes as one word (byte j from w[j]). */
+__device__ __forceinline__ uint32_t pack_low_bytes(uint32_t w0, uint32_t w1,
+                                                   uint32_t w2, uint32_t w3)
+{
+    return __byte_perm(__byte_perm(w0, w1, 0x0040), __byte_perm(w2, w3, 0x0040),
+                       0x5410);
 }
 
 /* Residues of the rows of op(X) scaled by 2^(beta - E) mu (E[r] packed):
- * int8, plane l at out + l * plane, rows of kp bytes. NL: 13-bit limbs per
- * integer (3 up to 2^39, 5 up to 2^65, 7 beyond). The residues run on the fp32
- * pipe (ozaki.h). A thread takes 8 values of its row twice (fewer registers
- * than 16 at once, so more blocks hide the loads); each pass stores 8
- * bytes a modulus, a row's 8 threads 64 contiguous bytes. */
-template <bool MN, int NL, typename T>
+ * int8, plane l at out + l * plane, rows of kp bytes. NL limbs of LB bits
+ * per integer (13-bit: 3 up to 2^39, 5 up to 2^65, 7 beyond; 15-bit: 4 up
+ * to 2^60). The residues run on the fp32 pipe (ozaki.h). A thread takes 8
+ * values of its row twice (fewer registers than 16 at once, so more
+ * blocks hide the loads); each pass stores 8 bytes a modulus, a row's 8
+ * threads 64 contiguous bytes. */
+template <bool MN, int NL, int LB, typename T>
 __global__ void __launch_bounds__(256)
     oz_split_kernel(const T *__restrict__ x, long long ld, long long rows,
                     long long k, long long kp, const int *__restrict__ E,
                     int beta, const __grid_constant__ ModConsts mc,
                     uint8_t *out, long long plane)
 {
+    static_assert(LB == 13 || (LB == GEMMK_OZ_LW && NL == GEMMK_OZ_NLW),
+                  "13-bit limbs, or the wide ones");
     __shared__ double t[TR][TROW];
     const long long r0 = (long long)blockIdx.x * TR;
     const long long h0 = (long long)blockIdx.y * TK;
     load_tile<MN>(t, x, ld, rows, k, r0, h0);
-    __syncthreads();
+    tile_landed();
     const int rl = threadIdx.x >> 3, q = threadIdx.x & 7;
     const long long r = r0 + rl;
     if (r >= rows)
@@ -313,7 +349,7 @@ __global__ void __launch_bounds__(256)
             if (sizeof(T) == 4 && NL == 3)
                 flimbs_f32(av, s, mu, F[j]);
             else
-                gemmk_oz_flimbs(av, s, mu, NL, F[j]);
+                gemmk_oz_limbs(av, s, mu, NL, LB, F[j]);
         }
         uint8_t *o = out + r * kp + h0 + tile_h(half, q, 0);
         for (int l = 0; l < mc.n; l++) {
@@ -321,14 +357,14 @@ __global__ void __launch_bounds__(256)
             float c[NL];
 #pragma unroll
             for (int j = 0; j < NL; j++)
-                c[j] = mc.mod[l].fc[j];
-            uint32_t w[2] = {0, 0};
+                c[j] = LB == 13 ? mc.mod[l].fc[j] : mc.mod[l].fw[j];
+            uint32_t b[8];
 #pragma unroll
             for (int j = 0; j < 8; j++)
-                w[j >> 2] |= gemmk_oz_fresidue_byte(F[j], NL, c, p, inv)
-                             << (8 * (j & 3));
+                b[j] = gemmk_oz_fresidue_bits(F[j], NL, c, p, inv);
             *reinterpret_cast<uint2 *>(o + (long long)l * plane) =
-                make_uint2(w[0], w[1]);
+                make_uint2(pack_low_bytes(b[0], b[1], b[2], b[3]),
+                           pack_low_bytes(b[4], b[5], b[6], b[7]));
         }
     }
 }
@@ -364,6 +400,31 @@ __device__ __forceinline__ void sadd_bytes(uint64_t (&sum)[kReconCols][NW],
                          w, NW);
 }
 
+/* The sums of kReconCols outputs over every modulus, the residues 8
+ * bytes a plane at R + l plane: the loads of kReconBatch planes go out
+ * together before their sums (one at a time, a warp had 256 bytes in
+ * flight and the pass waited on memory). */
+constexpr int kReconBatch = 8;
+
+template <int NW>
+__device__ __forceinline__ void
+sum_planes(uint64_t (&sum)[kReconCols][NW], const uint8_t *__restrict__ R,
+           long long plane, const ReconConsts &rc)
+{
+    for (int l0 = 0; l0 < rc.n; l0 += kReconBatch) {
+        uint2 v[kReconBatch];
+#pragma unroll
+        for (int b = 0; b < kReconBatch; b++)
+            if (l0 + b < rc.n)
+                v[b] = __ldg(reinterpret_cast<const uint2 *>(
+                    R + (long long)(l0 + b) * plane));
+#pragma unroll
+        for (int b = 0; b < kReconBatch; b++)
+            if (l0 + b < rc.n)
+                sadd_bytes(sum, v[b], rc.w[l0 + b]);
+    }
+}
+
 /* D from residue bytes R[l][i][j] (values in [0, p)), kReconCols columns
  * a thread. */
 template <int NW, typename T>
@@ -382,11 +443,7 @@ __global__ void __launch_bounds__(256)
     if (j0 >= n)
         return;
     uint64_t sum[kReconCols][NW] = {};
-    for (int l = 0; l < rc.n; l++)
-        sadd_bytes(sum,
-                   *reinterpret_cast<const uint2 *>(R + (long long)l * plane +
-                                                    i * ldr + j0),
-                   rc.w[l]);
+    sum_planes(sum, R + i * ldr + j0, plane, rc);
     const int ei = ea[i];
 #pragma unroll
     for (int j = 0; j < kReconCols; j++) {
@@ -416,11 +473,7 @@ __global__ void __launch_bounds__(256)
     const long long base =
         t * (128 * 128) + 8192 * half + 2048 * q + 16 * g + kReconCols * part;
     uint64_t sum[kReconCols][NW] = {};
-    for (int l = 0; l < rc.n; l++)
-        sadd_bytes(
-            sum,
-            *reinterpret_cast<const uint2 *>(R + (long long)l * plane + base),
-            rc.w[l]);
+    sum_planes(sum, R + base, plane, rc);
     const long long mt = t / num_n, nt = t % num_n;
 #pragma unroll
     for (int j = 0; j < kReconCols; j++) {

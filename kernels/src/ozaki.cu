@@ -305,6 +305,40 @@ struct Operand {
     bool f32;
 };
 
+/* Blocks of a pass kernel resident on the device at once. */
+int pass_slots(const void *kern, int sms, cudaError_t *err)
+{
+    int n = 0;
+    *err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kern, 256, 0);
+    return (n > 0 ? n : 1) * (sms > 0 ? sms : 1);
+}
+
+/* The tiles along K a block of a pass takes (rb blocks of rows, at most
+ * maxy blocks along K): the fewest rounds of resident blocks, a round
+ * costing its tiles and one more (a block's start). */
+int pass_tiles_per_block(long long rb, long long ntiles, long long slots,
+                         long long maxy)
+{
+    long long best = ntiles > 1 ? ntiles : 1, bestc = LLONG_MAX;
+    for (long long gy = 1; gy <= ntiles && gy <= maxy; gy++) {
+        const long long tpb = (ntiles + gy - 1) / gy;
+        if ((ntiles + tpb - 1) / tpb != gy)
+            continue; /* the same tiles a block as a smaller gy */
+        const long long c = (rb * gy + slots - 1) / slots * (tpb + 1);
+        if (c < bestc) {
+            bestc = c;
+            best = tpb;
+        }
+    }
+    return (int)best;
+}
+
+template <typename T> const void *stats_kernel(bool mn)
+{
+    return mn ? (const void *)oz_stats_kernel<true, T>
+              : (const void *)oz_stats_kernel<false, T>;
+}
+
 template <typename T>
 void launch_stats(const Operand &o, long long k, dim3 grid, int tpb,
                   RowPart *part, cudaStream_t stream)
@@ -339,20 +373,21 @@ gemm_error stats(const Operand &o, long long k, RowPart *part, int nparts,
     return cuerr(cudaGetLastError());
 }
 
-/* The number of K partials per row: enough blocks for the device. */
-int stats_parts(long long rows, long long k, int sms)
+/* The number of K partials per row of o's statistics (at most 1024),
+ * after pass_tiles_per_block. */
+int stats_parts(const Operand &o, long long k, int sms, cudaError_t *err)
 {
-    const long long rb = (rows + TR - 1) / TR;
+    const long long rb = (o.rows + TR - 1) / TR;
     const long long ntiles = (k + TK - 1) / TK;
-    long long gy = (4LL * sms + rb - 1) / rb;
-    if (gy > ntiles)
-        gy = ntiles;
-    if (gy > 1024)
-        gy = 1024;
+    const int slots = pass_slots(o.f32 ? stats_kernel<float>(o.mn)
+                                       : stats_kernel<double>(o.mn),
+                                 sms, err);
+    const long long tpb = pass_tiles_per_block(rb, ntiles, slots, 1024);
+    const long long gy = (ntiles + tpb - 1) / tpb;
     return (int)(gy < 1 ? 1 : gy);
 }
 
-template <int NL, typename T>
+template <int NL, int LB, typename T>
 void launch_split(const Operand &o, long long k, long long kp, const int *E,
                   int beta, const ModConsts &mc, uint8_t *out,
                   cudaStream_t stream)
@@ -361,30 +396,34 @@ void launch_split(const Operand &o, long long k, long long kp, const int *E,
     const long long plane = o.rows * kp;
     const T *x = static_cast<const T *>(o.x);
     if (o.mn)
-        oz_split_kernel<true, NL, T><<<grid, 256, 0, stream>>>(
+        oz_split_kernel<true, NL, LB, T><<<grid, 256, 0, stream>>>(
             x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
     else
-        oz_split_kernel<false, NL, T><<<grid, 256, 0, stream>>>(
+        oz_split_kernel<false, NL, LB, T><<<grid, 256, 0, stream>>>(
             x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
 }
 
 /* The residues of one operand; the limbs cover integers up to 2^(beta+1)
- * (row norms <= 2^beta). */
+ * (row norms <= 2^beta): fp32 inputs' 3 limbs of 13 bits to beta 37, then
+ * 4 wide limbs to GEMMK_OZ_WIDE_MAX, 5 or 7 of 13 bits beyond. */
 gemm_error split(const Operand &o, long long k, long long kp, const int *E,
                  int beta, const ModConsts &mc, uint8_t *out,
                  cudaStream_t stream)
 {
-    const int nl = beta <= 37 ? 3 : beta <= 63 ? 5 : 7;
-    if (o.f32 && nl == 3)
-        launch_split<3, float>(o, k, kp, E, beta, mc, out, stream);
+    if (o.f32 && beta <= 37)
+        launch_split<3, 13, float>(o, k, kp, E, beta, mc, out, stream);
+    else if (o.f32 && beta <= GEMMK_OZ_WIDE_MAX)
+        launch_split<GEMMK_OZ_NLW, GEMMK_OZ_LW, float>(o, k, kp, E, beta, mc,
+                                                       out, stream);
+    else if (beta <= GEMMK_OZ_WIDE_MAX)
+        launch_split<GEMMK_OZ_NLW, GEMMK_OZ_LW, double>(o, k, kp, E, beta, mc,
+                                                        out, stream);
     else if (o.f32)
-        launch_split<5, float>(o, k, kp, E, beta, mc, out, stream);
-    else if (nl == 3)
-        launch_split<3, double>(o, k, kp, E, beta, mc, out, stream);
-    else if (nl == 5)
-        launch_split<5, double>(o, k, kp, E, beta, mc, out, stream);
+        launch_split<5, 13, float>(o, k, kp, E, beta, mc, out, stream);
+    else if (beta <= 63)
+        launch_split<5, 13, double>(o, k, kp, E, beta, mc, out, stream);
     else
-        launch_split<7, double>(o, k, kp, E, beta, mc, out, stream);
+        launch_split<7, 13, double>(o, k, kp, E, beta, mc, out, stream);
     return cuerr(cudaGetLastError());
 }
 
@@ -447,7 +486,13 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
     const Operand oa = {q.a, q.lda, q.m, q.trans_a != 0, q.f32};
     const Operand ob = {q.b, q.ldb, q.n, q.trans_b == 0, q.f32};
     const long long k = q.k;
-    const int pa = stats_parts(q.m, k, sms), pb = stats_parts(q.n, k, sms);
+    cudaError_t ce;
+    const int pa = stats_parts(oa, k, sms, &ce);
+    if (ce != cudaSuccess)
+        return cuerr(ce);
+    const int pb = stats_parts(ob, k, sms, &ce);
+    if (ce != cudaSuccess)
+        return cuerr(ce);
     /* statistics workspace: parts, E, two DevStats */
     const size_t s_parta = al256((size_t)pa * q.m * sizeof(RowPart));
     const size_t s_partb = al256((size_t)pb * q.n * sizeof(RowPart));
@@ -468,7 +513,7 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
     int *eb = reinterpret_cast<int *>(sb + s_parta + s_partb + s_ea);
     DevStats *gs =
         reinterpret_cast<DevStats *>(sb + s_parta + s_partb + s_ea + s_eb);
-    cudaError_t ce = cudaMemsetAsync(gs, 0, 2 * sizeof(DevStats), stream);
+    ce = cudaMemsetAsync(gs, 0, 2 * sizeof(DevStats), stream);
     if (ce != cudaSuccess)
         return cuerr(ce);
     e = stats(oa, k, parta, pa, ea, gs, stream);

@@ -55,7 +55,14 @@
 #define GEMMK_OZ_FLUSH_KB 512
 
 #define GEMMK_OZ_NL 7 /* 13-bit limbs of a scaled integer (< 2^91) */
-#define GEMMK_OZ_NW 5 /* 32-bit limbs of P and W_l (P < 2^160) */
+/* Wide limbs: 4 of 15 bits cover the scaled integers below 2^60 (beta <=
+ * 59 a side: every plan of at most 15 moduli), one fma a residue fewer.
+ * For every modulus v = sum f[j] c[j] then stays below 2^23 (the CPU
+ * test checks it), so the residues are the 13-bit limbs' exactly. */
+#define GEMMK_OZ_NLW      4
+#define GEMMK_OZ_LW       15
+#define GEMMK_OZ_WIDE_MAX 59 /* largest beta the wide limbs serve */
+#define GEMMK_OZ_NW       5  /* 32-bit limbs of P and W_l (P < 2^160) */
 
 /* Stats flags (gemmk_oz_stats.flags, per row in the stats pass). */
 #define GEMMK_OZ_NONFINITE 1u /* an inf or NaN */
@@ -77,6 +84,7 @@ typedef struct gemmk_oz_mod {
     uint32_t w[GEMMK_OZ_NW]; /* W = c P / p, c = (P/p)^-1 mod p: limbs */
     float fp, finv;          /* p and 1/p (rounded) as floats */
     float fc[GEMMK_OZ_NL];   /* 2^(13 j) mod p, symmetric, as floats */
+    float fw[GEMMK_OZ_NLW];  /* 2^(15 j) mod p, symmetric (wide limbs) */
 } gemmk_oz_mod;
 
 /* A set of n moduli. */
@@ -167,38 +175,60 @@ GEMMK_OZ_HD int gemmk_oz_rowscale(double ssq, int emax)
     return 16 * (emax + ee) + (j - 8);
 }
 
+/* v (< 2^23) as a float, exactly, from its bits: the integer-to-float
+ * conversion runs at a sixteenth of the fp32 rate on the GPU. */
+GEMMK_OZ_HD float gemmk_oz_u2f(uint32_t v)
+{
+    const uint32_t b = 0x4B000000u | v; /* 2^23 + v */
+    float f;
+    memcpy(&f, &b, sizeof(f));
+    return f - 8388608.0f;
+}
+
 /*
- * round(a mu 2^s) (mu = j / 8) as GEMMK_OZ_NL signed 13-bit limbs held in
- * floats (exact): the integer is sum_i f[i] 2^(13 i), every f[i] of a's
- * sign. Only the first nl limbs are written (5 cover integers < 2^65).
+ * round(a mu 2^s) (mu = j / 8) as nl signed lb-bit limbs held in floats
+ * (exact): the integer is sum_i f[i] 2^(lb i), every f[i] of a's sign.
+ * 13-bit limbs: GEMMK_OZ_NL at most (5 cover integers < 2^65); 15-bit
+ * (GEMMK_OZ_LW): GEMMK_OZ_NLW, integers < 2^60.
  */
-GEMMK_OZ_HD void gemmk_oz_flimbs(double a, int s, int j, int nl, float *f)
+GEMMK_OZ_HD void gemmk_oz_limbs(double a, int s, int j, int nl, int lb,
+                                float *f)
 {
     uint64_t hi, lo;
     const int neg = gemmk_oz_scale(a, s, j, &hi, &lo);
-    const uint32_t mask = (1u << 13) - 1;
-    for (int j = 0; j < nl; j++) {
-        const int b = 13 * j;
+    const uint32_t mask = (1u << lb) - 1;
+    for (int i = 0; i < nl; i++) {
+        const int b = lb * i;
         uint32_t v;
-        if (b + 13 <= 64)
+        if (b + lb <= 64)
             v = (uint32_t)(lo >> b) & mask;
         else if (b < 64)
             v = (uint32_t)((lo >> b) | (hi << (64 - b))) & mask;
         else
             v = (uint32_t)(hi >> (b - 64)) & mask;
-        f[j] = neg ? -(float)v : (float)v;
+        const float x = gemmk_oz_u2f(v);
+        f[i] = neg ? -x : x;
     }
 }
 
+/* The 13-bit limbs (the first nl of GEMMK_OZ_NL). */
+GEMMK_OZ_HD void gemmk_oz_flimbs(double a, int s, int j, int nl, float *f)
+{
+    gemmk_oz_limbs(a, s, j, nl, 13, f);
+}
+
 /*
- * The residue of sum_j f[j] 2^(13 j) modulo m->p, in [-(p-1)/2, (p-1)/2]
+ * The residue of sum_j f[j] 2^(lb j) modulo m->p (c[j] = 2^(lb j) mod p:
+ * m->fc for 13-bit limbs, m->fw for wide ones), in [-(p-1)/2, (p-1)/2]
  * for odd p and [-128, 128] for p = 256 (128 is stored as the byte 0x80,
  * -128, which is the same residue), all in fp32 arithmetic, exact:
  * v = sum f[j] c[j] with |c[j]| <= 128 stays below 2^13 (1 + 6 * 128) <
- * 2^23, so every partial sum is an exact float; q = round(v / p) comes
- * from one fma with the rounded 1/p (its error |v / p| 2^-24 < 1/(2p) is
- * under the distance of v / p from a half-integer when p is odd; for 256
- * it is exact) and v - q p is exact. Returns the residue as an int.
+ * 2^23 (wide limbs: 2^15 (1 + sum |c[j]|) < 2^23 for every modulus, which
+ * the CPU test checks), so every partial sum is an exact float; q =
+ * round(v / p) comes from one fma with the rounded 1/p (its error |v / p|
+ * 2^-24 < 1/(2p) is under the distance of v / p from a half-integer when
+ * p is odd; for 256 it is exact) and v - q p is exact. Returns the
+ * residue as an int.
  */
 GEMMK_OZ_HD int gemmk_oz_fresidue(const float *f, int nl, const float *c,
                                   float p, float invp)
@@ -211,10 +241,10 @@ GEMMK_OZ_HD int gemmk_oz_fresidue(const float *f, int nl, const float *c,
     return (int)fmaf(-q, p, v);
 }
 
-/* The same residue as a byte (two's complement int8), read from the bits
- * of r + 1.5 * 2^23 (exact) instead of a float-to-int conversion, which
- * the GPU runs at a fraction of the fp32 rate. */
-GEMMK_OZ_HD uint32_t gemmk_oz_fresidue_byte(const float *f, int nl,
+/* The same residue as the bits of r + 1.5 * 2^23 (exact), whose low byte
+ * is r as two's complement int8: no float-to-int conversion, which the
+ * GPU runs at a fraction of the fp32 rate. */
+GEMMK_OZ_HD uint32_t gemmk_oz_fresidue_bits(const float *f, int nl,
                                             const float *c, float p, float invp)
 {
     float v = f[0];
@@ -225,7 +255,14 @@ GEMMK_OZ_HD uint32_t gemmk_oz_fresidue_byte(const float *f, int nl,
     const float rb = fmaf(-q, p, v) + magic;
     uint32_t bits;
     memcpy(&bits, &rb, sizeof(bits));
-    return bits & 0xffu;
+    return bits;
+}
+
+/* The residue as a byte (two's complement int8). */
+GEMMK_OZ_HD uint32_t gemmk_oz_fresidue_byte(const float *f, int nl,
+                                            const float *c, float p, float invp)
+{
+    return gemmk_oz_fresidue_bits(f, nl, c, p, invp) & 0xffu;
 }
 
 /* --- reconstruction (GPU GEMM epilogue) ---------------------------------- */
@@ -404,6 +441,13 @@ GEMMK_OZ_H int gemmk_oz_set_init(gemmk_oz_set *s, int n)
                 c = (c * 2) % p;
             int cs = (int)c > m->hmax ? (int)c - (int)p : (int)c;
             m->fc[j] = (float)cs;
+        }
+        for (int j = 0; j < GEMMK_OZ_NLW; j++) {
+            uint32_t c = 1 % p; /* 2^(15 j) mod p, symmetric */
+            for (int b = 0; b < GEMMK_OZ_LW * j; b++)
+                c = (c * 2) % p;
+            int cs = (int)c > m->hmax ? (int)c - (int)p : (int)c;
+            m->fw[j] = (float)cs;
         }
         uint32_t q = 1 % p; /* (P / p) mod p */
         for (int j = 0; j < n; j++)

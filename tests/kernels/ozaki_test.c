@@ -77,12 +77,17 @@ static i128 scaled_value(double a, int s, int jm)
     return neg ? -v : v;
 }
 
-static i128 flimbs_value(const float *f, int nl)
+static i128 limbs_value(const float *f, int nl, int lb)
 {
     i128 v = 0;
     for (int j = nl - 1; j >= 0; j--)
-        v = v * 8192 + (i128)f[j];
+        v = v * ((i128)1 << lb) + (i128)f[j];
     return v;
+}
+
+static i128 flimbs_value(const float *f, int nl)
+{
+    return limbs_value(f, nl, 13);
 }
 
 Test(ozaki, moduli_pairwise_coprime)
@@ -128,6 +133,18 @@ Test(ozaki, crt_constants_exact)
                 i128 want = mod_sym((i128)1 << (13 * j), (int)p);
                 cr_assert_eq((i128)m->fc[j], want, "2^%d mod %u", 13 * j, p);
             }
+            /* wide limbs: their constants, and v = sum f[j] c[j] below
+             * 2^23, so the quotient rounds right (ozaki.h) */
+            double vmax = 1;
+            for (int j = 0; j < GEMMK_OZ_NLW; j++) {
+                i128 want = mod_sym((i128)1 << (GEMMK_OZ_LW * j), (int)p);
+                cr_assert_eq((i128)m->fw[j], want, "2^%d mod %u",
+                             GEMMK_OZ_LW * j, p);
+                if (j)
+                    vmax += fabsf(m->fw[j]);
+            }
+            vmax *= (double)((1 << GEMMK_OZ_LW) - 1);
+            cr_assert_lt(vmax, 8388608.0, "wide limbs mod %u: %g", p, vmax);
             cr_assert_eq(m->fp, (float)p);
         }
         cr_assert_float_eq(s.log2p, l2, 1e-12);
@@ -213,6 +230,23 @@ Test(ozaki, scale_and_residues_exact)
         for (int j = 0; j < GEMMK_OZ_NL; j++)
             cr_assert(fabsf(f[j]) < 8192.0f &&
                       (f[j] == 0 || (f[j] < 0) == (a < 0)));
+        /* the wide limbs when the integer is below 2^60: the same
+         * residues */
+        if (want < ((i128)1 << 60) && want > -((i128)1 << 60)) {
+            float fw[GEMMK_OZ_NLW];
+            gemmk_oz_limbs(a, s_, jm, GEMMK_OZ_NLW, GEMMK_OZ_LW, fw);
+            cr_assert(limbs_value(fw, GEMMK_OZ_NLW, GEMMK_OZ_LW) == want,
+                      "wide limbs of %a", a);
+            for (int i = 0; i < GEMMK_OZ_MAX; i++) {
+                const gemmk_oz_mod *m = &s.mod[i];
+                int r =
+                    gemmk_oz_fresidue(f, GEMMK_OZ_NL, m->fc, m->fp, m->finv);
+                int rw =
+                    gemmk_oz_fresidue(fw, GEMMK_OZ_NLW, m->fw, m->fp, m->finv);
+                cr_assert_eq(rw, r, "a %a p %u: wide %d, 13-bit %d", a, m->p,
+                             rw, r);
+            }
+        }
         /* 5 limbs when the integer is below 2^65 */
         int nl = (want < ((i128)1 << 65) && want > -((i128)1 << 65)) ? 5 : 7;
         for (int i = 0; i < GEMMK_OZ_MAX; i++) {
@@ -251,6 +285,33 @@ Test(ozaki, fp32_residue_worst_cases)
         cr_assert(r >= -128 && r <= 128);
         if (m->p != 256)
             cr_assert(r == (int)mod_sym(want, (int)m->p));
+    }
+}
+
+Test(ozaki, wide_residue_worst_cases)
+{
+    /* wide limbs at their extremes against every modulus: the residue is
+     * the symmetric one, as with 13-bit limbs */
+    gemmk_oz_set s;
+    gemmk_oz_set_init(&s, GEMMK_OZ_MAX);
+    for (int t = 0; t < 400000; t++) {
+        float f[GEMMK_OZ_NLW];
+        int sign = (t & 1) ? -1 : 1;
+        for (int j = 0; j < GEMMK_OZ_NLW; j++) {
+            uint32_t v = (t % 3 == 0) ? 32767u : (uint32_t)(rnd64() % 32768);
+            f[j] = (float)(sign * (int)v);
+        }
+        i128 want = limbs_value(f, GEMMK_OZ_NLW, GEMMK_OZ_LW);
+        const gemmk_oz_mod *m = &s.mod[t % GEMMK_OZ_MAX];
+        int r = gemmk_oz_fresidue(f, GEMMK_OZ_NLW, m->fw, m->fp, m->finv);
+        uint32_t b =
+            gemmk_oz_fresidue_byte(f, GEMMK_OZ_NLW, m->fw, m->fp, m->finv);
+        cr_assert_eq(b, (uint32_t)r & 0xffu);
+        cr_assert(((i128)r - want) % (int)m->p == 0, "p %u: %d", m->p, r);
+        if (m->p != 256)
+            cr_assert(r == (int)mod_sym(want, (int)m->p), "p %u: %d", m->p, r);
+        else
+            cr_assert(r >= -128 && r <= 128);
     }
 }
 
