@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(384, 1)
     uint8_t *sa = sm.sa, *sb = sm.sb, *sc = sm.sc;
     uint64_t *full = sm.full, *empty = sm.empty;
 
-    const int wg = threadIdx.x / 128;
+    const int wg = warpgroup_index();
     const int tid = threadIdx.x % 128;
     const uint32_t rank = ring_start<STAGES, CL>(full, empty);
     const int u0 = blockIdx.x / CL, ustep = gridDim.x / CL;

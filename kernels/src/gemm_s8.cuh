@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(384, 1)
     uint8_t *sa = sm.sa, *sb = sm.sb;
     uint64_t *full = sm.full, *empty = sm.empty;
 
-    const int wg = threadIdx.x / 128;
+    const int wg = warpgroup_index();
     const int tid = threadIdx.x % 128;
     ring_start<STAGES, 1>(full, empty);
 
@@ -370,7 +370,7 @@ __global__ void __launch_bounds__(384, 1)
     uint64_t *full = sm.full, *empty = sm.empty;
     uint64_t *turn = empty + STAGES;
 
-    const int wg = threadIdx.x / 128;
+    const int wg = warpgroup_index();
     const int tid = threadIdx.x % 128;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {

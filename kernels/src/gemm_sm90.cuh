@@ -65,6 +65,15 @@ struct KParams {
                         two consumers do not drain at the same k-block */
 };
 
+/* This thread's warpgroup, warp-uniform for the compiler (lane 0's value,
+ * shuffled): what derives from it, the role branch and the consumers'
+ * stage and descriptor arithmetic, can stay on the uniform datapath
+ * instead of being moved into uniform registers before each wgmma. */
+__device__ __forceinline__ int warpgroup_index()
+{
+    return __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void *p)
 {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -646,7 +655,7 @@ __global__ void __launch_bounds__(384, 1)
     uint8_t *sa = sm.sa, *sb = sm.sb;
     uint64_t *full = sm.full, *empty = sm.empty;
 
-    const int wg = threadIdx.x / 128;
+    const int wg = warpgroup_index();
     const int tid = threadIdx.x % 128;
     const uint32_t rank = ring_start<STAGES, CL>(full, empty);
     const int u0 = blockIdx.x / CL, ustep = gridDim.x / CL;
@@ -861,7 +870,7 @@ __global__ void __launch_bounds__(384, 1)
      * lap of the producer (a parity wait cannot tell laps apart). */
     uint64_t *turn = empty + STAGES;
 
-    const int wg = threadIdx.x / 128;
+    const int wg = warpgroup_index();
     const int tid = threadIdx.x % 128;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {

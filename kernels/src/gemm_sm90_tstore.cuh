@@ -265,7 +265,7 @@ __global__ void __launch_bounds__(384, 1)
     uint8_t *sa = sm.sa, *sb = sm.sb, *sc = sm.sc;
     uint64_t *full = sm.full, *empty = sm.empty;
 
-    const int wg = threadIdx.x / 128;
+    const int wg = warpgroup_index();
     const int tid = threadIdx.x % 128;
     ring_start<STAGES, 1>(full, empty);
     /* units run whole; with sk.units the rest is split (gemm_streamk.cuh) */

@@ -87,9 +87,8 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "(ozaki.cu)",
      read_bool},
     {KNOB_OZ_PP, "GEMMK_OZ_PP", -1,
-     "oz2-bytes, oz2-unfused: 1 the ping-pong int8 kernel, 0 the "
-     "cooperative 128x256 one (-1: by size, cooperative from 6144^2 "
-     "outputs; ozaki.cu)",
+     "oz2-bytes, oz2-unfused: 1 (or -1) the ping-pong int8 kernel, 0 "
+     "the cooperative 128x256 one (ozaki.cu)",
      read_tristate},
     {KNOB_WARM, "GEMMK_WARM", 1,
      "gemmk_ctx_warm pays first-use costs (0: it does nothing, and a "

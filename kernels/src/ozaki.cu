@@ -570,13 +570,13 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
      * Measurement knobs: docs/ozaki-notes.md. */
     const bool tilewise =
         var == V_BYTES && ctx_knob(ctx, KNOB_OZ_BYTES_TILE) != 0;
-    /* the ping-pong kernel (128 x 128 a consumer) wins up to ~4096^2
-     * outputs, the cooperative 128 x 256 one from ~8192^2 (H200, both in
-     * the emulation: 4096^3 0.81 against 0.77x DGEMM, 8192^3 1.15
-     * against 1.22x, 16384^3 1.30 against 1.41x) */
+    /* the ping-pong kernel (128 x 128 a consumer) at every size: with its
+     * warpgroup index warp-uniform it runs 1.2-1.4x the cooperative
+     * 128 x 256 one (H200, the emulation: 4096^3 0.89 against 0.80x
+     * DGEMM, 8192^3 1.20-1.24 against 1.15-1.19x, 16384^3 1.51 against
+     * 1.44x; docs/ozaki-notes.md) */
     const int pp_knob = ctx_knob(ctx, KNOB_OZ_PP);
-    const bool pp =
-        !tilewise && (pp_knob >= 0 ? pp_knob != 0 : q.m * q.n < 6144LL * 6144);
+    const bool pp = !tilewise && pp_knob != 0;
     const int bn = pp ? 128 : 256;
     S8Params sp;
     memset(&sp, 0, sizeof(sp));
