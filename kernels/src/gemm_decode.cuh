@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(160, 1)
     const int n0 = blockIdx.x * 64, m0 = blockIdx.y * BN;
     ring_init(full, empty, stages, 4); /* lane 0 of each consumer warp */
 
-    if (threadIdx.x >= 128) { /* the producer warp */
+    if (warpgroup_index() == 1) { /* the producer warp */
         if (threadIdx.x != 128)
             return;
         int s = 0;
