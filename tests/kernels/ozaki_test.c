@@ -265,54 +265,43 @@ Test(ozaki, scale_and_residues_exact)
     }
 }
 
-Test(ozaki, fp32_residue_worst_cases)
+/* nl limbs of lb bits at their extremes (or random) against every
+ * modulus: the limb sum stays an exact float, the quotient rounds right,
+ * and the residue is the symmetric one, its byte the same as its low
+ * byte. wide: the 15-bit limbs' constants (m->fw), else m->fc. */
+static void residue_worst_cases(int nl, int lb, int wide)
 {
-    /* every limb at its extreme against every modulus: the sum stays an
-     * exact float and the quotient rounds right */
     gemmk_oz_set s;
     gemmk_oz_set_init(&s, GEMMK_OZ_MAX);
+    const uint32_t top = (1u << lb) - 1;
     for (int t = 0; t < 400000; t++) {
         float f[GEMMK_OZ_NL];
         int sign = (t & 1) ? -1 : 1;
-        for (int j = 0; j < GEMMK_OZ_NL; j++) {
-            uint32_t v = (t % 3 == 0) ? 8191u : (uint32_t)(rnd64() % 8192);
+        for (int j = 0; j < nl; j++) {
+            uint32_t v = (t % 3 == 0) ? top : (uint32_t)(rnd64() % (top + 1));
             f[j] = (float)(sign * (int)v);
         }
-        i128 want = flimbs_value(f, GEMMK_OZ_NL);
+        i128 want = limbs_value(f, nl, lb);
         const gemmk_oz_mod *m = &s.mod[t % GEMMK_OZ_MAX];
-        int r = gemmk_oz_fresidue(f, GEMMK_OZ_NL, m->fc, m->fp, m->finv);
+        const float *c = wide ? m->fw : m->fc;
+        int r = gemmk_oz_fresidue(f, nl, c, m->fp, m->finv);
+        uint32_t b = gemmk_oz_fresidue_byte(f, nl, c, m->fp, m->finv);
+        cr_assert_eq(b, (uint32_t)r & 0xffu);
         cr_assert(((i128)r - want) % (int)m->p == 0, "p %u: %d", m->p, r);
         cr_assert(r >= -128 && r <= 128);
         if (m->p != 256)
-            cr_assert(r == (int)mod_sym(want, (int)m->p));
+            cr_assert(r == (int)mod_sym(want, (int)m->p), "p %u: %d", m->p, r);
     }
+}
+
+Test(ozaki, fp32_residue_worst_cases)
+{
+    residue_worst_cases(GEMMK_OZ_NL, 13, 0);
 }
 
 Test(ozaki, wide_residue_worst_cases)
 {
-    /* wide limbs at their extremes against every modulus: the residue is
-     * the symmetric one, as with 13-bit limbs */
-    gemmk_oz_set s;
-    gemmk_oz_set_init(&s, GEMMK_OZ_MAX);
-    for (int t = 0; t < 400000; t++) {
-        float f[GEMMK_OZ_NLW];
-        int sign = (t & 1) ? -1 : 1;
-        for (int j = 0; j < GEMMK_OZ_NLW; j++) {
-            uint32_t v = (t % 3 == 0) ? 32767u : (uint32_t)(rnd64() % 32768);
-            f[j] = (float)(sign * (int)v);
-        }
-        i128 want = limbs_value(f, GEMMK_OZ_NLW, GEMMK_OZ_LW);
-        const gemmk_oz_mod *m = &s.mod[t % GEMMK_OZ_MAX];
-        int r = gemmk_oz_fresidue(f, GEMMK_OZ_NLW, m->fw, m->fp, m->finv);
-        uint32_t b =
-            gemmk_oz_fresidue_byte(f, GEMMK_OZ_NLW, m->fw, m->fp, m->finv);
-        cr_assert_eq(b, (uint32_t)r & 0xffu);
-        cr_assert(((i128)r - want) % (int)m->p == 0, "p %u: %d", m->p, r);
-        if (m->p != 256)
-            cr_assert(r == (int)mod_sym(want, (int)m->p), "p %u: %d", m->p, r);
-        else
-            cr_assert(r >= -128 && r <= 128);
-    }
+    residue_worst_cases(GEMMK_OZ_NLW, GEMMK_OZ_LW, 1);
 }
 
 /* S = sum_l (X mod p_l) W_l for an exact X. */
