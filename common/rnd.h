@@ -29,6 +29,20 @@ static inline uint64_t rnd_at(uint64_t s, uint64_t i)
     return z ^ (z >> 31);
 }
 
+/* The values gemmctl and fresh_cublas make from a draw z: the q-th
+ * (0..3) of four 16-bit values, (u - 32767.5) / 32768 (exact in fp32,
+ * for the 16-bit types, which keep at most 11 significant bits), and an
+ * fp32 value of 24 random bits, u / 2^23 - 1; both in [-1, 1). */
+static inline float rnd_lane16(uint64_t z, unsigned q)
+{
+    return ((float)((z >> (16 * q)) & 0xffffu) - 32767.5f) * 0x1p-15f;
+}
+
+static inline float rnd_f24(uint64_t z)
+{
+    return (float)(z >> 40) * 0x1p-23f - 1.0f;
+}
+
 /* Fills values [lo, hi) of the caller's array. */
 typedef void (*rnd_part_fn)(void *arg, size_t lo, size_t hi);
 

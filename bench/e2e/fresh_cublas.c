@@ -125,9 +125,8 @@ static float load(const void *p, dtype t, size_t i)
     return t == BF16 ? from_bf16(h) : from_fp16(h);
 }
 
-/* n random values uniform in [-1, 1), never 0, stored as t. 16-bit types
- * keep at most 11 significant bits, so each splitmix64 draw gives four
- * values of 16 random bits each, (u - 32767.5) / 32768: the same generator
+/* n random values uniform in [-1, 1), never 0, stored as t: four 16-bit
+ * values a splitmix64 draw, or one fp32 (common/rnd.h), the same values
  * as gemmctl's (client/gemmctl/util.c), filled by as many threads, so
  * neither side of the one-shot comparison spends more on its inputs than
  * the other. */
@@ -145,16 +144,14 @@ static void fill_part(void *arg, size_t lo, size_t hi)
         for (size_t i = lo; i < hi; i += 4) {
             uint64_t z = rnd_at(f->s, i / 4);
             for (size_t q = 0; q < 4 && i + q < hi; q++) {
-                float x =
-                    ((float)((z >> (16 * q)) & 0xffffu) - 32767.5f) * 0x1p-15f;
+                float x = rnd_lane16(z, (unsigned)q);
                 h[i + q] = f->t == BF16 ? to_bf16(x) : to_fp16(x);
             }
         }
         return;
     }
     for (size_t i = lo; i < hi; i++) {
-        float x =
-            (float)((rnd_at(f->s, i) >> 40) * (1.0 / (1ull << 24))) * 2 - 1;
+        float x = rnd_f24(rnd_at(f->s, i));
         ((float *)f->p)[i] = x == 0.0f ? 0.5f : x;
     }
 }

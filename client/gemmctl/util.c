@@ -113,14 +113,12 @@ static void fill_part(void *p, size_t lo, size_t hi)
         size_t len = hi - off < 4096 ? hi - off : 4096;
         if (f->t == GEMM_FP32) {
             for (size_t i = 0; i < len; i++)
-                tmp[i] = (float)(rnd_at(s, off + i) >> 40) * 0x1p-23f - 1.0f;
+                tmp[i] = rnd_f24(rnd_at(s, off + i));
         } else {
             for (size_t i = 0; i < len; i += 4) {
                 uint64_t z = rnd_at(s, (off + i) / 4);
                 for (size_t q = 0; q < 4 && i + q < len; q++)
-                    tmp[i + q] =
-                        ((float)((z >> (16 * q)) & 0xffffu) - 32767.5f) *
-                        0x1p-15f;
+                    tmp[i + q] = rnd_lane16(z, (unsigned)q);
             }
         }
         gemm_convert((char *)f->dst + off * esize, f->t, tmp, GEMM_FP32, len);
