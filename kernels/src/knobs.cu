@@ -86,10 +86,10 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "oz2-bytes: all moduli of a tile in one cooperative 128x256 CTA "
      "(ozaki.cu)",
      read_bool},
-    {KNOB_OZ_PP, "GEMMK_OZ_PP", -1,
-     "oz2-bytes, oz2-unfused: 1 (or -1) the ping-pong int8 kernel, 0 "
-     "the cooperative 128x256 one (ozaki.cu)",
-     read_tristate},
+    {KNOB_OZ_PP, "GEMMK_OZ_PP", 1,
+     "oz2-bytes, oz2-unfused: 1 the ping-pong int8 kernel, 0 the "
+     "cooperative 128x256 one (ozaki.cu)",
+     read_bool},
     {KNOB_WARM, "GEMMK_WARM", 1,
      "gemmk_ctx_warm pays first-use costs (0: it does nothing, and a "
      "first request pays them; warm.cu)",

@@ -20,7 +20,7 @@ enum Knob {
     KNOB_S8_KERNEL,       /* int8 default kernel: 1 coop128, 2 pp, 3 coop256 */
     KNOB_S8_MAP16,        /* int8 tensor maps as 16-bit elements */
     KNOB_OZ_BYTES_TILE,   /* oz2-bytes: all moduli of a tile in one CTA */
-    KNOB_OZ_PP,           /* oz2-bytes/unfused: ping-pong (1), coop (0), -1 */
+    KNOB_OZ_PP,           /* oz2-bytes/unfused: ping-pong (1), coop (0) */
     KNOB_WARM,            /* gemmk_ctx_warm runs (0: returns at once) */
     KNOB_GROUPED_PAIR,    /* grouped: two matrices <= 64 x 64 per unit */
     KNOB_GROUPED_CLUSTER, /* grouped: strided 128 x 256 tiles in pairs */

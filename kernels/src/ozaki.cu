@@ -575,8 +575,7 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
      * 128 x 256 one (H200, the emulation: 4096^3 0.89 against 0.80x
      * DGEMM, 8192^3 1.20-1.24 against 1.15-1.19x, 16384^3 1.51 against
      * 1.44x; docs/ozaki-notes.md) */
-    const int pp_knob = ctx_knob(ctx, KNOB_OZ_PP);
-    const bool pp = !tilewise && pp_knob != 0;
+    const bool pp = !tilewise && ctx_knob(ctx, KNOB_OZ_PP) != 0;
     const int bn = pp ? 128 : 256;
     S8Params sp;
     memset(&sp, 0, sizeof(sp));
