@@ -49,14 +49,6 @@ struct ReconConsts {
     uint32_t w[GEMMK_OZ_MAX][GEMMK_OZ_NW];
 };
 
-/* x 2^k for any k, exact when the result is normal */
-__device__ __forceinline__ double pow2scale(double x, int k)
-{
-    if (k >= -1022 && k <= 1023)
-        return x * __longlong_as_double((long long)(k + 1023) << 52);
-    return scalbn(x, k);
-}
-
 /* Folds 16 elements of T (widened to double) into a: the exponents,
  * counts and flags first (a subnormal of T, exponent below EMIN, sets
  * GEMMK_OZ_DENORMAL; inf/NaN set GEMMK_OZ_NONFINITE and count as zero),
@@ -96,7 +88,7 @@ __device__ __forceinline__ void part_add16(RowPart &a, double (&v)[16])
     if (cnt == 0)
         return;
     if (a.nnz == 0 || emx > a.emax) {
-        a.ssq = a.nnz ? pow2scale(a.ssq, 2 * (a.emax - emx)) : 0.0;
+        a.ssq = a.nnz ? gemmk_oz_ldexp(a.ssq, 2 * (a.emax - emx)) : 0.0;
         a.emax = emx;
     }
     a.nnz += cnt;
@@ -129,7 +121,7 @@ __device__ __forceinline__ RowPart part_merge(RowPart a, const RowPart &b)
     }
     const int e = a.emax > b.emax ? a.emax : b.emax;
     a.ssq =
-        pow2scale(a.ssq, 2 * (a.emax - e)) + pow2scale(b.ssq, 2 * (b.emax - e));
+        gemmk_oz_ldexp(a.ssq, 2 * (a.emax - e)) + gemmk_oz_ldexp(b.ssq, 2 * (b.emax - e));
     a.emax = e;
     a.nnz += b.nnz;
     a.esum += b.esum;
@@ -295,7 +287,7 @@ __global__ void __launch_bounds__(256)
  * limbs with shifts. a must be finite. */
 __device__ __forceinline__ void flimbs_f32(double a, int s, int j, float *f)
 {
-    const double y = rint(pow2scale(a * (double)j, s - 3));
+    const double y = rint(gemmk_oz_ldexp(a * (double)j, s - 3));
     const long long v = (long long)y;
     const unsigned long long m = (unsigned long long)(v < 0 ? -v : v);
 #pragma unroll
@@ -384,8 +376,8 @@ __device__ __forceinline__ T finish(const uint64_t *sum, const ReconConsts &rc,
 }
 
 /* Outputs a thread of a reconstruction pass holds: NW 64-bit columns
- * each (the kernels are instantiated for NW = 3, moduli sets with P <
- * 2^64, and GEMMK_OZ_NW). */
+ * each (the kernels are instantiated for the column counts gemmk_oz_nw
+ * gives: 2, 4 and GEMMK_OZ_NW). */
 constexpr int kReconCols = 8;
 
 /* The sums of kReconCols outputs from one modulus' residues, packed as

@@ -689,17 +689,27 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
     if (ce != cudaSuccess)
         return cuerr(ce);
     const bool frag = pp && !tilewise;
-    /* three limbs where P < 2^64 (fp32's 7 moduli), else five */
-    const bool nw3 = gemmk_oz_nw(set.log2p) == 3;
-    if (q.f32)
-        return nw3 ? recon<3, float>(q, var, frag, sp, pl, ldr, rplane, ldw, rc,
-                                     ea, eb, stream)
-                   : recon<GEMMK_OZ_NW, float>(q, var, frag, sp, pl, ldr,
-                                               rplane, ldw, rc, ea, eb, stream);
-    return nw3 ? recon<3, double>(q, var, frag, sp, pl, ldr, rplane, ldw, rc,
-                                  ea, eb, stream)
-               : recon<GEMMK_OZ_NW, double>(q, var, frag, sp, pl, ldr, rplane,
-                                            ldw, rc, ea, eb, stream);
+    /* the set's columns: 2 where P < 2^64 (fp32's 7 moduli), 4 where P <
+     * 2^128 (fp64's 15), else 5 */
+    switch (gemmk_oz_nw(set.log2p)) {
+    case 2:
+        return q.f32 ? recon<2, float>(q, var, frag, sp, pl, ldr, rplane, ldw,
+                                       rc, ea, eb, stream)
+                     : recon<2, double>(q, var, frag, sp, pl, ldr, rplane, ldw,
+                                        rc, ea, eb, stream);
+    case 4:
+        return q.f32 ? recon<4, float>(q, var, frag, sp, pl, ldr, rplane, ldw,
+                                       rc, ea, eb, stream)
+                     : recon<4, double>(q, var, frag, sp, pl, ldr, rplane, ldw,
+                                        rc, ea, eb, stream);
+    default:
+        return q.f32 ? recon<GEMMK_OZ_NW, float>(q, var, frag, sp, pl, ldr,
+                                                 rplane, ldw, rc, ea, eb,
+                                                 stream)
+                     : recon<GEMMK_OZ_NW, double>(q, var, frag, sp, pl, ldr,
+                                                  rplane, ldw, rc, ea, eb,
+                                                  stream);
+    }
 }
 
 } // namespace

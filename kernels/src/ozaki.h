@@ -268,19 +268,19 @@ GEMMK_OZ_HD uint32_t gemmk_oz_fresidue_byte(const float *f, int nl,
 /* --- reconstruction (GPU GEMM epilogue) ---------------------------------- */
 
 /*
- * The reconstruction works on nw 32-bit limbs (GEMMK_OZ_NW at most): P's
- * limbs above the first nw - 1 must be zero, so nw = 3 serves moduli sets
- * with P < 2^64 (up to 8 moduli: fp32's 7) at three fifths of the work;
- * gemmk_oz_nw gives the count a set needs. The plain names take
- * GEMMK_OZ_NW.
+ * The reconstruction works on nw 32-bit columns (GEMMK_OZ_NW at most),
+ * one per limb of P and the W_l, so a set needs P < 2^(32 nw):
+ * gemmk_oz_nw gives 2 for P < 2^64 (up to 8 moduli: fp32's 7), 4 for P <
+ * 2^128 (up to 16: fp64's 15), else GEMMK_OZ_NW; the kernels are
+ * instantiated for those three. The plain names take GEMMK_OZ_NW.
  */
 GEMMK_OZ_HD int gemmk_oz_nw(double log2p)
 {
-    return log2p < 64.0 ? 3 : GEMMK_OZ_NW;
+    return log2p < 64.0 ? 2 : log2p < 128.0 ? 4 : GEMMK_OZ_NW;
 }
 
 /* s += r W_l: one column per 32-bit limb of W_l (r < 2^8: 20 terms stay
- * far below 2^64 a column). */
+ * below 2^45 a column). */
 GEMMK_OZ_HD void gemmk_oz_sadd_nw(uint64_t *s, uint32_t r, const uint32_t *w,
                                   int nw)
 {
@@ -293,79 +293,91 @@ GEMMK_OZ_HD void gemmk_oz_sadd(uint64_t *s, uint32_t r, const uint32_t *w)
     gemmk_oz_sadd_nw(s, r, w, GEMMK_OZ_NW);
 }
 
-GEMMK_OZ_HD int gemmk_oz_clz64(uint64_t x)
+/* Redundant sign bits of t: 63 for 0 and -1, 0 when bit 62 differs from
+ * the sign. */
+GEMMK_OZ_HD int gemmk_oz_rsb64(int64_t t)
 {
+    const uint64_t v = (uint64_t)(t ^ (t >> 63));
 #ifdef __CUDA_ARCH__
-    return __clzll((long long)x);
+    return __clzll((long long)v) - 1;
 #else
-    return __builtin_clzll(x);
+    return v ? __builtin_clzll(v) - 1 : 63;
 #endif
 }
 
-/* The magnitude u (nw limbs, nw >= 2) times 2^e as a double, rounded to
- * nearest once: its top 64 bits with a sticky bit for the rest, which a
- * 64-bit conversion then rounds correctly. */
-GEMMK_OZ_HD double gemmk_oz_limbs_double_nw(const uint32_t *u, int e, int nw)
+/* u < 2^52 as a double, exactly, from its bits (2^52 + u, less 2^52): no
+ * conversion instruction. */
+GEMMK_OZ_HD double gemmk_oz_u52(uint64_t u)
 {
-    int t = nw - 1;
-    while (t > 1 && u[t] == 0)
-        t--;
-    if (t == 1)
-        return scalbn((double)(((uint64_t)u[1] << 32) | u[0]), e);
-    const uint64_t hi = ((uint64_t)u[t] << 32) | u[t - 1];
-    const int lz = gemmk_oz_clz64(hi); /* < 32: u[t] != 0 */
-    const uint32_t lo = u[t - 2];
-    uint64_t top = hi << lz;
-    uint32_t below = lo;
-    if (lz) {
-        top |= (uint64_t)lo >> (32 - lz);
-        below = lo << lz;
-    }
-    for (int i = 0; i < t - 2; i++)
-        below |= u[i];
-    return scalbn((double)(top | (below != 0)), 32 * (t - 1) - lz + e);
+    const uint64_t b = u | 0x4330000000000000ull;
+    double d;
+    memcpy(&d, &b, sizeof(d));
+    return d - 4503599627370496.0;
 }
 
-GEMMK_OZ_HD double gemmk_oz_limbs_double(const uint32_t *u, int e)
+/* x 2^k: one multiply by 2^k built from its bits where that is a normal
+ * double (the product rounds once, as scalbn does), else scalbn. */
+GEMMK_OZ_HD double gemmk_oz_ldexp(double x, int k)
 {
-    return gemmk_oz_limbs_double_nw(u, e, GEMMK_OZ_NW);
+    if (k < -1022 || k > 1023)
+        return scalbn(x, k);
+    const uint64_t b = (uint64_t)(k + 1023) << 52;
+    double p;
+    memcpy(&p, &b, sizeof(p));
+    return x * p;
 }
 
-/* X 2^e, X = S centred modulo P (|X| < P / 2): q = round(S / P) from S
- * as a double (off by far less than the margin P / 2 - |X| leaves), then
- * S - q P in two's complement, its magnitude converted once. */
+/*
+ * X 2^e, X = S centred modulo P (|X| < P / 2), rounded to nearest once.
+ * q = round(S / P) from S as a double (the columns, each below 2^45, are
+ * exact doubles; Horner is off by a few 2^-53 relative, far less than the
+ * margin P / 2 - |X| that gemmk_oz_budget leaves); then X = S - q P as a
+ * two's complement integer of nw limbs (one signed carry chain); its top
+ * 64 significant bits as a signed integer, with a sticky bit for the
+ * rest (a nonnegative fraction below it, so the rounding is that of X,
+ * either sign), converted once.
+ */
 GEMMK_OZ_HD double gemmk_oz_value_nw(const uint64_t *s, const uint32_t *pw,
                                      double pinv, int e, int nw)
 {
-    uint32_t u[GEMMK_OZ_NW + 1];
-    uint64_t c = 0;
+    double sd = gemmk_oz_u52(s[nw - 1]);
+    for (int i = nw - 2; i >= 0; i--)
+        sd = fma(sd, 4294967296.0, gemmk_oz_u52(s[i]));
+#ifdef __CUDA_ARCH__
+    const uint32_t q = (uint32_t)__double2int_rn(sd * pinv); /* < 2^14 */
+#else
+    const uint32_t q = (uint32_t)(int32_t)rint(sd * pinv);
+#endif
+    uint32_t u[GEMMK_OZ_NW];
+    int64_t c = 0;
     for (int i = 0; i < nw; i++) {
-        c += s[i];
+        c += (int64_t)(s[i] - (uint64_t)q * pw[i]); /* |.| < 2^46 */
         u[i] = (uint32_t)c;
-        c >>= 32;
+        c >>= 32; /* arithmetic: the floor */
     }
-    u[nw] = (uint32_t)c;
-    double sd = 0; /* S, to 2^-52 */
-    for (int i = nw; i >= 0; i--)
-        sd = fma(sd, 4294967296.0, (double)u[i]);
-    const int64_t q = (int64_t)rint(sd * pinv);
-    int64_t borrow = 0;
-    for (int i = 0; i < nw; i++) {
-        const int64_t t = (int64_t)u[i] - q * (int64_t)pw[i] + borrow;
-        u[i] = (uint32_t)t;
-        borrow = (t - (int64_t)(uint32_t)t) / 4294967296LL; /* floor */
+    /* the top window of two limbs that holds X's significant bits */
+    int t = nw - 1;
+    int64_t w = (int64_t)(((uint64_t)u[t] << 32) | u[t - 1]);
+    int r = gemmk_oz_rsb64(w);
+    while (t > 1 && r >= 32) {
+        t--;
+        w = (int64_t)(((uint64_t)u[t] << 32) | u[t - 1]);
+        r = gemmk_oz_rsb64(w);
     }
-    const int neg = (int64_t)u[nw] + borrow < 0;
-    if (neg) { /* two's complement negation of the low limbs */
-        uint64_t cc = 1;
-        for (int i = 0; i < nw; i++) {
-            cc += (uint32_t)~u[i];
-            u[i] = (uint32_t)cc;
-            cc >>= 32;
-        }
+    if (t == 1) /* X fits 64 bits: converted exactly rounded */
+        return gemmk_oz_ldexp((double)w, e);
+    /* r <= 31: shift in r bits of the next limb, the rest sticky */
+    const uint32_t next = u[t - 2];
+    uint64_t top = (uint64_t)w << r;
+    uint32_t below = next;
+    if (r) {
+        top |= next >> (32 - r);
+        below = next << r;
     }
-    const double x = gemmk_oz_limbs_double_nw(u, e, nw);
-    return neg ? -x : x;
+    for (int i = 0; i < t - 2; i++)
+        below |= u[i];
+    return gemmk_oz_ldexp((double)(int64_t)(top | (below != 0)),
+                          32 * (t - 1) - r + e);
 }
 
 GEMMK_OZ_HD double gemmk_oz_value(const uint64_t *s, const uint32_t *pw,

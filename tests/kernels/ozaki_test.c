@@ -350,32 +350,37 @@ Test(ozaki, crt_reconstruction)
             /* and scaled by a power of two exactly */
             cr_assert_eq(gemmk_oz_value(sum, s.pw, s.pinv, -70),
                          ldexp((double)x, -70));
-            /* three limbs (sets with P < 2^64) give the same */
-            if (gemmk_oz_nw(s.log2p) == 3) {
-                uint64_t s3[GEMMK_OZ_NW] = {0};
-                for (int i = 0; i < n; i++) {
-                    i128 r = x % (int)s.mod[i].p;
-                    if (r < 0)
-                        r += s.mod[i].p;
-                    gemmk_oz_sadd_nw(s3, (uint32_t)r, s.mod[i].w, 3);
-                }
-                cr_assert_eq(gemmk_oz_value_nw(s3, s.pw, s.pinv, -70, 3),
-                             ldexp((double)x, -70), "n %d x %.20Lg (3 limbs)",
-                             n, (long double)x);
+            /* the set's own column count (gemmk_oz_nw) gives the same,
+             * at every scale (subnormal and overflowing results too) */
+            const int nw = gemmk_oz_nw(s.log2p);
+            uint64_t sn[GEMMK_OZ_NW] = {0};
+            for (int i = 0; i < n; i++) {
+                i128 r = x % (int)s.mod[i].p;
+                if (r < 0)
+                    r += s.mod[i].p;
+                gemmk_oz_sadd_nw(sn, (uint32_t)r, s.mod[i].w, nw);
             }
+            const int es[] = {0, -70, -1100, -1140, 900};
+            for (size_t k = 0; k < sizeof(es) / sizeof(es[0]); k++)
+                cr_assert_eq(gemmk_oz_value_nw(sn, s.pw, s.pinv, es[k], nw),
+                             ldexp((double)x, es[k]),
+                             "n %d x %.20Lg (%d limbs, 2^%d)", n,
+                             (long double)x, nw, es[k]);
         }
     }
 }
 
-/* The sets that take three limbs are exactly those up to 8 moduli. */
-Test(ozaki, three_limb_sets)
+/* The column counts: two up to 8 moduli (P < 2^64), four up to 16 (P <
+ * 2^128), else GEMMK_OZ_NW; P's limbs above them are zero. */
+Test(ozaki, column_counts)
 {
     for (int n = 1; n <= GEMMK_OZ_MAX; n++) {
         gemmk_oz_set s;
         gemmk_oz_set_init(&s, n);
-        cr_assert_eq(gemmk_oz_nw(s.log2p), n <= 8 ? 3 : GEMMK_OZ_NW, "n %d", n);
-        if (n <= 8)
-            cr_assert(s.pw[2] == 0 && s.pw[3] == 0 && s.pw[4] == 0, "n %d", n);
+        const int nw = gemmk_oz_nw(s.log2p);
+        cr_assert_eq(nw, n <= 8 ? 2 : n <= 16 ? 4 : GEMMK_OZ_NW, "n %d", n);
+        for (int i = nw; i < GEMMK_OZ_NW; i++)
+            cr_assert(s.pw[i] == 0, "n %d limb %d", n, i);
     }
 }
 
