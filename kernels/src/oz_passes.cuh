@@ -395,8 +395,9 @@ __device__ __forceinline__ void sadd_bytes(uint64_t (&sum)[kReconCols][NW],
 /* The sums of kReconCols outputs over every modulus, the residues 8
  * bytes a plane at R + l plane: the loads of kReconBatch planes go out
  * together before their sums (one at a time, a warp had 256 bytes in
- * flight and the pass waited on memory). */
-constexpr int kReconBatch = 8;
+ * flight and the pass waited on memory; 16 is every plane of sets up to
+ * 16 moduli). */
+constexpr int kReconBatch = 16;
 
 template <int NW>
 __device__ __forceinline__ void
@@ -466,18 +467,29 @@ __global__ void __launch_bounds__(256)
         t * (128 * 128) + 8192 * half + 2048 * q + 16 * g + kReconCols * part;
     uint64_t sum[kReconCols][NW] = {};
     sum_planes(sum, R + base, plane, rc);
+    /* output j is accumulator 16 q + 8 part + j = 4 jj + 2 h + e: row h
+     * (j / 2 % 2), column 2 jj + e (j / 4, j % 2) of the thread's two
+     * rows and four columns, whose scales are loaded once */
     const long long mt = t / num_n, nt = t % num_n;
+    const long long row0 = mt * 128 + 64 * half + 16 * warp + (lane >> 2);
+    const long long col0 = nt * 128 + 8 * (4 * q + 2 * part) + 2 * (lane & 3);
+    int er[2], ec[4];
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+        er[h] = row0 + 8 * h < m ? ea[row0 + 8 * h] : 0;
+#pragma unroll
+    for (int x = 0; x < 4; x++) {
+        const long long col = col0 + 8 * (x >> 1) + (x & 1);
+        ec[x] = col < n ? eb[col] : 0;
+    }
 #pragma unroll
     for (int j = 0; j < kReconCols; j++) {
-        /* accumulator index: 4 jj + 2 h + e */
-        const int i = 16 * q + kReconCols * part + j;
-        const long long row =
-            mt * 128 + 64 * half + 16 * warp + (lane >> 2) + 8 * ((i >> 1) & 1);
-        const long long col =
-            nt * 128 + 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
+        const int h = (j >> 1) & 1, x = 2 * (j >> 2) + (j & 1);
+        const long long row = row0 + 8 * h;
+        const long long col = col0 + 8 * (j >> 2) + (j & 1);
         if (row < m && col < n)
             d[row * ldd + col] =
-                finish<NW>(sum[j], rc, ea[row], eb[col], alpha, beta,
+                finish<NW>(sum[j], rc, er[h], ec[x], alpha, beta,
                            beta != 0.0 ? c + row * ldc + col : c);
     }
 }

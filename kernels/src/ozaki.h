@@ -39,11 +39,13 @@
 #include <string.h>
 
 #ifdef __CUDACC__
-#define GEMMK_OZ_HD __host__ __device__ __forceinline__
-#define GEMMK_OZ_H  static inline __host__
+#define GEMMK_OZ_HD     __host__ __device__ __forceinline__
+#define GEMMK_OZ_H      static inline __host__
+#define GEMMK_OZ_UNROLL _Pragma("unroll")
 #else
-#define GEMMK_OZ_HD static inline
-#define GEMMK_OZ_H  static inline
+#define GEMMK_OZ_HD     static inline
+#define GEMMK_OZ_H      static inline
+#define GEMMK_OZ_UNROLL
 #endif
 
 #define GEMMK_OZ_MAX      20  /* moduli at most */
@@ -341,6 +343,7 @@ GEMMK_OZ_HD double gemmk_oz_value_nw(const uint64_t *s, const uint32_t *pw,
                                      double pinv, int e, int nw)
 {
     double sd = gemmk_oz_u52(s[nw - 1]);
+    GEMMK_OZ_UNROLL
     for (int i = nw - 2; i >= 0; i--)
         sd = fma(sd, 4294967296.0, gemmk_oz_u52(s[i]));
 #ifdef __CUDA_ARCH__
@@ -350,32 +353,41 @@ GEMMK_OZ_HD double gemmk_oz_value_nw(const uint64_t *s, const uint32_t *pw,
 #endif
     uint32_t u[GEMMK_OZ_NW];
     int64_t c = 0;
+    GEMMK_OZ_UNROLL
     for (int i = 0; i < nw; i++) {
         c += (int64_t)(s[i] - (uint64_t)q * pw[i]); /* |.| < 2^46 */
         u[i] = (uint32_t)c;
         c >>= 32; /* arithmetic: the floor */
     }
-    /* the top window of two limbs that holds X's significant bits */
+    /* the top window of two limbs that holds X's significant bits: the
+     * highest t whose window has under 32 redundant sign bits, else t = 1
+     * (every limb index a constant once nw is: u stays in registers) */
     int t = nw - 1;
-    int64_t w = (int64_t)(((uint64_t)u[t] << 32) | u[t - 1]);
+    int64_t w = (int64_t)(((uint64_t)u[nw - 1] << 32) | u[nw - 2]);
     int r = gemmk_oz_rsb64(w);
-    while (t > 1 && r >= 32) {
-        t--;
-        w = (int64_t)(((uint64_t)u[t] << 32) | u[t - 1]);
-        r = gemmk_oz_rsb64(w);
+    uint32_t next = nw > 2 ? u[nw - 3] : 0;
+    GEMMK_OZ_UNROLL
+    for (int k = nw - 2; k >= 1; k--) {
+        if (r >= 32) {
+            t = k;
+            w = (int64_t)(((uint64_t)u[k] << 32) | u[k - 1]);
+            r = gemmk_oz_rsb64(w);
+            next = k >= 2 ? u[k - 2] : 0;
+        }
     }
     if (t == 1) /* X fits 64 bits: converted exactly rounded */
         return gemmk_oz_ldexp((double)w, e);
     /* r <= 31: shift in r bits of the next limb, the rest sticky */
-    const uint32_t next = u[t - 2];
     uint64_t top = (uint64_t)w << r;
     uint32_t below = next;
     if (r) {
         top |= next >> (32 - r);
         below = next << r;
     }
-    for (int i = 0; i < t - 2; i++)
-        below |= u[i];
+    GEMMK_OZ_UNROLL
+    for (int i = 0; i < nw - 3; i++)
+        if (i < t - 2)
+            below |= u[i];
     return gemmk_oz_ldexp((double)(int64_t)(top | (below != 0)),
                           32 * (t - 1) - r + e);
 }
@@ -396,7 +408,8 @@ GEMMK_OZ_HD double gemmk_oz_result_nw(const uint64_t *s, const uint32_t *pw,
     const double x = gemmk_oz_value_nw(
         s, pw, pinv,
         gemmk_oz_rowscale_E(rs_i) + gemmk_oz_rowscale_E(rs_j) + ebias + 6, nw);
-    return x / (double)(gemmk_oz_rowscale_j(rs_i) * gemmk_oz_rowscale_j(rs_j));
+    return x / gemmk_oz_u52((uint64_t)(gemmk_oz_rowscale_j(rs_i) *
+                                       gemmk_oz_rowscale_j(rs_j)));
 }
 
 GEMMK_OZ_HD double gemmk_oz_result(const uint64_t *s, const uint32_t *pw,
