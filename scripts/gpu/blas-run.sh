@@ -6,9 +6,9 @@
 #   smoke      gemmctl mm fp64/c64/c128 (ops N/T/C, complex scalars) with
 #              --check on the GPU, and integration_gemm64 (GEMM_TEST_BACKEND
 #              =cuda: the wide types through cuBLAS, every op pair)
-#   suites     integration_gemm, _fill, _cuda and _batch against the
-#              backend (the GEMM path: fill and drain, the pipeline,
-#              batches), and netlib.sh fill for xblat3d and xdcblat3
+#   suites     integration_gemm, _fill, _cuda, _batch, _moduli and _int8
+#              against the backend (the GEMM path: fill and drain, the
+#              pipeline, batches, the fp64 emulation, int8), and netlib.sh fill for xblat3d and xdcblat3
 #              (every call filled by parts and drained)
 #   testers    netlib's xblat3{s,d,c,z} and x{s,d,c,z}cblat3 through
 #              libgemmblas (LD_PRELOAD, GEMMBLAS_MIN_FLOPS=0) against a
@@ -97,7 +97,7 @@ for part in $parts; do
         note "integration_gemm64 ($BACKEND) rc=$? $(grep -a Synthesis "$OUT/integration_gemm64.log" | tail -1)"
         ;;
     suites)
-        for t in gemm fill cuda batch; do
+        for t in gemm fill cuda batch moduli int8; do
             GEMM_TEST_GEMMD=$GEMMD GEMM_TEST_BACKEND=$BACKEND timeout 300 \
                 "$D/bin/integration_$t" --verbose=0 -j1 \
                 >"$OUT/integration_$t.log" 2>&1

@@ -24,7 +24,8 @@ cmake -S . -B "$build" -DGEMM_TESTS=ON -DGEMM_BENCH=ON -DGEMM_WITH_CUDA=ON \
     >/dev/null
 cmake --build "$build" -j "$(nproc)" --target gemmd gemmctl gemmblas \
     gemmblas_blas3 bench_blas integration_gemm64 integration_gemm \
-    integration_fill integration_cuda integration_batch >/dev/null
+    integration_fill integration_cuda integration_batch integration_moduli \
+    integration_int8 >/dev/null
 rm -rf "$out"
 testers=""
 for p in s d c z; do testers="$testers $tdir/xblat3$p $tdir/x${p}cblat3"; done
