@@ -32,7 +32,8 @@ for p in s d c z; do testers="$testers $tdir/xblat3$p $tdir/x${p}cblat3"; done
 ../shared/gpu-host/bundle.sh "$out" "$build/daemon/gemmd" \
     "$build/client/gemmctl" "$build/tests/integration_gemm64" \
     "$build/tests/integration_gemm" "$build/tests/integration_fill" \
-    "$build/tests/integration_cuda" "$build/tests/integration_batch" $testers \
+    "$build/tests/integration_cuda" "$build/tests/integration_batch" \
+    "$build/tests/integration_moduli" "$build/tests/integration_int8" $testers \
     "$build/blas/libgemmblas.so.0" >/dev/null
 # bench_blas needs nothing beyond libc (and bundle.sh, under pipefail,
 # stops at a program with no library to copy)
