@@ -40,6 +40,7 @@ struct S8Params {
     int kunit;  /* bytes per tensor-map element along K: 1 or 2 */
     int nmod;   /* products per tile */
     int mod0;   /* modulus of the first product (moduli constants) */
+    int mod_major; /* ping-pong: units ordered modulus-major (s8_unit) */
     int rows_a; /* A map rows between moduli (0: one matrix) */
     int rows_b;
     int reduce; /* OZ 0: store acc mod p (Ozaki unfused) */
@@ -93,6 +94,36 @@ __device__ __forceinline__ void s8_coords(const S8Params &p, int t, int &mt,
     int local = t - g * per_group;
     mt = first_m + local % gm;
     nt = local / gm;
+}
+
+/*
+ * The ping-pong kernel's unit i of this CTA: its tile (mt, nt) and
+ * product l. A tile's products back to back (products innermost), or
+ * with p.mod_major every CTA on one modulus at a time: unit g = blockIdx.x
+ * + i gridDim.x of units x nmod, modulus g / units, so one launch of all
+ * moduli has one tail where a launch per modulus had one each, and the
+ * CTAs share one modulus' operands in L2 as separate launches do.
+ */
+__device__ __forceinline__ int s8_units(const S8Params &p)
+{
+    const int total = p.mod_major ? p.units * p.nmod : p.units;
+    const int mine = total > (int)blockIdx.x
+                         ? (total - blockIdx.x + gridDim.x - 1) / gridDim.x
+                         : 0;
+    return p.mod_major ? mine : mine * p.nmod;
+}
+
+__device__ __forceinline__ void s8_unit(const S8Params &p, int i, int &mt,
+                                        int &nt, int &l)
+{
+    if (p.mod_major) {
+        const int g = blockIdx.x + i * gridDim.x;
+        l = g / p.units;
+        s8_coords(p, g - l * p.units, mt, nt);
+    } else {
+        l = i % p.nmod;
+        s8_coords(p, blockIdx.x + (i / p.nmod) * gridDim.x, mt, nt);
+    }
 }
 
 /* acc mod p in [0, p), for |acc| < 2^29 + 2^9 (ozaki.h's magic division) */
@@ -346,7 +377,7 @@ s8_pp_store(const S8Params &p, const int32_t (&acc)[64], int mt, int nt,
  * x 128 tiles, one warpgroup per tile): each consumer warpgroup owns a
  * whole 128 x 128 tile (two m64n128k32 per k32 step, 2 x 64 int32
  * accumulators a thread). Work units are (tile, product) pairs in the
- * CTA's order, products innermost; the two consumers take alternate
+ * CTA's order (s8_unit); the two consumers take alternate
  * units, so one's epilogue (OZ 0: int32 D; OZ 2: residue bytes) runs
  * under the other's main loop. The producer fills the ring in unit order;
  * a consumer skips the other's ring positions; turn[] orders the
@@ -382,20 +413,15 @@ __global__ void __launch_bounds__(384, 1)
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
-    /* units of this CTA: tiles blockIdx.x + j gridDim.x, each nmod times */
-    const int ntiles = p.units > blockIdx.x
-                           ? (p.units - blockIdx.x + gridDim.x - 1) / gridDim.x
-                           : 0;
-    const int nunits = ntiles * p.nmod;
+    const int nunits = s8_units(p);
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         int s = 0;
         uint32_t ph = 0;
         for (int i = 0; tid == 0 && i < nunits; i++) {
-            const int l = i % p.nmod;
-            int mt, nt;
-            s8_coords(p, blockIdx.x + (i / p.nmod) * gridDim.x, mt, nt);
+            int mt, nt, l;
+            s8_unit(p, i, mt, nt, l);
             const int ra = (p.mod0 + l) * p.rows_a + mt * BM;
             const int rb = (p.mod0 + l) * p.rows_b + nt * BN;
             for (int kb = 0; kb < p.nkb; kb++) {
@@ -437,10 +463,9 @@ __global__ void __launch_bounds__(384, 1)
                 }
                 continue;
             }
-            const int l = i % p.nmod;
+            int mt, nt, l;
+            s8_unit(p, i, mt, nt, l);
             const int md = p.mod0 + l;
-            int mt, nt;
-            s8_coords(p, blockIdx.x + (i / p.nmod) * gridDim.x, mt, nt);
             if (c == 1)
                 mbar_wait(&turn[1], j & 1);
             else if (j > 0)

@@ -78,6 +78,13 @@ namespace
 
 constexpr size_t kLtWorkspace = 32u << 20;
 
+/* The residue-byte products in one launch up to this many rounds of
+ * tiles over the SMs per modulus (H200, oz2-bytes against a launch per
+ * modulus in the same call: 4096^3, 7.8 rounds, 0.92-0.93 -> 0.95-0.96x
+ * DGEMM; 8192^3, 31 rounds, equal; 16384^3, 124 rounds, 1.49-1.52 ->
+ * 1.46-1.47x; docs/ozaki-notes.md "Twenty-fifth session"). */
+constexpr int kOneLaunchRounds = 16;
+
 gemm_error cuerr(cudaError_t e)
 {
     if (e == cudaSuccess)
@@ -563,9 +570,11 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
     mc.n = nmod;
     memcpy(mc.mod, set.mod, sizeof(set.mod));
     const long long kp = (k + GEMMK_OZ_KB - 1) / GEMMK_OZ_KB * GEMMK_OZ_KB;
-    /* the residue-byte and unfused variants run one int8 launch per
-     * modulus, ping-pong or cooperative by size (GEMMK_OZ_PP forces
-     * either); GEMMK_OZ_BYTES_TILE=1 runs
+    /* the residue-byte variant runs every modulus in one launch of the
+     * ping-pong kernel (modulus-major units) where a product is at most
+     * kOneLaunchRounds rounds of tiles over the SMs, else (and the
+     * unfused variant, and the cooperative kernel, GEMMK_OZ_PP=0) one
+     * launch per modulus; GEMMK_OZ_BYTES_TILE=1 runs
      * all moduli of a tile in one CTA instead (cooperative 128 x 256).
      * Measurement knobs: docs/ozaki-notes.md. */
     const bool tilewise =
@@ -664,6 +673,13 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
         if (tilewise) {
             sp.nmod = nmod;
             ce = launch_s8(256, 2, ta, tb, sp, grid, stream);
+        } else if (pp && sp.units <= kOneLaunchRounds * sms) {
+            /* one launch, modulus-major (s8_unit) */
+            sp.nmod = nmod;
+            sp.mod_major = 1;
+            const int units = sp.units * nmod;
+            ce = launch_s8_pp(2, ta, tb, sp, units < sms ? units : sms,
+                              stream);
         } else {
             sp.nmod = 1;
             ce = cudaSuccess;
