@@ -36,12 +36,12 @@ constexpr int S8_FLUSH = 256; /* k-blocks between reductions: |acc| <= 2^29 */
 struct S8Params {
     int m, n;
     int num_m, num_n, units, group_m;
-    int nkb;    /* k-blocks per product */
-    int kunit;  /* bytes per tensor-map element along K: 1 or 2 */
-    int nmod;   /* products per tile */
-    int mod0;   /* modulus of the first product (moduli constants) */
+    int nkb;       /* k-blocks per product */
+    int kunit;     /* bytes per tensor-map element along K: 1 or 2 */
+    int nmod;      /* products per tile */
+    int mod0;      /* modulus of the first product (moduli constants) */
     int mod_major; /* ping-pong: units ordered modulus-major (s8_unit) */
-    int rows_a; /* A map rows between moduli (0: one matrix) */
+    int rows_a;    /* A map rows between moduli (0: one matrix) */
     int rows_b;
     int reduce; /* OZ 0: store acc mod p (Ozaki unfused) */
     /* OZ 0: int32 D */

@@ -120,8 +120,8 @@ __device__ __forceinline__ RowPart part_merge(RowPart a, const RowPart &b)
         return r;
     }
     const int e = a.emax > b.emax ? a.emax : b.emax;
-    a.ssq =
-        gemmk_oz_ldexp(a.ssq, 2 * (a.emax - e)) + gemmk_oz_ldexp(b.ssq, 2 * (b.emax - e));
+    a.ssq = gemmk_oz_ldexp(a.ssq, 2 * (a.emax - e)) +
+            gemmk_oz_ldexp(b.ssq, 2 * (b.emax - e));
     a.emax = e;
     a.nnz += b.nnz;
     a.esum += b.esum;

@@ -678,8 +678,7 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
             sp.nmod = nmod;
             sp.mod_major = 1;
             const int units = sp.units * nmod;
-            ce = launch_s8_pp(2, ta, tb, sp, units < sms ? units : sms,
-                              stream);
+            ce = launch_s8_pp(2, ta, tb, sp, units < sms ? units : sms, stream);
         } else {
             sp.nmod = 1;
             ce = cudaSuccess;
@@ -719,12 +718,12 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
                      : recon<4, double>(q, var, frag, sp, pl, ldr, rplane, ldw,
                                         rc, ea, eb, stream);
     default:
-        return q.f32 ? recon<GEMMK_OZ_NW, float>(q, var, frag, sp, pl, ldr,
-                                                 rplane, ldw, rc, ea, eb,
-                                                 stream)
-                     : recon<GEMMK_OZ_NW, double>(q, var, frag, sp, pl, ldr,
-                                                  rplane, ldw, rc, ea, eb,
-                                                  stream);
+        return q.f32
+                   ? recon<GEMMK_OZ_NW, float>(q, var, frag, sp, pl, ldr,
+                                               rplane, ldw, rc, ea, eb, stream)
+                   : recon<GEMMK_OZ_NW, double>(q, var, frag, sp, pl, ldr,
+                                                rplane, ldw, rc, ea, eb,
+                                                stream);
     }
 }
 

@@ -43,8 +43,8 @@
 #define GEMMK_OZ_H      static inline __host__
 #define GEMMK_OZ_UNROLL _Pragma("unroll")
 #else
-#define GEMMK_OZ_HD     static inline
-#define GEMMK_OZ_H      static inline
+#define GEMMK_OZ_HD static inline
+#define GEMMK_OZ_H  static inline
 #define GEMMK_OZ_UNROLL
 #endif
 
