@@ -361,15 +361,30 @@ __global__ void __launch_bounds__(256)
     }
 }
 
+/* 1 / (j_i j_j) rounded, for the 64 pairs of row and column scales
+ * (index 8 (j_i - 8) + j_j - 8): filled by every thread of a block
+ * before anything returns. */
+struct ReconRcp {
+    double v[64];
+};
+
+__device__ __forceinline__ void rcp_fill(ReconRcp &t)
+{
+    if (threadIdx.x < 64)
+        t.v[threadIdx.x] =
+            1.0 / (double)((threadIdx.x / 8 + 8) * (threadIdx.x % 8 + 8));
+    __syncthreads();
+}
+
 /* alpha X + beta C in double, rounded once to T; NW limbs (ozaki.h). */
 template <int NW, typename T>
 __device__ __forceinline__ T finish(const uint64_t *sum, const ReconConsts &rc,
-                                    int rs_i, int rs_j, double alpha,
-                                    double beta, const T *c)
+                                    const ReconRcp &rcp, int rs_i, int rs_j,
+                                    double alpha, double beta, const T *c)
 {
-    double x =
-        gemmk_oz_result_nw(sum, rc.pw, rc.pinv, rs_i, rs_j, rc.ebias, NW) *
-        alpha;
+    double x = gemmk_oz_result_rd(sum, rc.pw, rc.pinv, rs_i, rs_j, rc.ebias, NW,
+                                  rcp.v[8 * (rs_i & 15) + (rs_j & 15)]) *
+               alpha;
     if (beta != 0.0)
         x = fma(beta, (double)*c, x);
     return (T)x;
@@ -430,6 +445,8 @@ __global__ void __launch_bounds__(256)
                           const T *c, long long ldc, T *d, long long ldd,
                           long long m, long long n)
 {
+    __shared__ ReconRcp rcp;
+    rcp_fill(rcp);
     const long long i = blockIdx.y;
     const long long j0 =
         ((long long)blockIdx.x * blockDim.x + threadIdx.x) * kReconCols;
@@ -442,8 +459,9 @@ __global__ void __launch_bounds__(256)
     for (int j = 0; j < kReconCols; j++) {
         const long long col = j0 + j;
         if (col < n)
-            d[i * ldd + col] = finish<NW>(sum[j], rc, ei, eb[col], alpha, beta,
-                                          beta != 0.0 ? c + i * ldc + col : c);
+            d[i * ldd + col] =
+                finish<NW>(sum[j], rc, rcp, ei, eb[col], alpha, beta,
+                           beta != 0.0 ? c + i * ldc + col : c);
     }
 }
 
@@ -459,6 +477,8 @@ __global__ void __launch_bounds__(256)
                          double alpha, double beta, const T *c, long long ldc,
                          T *d, long long ldd, long long m, long long n)
 {
+    __shared__ ReconRcp rcp;
+    rcp_fill(rcp);
     const long long t = blockIdx.x;
     const int half = blockIdx.y >> 2, q = blockIdx.y & 3;
     const int g = threadIdx.x >> 1, part = threadIdx.x & 1;
@@ -489,7 +509,7 @@ __global__ void __launch_bounds__(256)
         const long long col = col0 + 8 * (j >> 2) + (j & 1);
         if (row < m && col < n)
             d[row * ldd + col] =
-                finish<NW>(sum[j], rc, er[h], ec[x], alpha, beta,
+                finish<NW>(sum[j], rc, rcp, er[h], ec[x], alpha, beta,
                            beta != 0.0 ? c + row * ldc + col : c);
     }
 }
@@ -504,6 +524,8 @@ __global__ void __launch_bounds__(256)
                         double alpha, double beta, const T *c, long long ldc,
                         T *d, long long ldd, long long m, long long n)
 {
+    __shared__ ReconRcp rcp;
+    rcp_fill(rcp);
     const long long i = blockIdx.y;
     const long long j0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 4;
     if (j0 >= n)
@@ -522,8 +544,9 @@ __global__ void __launch_bounds__(256)
     for (int j = 0; j < 4; j++) {
         const long long col = j0 + j;
         if (col < n)
-            d[i * ldd + col] = finish<NW>(sum[j], rc, ei, eb[col], alpha, beta,
-                                          beta != 0.0 ? c + i * ldc + col : c);
+            d[i * ldd + col] =
+                finish<NW>(sum[j], rc, rcp, ei, eb[col], alpha, beta,
+                           beta != 0.0 ? c + i * ldc + col : c);
     }
 }
 

@@ -329,18 +329,53 @@ GEMMK_OZ_HD double gemmk_oz_ldexp(double x, int k)
     return x * p;
 }
 
+/* 2^k for k in [-1022, 1023], from its bits */
+GEMMK_OZ_HD double gemmk_oz_pow2(int k)
+{
+    const uint64_t b = (uint64_t)(k + 1023) << 52;
+    double p;
+    memcpy(&p, &b, sizeof(p));
+    return p;
+}
+
+/* x 2^k for x = 0 or 2^-9 <= |x| < 2^64, with no branch: x 2^k1 (k1 =
+ * k within [-1000, 1000]) is normal, so exact, and times 2^(k - k1) the
+ * product rounds once, as scalbn does (k beyond [-2022, 2023] gives 0 or
+ * inf either way). */
+GEMMK_OZ_HD double gemmk_oz_ldexp_mid(double x, int k)
+{
+    k = k < -2022 ? -2022 : k > 2023 ? 2023 : k;
+    const int k1 = k < -1000 ? -1000 : k > 1000 ? 1000 : k;
+    return x * gemmk_oz_pow2(k1) * gemmk_oz_pow2(k - k1);
+}
+
+/* x / d rounded to nearest, for d an integer in 64..225 and rd = 1/d
+ * rounded, |x| < 2^64 (nothing underflows), with no division and no
+ * branch: q = x rd is within an ulp of x / d, r = x - q d is exact (one
+ * fma), and q + r rd is the correctly rounded quotient (Markstein's
+ * correction; the CPU test compares it with the division for every d). */
+GEMMK_OZ_HD double gemmk_oz_div(double x, double d, double rd)
+{
+    const double q = x * rd;
+    const double r = fma(-q, d, x);
+    return fma(r, rd, q);
+}
+
 /*
- * X 2^e, X = S centred modulo P (|X| < P / 2), rounded to nearest once.
- * q = round(S / P) from S as a double (the columns, each below 2^45, are
- * exact doubles; Horner is off by a few 2^-53 relative, far less than the
- * margin P / 2 - |X| that gemmk_oz_budget leaves); then X = S - q P as a
- * two's complement integer of nw limbs (one signed carry chain); its top
- * 64 significant bits as a signed integer, with a sticky bit for the
- * rest (a nonnegative fraction below it, so the rounding is that of X,
- * either sign), converted once.
+ * X = S centred modulo P (|X| < P / 2) as x 2^k, x a double rounded to
+ * nearest once (|x| < 2^64; 0, or at least 1). q = round(S / P) from S as
+ * a double (the columns, each below 2^45, are exact doubles; Horner is
+ * off by a few 2^-53 relative, far less than the margin P / 2 - |X| that
+ * gemmk_oz_budget leaves); then X = S - q P as a two's complement integer
+ * of nw limbs (one signed carry chain); its top 64 significant bits as a
+ * signed integer, with a sticky bit for the rest (a nonnegative fraction
+ * below it, so the rounding is that of X, either sign), converted once.
+ * No branch: every limb index is a constant once nw is (the limbs stay
+ * in registers) and the window is chosen by selects, so a thread's
+ * outputs interleave.
  */
-GEMMK_OZ_HD double gemmk_oz_value_nw(const uint64_t *s, const uint32_t *pw,
-                                     double pinv, int e, int nw)
+GEMMK_OZ_HD double gemmk_oz_centred(const uint64_t *s, const uint32_t *pw,
+                                    double pinv, int nw, int *k)
 {
     double sd = gemmk_oz_u52(s[nw - 1]);
     GEMMK_OZ_UNROLL
@@ -360,36 +395,42 @@ GEMMK_OZ_HD double gemmk_oz_value_nw(const uint64_t *s, const uint32_t *pw,
         c >>= 32; /* arithmetic: the floor */
     }
     /* the top window of two limbs that holds X's significant bits: the
-     * highest t whose window has under 32 redundant sign bits, else t = 1
-     * (every limb index a constant once nw is: u stays in registers) */
+     * highest t whose window has under 32 redundant sign bits, else t =
+     * 1, the whole of X */
     int t = nw - 1;
     int64_t w = (int64_t)(((uint64_t)u[nw - 1] << 32) | u[nw - 2]);
     int r = gemmk_oz_rsb64(w);
     uint32_t next = nw > 2 ? u[nw - 3] : 0;
     GEMMK_OZ_UNROLL
-    for (int k = nw - 2; k >= 1; k--) {
+    for (int j = nw - 2; j >= 1; j--) {
         if (r >= 32) {
-            t = k;
-            w = (int64_t)(((uint64_t)u[k] << 32) | u[k - 1]);
+            t = j;
+            w = (int64_t)(((uint64_t)u[j] << 32) | u[j - 1]);
             r = gemmk_oz_rsb64(w);
-            next = k >= 2 ? u[k - 2] : 0;
+            next = j >= 2 ? u[j - 2] : 0;
         }
     }
-    if (t == 1) /* X fits 64 bits: converted exactly rounded */
-        return gemmk_oz_ldexp((double)w, e);
-    /* r <= 31: shift in r bits of the next limb, the rest sticky */
-    uint64_t top = (uint64_t)w << r;
-    uint32_t below = next;
-    if (r) {
-        top |= next >> (32 - r);
-        below = next << r;
-    }
+    /* t > 1 (so r <= 31): shift in r bits of the next limb, the rest
+     * sticky; t == 1: X itself (next is 0) */
+    const int sh = t == 1 ? 0 : r;
+    const uint64_t wide = (uint64_t)next << sh;
+    const uint64_t top = ((uint64_t)w << sh) | (wide >> 32);
+    uint32_t below = (uint32_t)wide;
     GEMMK_OZ_UNROLL
     for (int i = 0; i < nw - 3; i++)
         if (i < t - 2)
             below |= u[i];
-    return gemmk_oz_ldexp((double)(int64_t)(top | (below != 0)),
-                          32 * (t - 1) - r + e);
+    *k = 32 * (t - 1) - sh;
+    return (double)(int64_t)(top | (below != 0));
+}
+
+/* X 2^e, rounded to nearest once (see gemmk_oz_centred). */
+GEMMK_OZ_HD double gemmk_oz_value_nw(const uint64_t *s, const uint32_t *pw,
+                                     double pinv, int e, int nw)
+{
+    int k;
+    const double x = gemmk_oz_centred(s, pw, pinv, nw, &k);
+    return gemmk_oz_ldexp_mid(x, k + e);
 }
 
 GEMMK_OZ_HD double gemmk_oz_value(const uint64_t *s, const uint32_t *pw,
@@ -398,24 +439,35 @@ GEMMK_OZ_HD double gemmk_oz_value(const uint64_t *s, const uint32_t *pw,
     return gemmk_oz_value_nw(s, pw, pinv, e, GEMMK_OZ_NW);
 }
 
-/* The product back in the inputs' units from the packed row and column
- * scales: X 2^(E_i + E_j - beta_a - beta_b) / (mu_i mu_j); the division
- * by j_i j_j / 64 rounds once more (exact when the quotient is a double). */
-GEMMK_OZ_HD double gemmk_oz_result_nw(const uint64_t *s, const uint32_t *pw,
-                                      double pinv, int rs_i, int rs_j,
-                                      int ebias, int nw)
+/* The divisor j_i j_j of a product's scales (mu_i mu_j = j_i j_j / 64),
+ * 64..225, as a double. */
+GEMMK_OZ_HD double gemmk_oz_divisor(int rs_i, int rs_j)
 {
-    const double x = gemmk_oz_value_nw(
-        s, pw, pinv,
-        gemmk_oz_rowscale_E(rs_i) + gemmk_oz_rowscale_E(rs_j) + ebias + 6, nw);
-    return x / gemmk_oz_u52((uint64_t)(gemmk_oz_rowscale_j(rs_i) *
-                                       gemmk_oz_rowscale_j(rs_j)));
+    return gemmk_oz_u52(
+        (uint64_t)(gemmk_oz_rowscale_j(rs_i) * gemmk_oz_rowscale_j(rs_j)));
+}
+
+/* The product back in the inputs' units from the packed row and column
+ * scales: X 2^(E_i + E_j - beta_a - beta_b) / (mu_i mu_j), x / (j_i j_j)
+ * rounded once more (exact when the quotient is a double), then scaled
+ * (which rounds only where the result is subnormal). rd = 1 / (j_i j_j)
+ * rounded (the kernels keep a table of the 64). */
+GEMMK_OZ_HD double gemmk_oz_result_rd(const uint64_t *s, const uint32_t *pw,
+                                      double pinv, int rs_i, int rs_j,
+                                      int ebias, int nw, double rd)
+{
+    int k;
+    const double x = gemmk_oz_centred(s, pw, pinv, nw, &k);
+    return gemmk_oz_ldexp_mid(gemmk_oz_div(x, gemmk_oz_divisor(rs_i, rs_j), rd),
+                              k + gemmk_oz_rowscale_E(rs_i) +
+                                  gemmk_oz_rowscale_E(rs_j) + ebias + 6);
 }
 
 GEMMK_OZ_HD double gemmk_oz_result(const uint64_t *s, const uint32_t *pw,
                                    double pinv, int rs_i, int rs_j, int ebias)
 {
-    return gemmk_oz_result_nw(s, pw, pinv, rs_i, rs_j, ebias, GEMMK_OZ_NW);
+    return gemmk_oz_result_rd(s, pw, pinv, rs_i, rs_j, ebias, GEMMK_OZ_NW,
+                              1.0 / gemmk_oz_divisor(rs_i, rs_j));
 }
 
 /* --- host: constants and the choice of moduli ---------------------------- */

@@ -370,6 +370,36 @@ Test(ozaki, crt_reconstruction)
     }
 }
 
+/* The reconstruction's division by j_i j_j (gemmk_oz_div: no division
+ * instruction) equals the division, for every pair of scales and values
+ * of every magnitude it meets (0, or 1 <= |x| < 2^64), many of them
+ * integers (where the quotient is often exact). */
+Test(ozaki, division_by_scales)
+{
+    for (int ji = 8; ji <= 15; ji++)
+        for (int jj = 8; jj <= 15; jj++) {
+            const double d = (double)(ji * jj), rd = 1.0 / d;
+            cr_assert_eq(gemmk_oz_div(0.0, d, rd), 0.0);
+            for (int t = 0; t < 40000; t++) {
+                const uint64_t m = rnd64();
+                double x;
+                if (t % 4 == 0) /* a 64-bit integer, rounded */
+                    x = (double)(m >> (rnd64() % 64));
+                else if (t % 4 == 1) /* a multiple of d: exact quotient */
+                    x = d * (double)(m >> 12 >> (rnd64() % 52));
+                else /* any double in [1, 2^64) */
+                    x = ldexp(1.0 + (double)(m >> 12) * 0x1p-52,
+                              (int)(rnd64() % 64));
+                if (x < 1.0)
+                    x = 1.0;
+                if (t & 8)
+                    x = -x;
+                const double got = gemmk_oz_div(x, d, rd);
+                cr_assert_eq(got, x / d, "%.17g / %g: %.17g", x, d, got);
+            }
+        }
+}
+
 /* The column counts: two up to 8 moduli (P < 2^64), four up to 16 (P <
  * 2^128), else GEMMK_OZ_NW; P's limbs above them are zero. */
 Test(ozaki, column_counts)
