@@ -963,7 +963,8 @@ int main(int argc, char **argv)
     f.push_back({"exact",
                  {1024, 1024, 4096, 1, 0, 1.0, 0.0, 0, 0.0, nullptr, EM, 0,
                   SP_INT, false, false}});
-    /* from 6144^2 outputs the products run on the cooperative kernel */
+    /* past 16 rounds of tiles over the SMs (2400 tiles here) the
+     * products run one launch per modulus, below in one launch */
     f.push_back({"exact",
                  {6144, 6400, 1024, 0, 0, 1.0, 0.0, 0, 0.0, nullptr, EM, 0,
                   SP_INT2, false, false}});
