@@ -100,9 +100,10 @@ __device__ __forceinline__ void s8_coords(const S8Params &p, int t, int &mt,
  * The ping-pong kernel's unit i of this CTA: its tile (mt, nt) and
  * product l. A tile's products back to back (products innermost), or
  * with p.mod_major every CTA on one modulus at a time: unit g = blockIdx.x
- * + i gridDim.x of units x nmod, modulus g / units, so one launch of all
- * moduli has one tail where a launch per modulus had one each, and the
- * CTAs share one modulus' operands in L2 as separate launches do.
+ * + i gridDim.x of units x nmod, modulus g / units, so one launch runs
+ * every modulus with a single tail (a launch per modulus has one each)
+ * while the CTAs share one modulus' operands in L2, as separate launches
+ * do.
  */
 __device__ __forceinline__ int s8_units(const S8Params &p)
 {
