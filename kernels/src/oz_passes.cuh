@@ -161,25 +161,28 @@ __device__ __forceinline__ void
 load_tile(double (*t)[TROW], const T *x, long long ld, long long rows,
           long long k, long long r0, long long h0)
 {
+    /* element threadIdx.x + 256 i: MN, tile column b0 + 8 i of row a0;
+     * else row a0 + 2 i, column b0. One pointer stepped by 8 or 2 rows of
+     * X, the bounds against what is left of them, and the tile's offsets
+     * known once i is. */
+    constexpr int kIters = TR * TK / 256;
+    const int a0 = MN ? threadIdx.x % TR : threadIdx.x / TK;
+    const int b0 = MN ? threadIdx.x / TR : threadIdx.x % TK;
+    const long long rleft = rows - (r0 + a0), hleft = k - (h0 + b0);
+    const T *g =
+        MN ? x + (h0 + b0) * ld + r0 + a0 : x + (r0 + a0) * ld + h0 + b0;
+    const long long step = (MN ? 256 / TR : 256 / TK) * ld;
+    double *s0 = &t[a0][MN ? b0 : tcol(b0)];
 #pragma unroll
-    for (int i = threadIdx.x; i < TR * TK; i += 256) {
-        long long r, h;
-        int a, b; /* t[a][tcol(b)] */
-        if (MN) {
-            h = h0 + i / TR;
-            r = r0 + i % TR;
-            a = i % TR;
-            b = i / TR;
-        } else {
-            r = r0 + i / TK;
-            h = h0 + i % TK;
-            a = i / TK;
-            b = i % TK;
-        }
-        if (r < rows && h < k)
-            tile_put(&t[a][tcol(b)], MN ? x + h * ld + r : x + r * ld + h);
+    for (int i = 0; i < kIters; i++, g += step) {
+        /* MN: column b0 + 8 i sits at tcol = 20 (i / 2) + 8 (i % 2) + b0 */
+        double *s = MN ? s0 + 20 * (i >> 1) + 8 * (i & 1) : s0 + 2 * i * TROW;
+        const bool in =
+            MN ? rleft > 0 && hleft > 8 * i : rleft > 2 * i && hleft > 0;
+        if (in)
+            tile_put(s, g);
         else
-            t[a][tcol(b)] = 0.0;
+            *s = 0.0;
     }
 }
 
@@ -280,23 +283,6 @@ __global__ void __launch_bounds__(256)
     }
 }
 
-/* gemmk_oz_flimbs for a value of an fp32 input and 3 limbs: a mu 2^s has
- * at most 28 significant bits (24 of a, 4 of j), so the double product is
- * exact, rint rounds it half to even as gemmk_oz_scale does, and the
- * integer (below 2^39: the 3-limb plans keep beta <= 37) splits into 13-bit
- * limbs with shifts. a must be finite. */
-__device__ __forceinline__ void flimbs_f32(double a, int s, int j, float *f)
-{
-    const double y = rint(gemmk_oz_ldexp(a * (double)j, s - 3));
-    const long long v = (long long)y;
-    const unsigned long long m = (unsigned long long)(v < 0 ? -v : v);
-#pragma unroll
-    for (int i = 0; i < 3; i++) {
-        const float u = gemmk_oz_u2f((uint32_t)(m >> (13 * i)) & 8191u);
-        f[i] = v < 0 ? -u : u;
-    }
-}
-
 /* Four residue words' low bytes as one word (byte j from w[j]). */
 __device__ __forceinline__ uint32_t pack_low_bytes(uint32_t w0, uint32_t w1,
                                                    uint32_t w2, uint32_t w3)
@@ -305,23 +291,40 @@ __device__ __forceinline__ uint32_t pack_low_bytes(uint32_t w0, uint32_t w1,
                        0x5410);
 }
 
+/* The residue words of 8 values (low bytes) as 8 bytes at o. */
+__device__ __forceinline__ void store_bytes8(uint8_t *o, const uint32_t (&b)[8])
+{
+    *reinterpret_cast<uint2 *>(o) =
+        make_uint2(pack_low_bytes(b[0], b[1], b[2], b[3]),
+                   pack_low_bytes(b[4], b[5], b[6], b[7]));
+}
+
 /* Residues of the rows of op(X) scaled by 2^(beta - E) mu (E[r] packed):
- * int8, plane l at out + l * plane, rows of kp bytes. NL limbs of LB bits
- * per integer (13-bit: 3 up to 2^39, 5 up to 2^65, 7 beyond; 15-bit: 4 up
- * to 2^60). The residues run on the fp32 pipe (ozaki.h). A thread takes 8
+ * int8, plane l at out + l * plane, rows of kp bytes. NL == 0: each
+ * integer as a signed 64-bit one (beta <= GEMMK_OZ_X64_MAX), its residues
+ * on the fp64 and integer pipes (gemmk_oz_residue64); else NL limbs of
+ * 13 bits (5 up to 2^65, 7 beyond) on the fp32 pipe. A thread takes 8
  * values of its row twice (fewer registers than 16 at once, so more
  * blocks hide the loads); each pass stores 8 bytes a modulus, a row's 8
  * threads 64 contiguous bytes. */
-template <bool MN, int NL, int LB, typename T>
+template <bool MN, int NL, typename T>
 __global__ void __launch_bounds__(256)
     oz_split_kernel(const T *__restrict__ x, long long ld, long long rows,
                     long long k, long long kp, const int *__restrict__ E,
                     int beta, const __grid_constant__ ModConsts mc,
                     uint8_t *out, long long plane)
 {
-    static_assert(LB == 13 || (LB == GEMMK_OZ_LW && NL == GEMMK_OZ_NLW),
-                  "13-bit limbs, or the wide ones");
     __shared__ double t[TR][TROW];
+    /* each modulus' constants where the residues read them as registers
+     * (from the parameters they would be uniform ones, which the fp64
+     * fma takes only after a move) */
+    __shared__ double2 kd[GEMMK_OZ_MAX]; /* 2^32 mod p, 1/p */
+    __shared__ uint2 kq[GEMMK_OZ_MAX];   /* p, 2^32 mod p */
+    if (NL == 0 && threadIdx.x < mc.n) {
+        const gemmk_oz_mod &md = mc.mod[threadIdx.x];
+        kd[threadIdx.x] = make_double2(md.dc32, md.dinv);
+        kq[threadIdx.x] = make_uint2(md.p, (uint32_t)md.c32);
+    }
     const long long r0 = (long long)blockIdx.x * TR;
     const long long h0 = (long long)blockIdx.y * TK;
     load_tile<MN>(t, x, ld, rows, k, r0, h0);
@@ -334,29 +337,45 @@ __global__ void __launch_bounds__(256)
     const int mu = gemmk_oz_rowscale_j(E[r]);
 #pragma unroll 1
     for (int half = 0; half < 2; half++) {
-        float F[8][NL];
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const double av = t[rl][tcol(tile_h(half, q, j))];
-            if (sizeof(T) == 4 && NL == 3)
-                flimbs_f32(av, s, mu, F[j]);
-            else
-                gemmk_oz_limbs(av, s, mu, NL, LB, F[j]);
-        }
         uint8_t *o = out + r * kp + h0 + tile_h(half, q, 0);
-        for (int l = 0; l < mc.n; l++) {
-            const float p = mc.mod[l].fp, inv = mc.mod[l].finv;
-            float c[NL];
+        uint32_t b[8];
+        if (NL == 0) {
+            int32_t xh[8];
+            uint32_t xl[8];
+            double xhd[8], xld[8];
 #pragma unroll
-            for (int j = 0; j < NL; j++)
-                c[j] = LB == 13 ? mc.mod[l].fc[j] : mc.mod[l].fw[j];
-            uint32_t b[8];
+            for (int j = 0; j < 8; j++) {
+                const int64_t v =
+                    gemmk_oz_scale64(t[rl][tcol(tile_h(half, q, j))], s, mu);
+                xh[j] = (int32_t)(v >> 32);
+                xl[j] = (uint32_t)v;
+                xhd[j] = (double)xh[j];
+                xld[j] = (double)xl[j];
+            }
+            uint8_t *ol = o;
+            for (int l = 0; l < mc.n; l++, ol += plane) {
+                const double2 d = kd[l];
+                const uint2 pc = kq[l];
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    b[j] = gemmk_oz_residue64(xh[j], xl[j], xhd[j], xld[j],
+                                              pc.x, (int32_t)pc.y, d.x, d.y);
+                store_bytes8(ol, b);
+            }
+        } else {
+            float F[8][NL > 0 ? NL : 1];
 #pragma unroll
             for (int j = 0; j < 8; j++)
-                b[j] = gemmk_oz_fresidue_bits(F[j], NL, c, p, inv);
-            *reinterpret_cast<uint2 *>(o + (long long)l * plane) =
-                make_uint2(pack_low_bytes(b[0], b[1], b[2], b[3]),
-                           pack_low_bytes(b[4], b[5], b[6], b[7]));
+                gemmk_oz_flimbs(t[rl][tcol(tile_h(half, q, j))], s, mu, NL,
+                                F[j]);
+            for (int l = 0; l < mc.n; l++) {
+                const float p = mc.mod[l].fp, inv = mc.mod[l].finv;
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    b[j] =
+                        gemmk_oz_fresidue_bits(F[j], NL, mc.mod[l].fc, p, inv);
+                store_bytes8(o + (long long)l * plane, b);
+            }
         }
     }
 }

@@ -394,7 +394,7 @@ int stats_parts(const Operand &o, long long k, int sms, cudaError_t *err)
     return (int)(gy < 1 ? 1 : gy);
 }
 
-template <int NL, int LB, typename T>
+template <int NL, typename T>
 void launch_split(const Operand &o, long long k, long long kp, const int *E,
                   int beta, const ModConsts &mc, uint8_t *out,
                   cudaStream_t stream)
@@ -403,34 +403,30 @@ void launch_split(const Operand &o, long long k, long long kp, const int *E,
     const long long plane = o.rows * kp;
     const T *x = static_cast<const T *>(o.x);
     if (o.mn)
-        oz_split_kernel<true, NL, LB, T><<<grid, 256, 0, stream>>>(
+        oz_split_kernel<true, NL, T><<<grid, 256, 0, stream>>>(
             x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
     else
-        oz_split_kernel<false, NL, LB, T><<<grid, 256, 0, stream>>>(
+        oz_split_kernel<false, NL, T><<<grid, 256, 0, stream>>>(
             x, o.ld, o.rows, k, kp, E, beta, mc, out, plane);
 }
 
-/* The residues of one operand; the limbs cover integers up to 2^(beta+1)
- * (row norms <= 2^beta): fp32 inputs' 3 limbs of 13 bits to beta 37, then
- * 4 wide limbs to GEMMK_OZ_WIDE_MAX, 5 or 7 of 13 bits beyond. */
+/* The residues of one operand; the scaled integers reach 2^(beta+1) (row
+ * norms <= 2^beta): signed 64-bit ones to GEMMK_OZ_X64_MAX, 5 or 7 limbs
+ * of 13 bits beyond. */
 gemm_error split(const Operand &o, long long k, long long kp, const int *E,
                  int beta, const ModConsts &mc, uint8_t *out,
                  cudaStream_t stream)
 {
-    if (o.f32 && beta <= 37)
-        launch_split<3, 13, float>(o, k, kp, E, beta, mc, out, stream);
-    else if (o.f32 && beta <= GEMMK_OZ_WIDE_MAX)
-        launch_split<GEMMK_OZ_NLW, GEMMK_OZ_LW, float>(o, k, kp, E, beta, mc,
-                                                       out, stream);
-    else if (beta <= GEMMK_OZ_WIDE_MAX)
-        launch_split<GEMMK_OZ_NLW, GEMMK_OZ_LW, double>(o, k, kp, E, beta, mc,
-                                                        out, stream);
+    if (o.f32 && beta <= GEMMK_OZ_X64_MAX)
+        launch_split<0, float>(o, k, kp, E, beta, mc, out, stream);
+    else if (beta <= GEMMK_OZ_X64_MAX)
+        launch_split<0, double>(o, k, kp, E, beta, mc, out, stream);
     else if (o.f32)
-        launch_split<5, 13, float>(o, k, kp, E, beta, mc, out, stream);
+        launch_split<5, float>(o, k, kp, E, beta, mc, out, stream);
     else if (beta <= 63)
-        launch_split<5, 13, double>(o, k, kp, E, beta, mc, out, stream);
+        launch_split<5, double>(o, k, kp, E, beta, mc, out, stream);
     else
-        launch_split<7, 13, double>(o, k, kp, E, beta, mc, out, stream);
+        launch_split<7, double>(o, k, kp, E, beta, mc, out, stream);
     return cuerr(cudaGetLastError());
 }
 

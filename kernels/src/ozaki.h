@@ -5,11 +5,13 @@
  * exact 128-bit integer arithmetic, the very code the GPU runs.
  *
  * The scheme. Row i of op(A) is scaled by 2^s_i and column j of op(B) by
- * 2^t_j and rounded to integers A', B' (gemmk_oz_scale, gemmk_oz_flimbs).
- * Their product X = A'B' is an integer matrix; it is computed exactly
- * modulo each of n pairwise coprime moduli p_l <= 256 by an int8 GEMM of
- * the residues (gemmk_oz_fresidue: symmetric residues fit int8, computed
- * exactly on the fp32 pipe) with int32 accumulation. The Chinese remainder
+ * 2^t_j and rounded to integers A', B' (gemmk_oz_scale64 below 2^60,
+ * else gemmk_oz_scale, gemmk_oz_flimbs). Their product X = A'B' is an
+ * integer matrix; it is computed exactly modulo each of n pairwise
+ * coprime moduli p_l <= 256 by an int8 GEMM of the residues
+ * (gemmk_oz_residue64 on the fp64 and integer pipes, or
+ * gemmk_oz_fresidue on the fp32 pipe: symmetric residues fit int8, exact)
+ * with int32 accumulation. The Chinese remainder
  * theorem gives X back when |X| < P/2, P = prod p_l; then C = X 2^(-s_i - t_j).
  *
  * Reconstruction in exact integer arithmetic: with c_l = (P/p_l)^-1 mod
@@ -57,14 +59,12 @@
 #define GEMMK_OZ_FLUSH_KB 512
 
 #define GEMMK_OZ_NL 7 /* 13-bit limbs of a scaled integer (< 2^91) */
-/* Wide limbs: 4 of 15 bits cover the scaled integers below 2^60 (beta <=
- * 59 a side: every plan of at most 15 moduli), one fma a residue fewer.
- * For every modulus v = sum f[j] c[j] then stays below 2^23 (the CPU
- * test checks it), so the residues are the 13-bit limbs' exactly. */
-#define GEMMK_OZ_NLW      4
-#define GEMMK_OZ_LW       15
-#define GEMMK_OZ_WIDE_MAX 59 /* largest beta the wide limbs serve */
-#define GEMMK_OZ_NW       5  /* 32-bit limbs of P and W_l (P < 2^160) */
+/* The largest beta whose scaled integers the split makes as signed 64-bit
+ * integers (below 2^60: every plan of at most 15 moduli) and reduces on
+ * the fp64 and integer pipes (gemmk_oz_scale64, gemmk_oz_residue64);
+ * beyond, 13-bit limbs on the fp32 pipe. */
+#define GEMMK_OZ_X64_MAX 59
+#define GEMMK_OZ_NW      5 /* 32-bit limbs of P and W_l (P < 2^160) */
 
 /* Stats flags (gemmk_oz_stats.flags, per row in the stats pass). */
 #define GEMMK_OZ_NONFINITE 1u /* an inf or NaN */
@@ -86,7 +86,8 @@ typedef struct gemmk_oz_mod {
     uint32_t w[GEMMK_OZ_NW]; /* W = c P / p, c = (P/p)^-1 mod p: limbs */
     float fp, finv;          /* p and 1/p (rounded) as floats */
     float fc[GEMMK_OZ_NL];   /* 2^(13 j) mod p, symmetric, as floats */
-    float fw[GEMMK_OZ_NLW];  /* 2^(15 j) mod p, symmetric (wide limbs) */
+    int32_t c32;             /* 2^32 mod p, symmetric */
+    double dc32, dinv;       /* c32 as a double; 1/p rounded */
 } gemmk_oz_mod;
 
 /* A set of n moduli. */
@@ -188,45 +189,87 @@ GEMMK_OZ_HD float gemmk_oz_u2f(uint32_t v)
 }
 
 /*
- * round(a mu 2^s) (mu = j / 8) as nl signed lb-bit limbs held in floats
- * (exact): the integer is sum_i f[i] 2^(lb i), every f[i] of a's sign.
- * 13-bit limbs: GEMMK_OZ_NL at most (5 cover integers < 2^65); 15-bit
- * (GEMMK_OZ_LW): GEMMK_OZ_NLW, integers < 2^60.
+ * round(a mu 2^s) (mu = j / 8) as nl signed 13-bit limbs held in floats
+ * (exact): the integer is sum_i f[i] 2^(13 i), every f[i] of a's sign;
+ * GEMMK_OZ_NL at most (5 cover integers < 2^65).
  */
-GEMMK_OZ_HD void gemmk_oz_limbs(double a, int s, int j, int nl, int lb,
-                                float *f)
+GEMMK_OZ_HD void gemmk_oz_flimbs(double a, int s, int j, int nl, float *f)
 {
     uint64_t hi, lo;
     const int neg = gemmk_oz_scale(a, s, j, &hi, &lo);
-    const uint32_t mask = (1u << lb) - 1;
     for (int i = 0; i < nl; i++) {
-        const int b = lb * i;
+        const int b = 13 * i;
         uint32_t v;
-        if (b + lb <= 64)
-            v = (uint32_t)(lo >> b) & mask;
+        if (b + 13 <= 64)
+            v = (uint32_t)(lo >> b) & 8191u;
         else if (b < 64)
-            v = (uint32_t)((lo >> b) | (hi << (64 - b))) & mask;
+            v = (uint32_t)((lo >> b) | (hi << (64 - b))) & 8191u;
         else
-            v = (uint32_t)(hi >> (b - 64)) & mask;
+            v = (uint32_t)(hi >> (b - 64)) & 8191u;
         const float x = gemmk_oz_u2f(v);
         f[i] = neg ? -x : x;
     }
 }
 
-/* The 13-bit limbs (the first nl of GEMMK_OZ_NL). */
-GEMMK_OZ_HD void gemmk_oz_flimbs(double a, int s, int j, int nl, float *f)
+/*
+ * round(a mu 2^s) (mu = j / 8, half to even) as a signed 64-bit integer,
+ * with no branch, for a finite a whose scaled magnitude is below 2^62
+ * (rows scaled to beta <= GEMMK_OZ_X64_MAX; beyond, the value is wrong
+ * but nothing is undefined); gemmk_oz_scale's value there. The
+ * significand m (53 bits, the implicit one set for a normal a) times 64 j
+ * is below 2^63, and |a| mu 2^s = 64 j m 2^-sh: a right shift by sh
+ * rounds half to even by adding 2^(sh-1) - 1 and the lowest bit kept;
+ * past 63 the value is below a half (0); a negative sh (a subnormal a
+ * scaled far) is a left shift.
+ */
+GEMMK_OZ_HD int64_t gemmk_oz_scale64(double a, int s, int j)
 {
-    gemmk_oz_limbs(a, s, j, nl, 13, f);
+    uint64_t u;
+    memcpy(&u, &a, sizeof(u));
+    const int ex = (int)((u >> 52) & 0x7ff);
+    const uint64_t m = (u & ((1ull << 52) - 1)) | ((uint64_t)(ex != 0) << 52);
+    /* |a| = m 2^(max(ex, 1) - 1075) */
+    const int sh = 1084 - (ex > 1 ? ex : 1) - s;
+    const uint64_t n =
+        sh > 63 ? 0 : (m * (uint64_t)(64 * j)) << (sh < 0 ? (-sh & 63) : 0);
+    const int r = sh < 0 ? 0 : sh > 63 ? 63 : sh;
+    const uint64_t keep = (n >> r) & (uint64_t)(r != 0);
+    const uint64_t x = (n + (((1ull << r) - 1) >> 1) + keep) >> r;
+    const uint64_t neg = u >> 63;
+    return (int64_t)((x ^ (0 - neg)) + neg);
 }
 
 /*
- * The residue of sum_j f[j] 2^(lb j) modulo m->p (c[j] = 2^(lb j) mod p:
- * m->fc for 13-bit limbs, m->fw for wide ones), in [-(p-1)/2, (p-1)/2]
+ * The residue of x = xh 2^32 + xl (xl in [0, 2^32)) modulo p, symmetric
+ * as gemmk_oz_fresidue's, in the low byte of the word returned (two's
+ * complement int8); xhd and xld are xh and xl as doubles, c = 2^32 mod p
+ * (symmetric, |c| <= 128) and dc the same as a double, dinv = 1/p
+ * rounded. v = xh c + xl is below 2^39, exact in double; q = round(v /
+ * p) comes from one fma with 1/p into the low word of q + 1.5 2^52 (the
+ * error |v / p| 2^-53 < 2^-22 is far under the 1/(2p) that v / p keeps
+ * from a half-integer when p is odd; for 256 it is exact); v - q p,
+ * whose low byte is the residue, from two integer multiply-adds modulo
+ * 2^32. Two fp64 and two integer instructions a residue, on two pipes.
+ */
+GEMMK_OZ_HD uint32_t gemmk_oz_residue64(int32_t xh, uint32_t xl, double xhd,
+                                        double xld, uint32_t p, int32_t c,
+                                        double dc, double dinv)
+{
+    const double v = fma(xhd, dc, xld);
+    const double q = fma(v, dinv, 6755399441055744.0); /* + 1.5 2^52 */
+    uint64_t qb;
+    memcpy(&qb, &q, sizeof(qb));
+    const uint32_t vl = (uint32_t)xh * (uint32_t)c + xl;
+    return vl - (uint32_t)qb * p;
+}
+
+/*
+ * The residue of sum_j f[j] 2^(13 j) modulo m->p (c[j] = 2^(13 j) mod p,
+ * m->fc), in [-(p-1)/2, (p-1)/2]
  * for odd p and [-128, 128] for p = 256 (128 is stored as the byte 0x80,
  * -128, which is the same residue), all in fp32 arithmetic, exact:
  * v = sum f[j] c[j] with |c[j]| <= 128 stays below 2^13 (1 + 6 * 128) <
- * 2^23 (wide limbs: 2^15 (1 + sum |c[j]|) < 2^23 for every modulus, which
- * the CPU test checks), so every partial sum is an exact float; q =
+ * 2^23, so every partial sum is an exact float; q =
  * round(v / p) comes from one fma with the rounded 1/p (its error |v / p|
  * 2^-24 < 1/(2p) is under the distance of v / p from a half-integer when
  * p is odd; for 256 it is exact) and v - q p is exact. Returns the
@@ -519,12 +562,11 @@ GEMMK_OZ_H int gemmk_oz_set_init(gemmk_oz_set *s, int n)
             int cs = (int)c > m->hmax ? (int)c - (int)p : (int)c;
             m->fc[j] = (float)cs;
         }
-        for (int j = 0; j < GEMMK_OZ_NLW; j++) {
-            uint32_t c = 1 % p; /* 2^(15 j) mod p, symmetric */
-            for (int b = 0; b < GEMMK_OZ_LW * j; b++)
-                c = (c * 2) % p;
-            int cs = (int)c > m->hmax ? (int)c - (int)p : (int)c;
-            m->fw[j] = (float)cs;
+        {
+            const uint32_t c = (uint32_t)((1ull << 32) % p);
+            m->c32 = (int)c > m->hmax ? (int32_t)c - (int32_t)p : (int32_t)c;
+            m->dc32 = (double)m->c32;
+            m->dinv = 1.0 / (double)p;
         }
         uint32_t q = 1 % p; /* (P / p) mod p */
         for (int j = 0; j < n; j++)

@@ -90,6 +90,15 @@ static i128 flimbs_value(const float *f, int nl)
     return limbs_value(f, nl, 13);
 }
 
+/* gemmk_oz_residue64 of x as the split kernel calls it */
+static uint32_t residue64_of(int64_t x, const gemmk_oz_mod *m)
+{
+    const int32_t xh = (int32_t)(x >> 32);
+    const uint32_t xl = (uint32_t)x;
+    return gemmk_oz_residue64(xh, xl, (double)xh, (double)xl, m->p, m->c32,
+                              m->dc32, m->dinv);
+}
+
 Test(ozaki, moduli_pairwise_coprime)
 {
     static const int mods[] = GEMMK_OZ_MODULI;
@@ -133,18 +142,11 @@ Test(ozaki, crt_constants_exact)
                 i128 want = mod_sym((i128)1 << (13 * j), (int)p);
                 cr_assert_eq((i128)m->fc[j], want, "2^%d mod %u", 13 * j, p);
             }
-            /* wide limbs: their constants, and v = sum f[j] c[j] below
-             * 2^23, so the quotient rounds right (ozaki.h) */
-            double vmax = 1;
-            for (int j = 0; j < GEMMK_OZ_NLW; j++) {
-                i128 want = mod_sym((i128)1 << (GEMMK_OZ_LW * j), (int)p);
-                cr_assert_eq((i128)m->fw[j], want, "2^%d mod %u",
-                             GEMMK_OZ_LW * j, p);
-                if (j)
-                    vmax += fabsf(m->fw[j]);
-            }
-            vmax *= (double)((1 << GEMMK_OZ_LW) - 1);
-            cr_assert_lt(vmax, 8388608.0, "wide limbs mod %u: %g", p, vmax);
+            /* the 64-bit residues' constants: 2^32 mod p, 1/p */
+            cr_assert_eq((i128)m->c32, mod_sym((i128)1 << 32, (int)p),
+                         "2^32 mod %u", p);
+            cr_assert_eq(m->dc32, (double)m->c32);
+            cr_assert_eq(m->dinv, 1.0 / (double)p);
             cr_assert_eq(m->fp, (float)p);
         }
         cr_assert_float_eq(s.log2p, l2, 1e-12);
@@ -230,21 +232,16 @@ Test(ozaki, scale_and_residues_exact)
         for (int j = 0; j < GEMMK_OZ_NL; j++)
             cr_assert(fabsf(f[j]) < 8192.0f &&
                       (f[j] == 0 || (f[j] < 0) == (a < 0)));
-        /* the wide limbs when the integer is below 2^60: the same
-         * residues */
-        if (want < ((i128)1 << 60) && want > -((i128)1 << 60)) {
-            float fw[GEMMK_OZ_NLW];
-            gemmk_oz_limbs(a, s_, jm, GEMMK_OZ_NLW, GEMMK_OZ_LW, fw);
-            cr_assert(limbs_value(fw, GEMMK_OZ_NLW, GEMMK_OZ_LW) == want,
-                      "wide limbs of %a", a);
+        /* below 2^62: the 64-bit integer and its residues, the same */
+        if (want < ((i128)1 << 62) && want > -((i128)1 << 62)) {
+            const int64_t x = gemmk_oz_scale64(a, s_, jm);
+            cr_assert(x == want, "scale64 a %a s %d j %d: %lld vs %.17g", a, s_,
+                      jm, (long long)x, (double)want);
             for (int i = 0; i < GEMMK_OZ_MAX; i++) {
                 const gemmk_oz_mod *m = &s.mod[i];
-                int r =
-                    gemmk_oz_fresidue(f, GEMMK_OZ_NL, m->fc, m->fp, m->finv);
-                int rw =
-                    gemmk_oz_fresidue(fw, GEMMK_OZ_NLW, m->fw, m->fp, m->finv);
-                cr_assert_eq(rw, r, "a %a p %u: wide %d, 13-bit %d", a, m->p,
-                             rw, r);
+                const uint32_t b = residue64_of(x, m) & 0xffu;
+                cr_assert_eq(b, (uint32_t)mod_sym(want, (int)m->p) & 0xffu,
+                             "a %a p %u: 64-bit residue %u", a, m->p, b);
             }
         }
         /* 5 limbs when the integer is below 2^65 */
@@ -268,8 +265,8 @@ Test(ozaki, scale_and_residues_exact)
 /* nl limbs of lb bits at their extremes (or random) against every
  * modulus: the limb sum stays an exact float, the quotient rounds right,
  * and the residue is the symmetric one, its byte the same as its low
- * byte. wide: the 15-bit limbs' constants (m->fw), else m->fc. */
-static void residue_worst_cases(int nl, int lb, int wide)
+ * byte. */
+static void residue_worst_cases(int nl, int lb)
 {
     gemmk_oz_set s;
     gemmk_oz_set_init(&s, GEMMK_OZ_MAX);
@@ -283,7 +280,7 @@ static void residue_worst_cases(int nl, int lb, int wide)
         }
         i128 want = limbs_value(f, nl, lb);
         const gemmk_oz_mod *m = &s.mod[t % GEMMK_OZ_MAX];
-        const float *c = wide ? m->fw : m->fc;
+        const float *c = m->fc;
         int r = gemmk_oz_fresidue(f, nl, c, m->fp, m->finv);
         uint32_t b = gemmk_oz_fresidue_byte(f, nl, c, m->fp, m->finv);
         cr_assert_eq(b, (uint32_t)r & 0xffu);
@@ -296,12 +293,93 @@ static void residue_worst_cases(int nl, int lb, int wide)
 
 Test(ozaki, fp32_residue_worst_cases)
 {
-    residue_worst_cases(GEMMK_OZ_NL, 13, 0);
+    residue_worst_cases(GEMMK_OZ_NL, 13);
 }
 
-Test(ozaki, wide_residue_worst_cases)
+/* The 64-bit residues at the extremes of x (every bit pattern of the
+ * words' ends, +-2^62, multiples of p and halfway points) and at random
+ * against the symmetric residue of every modulus. */
+Test(ozaki, residue64_worst_cases)
 {
-    residue_worst_cases(GEMMK_OZ_NLW, GEMMK_OZ_LW, 1);
+    gemmk_oz_set s;
+    gemmk_oz_set_init(&s, GEMMK_OZ_MAX);
+    for (int i = 0; i < GEMMK_OZ_MAX; i++) {
+        const gemmk_oz_mod *m = &s.mod[i];
+        const int64_t p = (int64_t)m->p;
+        const int64_t lim = ((int64_t)1 << 62) - 1;
+        const int64_t edge[] = {0,
+                                1,
+                                -1,
+                                lim,
+                                -lim,
+                                (lim / p) * p,
+                                (lim / p) * p + p / 2,
+                                (lim / p) * p - p / 2 - 1,
+                                -(lim / p) * p - p / 2,
+                                ((int64_t)1 << 32) - 1,
+                                (int64_t)1 << 32,
+                                -((int64_t)1 << 32),
+                                ((int64_t)1 << 62) - ((int64_t)1 << 32),
+                                (int64_t)0x7fffffff << 31};
+        for (int t = 0; t < 200000; t++) {
+            int64_t x;
+            if (t < (int)(sizeof(edge) / sizeof(edge[0])))
+                x = edge[t];
+            else if (t % 3 == 0) /* near a multiple of p, either side */
+                x = ((int64_t)(rnd64() >> 2) / p) * p + (int64_t)(rnd64() % 5) -
+                    2 + (t % 2 ? p / 2 : 0);
+            else
+                x = (int64_t)(rnd64() >> (2 + rnd64() % 60));
+            if (t % 2)
+                x = -x;
+            if (x > lim || x < -lim)
+                continue;
+            const uint32_t b = residue64_of(x, m) & 0xffu;
+            cr_assert_eq(b, (uint32_t)mod_sym(x, (int)p) & 0xffu,
+                         "x %lld p %u: %u", (long long)x, m->p, b);
+        }
+    }
+}
+
+/* The 64-bit scaling at its edges: values rounding to 0 or 1 from far
+ * below the row's scale, halfway cases at every shift, the largest
+ * magnitudes, subnormal inputs scaled up. */
+Test(ozaki, scale64_edges)
+{
+    for (int t = 0; t < 300000; t++) {
+        const int jm = 8 + (int)(rnd64() % 8);
+        double a;
+        int s_;
+        switch (t % 4) {
+        case 0: /* anywhere from below a half to 2^61 */
+            a = ldexp(rnd_unit(), (int)(rnd64() % 2000) - 1000);
+            s_ = 58 - ilogb(a) - (int)(rnd64() % 124);
+            break;
+        case 1: { /* exact halves at shift sh */
+            const int sh = 1 + (int)(rnd64() % 50);
+            a = ldexp((double)(int64_t)(rnd64() >> 12) + 0.5, -sh);
+            a = t % 8 == 1 ? -a : a;
+            s_ = 3 + (int)(rnd64() % 4);
+            break;
+        }
+        case 2: /* subnormal inputs, scaled up to below 2^61 */
+            a = ldexp(rnd_unit(), -1030 - (int)(rnd64() % 40));
+            s_ = 1140 - (int)(rnd64() % 200);
+            break;
+        default: /* the largest magnitudes the contract allows */
+            a = rnd_unit();
+            s_ = 60 - ilogb(a) - 1;
+            break;
+        }
+        if (a == 0)
+            continue;
+        const i128 want = exact_scale(a, s_, jm);
+        if (want >= ((i128)1 << 62) || want <= -((i128)1 << 62))
+            continue;
+        const int64_t x = gemmk_oz_scale64(a, s_, jm);
+        cr_assert(x == want, "a %a s %d j %d: %lld vs %.17g", a, s_, jm,
+                  (long long)x, (double)want);
+    }
 }
 
 /* S = sum_l (X mod p_l) W_l for an exact X. */
@@ -531,62 +609,6 @@ Test(ozaki, choose_fp32_plans)
     cr_assert_null(gemmk_oz_choose_bits(&sub, &b, 64, 6, GEMMK_OZ_BETA0_F32, &n,
                                         &ba, &bb));
     cr_assert_eq(n, 6);
-}
-
-/* The split's shortcut for fp32 inputs (oz_passes.cuh, flimbs_f32): a
- * float times j 2^(s-3) is exact in double, and rint of it is the integer
- * gemmk_oz_scale makes (half to even), for every magnitude the 3-limb
- * plans allow (below 2^38), halfway cases included. */
-Test(ozaki, fp32_scaling_shortcut)
-{
-    uint64_t x = 0x9E3779B97F4A7C15ull;
-    for (int t = 0; t < 200000; t++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        float f;
-        uint32_t bits = (uint32_t)(x >> 32);
-        memcpy(&f, &bits, sizeof(f));
-        if (!isfinite(f) || f == 0.0f)
-            continue;
-        const int j = 8 + (int)(x % 8);
-        /* s so that |f| mu 2^s lands anywhere in [2^-3, 2^38) */
-        const int ef = ilogbf(f);
-        const int s = -ef + (int)((x >> 8) % 41) - 3;
-        const double y = rint(ldexp((double)f * j, s - 3));
-        if (fabs(y) >= 0x1p38)
-            continue;
-        uint64_t hi, lo;
-        const int neg = gemmk_oz_scale((double)f, s, j, &hi, &lo);
-        cr_assert_eq(hi, 0u);
-        cr_assert_eq((double)lo, fabs(y), "f %a j %d s %d: %llu vs %.17g", f, j,
-                     s, (unsigned long long)lo, y);
-        if (lo != 0)
-            cr_assert_eq(neg, y < 0, "f %a: sign", f);
-    }
-}
-
-/* 3 limbs of 13 bits hold every integer the fp32 plans make: the residues
- * from 3 limbs are those of the whole integer. */
-Test(ozaki, three_limbs_residues)
-{
-    gemmk_oz_set s;
-    gemmk_oz_set_init(&s, 7);
-    uint64_t x = 0x2545F4914F6CDD1Dull;
-    for (int t = 0; t < 20000; t++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        const double a = ldexp((double)(x >> 40) * ((x & 1) ? -1 : 1), -24);
-        const int sh = 24 + (int)(x % 14); /* |a 2^sh| < 2^38 */
-        float f[GEMMK_OZ_NL];
-        gemmk_oz_flimbs(a, sh, 8, 3, f);
-        const long long v = (long long)llround(ldexp(a, sh));
-        for (int l = 0; l < s.n; l++) {
-            const gemmk_oz_mod *m = &s.mod[l];
-            const int r = gemmk_oz_fresidue(f, 3, m->fc, m->fp, m->finv);
-            long long want = v % (long long)m->p;
-            cr_assert_eq(((r - want) % (long long)m->p + m->p) % m->p, 0,
-                         "a %.17g sh %d p %u: %d, want %lld mod p", a, sh, m->p,
-                         r, want);
-        }
-    }
 }
 
 /*
