@@ -381,8 +381,8 @@ __global__ void __launch_bounds__(256)
 }
 
 /* 1 / (j_i j_j) rounded, for the 64 pairs of row and column scales
- * (index 8 (j_i - 8) + j_j - 8): filled by every thread of a block
- * before anything returns. */
+ * (gemmk_oz_divisor_index): filled by every thread of a block before
+ * anything returns. */
 struct ReconRcp {
     double v[64];
 };
@@ -390,8 +390,7 @@ struct ReconRcp {
 __device__ __forceinline__ void rcp_fill(ReconRcp &t)
 {
     if (threadIdx.x < 64)
-        t.v[threadIdx.x] =
-            1.0 / (double)((threadIdx.x / 8 + 8) * (threadIdx.x % 8 + 8));
+        t.v[threadIdx.x] = 1.0 / gemmk_oz_divisor_at((int)threadIdx.x);
     __syncthreads();
 }
 
@@ -402,7 +401,7 @@ __device__ __forceinline__ T finish(const uint64_t *sum, const ReconConsts &rc,
                                     double alpha, double beta, const T *c)
 {
     double x = gemmk_oz_result_rd(sum, rc.pw, rc.pinv, rs_i, rs_j, rc.ebias, NW,
-                                  rcp.v[8 * (rs_i & 15) + (rs_j & 15)]) *
+                                  rcp.v[gemmk_oz_divisor_index(rs_i, rs_j)]) *
                alpha;
     if (beta != 0.0)
         x = fma(beta, (double)*c, x);

@@ -37,6 +37,7 @@
 #include "gemm_s8.cuh"
 #include "kern_s8.h"
 #include "oz_passes.cuh"
+#include "oz_recon_mma.cuh"
 #include "ozaki.h"
 
 namespace gemmk
@@ -452,7 +453,13 @@ gemm_error recon(const OzProblem &q, Variant var, bool pp, const S8Params &sp,
 {
     const T *c = static_cast<const T *>(q.c);
     T *d = static_cast<T *>(q.d);
-    if (var == V_BYTES && pp) /* fragment-ordered planes */
+    if (var == V_BYTES && pp && NW <= 4 && rc.n <= kMmaModuli)
+        /* fragment-ordered planes, the sums on the tensor pipe */
+        oz_recon_mma_kernel<NW <= 4 ? NW : 4, T>
+            <<<dim3((unsigned)sp.units, 16), 256, 0, stream>>>(
+                pl, rplane, sp.num_n, rc, ea, eb, q.alpha, q.beta, c, q.ldc, d,
+                q.ldd, q.m, q.n);
+    else if (var == V_BYTES && pp) /* fragment-ordered planes */
         oz_recon_frag_kernel<NW, T>
             <<<dim3((unsigned)sp.units, 8), 256, 0, stream>>>(
                 pl, rplane, sp.num_n, rc, ea, eb, q.alpha, q.beta, c, q.ldc, d,
@@ -471,6 +478,27 @@ gemm_error recon(const OzProblem &q, Variant var, bool pp, const S8Params &sp,
                                  (long long)q.m * ldw, rc, ea, eb, q.alpha,
                                  q.beta, c, q.ldc, d, q.ldd, q.m, q.n);
     return cuerr(cudaGetLastError());
+}
+
+/* recon on the set's nw columns: 2 where P < 2^64 (fp32's 7 moduli), 4
+ * where P < 2^128 (fp64's 15), else GEMMK_OZ_NW (gemmk_oz_nw). */
+template <typename T>
+gemm_error recon_nw(int nw, const OzProblem &q, Variant var, bool pp,
+                    const S8Params &sp, const uint8_t *pl, long long ldr,
+                    long long rplane, long long ldw, const ReconConsts &rc,
+                    const int *ea, const int *eb, cudaStream_t stream)
+{
+    switch (nw) {
+    case 2:
+        return recon<2, T>(q, var, pp, sp, pl, ldr, rplane, ldw, rc, ea, eb,
+                           stream);
+    case 4:
+        return recon<4, T>(q, var, pp, sp, pl, ldr, rplane, ldw, rc, ea, eb,
+                           stream);
+    default:
+        return recon<GEMMK_OZ_NW, T>(q, var, pp, sp, pl, ldr, rplane, ldw, rc,
+                                     ea, eb, stream);
+    }
 }
 
 /*
@@ -700,27 +728,10 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
     if (ce != cudaSuccess)
         return cuerr(ce);
     const bool frag = pp && !tilewise;
-    /* the set's columns: 2 where P < 2^64 (fp32's 7 moduli), 4 where P <
-     * 2^128 (fp64's 15), else 5 */
-    switch (gemmk_oz_nw(set.log2p)) {
-    case 2:
-        return q.f32 ? recon<2, float>(q, var, frag, sp, pl, ldr, rplane, ldw,
-                                       rc, ea, eb, stream)
-                     : recon<2, double>(q, var, frag, sp, pl, ldr, rplane, ldw,
-                                        rc, ea, eb, stream);
-    case 4:
-        return q.f32 ? recon<4, float>(q, var, frag, sp, pl, ldr, rplane, ldw,
-                                       rc, ea, eb, stream)
-                     : recon<4, double>(q, var, frag, sp, pl, ldr, rplane, ldw,
-                                        rc, ea, eb, stream);
-    default:
-        return q.f32
-                   ? recon<GEMMK_OZ_NW, float>(q, var, frag, sp, pl, ldr,
-                                               rplane, ldw, rc, ea, eb, stream)
-                   : recon<GEMMK_OZ_NW, double>(q, var, frag, sp, pl, ldr,
-                                                rplane, ldw, rc, ea, eb,
-                                                stream);
-    }
+    return q.f32 ? recon_nw<float>(gemmk_oz_nw(set.log2p), q, var, frag, sp, pl,
+                                   ldr, rplane, ldw, rc, ea, eb, stream)
+                 : recon_nw<double>(gemmk_oz_nw(set.log2p), q, var, frag, sp,
+                                    pl, ldr, rplane, ldw, rc, ea, eb, stream);
 }
 
 } // namespace

@@ -360,18 +360,6 @@ GEMMK_OZ_HD double gemmk_oz_u52(uint64_t u)
     return d - 4503599627370496.0;
 }
 
-/* x 2^k: one multiply by 2^k built from its bits where that is a normal
- * double (the product rounds once, as scalbn does), else scalbn. */
-GEMMK_OZ_HD double gemmk_oz_ldexp(double x, int k)
-{
-    if (k < -1022 || k > 1023)
-        return scalbn(x, k);
-    const uint64_t b = (uint64_t)(k + 1023) << 52;
-    double p;
-    memcpy(&p, &b, sizeof(p));
-    return x * p;
-}
-
 /* 2^k for k in [-1022, 1023], from its bits */
 GEMMK_OZ_HD double gemmk_oz_pow2(int k)
 {
@@ -379,6 +367,15 @@ GEMMK_OZ_HD double gemmk_oz_pow2(int k)
     double p;
     memcpy(&p, &b, sizeof(p));
     return p;
+}
+
+/* x 2^k: one multiply by 2^k built from its bits where that is a normal
+ * double (the product rounds once, as scalbn does), else scalbn. */
+GEMMK_OZ_HD double gemmk_oz_ldexp(double x, int k)
+{
+    if (k < -1022 || k > 1023)
+        return scalbn(x, k);
+    return x * gemmk_oz_pow2(k);
 }
 
 /* x 2^k for x = 0 or 2^-9 <= |x| < 2^64, with no branch: x 2^k1 (k1 =
@@ -488,6 +485,18 @@ GEMMK_OZ_HD double gemmk_oz_divisor(int rs_i, int rs_j)
 {
     return gemmk_oz_u52(
         (uint64_t)(gemmk_oz_rowscale_j(rs_i) * gemmk_oz_rowscale_j(rs_j)));
+}
+
+/* The 64 divisors as a table (the reconstruction kernels keep their
+ * reciprocals): the index of a pair of scales, 8 (j_i - 8) + j_j - 8, and
+ * the divisor at an index. */
+GEMMK_OZ_HD int gemmk_oz_divisor_index(int rs_i, int rs_j)
+{
+    return 8 * (gemmk_oz_rowscale_j(rs_i) - 8) + gemmk_oz_rowscale_j(rs_j) - 8;
+}
+GEMMK_OZ_HD double gemmk_oz_divisor_at(int index)
+{
+    return gemmk_oz_u52((uint64_t)((index / 8 + 8) * (index % 8 + 8)));
 }
 
 /* The product back in the inputs' units from the packed row and column

@@ -478,6 +478,24 @@ Test(ozaki, division_by_scales)
         }
 }
 
+/* The table of divisors the reconstruction kernels keep: every pair of
+ * packed scales (exponents of either sign) indexes the entry that holds
+ * its divisor. */
+Test(ozaki, divisor_table)
+{
+    for (int ei = -1100; ei <= 1100; ei += 275)
+        for (int ji = 8; ji <= 15; ji++)
+            for (int ej = -1100; ej <= 1100; ej += 275)
+                for (int jj = 8; jj <= 15; jj++) {
+                    const int a = 16 * ei + ji - 8, b = 16 * ej + jj - 8;
+                    const int x = gemmk_oz_divisor_index(a, b);
+                    cr_assert(x >= 0 && x < 64, "index %d", x);
+                    cr_assert_eq(gemmk_oz_divisor_at(x), gemmk_oz_divisor(a, b),
+                                 "scales %d %d", a, b);
+                    cr_assert_eq(gemmk_oz_divisor(a, b), (double)(ji * jj));
+                }
+}
+
 /* The column counts: two up to 8 moduli (P < 2^64), four up to 16 (P <
  * 2^128), else GEMMK_OZ_NW; P's limbs above them are zero. */
 Test(ozaki, column_counts)
