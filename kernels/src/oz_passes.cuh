@@ -201,6 +201,16 @@ __device__ __forceinline__ int tile_h(int half, int chunk, int j)
     return 64 * half + 8 * chunk + j;
 }
 
+/* Where a thread's values lie in its row of the tile: value j of half h
+ * at tile_vals(t, row, chunk)[80 h + j], that is tcol(tile_h(h, chunk,
+ * j)) (8 chunk + j stays within one group of 16 columns), so a thread
+ * computes one address and the rest are constant offsets. */
+__device__ __forceinline__ const double *tile_vals(const double (*t)[TROW],
+                                                   int row, int chunk)
+{
+    return &t[row][20 * (chunk >> 1) + 8 * (chunk & 1)];
+}
+
 /* The smallest normal exponent of T. */
 template <typename T> constexpr int emin_of()
 {
@@ -220,6 +230,7 @@ __global__ void __launch_bounds__(256)
     const long long t0 = (long long)blockIdx.y * tiles_per_block;
     const long long t1 =
         t0 + tiles_per_block < ntiles ? t0 + tiles_per_block : ntiles;
+    const double *tv = tile_vals(t, rl, q);
     for (long long ht = t0; ht < t1; ht++) {
         __syncthreads();
         load_tile<MN>(t, x, ld, rows, k, r0, ht * TK);
@@ -227,7 +238,7 @@ __global__ void __launch_bounds__(256)
         double v[16];
 #pragma unroll
         for (int j = 0; j < 16; j++)
-            v[j] = t[rl][tcol(tile_h(j >> 3, q, j & 7))];
+            v[j] = tv[80 * (j >> 3) + (j & 7)];
         part_add16<emin_of<T>()>(a, v);
     }
 #pragma unroll
@@ -335,6 +346,7 @@ __global__ void __launch_bounds__(256)
         return;
     const int s = beta - gemmk_oz_rowscale_E(E[r]);
     const int mu = gemmk_oz_rowscale_j(E[r]);
+    const double *tv = tile_vals(t, rl, q);
 #pragma unroll 1
     for (int half = 0; half < 2; half++) {
         uint8_t *o = out + r * kp + h0 + tile_h(half, q, 0);
@@ -345,8 +357,7 @@ __global__ void __launch_bounds__(256)
             double xhd[8], xld[8];
 #pragma unroll
             for (int j = 0; j < 8; j++) {
-                const int64_t v =
-                    gemmk_oz_scale64(t[rl][tcol(tile_h(half, q, j))], s, mu);
+                const int64_t v = gemmk_oz_scale64(tv[80 * half + j], s, mu);
                 xh[j] = (int32_t)(v >> 32);
                 xl[j] = (uint32_t)v;
                 xhd[j] = (double)xh[j];
@@ -366,8 +377,7 @@ __global__ void __launch_bounds__(256)
             float F[8][NL > 0 ? NL : 1];
 #pragma unroll
             for (int j = 0; j < 8; j++)
-                gemmk_oz_flimbs(t[rl][tcol(tile_h(half, q, j))], s, mu, NL,
-                                F[j]);
+                gemmk_oz_flimbs(tv[80 * half + j], s, mu, NL, F[j]);
             for (int l = 0; l < mc.n; l++) {
                 const float p = mc.mod[l].fp, inv = mc.mod[l].finv;
 #pragma unroll

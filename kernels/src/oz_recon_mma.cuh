@@ -31,6 +31,12 @@ constexpr int kMmaModuli = 16;
  * warp. */
 constexpr int kMmaRowWords = 40, kMmaGroupWords = 164;
 
+/* Word i of v. */
+__device__ __forceinline__ uint32_t word_of(const uint4 &v, int i)
+{
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
 /* out[e] byte i = in[i] byte e. */
 __device__ __forceinline__ void transpose_bytes4(const uint32_t (&in)[4],
                                                  uint32_t (&out)[4])
@@ -95,8 +101,7 @@ __global__ void __launch_bounds__(256)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int gl = lane >> 2, tig = lane & 3;
     const int G = 64 * (blockIdx.y & 1) + 8 * warp + gl;
-    const uint8_t *src =
-        R + t * (128 * 128) + 8192 * half + 2048 * q + 16 * G;
+    const uint8_t *src = R + t * (128 * 128) + 8192 * half + 2048 * q + 16 * G;
     uint4 v[4];
     uint32_t bw[2] = {0u, 0u};
 #pragma unroll
@@ -113,11 +118,8 @@ __global__ void __launch_bounds__(256)
     uint32_t a[16];
 #pragma unroll
     for (int cw = 0; cw < 4; cw++) {
-        const uint32_t in[4] = {
-            cw == 0 ? v[0].x : cw == 1 ? v[0].y : cw == 2 ? v[0].z : v[0].w,
-            cw == 0 ? v[1].x : cw == 1 ? v[1].y : cw == 2 ? v[1].z : v[1].w,
-            cw == 0 ? v[2].x : cw == 1 ? v[2].y : cw == 2 ? v[2].z : v[2].w,
-            cw == 0 ? v[3].x : cw == 1 ? v[3].y : cw == 2 ? v[3].z : v[3].w};
+        const uint32_t in[4] = {word_of(v[0], cw), word_of(v[1], cw),
+                                word_of(v[2], cw), word_of(v[3], cw)};
         uint32_t out[4];
         transpose_bytes4(in, out);
 #pragma unroll
