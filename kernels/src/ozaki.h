@@ -16,9 +16,12 @@
  *
  * Reconstruction in exact integer arithmetic: with c_l = (P/p_l)^-1 mod
  * p_l and W_l = c_l P / p_l (an integer below P), S = sum_l r_l W_l is X
- * modulo P for residues r_l = X mod p_l in [0, p_l). S is summed in five
- * 64-bit columns of 32-bit limbs (gemmk_oz_sadd: one 32 x 32 -> 64-bit
- * multiply-add per modulus and limb, no carries until the end), reduced
+ * modulo P for residues r_l = X mod p_l in [0, p_l). S is summed in
+ * gemmk_oz_nw (at most five) 64-bit columns of 32-bit limbs
+ * (gemmk_oz_sadd_nw: one 32 x 32 -> 64-bit multiply-add per modulus and
+ * limb, no carries until the end; the GPU's main reconstruction makes the
+ * same integers as a u8 product of the residues and W's bytes on the
+ * tensor pipe, oz_recon_mma.cuh), reduced
  * to X = S - round(S / P) P in (-P/2, P/2) and converted to a double
  * once, rounded to nearest (gemmk_oz_value). So X is exact, the result is
  * X correctly rounded, and where the exact product of the scaled inputs
