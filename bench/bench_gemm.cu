@@ -17,6 +17,8 @@
  *                                c64]
  *                   [--kernel auto,oz2,oz2-bytes,oz2-unfused,oz2-prep]
  *                   [--phi X] [--moduli N] [--reps N]
+ *        --sustain S (int8 and fp64): each row also back to back, S seconds
+ *        a side, with joules a call (bench_power.h)
  * --shapes replaces the set (tAB: trans_a, trans_b, e.g. 4096x4096x4096t01;
  * with --type fp64 --set z128 or c64 the complex shapes, tb conjugating B).
  * Several kernels (auto: the heuristic) are timed in the same blocks,
@@ -53,6 +55,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_power.h"
 #include "cuda_check.h"
 #include "gemm_kernels.h"
 
@@ -135,6 +138,21 @@ static double time_runs(cudaEvent_t e0, cudaEvent_t e1, F fn, int n)
     }
     CK(cudaGetLastError());
     return median(ts);
+}
+
+/* --sustain S: int8 and fp64 rows also run back to back, S seconds a
+ * side (bench_power.h); their rows are printed after the main table. */
+static double g_sustain = 0;
+static std::vector<std::string> g_sustained;
+
+static void print_sustained(void)
+{
+    if (g_sustained.empty())
+        return;
+    printf("\nBack to back, %.0f s a side twice (bench_power.h):\n\n%s",
+           g_sustain, sustain_header());
+    for (auto &r : g_sustained)
+        printf("%s", r.c_str());
 }
 
 static cublasLtHandle_t lt;
@@ -633,6 +651,10 @@ static int bench_int8(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
             r.lt_tops = best >= 0 ? ops / t_l / 1e9 : 0;
             r.mismatches = mism;
             rows.push_back(r);
+            if (g_sustain > 0 && best >= 0 && ki == 0)
+                g_sustained.push_back(sustain_pair(
+                    nm, kernels[ki], ours, [&](int i) { lt_run8(best, i, Dr); },
+                    ops, g_sustain));
             printf("%-20s %-10s ours %7.1f TOPS  cuBLASLt %7.1f TOPS  ratio "
                    "%.3f  mismatches %lld\n",
                    nm, kernels[ki], r.ours_tops, r.lt_tops,
@@ -661,6 +683,7 @@ static int bench_int8(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         printf("| %s | %s | %.1f | %.1f | %.3f | %lld |\n", r.name.c_str(),
                r.kernel.c_str(), r.ours_tops, r.lt_tops,
                r.lt_tops > 0 ? r.ours_tops / r.lt_tops : 0.0, r.mismatches);
+    print_sustained();
     return 0;
 }
 
@@ -1078,6 +1101,10 @@ static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
             r.blas_tf = flop / tb2 / 1e9;
             r.e_max = mx, r.e_med = md, r.b_max = bmx, r.b_med = bmd;
             rows.push_back(r);
+            if (g_sustain > 0)
+                g_sustained.push_back(sustain_pair(
+                    nm, r.kernel.c_str(), ours, [&](int) { dg(best); }, flop,
+                    g_sustain));
             printf("%-20s %-12s n=%2d ours %6.2f TF/s (%.3f ms)  DGEMM %6.2f "
                    "TF/s  ratio %.3f  err max %.2e med %.2e (DGEMM %.2e "
                    "%.2e)%s%s\n",
@@ -1111,6 +1138,7 @@ static int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                "%.1e |\n",
                r.name.c_str(), r.kernel.c_str(), r.moduli, r.ours_tf, r.blas_tf,
                r.ours_tf / r.blas_tf, r.e_max, r.b_max, r.e_med, r.b_med);
+    print_sustained();
     return 0;
 }
 
@@ -1139,6 +1167,8 @@ int main(int argc, char **argv)
             phi = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--moduli"))
             moduli = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--sustain"))
+            g_sustain = atof(argv[i + 1]);
     }
     std::vector<std::string> kernels;
     for (const char *q = kernel_list; *q;) {

@@ -95,7 +95,7 @@ __device__ __forceinline__ void part_add16(RowPart &a, double (&v)[16])
     a.esum += es;
     const int sh = -a.emax;
     if (sh >= -1022 && sh <= 1023) {
-        const double sc = __longlong_as_double((long long)(sh + 1023) << 52);
+        const double sc = gemmk_oz_pow2(sh);
 #pragma unroll
         for (int j = 0; j < 16; j++) {
             const double w = v[j] * sc;

@@ -453,13 +453,17 @@ gemm_error recon(const OzProblem &q, Variant var, bool pp, const S8Params &sp,
 {
     const T *c = static_cast<const T *>(q.c);
     T *d = static_cast<T *>(q.d);
-    if (var == V_BYTES && pp && NW <= 4 && rc.n <= kMmaModuli)
-        /* fragment-ordered planes, the sums on the tensor pipe */
-        oz_recon_mma_kernel<NW <= 4 ? NW : 4, T>
-            <<<dim3((unsigned)sp.units, 16), 256, 0, stream>>>(
-                pl, rplane, sp.num_n, rc, ea, eb, q.alpha, q.beta, c, q.ldc, d,
-                q.ldd, q.m, q.n);
-    else if (var == V_BYTES && pp) /* fragment-ordered planes */
+    if constexpr (NW <= 4) {
+        if (var == V_BYTES && pp && rc.n <= kMmaModuli) {
+            /* fragment-ordered planes, the sums on the tensor pipe */
+            oz_recon_mma_kernel<NW, T>
+                <<<dim3((unsigned)sp.units, 16), 256, 0, stream>>>(
+                    pl, rplane, sp.num_n, rc, ea, eb, q.alpha, q.beta, c, q.ldc,
+                    d, q.ldd, q.m, q.n);
+            return cuerr(cudaGetLastError());
+        }
+    }
+    if (var == V_BYTES && pp) /* fragment-ordered planes */
         oz_recon_frag_kernel<NW, T>
             <<<dim3((unsigned)sp.units, 8), 256, 0, stream>>>(
                 pl, rplane, sp.num_n, rc, ea, eb, q.alpha, q.beta, c, q.ldc, d,
