@@ -17,6 +17,7 @@ struct DecodeParams {
     int nkb;     /* k-blocks of BK */
     int stages;  /* the ring's depth */
     int cd_type; /* gemm_dtype of C and D */
+    int hint;    /* L2 policies on the loads (gemm_decode.cuh) */
     float alpha, beta;
     void *d;
     const void *c;

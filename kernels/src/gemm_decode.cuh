@@ -95,16 +95,24 @@ __global__ void __launch_bounds__(160, 1)
             return;
         int s = 0;
         uint32_t ph = 0;
+        /* hint: B's lines (read once) evict first from L2, A's (read by
+         * every CTA) last */
+        const uint64_t once = l2_policy_evict_first(),
+                       again = l2_policy_evict_last();
         for (int kb = 0; kb < p.nkb; kb++) {
             mbar_wait(&empty[s], ph ^ 1);
             mbar_expect_tx(&full[s], C::A_BYTES + C::B_BYTES);
             const int k0 = kb * BK;
             uint8_t *a = sa + s * C::A_BYTES;
-            if constexpr (AMN)
-                tma_load_2d(a, &ta, n0, k0, &full[s]);
-            else
-                tma_load_2d(a, &ta, k0, n0, &full[s]);
-            tma_load_2d(sb + s * C::B_BYTES, &tb, k0, m0, &full[s]);
+            const int c0 = AMN ? n0 : k0, c1 = AMN ? k0 : n0;
+            if (p.hint) {
+                tma_load_2d_hint(a, &ta, c0, c1, &full[s], once);
+                tma_load_2d_hint(sb + s * C::B_BYTES, &tb, k0, m0, &full[s],
+                                 again);
+            } else {
+                tma_load_2d(a, &ta, c0, c1, &full[s]);
+                tma_load_2d(sb + s * C::B_BYTES, &tb, k0, m0, &full[s]);
+            }
             if (++s == stages) {
                 s = 0;
                 ph ^= 1;

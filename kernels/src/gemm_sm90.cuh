@@ -122,6 +122,39 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map,
         : "memory");
 }
 
+/* tma_load_2d with an L2 cache policy (l2_policy_*). */
+__device__ __forceinline__ void tma_load_2d_hint(void *dst,
+                                                 const CUtensorMap *map, int c0,
+                                                 int c1, uint64_t *bar,
+                                                 uint64_t policy)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+        "complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;" ::
+            "r"(smem_u32(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1),
+        "r"(smem_u32(bar)), "l"(policy)
+        : "memory");
+}
+
+/* L2 policies for tma_load_2d_hint: lines read once go first, lines
+ * every CTA reads again go last. */
+__device__ __forceinline__ uint64_t l2_policy_evict_first()
+{
+    uint64_t p;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"
+                 : "=l"(p));
+    return p;
+}
+
+__device__ __forceinline__ uint64_t l2_policy_evict_last()
+{
+    uint64_t p;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;"
+                 : "=l"(p));
+    return p;
+}
+
 /* A box of a 3-D map at (c0, c1, c2): one matrix of a strided batch. */
 __device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map,
                                             int c0, int c1, int c2,

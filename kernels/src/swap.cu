@@ -188,6 +188,7 @@ gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
     l.p.rows = (int)p->n, l.p.cols = (int)p->m;
     l.p.nkb = (int)cdiv(p->k, BK);
     l.p.cd_type = p->cd_type;
+    l.p.hint = ctx_knob(ctx, KNOB_DECODE_HINT) > 0;
     l.p.alpha = p->alpha, l.p.beta = p->beta;
     l.p.d = p->d;
     l.p.c = p->beta != 0.f ? p->c : nullptr;

@@ -12,7 +12,9 @@
  * conjugate transposes) through gemmk_gemm against a host reference.
  * A plain program (no Criterion) so it runs on a bare GPU host; with no
  * CUDA device it prints "skipped: no CUDA device" and exits 77 (skipped).
- * Usage: kernels_gpu_test [--quick] [--seed N]
+ * Usage: kernels_gpu_test [--quick] [--seed N] [--kernel NAME]
+ * (--kernel: only the cases whose kernel's name holds NAME, e.g. while
+ * working on a kernel on a device whose time is short)
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -642,9 +644,12 @@ static int wide_checks(void)
 int main(int argc, char **argv)
 {
     bool quick = false;
+    const char *only = nullptr;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = true;
+        else if (!strcmp(argv[i], "--kernel") && i + 1 < argc)
+            only = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed_base = strtoull(argv[++i], nullptr, 10);
     }
@@ -907,7 +912,8 @@ int main(int argc, char **argv)
         }
     }
     for (size_t i = 0; i < cases.size(); i++)
-        run_case(cases[i], (int)i);
+        if (!only || (cases[i].kernel && strstr(cases[i].kernel, only)))
+            run_case(cases[i], (int)i);
     gemmk_cache_stats st;
     gemmk_cache_stats_get(ctx, &st);
     printf("gpu tests: %d passed, %d failed, api checks %s; tensor-map "
