@@ -25,7 +25,8 @@
  * alternating with cuBLAS, so their ratios share the clock drift.
  * Prints one line per shape and kernel and a table last.
  *
- * fp32 (issue 6): fp32 A/B and D. "ws-tf32" against cuBLASLt's TF32 mode
+ * fp32 (issue 6): fp32 A/B and D. Our tf32 (auto at tf32 precision: "ws-tf32",
+ * or "ws-decode-tf32" on decode shapes) against cuBLASLt's TF32 mode
  * (CUBLAS_COMPUTE_32F_FAST_TF32), "ws-3xtf32" against plain SGEMM
  * (CUBLAS_COMPUTE_32F), each cuBLASLt algorithm the fastest of its
  * heuristic's top 8. Error: on 1024 sampled elements of D, the max over
@@ -225,7 +226,7 @@ static __global__ void fill_f32_kernel(float *p, long long n, uint64_t seed)
 }
 
 struct Row32 {
-    std::string name;
+    std::string name, tf32_kernel;
     double tf32_tf, lt_tf32_tf, x3_tf, sgemm_tf, oz_tf;
     double e_tf32, e_lt_tf32, e_x3, e_sgemm, e_oz;
     int oz_moduli;
@@ -305,16 +306,21 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         auto time_fn = [&](auto fn, int n) { return time_runs(e0, e1, fn, n); };
         bool fail = false;
         int oz_moduli = 0;
+        /* k NULL: auto (at tf32: the tiled kernel, or ws-decode-tf32 on
+         * decode shapes); tf32_kernel names what auto ran */
+        const char *tf32_kernel = "?";
         auto ours = [&](const char *k, gemm_precision pr, int i) {
             p.a = A[i % nsets], p.b = B[i % nsets], p.precision = pr;
             gemmk_result res;
             int r = gemmk_gemm(ctx, &p, 0, k, &res);
-            if (!strcmp(k, "oz2-f32"))
+            if (!k)
+                tf32_kernel = res.kernel ? res.kernel : "?";
+            else if (!strcmp(k, "oz2-f32"))
                 oz_moduli = strcmp(res.kernel ? res.kernel : "", "oz2-f32")
                                 ? 0
                                 : res.moduli;
             if (r != GEMM_OK) {
-                fprintf(stderr, "gemmk_gemm %s: %d\n", k, r);
+                fprintf(stderr, "gemmk_gemm %s: %d\n", k ? k : "auto", r);
                 fail = true;
             }
         };
@@ -353,7 +359,7 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         double ms_lt_tf = lt_best(CUBLAS_COMPUTE_32F_FAST_TF32, lp_tf, al_tf);
         double ms_lt_sg = lt_best(CUBLAS_COMPUTE_32F, lp_sg, al_sg);
         for (int i = 0; i < 3; i++) {
-            ours("ws-tf32", GEMM_PRECISION_TF32, i);
+            ours(nullptr, GEMM_PRECISION_TF32, i);
             ours("ws-3xtf32", GEMM_PRECISION_FP32, i);
             ours("oz2-f32", GEMM_PRECISION_FP32, i);
         }
@@ -366,7 +372,7 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         for (int blk = 0; blk < 2; blk++) {
             t_tf = std::min(
                 t_tf,
-                time_fn([&](int i) { ours("ws-tf32", GEMM_PRECISION_TF32, i); },
+                time_fn([&](int i) { ours(nullptr, GEMM_PRECISION_TF32, i); },
                         reps / 2));
             t_ltf = std::min(t_ltf, time_fn(
                                         [&](int i) {
@@ -430,7 +436,8 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
             return mx;
         };
         Row32 r;
-        r.e_tf32 = err_of([&] { ours("ws-tf32", GEMM_PRECISION_TF32, 0); });
+        r.e_tf32 = err_of([&] { ours(nullptr, GEMM_PRECISION_TF32, 0); });
+        r.tf32_kernel = tf32_kernel;
         r.e_x3 = err_of([&] { ours("ws-3xtf32", GEMM_PRECISION_FP32, 0); });
         r.e_lt_tf32 = err_of([&] { lt_run(lp_tf, A[0], B[0], D, &al_tf); });
         r.e_sgemm = err_of([&] { lt_run(lp_sg, A[0], B[0], D, &al_sg); });
@@ -474,19 +481,20 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         }
         cudaFree(D);
     }
-    printf("\n| shape | ws-tf32 TF/s | cuBLAS TF32 TF/s | ratio | ws-3xtf32 "
+    printf("\n| shape | tf32 kernel | tf32 TF/s | cuBLAS TF32 TF/s | ratio | "
+           "ws-3xtf32 "
            "TF/s | cuBLAS SGEMM TF/s | ratio | oz2-f32 TF/s (moduli) | x SGEMM "
            "| x 3xTF32 | err tf32 | err cuBLAS tf32 | err 3xtf32 | err SGEMM "
            "| err oz2-f32 |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
-           "---|---|---|\n");
+           "---|---|---|---|\n");
     for (auto &r : rows)
-        printf("| %s | %.1f | %.1f | %.3f | %.1f | %.1f | %.2f | %.1f (%d) | "
-               "%.2f | %.2f | %.1e | %.1e | %.1e | %.1e | %.1e |\n",
-               r.name.c_str(), r.tf32_tf, r.lt_tf32_tf,
-               r.tf32_tf / r.lt_tf32_tf, r.x3_tf, r.sgemm_tf,
-               r.x3_tf / r.sgemm_tf, r.oz_tf, r.oz_moduli, r.oz_tf / r.sgemm_tf,
-               r.oz_tf / r.x3_tf, r.e_tf32, r.e_lt_tf32, r.e_x3, r.e_sgemm,
-               r.e_oz);
+        printf(
+            "| %s | %s | %.1f | %.1f | %.3f | %.1f | %.1f | %.2f | %.1f (%d) "
+            "| %.2f | %.2f | %.1e | %.1e | %.1e | %.1e | %.1e |\n",
+            r.name.c_str(), r.tf32_kernel.c_str(), r.tf32_tf, r.lt_tf32_tf,
+            r.tf32_tf / r.lt_tf32_tf, r.x3_tf, r.sgemm_tf, r.x3_tf / r.sgemm_tf,
+            r.oz_tf, r.oz_moduli, r.oz_tf / r.sgemm_tf, r.oz_tf / r.x3_tf,
+            r.e_tf32, r.e_lt_tf32, r.e_x3, r.e_sgemm, r.e_oz);
     return 0;
 }
 

@@ -289,6 +289,17 @@ const Row kRows[] = {
      nullptr,
      nullptr,
      F32_TF32},
+    {{"ws-decode-tf32", 0, 0,
+      "fp32 as tf32 (rounded, as cuBLAS) on decode shapes (M <= 128, A "
+      "untransposed): D^T = B^T A^T on 64-row tiles, one read of B, B^T "
+      "transposed in shared memory",
+      kAB32, kCDAll, kPrecTF32, 0x5u},
+     0,
+     run_fp32,
+     {0, 1, 0, 0, 0, 0},
+     nullptr,
+     nullptr,
+     F32_DECODE},
     {{"ws-3xtf32", 0, 0,
       "fp32 accuracy, 3xTF32: pre-pass splits A, B into tf32 big+small, "
       "then one tf32 GEMM over 3K",

@@ -32,10 +32,16 @@ struct DecodeLaunch {
     DecodeParams p;
     int grid, grid_y, bn; /* bn: 8 to 128, a multiple of 8 */
     bool f16;
+    bool tf32; /* fp32 inputs as tf32 (gemm_decode_tf32.cuh): bn 64 or 128 */
+    bool rs;   /* tf32: 128-row tiles, a consumer on each 64 */
     int amn;
     cudaStream_t stream;
 };
 cudaError_t launch_decode(const DecodeLaunch &l);
+/* The tf32 kernel's ring depth for `tiles` CTAs of width bn (64 or 128)
+ * and `rows` rows (64 or 128) on `sms` SMs: decode_stages's rule with its
+ * transposed tiles beside the ring. */
+int decode_tf32_stages(int bn, int rows, long long tiles, int sms);
 /* The ring's depth for `tiles` CTAs of tile width bn on `sms` SMs: as
  * deep as lets all of them be resident at once (up to 8 an SM) and keeps
  * about 12 MiB of B in flight, 2 to 16. */

@@ -1,6 +1,7 @@
-/* kern_decode.cu: the decode kernel's instantiations (gemm_decode.cuh):
- * tile widths 8 to 128 in steps of 8 x bf16 and fp16 x B read either way. */
-#include "gemm_decode.cuh"
+/* kern_decode.cu: the decode kernels' instantiations: gemm_decode.cuh's
+ * tile widths 8 to 128 in steps of 8 x bf16 and fp16 x B read either way,
+ * gemm_decode_tf32.cuh's widths 64 and 128 x B read either way. */
+#include "gemm_decode_tf32.cuh"
 
 namespace gemmk
 {
@@ -18,6 +19,33 @@ cudaError_t launch_decode_one(const DecodeLaunch &l)
         return e;
     kern<<<dim3(l.grid, l.grid_y), 160, smem, l.stream>>>(l.ta, l.tb, l.p);
     return cudaGetLastError();
+}
+
+template <int BN, int AMN, int RS>
+cudaError_t launch_decode_tf32(const DecodeLaunch &l)
+{
+    auto kern = gemm_decode_tf32_kernel<BN, AMN, RS>;
+    const int smem = DecodeTf32Cfg<BN, RS>::smem(l.p.stages);
+    cudaError_t e = cudaFuncSetAttribute(
+        kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess)
+        return e;
+    kern<<<dim3(l.grid, l.grid_y), 288, smem, l.stream>>>(l.ta, l.tb, l.p);
+    return cudaGetLastError();
+}
+
+template <int BN> cudaError_t launch_decode_tf32_bn(const DecodeLaunch &l)
+{
+    switch ((l.amn ? 1 : 0) | (l.rs ? 2 : 0)) {
+    case 0:
+        return launch_decode_tf32<BN, 0, 0>(l);
+    case 1:
+        return launch_decode_tf32<BN, 1, 0>(l);
+    case 2:
+        return launch_decode_tf32<BN, 0, 1>(l);
+    default:
+        return launch_decode_tf32<BN, 1, 1>(l);
+    }
 }
 
 template <int BN> cudaError_t launch_decode_bn(const DecodeLaunch &l)
@@ -55,8 +83,29 @@ int decode_stages(int bn, long long tiles, int sms)
     return most > 2 ? most : 2;
 }
 
+int decode_tf32_stages(int bn, int rows, long long tiles, int sms)
+{
+    /* decode_stages with the transposed tiles (16 KB) beside the ring's
+     * stages of rows x 128 + bn x 128 */
+    int st = decode_stages(bn, tiles, sms);
+    const int stage = rows * 128 + bn * 128 + 16;
+    long long per_sm = (tiles + sms - 1) / (sms > 0 ? sms : 1);
+    per_sm = per_sm < 1 ? 1 : per_sm > 8 ? 8 : per_sm;
+    const int room = (int)((227 * 1024) / per_sm) - 1024 - 2 * 8192;
+    while (st > 2 && st * stage > room)
+        st--;
+    return st;
+}
+
 cudaError_t launch_decode(const DecodeLaunch &l)
 {
+    if (l.tf32) {
+        if (l.bn == 64)
+            return launch_decode_tf32_bn<64>(l);
+        if (l.bn == 128)
+            return launch_decode_tf32_bn<128>(l);
+        return cudaErrorInvalidValue;
+    }
     switch (l.bn) {
     case 8:
         return launch_decode_bn<8>(l);

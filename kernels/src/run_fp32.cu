@@ -9,7 +9,9 @@
  * trans_b) is first transposed into the context's pre-pass workspace.
  * 3xTF32: both operands always go through the pre-pass, which splits them
  * into big and small tf32 parts, K-concatenated (kern_tf32.cu); the GEMM
- * then runs over K' = 3 * kseg.
+ * then runs over K' = 3 * kseg. Decode shapes at tf32 (M <= 128) run
+ * "ws-decode-tf32" instead: no pre-pass, B^T transposed tile by tile in
+ * shared memory and both operands rounded there (swap.cu).
  */
 #include <math.h>
 
@@ -65,6 +67,12 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
         gemm_error e = oz_f32(ctx, p, stream, by_model, false, res, &declined);
         if (e != GEMM_OK || !declined)
             return e;
+    }
+    if (row.variant == F32_DECODE ||
+        (autorow && !three && decode_tf32_fits(ctx, p))) {
+        const Row *dr = row_find("ws-decode-tf32");
+        res->kernel = dr->d.name;
+        return run_decode_tf32(ctx, p, stream, res);
     }
     if (autorow || row.variant == F32_OZ)
         res->kernel = row_find(three ? "ws-3xtf32" : "ws-tf32")->d.name;

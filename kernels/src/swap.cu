@@ -207,6 +207,76 @@ gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
     return GEMM_OK;
 }
 
+bool decode_tf32_fits(const gemmk_ctx *ctx, const gemmk_problem *p)
+{
+    /* M <= 128 with N, K in the thousands, tf32 precision only (3xTF32
+     * runs its pre-pass): reading B once beats the pre-pass's transpose of
+     * B through memory at every such shape (kernel-notes v19) */
+    (void)ctx;
+    return p->ab_type == GEMM_FP32 && p->precision == GEMM_PRECISION_TF32 &&
+           !p->host_mapped && !p->trans_a && p->m >= 1 && p->m <= 128 &&
+           p->n >= 1024 && p->k >= 1024;
+}
+
+gemm_error run_decode_tf32(gemmk_ctx *ctx, const gemmk_problem *p,
+                           cudaStream_t stream, gemmk_result *res)
+{
+    (void)res;
+    if (p->host_mapped || p->trans_a) {
+        ctx_say(ctx, "ws-decode-tf32 reads an untransposed A in device "
+                     "memory only");
+        return GEMM_ERR_UNSUPPORTED;
+    }
+    DecodeLaunch l = {};
+    l.tf32 = true;
+    l.bn = p->m <= 64 ? 64 : 128; /* rows past M come in as zeros */
+    /* 128-row tiles where the 64-row ones would outnumber what the SMs
+     * hold at once (one CTA an SM at 64 rows, two at 128) */
+    l.rs = cdiv(p->n, 128) >= ctx->num_sms;
+    const int rows = l.rs ? 128 : 64;
+    gemmk_tmap_key ka = {}, kb = {};
+    ka.addr = (uint64_t)(uintptr_t)p->b;
+    ka.dtype = kb.dtype = GEMM_FP32;
+    ka.swizzle = kb.swizzle = GEMMK_SWIZZLE_128B;
+    ka.stride1 = (uint64_t)p->ldb * 4;
+    ka.dim0 = p->trans_b ? p->k : p->n;
+    ka.dim1 = p->trans_b ? p->n : p->k;
+    ka.box0 = 32; /* 128 bytes: 32 k-values, or 32 rows of B^T */
+    ka.box1 = p->trans_b ? rows : 32;
+    /* A (M x K, small) rounded to tf32 once, K-major, K padded to 32 */
+    const int64_t kseg = cdiv(p->k, 32) * 32;
+    gemm_error e = ctx_grow(ctx, &ctx->prep, &ctx->prep_bytes,
+                            (size_t)p->m * kseg * 4, stream);
+    if (e != GEMM_OK)
+        return e;
+    GEMMK_CK(ctx, tf32_pack(static_cast<const float *>(p->a), p->lda, 0, p->m,
+                            p->k, 0, ctx->prep, kseg, stream));
+    kb.addr = (uint64_t)(uintptr_t)ctx->prep;
+    kb.stride1 = (uint64_t)kseg * 4;
+    kb.dim0 = (uint64_t)kseg, kb.dim1 = p->m, kb.box0 = 32,
+    kb.box1 = (uint32_t)l.bn;
+    e = ctx_map(ctx, &ka, &l.ta);
+    if (e == GEMM_OK)
+        e = ctx_map(ctx, &kb, &l.tb);
+    if (e != GEMM_OK)
+        return e;
+    l.p.rows = (int)p->n, l.p.cols = (int)p->m;
+    l.p.nkb = (int)cdiv(p->k, 32);
+    l.p.cd_type = p->cd_type;
+    l.p.alpha = p->alpha, l.p.beta = p->beta;
+    l.p.d = p->d;
+    l.p.c = p->beta != 0.f ? p->c : nullptr;
+    l.p.ldd = p->ldd, l.p.ldc = p->ldc;
+    l.grid = (int)cdiv(p->n, rows);
+    l.grid_y = (int)cdiv(p->m, l.bn);
+    l.p.stages = decode_tf32_stages(l.bn, rows, (long long)l.grid * l.grid_y,
+                                    ctx->num_sms);
+    l.amn = p->trans_b ? 0 : 1;
+    l.stream = stream;
+    GEMMK_CK(ctx, launch_decode(l));
+    return GEMM_OK;
+}
+
 gemm_error run_swapped(gemmk_ctx *ctx, const gemmk_problem *p,
                        cudaStream_t stream, const Row &row, gemmk_result *res)
 {

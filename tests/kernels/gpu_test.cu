@@ -372,11 +372,13 @@ static int tf32_round_check(void)
 }
 
 /* tf32 with K = 1: D = op(a) op(b) exactly, each operand as the tensor
- * cores read it: rounded to nearest where the pre-pass wrote it
- * (MN-major: trans_a, or B not trans_b), truncated where it is read in
- * place. Tails of the pre-pass's tiles in both dimensions. */
-static int tf32_k1_check(void)
+ * cores read it. "ws-tf32": rounded to nearest where the pre-pass wrote
+ * it (MN-major: trans_a, or B not trans_b), truncated where it is read in
+ * place; tails of the pre-pass's tiles in both dimensions.
+ * "ws-decode-tf32": both rounded, in shared memory (A untransposed). */
+static int tf32_k1_check(const char *kernel)
 {
+    const bool both = strcmp(kernel, "ws-tf32") != 0;
     int bad = 0;
     const int64_t m = 133, n = 70, ld = 136;
     std::vector<float> ha(m * ld), hb(n * ld), hd(m * ld);
@@ -398,7 +400,7 @@ static int tf32_k1_check(void)
     CK(cudaMalloc(&D, hd.size() * 4));
     CK(cudaMemcpy(A, ha.data(), ha.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(B, hb.data(), hb.size() * 4, cudaMemcpyHostToDevice));
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < (both ? 2 : 4); t++) {
         gemmk_problem p;
         memset(&p, 0, sizeof(p));
         p.m = m, p.n = n, p.k = 1;
@@ -412,7 +414,7 @@ static int tf32_k1_check(void)
         p.alpha = 1;
         p.precision = GEMM_PRECISION_TF32;
         CK(cudaMemset(D, 0xff, hd.size() * 4));
-        int rv = gemmk_gemm(ctx, &p, 0, "ws-tf32", NULL);
+        int rv = gemmk_gemm(ctx, &p, 0, kernel, NULL);
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(hd.data(), D, hd.size() * 4, cudaMemcpyDeviceToHost));
         int wrong = rv != GEMM_OK;
@@ -420,10 +422,12 @@ static int tf32_k1_check(void)
             for (int64_t j = 0; j < n; j++) {
                 uint32_t ua = gemmk_f32_bits(ha[p.trans_a ? i : i * 8]);
                 uint32_t ub = gemmk_f32_bits(hb[p.trans_b ? j * 8 : j]);
-                float a = gemmk_bits_f32(p.trans_a ? gemmk_tf32_round_bits(ua)
-                                                   : ua & 0xffffe000u);
-                float b = gemmk_bits_f32(!p.trans_b ? gemmk_tf32_round_bits(ub)
-                                                    : ub & 0xffffe000u);
+                float a =
+                    gemmk_bits_f32(both || p.trans_a ? gemmk_tf32_round_bits(ua)
+                                                     : ua & 0xffffe000u);
+                float b = gemmk_bits_f32(both || !p.trans_b
+                                             ? gemmk_tf32_round_bits(ub)
+                                             : ub & 0xffffe000u);
                 if (gemmk_f32_bits(hd[i * ld + j]) != gemmk_f32_bits(a * b)) {
                     printf("tf32 k=1 t%d%d: D[%lld][%lld] = %.9g, want %.9g\n",
                            p.trans_a, p.trans_b, (long long)i, (long long)j,
@@ -437,7 +441,8 @@ static int tf32_k1_check(void)
     cudaFree(A);
     cudaFree(B);
     cudaFree(D);
-    printf("tf32 k=1 exact (rounded pre-pass, truncated in place): %s\n",
+    printf("tf32 k=1 exact, %s (%s): %s\n", kernel,
+           both ? "both rounded" : "rounded pre-pass, truncated in place",
            bad ? "FAIL" : "ok");
     return bad;
 }
@@ -673,8 +678,8 @@ int main(int argc, char **argv)
     CB(cublasCreate(&blas));
     CB(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));
 
-    int api_bad =
-        api_checks() + tf32_round_check() + tf32_k1_check() + wide_checks();
+    int api_bad = api_checks() + tf32_round_check() + tf32_k1_check("ws-tf32") +
+                  tf32_k1_check("ws-decode-tf32") + wide_checks();
     std::vector<Case> cases;
     const gemm_dtype abs_[2] = {GEMM_BF16, GEMM_FP16};
     const gemm_dtype cds[3] = {GEMM_FP32, GEMM_BF16, GEMM_FP16};
@@ -910,6 +915,22 @@ int main(int argc, char **argv)
                     add(s[0], s[1], s[2], t, 1.0f, q % 2 ? 0.f : 0.5f,
                         8 * (q % 2), q % 2);
         }
+        /* the tf32 decode kernel by name and through auto: tile widths 64
+         * and 128 (M up to 64, up to 128), tails in N and K, B either way,
+         * M > 128 (grid rows), K of one k-block */
+        const long long dt[][3] = {{1, 8192, 8192},  {7, 4095, 1000},
+                                   {64, 8192, 4096}, {65, 1000, 2048},
+                                   {128, 2048, 777}, {100, 28672, 1024},
+                                   {200, 1000, 129}, {33, 777, 20},
+                                   {16, 1024, 1024}, {96, 4096, 2048}};
+        for (auto &s : dt)
+            for (int t = 0; t < 2; t++)
+                for (int named = 0; named < 2; named++, q++)
+                    cases.push_back({s[0], s[1], s[2], GEMM_FP32, cds[q % 3], 0,
+                                     t, (q % 3 == 2) ? -0.75f : 1.0f,
+                                     q % 2 ? 0.f : 0.5f, 8 * (q % 3),
+                                     named ? "ws-decode-tf32" : NULL,
+                                     GEMM_PRECISION_TF32});
     }
     for (size_t i = 0; i < cases.size(); i++)
         if (!only || (cases[i].kernel && strstr(cases[i].kernel, only)))

@@ -1,0 +1,239 @@
+/*
+ * gemm_decode_tf32.cuh: the decode kernel (gemm_decode.cuh) for fp32
+ * inputs as tf32: D^T = B^T A^T with B^T on 64-row tiles and A's rows on
+ * wgmma's N (BN = 64 for M <= 64, 128 up to 128, rows past M zero), one
+ * read of B, no K split.
+ *
+ * tf32 wgmma reads K-major operands only, and a row-major B read as N x K
+ * is MN-major: elsewhere a pre-pass transposes all of B through memory,
+ * which for these shapes costs more than the product. Here the consumers
+ * transpose each stage's 64 x 32 tile of B^T in shared memory (AMN = 1:
+ * TMA brings it MN-major, two 32-row slabs; each thread takes 4 rows x 4
+ * k-values, reads them as 4 x 16 bytes and writes the transpose as 4 x
+ * 16 bytes into a K-major buffer in the 128B-swizzled layout wgmma reads,
+ * both sides free of bank conflicts), rounding to tf32 on the way
+ * (cvt.rna, as cuBLAS's TF32 mode and the pre-pass round). A K-major B
+ * (AMN = 0) is rounded in place in the stage; A comes rounded by the
+ * caller (tf32_pack: it is M x K, small).
+ *
+ * Two consumer warpgroups take alternate k-blocks (each its own
+ * accumulators and transposed tile), because one warpgroup's transpose,
+ * barrier and wgmma issue take longer than a stage's bytes take to
+ * arrive: one transposes while the other's wgmmas run. Each gives its
+ * stage back before it waits for its next one, so a ring of two stages
+ * cannot stall them. Their sums are added at the end, in a fixed order.
+ * Where the 64-row tiles would outnumber what the SMs hold at once (N =
+ * 28672: 448), RS = 1: 128-row tiles, each consumer on its own 64 rows
+ * of every stage, two CTAs an SM.
+ */
+#pragma once
+
+#include "gemm_decode.cuh"
+#include "tf32.h"
+
+namespace gemmk
+{
+
+template <int BN, int RS> struct DecodeTf32Cfg {
+    static constexpr int ROWS = RS ? 128 : 64; /* a tile's rows of B^T */
+    static constexpr int A_BYTES = ROWS * 128; /* rows of 32 fp32 */
+    static constexpr int B_BYTES = BN * 128;
+    static constexpr int T_BYTES = 2 * 64 * 128; /* one per consumer */
+    static constexpr int OUT_BYTES = BN * 65 * 4;
+    static_assert(OUT_BYTES <= 2 * (A_BYTES + B_BYTES), "out in the ring");
+    static constexpr int smem(int stages)
+    {
+        return stages * (A_BYTES + B_BYTES) + T_BYTES + 1024 + 16 * stages;
+    }
+};
+
+/* cvt.rna.tf32.f32, but a NaN stays a NaN (the instruction turns one
+ * whose payload lies in the low 13 bits into an infinity; tf32.h) */
+__device__ __forceinline__ float tf32_rna(float x)
+{
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return x != x ? x : __uint_as_float(r);
+}
+
+__device__ __forceinline__ float4 tf32_rna4(float4 v)
+{
+    return make_float4(tf32_rna(v.x), tf32_rna(v.y), tf32_rna(v.z),
+                       tf32_rna(v.w));
+}
+
+__device__ __forceinline__ float pick4(const float4 &v, int r)
+{
+    return r == 0 ? v.x : r == 1 ? v.y : r == 2 ? v.z : v.w;
+}
+
+/* n floats at smem address p rounded in place, 16 bytes a thread a step
+ * (consumer threads, tid 0..127). */
+__device__ __forceinline__ void round_in_place(uint8_t *p, int bytes, int tid)
+{
+    float4 *q = reinterpret_cast<float4 *>(p);
+    for (int i = tid; i < bytes / 16; i += 128)
+        q[i] = tf32_rna4(q[i]);
+}
+
+/* The MN-major 64 x 32 tile at src (two slabs of 32 rows: slab j at j x
+ * 4096, k-row k at k x 128, 16-byte chunk c of rows 4c..4c+3 at chunk
+ * c ^ (k % 8)) into K-major dst (row n at n x 128, chunk q of k-values
+ * 4q..4q+3 at chunk q ^ (n % 8)), rounded to tf32. Thread tid: rows 4 nb
+ * .. 4 nb + 3 (nb = tid % 16), k-values 4 kq .. 4 kq + 3 (kq = tid / 16);
+ * it writes its rows in an order rotated by nb / 2, so that the 8 threads
+ * of a 16-byte phase hit 8 different rows mod 8, hence 8 chunks. */
+__device__ __forceinline__ void transpose_tile(const uint8_t *src, uint8_t *dst,
+                                               int tid)
+{
+    const int nb = tid % 16, kq = tid / 16;
+    const int j = nb / 8, c = nb % 8;
+    float4 v[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int k = 4 * kq + i;
+        v[i] = tf32_rna4(*reinterpret_cast<const float4 *>(
+            src + j * 4096 + k * 128 + ((c ^ (k % 8)) * 16)));
+    }
+    const int rot = (nb / 2) % 4;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int r = (i + rot) % 4, n = 4 * nb + r;
+        const float4 w = make_float4(pick4(v[0], r), pick4(v[1], r),
+                                     pick4(v[2], r), pick4(v[3], r));
+        *reinterpret_cast<float4 *>(dst + n * 128 + ((kq ^ (n % 8)) * 16)) = w;
+    }
+}
+
+template <int BN, int AMN, int RS>
+__global__ void __launch_bounds__(288, RS ? 2 : 1)
+    gemm_decode_tf32_kernel(const __grid_constant__ CUtensorMap ta,
+                            const __grid_constant__ CUtensorMap tb,
+                            const __grid_constant__ DecodeParams p)
+{
+    using C = DecodeTf32Cfg<BN, RS>;
+    const int stages = p.stages;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *sa = reinterpret_cast<uint8_t *>(
+        (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    uint8_t *sb = sa + stages * C::A_BYTES;
+    uint8_t *st = sb + stages * C::B_BYTES;     /* the transposed tiles */
+    float *out = reinterpret_cast<float *>(sa); /* after the main loop */
+    uint64_t *full = reinterpret_cast<uint64_t *>(st + C::T_BYTES);
+    uint64_t *empty = full + stages;
+    const int n0 = blockIdx.x * C::ROWS, m0 = blockIdx.y * BN;
+    /* lanes 0 of the consuming warpgroup (RS: of both) */
+    ring_init(full, empty, stages, RS ? 8 : 4);
+
+    if (warpgroup_index() == 2) { /* the producer warp */
+        if (threadIdx.x != 256)
+            return;
+        int s = 0;
+        uint32_t ph = 0;
+        const uint64_t once = l2_policy_evict_first(),
+                       again = l2_policy_evict_last();
+        for (int kb = 0; kb < p.nkb; kb++) {
+            mbar_wait(&empty[s], ph ^ 1);
+            mbar_expect_tx(&full[s], C::A_BYTES + C::B_BYTES);
+            const int k0 = kb * 32;
+            uint8_t *a = sa + s * C::A_BYTES;
+            if constexpr (AMN) {
+#pragma unroll
+                for (int j = 0; j < C::ROWS / 32; j++)
+                    tma_load_2d_hint(a + j * 4096, &ta, n0 + 32 * j, k0,
+                                     &full[s], once);
+            } else {
+                tma_load_2d_hint(a, &ta, k0, n0, &full[s], once);
+            }
+            tma_load_2d_hint(sb + s * C::B_BYTES, &tb, k0, m0, &full[s], again);
+            if (++s == stages) {
+                s = 0;
+                ph ^= 1;
+            }
+        }
+        return;
+    }
+
+    /* consumer c takes k-blocks c, c + 2, ... (RS: every k-block, rows
+     * 64 c .. 64 c + 63 of the tile) */
+    const int c = warpgroup_index(), tid = threadIdx.x % 128;
+    const int warp = tid / 32, lane = tid % 32;
+    float d[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+        d[i] = 0.f;
+    int prev = -1;
+    for (int kb = RS ? 0 : c; kb < p.nkb; kb += RS ? 1 : 2) {
+        /* this consumer's previous wgmmas (issued while the other one
+         * worked) are done: its stage goes back before the wait for the
+         * next, so two stages keep both consumers going, and its
+         * transposed tile is free */
+        wgmma_wait<0>();
+        fence_regs(d);
+        if (prev >= 0 && lane == 0)
+            mbar_arrive(&empty[prev]);
+        const int s = kb % stages;
+        mbar_wait(&full[s], (uint32_t)((kb / stages) & 1));
+        const uint8_t *src = sa + s * C::A_BYTES + (RS ? c * 8192 : 0);
+        uint8_t *a = const_cast<uint8_t *>(src);
+        if constexpr (AMN) {
+            a = st + c * 8192;
+            transpose_tile(src, a, tid);
+        } else {
+            round_in_place(a, 8192, tid);
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(1 + c) : "memory");
+        const uint64_t da =
+            gemmk_desc_encode(smem_u32(a), 16, 1024, GEMMK_SWIZZLE_128B);
+        const uint64_t db = gemmk_desc_encode(smem_u32(sb + s * C::B_BYTES), 16,
+                                              1024, GEMMK_SWIZZLE_128B);
+        fence_regs(d);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) /* k8 steps of 32 bytes */
+            mma_k16<BN, 2, 0, 0>(d, da + kk * 2, db + kk * 2, 1);
+        wgmma_commit();
+        prev = s;
+    }
+    wgmma_wait<0>();
+    fence_regs(d);
+    if (prev >= 0 && lane == 0)
+        mbar_arrive(&empty[prev]);
+    /* every wgmma of both is done before out overwrites the ring */
+    asm volatile("bar.sync 3, 256;" ::: "memory");
+
+    /* as gemm_decode.cuh: d[4j + 2h + e] is row 16 warp + lane / 4 + 8h
+     * of D^T's block, column 8j + 2 (lane % 4) + e. RS: each consumer
+     * stores its own 64 rows in turn; else consumer 1's sums go in first,
+     * consumer 0 adds its own and stores */
+    for (int pass = 1; pass >= 0; pass--) {
+        if (c == pass) {
+#pragma unroll
+            for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int r = 16 * warp + lane / 4 + 8 * h;
+                        const int m = 8 * j + 2 * (lane % 4) + e;
+                        float &o = out[m * 65 + r];
+                        o = pass || RS ? d[4 * j + 2 * h + e]
+                                       : o + d[4 * j + 2 * h + e];
+                    }
+        }
+        asm volatile("bar.sync 3, 256;" ::: "memory");
+        if (c == pass && (RS || pass == 0)) {
+            const int nr = n0 + (RS ? 64 * c : 0);
+            if (p.cd_type == 3)
+                decode_store<float, BN>(p, out, nr, m0, tid);
+            else if (p.cd_type == 1)
+                decode_store<__nv_bfloat16, BN>(p, out, nr, m0, tid);
+            else
+                decode_store<__half, BN>(p, out, nr, m0, tid);
+        }
+        asm volatile("bar.sync 3, 256;" ::: "memory");
+    }
+}
+
+} // namespace gemmk
