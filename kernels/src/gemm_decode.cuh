@@ -72,6 +72,42 @@ decode_store(const DecodeParams &p, const float *out, int n0, int m0, int tid)
     }
 }
 
+/* decode_store in D's type (p.cd_type). */
+template <int BN>
+__device__ __forceinline__ void decode_store_cd(const DecodeParams &p,
+                                                const float *out, int n0,
+                                                int m0, int tid)
+{
+    if (p.cd_type == 3)
+        decode_store<float, BN>(p, out, n0, m0, tid);
+    else if (p.cd_type == 1)
+        decode_store<__nv_bfloat16, BN>(p, out, n0, m0, tid);
+    else
+        decode_store<__half, BN>(p, out, n0, m0, tid);
+}
+
+/* The consumer warpgroup's accumulators d (a 64 x BN block of D^T) into
+ * out as [m][n] (rows of 65), or added to what out holds (add).
+ * d[4j + 2h + e] is row 16 warp + lane / 4 + 8h of the block (n), column
+ * 8j + 2 (lane % 4) + e (m); tid the thread's index in the warpgroup. */
+template <int BN>
+__device__ __forceinline__ void
+decode_to_out(float *out, const float (&d)[BN / 2], int tid, bool add)
+{
+    const int warp = tid / 32, lane = tid % 32;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int r = 16 * warp + lane / 4 + 8 * h;
+                const int m = 8 * j + 2 * (lane % 4) + e;
+                const float v = d[4 * j + 2 * h + e];
+                out[m * 65 + r] = add ? out[m * 65 + r] + v : v;
+            }
+}
+
 template <int BN, int AB, int AMN>
 __global__ void __launch_bounds__(160, 1)
     gemm_decode_kernel(const __grid_constant__ CUtensorMap ta,
@@ -122,7 +158,7 @@ __global__ void __launch_bounds__(160, 1)
     }
 
     /* the consumer warpgroup */
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int tid = threadIdx.x, lane = tid % 32;
     constexpr uint32_t A_KSTEP = AMN ? 16 * 128 : 32;
     const uint64_t da0 = gemmk_desc_encode(smem_u32(sa), AMN ? SLAB : 16, 1024,
                                            GEMMK_SWIZZLE_128B);
@@ -158,25 +194,9 @@ __global__ void __launch_bounds__(160, 1)
     wgmma_wait<0>();
     fence_regs(d);
 
-    /* d[4j + 2h + e]: row 16 warp + lane / 4 + 8h of D^T's block (n),
-     * column 8j + 2 (lane % 4) + e (m); out holds it as [m][n] */
-#pragma unroll
-    for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-        for (int h = 0; h < 2; h++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int r = 16 * warp + lane / 4 + 8 * h;
-                const int m = 8 * j + 2 * (lane % 4) + e;
-                out[m * 65 + r] = d[4 * j + 2 * h + e];
-            }
+    decode_to_out<BN>(out, d, tid, false);
     asm volatile("bar.sync 1, 128;" ::: "memory");
-    if (p.cd_type == 3)
-        decode_store<float, BN>(p, out, n0, m0, tid);
-    else if (p.cd_type == 1)
-        decode_store<__nv_bfloat16, BN>(p, out, n0, m0, tid);
-    else
-        decode_store<__half, BN>(p, out, n0, m0, tid);
+    decode_store_cd<BN>(p, out, n0, m0, tid);
 }
 
 } // namespace gemmk

@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
     /* consumer c takes k-blocks c, c + 2, ... (RS: every k-block, rows
      * 64 c .. 64 c + 63 of the tile) */
     const int c = warpgroup_index(), tid = threadIdx.x % 128;
-    const int warp = tid / 32, lane = tid % 32;
+    const int lane = tid % 32;
     float d[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)
@@ -203,35 +203,14 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
     /* every wgmma of both is done before out overwrites the ring */
     asm volatile("bar.sync 3, 256;" ::: "memory");
 
-    /* as gemm_decode.cuh: d[4j + 2h + e] is row 16 warp + lane / 4 + 8h
-     * of D^T's block, column 8j + 2 (lane % 4) + e. RS: each consumer
-     * stores its own 64 rows in turn; else consumer 1's sums go in first,
-     * consumer 0 adds its own and stores */
+    /* RS: each consumer stores its own 64 rows in turn; else consumer
+     * 1's sums go in first, consumer 0 adds its own and stores */
     for (int pass = 1; pass >= 0; pass--) {
-        if (c == pass) {
-#pragma unroll
-            for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-                for (int h = 0; h < 2; h++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const int r = 16 * warp + lane / 4 + 8 * h;
-                        const int m = 8 * j + 2 * (lane % 4) + e;
-                        float &o = out[m * 65 + r];
-                        o = pass || RS ? d[4 * j + 2 * h + e]
-                                       : o + d[4 * j + 2 * h + e];
-                    }
-        }
+        if (c == pass)
+            decode_to_out<BN>(out, d, tid, pass == 0 && !RS);
         asm volatile("bar.sync 3, 256;" ::: "memory");
-        if (c == pass && (RS || pass == 0)) {
-            const int nr = n0 + (RS ? 64 * c : 0);
-            if (p.cd_type == 3)
-                decode_store<float, BN>(p, out, nr, m0, tid);
-            else if (p.cd_type == 1)
-                decode_store<__nv_bfloat16, BN>(p, out, nr, m0, tid);
-            else
-                decode_store<__half, BN>(p, out, nr, m0, tid);
-        }
+        if (c == pass && (RS || pass == 0))
+            decode_store_cd<BN>(p, out, n0 + (RS ? 64 * c : 0), m0, tid);
         asm volatile("bar.sync 3, 256;" ::: "memory");
     }
 }
