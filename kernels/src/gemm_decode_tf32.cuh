@@ -9,8 +9,8 @@
  * which for these shapes costs more than the product. Here the consumers
  * transpose each stage's 64 x 32 tile of B^T in shared memory (AMN = 1:
  * TMA brings it MN-major, two 32-row slabs; each thread takes 4 rows x 4
- * k-values, reads them as 4 x 16 bytes and writes the transpose as 4 x
- * 16 bytes into a K-major buffer in the 128B-swizzled layout wgmma reads,
+ * k-values, reads them as 16 words and writes the transpose as 4 x 16
+ * bytes into a K-major buffer in the 128B-swizzled layout wgmma reads,
  * both sides free of bank conflicts), rounding to tf32 on the way
  * (cvt.rna, as cuBLAS's TF32 mode and the pre-pass round). A K-major B
  * (AMN = 0) is rounded in place in the stage; A comes rounded by the
@@ -62,11 +62,6 @@ __device__ __forceinline__ float4 tf32_rna4(float4 v)
                        tf32_rna(v.w));
 }
 
-__device__ __forceinline__ float pick4(const float4 &v, int r)
-{
-    return r == 0 ? v.x : r == 1 ? v.y : r == 2 ? v.z : v.w;
-}
-
 /* n floats at smem address p rounded in place, 16 bytes a thread a step
  * (consumer threads, tid 0..127). */
 __device__ __forceinline__ void round_in_place(uint8_t *p, int bytes, int tid)
@@ -79,29 +74,32 @@ __device__ __forceinline__ void round_in_place(uint8_t *p, int bytes, int tid)
 /* The MN-major 64 x 32 tile at src (two slabs of 32 rows: slab j at j x
  * 4096, k-row k at k x 128, 16-byte chunk c of rows 4c..4c+3 at chunk
  * c ^ (k % 8)) into K-major dst (row n at n x 128, chunk q of k-values
- * 4q..4q+3 at chunk q ^ (n % 8)), rounded to tf32. Thread tid: rows 4 nb
- * .. 4 nb + 3 (nb = tid % 16), k-values 4 kq .. 4 kq + 3 (kq = tid / 16);
- * it writes its rows in an order rotated by nb / 2, so that the 8 threads
- * of a 16-byte phase hit 8 different rows mod 8, hence 8 chunks. */
+ * 4q..4q+3 at chunk q ^ (n % 8)), rounded to tf32. Thread tid: rows nb +
+ * 16 r (nb = tid % 16, r = 0..3), k-values 4 kq .. 4 kq + 3 (kq = tid /
+ * 16): it reads them as 16 words (a warp's 32 words of one load fall in
+ * 32 banks: 16 rows of one k-row and 16 of another, 4 apart mod 8, whose
+ * chunks the swizzle puts in the other half) and writes each row's 4 as
+ * 16 bytes (the 8 threads of a phase: 8 rows mod 8, 8 chunks). */
 __device__ __forceinline__ void transpose_tile(const uint8_t *src, uint8_t *dst,
                                                int tid)
 {
     const int nb = tid % 16, kq = tid / 16;
-    const int j = nb / 8, c = nb % 8;
-    float4 v[4];
+    float v[4][4]; /* [row r][k-value i] */
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         const int k = 4 * kq + i;
-        v[i] = tf32_rna4(*reinterpret_cast<const float4 *>(
-            src + j * 4096 + k * 128 + ((c ^ (k % 8)) * 16)));
-    }
-    const int rot = (nb / 2) % 4;
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int r = (i + rot) % 4, n = 4 * nb + r;
-        const float4 w = make_float4(pick4(v[0], r), pick4(v[1], r),
-                                     pick4(v[2], r), pick4(v[3], r));
-        *reinterpret_cast<float4 *>(dst + n * 128 + ((kq ^ (n % 8)) * 16)) = w;
+        for (int r = 0; r < 4; r++) {
+            const int n = nb + 16 * r, j = n / 32, c = (n % 32) / 4;
+            v[r][i] = tf32_rna(*reinterpret_cast<const float *>(
+                src + j * 4096 + k * 128 + ((c ^ (k % 8)) * 16) + (n % 4) * 4));
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const int n = nb + 16 * r;
+        *reinterpret_cast<float4 *>(dst + n * 128 + ((kq ^ (n % 8)) * 16)) =
+            make_float4(v[r][0], v[r][1], v[r][2], v[r][3]);
     }
 }
 
