@@ -118,9 +118,8 @@ gemm_error run_decode(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
 bool decode_fits(const gemmk_ctx *ctx, const gemmk_problem *p);
 /* fp32 inputs as tf32 on the decode kernel (swap.cu, gemm_decode_tf32.cuh);
  * run_fp32 takes it by name or for `auto` where decode_tf32_fits. */
-gemm_error run_decode_tf32(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
-                           gemmk_result *);
-bool decode_tf32_fits(const gemmk_ctx *ctx, const gemmk_problem *p);
+gemm_error run_decode_tf32(gemmk_ctx *, const gemmk_problem *, cudaStream_t);
+bool decode_tf32_fits(const gemmk_problem *p);
 gemm_error run_swapped(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
                        const Row &, gemmk_result *);
 /* The grouped kernel on one problem (grouped.cu; gemmk_gemm_grouped runs

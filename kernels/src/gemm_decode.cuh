@@ -42,6 +42,19 @@ template <int BN> struct DecodeCfg {
     }
 };
 
+/* A decode producer's TMA load, with L2 policy `policy` where hint
+ * (DecodeParams.hint: B's lines, read once, evict first; A's, read by
+ * every CTA, last), else plain. */
+__device__ __forceinline__ void decode_load(void *dst, const CUtensorMap *map,
+                                            int c0, int c1, uint64_t *bar,
+                                            int hint, uint64_t policy)
+{
+    if (hint)
+        tma_load_2d_hint(dst, map, c0, c1, bar, policy);
+    else
+        tma_load_2d(dst, map, c0, c1, bar);
+}
+
 template <int BN, int AB, int AMN>
 __device__ __forceinline__ void decode_mma(float (&d)[BN / 2], uint64_t da,
                                            uint64_t db, int scale_d)
@@ -131,8 +144,6 @@ __global__ void __launch_bounds__(160, 1)
             return;
         int s = 0;
         uint32_t ph = 0;
-        /* hint: B's lines (read once) evict first from L2, A's (read by
-         * every CTA) last */
         const uint64_t once = l2_policy_evict_first(),
                        again = l2_policy_evict_last();
         for (int kb = 0; kb < p.nkb; kb++) {
@@ -141,14 +152,9 @@ __global__ void __launch_bounds__(160, 1)
             const int k0 = kb * BK;
             uint8_t *a = sa + s * C::A_BYTES;
             const int c0 = AMN ? n0 : k0, c1 = AMN ? k0 : n0;
-            if (p.hint) {
-                tma_load_2d_hint(a, &ta, c0, c1, &full[s], once);
-                tma_load_2d_hint(sb + s * C::B_BYTES, &tb, k0, m0, &full[s],
-                                 again);
-            } else {
-                tma_load_2d(a, &ta, c0, c1, &full[s]);
-                tma_load_2d(sb + s * C::B_BYTES, &tb, k0, m0, &full[s]);
-            }
+            decode_load(a, &ta, c0, c1, &full[s], p.hint, once);
+            decode_load(sb + s * C::B_BYTES, &tb, k0, m0, &full[s], p.hint,
+                        again);
             if (++s == stages) {
                 s = 0;
                 ph ^= 1;

@@ -138,12 +138,13 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
             if constexpr (AMN) {
 #pragma unroll
                 for (int j = 0; j < C::ROWS / 32; j++)
-                    tma_load_2d_hint(a + j * 4096, &ta, n0 + 32 * j, k0,
-                                     &full[s], once);
+                    decode_load(a + j * 4096, &ta, n0 + 32 * j, k0, &full[s],
+                                p.hint, once);
             } else {
-                tma_load_2d_hint(a, &ta, k0, n0, &full[s], once);
+                decode_load(a, &ta, k0, n0, &full[s], p.hint, once);
             }
-            tma_load_2d_hint(sb + s * C::B_BYTES, &tb, k0, m0, &full[s], again);
+            decode_load(sb + s * C::B_BYTES, &tb, k0, m0, &full[s], p.hint,
+                        again);
             if (++s == stages) {
                 s = 0;
                 ph ^= 1;
@@ -172,15 +173,15 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
             mbar_arrive(&empty[prev]);
         const int s = kb % stages;
         mbar_wait(&full[s], (uint32_t)((kb / stages) & 1));
-        const uint8_t *src = sa + s * C::A_BYTES + (RS ? c * 8192 : 0);
-        uint8_t *a = const_cast<uint8_t *>(src);
+        uint8_t *src = sa + s * C::A_BYTES + (RS ? c * 8192 : 0);
+        uint8_t *a = src;
         if constexpr (AMN) {
             a = st + c * 8192;
             transpose_tile(src, a, tid);
         } else {
             round_in_place(a, 8192, tid);
         }
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        fence_proxy_async_smem();
         asm volatile("bar.sync %0, 128;" ::"r"(1 + c) : "memory");
         const uint64_t da =
             gemmk_desc_encode(smem_u32(a), 16, 1024, GEMMK_SWIZZLE_128B);

@@ -122,6 +122,13 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map,
         : "memory");
 }
 
+/* Shared-memory writes of this thread made visible to the async proxy
+ * (wgmma, TMA stores) before it reads them. */
+__device__ __forceinline__ void fence_proxy_async_smem()
+{
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
 /* tma_load_2d with an L2 cache policy (l2_policy_*). */
 __device__ __forceinline__ void tma_load_2d_hint(void *dst,
                                                  const CUtensorMap *map, int c0,

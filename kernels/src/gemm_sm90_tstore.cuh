@@ -102,11 +102,6 @@ __device__ __forceinline__ void bulk_wait_all()
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 
-__device__ __forceinline__ void fence_proxy_async_smem()
-{
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
 /* Named barrier over one warpgroup (ids 1, 2; 0 is __syncthreads). */
 __device__ __forceinline__ void wg_bar(int id)
 {

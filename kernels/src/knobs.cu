@@ -147,8 +147,8 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "CTA an SM (0: by the tile count, kern_decode.cu's decode_stages)",
      read_positive},
     {KNOB_DECODE_HINT, "GEMMK_DECODE_HINT", 1,
-     "ws-decode: B's loads evict first from L2 and A's last (1) or no "
-     "policy (0; gemm_decode.cuh, kernel-notes v18)",
+     "ws-decode and ws-decode-tf32: B's loads evict first from L2 and A's "
+     "last (1) or no policy (0; gemm_decode.cuh, kernel-notes v18)",
      read_positive},
     {KNOB_BLAS3_WHOLE, "GEMMK_BLAS3_WHOLE", -1,
      "symm and hemm run as GEMMs on A made whole (the other triangle "

@@ -69,10 +69,9 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
             return e;
     }
     if (row.variant == F32_DECODE ||
-        (autorow && !three && decode_tf32_fits(ctx, p))) {
-        const Row *dr = row_find("ws-decode-tf32");
-        res->kernel = dr->d.name;
-        return run_decode_tf32(ctx, p, stream, res);
+        (autorow && !three && decode_tf32_fits(p))) {
+        res->kernel = row_find("ws-decode-tf32")->d.name;
+        return run_decode_tf32(ctx, p, stream);
     }
     if (autorow || row.variant == F32_OZ)
         res->kernel = row_find(three ? "ws-3xtf32" : "ws-tf32")->d.name;

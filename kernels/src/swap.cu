@@ -158,6 +158,23 @@ bool decode_fits(const gemmk_ctx *ctx, const gemmk_problem *p)
            (p->m <= 64 || cdiv(p->n, 64) <= ctx->num_sms);
 }
 
+/* What both decode kernels take from p (stages left to the caller):
+ * kvals values of K a k-block. */
+static DecodeParams decode_params(const gemmk_ctx *ctx, const gemmk_problem *p,
+                                  int kvals)
+{
+    DecodeParams dp = {};
+    dp.rows = (int)p->n, dp.cols = (int)p->m;
+    dp.nkb = (int)cdiv(p->k, kvals);
+    dp.cd_type = p->cd_type;
+    dp.hint = ctx_knob(ctx, KNOB_DECODE_HINT) > 0;
+    dp.alpha = p->alpha, dp.beta = p->beta;
+    dp.d = p->d;
+    dp.c = p->beta != 0.f ? p->c : nullptr;
+    dp.ldd = p->ldd, dp.ldc = p->ldc;
+    return dp;
+}
+
 gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
                       cudaStream_t stream, const Row &row, gemmk_result *res)
 {
@@ -185,14 +202,7 @@ gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
         e = ctx_map(ctx, &kb, &l.tb);
     if (e != GEMM_OK)
         return e;
-    l.p.rows = (int)p->n, l.p.cols = (int)p->m;
-    l.p.nkb = (int)cdiv(p->k, BK);
-    l.p.cd_type = p->cd_type;
-    l.p.hint = ctx_knob(ctx, KNOB_DECODE_HINT) > 0;
-    l.p.alpha = p->alpha, l.p.beta = p->beta;
-    l.p.d = p->d;
-    l.p.c = p->beta != 0.f ? p->c : nullptr;
-    l.p.ldd = p->ldd, l.p.ldc = p->ldc;
+    l.p = decode_params(ctx, p, BK);
     l.grid = (int)cdiv(p->n, 64);
     l.grid_y = (int)cdiv(p->m, l.bn);
     const int forced = ctx_knob(ctx, KNOB_DECODE_STAGES);
@@ -207,21 +217,19 @@ gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
     return GEMM_OK;
 }
 
-bool decode_tf32_fits(const gemmk_ctx *ctx, const gemmk_problem *p)
+bool decode_tf32_fits(const gemmk_problem *p)
 {
     /* M <= 128 with N, K in the thousands, tf32 precision only (3xTF32
      * runs its pre-pass): reading B once beats the pre-pass's transpose of
      * B through memory at every such shape (kernel-notes v19) */
-    (void)ctx;
     return p->ab_type == GEMM_FP32 && p->precision == GEMM_PRECISION_TF32 &&
            !p->host_mapped && !p->trans_a && p->m >= 1 && p->m <= 128 &&
            p->n >= 1024 && p->k >= 1024;
 }
 
 gemm_error run_decode_tf32(gemmk_ctx *ctx, const gemmk_problem *p,
-                           cudaStream_t stream, gemmk_result *res)
+                           cudaStream_t stream)
 {
-    (void)res;
     if (p->host_mapped || p->trans_a) {
         ctx_say(ctx, "ws-decode-tf32 reads an untransposed A in device "
                      "memory only");
@@ -260,13 +268,7 @@ gemm_error run_decode_tf32(gemmk_ctx *ctx, const gemmk_problem *p,
         e = ctx_map(ctx, &kb, &l.tb);
     if (e != GEMM_OK)
         return e;
-    l.p.rows = (int)p->n, l.p.cols = (int)p->m;
-    l.p.nkb = (int)cdiv(p->k, 32);
-    l.p.cd_type = p->cd_type;
-    l.p.alpha = p->alpha, l.p.beta = p->beta;
-    l.p.d = p->d;
-    l.p.c = p->beta != 0.f ? p->c : nullptr;
-    l.p.ldd = p->ldd, l.p.ldc = p->ldc;
+    l.p = decode_params(ctx, p, 32); /* 32 fp32 a k-block */
     l.grid = (int)cdiv(p->n, rows);
     l.grid_y = (int)cdiv(p->m, l.bn);
     l.p.stages = decode_tf32_stages(l.bn, rows, (long long)l.grid * l.grid_y,
