@@ -280,8 +280,8 @@ const Row kRows[] = {
 
     /* production: fp32 inputs on the tf32 tensor cores */
     {{"ws-tf32", 0, 0,
-      "fp32 as tf32 (truncated, as cuBLAS): warp-specialized TMA+WGMMA "
-      "128xBN; MN-major operands transposed by a pre-pass",
+      "fp32 as tf32 (rounded to nearest, as cuBLAS): warp-specialized "
+      "TMA+WGMMA 128xBN; MN-major operands transposed by a pre-pass",
       kAB32, kCDAll, kPrecTF32, kT},
      0,
      run_fp32,

@@ -27,10 +27,11 @@ int encode_cb(void *user, const gemmk_tmap_key *key, gemmk_tmap *out)
     cuuint32_t box[2] = {key->box0, key->box1};
     cuuint32_t estr[2] = {1, 1};
     CUtensorMapDataType dt =
-        key->dtype == GEMM_BF16       ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-        : key->dtype == GEMM_FP32     ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
-        : key->dtype == GEMMK_TMAP_U8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
-                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+        key->dtype == GEMM_BF16         ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+        : key->dtype == GEMM_FP32       ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+        : key->dtype == GEMMK_TMAP_TF32 ? CU_TENSOR_MAP_DATA_TYPE_TFLOAT32
+        : key->dtype == GEMMK_TMAP_U8   ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                        : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     CUresult r = ctx->encode(
         reinterpret_cast<CUtensorMap *>(out), dt, 2,
         reinterpret_cast<void *>(key->addr), dims, strides, box, estr,

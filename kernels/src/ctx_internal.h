@@ -19,6 +19,11 @@
 /* The element type of a tensor map key for int8 bytes (a gemm_dtype
  * number gemm.h does not use). */
 #define GEMMK_TMAP_U8 GEMMK_TYPE_S8
+/* The element type of a tensor map key for fp32 values that the TMA unit
+ * rounds to tf32 as it loads them (CU_TENSOR_MAP_DATA_TYPE_TFLOAT32: to
+ * nearest, ties to even, measured on the H200, kernel-notes v20), so the
+ * tensor cores read rounded operands, not truncated ones. */
+#define GEMMK_TMAP_TF32 64
 
 namespace gemmk
 {

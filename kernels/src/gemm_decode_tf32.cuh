@@ -11,10 +11,9 @@
  * TMA brings it MN-major, two 32-row slabs; each thread takes 4 rows x 4
  * k-values, reads them as 16 words and writes the transpose as 4 x 16
  * bytes into a K-major buffer in the 128B-swizzled layout wgmma reads,
- * both sides free of bank conflicts), rounding to tf32 on the way
- * (cvt.rna, as cuBLAS's TF32 mode and the pre-pass round). A K-major B
- * (AMN = 0) is rounded in place in the stage; A comes rounded by the
- * caller (tf32_pack: it is M x K, small).
+ * both sides free of bank conflicts). A K-major B (AMN = 0) is read in
+ * the stage. Both operands arrive rounded to tf32: their tensor maps are
+ * TFLOAT32, which the TMA unit rounds as it loads (swap.cu).
  *
  * Two consumer warpgroups take alternate k-blocks (each its own
  * accumulators and transposed tile), because one warpgroup's transpose,
@@ -29,7 +28,6 @@
 #pragma once
 
 #include "gemm_decode.cuh"
-#include "tf32.h"
 
 namespace gemmk
 {
@@ -47,34 +45,10 @@ template <int BN, int RS> struct DecodeTf32Cfg {
     }
 };
 
-/* cvt.rna.tf32.f32, but a NaN stays a NaN (the instruction turns one
- * whose payload lies in the low 13 bits into an infinity; tf32.h) */
-__device__ __forceinline__ float tf32_rna(float x)
-{
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-    return x != x ? x : __uint_as_float(r);
-}
-
-__device__ __forceinline__ float4 tf32_rna4(float4 v)
-{
-    return make_float4(tf32_rna(v.x), tf32_rna(v.y), tf32_rna(v.z),
-                       tf32_rna(v.w));
-}
-
-/* n floats at smem address p rounded in place, 16 bytes a thread a step
- * (consumer threads, tid 0..127). */
-__device__ __forceinline__ void round_in_place(uint8_t *p, int bytes, int tid)
-{
-    float4 *q = reinterpret_cast<float4 *>(p);
-    for (int i = tid; i < bytes / 16; i += 128)
-        q[i] = tf32_rna4(q[i]);
-}
-
 /* The MN-major 64 x 32 tile at src (two slabs of 32 rows: slab j at j x
  * 4096, k-row k at k x 128, 16-byte chunk c of rows 4c..4c+3 at chunk
  * c ^ (k % 8)) into K-major dst (row n at n x 128, chunk q of k-values
- * 4q..4q+3 at chunk q ^ (n % 8)), rounded to tf32. Thread tid: rows nb +
+ * 4q..4q+3 at chunk q ^ (n % 8)). Thread tid: rows nb +
  * 16 r (nb = tid % 16, r = 0..3), k-values 4 kq .. 4 kq + 3 (kq = tid /
  * 16): it reads them as 16 words (a warp's 32 words of one load fall in
  * 32 banks: 16 rows of one k-row and 16 of another, 4 apart mod 8, whose
@@ -91,8 +65,8 @@ __device__ __forceinline__ void transpose_tile(const uint8_t *src, uint8_t *dst,
 #pragma unroll
         for (int r = 0; r < 4; r++) {
             const int n = nb + 16 * r, j = n / 32, c = (n % 32) / 4;
-            v[r][i] = tf32_rna(*reinterpret_cast<const float *>(
-                src + j * 4096 + k * 128 + ((c ^ (k % 8)) * 16) + (n % 4) * 4));
+            v[r][i] = *reinterpret_cast<const float *>(
+                src + j * 4096 + k * 128 + ((c ^ (k % 8)) * 16) + (n % 4) * 4);
         }
     }
 #pragma unroll
@@ -178,11 +152,9 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
         if constexpr (AMN) {
             a = st + c * 8192;
             transpose_tile(src, a, tid);
-        } else {
-            round_in_place(a, 8192, tid);
+            fence_proxy_async_smem();
+            asm volatile("bar.sync %0, 128;" ::"r"(1 + c) : "memory");
         }
-        fence_proxy_async_smem();
-        asm volatile("bar.sync %0, 128;" ::"r"(1 + c) : "memory");
         const uint64_t da =
             gemmk_desc_encode(smem_u32(a), 16, 1024, GEMMK_SWIZZLE_128B);
         const uint64_t db = gemmk_desc_encode(smem_u32(sb + s * C::B_BYTES), 16,

@@ -44,9 +44,8 @@ cudaError_t launch_tf32_ws64(const Launch &l);
  * rows x (nseg * kseg) fp32, K-major (row r: nseg segments of kseg values,
  * zero beyond kdim). x is stored rows x kdim (ld ldx) or, when mn_major,
  * kdim x rows. mode 0: one segment, rounded to tf32 to nearest
- * (gemmk_tf32_round, cvt.rna: what cuBLAS's TF32 does, where the tensor
- * cores reading fp32 would truncate); 1: [small | big | big] (A of
- * 3xTF32); 2: [big | small | big] (B of 3xTF32). kseg is a multiple of
+ * (gemmk_tf32_round, cvt.rna); 1: [small | big | big] (A of 3xTF32); 2:
+ * [big | small | big] (B of 3xTF32). kseg is a multiple of
  * 32. */
 cudaError_t tf32_pack(const float *x, long long ldx, int mn_major,
                       long long rows, long long kdim, int mode, float *out,

@@ -4,14 +4,15 @@
  * or 3xTF32 by the precision asked for, or at fp32 precision the Ozaki-II
  * emulation "oz2-f32" where the cost model says it is faster: ozaki.cu).
  *
- * tf32: K-major operands are read in place (the tensor cores truncate to
- * tf32, as cuBLAS's TF32 mode does); an MN-major one (trans_a, or B not
- * trans_b) is first transposed into the context's pre-pass workspace.
+ * tf32: K-major operands are read in place, rounded to tf32 by the TMA
+ * unit as it loads them (a TFLOAT32 tensor map: nearest, ties to even);
+ * an MN-major one (trans_a, or B not trans_b) is first transposed and
+ * rounded (ties away) into the context's pre-pass workspace.
  * 3xTF32: both operands always go through the pre-pass, which splits them
  * into big and small tf32 parts, K-concatenated (kern_tf32.cu); the GEMM
  * then runs over K' = 3 * kseg. Decode shapes at tf32 (M <= 128) run
  * "ws-decode-tf32" instead: no pre-pass, B^T transposed tile by tile in
- * shared memory and both operands rounded there (swap.cu).
+ * shared memory (swap.cu).
  */
 #include <math.h>
 
@@ -119,9 +120,12 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
              three ? ctx_knob(ctx, KNOB_X3_BN) : 256);
     }
 
+    /* 3xTF32's parts are exact tf32 values; a tf32 operand read in place
+     * is rounded by the TMA unit */
+    const uint32_t map_type = three ? GEMM_FP32 : GEMMK_TMAP_TF32;
     gemmk_tmap_key ka = {};
     ka.addr = (uint64_t)(uintptr_t)(pack_a ? (const void *)pa : p->a);
-    ka.dtype = GEMM_FP32;
+    ka.dtype = map_type;
     ka.swizzle = GEMMK_SWIZZLE_128B;
     ka.dim0 = pack_a ? (uint64_t)(nseg * kseg) : (uint64_t)p->k;
     ka.dim1 = p->m;
@@ -130,7 +134,7 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
     ka.box1 = rung6 ? 64 : BM;
     gemmk_tmap_key kb = {};
     kb.addr = (uint64_t)(uintptr_t)(pack_b ? (const void *)pb : p->b);
-    kb.dtype = GEMM_FP32;
+    kb.dtype = map_type;
     kb.swizzle = GEMMK_SWIZZLE_128B;
     kb.dim0 = pack_b ? (uint64_t)(nseg * kseg) : (uint64_t)p->k;
     kb.dim1 = p->n;

@@ -242,28 +242,21 @@ gemm_error run_decode_tf32(gemmk_ctx *ctx, const gemmk_problem *p,
      * hold at once (one CTA an SM at 64 rows, two at 128) */
     l.rs = cdiv(p->n, 128) >= ctx->num_sms;
     const int rows = l.rs ? 128 : 64;
+    /* both read in place, rounded to tf32 by the TMA unit */
     gemmk_tmap_key ka = {}, kb = {};
     ka.addr = (uint64_t)(uintptr_t)p->b;
-    ka.dtype = kb.dtype = GEMM_FP32;
+    ka.dtype = kb.dtype = GEMMK_TMAP_TF32;
     ka.swizzle = kb.swizzle = GEMMK_SWIZZLE_128B;
     ka.stride1 = (uint64_t)p->ldb * 4;
     ka.dim0 = p->trans_b ? p->k : p->n;
     ka.dim1 = p->trans_b ? p->n : p->k;
     ka.box0 = 32; /* 128 bytes: 32 k-values, or 32 rows of B^T */
     ka.box1 = p->trans_b ? rows : 32;
-    /* A (M x K, small) rounded to tf32 once, K-major, K padded to 32 */
-    const int64_t kseg = cdiv(p->k, 32) * 32;
-    gemm_error e = ctx_grow(ctx, &ctx->prep, &ctx->prep_bytes,
-                            (size_t)p->m * kseg * 4, stream);
-    if (e != GEMM_OK)
-        return e;
-    GEMMK_CK(ctx, tf32_pack(static_cast<const float *>(p->a), p->lda, 0, p->m,
-                            p->k, 0, ctx->prep, kseg, stream));
-    kb.addr = (uint64_t)(uintptr_t)ctx->prep;
-    kb.stride1 = (uint64_t)kseg * 4;
-    kb.dim0 = (uint64_t)kseg, kb.dim1 = p->m, kb.box0 = 32,
+    kb.addr = (uint64_t)(uintptr_t)p->a;
+    kb.stride1 = (uint64_t)p->lda * 4;
+    kb.dim0 = (uint64_t)p->k, kb.dim1 = p->m, kb.box0 = 32,
     kb.box1 = (uint32_t)l.bn;
-    e = ctx_map(ctx, &ka, &l.ta);
+    gemm_error e = ctx_map(ctx, &ka, &l.ta);
     if (e == GEMM_OK)
         e = ctx_map(ctx, &kb, &l.tb);
     if (e != GEMM_OK)

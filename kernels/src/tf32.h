@@ -14,6 +14,9 @@
  * difference: the H100's cvt.rna.tf32.f32 turns a NaN whose payload lies
  * only in the low 13 bits into an infinity (measured, gpu_test); here it
  * stays a NaN so that NaN inputs give NaN results.
+ * gemmk_tf32_round_even_bits is what the TMA unit writes when it loads
+ * fp32 through a TFLOAT32 tensor map (the kernels' in-place operands):
+ * nearest, ties to even.
  *
  * 3xTF32: a = big + small + r with big = tf32(a), small = tf32(a - big);
  * a - big is exact in fp32, |small| <= 2^-11 |a| and |r| <= 2^-22 |a| for
@@ -45,6 +48,17 @@ GEMMK_TF32_HD uint32_t gemmk_tf32_round_bits(uint32_t u)
      * round-half-away; a carry out of the mantissa bumps the exponent
      * (subnormal -> normal, max finite -> inf) as IEEE rounding does. */
     return (u + 0x00001000u) & 0xffffe000u;
+}
+
+/* The TMA unit's rounding of a TFLOAT32 tensor map (measured on the
+ * H200 bit for bit, kernel-notes v20): to nearest, ties to even, on the
+ * bit pattern like gemmk_tf32_round_bits; a NaN becomes the quiet NaN
+ * 0x7fffe000, infinities stay. */
+GEMMK_TF32_HD uint32_t gemmk_tf32_round_even_bits(uint32_t u)
+{
+    if ((u & 0x7f800000u) == 0x7f800000u)
+        return (u & 0x007fffffu) ? 0x7fffe000u : u;
+    return (u + 0x00000fffu + ((u >> 13) & 1u)) & 0xffffe000u;
 }
 
 GEMMK_TF32_HD uint32_t gemmk_f32_bits(float x)

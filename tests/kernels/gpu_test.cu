@@ -372,10 +372,11 @@ static int tf32_round_check(void)
 }
 
 /* tf32 with K = 1: D = op(a) op(b) exactly, each operand as the tensor
- * cores read it. "ws-tf32": rounded to nearest where the pre-pass wrote
- * it (MN-major: trans_a, or B not trans_b), truncated where it is read in
- * place; tails of the pre-pass's tiles in both dimensions.
- * "ws-decode-tf32": both rounded, in shared memory (A untransposed). */
+ * cores read it: rounded ties away where the pre-pass wrote it ("ws-tf32"
+ * MN-major: trans_a, or B not trans_b), ties to even where the TMA unit
+ * rounded it on the way in (read in place; "ws-decode-tf32": both).
+ * Every fourth value is a tie, where the two roundings differ; tails of
+ * the pre-pass's tiles in both dimensions. */
 static int tf32_k1_check(const char *kernel)
 {
     const bool both = strcmp(kernel, "ws-tf32") != 0;
@@ -383,12 +384,16 @@ static int tf32_k1_check(const char *kernel)
     const int64_t m = 133, n = 70, ld = 136;
     std::vector<float> ha(m * ld), hb(n * ld), hd(m * ld);
     uint32_t x = 0x9e3779b9u;
-    /* values in [1, 2) with random low bits */
+    /* values in [1, 2) with random low bits, every fourth a tie */
+    int drawn = 0;
     auto draw = [&]() {
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;
-        return gemmk_bits_f32(0x3f800000u | (x & 0x007fffffu));
+        uint32_t u = 0x3f800000u | (x & 0x007fffffu);
+        if (drawn++ % 4 == 0)
+            u = (u & 0xffffe000u) | 0x1000u;
+        return gemmk_bits_f32(u);
     };
     for (float &v : ha)
         v = draw();
@@ -422,12 +427,12 @@ static int tf32_k1_check(const char *kernel)
             for (int64_t j = 0; j < n; j++) {
                 uint32_t ua = gemmk_f32_bits(ha[p.trans_a ? i : i * 8]);
                 uint32_t ub = gemmk_f32_bits(hb[p.trans_b ? j * 8 : j]);
-                float a =
-                    gemmk_bits_f32(both || p.trans_a ? gemmk_tf32_round_bits(ua)
-                                                     : ua & 0xffffe000u);
-                float b = gemmk_bits_f32(both || !p.trans_b
+                float a = gemmk_bits_f32(!both && p.trans_a
+                                             ? gemmk_tf32_round_bits(ua)
+                                             : gemmk_tf32_round_even_bits(ua));
+                float b = gemmk_bits_f32(!both && !p.trans_b
                                              ? gemmk_tf32_round_bits(ub)
-                                             : ub & 0xffffe000u);
+                                             : gemmk_tf32_round_even_bits(ub));
                 if (gemmk_f32_bits(hd[i * ld + j]) != gemmk_f32_bits(a * b)) {
                     printf("tf32 k=1 t%d%d: D[%lld][%lld] = %.9g, want %.9g\n",
                            p.trans_a, p.trans_b, (long long)i, (long long)j,
@@ -442,7 +447,7 @@ static int tf32_k1_check(const char *kernel)
     cudaFree(B);
     cudaFree(D);
     printf("tf32 k=1 exact, %s (%s): %s\n", kernel,
-           both ? "both rounded" : "rounded pre-pass, truncated in place",
+           both ? "both ties to even" : "pre-pass ties away, in place to even",
            bad ? "FAIL" : "ok");
     return bad;
 }

@@ -2,8 +2,10 @@
  * tf32_test.c: the tf32 rounding and 3xTF32 split of kernels/src/tf32.h
  * (the code the GPU pre-pass runs): cvt.rna semantics on ties, carries,
  * max finite, infinities, NaN and subnormals, and how closely big + small
- * reconstructs a. Runs on any CPU; the GPU test compares the same function
- * with the hardware's cvt.rna.tf32.f32.
+ * reconstructs a; and the TMA unit's rounding (ties to even) that
+ * gemmk_tf32_round_even_bits models. Runs on any CPU; the GPU tests
+ * compare the first with the hardware's cvt.rna.tf32.f32 and the second,
+ * through K = 1 products, with what the kernels read.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -82,6 +84,31 @@ Test(tf32, subnormals)
     cr_assert_eq(rb(0x00400fffu), 0x00400000u);
 }
 
+/* The TMA unit's rounding, as measured on the H200 (kernel-notes v20,
+ * 2^20 random patterns and these, bit for bit) */
+Test(tf32, tma_ties_to_even)
+{
+    static const uint32_t io[][2] = {
+        {0x3f801000u, 0x3f800000u}, /* 1 + 2^-11: tie, even below */
+        {0x3f803000u, 0x3f804000u}, /* tie, odd below: up */
+        {0xbf801000u, 0xbf800000u}, {0xbf803000u, 0xbf804000u},
+        {0x3f800fffu, 0x3f800000u}, {0x3f801001u, 0x3f802000u},
+        {0x3ffff000u, 0x40000000u}, /* carry into the exponent */
+        {0x00001000u, 0x00000000u}, /* subnormals rounded, not flushed */
+        {0x00003000u, 0x00004000u}, {0x00003123u, 0x00004000u},
+        {0x80003000u, 0x80004000u}, {0x007ff000u, 0x00800000u},
+        {0x7f7fe800u, 0x7f7fe000u}, {0x7f7fd000u, 0x7f7fc000u},
+        {0x7f7ff000u, 0x7f800000u}, /* tie above the largest: inf */
+        {0x7f800000u, 0x7f800000u}, {0xff800000u, 0xff800000u},
+        {0x7f800001u, 0x7fffe000u}, /* every NaN: the quiet 0x7fffe000 */
+        {0xffc00001u, 0x7fffe000u}, {0x7fc00000u, 0x7fffe000u}};
+    for (size_t i = 0; i < sizeof(io) / sizeof(io[0]); i++) {
+        uint32_t got = gemmk_tf32_round_even_bits(io[i][0]);
+        cr_assert_eq(got, io[i][1], "0x%08x -> 0x%08x, want 0x%08x", io[i][0],
+                     got, io[i][1]);
+    }
+}
+
 /* xorshift: deterministic values over many binades */
 static uint32_t rng = 0x9e3779b9u;
 static uint32_t next(void)
@@ -95,7 +122,8 @@ static uint32_t next(void)
 Test(tf32, random_against_double_rounding)
 {
     /* for normal inputs whose rounding stays finite, the result is the
-     * nearest tf32 value (ties away), computed independently in double */
+     * nearest tf32 value (ties away; the TMA's: ties to even), computed
+     * independently in double */
     for (int i = 0; i < 200000; i++) {
         uint32_t u = next();
         uint32_t e = (u >> 23) & 0xff;
@@ -111,6 +139,9 @@ Test(tf32, random_against_double_rounding)
         float got = gemmk_tf32_round(x);
         cr_assert_eq((double)got, want, "x=%a got=%a want=%a", x, got, want);
         cr_assert_eq(gemmk_f32_bits(got) & 0x1fffu, 0u);
+        double even = rint(fabs((double)x) / ulp) * ulp;
+        float tma = gemmk_bits_f32(gemmk_tf32_round_even_bits(u));
+        cr_assert_eq((double)tma, x < 0 ? -even : even, "x=%a tma=%a", x, tma);
     }
 }
 
