@@ -32,16 +32,19 @@ struct DecodeLaunch {
     DecodeParams p;
     int grid, grid_y, bn; /* bn: 8 to 128, a multiple of 8 */
     bool f16;
-    bool tf32; /* fp32 inputs as tf32 (gemm_decode_tf32.cuh): bn 64 or 128 */
+    bool tf32; /* fp32 inputs as tf32 (gemm_decode_tf32.cuh): bn 8, 16, 32,
+                 64 or 128 */
     bool rs;   /* tf32: 128-row tiles, a consumer on each 64 */
-    int amn;
+    int amn;   /* B^T MN-major: 1 (tf32: transposed in smem), 2 (tf32: to
+                  registers) */
     cudaStream_t stream;
 };
 cudaError_t launch_decode(const DecodeLaunch &l);
-/* The tf32 kernel's ring depth for `tiles` CTAs of width bn (64 or 128)
- * and `rows` rows (64 or 128) on `sms` SMs: decode_stages's rule with its
- * transposed tiles beside the ring. */
-int decode_tf32_stages(int bn, int rows, long long tiles, int sms);
+/* The tf32 kernel's ring depth for `tiles` CTAs of width bn and `rows`
+ * rows (64 or 128) on `sms` SMs: decode_stages's rule with its transposed
+ * tiles beside the ring, or `forced` (GEMMK_DECODE_STAGES, >= 2) where
+ * that fits; even where rows is 64. */
+int decode_tf32_stages(int bn, int rows, long long tiles, int sms, int forced);
 /* The ring's depth for `tiles` CTAs of tile width bn on `sms` SMs: as
  * deep as lets all of them be resident at once (up to 8 an SM) and keeps
  * about 12 MiB of B in flight, 2 to 16. */

@@ -1,13 +1,15 @@
 /*
  * gemm_decode_tf32.cuh: the decode kernel (gemm_decode.cuh) for fp32
  * inputs as tf32: D^T = B^T A^T with B^T on 64-row tiles and A's rows on
- * wgmma's N (BN = 64 for M <= 64, 128 up to 128, rows past M zero), one
- * read of B, no K split.
+ * wgmma's N (BN = 8, 16, 32, 64 or 128: M rounded up, rows past M zero),
+ * one read of B, no K split.
  *
  * tf32 wgmma reads K-major operands only, and a row-major B read as N x K
  * is MN-major: elsewhere a pre-pass transposes all of B through memory,
- * which for these shapes costs more than the product. Here the consumers
- * transpose each stage's 64 x 32 tile of B^T in shared memory (AMN = 1:
+ * which for these shapes costs more than the product. Here B^T is wgmma's
+ * A, and the consumers either read each stage's MN-major tile straight
+ * into A's registers (AMN = 2, load_a_frags) or transpose it in shared
+ * memory (AMN = 1:
  * TMA brings it MN-major, two 32-row slabs; each thread takes 4 rows x 4
  * k-values, reads them as 16 words and writes the transpose as 4 x 16
  * bytes into a K-major buffer in the 128B-swizzled layout wgmma reads,
@@ -20,10 +22,11 @@
  * barrier and wgmma issue take longer than a stage's bytes take to
  * arrive: one transposes while the other's wgmmas run. Each gives its
  * stage back before it waits for its next one, so a ring of two stages
- * cannot stall them. Their sums are added at the end, in a fixed order.
- * Where the 64-row tiles would outnumber what the SMs hold at once (N =
- * 28672: 448), RS = 1: 128-row tiles, each consumer on its own 64 rows
- * of every stage, two CTAs an SM.
+ * cannot stall them; the ring's depth is even, so each stage belongs to
+ * one consumer, which sees every phase of its barrier. Their sums are added at
+ * the end, in a fixed order. Where the 64-row tiles would outnumber what the
+ * SMs hold at once (N = 28672: 448), RS = 1: 128-row tiles, each consumer on
+ * its own 64 rows of every stage, two CTAs an SM.
  */
 #pragma once
 
@@ -77,6 +80,71 @@ __device__ __forceinline__ void transpose_tile(const uint8_t *src, uint8_t *dst,
     }
 }
 
+/* wgmma's A from registers for AMN = 2: the k-block's four k8 fragments
+ * of tf32 m64k8 (warp w: rows 16 w .. 16 w + 15; lane g t = lane / 4,
+ * lane % 4 holds row g + 8 h, k-value t + 4 j as word h + 2 j) read
+ * straight from the MN-major tile (transpose_tile's layout): no second
+ * copy, no fence, no barrier. In the i-th load of a k8 step lane t takes
+ * word i ^ x, x = t ^ (t >> 1) ^ 2 (w % 2): the four lanes t of a row
+ * group then read four different pairs of 16-byte chunks, so a warp's 32
+ * words lie in 32 banks; the words are put in place after. */
+struct AFrags {
+    uint32_t off[4]; /* byte offset of the i-th load in the tile */
+    int x;
+};
+
+__device__ __forceinline__ AFrags a_frags_at(int tid)
+{
+    const int w = tid / 32, g = (tid % 32) / 4, t = tid % 4;
+    AFrags f;
+    f.x = t ^ (t >> 1) ^ (2 * (w % 2));
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int q = i ^ f.x, h = q & 1, j = q >> 1;
+        const int n = 16 * w + g + 8 * h, k = t + 4 * j;
+        f.off[i] = (uint32_t)((n / 32) * 4096 + k * 128 +
+                              ((((n % 32) / 4) ^ k) * 16) + (n % 4) * 4);
+    }
+    return f;
+}
+
+__device__ __forceinline__ void
+load_a_frags(const uint8_t *src, const AFrags &f, uint32_t (&a)[4][4])
+{
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) { /* k + 8 kk: the same swizzle */
+        uint32_t v[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+            v[i] =
+                *reinterpret_cast<const uint32_t *>(src + f.off[i] + kk * 1024);
+        /* word q came in load q ^ x */
+        const bool s1 = f.x & 1, s2 = f.x & 2;
+        const uint32_t u0 = s1 ? v[1] : v[0], u1 = s1 ? v[0] : v[1];
+        const uint32_t u2 = s1 ? v[3] : v[2], u3 = s1 ? v[2] : v[3];
+        a[kk][0] = s2 ? u2 : u0;
+        a[kk][1] = s2 ? u3 : u1;
+        a[kk][2] = s2 ? u0 : u2;
+        a[kk][3] = s2 ? u1 : u3;
+    }
+}
+
+template <int BN>
+__device__ __forceinline__ void mma_tf32_rs(float (&d)[BN / 2],
+                                            const uint32_t (&a)[4], uint64_t db)
+{
+    if constexpr (BN == 128)
+        wgmma_m64n128k8_tf32_rs(d, a, db, 1);
+    else if constexpr (BN == 64)
+        wgmma_m64n64k8_tf32_rs(d, a, db, 1);
+    else if constexpr (BN == 32)
+        wgmma_m64n32k8_tf32_rs(d, a, db, 1);
+    else if constexpr (BN == 16)
+        wgmma_m64n16k8_tf32_rs(d, a, db, 1);
+    else
+        wgmma_m64n8k8_tf32_rs(d, a, db, 1);
+}
+
 template <int BN, int AMN, int RS>
 __global__ void __launch_bounds__(288, RS ? 2 : 1)
     gemm_decode_tf32_kernel(const __grid_constant__ CUtensorMap ta,
@@ -109,7 +177,7 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
             mbar_expect_tx(&full[s], C::A_BYTES + C::B_BYTES);
             const int k0 = kb * 32;
             uint8_t *a = sa + s * C::A_BYTES;
-            if constexpr (AMN) {
+            if constexpr (AMN != 0) {
 #pragma unroll
                 for (int j = 0; j < C::ROWS / 32; j++)
                     decode_load(a + j * 4096, &ta, n0 + 32 * j, k0, &full[s],
@@ -135,6 +203,7 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)
         d[i] = 0.f;
+    const AFrags frags = a_frags_at(tid);
     int prev = -1;
     for (int kb = RS ? 0 : c; kb < p.nkb; kb += RS ? 1 : 2) {
         /* this consumer's previous wgmmas (issued while the other one
@@ -148,22 +217,32 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
         const int s = kb % stages;
         mbar_wait(&full[s], (uint32_t)((kb / stages) & 1));
         uint8_t *src = sa + s * C::A_BYTES + (RS ? c * 8192 : 0);
-        uint8_t *a = src;
-        if constexpr (AMN) {
-            a = st + c * 8192;
-            transpose_tile(src, a, tid);
-            fence_proxy_async_smem();
-            asm volatile("bar.sync %0, 128;" ::"r"(1 + c) : "memory");
-        }
-        const uint64_t da =
-            gemmk_desc_encode(smem_u32(a), 16, 1024, GEMMK_SWIZZLE_128B);
         const uint64_t db = gemmk_desc_encode(smem_u32(sb + s * C::B_BYTES), 16,
                                               1024, GEMMK_SWIZZLE_128B);
-        fence_regs(d);
-        wgmma_fence();
+        if constexpr (AMN == 2) {
+            uint32_t af[4][4];
+            load_a_frags(src, frags, af);
+            fence_regs(d);
+            wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < 4; kk++) /* k8 steps of 32 bytes */
-            mma_k16<BN, 2, 0, 0>(d, da + kk * 2, db + kk * 2, 1);
+            for (int kk = 0; kk < 4; kk++)
+                mma_tf32_rs<BN>(d, af[kk], db + kk * 2);
+        } else {
+            uint8_t *a = src;
+            if constexpr (AMN == 1) {
+                a = st + c * 8192;
+                transpose_tile(src, a, tid);
+                fence_proxy_async_smem();
+                asm volatile("bar.sync %0, 128;" ::"r"(1 + c) : "memory");
+            }
+            const uint64_t da =
+                gemmk_desc_encode(smem_u32(a), 16, 1024, GEMMK_SWIZZLE_128B);
+            fence_regs(d);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) /* k8 steps of 32 bytes */
+                mma_k16<BN, 2, 0, 0>(d, da + kk * 2, db + kk * 2, 1);
+        }
         wgmma_commit();
         prev = s;
     }

@@ -1,6 +1,7 @@
 /* kern_decode.cu: the decode kernels' instantiations: gemm_decode.cuh's
  * tile widths 8 to 128 in steps of 8 x bf16 and fp16 x B read either way,
- * gemm_decode_tf32.cuh's widths 64 and 128 x B read either way. */
+ * gemm_decode_tf32.cuh's widths 8, 16, 32, 64 and 128 x B read either
+ * way x 64- or 128-row tiles. */
 #include "gemm_decode_tf32.cuh"
 
 namespace gemmk
@@ -36,15 +37,19 @@ cudaError_t launch_decode_tf32(const DecodeLaunch &l)
 
 template <int BN> cudaError_t launch_decode_tf32_bn(const DecodeLaunch &l)
 {
-    switch ((l.amn ? 1 : 0) | (l.rs ? 2 : 0)) {
+    switch (l.amn * 2 + (l.rs ? 1 : 0)) {
     case 0:
         return launch_decode_tf32<BN, 0, 0>(l);
     case 1:
-        return launch_decode_tf32<BN, 1, 0>(l);
-    case 2:
         return launch_decode_tf32<BN, 0, 1>(l);
-    default:
+    case 2:
+        return launch_decode_tf32<BN, 1, 0>(l);
+    case 3:
         return launch_decode_tf32<BN, 1, 1>(l);
+    case 4:
+        return launch_decode_tf32<BN, 2, 0>(l);
+    default:
+        return launch_decode_tf32<BN, 2, 1>(l);
     }
 }
 
@@ -83,16 +88,23 @@ int decode_stages(int bn, long long tiles, int sms)
     return most > 2 ? most : 2;
 }
 
-int decode_tf32_stages(int bn, int rows, long long tiles, int sms)
+int decode_tf32_stages(int bn, int rows, long long tiles, int sms, int forced)
 {
     /* decode_stages with the transposed tiles (16 KB) beside the ring's
      * stages of rows x 128 + bn x 128 */
-    int st = decode_stages(bn, tiles, sms);
+    int st = forced >= 2 ? forced : decode_stages(bn, tiles, sms);
     const int stage = rows * 128 + bn * 128 + 16;
     long long per_sm = (tiles + sms - 1) / (sms > 0 ? sms : 1);
     per_sm = per_sm < 1 ? 1 : per_sm > 8 ? 8 : per_sm;
     const int room = (int)((227 * 1024) / per_sm) - 1024 - 2 * 8192;
     while (st > 2 && st * stage > room)
+        st--;
+    /* 64-row tiles: the two consumers take alternate k-blocks, so an even
+     * depth keeps each stage with one consumer, which then waits on every
+     * phase of its barrier. With an odd one a consumer's parity wait
+     * could pass on the phase before last, while the other consumer's
+     * load into that stage has not landed (3 stages crashed, v20). */
+    if (rows == 64 && st % 2)
         st--;
     return st;
 }
@@ -100,11 +112,20 @@ int decode_tf32_stages(int bn, int rows, long long tiles, int sms)
 cudaError_t launch_decode(const DecodeLaunch &l)
 {
     if (l.tf32) {
-        if (l.bn == 64)
+        switch (l.bn) {
+        case 8:
+            return launch_decode_tf32_bn<8>(l);
+        case 16:
+            return launch_decode_tf32_bn<16>(l);
+        case 32:
+            return launch_decode_tf32_bn<32>(l);
+        case 64:
             return launch_decode_tf32_bn<64>(l);
-        if (l.bn == 128)
+        case 128:
             return launch_decode_tf32_bn<128>(l);
-        return cudaErrorInvalidValue;
+        default:
+            return cudaErrorInvalidValue;
+        }
     }
     switch (l.bn) {
     case 8:

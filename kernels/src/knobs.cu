@@ -143,13 +143,19 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "ws-decode, whatever the plain plan (0: never; swap.cu)",
      read_positive},
     {KNOB_DECODE_STAGES, "GEMMK_DECODE_STAGES", 0,
-     "ws-decode: the stages of its ring, 2 up to the deepest that fits one "
-     "CTA an SM (0: by the tile count, kern_decode.cu's decode_stages)",
+     "ws-decode and ws-decode-tf32: the stages of their rings, 2 up to the "
+     "deepest that fits (0: by the tile count, kern_decode.cu)",
      read_positive},
     {KNOB_DECODE_HINT, "GEMMK_DECODE_HINT", 1,
      "ws-decode and ws-decode-tf32: B's loads evict first from L2 and A's "
      "last (1) or no policy (0; gemm_decode.cuh, kernel-notes v18)",
      read_positive},
+    {KNOB_DECODE_REGS, "GEMMK_DECODE_REGS", 1,
+     "ws-decode-tf32 with B row-major: each stage's B^T tile goes to "
+     "wgmma's A straight into registers (1; not for 128-wide tiles two an "
+     "SM) or through a transposed copy in shared memory (0; "
+     "gemm_decode_tf32.cuh, kernel-notes v20)",
+     read_bool},
     {KNOB_BLAS3_WHOLE, "GEMMK_BLAS3_WHOLE", -1,
      "symm and hemm run as GEMMs on A made whole (the other triangle "
      "mirrored or conjugated): -1 in fp32 and complex64, where our GEMMs "

@@ -37,8 +37,9 @@ enum Knob {
     KNOB_SWAP_SPLITS,     /* ws-swap: k-splits (0: by the model) */
     KNOB_DECODE_M,        /* auto: M up to this runs ws-decode (0:
                              never; at most 128) */
-    KNOB_DECODE_STAGES,   /* ws-decode: the ring's depth (0: model) */
+    KNOB_DECODE_STAGES,   /* ws-decode, ws-decode-tf32: ring depth (0: model) */
     KNOB_DECODE_HINT,     /* ws-decode(-tf32): L2 policies on loads */
+    KNOB_DECODE_REGS,     /* ws-decode-tf32: MN-major B^T into registers */
     KNOB_BLAS3_WHOLE,     /* symm, hemm as one GEMM on A made whole
                              (-1: fp32 and complex64) */
     KNOB_COUNT

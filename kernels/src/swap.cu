@@ -237,7 +237,12 @@ gemm_error run_decode_tf32(gemmk_ctx *ctx, const gemmk_problem *p,
     }
     DecodeLaunch l = {};
     l.tf32 = true;
-    l.bn = p->m <= 64 ? 64 : 128; /* rows past M come in as zeros */
+    /* M rounded up to a wgmma width; rows past M come in as zeros */
+    l.bn = p->m <= 8    ? 8
+           : p->m <= 16 ? 16
+           : p->m <= 32 ? 32
+           : p->m <= 64 ? 64
+                        : 128;
     /* 128-row tiles where the 64-row ones would outnumber what the SMs
      * hold at once (one CTA an SM at 64 rows, two at 128) */
     l.rs = cdiv(p->n, 128) >= ctx->num_sms;
@@ -264,9 +269,16 @@ gemm_error run_decode_tf32(gemmk_ctx *ctx, const gemmk_problem *p,
     l.p = decode_params(ctx, p, 32); /* 32 fp32 a k-block */
     l.grid = (int)cdiv(p->n, rows);
     l.grid_y = (int)cdiv(p->m, l.bn);
-    l.p.stages = decode_tf32_stages(l.bn, rows, (long long)l.grid * l.grid_y,
-                                    ctx->num_sms);
-    l.amn = p->trans_b ? 0 : 1;
+    l.p.stages =
+        decode_tf32_stages(l.bn, rows, (long long)l.grid * l.grid_y,
+                           ctx->num_sms, ctx_knob(ctx, KNOB_DECODE_STAGES));
+    /* B row-major: B^T's tile is MN-major, read into registers (2) or
+     * transposed in shared memory (1): the latter where 128-wide
+     * accumulators share an SM with a second CTA (128 x 28672 0.49 -> 0.63
+     * of cuBLAS, kernel-notes v20) */
+    l.amn = p->trans_b                                                  ? 0
+            : ctx_knob(ctx, KNOB_DECODE_REGS) && !(l.rs && l.bn == 128) ? 2
+                                                                        : 1;
     l.stream = stream;
     GEMMK_CK(ctx, launch_decode(l));
     return GEMM_OK;

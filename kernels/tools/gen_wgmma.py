@@ -3,8 +3,9 @@
 wgmma.mma_async m64nNk16 f32 += {bf16,f16} x {bf16,f16} (N 8 to 128 in steps
 of 8, 192 and 256; the narrow ones for decode shapes, with a dispatch taking N as
 a template argument), A and B from shared memory descriptors, transpose bits as template immediates; and
-m64nNk8 f32 += tf32 x tf32 (fp32 words read as tf32), which has no
-transpose immediates: both operands K-major; and m64nNk32 s32 += s8 x s8
+m64nNk8 f32 += tf32 x tf32 (fp32 words read as tf32; N 8, 16, 32 for decode
+shapes, 64, 128, 256), which has no transpose immediates: both operands
+K-major, or A from registers (N 8 to 128); and m64nNk32 s32 += s8 x s8
 (the Ozaki-II int8 residues), likewise K-major only, with no scale immediates
 (integer wgmma has none)."""
 import sys
@@ -44,7 +45,7 @@ for ty in ("bf16", "f16"):
     out.append("        static_assert(N == 8, \"no wgmma of this width\");")
     out.append("}")
     out.append("")
-for n in (64, 128, 256):
+for n in (8, 16, 32, 64, 128, 256):
     nr = n // 2
     regs = ", ".join(f"%{i}" for i in range(nr))
     out.append(f"__device__ __forceinline__ void wgmma_m64n{n}k8_tf32("
@@ -58,6 +59,24 @@ for n in (64, 128, 256):
     outs = ", ".join(f"\"+f\"(d[{i}])" for i in range(nr))
     out.append(f"        : {outs}")
     out.append("        : \"l\"(da), \"l\"(db), \"r\"(scale_d));")
+    out.append("}")
+    out.append("")
+# tf32 with A from registers (4 words a thread: tf32 m64k8 fragment), for
+# the decode kernel's MN-major tiles
+for n in (8, 16, 32, 64, 128):
+    nr = n // 2
+    regs = ", ".join(f"%{i}" for i in range(nr))
+    out.append(f"__device__ __forceinline__ void wgmma_m64n{n}k8_tf32_rs("
+               f"float (&d)[{nr}], const uint32_t (&a)[4], uint64_t db, int scale_d)")
+    out.append("{")
+    out.append("    asm volatile(\"{\\n.reg .pred p;\\n\"")
+    out.append(f"        \"setp.ne.b32 p, %{nr + 5}, 0;\\n\"")
+    out.append(f"        \"wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 \"")
+    out.append(f"        \"{{{regs}}}, \"")
+    out.append(f"        \"{{%{nr}, %{nr + 1}, %{nr + 2}, %{nr + 3}}}, %{nr + 4}, p, 1, 1;\\n}}\\n\"")
+    outs = ", ".join(f"\"+f\"(d[{i}])" for i in range(nr))
+    out.append(f"        : {outs}")
+    out.append("        : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(db), \"r\"(scale_d));")
     out.append("}")
     out.append("")
 for n in (128, 256):
