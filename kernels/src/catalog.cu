@@ -292,7 +292,7 @@ const Row kRows[] = {
     {{"ws-decode-tf32", 0, 0,
       "fp32 as tf32 (rounded, as cuBLAS) on decode shapes (M <= 128, A "
       "untransposed): D^T = B^T A^T on 64-row tiles, one read of B, B^T "
-      "transposed in shared memory",
+      "read into wgmma's A registers (or transposed in shared memory)",
       kAB32, kCDAll, kPrecTF32, 0x5u},
      0,
      run_fp32,
@@ -300,6 +300,17 @@ const Row kRows[] = {
      nullptr,
      nullptr,
      F32_DECODE},
+    {{"ws-decode-3xtf32", 0, 0,
+      "fp32 accuracy, 3xTF32, on decode shapes (M <= 128, A untransposed): "
+      "D^T = B^T A^T, one read of B, B split into tf32 big+small in "
+      "registers, A's parts from a pre-pass, sums promoted to fp32",
+      kAB32, kCDAll, kPrecFP32, 0x5u},
+     0,
+     run_fp32,
+     {0, 1, 0, 0, 0, 0},
+     nullptr,
+     nullptr,
+     F32_DECODE_X3},
     {{"ws-3xtf32", 0, 0,
       "fp32 accuracy, 3xTF32: pre-pass splits A, B into tf32 big+small, "
       "then one tf32 GEMM over 3K",

@@ -51,7 +51,14 @@ enum RowFlags {
 };
 
 /* fp32 rows' variant */
-enum { F32_TF32 = 1, F32_3X = 2, F32_RUNG6 = 3, F32_OZ = 4, F32_DECODE = 5 };
+enum {
+    F32_TF32 = 1,
+    F32_3X = 2,
+    F32_RUNG6 = 3,
+    F32_OZ = 4,
+    F32_DECODE = 5,
+    F32_DECODE_X3 = 6
+};
 /* int8 rows' variant: 0 the default (knob), 1 cooperative 128 x 128, 2
  * ping-pong, 3 cooperative 128 x 256 */
 /* fp64 rows' variant */
@@ -116,10 +123,15 @@ gemm_error run_decode(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
                       const Row &, gemmk_result *);
 /* Whether run_decode serves p and `auto` may take it (swap.cu). */
 bool decode_fits(const gemmk_ctx *ctx, const gemmk_problem *p);
-/* fp32 inputs as tf32 on the decode kernel (swap.cu, gemm_decode_tf32.cuh);
- * run_fp32 takes it by name or for `auto` where decode_tf32_fits. */
-gemm_error run_decode_tf32(gemmk_ctx *, const gemmk_problem *, cudaStream_t);
+/* fp32 inputs on the decode kernel (swap.cu, gemm_decode_tf32.cuh), as
+ * tf32 or (x3) as 3xTF32; run_fp32 takes it by name or for `auto` where
+ * decode_tf32_fits (the shapes: M <= 128, N and K >= 1024, A
+ * untransposed, device memory). */
+gemm_error run_decode_tf32(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
+                           bool x3);
 bool decode_tf32_fits(const gemmk_problem *p);
+/* 3xTF32's promotion chunk in k-blocks of 32 for K = k (run_fp32.cu). */
+int x3_promo(const gemmk_ctx *ctx, int64_t k);
 gemm_error run_swapped(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
                        const Row &, gemmk_result *);
 /* The grouped kernel on one problem (grouped.cu; gemmk_gemm_grouped runs

@@ -18,6 +18,8 @@ struct DecodeParams {
     int stages;  /* the ring's depth */
     int cd_type; /* gemm_dtype of C and D */
     int hint;    /* L2 policies on the loads (gemm_decode.cuh) */
+    int kseg;    /* 3xTF32 decode: A's big part starts kseg further along */
+    int promo;   /* 3xTF32 decode: a consumer's k-blocks a promotion */
     float alpha, beta;
     void *d;
     const void *c;
@@ -35,6 +37,7 @@ struct DecodeLaunch {
     bool tf32; /* fp32 inputs as tf32 (gemm_decode_tf32.cuh): bn 8, 16, 32,
                  64 or 128 */
     bool rs;   /* tf32: 128-row tiles, a consumer on each 64 */
+    bool x3;   /* tf32: 3xTF32, B split in registers, A's parts in tb */
     int amn;   /* B^T MN-major: 1 (tf32: transposed in smem), 2 (tf32: to
                   registers) */
     cudaStream_t stream;
@@ -43,8 +46,10 @@ cudaError_t launch_decode(const DecodeLaunch &l);
 /* The tf32 kernel's ring depth for `tiles` CTAs of width bn and `rows`
  * rows (64 or 128) on `sms` SMs: decode_stages's rule with its transposed
  * tiles beside the ring, or `forced` (GEMMK_DECODE_STAGES, >= 2) where
- * that fits; even where rows is 64. */
-int decode_tf32_stages(int bn, int rows, long long tiles, int sms, int forced);
+ * that fits; even where rows is 64. x3: two tiles of A a stage, no
+ * transposed tiles. */
+int decode_tf32_stages(int bn, int rows, long long tiles, int sms, int forced,
+                       bool x3);
 /* The ring's depth for `tiles` CTAs of tile width bn on `sms` SMs: as
  * deep as lets all of them be resident at once (up to 8 an SM) and keeps
  * about 12 MiB of B in flight, 2 to 16. */

@@ -31,15 +31,17 @@
 #pragma once
 
 #include "gemm_decode.cuh"
+#include "tf32.h"
 
 namespace gemmk
 {
 
-template <int BN, int RS> struct DecodeTf32Cfg {
+template <int BN, int RS, int X3 = 0> struct DecodeTf32Cfg {
     static constexpr int ROWS = RS ? 128 : 64; /* a tile's rows of B^T */
     static constexpr int A_BYTES = ROWS * 128; /* rows of 32 fp32 */
-    static constexpr int B_BYTES = BN * 128;
-    static constexpr int T_BYTES = 2 * 64 * 128; /* one per consumer */
+    /* X3: A's small and big parts, one tile each */
+    static constexpr int B_BYTES = (X3 ? 2 : 1) * BN * 128;
+    static constexpr int T_BYTES = X3 ? 0 : 2 * 64 * 128; /* per consumer */
     static constexpr int OUT_BYTES = BN * 65 * 4;
     static_assert(OUT_BYTES <= 2 * (A_BYTES + B_BYTES), "out in the ring");
     static constexpr int smem(int stages)
@@ -129,29 +131,65 @@ load_a_frags(const uint8_t *src, const AFrags &f, uint32_t (&a)[4][4])
     }
 }
 
-template <int BN>
-__device__ __forceinline__ void mma_tf32_rs(float (&d)[BN / 2],
-                                            const uint32_t (&a)[4], uint64_t db)
+/* The same fragments from a K-major tile (row n at n x 128, chunk q of
+ * k-values 4q..4q+3 at chunk q ^ (n % 8)), for X3 with B transposed: a
+ * warp's load is 8 rows n % 8 = g, each its own chunk, 4 words each: 32
+ * banks as it stands. */
+__device__ __forceinline__ void load_a_frags_k(const uint8_t *src, int tid,
+                                               uint32_t (&a)[4][4])
 {
-    if constexpr (BN == 128)
-        wgmma_m64n128k8_tf32_rs(d, a, db, 1);
-    else if constexpr (BN == 64)
-        wgmma_m64n64k8_tf32_rs(d, a, db, 1);
-    else if constexpr (BN == 32)
-        wgmma_m64n32k8_tf32_rs(d, a, db, 1);
-    else if constexpr (BN == 16)
-        wgmma_m64n16k8_tf32_rs(d, a, db, 1);
-    else
-        wgmma_m64n8k8_tf32_rs(d, a, db, 1);
+    const int w = tid / 32, g = (tid % 32) / 4, t = tid % 4;
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int n = 16 * w + g + 8 * h;
+                a[kk][h + 2 * j] = *reinterpret_cast<const uint32_t *>(
+                    src + n * 128 + (((2 * kk + j) ^ g) * 16) + t * 4);
+            }
 }
 
-template <int BN, int AMN, int RS>
+/* fp32 words into 3xTF32's big and small parts (tf32.h's split, the
+ * pre-pass's own) */
+__device__ __forceinline__ void
+split_words(const uint32_t (&w)[4], uint32_t (&big)[4], uint32_t (&small)[4])
+{
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float b, sm;
+        gemmk_tf32_split(__uint_as_float(w[i]), &b, &sm);
+        big[i] = __float_as_uint(b);
+        small[i] = __float_as_uint(sm);
+    }
+}
+
+template <int BN>
+__device__ __forceinline__ void mma_tf32_rs(float (&d)[BN / 2],
+                                            const uint32_t (&a)[4], uint64_t db,
+                                            int scale_d)
+{
+    if constexpr (BN == 128)
+        wgmma_m64n128k8_tf32_rs(d, a, db, scale_d);
+    else if constexpr (BN == 64)
+        wgmma_m64n64k8_tf32_rs(d, a, db, scale_d);
+    else if constexpr (BN == 32)
+        wgmma_m64n32k8_tf32_rs(d, a, db, scale_d);
+    else if constexpr (BN == 16)
+        wgmma_m64n16k8_tf32_rs(d, a, db, scale_d);
+    else
+        wgmma_m64n8k8_tf32_rs(d, a, db, scale_d);
+}
+
+template <int BN, int AMN, int RS, int X3>
 __global__ void __launch_bounds__(288, RS ? 2 : 1)
     gemm_decode_tf32_kernel(const __grid_constant__ CUtensorMap ta,
                             const __grid_constant__ CUtensorMap tb,
                             const __grid_constant__ DecodeParams p)
 {
-    using C = DecodeTf32Cfg<BN, RS>;
+    static_assert(!X3 || AMN != 1, "3xTF32 reads B^T into registers");
+    using C = DecodeTf32Cfg<BN, RS, X3>;
     const int stages = p.stages;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *sa = reinterpret_cast<uint8_t *>(
@@ -187,6 +225,9 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
             }
             decode_load(sb + s * C::B_BYTES, &tb, k0, m0, &full[s], p.hint,
                         again);
+            if constexpr (X3) /* A's big part, kseg further along */
+                decode_load(sb + s * C::B_BYTES + BN * 128, &tb, p.kseg + k0,
+                            m0, &full[s], p.hint, again);
             if (++s == stages) {
                 s = 0;
                 ph ^= 1;
@@ -200,33 +241,101 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
     const int c = warpgroup_index(), tid = threadIdx.x % 128;
     const int lane = tid % 32;
     float d[BN / 2];
+    /* X3: d restarts every p.promo of this consumer's k-blocks, its sums
+     * promoted into acc (fp32 adds, round to nearest), as ws-3xtf32 does
+     * (gemm_sm90.cuh) */
+    float acc[X3 ? BN / 2 : 1];
+    /* X3 up to width 64: the two cross products in accumulators of their
+     * own, so three chains of four wgmmas run side by side instead of
+     * one of twelve */
+    constexpr bool X3M = X3 && BN <= 64;
+    float dx[X3M ? 2 : 1][X3M ? BN / 2 : 1];
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)
         d[i] = 0.f;
+#pragma unroll
+    for (int i = 0; i < (X3 ? BN / 2 : 1); i++)
+        acc[i] = 0.f;
+#pragma unroll
+    for (auto &row : dx)
+#pragma unroll
+        for (float &v : row)
+            v = 0.f;
     const AFrags frags = a_frags_at(tid);
-    int prev = -1;
-    for (int kb = RS ? 0 : c; kb < p.nkb; kb += RS ? 1 : 2) {
+    int prev = -1, it = 0;
+    for (int kb = RS ? 0 : c; kb < p.nkb; kb += RS ? 1 : 2, it++) {
         /* this consumer's previous wgmmas (issued while the other one
          * worked) are done: its stage goes back before the wait for the
          * next, so two stages keep both consumers going, and its
          * transposed tile is free */
         wgmma_wait<0>();
         fence_regs(d);
+        if constexpr (X3M) {
+            fence_regs(dx[0]);
+            fence_regs(dx[1]);
+        }
         if (prev >= 0 && lane == 0)
             mbar_arrive(&empty[prev]);
+        int fresh = 0;
+        if constexpr (X3) {
+            if (it > 0 && it % p.promo == 0) {
+#pragma unroll
+                for (int i = 0; i < BN / 2; i++) {
+                    if constexpr (X3M)
+                        acc[i] += (dx[0][i] + dx[1][i]) + d[i];
+                    else
+                        acc[i] += d[i];
+                }
+                fresh = 1;
+            }
+        }
         const int s = kb % stages;
         mbar_wait(&full[s], (uint32_t)((kb / stages) & 1));
         uint8_t *src = sa + s * C::A_BYTES + (RS ? c * 8192 : 0);
         const uint64_t db = gemmk_desc_encode(smem_u32(sb + s * C::B_BYTES), 16,
                                               1024, GEMMK_SWIZZLE_128B);
-        if constexpr (AMN == 2) {
+        if constexpr (X3) {
+            /* [A_small | A_big] . [B_big | B_small | B_big]: the tiles of
+             * A's parts are BN x 128 bytes apart */
+            uint32_t w[4][4];
+            if constexpr (AMN == 2)
+                load_a_frags(src, frags, w);
+            else
+                load_a_frags_k(src, tid, w);
+            /* split before the first wgmma: registers written between
+             * them would make the compiler fence each one */
+            uint32_t big[4][4], small[4][4];
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+                split_words(w[kk], big[kk], small[kk]);
+            const uint64_t dbig = db + (BN * 128 >> 4);
+            fence_regs(d);
+            if constexpr (X3M) {
+                fence_regs(dx[0]);
+                fence_regs(dx[1]);
+            }
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) {
+                const int sc = !(fresh && kk == 0);
+                if constexpr (X3M) {
+                    mma_tf32_rs<BN>(dx[0], big[kk], db + kk * 2, sc);
+                    mma_tf32_rs<BN>(dx[1], small[kk], dbig + kk * 2, sc);
+                    mma_tf32_rs<BN>(d, big[kk], dbig + kk * 2, sc);
+                } else {
+                    mma_tf32_rs<BN>(d, big[kk], db + kk * 2, sc);
+                    mma_tf32_rs<BN>(d, small[kk], dbig + kk * 2, 1);
+                    mma_tf32_rs<BN>(d, big[kk], dbig + kk * 2, 1);
+                }
+            }
+        } else if constexpr (AMN == 2) {
             uint32_t af[4][4];
             load_a_frags(src, frags, af);
             fence_regs(d);
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < 4; kk++)
-                mma_tf32_rs<BN>(d, af[kk], db + kk * 2);
+                mma_tf32_rs<BN>(d, af[kk], db + kk * 2, 1);
         } else {
             uint8_t *a = src;
             if constexpr (AMN == 1) {
@@ -250,6 +359,19 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
     fence_regs(d);
     if (prev >= 0 && lane == 0)
         mbar_arrive(&empty[prev]);
+    if constexpr (X3M) {
+        fence_regs(dx[0]);
+        fence_regs(dx[1]);
+    }
+    if constexpr (X3) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) {
+            if constexpr (X3M)
+                d[i] = acc[i] + ((dx[0][i] + dx[1][i]) + d[i]);
+            else
+                d[i] += acc[i];
+        }
+    }
     /* every wgmma of both is done before out overwrites the ring */
     asm volatile("bar.sync 3, 256;" ::: "memory");
 

@@ -22,11 +22,11 @@ cudaError_t launch_decode_one(const DecodeLaunch &l)
     return cudaGetLastError();
 }
 
-template <int BN, int AMN, int RS>
+template <int BN, int AMN, int RS, int X3 = 0>
 cudaError_t launch_decode_tf32(const DecodeLaunch &l)
 {
-    auto kern = gemm_decode_tf32_kernel<BN, AMN, RS>;
-    const int smem = DecodeTf32Cfg<BN, RS>::smem(l.p.stages);
+    auto kern = gemm_decode_tf32_kernel<BN, AMN, RS, X3>;
+    const int smem = DecodeTf32Cfg<BN, RS, X3>::smem(l.p.stages);
     cudaError_t e = cudaFuncSetAttribute(
         kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess)
@@ -37,6 +37,12 @@ cudaError_t launch_decode_tf32(const DecodeLaunch &l)
 
 template <int BN> cudaError_t launch_decode_tf32_bn(const DecodeLaunch &l)
 {
+    if (l.x3) { /* B^T into registers, either way; 64-row tiles */
+        if (l.amn == 1 || l.rs)
+            return cudaErrorInvalidValue;
+        return l.amn ? launch_decode_tf32<BN, 2, 0, 1>(l)
+                     : launch_decode_tf32<BN, 0, 0, 1>(l);
+    }
     switch (l.amn * 2 + (l.rs ? 1 : 0)) {
     case 0:
         return launch_decode_tf32<BN, 0, 0>(l);
@@ -88,15 +94,17 @@ int decode_stages(int bn, long long tiles, int sms)
     return most > 2 ? most : 2;
 }
 
-int decode_tf32_stages(int bn, int rows, long long tiles, int sms, int forced)
+int decode_tf32_stages(int bn, int rows, long long tiles, int sms, int forced,
+                       bool x3)
 {
     /* decode_stages with the transposed tiles (16 KB) beside the ring's
-     * stages of rows x 128 + bn x 128 */
+     * stages of rows x 128 + bn x 128 (x3: two of the latter, no
+     * transposed tiles) */
     int st = forced >= 2 ? forced : decode_stages(bn, tiles, sms);
-    const int stage = rows * 128 + bn * 128 + 16;
+    const int stage = rows * 128 + (x3 ? 2 : 1) * bn * 128 + 16;
     long long per_sm = (tiles + sms - 1) / (sms > 0 ? sms : 1);
     per_sm = per_sm < 1 ? 1 : per_sm > 8 ? 8 : per_sm;
-    const int room = (int)((227 * 1024) / per_sm) - 1024 - 2 * 8192;
+    const int room = (int)((227 * 1024) / per_sm) - 1024 - (x3 ? 0 : 2 * 8192);
     while (st > 2 && st * stage > room)
         st--;
     /* 64-row tiles: the two consumers take alternate k-blocks, so an even

@@ -10,9 +10,9 @@
  * rounded (ties away) into the context's pre-pass workspace.
  * 3xTF32: both operands always go through the pre-pass, which splits them
  * into big and small tf32 parts, K-concatenated (kern_tf32.cu); the GEMM
- * then runs over K' = 3 * kseg. Decode shapes at tf32 (M <= 128) run
- * "ws-decode-tf32" instead: no pre-pass, B^T transposed tile by tile in
- * shared memory (swap.cu).
+ * then runs over K' = 3 * kseg. Decode shapes (M <= 128) run
+ * "ws-decode-tf32" or "ws-decode-3xtf32" instead: B read once, no
+ * pre-pass of B (swap.cu, gemm_decode_tf32.cuh).
  */
 #include <math.h>
 
@@ -32,6 +32,8 @@ size_t align256(size_t x)
     return (x + 255) & ~(size_t)255;
 }
 
+} // namespace
+
 /* 3xTF32 promotion chunk in k-blocks of 32 (kernel PR); the knob
  * GEMMK_X3_PROMO overrides it. Measured error ~3.5e-7 * P / sqrt(K)
  * (random signed data); SGEMM's is ~4e-8..1.4e-7: P = sqrt(K) / 8 in
@@ -48,15 +50,23 @@ int x3_promo(const gemmk_ctx *ctx, int64_t k)
     return p < 4 ? 4 : p > 16 ? 16 : p;
 }
 
-} // namespace
-
 gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
                     const Row &row, gemmk_result *res)
 {
     const bool rung6 = row.variant == F32_RUNG6;
     const bool autorow = (row.flags & ROW_AUTO) != 0;
     const bool three = row.variant == F32_3X || row.variant == F32_OZ ||
+                       row.variant == F32_DECODE_X3 ||
                        (autorow && p->precision != GEMM_PRECISION_TF32);
+    /* decode shapes: B read once, as tf32 or split in registers; at fp32
+     * precision ahead of the emulation (which pays passes over B) unless
+     * a modulus count asks for it */
+    if (row.variant == F32_DECODE || row.variant == F32_DECODE_X3 ||
+        (autorow && decode_tf32_fits(p) && (!three || p->moduli == 0))) {
+        res->kernel =
+            row_find(three ? "ws-decode-3xtf32" : "ws-decode-tf32")->d.name;
+        return run_decode_tf32(ctx, p, stream, three);
+    }
     /* fp32 accuracy on the int8 engine: by name, with an explicit modulus
      * count, or where the cost model says it beats 3xTF32; 3xTF32 runs
      * where the inputs do not allow it (inf/NaN, subnormals, a wide
@@ -68,11 +78,6 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
         gemm_error e = oz_f32(ctx, p, stream, by_model, false, res, &declined);
         if (e != GEMM_OK || !declined)
             return e;
-    }
-    if (row.variant == F32_DECODE ||
-        (autorow && !three && decode_tf32_fits(p))) {
-        res->kernel = row_find("ws-decode-tf32")->d.name;
-        return run_decode_tf32(ctx, p, stream);
     }
     if (autorow || row.variant == F32_OZ)
         res->kernel = row_find(three ? "ws-3xtf32" : "ws-tf32")->d.name;

@@ -219,24 +219,24 @@ gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
 
 bool decode_tf32_fits(const gemmk_problem *p)
 {
-    /* M <= 128 with N, K in the thousands, tf32 precision only (3xTF32
-     * runs its pre-pass): reading B once beats the pre-pass's transpose of
-     * B through memory at every such shape (kernel-notes v19) */
-    return p->ab_type == GEMM_FP32 && p->precision == GEMM_PRECISION_TF32 &&
-           !p->host_mapped && !p->trans_a && p->m >= 1 && p->m <= 128 &&
-           p->n >= 1024 && p->k >= 1024;
+    /* M <= 128 with N, K in the thousands: reading B once beats the
+     * pre-pass's transpose (tf32) or split (3xTF32) of B through memory at
+     * every such shape (kernel-notes v19, v20) */
+    return p->ab_type == GEMM_FP32 && !p->host_mapped && !p->trans_a &&
+           p->m >= 1 && p->m <= 128 && p->n >= 1024 && p->k >= 1024;
 }
 
 gemm_error run_decode_tf32(gemmk_ctx *ctx, const gemmk_problem *p,
-                           cudaStream_t stream)
+                           cudaStream_t stream, bool x3)
 {
+    const char *name = x3 ? "ws-decode-3xtf32" : "ws-decode-tf32";
     if (p->host_mapped || p->trans_a) {
-        ctx_say(ctx, "ws-decode-tf32 reads an untransposed A in device "
-                     "memory only");
+        ctx_say(ctx, "%s reads an untransposed A in device memory only", name);
         return GEMM_ERR_UNSUPPORTED;
     }
     DecodeLaunch l = {};
     l.tf32 = true;
+    l.x3 = x3;
     /* M rounded up to a wgmma width; rows past M come in as zeros */
     l.bn = p->m <= 8    ? 8
            : p->m <= 16 ? 16
@@ -244,41 +244,64 @@ gemm_error run_decode_tf32(gemmk_ctx *ctx, const gemmk_problem *p,
            : p->m <= 64 ? 64
                         : 128;
     /* 128-row tiles where the 64-row ones would outnumber what the SMs
-     * hold at once (one CTA an SM at 64 rows, two at 128) */
-    l.rs = cdiv(p->n, 128) >= ctx->num_sms;
+     * hold at once (one CTA an SM at 64 rows, two at 128); not for
+     * 3xTF32, whose second accumulators and split words do not fit two
+     * CTAs an SM */
+    l.rs = !x3 && cdiv(p->n, 128) >= ctx->num_sms;
     const int rows = l.rs ? 128 : 64;
-    /* both read in place, rounded to tf32 by the TMA unit */
+    /* B read in place: rounded to tf32 by the TMA unit, or (x3) exact, to
+     * be split in registers */
     gemmk_tmap_key ka = {}, kb = {};
     ka.addr = (uint64_t)(uintptr_t)p->b;
-    ka.dtype = kb.dtype = GEMMK_TMAP_TF32;
+    ka.dtype = x3 ? GEMM_FP32 : GEMMK_TMAP_TF32;
     ka.swizzle = kb.swizzle = GEMMK_SWIZZLE_128B;
     ka.stride1 = (uint64_t)p->ldb * 4;
     ka.dim0 = p->trans_b ? p->k : p->n;
     ka.dim1 = p->trans_b ? p->n : p->k;
     ka.box0 = 32; /* 128 bytes: 32 k-values, or 32 rows of B^T */
     ka.box1 = p->trans_b ? rows : 32;
+    /* A in place (tf32), or (x3) split by the pre-pass into [small | big |
+     * big] segments of kseg values, the kernel reading the first two */
+    const int64_t kseg = cdiv(p->k, 32) * 32;
+    kb.dtype = GEMMK_TMAP_TF32;
     kb.addr = (uint64_t)(uintptr_t)p->a;
     kb.stride1 = (uint64_t)p->lda * 4;
-    kb.dim0 = (uint64_t)p->k, kb.dim1 = p->m, kb.box0 = 32,
-    kb.box1 = (uint32_t)l.bn;
+    kb.dim0 = (uint64_t)p->k;
+    if (x3) {
+        gemm_error e = ctx_grow(ctx, &ctx->prep, &ctx->prep_bytes,
+                                (size_t)p->m * 3 * kseg * 4, stream);
+        if (e != GEMM_OK)
+            return e;
+        GEMMK_CK(ctx, tf32_pack(static_cast<const float *>(p->a), p->lda, 0,
+                                p->m, p->k, 1, ctx->prep, kseg, stream));
+        kb.dtype = GEMM_FP32;
+        kb.addr = (uint64_t)(uintptr_t)ctx->prep;
+        kb.stride1 = (uint64_t)(3 * kseg) * 4;
+        kb.dim0 = (uint64_t)(3 * kseg);
+    }
+    kb.dim1 = p->m, kb.box0 = 32, kb.box1 = (uint32_t)l.bn;
     gemm_error e = ctx_map(ctx, &ka, &l.ta);
     if (e == GEMM_OK)
         e = ctx_map(ctx, &kb, &l.tb);
     if (e != GEMM_OK)
         return e;
     l.p = decode_params(ctx, p, 32); /* 32 fp32 a k-block */
+    l.p.kseg = (int)kseg;
+    /* ws-3xtf32's chunk counts k-blocks of its 3K concatenation */
+    const int promo = x3 ? x3_promo(ctx, p->k) / 3 : 1;
+    l.p.promo = promo > 1 ? promo : 1;
     l.grid = (int)cdiv(p->n, rows);
     l.grid_y = (int)cdiv(p->m, l.bn);
     l.p.stages =
         decode_tf32_stages(l.bn, rows, (long long)l.grid * l.grid_y,
-                           ctx->num_sms, ctx_knob(ctx, KNOB_DECODE_STAGES));
+                           ctx->num_sms, ctx_knob(ctx, KNOB_DECODE_STAGES), x3);
     /* B row-major: B^T's tile is MN-major, read into registers (2) or
      * transposed in shared memory (1): the latter where 128-wide
      * accumulators share an SM with a second CTA (128 x 28672 0.49 -> 0.63
-     * of cuBLAS, kernel-notes v20) */
-    l.amn = p->trans_b                                                  ? 0
-            : ctx_knob(ctx, KNOB_DECODE_REGS) && !(l.rs && l.bn == 128) ? 2
-                                                                        : 1;
+     * of cuBLAS, kernel-notes v20); 3xTF32 always splits in registers */
+    const bool regs =
+        x3 || (ctx_knob(ctx, KNOB_DECODE_REGS) && !(l.rs && l.bn == 128));
+    l.amn = p->trans_b ? 0 : regs ? 2 : 1;
     l.stream = stream;
     GEMMK_CK(ctx, launch_decode(l));
     return GEMM_OK;

@@ -936,6 +936,16 @@ int main(int argc, char **argv)
                                      q % 2 ? 0.f : 0.5f, 8 * (q % 3),
                                      named ? "ws-decode-tf32" : NULL,
                                      GEMM_PRECISION_TF32});
+        /* the same shapes at fp32 accuracy: B split in registers
+         * (ws-decode-3xtf32), by name and through auto */
+        for (auto &s : dt)
+            for (int t = 0; t < 2; t++)
+                for (int named = 0; named < 2; named++, q++)
+                    cases.push_back(
+                        {s[0], s[1], s[2], GEMM_FP32, cds[q % 3], 0, t,
+                         (q % 3 == 2) ? -0.75f : 1.0f, q % 2 ? 0.f : 0.5f,
+                         8 * (q % 3), named ? "ws-decode-3xtf32" : NULL,
+                         named ? GEMM_PRECISION_FP32 : GEMM_PRECISION_DEFAULT});
     }
     for (size_t i = 0; i < cases.size(); i++)
         if (!only || (cases[i].kernel && strstr(cases[i].kernel, only)))
