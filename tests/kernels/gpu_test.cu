@@ -452,6 +452,76 @@ static int tf32_k1_check(const char *kernel)
     return bad;
 }
 
+/* Values the 3xTF32 split treats apart (inf, NaN, and a finite value
+ * whose tf32 rounding would be infinite): "ws-decode-3xtf32" splits B in
+ * registers and must give what "ws-3xtf32" (the pre-pass's split) gives
+ * on the same data: the same inf / NaN / finite class everywhere, finite
+ * values within 1e-5 of each other relative to sum |a b|. */
+static int x3_special_check(void)
+{
+    const int64_t m = 16, n = 1024, k = 1024;
+    std::vector<float> ha(m * k), hb(k * n), h1(m * n), h2(m * n);
+    uint32_t x = 0x2545f491u;
+    auto draw = [&]() {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        return x;
+    };
+    for (float &v : ha) /* [1.5, 2) or (-2, -1.5], random low bits */
+        v = gemmk_bits_f32(0x3fc00000u | (draw() & 0x003fffffu) |
+                           (draw() & 0x80000000u));
+    for (float &v : hb)
+        v = gemmk_bits_f32(0x3f800000u | (draw() & 0x007fffffu)) - 1.5f;
+    hb[5 * n + 7] = INFINITY;
+    hb[9 * n + 100] = NAN;
+    hb[3 * n + 200] = gemmk_bits_f32(0x7f7ff800u); /* rounds to inf */
+    hb[8 * n + 300] = -gemmk_bits_f32(0x7f7fffffu);
+    float *A, *B, *D1, *D2;
+    CK(cudaMalloc(&A, ha.size() * 4));
+    CK(cudaMalloc(&B, hb.size() * 4));
+    CK(cudaMalloc(&D1, h1.size() * 4));
+    CK(cudaMalloc(&D2, h2.size() * 4));
+    CK(cudaMemcpy(A, ha.data(), ha.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(B, hb.data(), hb.size() * 4, cudaMemcpyHostToDevice));
+    gemmk_problem p;
+    memset(&p, 0, sizeof(p));
+    p.m = m, p.n = n, p.k = k;
+    p.ab_type = p.cd_type = GEMM_FP32;
+    p.a = A, p.b = B, p.lda = k, p.ldb = n, p.ldd = n, p.alpha = 1;
+    p.precision = GEMM_PRECISION_FP32;
+    p.d = D1;
+    int bad = gemmk_gemm(ctx, &p, 0, "ws-decode-3xtf32", NULL) != GEMM_OK;
+    p.d = D2;
+    bad += gemmk_gemm(ctx, &p, 0, "ws-3xtf32", NULL) != GEMM_OK;
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(h1.data(), D1, h1.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h2.data(), D2, h2.size() * 4, cudaMemcpyDeviceToHost));
+    long long wrong = 0, special = 0;
+    auto cls = [](float v) {
+        return isnan(v) ? 3 : isinf(v) ? (v > 0 ? 1 : 2) : 0;
+    };
+    for (int64_t i = 0; i < m * n; i++) {
+        special += cls(h2[i]) != 0;
+        if (cls(h1[i]) != cls(h2[i]) ||
+            (cls(h1[i]) == 0 && fabs(h1[i] - h2[i]) > 1e-5 * 2.0 * k)) {
+            if (wrong++ < 4)
+                printf("3xtf32 specials: D[%lld] = %g, ws-3xtf32 %g\n",
+                       (long long)i, h1[i], h2[i]);
+        }
+    }
+    /* every row meets the four special columns */
+    bad += wrong != 0 || special < 4 * m;
+    cudaFree(A);
+    cudaFree(B);
+    cudaFree(D1);
+    cudaFree(D2);
+    printf("3xtf32 specials, ws-decode-3xtf32 against ws-3xtf32: %s (%lld "
+           "special, %lld differ)\n",
+           bad ? "FAIL" : "ok", special, wrong);
+    return bad;
+}
+
 static int api_checks(void)
 {
     int bad = 0;
@@ -684,7 +754,8 @@ int main(int argc, char **argv)
     CB(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));
 
     int api_bad = api_checks() + tf32_round_check() + tf32_k1_check("ws-tf32") +
-                  tf32_k1_check("ws-decode-tf32") + wide_checks();
+                  tf32_k1_check("ws-decode-tf32") + x3_special_check() +
+                  wide_checks();
     std::vector<Case> cases;
     const gemm_dtype abs_[2] = {GEMM_BF16, GEMM_FP16};
     const gemm_dtype cds[3] = {GEMM_FP32, GEMM_BF16, GEMM_FP16};
