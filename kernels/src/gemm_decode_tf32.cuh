@@ -151,22 +151,22 @@ __device__ __forceinline__ void load_a_frags_k(const uint8_t *src, int tid,
             }
 }
 
-/* fp32 words into 3xTF32's big and small parts: the bits of tf32.h's
- * split (the pre-pass's own). For finite words whose rounding stays
- * finite that is two roundings (add half a tf32 ulp to the bits, clear
- * the low 13) and a subtraction; a word that is not finite or rounds to
- * infinity sends all 16 through gemmk_tf32_split. The full split in the
- * loop measured 2.3x slower (kernel-notes v20). */
-__device__ __forceinline__ void split_words(const uint32_t (&w)[4][4],
-                                            uint32_t (&big)[4][4],
-                                            uint32_t (&small)[4][4])
+/* fp32 words (in big) into 3xTF32's big and small parts, in place: the
+ * bits of tf32.h's split (the pre-pass's own) for finite words whose
+ * rounding stays finite: two roundings (add half a tf32 ulp to the bits,
+ * clear the low 13) and a subtraction. Returns whether a word was not
+ * finite or rounded to infinity; the caller then loads the words again
+ * and runs split_full. The full split for every word measured 2.3x
+ * slower (kernel-notes v20). */
+__device__ __forceinline__ bool split_fast(uint32_t (&big)[4][4],
+                                           uint32_t (&small)[4][4])
 {
-    uint32_t odd = 0;
+    bool odd = false;
 #pragma unroll
     for (int kk = 0; kk < 4; kk++)
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const uint32_t u = w[kk][i];
+            const uint32_t u = big[kk][i];
             const uint32_t b = (u + 0x00001000u) & 0xffffe000u;
             const uint32_t r =
                 __float_as_uint(__uint_as_float(u) - __uint_as_float(b));
@@ -175,17 +175,21 @@ __device__ __forceinline__ void split_words(const uint32_t (&w)[4][4],
             odd |= (u & 0x7f800000u) == 0x7f800000u ||
                    (b & 0x7f800000u) == 0x7f800000u;
         }
-    if (odd) {
+    return odd;
+}
+
+__device__ __forceinline__ void split_full(uint32_t (&big)[4][4],
+                                           uint32_t (&small)[4][4])
+{
 #pragma unroll
-        for (int kk = 0; kk < 4; kk++)
+    for (int kk = 0; kk < 4; kk++)
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                float b, sm;
-                gemmk_tf32_split(__uint_as_float(w[kk][i]), &b, &sm);
-                big[kk][i] = __float_as_uint(b);
-                small[kk][i] = __float_as_uint(sm);
-            }
-    }
+        for (int i = 0; i < 4; i++) {
+            float b, sm;
+            gemmk_tf32_split(__uint_as_float(big[kk][i]), &b, &sm);
+            big[kk][i] = __float_as_uint(b);
+            small[kk][i] = __float_as_uint(sm);
+        }
 }
 
 template <int BN>
@@ -268,10 +272,11 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
      * promoted into acc (fp32 adds, round to nearest), as ws-3xtf32 does
      * (gemm_sm90.cuh) */
     float acc[X3 ? BN / 2 : 1];
-    /* X3 up to width 64: the two cross products in accumulators of their
-     * own, so three chains of four wgmmas run side by side instead of
-     * one of twelve */
-    constexpr bool X3M = X3 && BN <= 64;
+    /* X3 up to width 32: the two cross products in accumulators of their
+     * own (three chains of four wgmmas instead of one of twelve, each
+     * summing smaller terms: 2-3e-8 against 6e-8, kernel-notes v20);
+     * wider, they would not fit the registers */
+    constexpr bool X3M = X3 && BN <= 32;
     float dx[X3M ? 2 : 1][X3M ? BN / 2 : 1];
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)
@@ -320,15 +325,20 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
         if constexpr (X3) {
             /* [A_small | A_big] . [B_big | B_small | B_big]: the tiles of
              * A's parts are BN x 128 bytes apart */
-            uint32_t w[4][4];
-            if constexpr (AMN == 2)
-                load_a_frags(src, frags, w);
-            else
-                load_a_frags_k(src, tid, w);
+            uint32_t big[4][4], small[4][4];
+            auto load = [&] {
+                if constexpr (AMN == 2)
+                    load_a_frags(src, frags, big);
+                else
+                    load_a_frags_k(src, tid, big);
+            };
             /* split before the first wgmma: registers written between
              * them would make the compiler fence each one */
-            uint32_t big[4][4], small[4][4];
-            split_words(w, big, small);
+            load();
+            if (split_fast(big, small)) {
+                load();
+                split_full(big, small);
+            }
             const uint64_t dbig = db + (BN * 128 >> 4);
             fence_regs(d);
             if constexpr (X3M) {

@@ -37,9 +37,14 @@ cudaError_t launch_decode_tf32(const DecodeLaunch &l)
 
 template <int BN> cudaError_t launch_decode_tf32_bn(const DecodeLaunch &l)
 {
-    if (l.x3) { /* B^T into registers, either way; 64-row tiles */
-        if (l.amn == 1 || l.rs)
+    if (l.x3) { /* B^T into registers, either way */
+        if (l.amn == 1 || (l.rs && BN > 16))
             return cudaErrorInvalidValue;
+        if constexpr (BN <= 16) {
+            if (l.rs)
+                return l.amn ? launch_decode_tf32<BN, 2, 1, 1>(l)
+                             : launch_decode_tf32<BN, 0, 1, 1>(l);
+        }
         return l.amn ? launch_decode_tf32<BN, 2, 0, 1>(l)
                      : launch_decode_tf32<BN, 0, 0, 1>(l);
     }

@@ -244,10 +244,10 @@ gemm_error run_decode_tf32(gemmk_ctx *ctx, const gemmk_problem *p,
            : p->m <= 64 ? 64
                         : 128;
     /* 128-row tiles where the 64-row ones would outnumber what the SMs
-     * hold at once (one CTA an SM at 64 rows, two at 128); not for
-     * 3xTF32, whose second accumulators and split words do not fit two
-     * CTAs an SM */
-    l.rs = !x3 && cdiv(p->n, 128) >= ctx->num_sms;
+     * hold at once (one CTA an SM at 64 rows, two at 128); for 3xTF32 up
+     * to width 16 only: wider, its second accumulators and split words do
+     * not fit two CTAs an SM (96 registers) */
+    l.rs = cdiv(p->n, 128) >= ctx->num_sms && (!x3 || l.bn <= 16);
     const int rows = l.rs ? 128 : 64;
     /* B read in place: rounded to tf32 by the TMA unit, or (x3) exact, to
      * be split in registers */
