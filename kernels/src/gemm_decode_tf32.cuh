@@ -192,23 +192,6 @@ __device__ __forceinline__ void split_full(uint32_t (&big)[4][4],
         }
 }
 
-template <int BN>
-__device__ __forceinline__ void mma_tf32_rs(float (&d)[BN / 2],
-                                            const uint32_t (&a)[4], uint64_t db,
-                                            int scale_d)
-{
-    if constexpr (BN == 128)
-        wgmma_m64n128k8_tf32_rs(d, a, db, scale_d);
-    else if constexpr (BN == 64)
-        wgmma_m64n64k8_tf32_rs(d, a, db, scale_d);
-    else if constexpr (BN == 32)
-        wgmma_m64n32k8_tf32_rs(d, a, db, scale_d);
-    else if constexpr (BN == 16)
-        wgmma_m64n16k8_tf32_rs(d, a, db, scale_d);
-    else
-        wgmma_m64n8k8_tf32_rs(d, a, db, scale_d);
-}
-
 template <int BN, int AMN, int RS, int X3>
 __global__ void __launch_bounds__(288, RS ? 2 : 1)
     gemm_decode_tf32_kernel(const __grid_constant__ CUtensorMap ta,
@@ -350,13 +333,14 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
             for (int kk = 0; kk < 4; kk++) {
                 const int sc = !(fresh && kk == 0);
                 if constexpr (X3M) {
-                    mma_tf32_rs<BN>(dx[0], big[kk], db + kk * 2, sc);
-                    mma_tf32_rs<BN>(dx[1], small[kk], dbig + kk * 2, sc);
-                    mma_tf32_rs<BN>(d, big[kk], dbig + kk * 2, sc);
+                    wgmma_m64k8_tf32_rs<BN>(dx[0], big[kk], db + kk * 2, sc);
+                    wgmma_m64k8_tf32_rs<BN>(dx[1], small[kk], dbig + kk * 2,
+                                            sc);
+                    wgmma_m64k8_tf32_rs<BN>(d, big[kk], dbig + kk * 2, sc);
                 } else {
-                    mma_tf32_rs<BN>(d, big[kk], db + kk * 2, sc);
-                    mma_tf32_rs<BN>(d, small[kk], dbig + kk * 2, 1);
-                    mma_tf32_rs<BN>(d, big[kk], dbig + kk * 2, 1);
+                    wgmma_m64k8_tf32_rs<BN>(d, big[kk], db + kk * 2, sc);
+                    wgmma_m64k8_tf32_rs<BN>(d, small[kk], dbig + kk * 2, 1);
+                    wgmma_m64k8_tf32_rs<BN>(d, big[kk], dbig + kk * 2, 1);
                 }
             }
         } else if constexpr (AMN == 2) {
@@ -366,7 +350,7 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < 4; kk++)
-                mma_tf32_rs<BN>(d, af[kk], db + kk * 2, 1);
+                wgmma_m64k8_tf32_rs<BN>(d, af[kk], db + kk * 2, 1);
         } else {
             uint8_t *a = src;
             if constexpr (AMN == 1) {

@@ -372,18 +372,7 @@ __device__ __forceinline__ void mma_k16(float (&d)[BN / 2], uint64_t da,
     static_assert(AB != 2 || (AMN == 0 && BMN == 0),
                   "tf32 wgmma reads K-major operands only");
     if constexpr (AB == 2) {
-        if constexpr (BN == 256)
-            wgmma_m64n256k8_tf32(d, da, db, scale_d);
-        else if constexpr (BN == 128)
-            wgmma_m64n128k8_tf32(d, da, db, scale_d);
-        else if constexpr (BN == 64)
-            wgmma_m64n64k8_tf32(d, da, db, scale_d);
-        else if constexpr (BN == 32)
-            wgmma_m64n32k8_tf32(d, da, db, scale_d);
-        else if constexpr (BN == 16)
-            wgmma_m64n16k8_tf32(d, da, db, scale_d);
-        else
-            wgmma_m64n8k8_tf32(d, da, db, scale_d);
+        wgmma_m64k8_tf32<BN>(d, da, db, scale_d);
     } else if constexpr (BN == 256) {
         if constexpr (AB == 1)
             wgmma_m64n256k16_f16<AMN, BMN>(d, da, db, scale_d);

@@ -641,6 +641,42 @@ __device__ __forceinline__ void wgmma_m64n128k8_tf32_rs(float (&d)[64], const ui
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
 }
 
+template <int N>
+__device__ __forceinline__ void wgmma_m64k8_tf32(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d)
+{
+    if constexpr (N == 8)
+        wgmma_m64n8k8_tf32(d, da, db, scale_d);
+    else if constexpr (N == 16)
+        wgmma_m64n16k8_tf32(d, da, db, scale_d);
+    else if constexpr (N == 32)
+        wgmma_m64n32k8_tf32(d, da, db, scale_d);
+    else if constexpr (N == 64)
+        wgmma_m64n64k8_tf32(d, da, db, scale_d);
+    else if constexpr (N == 128)
+        wgmma_m64n128k8_tf32(d, da, db, scale_d);
+    else if constexpr (N == 256)
+        wgmma_m64n256k8_tf32(d, da, db, scale_d);
+    else
+        static_assert(N == 8, "no wgmma of this width");
+}
+
+template <int N>
+__device__ __forceinline__ void wgmma_m64k8_tf32_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, int scale_d)
+{
+    if constexpr (N == 8)
+        wgmma_m64n8k8_tf32_rs(d, a, db, scale_d);
+    else if constexpr (N == 16)
+        wgmma_m64n16k8_tf32_rs(d, a, db, scale_d);
+    else if constexpr (N == 32)
+        wgmma_m64n32k8_tf32_rs(d, a, db, scale_d);
+    else if constexpr (N == 64)
+        wgmma_m64n64k8_tf32_rs(d, a, db, scale_d);
+    else if constexpr (N == 128)
+        wgmma_m64n128k8_tf32_rs(d, a, db, scale_d);
+    else
+        static_assert(N == 8, "no wgmma of this width");
+}
+
 __device__ __forceinline__ void wgmma_m64n128k32_s8(int32_t (&d)[64], uint64_t da, uint64_t db, int scale_d)
 {
     asm volatile("{\n.reg .pred p;\n"

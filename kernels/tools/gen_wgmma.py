@@ -45,38 +45,55 @@ for ty in ("bf16", "f16"):
     out.append("        static_assert(N == 8, \"no wgmma of this width\");")
     out.append("}")
     out.append("")
-for n in (8, 16, 32, 64, 128, 256):
+
+
+def tf32(n, rs):
+    """m64n{n}k8 tf32: A from a descriptor, or (rs) from 4 registers a
+    thread (the m64k8 fragment; the decode kernel's MN-major tiles)."""
     nr = n // 2
     regs = ", ".join(f"%{i}" for i in range(nr))
-    out.append(f"__device__ __forceinline__ void wgmma_m64n{n}k8_tf32("
-               f"float (&d)[{nr}], uint64_t da, uint64_t db, int scale_d)")
+    a_param = "const uint32_t (&a)[4]" if rs else "uint64_t da"
+    out.append(f"__device__ __forceinline__ void wgmma_m64n{n}k8_tf32"
+               f"{'_rs' if rs else ''}("
+               f"float (&d)[{nr}], {a_param}, uint64_t db, int scale_d)")
     out.append("{")
     out.append("    asm volatile(\"{\\n.reg .pred p;\\n\"")
-    out.append(f"        \"setp.ne.b32 p, %{nr + 2}, 0;\\n\"")
+    out.append(f"        \"setp.ne.b32 p, %{nr + (5 if rs else 2)}, 0;\\n\"")
     out.append(f"        \"wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 \"")
     out.append(f"        \"{{{regs}}}, \"")
-    out.append(f"        \"%{nr}, %{nr + 1}, p, 1, 1;\\n}}\\n\"")
+    a_ops = (f"{{%{nr}, %{nr + 1}, %{nr + 2}, %{nr + 3}}}, %{nr + 4}" if rs
+             else f"%{nr}, %{nr + 1}")
+    out.append(f"        \"{a_ops}, p, 1, 1;\\n}}\\n\"")
     outs = ", ".join(f"\"+f\"(d[{i}])" for i in range(nr))
     out.append(f"        : {outs}")
-    out.append("        : \"l\"(da), \"l\"(db), \"r\"(scale_d));")
+    a_in = ("\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), " if rs
+            else "\"l\"(da), ")
+    out.append(f"        : {a_in}\"l\"(db), \"r\"(scale_d));")
     out.append("}")
     out.append("")
-# tf32 with A from registers (4 words a thread: tf32 m64k8 fragment), for
-# the decode kernel's MN-major tiles
-for n in (8, 16, 32, 64, 128):
-    nr = n // 2
-    regs = ", ".join(f"%{i}" for i in range(nr))
-    out.append(f"__device__ __forceinline__ void wgmma_m64n{n}k8_tf32_rs("
-               f"float (&d)[{nr}], const uint32_t (&a)[4], uint64_t db, int scale_d)")
+
+
+TF32_SS = (8, 16, 32, 64, 128, 256)
+TF32_RS = (8, 16, 32, 64, 128)
+for n in TF32_SS:
+    tf32(n, False)
+for n in TF32_RS:
+    tf32(n, True)
+# wgmma_m64k8_tf32<N> and wgmma_m64k8_tf32_rs<N>: the width as a template
+# argument
+for rs, widths in ((False, TF32_SS), (True, TF32_RS)):
+    sfx = "_rs" if rs else ""
+    a_param = "const uint32_t (&a)[4]" if rs else "uint64_t da"
+    out.append("template <int N>")
+    out.append(f"__device__ __forceinline__ void wgmma_m64k8_tf32{sfx}("
+               f"float (&d)[N / 2], {a_param}, uint64_t db, int scale_d)")
     out.append("{")
-    out.append("    asm volatile(\"{\\n.reg .pred p;\\n\"")
-    out.append(f"        \"setp.ne.b32 p, %{nr + 5}, 0;\\n\"")
-    out.append(f"        \"wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 \"")
-    out.append(f"        \"{{{regs}}}, \"")
-    out.append(f"        \"{{%{nr}, %{nr + 1}, %{nr + 2}, %{nr + 3}}}, %{nr + 4}, p, 1, 1;\\n}}\\n\"")
-    outs = ", ".join(f"\"+f\"(d[{i}])" for i in range(nr))
-    out.append(f"        : {outs}")
-    out.append("        : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(db), \"r\"(scale_d));")
+    for i, n in enumerate(widths):
+        kw = "if" if i == 0 else "else if"
+        out.append(f"    {kw} constexpr (N == {n})")
+        out.append(f"        wgmma_m64n{n}k8_tf32{sfx}(d, {'a' if rs else 'da'}, db, scale_d);")
+    out.append("    else")
+    out.append("        static_assert(N == 8, \"no wgmma of this width\");")
     out.append("}")
     out.append("")
 for n in (128, 256):
