@@ -31,20 +31,30 @@ for n in WIDE16:
         out.append("        : \"l\"(da), \"l\"(db), \"r\"(scale_d), \"n\"(TA), \"n\"(TB));")
         out.append("}")
         out.append("")
-# wgmma_m64k16_<type><N, TA, TB>: the width as a template argument
-for ty in ("bf16", "f16"):
-    out.append("template <int N, int TA, int TB>")
-    out.append(f"__device__ __forceinline__ void wgmma_m64k16_{ty}("
-               "float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d)")
+
+
+def dispatch(tparams, name, a_param, widths, callee, args):
+    """name<N, ...>: the wrapper of width N, the width a template
+    argument; callee(n) names the wrapper of width n."""
+    out.append(f"template <{tparams}>")
+    out.append(f"__device__ __forceinline__ void {name}("
+               f"float (&d)[N / 2], {a_param}, uint64_t db, int scale_d)")
     out.append("{")
-    for i, n in enumerate(WIDE16):
+    for i, n in enumerate(widths):
         kw = "if" if i == 0 else "else if"
         out.append(f"    {kw} constexpr (N == {n})")
-        out.append(f"        wgmma_m64n{n}k16_{ty}<TA, TB>(d, da, db, scale_d);")
+        out.append(f"        {callee(n)}({args}, db, scale_d);")
     out.append("    else")
     out.append("        static_assert(N == 8, \"no wgmma of this width\");")
     out.append("}")
     out.append("")
+
+
+# wgmma_m64k16_<type><N, TA, TB>
+for ty in ("bf16", "f16"):
+    dispatch("int N, int TA, int TB", f"wgmma_m64k16_{ty}", "uint64_t da",
+             WIDE16, lambda n, ty=ty: f"wgmma_m64n{n}k16_{ty}<TA, TB>",
+             "d, da")
 
 
 def tf32(n, rs):
@@ -79,23 +89,11 @@ for n in TF32_SS:
     tf32(n, False)
 for n in TF32_RS:
     tf32(n, True)
-# wgmma_m64k8_tf32<N> and wgmma_m64k8_tf32_rs<N>: the width as a template
-# argument
-for rs, widths in ((False, TF32_SS), (True, TF32_RS)):
-    sfx = "_rs" if rs else ""
-    a_param = "const uint32_t (&a)[4]" if rs else "uint64_t da"
-    out.append("template <int N>")
-    out.append(f"__device__ __forceinline__ void wgmma_m64k8_tf32{sfx}("
-               f"float (&d)[N / 2], {a_param}, uint64_t db, int scale_d)")
-    out.append("{")
-    for i, n in enumerate(widths):
-        kw = "if" if i == 0 else "else if"
-        out.append(f"    {kw} constexpr (N == {n})")
-        out.append(f"        wgmma_m64n{n}k8_tf32{sfx}(d, {'a' if rs else 'da'}, db, scale_d);")
-    out.append("    else")
-    out.append("        static_assert(N == 8, \"no wgmma of this width\");")
-    out.append("}")
-    out.append("")
+# wgmma_m64k8_tf32<N> and wgmma_m64k8_tf32_rs<N>
+dispatch("int N", "wgmma_m64k8_tf32", "uint64_t da", TF32_SS,
+         lambda n: f"wgmma_m64n{n}k8_tf32", "d, da")
+dispatch("int N", "wgmma_m64k8_tf32_rs", "const uint32_t (&a)[4]", TF32_RS,
+         lambda n: f"wgmma_m64n{n}k8_tf32_rs", "d, a")
 for n in (128, 256):
     nr = n // 2
     regs = ", ".join(f"%{i}" for i in range(nr))
