@@ -277,11 +277,10 @@ gemm_error gemmk_select(const gemmk_ctx *ctx, const gemmk_problem *p,
         return GEMM_OK;
     }
     if (p->ab_type == GEMM_FP32) {
-        const bool tf32 = p->precision == GEMM_PRECISION_TF32;
-        const bool dec = decode_tf32_fits(p) && (tf32 || p->moduli == 0);
-        *name = row_find(dec    ? (tf32 ? "ws-decode-tf32" : "ws-decode-3xtf32")
-                         : tf32 ? "ws-tf32"
-                                : "ws-3xtf32")
+        const char *dec = decode_fp32_auto(p);
+        *name = row_find(dec                                   ? dec
+                         : p->precision == GEMM_PRECISION_TF32 ? "ws-tf32"
+                                                               : "ws-3xtf32")
                     ->d.name;
         return GEMM_OK;
     }

@@ -124,12 +124,15 @@ gemm_error run_decode(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
 /* Whether run_decode serves p and `auto` may take it (swap.cu). */
 bool decode_fits(const gemmk_ctx *ctx, const gemmk_problem *p);
 /* fp32 inputs on the decode kernel (swap.cu, gemm_decode_tf32.cuh), as
- * tf32 or (x3) as 3xTF32; run_fp32 takes it by name or for `auto` where
- * decode_tf32_fits (the shapes: M <= 128, N and K >= 1024, A
- * untransposed, device memory). */
+ * tf32 or (x3) as 3xTF32; run_fp32 takes it by name or where
+ * decode_fp32_auto names it. */
 gemm_error run_decode_tf32(gemmk_ctx *, const gemmk_problem *, cudaStream_t,
                            bool x3);
-bool decode_tf32_fits(const gemmk_problem *p);
+/* The decode kernel `auto` runs for fp32 inputs p (swap.cu), or nullptr:
+ * on decode shapes (M <= 128, N and K >= 1024, A untransposed, device
+ * memory), "ws-decode-tf32" at tf32 precision, "ws-decode-3xtf32" at fp32
+ * precision unless a modulus count asks for the emulation. */
+const char *decode_fp32_auto(const gemmk_problem *p);
 /* 3xTF32's promotion chunk in k-blocks of 32 for K = k (run_fp32.cu). */
 int x3_promo(const gemmk_ctx *ctx, int64_t k);
 gemm_error run_swapped(gemmk_ctx *, const gemmk_problem *, cudaStream_t,

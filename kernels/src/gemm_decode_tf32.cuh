@@ -7,15 +7,15 @@
  * tf32 wgmma reads K-major operands only, and a row-major B read as N x K
  * is MN-major: elsewhere a pre-pass transposes all of B through memory,
  * which for these shapes costs more than the product. Here B^T is wgmma's
- * A, and the consumers either read each stage's MN-major tile straight
- * into A's registers (AMN = 2, load_a_frags) or transpose it in shared
- * memory (AMN = 1:
- * TMA brings it MN-major, two 32-row slabs; each thread takes 4 rows x 4
- * k-values, reads them as 16 words and writes the transpose as 4 x 16
- * bytes into a K-major buffer in the 128B-swizzled layout wgmma reads,
- * both sides free of bank conflicts). A K-major B (AMN = 0) is read in
- * the stage. Both operands arrive rounded to tf32: their tensor maps are
- * TFLOAT32, which the TMA unit rounds as it loads (swap.cu).
+ * A: TMA brings each stage's tile MN-major (two 32-row slabs), and the
+ * consumers either read it straight into A's registers (AMN = 2,
+ * load_a_frags) or transpose it in shared memory (AMN = 1,
+ * transpose_tile: 16 words read and 4 x 16 bytes written a thread into a
+ * K-major buffer in the 128B-swizzled layout wgmma reads, both sides free
+ * of bank conflicts). A K-major B (AMN = 0) is read in the stage. As tf32
+ * both operands arrive rounded: their tensor maps are TFLOAT32, which the
+ * TMA unit rounds as it loads (swap.cu). X3 (3xTF32) maps B exactly and
+ * splits it in registers, A's two parts coming from the pre-pass.
  *
  * Two consumer warpgroups take alternate k-blocks (each its own
  * accumulators and transposed tile), because one warpgroup's transpose,
@@ -23,10 +23,10 @@
  * arrive: one transposes while the other's wgmmas run. Each gives its
  * stage back before it waits for its next one, so a ring of two stages
  * cannot stall them; the ring's depth is even, so each stage belongs to
- * one consumer, which sees every phase of its barrier. Their sums are added at
- * the end, in a fixed order. Where the 64-row tiles would outnumber what the
- * SMs hold at once (N = 28672: 448), RS = 1: 128-row tiles, each consumer on
- * its own 64 rows of every stage, two CTAs an SM.
+ * one consumer, which sees every phase of its barrier. Their sums are
+ * added at the end, in a fixed order. Where the 64-row tiles would
+ * outnumber what the SMs hold at once (N = 28672: 448), RS = 1: 128-row
+ * tiles, each consumer on its own 64 rows of every stage, two CTAs an SM.
  */
 #pragma once
 
@@ -151,13 +151,12 @@ __device__ __forceinline__ void load_a_frags_k(const uint8_t *src, int tid,
             }
 }
 
-/* fp32 words (in big) into 3xTF32's big and small parts, in place: the
- * bits of tf32.h's split (the pre-pass's own) for finite words whose
- * rounding stays finite: two roundings (add half a tf32 ulp to the bits,
- * clear the low 13) and a subtraction. Returns whether a word was not
- * finite or rounded to infinity; the caller then loads the words again
- * and runs split_full. The full split for every word measured 2.3x
- * slower (kernel-notes v20). */
+/* fp32 words (in big) into 3xTF32's big and small parts, in place: what
+ * tf32.h's split (the pre-pass's own) gives for finite words whose
+ * rounding stays finite, two finite roundings and a subtraction. Returns
+ * whether a word was not finite or rounded to infinity; the caller then
+ * loads the words again and runs split_full. The full split for every
+ * word measured 2.3x slower (kernel-notes v20). */
 __device__ __forceinline__ bool split_fast(uint32_t (&big)[4][4],
                                            uint32_t (&small)[4][4])
 {
@@ -167,11 +166,11 @@ __device__ __forceinline__ bool split_fast(uint32_t (&big)[4][4],
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const uint32_t u = big[kk][i];
-            const uint32_t b = (u + 0x00001000u) & 0xffffe000u;
+            const uint32_t b = gemmk_tf32_round_finite_bits(u);
             const uint32_t r =
                 __float_as_uint(__uint_as_float(u) - __uint_as_float(b));
             big[kk][i] = b;
-            small[kk][i] = (r + 0x00001000u) & 0xffffe000u;
+            small[kk][i] = gemmk_tf32_round_finite_bits(r);
             odd |= (u & 0x7f800000u) == 0x7f800000u ||
                    (b & 0x7f800000u) == 0x7f800000u;
         }
@@ -272,6 +271,21 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
 #pragma unroll
         for (float &v : row)
             v = 0.f;
+    /* the accumulators kept in order around the wgmmas that write them */
+    auto fence_acc = [&] {
+        fence_regs(d);
+        if constexpr (X3M) {
+            fence_regs(dx[0]);
+            fence_regs(dx[1]);
+        }
+    };
+    /* X3: a chunk's sum in element i, the small cross terms first */
+    auto chunk = [&](int i) {
+        if constexpr (X3M)
+            return (dx[0][i] + dx[1][i]) + d[i];
+        else
+            return d[i];
+    };
     const AFrags frags = a_frags_at(tid);
     int prev = -1, it = 0;
     for (int kb = RS ? 0 : c; kb < p.nkb; kb += RS ? 1 : 2, it++) {
@@ -280,23 +294,15 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
          * next, so two stages keep both consumers going, and its
          * transposed tile is free */
         wgmma_wait<0>();
-        fence_regs(d);
-        if constexpr (X3M) {
-            fence_regs(dx[0]);
-            fence_regs(dx[1]);
-        }
+        fence_acc();
         if (prev >= 0 && lane == 0)
             mbar_arrive(&empty[prev]);
         int fresh = 0;
         if constexpr (X3) {
             if (it > 0 && it % p.promo == 0) {
 #pragma unroll
-                for (int i = 0; i < BN / 2; i++) {
-                    if constexpr (X3M)
-                        acc[i] += (dx[0][i] + dx[1][i]) + d[i];
-                    else
-                        acc[i] += d[i];
-                }
+                for (int i = 0; i < BN / 2; i++)
+                    acc[i] += chunk(i);
                 fresh = 1;
             }
         }
@@ -323,11 +329,7 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
                 split_full(big, small);
             }
             const uint64_t dbig = db + (BN * 128 >> 4);
-            fence_regs(d);
-            if constexpr (X3M) {
-                fence_regs(dx[0]);
-                fence_regs(dx[1]);
-            }
+            fence_acc();
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < 4; kk++) {
@@ -371,21 +373,13 @@ __global__ void __launch_bounds__(288, RS ? 2 : 1)
         prev = s;
     }
     wgmma_wait<0>();
-    fence_regs(d);
+    fence_acc();
     if (prev >= 0 && lane == 0)
         mbar_arrive(&empty[prev]);
-    if constexpr (X3M) {
-        fence_regs(dx[0]);
-        fence_regs(dx[1]);
-    }
     if constexpr (X3) {
 #pragma unroll
-        for (int i = 0; i < BN / 2; i++) {
-            if constexpr (X3M)
-                d[i] = acc[i] + ((dx[0][i] + dx[1][i]) + d[i]);
-            else
-                d[i] += acc[i];
-        }
+        for (int i = 0; i < BN / 2; i++)
+            d[i] = acc[i] + chunk(i);
     }
     /* every wgmma of both is done before out overwrites the ring */
     asm volatile("bar.sync 3, 256;" ::: "memory");

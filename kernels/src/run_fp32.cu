@@ -61,10 +61,12 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
     /* decode shapes: B read once, as tf32 or split in registers; at fp32
      * precision ahead of the emulation (which pays passes over B) unless
      * a modulus count asks for it */
-    if (row.variant == F32_DECODE || row.variant == F32_DECODE_X3 ||
-        (autorow && decode_tf32_fits(p) && (!three || p->moduli == 0))) {
-        res->kernel =
-            row_find(three ? "ws-decode-3xtf32" : "ws-decode-tf32")->d.name;
+    const char *dec = row.variant == F32_DECODE      ? "ws-decode-tf32"
+                      : row.variant == F32_DECODE_X3 ? "ws-decode-3xtf32"
+                      : autorow                      ? decode_fp32_auto(p)
+                                                     : nullptr;
+    if (dec) {
+        res->kernel = row_find(dec)->d.name;
         return run_decode_tf32(ctx, p, stream, three);
     }
     /* fp32 accuracy on the int8 engine: by name, with an explicit modulus

@@ -217,13 +217,22 @@ gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
     return GEMM_OK;
 }
 
-bool decode_tf32_fits(const gemmk_problem *p)
+static bool decode_tf32_fits(const gemmk_problem *p)
 {
     /* M <= 128 with N, K in the thousands: reading B once beats the
      * pre-pass's transpose (tf32) or split (3xTF32) of B through memory at
      * every such shape (kernel-notes v19, v20) */
     return p->ab_type == GEMM_FP32 && !p->host_mapped && !p->trans_a &&
            p->m >= 1 && p->m <= 128 && p->n >= 1024 && p->k >= 1024;
+}
+
+const char *decode_fp32_auto(const gemmk_problem *p)
+{
+    if (!decode_tf32_fits(p))
+        return nullptr;
+    if (p->precision == GEMM_PRECISION_TF32)
+        return "ws-decode-tf32";
+    return p->moduli == 0 ? "ws-decode-3xtf32" : nullptr;
 }
 
 gemm_error run_decode_tf32(gemmk_ctx *ctx, const gemmk_problem *p,

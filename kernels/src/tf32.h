@@ -36,6 +36,15 @@
 #define GEMMK_TF32_HD static inline
 #endif
 
+/* gemmk_tf32_round_bits for a finite u: adding half an ulp of tf32 to
+ * the magnitude bits and truncating is round-half-away; a carry out of
+ * the mantissa bumps the exponent (subnormal -> normal, max finite -> inf)
+ * as IEEE rounding does. */
+GEMMK_TF32_HD uint32_t gemmk_tf32_round_finite_bits(uint32_t u)
+{
+    return (u + 0x00001000u) & 0xffffe000u;
+}
+
 /* cvt.rna.tf32.f32 on the bit pattern u of an fp32 value. */
 GEMMK_TF32_HD uint32_t gemmk_tf32_round_bits(uint32_t u)
 {
@@ -44,10 +53,7 @@ GEMMK_TF32_HD uint32_t gemmk_tf32_round_bits(uint32_t u)
             return (u | 0x00400000u) & 0xffffe000u;
         return u; /* +-inf */
     }
-    /* Adding half an ulp of tf32 to the magnitude bits and truncating is
-     * round-half-away; a carry out of the mantissa bumps the exponent
-     * (subnormal -> normal, max finite -> inf) as IEEE rounding does. */
-    return (u + 0x00001000u) & 0xffffe000u;
+    return gemmk_tf32_round_finite_bits(u);
 }
 
 /* The TMA unit's rounding of a TFLOAT32 tensor map (measured on the
