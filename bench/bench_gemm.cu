@@ -11,7 +11,7 @@
  *                   [--reps N] [--blocks N] [--csv FILE] [--kernel NAME,...]
  *        bench_gemm --type fp32 [--set fp32|fp32quick|fp32sq|tf32|
  *                                  tf32one|gram] [--shapes ...] [--reps N]
- *                   [--csv FILE]
+ *                   [--csv FILE] [--kernel NAME,...]
  *        bench_gemm --type int8 [--set int8|int8quick|int8one] [--reps N]
  *        bench_gemm --type fp64 [--set fp64|fp64quick|fp64sq|fp64ksweep|z128|
  *                                c64]
@@ -35,6 +35,8 @@
  * relative error that does not blow up where ref is near 0), for all four.
  * The "gram" set multiplies A^T A (B is A), half the sample on its
  * diagonal: sums of squares, where rounding errors do not cancel.
+ * --kernel names tf32 kernels (e.g. ws-tf32,ws-tf32r) to time beside auto
+ * in the same blocks, with a table of their own.
  *
  * int8 and fp64 (issue 14): gemmk_gemm_s8 against cuBLASLt int8
  * (CUBLAS_COMPUTE_32I; results compared exactly), and gemmk_gemm_f64 (the
@@ -231,13 +233,21 @@ struct Row32 {
     double tf32_tf, lt_tf32_tf, x3_tf, sgemm_tf, oz_tf;
     double e_tf32, e_lt_tf32, e_x3, e_sgemm, e_oz;
     int oz_moduli;
+    std::vector<double> var_tf, var_e; /* the named tf32 kernels */
 };
 
 /* fp32 rows (see the file comment). Returns 0, or 1 on a failed call. */
 static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                       cudaEvent_t e0, cudaEvent_t e1,
-                      const std::vector<Shape> &custom)
+                      const std::vector<Shape> &custom,
+                      const std::vector<std::string> &kernels)
 {
+    /* --kernel names other than auto: tf32 kernels timed in the same
+     * blocks, a table of their own */
+    std::vector<const char *> var;
+    for (const std::string &k : kernels)
+        if (k != "auto")
+            var.push_back(k.c_str());
     std::vector<Shape> shapes;
     if (!custom.empty()) {
         shapes = custom;
@@ -374,6 +384,8 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
             ours(nullptr, GEMM_PRECISION_TF32, i);
             ours(x3k, GEMM_PRECISION_FP32, i);
             ours("oz2-f32", GEMM_PRECISION_FP32, i);
+            for (const char *k : var)
+                ours(k, GEMM_PRECISION_TF32, i);
         }
         CK(cudaDeviceSynchronize());
         if (fail)
@@ -381,7 +393,14 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         /* interleaved blocks; the min of the block medians */
         double t_tf = 1e30, t_x3 = 1e30, t_ltf = 1e30, t_lsg = 1e30,
                t_oz = 1e30;
+        std::vector<double> t_var(var.size(), 1e30);
         for (int blk = 0; blk < 2; blk++) {
+            for (size_t v = 0; v < var.size(); v++)
+                t_var[v] = std::min(
+                    t_var[v],
+                    time_fn(
+                        [&](int i) { ours(var[v], GEMM_PRECISION_TF32, i); },
+                        reps / 2));
             t_tf = std::min(
                 t_tf,
                 time_fn([&](int i) { ours(nullptr, GEMM_PRECISION_TF32, i); },
@@ -453,9 +472,14 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         r.e_sgemm = err_of([&] { lt_run(lp_sg, A[0], B[0], D, &al_sg); });
         r.e_oz = err_of([&] { ours("oz2-f32", GEMM_PRECISION_FP32, 0); });
         r.oz_moduli = oz_moduli;
+        double flop = 2.0 * s.m * s.n * s.k;
+        for (size_t v = 0; v < var.size(); v++) {
+            r.var_e.push_back(
+                err_of([&] { ours(var[v], GEMM_PRECISION_TF32, 0); }));
+            r.var_tf.push_back(flop / t_var[v] / 1e9);
+        }
         if (fail)
             return 1;
-        double flop = 2.0 * s.m * s.n * s.k;
         char nm[96];
         snprintf(nm, sizeof nm, "%lldx%lldx%lld%s", s.m, s.n, s.k,
                  s.ta || s.tb ? (s.ta ? (s.tb ? " TT" : " TN") : " NT") : "");
@@ -505,6 +529,15 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
             r.tf32_tf / r.lt_tf32_tf, r.x3_tf, r.sgemm_tf, r.x3_tf / r.sgemm_tf,
             r.oz_tf, r.oz_moduli, r.oz_tf / r.sgemm_tf, r.oz_tf / r.x3_tf,
             r.e_tf32, r.e_lt_tf32, r.e_x3, r.e_sgemm, r.e_oz);
+    if (var.empty())
+        return 0;
+    printf("\n| shape | tf32 kernel | TF/s | cuBLAS TF32 TF/s | ratio | err "
+           "| err cuBLAS tf32 |\n|---|---|---|---|---|---|---|\n");
+    for (auto &r : rows)
+        for (size_t v = 0; v < var.size(); v++)
+            printf("| %s | %s | %.1f | %.1f | %.3f | %.1e | %.1e |\n",
+                   r.name.c_str(), var[v], r.var_tf[v], r.lt_tf32_tf,
+                   r.var_tf[v] / r.lt_tf32_tf, r.var_e[v], r.e_lt_tf32);
     return 0;
 }
 
@@ -1285,8 +1318,9 @@ int main(int argc, char **argv)
         return r;
     }
     if (!strcmp(type, "fp32")) {
-        int r32 = bench_fp32(ctx, set, reps, f, e0, e1,
-                             shape_list ? shapes : std::vector<Shape>());
+        int r32 =
+            bench_fp32(ctx, set, reps, f, e0, e1,
+                       shape_list ? shapes : std::vector<Shape>(), kernels);
         if (f)
             fclose(f);
         gemmk_ctx_destroy(ctx);

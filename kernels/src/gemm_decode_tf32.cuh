@@ -82,55 +82,6 @@ __device__ __forceinline__ void transpose_tile(const uint8_t *src, uint8_t *dst,
     }
 }
 
-/* wgmma's A from registers for AMN = 2: the k-block's four k8 fragments
- * of tf32 m64k8 (warp w: rows 16 w .. 16 w + 15; lane g t = lane / 4,
- * lane % 4 holds row g + 8 h, k-value t + 4 j as word h + 2 j) read
- * straight from the MN-major tile (transpose_tile's layout): no second
- * copy, no fence, no barrier. In the i-th load of a k8 step lane t takes
- * word i ^ x, x = t ^ (t >> 1) ^ 2 (w % 2): the four lanes t of a row
- * group then read four different pairs of 16-byte chunks, so a warp's 32
- * words lie in 32 banks; the words are put in place after. */
-struct AFrags {
-    uint32_t off[4]; /* byte offset of the i-th load in the tile */
-    int x;
-};
-
-__device__ __forceinline__ AFrags a_frags_at(int tid)
-{
-    const int w = tid / 32, g = (tid % 32) / 4, t = tid % 4;
-    AFrags f;
-    f.x = t ^ (t >> 1) ^ (2 * (w % 2));
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int q = i ^ f.x, h = q & 1, j = q >> 1;
-        const int n = 16 * w + g + 8 * h, k = t + 4 * j;
-        f.off[i] = (uint32_t)((n / 32) * 4096 + k * 128 +
-                              ((((n % 32) / 4) ^ k) * 16) + (n % 4) * 4);
-    }
-    return f;
-}
-
-__device__ __forceinline__ void
-load_a_frags(const uint8_t *src, const AFrags &f, uint32_t (&a)[4][4])
-{
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++) { /* k + 8 kk: the same swizzle */
-        uint32_t v[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            v[i] =
-                *reinterpret_cast<const uint32_t *>(src + f.off[i] + kk * 1024);
-        /* word q came in load q ^ x */
-        const bool s1 = f.x & 1, s2 = f.x & 2;
-        const uint32_t u0 = s1 ? v[1] : v[0], u1 = s1 ? v[0] : v[1];
-        const uint32_t u2 = s1 ? v[3] : v[2], u3 = s1 ? v[2] : v[3];
-        a[kk][0] = s2 ? u2 : u0;
-        a[kk][1] = s2 ? u3 : u1;
-        a[kk][2] = s2 ? u0 : u2;
-        a[kk][3] = s2 ? u1 : u3;
-    }
-}
-
 /* The same fragments from a K-major tile (row n at n x 128, chunk q of
  * k-values 4q..4q+3 at chunk q ^ (n % 8)), for X3 with B transposed: a
  * warp's load is 8 rows n % 8 = g, each its own chunk, 4 words each: 32

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "smem_desc.h"
+#include "tf32_frags.cuh"
 #include "wgmma_gen.cuh"
 
 namespace gemmk
@@ -63,6 +64,8 @@ struct KParams {
     int promo;       /* k-blocks per chunk after it (>= 1) */
     int promo_skew;  /* consumer 1's chunks are offset by promo / 2, so the
                         two consumers do not drain at the same k-block */
+    int d_trans;     /* tf32 TMA-store kernel: the product is D^T, stored
+                        transposed (m x n here is D's n x m) */
 };
 
 /* This thread's warpgroup, warp-uniform for the compiler (lane 0's value,
@@ -588,7 +591,11 @@ produce_tile(const CUtensorMap *tma, const CUtensorMap *tmb, int m0, int n0,
         int k0 = kb * kblock_elems<AB>();
         uint8_t *a = sa + s * A_BYTES;
         uint8_t *b = sb + s * B_BYTES;
-        if constexpr (AMN) {
+        if constexpr (AMN && AB == 2) { /* tf32: boxes of 32 M x 32 k */
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                tma_load<Z3>(a + j * 4096, tma, m0 + 32 * j, k0, za, &full[s]);
+        } else if constexpr (AMN) {
             tma_load<Z3>(a, tma, m0, k0, za, &full[s]);
             tma_load<Z3>(a + SLAB, tma, m0 + 64, k0, za, &full[s]);
         } else {
@@ -674,6 +681,61 @@ consume_tile(float (&d)[BN / 2], uint64_t da0, uint64_t db0, int kb0, int kb1,
         if constexpr (CL > 1)
             mbar_arrive_cluster(&empty[prev], rank ^ 1);
     }
+}
+
+/*
+ * consume_tile for tf32 with A MN-major: the consumer reads its 64 rows'
+ * k8 fragments from the stage into registers (tf32_frags.cuh: the load
+ * transposes) and issues register-A wgmmas, B K-major from the stage.
+ * A k-block's four k8 steps go as two groups of two, each on its own
+ * fragment registers: a group's fragments are loaded once wgmma_wait<1>
+ * has seen the same registers' previous group complete, while the other
+ * group runs (a second k-block of fragments does not fit beside 128
+ * accumulators). A stage goes back once both its groups are done. sa_c:
+ * stage 0 of this consumer's rows (two 4 KB boxes), f: the lane's offsets
+ * in them. No cluster.
+ */
+template <int BN, int STAGES>
+__device__ __forceinline__ void
+consume_tile_rs(float (&d)[BN / 2], const uint8_t *sa_c, uint64_t db0,
+                const AFrags &f, int kb0, int kb1, int lane, uint64_t *full,
+                uint64_t *empty, int &s, uint32_t &ph)
+{
+    constexpr int A_BYTES = Cfg<BN>::A_BYTES;
+    constexpr int B_BYTES = Cfg<BN>::B_BYTES;
+    uint32_t a[4][4];
+    int prev = -1;
+    for (int kb = kb0; kb < kb1; kb++) {
+        mbar_wait(&full[s], ph);
+        const uint8_t *st = sa_c + s * A_BYTES;
+        const uint64_t db = db0 + ((s * B_BYTES) >> 4);
+        load_a_frags<0, 2>(st, f, a);
+        fence_regs(d);
+        wgmma_fence();
+        wgmma_m64k8_tf32_rs<BN>(d, a[0], db, kb != kb0);
+        wgmma_m64k8_tf32_rs<BN>(d, a[1], db + 2, 1);
+        wgmma_commit();
+        wgmma_wait<1>(); /* the previous k-block's second group */
+        fence_regs(d);
+        if (prev >= 0 && lane == 0)
+            mbar_arrive(&empty[prev]);
+        load_a_frags<2, 4>(st, f, a);
+        wgmma_fence();
+        wgmma_m64k8_tf32_rs<BN>(d, a[2], db + 4, 1);
+        wgmma_m64k8_tf32_rs<BN>(d, a[3], db + 6, 1);
+        wgmma_commit();
+        wgmma_wait<1>(); /* this k-block's first group */
+        fence_regs(d);
+        prev = s;
+        if (++s == STAGES) {
+            s = 0;
+            ph ^= 1;
+        }
+    }
+    wgmma_wait<0>();
+    fence_regs(d);
+    if (lane == 0)
+        mbar_arrive(&empty[prev]);
 }
 
 template <int BN, int AB, int AMN, int BMN, int CL, int PR = 0>

@@ -14,6 +14,10 @@
  * (one store step per tile, 3 stages fit beside it); NB = 2 is half of it
  * (two steps per tile, 4 stages fit).
  *
+ * tf32 (AB 2) with A MN-major reads A's fragments into registers from the
+ * stage (consume_tile_rs), where the 16-bit kernels use the transpose
+ * bit of a descriptor.
+ *
  * Used when the epilogue is a plain conversion: no split-K, beta == 0,
  * bf16 or fp16 D, N a multiple of 8 (tstore_ok). Otherwise the kernel falls
  * back to the register epilogue (store_tile), so every problem runs correctly.
@@ -25,6 +29,8 @@
 
 #include "gemm_sm90.cuh"
 #include "gemm_streamk.cuh"
+#include "tma_store.cuh"
+#include "tstore32.cuh"
 
 namespace gemmk
 {
@@ -54,69 +60,6 @@ template <int NB, int BN_ = 256> struct TsCfg {
                   "NB: half or whole consumer block");
     static_assert(SMEM <= 227 * 1024, "over the opt-in shared memory limit");
 };
-
-__device__ __forceinline__ void tma_store_2d(const CUtensorMap *map,
-                                             const void *src, int c0, int c1)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, "
-        "%2}], [%3];" ::"l"(reinterpret_cast<uint64_t>(map)),
-        "r"(c0), "r"(c1), "r"(smem_u32(src))
-        : "memory");
-}
-
-/* tma_store_2d into matrix z of a 3-D map (a strided batch's D). */
-__device__ __forceinline__ void
-tma_store_3d(const CUtensorMap *map, const void *src, int c0, int c1, int z)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, "
-        "%2, %3}], [%4];" ::"l"(reinterpret_cast<uint64_t>(map)),
-        "r"(c0), "r"(c1), "r"(z), "r"(smem_u32(src))
-        : "memory");
-}
-
-/* Starts fetching a tensor map (a kernel parameter's or one in global
- * memory) into the TMA unit's descriptor cache. */
-__device__ __forceinline__ void tmap_prefetch(const CUtensorMap *map)
-{
-    asm volatile(
-        "prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map))
-        : "memory");
-}
-
-__device__ __forceinline__ void bulk_commit()
-{
-    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-
-/* The copy engine has read the sources of all committed bulk groups. */
-__device__ __forceinline__ void bulk_wait_read_all()
-{
-    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-}
-
-/* All committed bulk groups are complete (writes to global done). */
-__device__ __forceinline__ void bulk_wait_all()
-{
-    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-}
-
-/* Named barrier over one warpgroup (ids 1, 2; 0 is __syncthreads). */
-__device__ __forceinline__ void wg_bar(int id)
-{
-    asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
-}
-
-__device__ __forceinline__ void
-stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
-{
-    asm volatile(
-        "stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::
-            "r"(addr),
-        "r"(r0), "r"(r1), "r"(r2), "r"(r3)
-        : "memory");
-}
 
 /* alpha * (x, y) as two 16-bit values, x in the low half. */
 template <bool OUT_F16>
@@ -181,24 +124,28 @@ __device__ __forceinline__ void stage_step(const float (&d)[R], uint32_t buf,
 
 /*
  * Step S of one consumer's TMA-store epilogue (2R / 64 / NB steps of NB
- * boxes; Z3: tmd is a 3-D map and the block goes to its matrix z):
+ * boxes, or with F32 2R / 32 / NB steps of NB fp32 boxes; Z3: tmd is a
+ * 3-D map and the block goes to its matrix z):
  * the issuing thread (tid 0) waits until the engine has read the buffers'
  * previous contents, a warpgroup barrier publishes that, every thread
  * writes its fragments and fences them to the async proxy, a second
  * barrier, and tid 0 issues the NB stores as one bulk group. Boxes
  * entirely outside D are not issued; partial ones are clipped by TMA.
  */
-template <int NB, int S, int R, bool Z3 = false>
+template <int NB, int S, int R, bool Z3 = false, bool F32 = false>
 __device__ __forceinline__ void
 tstore_step(const KParams &p, const CUtensorMap *tmd, const float (&d)[R],
             uint8_t *cbuf, int row0, int col0, int tid, int warp, int lane,
             int bar_id, int z = 0)
 {
+    constexpr int BW = F32 ? 32 : 64; /* a box's columns */
     const uint32_t buf = smem_u32(cbuf);
     if (tid == 0)
         bulk_wait_read_all();
     wg_bar(bar_id);
-    if (p.cd_type == 2)
+    if constexpr (F32)
+        stage_step32<NB, S, R>(d, buf, warp, lane, p.alpha);
+    else if (p.cd_type == 2)
         stage_step<true, NB, S, R>(d, buf, warp, lane, p.alpha);
     else
         stage_step<false, NB, S, R>(d, buf, warp, lane, p.alpha);
@@ -208,7 +155,7 @@ tstore_step(const KParams &p, const CUtensorMap *tmd, const float (&d)[R],
         if (row0 < p.m) {
 #pragma unroll
             for (int b = 0; b < NB; b++) {
-                int col = col0 + 64 * (NB * S + b);
+                int col = col0 + BW * (NB * S + b);
                 if (col >= p.n)
                     continue;
                 if constexpr (Z3)
@@ -221,15 +168,48 @@ tstore_step(const KParams &p, const CUtensorMap *tmd, const float (&d)[R],
     }
 }
 
+/* Steps S.. of an fp32 block's TMA-store epilogue (NB boxes a step). */
+template <int NB, int S, int R>
+__device__ __forceinline__ void
+tstore32_steps(const KParams &p, const CUtensorMap *tmd, const float (&d)[R],
+               uint8_t *cbuf, int row0, int col0, int tid, int warp, int lane,
+               int bar_id)
+{
+    tstore_step<NB, S, R, false, true>(p, tmd, d, cbuf, row0, col0, tid, warp,
+                                       lane, bar_id);
+    if constexpr (32 * NB * (S + 1) < 2 * R)
+        tstore32_steps<NB, S + 1, R>(p, tmd, d, cbuf, row0, col0, tid, warp,
+                                     lane, bar_id);
+}
+
 /* One consumer's epilogue of the tile at (mt, nt): TMA stores when
- * tstore, else from registers. */
-template <int NB, int BN>
+ * tstore (16-bit D) or ts32 (fp32 D, tf32 kernels: AB 2), else from
+ * registers; DT (tf32 with A MN-major): with p.d_trans the block is
+ * D^T's, stored transposed. */
+template <int AB, int NB, int BN, bool DT = false>
 __device__ __forceinline__ void
 ts_store(const KParams &p, const CUtensorMap *tmd, float (&d)[BN / 2],
-         uint8_t *cbuf, bool tstore, int mt, int nt, int split, int c, int tid,
-         int warp, int lane)
+         uint8_t *cbuf, bool tstore, bool ts32, int mt, int nt, int split,
+         int c, int tid, int warp, int lane)
 {
     const int row0 = mt * BM + c * 64, col0 = nt * BN;
+    if constexpr (DT) {
+        if (p.d_trans) {
+            if (ts32)
+                tstore32t_steps<NB, 0, BN / 2>(p, tmd, d, cbuf, row0, col0, tid,
+                                               warp, lane, 1 + c);
+            else
+                store_any_t<BN>(p, d, row0, col0, lane, warp);
+            return;
+        }
+    }
+    if constexpr (AB == 2) {
+        if (ts32) {
+            tstore32_steps<NB, 0, BN / 2>(p, tmd, d, cbuf, row0, col0, tid,
+                                          warp, lane, 1 + c);
+            return;
+        }
+    }
     if (tstore) {
         tstore_step<NB, 0, BN / 2>(p, tmd, d, cbuf, row0, col0, tid, warp, lane,
                                    1 + c);
@@ -241,7 +221,7 @@ ts_store(const KParams &p, const CUtensorMap *tmd, float (&d)[BN / 2],
     }
 }
 
-template <bool F16, int AMN, int BMN, int NB, int BN_ = 256>
+template <int AB, int AMN, int BMN, int NB, int BN_ = 256>
 __global__ void __launch_bounds__(384, 1)
     gemm_ts_kernel(const __grid_constant__ CUtensorMap tma,
                    const __grid_constant__ CUtensorMap tmb,
@@ -282,26 +262,29 @@ __global__ void __launch_bounds__(384, 1)
             unit_coords(p, u, mt, nt, split);
             int kb0 = split * p.kb_per_split;
             int kb1 = min(p.nkb, kb0 + p.kb_per_split);
-            produce_tile<BN, F16, AMN, BMN, 1, STAGES>(&tma, &tmb, mt * BM,
-                                                       nt * BN, kb0, kb1, 0, sa,
-                                                       sb, full, empty, s, ph);
+            produce_tile<BN, AB, AMN, BMN, 1, STAGES>(&tma, &tmb, mt * BM,
+                                                      nt * BN, kb0, kb1, 0, sa,
+                                                      sb, full, empty, s, ph);
         }
         long long pos = it1;
         int u, kb0, kb1;
         while (tid == 0 && sk_next(sk, p.nkb, it0, pos, u, kb0, kb1)) {
             int mt, nt, split;
             unit_coords(p, u, mt, nt, split);
-            produce_tile<BN, F16, AMN, BMN, 1, STAGES>(&tma, &tmb, mt * BM,
-                                                       nt * BN, kb0, kb1, 0, sa,
-                                                       sb, full, empty, s, ph);
+            produce_tile<BN, AB, AMN, BMN, 1, STAGES>(&tma, &tmb, mt * BM,
+                                                      nt * BN, kb0, kb1, 0, sa,
+                                                      sb, full, empty, s, ph);
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         const int c = wg - 1;
         const int warp = tid / 32, lane = tid % 32;
-        const bool tstore = tstore_ok(p);
+        /* fp32 D through TMA: tf32 only; D^T stored transposed: tf32 with
+         * A MN-major only */
+        const bool tstore = tstore_ok(p) && !(AB == 2 && AMN && p.d_trans);
+        const bool ts32 = AB == 2 && tstore32_ok(p);
         uint8_t *cbuf = sc + c * NB * C::SUB;
-        if (tstore && tid == 0)
+        if ((tstore || ts32) && tid == 0)
             tmap_prefetch(&tmd);
         float d[BN / 2];
         int s = 0;
@@ -317,10 +300,16 @@ __global__ void __launch_bounds__(384, 1)
             unit_coords(p, u, mt, nt, split);
             int kb0 = split * p.kb_per_split;
             int kb1 = min(p.nkb, kb0 + p.kb_per_split);
-            consume_tile<BN, F16, AMN, BMN, 1, STAGES>(
-                d, da0, db0, kb0, kb1, lane, 0, full, empty, s, ph);
-            ts_store<NB, BN>(p, &tmd, d, cbuf, tstore, mt, nt, split, c, tid,
-                             warp, lane);
+            if constexpr (AB == 2 && AMN) /* A's fragments from registers */
+                consume_tile_rs<BN, STAGES>(d, sa + c * 8192, db0,
+                                            a_frags_at(tid), kb0, kb1, lane,
+                                            full, empty, s, ph);
+            else
+                consume_tile<BN, AB, AMN, BMN, 1, STAGES>(
+                    d, da0, db0, kb0, kb1, lane, 0, full, empty, s, ph);
+            ts_store<AB, NB, BN, AB == 2 && AMN == 1>(p, &tmd, d, cbuf, tstore,
+                                                      ts32, mt, nt, split, c,
+                                                      tid, warp, lane);
         }
         long long pos = it1;
         int u, kb0, kb1;
@@ -328,8 +317,13 @@ __global__ void __launch_bounds__(384, 1)
         while (sk_next(sk, p.nkb, it0, pos, u, kb0, kb1)) {
             int mt, nt, split;
             unit_coords(p, u, mt, nt, split);
-            consume_tile<BN, F16, AMN, BMN, 1, STAGES>(
-                d, da0, db0, kb0, kb1, lane, 0, full, empty, s, ph);
+            if constexpr (AB == 2 && AMN) /* A's fragments from registers */
+                consume_tile_rs<BN, STAGES>(d, sa + c * 8192, db0,
+                                            a_frags_at(tid), kb0, kb1, lane,
+                                            full, empty, s, ph);
+            else
+                consume_tile<BN, AB, AMN, BMN, 1, STAGES>(
+                    d, da0, db0, kb0, kb1, lane, 0, full, empty, s, ph);
             if (kb1 < p.nkb) { /* a partial: the range's end */
                 sk_publish<BN>(sk, blockIdx.x, c, d, tid);
                 pending = true;
@@ -345,13 +339,14 @@ __global__ void __launch_bounds__(384, 1)
                                        (long long)(u - sk.dp) * p.nkb, d,
                                        smem_u32(cbuf), tid, 1 + c);
             }
-            ts_store<NB, BN>(p, &tmd, d, cbuf, tstore, mt, nt, split, c, tid,
-                             warp, lane);
+            ts_store<AB, NB, BN, AB == 2 && AMN == 1>(p, &tmd, d, cbuf, tstore,
+                                                      ts32, mt, nt, split, c,
+                                                      tid, warp, lane);
         }
         if (pending)
             sk_signal(sk, blockIdx.x, c, tid, 1 + c);
         /* the shared-memory sources must outlive the stores */
-        if (tstore && tid == 0)
+        if ((tstore || ts32) && tid == 0)
             bulk_wait_all();
     }
 }

@@ -1,18 +1,35 @@
 /*
  * kern_tf32.cu: fp32 inputs on the tensor cores. The warp-specialized
  * kernel of gemm_sm90.cuh instantiated for tf32 (AB = 2, K-major operands,
- * 128 x {64, 128, 256} tiles, no cluster), and the pre-pass that gives it
+ * 128 x {64, 128, 256} tiles, no cluster), its 128 x 256 TMA-store
+ * epilogue kernel (gemm_sm90_tstore.cuh: fp32 or 16-bit D staged in
+ * shared memory and stored under the next tile; a stream-K tail), and the
+ * pre-pass that gives it
  * K-major operands: a tiled transpose for MN-major fp32 operands (tf32
  * mode), and for 3xTF32 the split of each operand into tf32 big and small
  * parts written K-concatenated, A' = [A_small | A_big | A_big] and
  * B' = [B_big ; B_small ; B_big], so one tf32 GEMM over K' = 3 kseg sums
  * A_small B_big + A_big B_small + A_big B_big (small terms first).
  */
-#include "launch.h"
+#include "launch_ts.cuh"
 #include "tf32.h"
 
 namespace gemmk
 {
+
+cudaError_t launch_tf32_ts(const Launch &l, int nb)
+{
+    if (l.amn)
+        return nb == 4 ? launch_ts<2, 1, 0, 4, 256>(l)
+                       : launch_ts<2, 1, 0, 2, 256>(l);
+    return nb == 4 ? launch_ts<2, 0, 0, 4, 256>(l)
+                   : launch_ts<2, 0, 0, 2, 256>(l);
+}
+
+bool tstore32_applies(const KParams &p)
+{
+    return tstore32_ok(p);
+}
 
 cudaError_t launch_tf32(const Launch &l, int bn, int promo)
 {

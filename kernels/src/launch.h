@@ -36,6 +36,13 @@ cudaError_t launch_pp128(const Launch &l);
  * (bn 64, 128, 256; no cluster), both operands K-major. promo: the
  * promoted-accumulation variant (3xTF32; l.p.pws, promo_first, promo). */
 cudaError_t launch_tf32(const Launch &l, int bn, int promo = 0);
+/* The same 128 x 256 tf32 tiles with the TMA-store epilogue (fp32 D or
+ * 16-bit D through l.td; nb 64-row output buffers per consumer: 2 with 4
+ * stages, 4 with 3) and, with l.sk, a stream-K tail. */
+cudaError_t launch_tf32_ts(const Launch &l, int nb);
+/* Whether launch_tf32_ts's kernel stores fp32 D through td for p (64 x 32
+ * boxes); tstore_applies says it for 16-bit D (64 x 64 boxes). */
+bool tstore32_applies(const KParams &p);
 /* The ladder's rung 6, "wgmma-ws-tf32" (kern_tf32_ws.cu): seed 001 made
  * right. ta's box is 32 x 64, tb's 32 x 128; both K-major. */
 cudaError_t launch_tf32_ws64(const Launch &l);

@@ -58,6 +58,13 @@ double estimate(const gemmk_ctx *ctx, const gemmk_problem *p, int bn, int cl,
     return t;
 }
 
+} // namespace
+
+double operand_bytes(const gemmk_problem *p)
+{
+    return 2.0 * (double)(p->m * p->k + p->k * p->n);
+}
+
 /* Whether the TMA-store kernel's last partial wave runs stream-K, and
  * from which unit: always when the row says so (forced), else where
  * sk_split's model gains 5%. Measured on the H200 (v14, stream-K against
@@ -76,13 +83,6 @@ void plan_sk(const gemmk_ctx *ctx, const gemmk_problem *p, bool forced,
         sk_split(ctx, t, cdiv(p->k, BK), out->bn, operands, flops, forced);
     out->sk = dp >= 0;
     out->sk_dp = dp >= 0 ? (int)dp : 0;
-}
-
-} // namespace
-
-double operand_bytes(const gemmk_problem *p)
-{
-    return 2.0 * (double)(p->m * p->k + p->k * p->n);
 }
 
 /* The model: whole waves but one run as they are (a whole unit per CTA is

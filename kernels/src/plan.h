@@ -48,6 +48,12 @@ double operand_bytes(const gemmk_problem *p);
 int64_t sk_split(const gemmk_ctx *ctx, int64_t t, int64_t nkb, int bn,
                  double operands, double flops, bool forced);
 
+/* Whether out's TMA-store plan (128 x 256 or 128 x 192 tiles, no split)
+ * runs its last waves stream-K, and from which unit (out->sk, sk_dp):
+ * always when forced, else where sk_split's model says it pays. */
+void plan_sk(const gemmk_ctx *ctx, const gemmk_problem *p, bool forced,
+             Plan *out);
+
 /* CTAs of a persistent grid over units work units with slots
  * co-resident: one per unit up to slots; past that, slots, or as few as
  * take the same rounds (every CTA the same count), by GEMMK_EVEN_GRID

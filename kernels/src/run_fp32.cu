@@ -7,7 +7,11 @@
  * tf32: K-major operands are read in place, rounded to tf32 by the TMA
  * unit as it loads them (a TFLOAT32 tensor map: nearest, ties to even);
  * an MN-major one (trans_a, or B not trans_b) is first transposed and
- * rounded (ties away) into the context's pre-pass workspace.
+ * rounded (ties away) into the context's pre-pass workspace, except an
+ * MN-major A on ws-tf32's kernel, whose fragments go to wgmma from
+ * registers (read in place, rounded by the TMA unit). ws-tf32's 128 x 256
+ * plans store D through TMA under the next tile (ws-tf32r: from
+ * registers, every MN-major operand through the pre-pass).
  * 3xTF32: both operands always go through the pre-pass, which splits them
  * into big and small tf32 parts, K-concatenated (kern_tf32.cu); the GEMM
  * then runs over K' = 3 * kseg. Decode shapes (M <= 128) run
@@ -26,6 +30,8 @@ namespace
 /* The tiling every fp32 plan uses: one CTA per cluster, split-K by the
  * heuristic. */
 const Tiling kTilingTf32 = {0, 1, 0, 0, 0, 0};
+/* A from registers: the TMA-store kernel's 128 x 256 tiles only */
+const Tiling kTilingTf32Rs = {256, 1, 0, 0, 0, 0};
 
 size_t align256(size_t x)
 {
@@ -48,6 +54,27 @@ int x3_promo(const gemmk_ctx *ctx, int64_t k)
         return 16;
     int p = (int)(sqrt((double)k) / 8);
     return p < 4 ? 4 : p > 16 ? 16 : p;
+}
+
+/* The plan of tiled tf32 problem p under row tr (ws-tf32's family): as a
+ * 16-bit problem of 2K, since a tf32 k-block (32 values) moves the bytes
+ * of a 16-bit one (64) in the same tensor time at half the rate; 128 x
+ * 256 tiles only where A goes from registers (rs). On 128 x 256 tiles the
+ * row's TMA-store kernel (split plans store their partials from
+ * registers), unsplit ones with its stream-K tail by the row or the
+ * model. */
+static void plan_tf32(const gemmk_ctx *ctx, const gemmk_problem *p,
+                      const Row &tr, bool rs, Plan *pl)
+{
+    gemmk_problem q = *p;
+    q.k = 2 * p->k;
+    q.ab_type = GEMM_BF16;
+    plan(ctx, &q, rs ? kTilingTf32Rs : kTilingTf32, false, pl, 256);
+    if (tr.tiling.epi && pl->bn == 256 && pl->cluster == 1) {
+        pl->epi = tr.tiling.epi;
+        if (pl->epi == 2 && pl->splits == 1)
+            plan_sk(ctx, &q, tr.tiling.sk != 0, pl);
+    }
 }
 
 gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
@@ -85,11 +112,45 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
         res->kernel = row_find(three ? "ws-3xtf32" : "ws-tf32")->d.name;
     else
         res->kernel = row.d.name;
+    /* tiled tf32 (auto: ws-tf32's row) with the TMA-store kernel (the
+     * row's epi), where the plan takes 128 x 256 tiles (smaller problems
+     * keep their narrower or split tiles): an MN-major A goes to wgmma from
+     * registers, transposed as it is loaded (GEMMK_TF32_RS), instead of
+     * through the pre-pass; with both operands row-major (NN) and no
+     * split-K (whose partials would be D^T's) the kernel computes D^T =
+     * B^T A^T, B^T then the MN-major A, and stores it transposed: no
+     * pre-pass at all */
+    const Row &tr = autorow ? *row_find("ws-tf32") : row;
+    const bool ts = !three && !rung6 && tr.tiling.epi;
+    const gemmk_problem *orig = p;
+    gemmk_problem sw;
+    Plan pl;
+    bool wide = false;
+    if (!three && !rung6) {
+        plan_tf32(ctx, p, tr, false, &pl);
+        wide = ts && ctx_knob(ctx, KNOB_TF32_RS) && pl.bn == 256 &&
+               pl.cluster == 1;
+    }
+    if (wide && !p->trans_a && !p->trans_b && pl.splits == 1) {
+        sw = *p;
+        sw.m = p->n, sw.n = p->m;
+        sw.a = p->b, sw.b = p->a;
+        sw.lda = p->ldb, sw.ldb = p->lda;
+        sw.trans_a = 1, sw.trans_b = 1;
+        Plan ps;
+        plan_tf32(ctx, &sw, tr, true, &ps);
+        if (ps.splits == 1) {
+            p = &sw;
+            pl = ps;
+        }
+    }
+    const bool d_trans = p != orig;
     const int amn = p->trans_a ? 1 : 0;
     const int bmn = p->trans_b ? 0 : 1;
+    const bool rs = wide && amn;
     const int64_t kseg = cdiv(p->k, 32) * 32;
     const int nseg = three ? 3 : 1;
-    const bool pack_a = three || amn, pack_b = three || bmn;
+    const bool pack_a = three || (amn && !rs), pack_b = three || bmn;
     const int64_t keff = three ? 3 * kseg : p->k;
     size_t bytes_a = pack_a ? align256((size_t)p->m * nseg * kseg * 4) : 0;
     size_t bytes_b = pack_b ? align256((size_t)p->n * nseg * kseg * 4) : 0;
@@ -113,18 +174,15 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
         GEMMK_CK(ctx, tf32_pack(static_cast<const float *>(p->b), p->ldb, bmn,
                                 p->n, p->k, three ? 2 : 0, pb, kseg, stream));
 
-    Plan pl;
     if (rung6) {
         pl.bn = 128, pl.cluster = 1, pl.splits = 1, pl.pp = 0, pl.epi = 0;
         pl.kbps = (int)cdiv(keff, 32);
-    } else {
-        /* A tf32 k-block (32 values) moves the bytes of a 16-bit one (64)
-         * in the same tensor time at half the rate: plan as 16-bit, 2K. */
+    } else if (three) {
+        /* plan as 16-bit with 2K (plan_tf32) */
         gemmk_problem q = *p;
         q.k = 2 * keff;
         q.ab_type = GEMM_BF16;
-        plan(ctx, &q, kTilingTf32, false, &pl,
-             three ? ctx_knob(ctx, KNOB_X3_BN) : 256);
+        plan(ctx, &q, kTilingTf32, false, &pl, ctx_knob(ctx, KNOB_X3_BN));
     }
 
     /* 3xTF32's parts are exact tf32 values; a tf32 operand read in place
@@ -139,6 +197,11 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
     ka.stride1 = pack_a ? (uint64_t)(nseg * kseg) * 4 : (uint64_t)p->lda * 4;
     ka.box0 = 32;
     ka.box1 = rung6 ? 64 : BM;
+    if (rs) { /* A stored k x m: boxes of 32 M x 32 k (tf32_frags.cuh) */
+        ka.dim0 = (uint64_t)p->m;
+        ka.dim1 = (uint64_t)p->k;
+        ka.box1 = 32;
+    }
     gemmk_tmap_key kb = {};
     kb.addr = (uint64_t)(uintptr_t)(pack_b ? (const void *)pb : p->b);
     kb.dtype = map_type;
@@ -157,7 +220,18 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
     if (e != GEMM_OK)
         return e;
     l.tf32 = true;
+    l.amn = rs ? 1 : 0;
+    l.p.d_trans = d_trans ? 1 : 0;
     l.stream = stream;
+    if (pl.epi) {
+        e = pl.sk ? sk_params(ctx, pl, stream, &l) : GEMM_OK;
+        if (e == GEMM_OK)
+            e = tstore_map(ctx, orig, pl, &l);
+        if (e != GEMM_OK)
+            return e;
+        GEMMK_CK(ctx, launch_tf32_ts(l, pl.epi));
+        return finish_splits(ctx, p, pl, l.p, stream);
+    }
     if (three) {
         l.p.pws =
             reinterpret_cast<float *>(reinterpret_cast<char *>(pb) + bytes_b);

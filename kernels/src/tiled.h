@@ -42,6 +42,14 @@ gemm_error sk_setup(gemmk_ctx *ctx, int dp, int units, cudaStream_t stream,
 gemm_error sk_params(gemmk_ctx *ctx, const Plan &pl, cudaStream_t stream,
                      Launch *l);
 
+/* D's tensor map into l->td where plan pl stores through TMA and p's
+ * epilogue allows it (16-bit D: 64 x 64 boxes; fp32 D of the tf32 kernel,
+ * l->tf32: 64 x 32, also for D^T stored transposed, l->p.d_trans, where p
+ * is the problem as the caller asked it); zeroed otherwise, so the kernel
+ * stores from registers. */
+gemm_error tstore_map(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
+                      Launch *l);
+
 /* The split-K reduction after a split plan's kernel (nothing otherwise). */
 gemm_error finish_splits(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
                          const KParams &kp, cudaStream_t stream);

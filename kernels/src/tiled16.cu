@@ -70,6 +70,7 @@ gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
     l->grid = even_grid(ctx, kp.units, slots, false) * pl.cluster;
     l->cluster = pl.cluster;
     l->f16 = false;
+    l->tf32 = false;
     l->amn = l->bmn = 0;
     return GEMM_OK;
 }
@@ -103,6 +104,24 @@ gemm_error sk_params(gemmk_ctx *ctx, const Plan &pl, cudaStream_t stream,
 {
     l->grid = ctx->num_sms;
     return sk_setup(ctx, pl.sk_dp, l->p.units - pl.sk_dp, stream, &l->sk);
+}
+
+gemm_error tstore_map(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
+                      Launch *l)
+{
+    memset(&l->td, 0, sizeof(l->td));
+    const bool d32 = l->tf32 && tstore32_applies(l->p);
+    const bool d16 = tstore_applies(l->p) && !l->p.d_trans;
+    if (!pl.epi || !(d32 || d16))
+        return GEMM_OK;
+    gemmk_tmap_key kd = {};
+    kd.addr = (uint64_t)(uintptr_t)p->d;
+    kd.dtype = p->cd_type;
+    kd.swizzle = GEMMK_SWIZZLE_128B;
+    kd.stride1 = (uint64_t)p->ldd * (d32 ? 4 : 2);
+    kd.dim0 = p->n, kd.dim1 = p->m;
+    kd.box0 = d32 ? 32 : 64, kd.box1 = 64;
+    return ctx_map(ctx, &kd, &l->td);
 }
 
 gemm_error finish_splits(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
@@ -202,18 +221,9 @@ gemm_error run_tiled16(gemmk_ctx *ctx, const gemmk_problem *p,
         e = sk_params(ctx, pl, stream, &l);
     if (e != GEMM_OK)
         return e;
-    memset(&l.td, 0, sizeof(l.td));
-    if (pl.epi && tstore_applies(l.p)) {
-        gemmk_tmap_key kd = {};
-        kd.addr = (uint64_t)(uintptr_t)p->d;
-        kd.dtype = p->cd_type;
-        kd.swizzle = GEMMK_SWIZZLE_128B;
-        kd.stride1 = (uint64_t)p->ldd * 2;
-        kd.dim0 = p->n, kd.dim1 = p->m, kd.box0 = 64, kd.box1 = 64;
-        e = ctx_map(ctx, &kd, &l.td);
-        if (e != GEMM_OK)
-            return e;
-    }
+    e = tstore_map(ctx, p, pl, &l);
+    if (e != GEMM_OK)
+        return e;
     l.stream = stream;
     GEMMK_CK(ctx, run->launch(l));
     return finish_splits(ctx, p, pl, l.p, stream);

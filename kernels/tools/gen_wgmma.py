@@ -5,7 +5,7 @@ of 8, 192 and 256; the narrow ones for decode shapes, with a dispatch taking N a
 a template argument), A and B from shared memory descriptors, transpose bits as template immediates; and
 m64nNk8 f32 += tf32 x tf32 (fp32 words read as tf32; N 8, 16, 32 for decode
 shapes, 64, 128, 256), which has no transpose immediates: both operands
-K-major, or A from registers (N 8 to 128); and m64nNk32 s32 += s8 x s8
+K-major, or A from registers (N 8 to 256); and m64nNk32 s32 += s8 x s8
 (the Ozaki-II int8 residues), likewise K-major only, with no scale immediates
 (integer wgmma has none)."""
 import sys
@@ -84,7 +84,7 @@ def tf32(n, rs):
 
 
 TF32_SS = (8, 16, 32, 64, 128, 256)
-TF32_RS = (8, 16, 32, 64, 128)
+TF32_RS = (8, 16, 32, 64, 128, 256)
 for n in TF32_SS:
     tf32(n, False)
 for n in TF32_RS:

@@ -372,16 +372,22 @@ static int tf32_round_check(void)
 }
 
 /* tf32 with K = 1: D = op(a) op(b) exactly, each operand as the tensor
- * cores read it: rounded ties away where the pre-pass wrote it ("ws-tf32"
- * MN-major: trans_a, or B not trans_b), ties to even where the TMA unit
- * rounded it on the way in (read in place; "ws-decode-tf32": both).
- * Every fourth value is a tie, where the two roundings differ; tails of
- * the pre-pass's tiles in both dimensions. */
-static int tf32_k1_check(const char *kernel)
+ * cores read it: rounded ties away where the pre-pass wrote it
+ * ("ws-tf32r": every MN-major operand, trans_a or B not trans_b;
+ * "ws-tf32": B in TN only, since it reads an MN-major A into registers
+ * and runs NN as D^T = B^T A^T, B^T then the MN-major A), ties to even
+ * where the TMA unit rounded it on the way in (read in place;
+ * "ws-decode-tf32": both). Every fourth value is a tie, where the two
+ * roundings differ; tails of the pre-pass's tiles in both dimensions.
+ * "ws-tf32" reads in place on 128 x 256 plans only: m x n large enough
+ * that the plan takes them (2053 x 4099: two waves). */
+static int tf32_k1_check(const char *kernel, int64_t m, int64_t n)
 {
-    const bool both = strcmp(kernel, "ws-tf32") != 0;
+    const bool both =
+        strcmp(kernel, "ws-tf32") != 0 && strcmp(kernel, "ws-tf32r") != 0;
+    const bool a_prepass = strcmp(kernel, "ws-tf32r") == 0;
     int bad = 0;
-    const int64_t m = 133, n = 70, ld = 136;
+    const int64_t ld = ((m > n ? m : n) + 3 + 7) / 8 * 8;
     std::vector<float> ha(m * ld), hb(n * ld), hd(m * ld);
     uint32_t x = 0x9e3779b9u;
     /* values in [1, 2) with random low bits, every fourth a tie */
@@ -427,11 +433,13 @@ static int tf32_k1_check(const char *kernel)
             for (int64_t j = 0; j < n; j++) {
                 uint32_t ua = gemmk_f32_bits(ha[p.trans_a ? i : i * 8]);
                 uint32_t ub = gemmk_f32_bits(hb[p.trans_b ? j * 8 : j]);
-                float a = gemmk_bits_f32(!both && p.trans_a
+                float a = gemmk_bits_f32(a_prepass && p.trans_a
                                              ? gemmk_tf32_round_bits(ua)
                                              : gemmk_tf32_round_even_bits(ua));
-                float b = gemmk_bits_f32(!both && !p.trans_b
-                                             ? gemmk_tf32_round_bits(ub)
+                const bool b_prepass =
+                    !both && !p.trans_b && (a_prepass || p.trans_a);
+                float b =
+                    gemmk_bits_f32(b_prepass ? gemmk_tf32_round_bits(ub)
                                              : gemmk_tf32_round_even_bits(ub));
                 if (gemmk_f32_bits(hd[i * ld + j]) != gemmk_f32_bits(a * b)) {
                     printf("tf32 k=1 t%d%d: D[%lld][%lld] = %.9g, want %.9g\n",
@@ -446,8 +454,11 @@ static int tf32_k1_check(const char *kernel)
     cudaFree(A);
     cudaFree(B);
     cudaFree(D);
-    printf("tf32 k=1 exact, %s (%s): %s\n", kernel,
-           both ? "both ties to even" : "pre-pass ties away, in place to even",
+    printf("tf32 k=1 exact, %s %lldx%lld (%s): %s\n", kernel, (long long)m,
+           (long long)n,
+           both        ? "both ties to even"
+           : a_prepass ? "pre-pass ties away, in place to even"
+                       : "TN's B pre-passed ties away, the rest to even",
            bad ? "FAIL" : "ok");
     return bad;
 }
@@ -753,9 +764,11 @@ int main(int argc, char **argv)
     CB(cublasCreate(&blas));
     CB(cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH));
 
-    int api_bad = api_checks() + tf32_round_check() + tf32_k1_check("ws-tf32") +
-                  tf32_k1_check("ws-decode-tf32") + x3_special_check() +
-                  wide_checks();
+    int api_bad = api_checks() + tf32_round_check() +
+                  tf32_k1_check("ws-tf32", 2053, 4099) +
+                  tf32_k1_check("ws-tf32r", 133, 70) +
+                  tf32_k1_check("ws-decode-tf32", 133, 70) +
+                  x3_special_check() + wide_checks();
     std::vector<Case> cases;
     const gemm_dtype abs_[2] = {GEMM_BF16, GEMM_FP16};
     const gemm_dtype cds[3] = {GEMM_FP32, GEMM_BF16, GEMM_FP16};
@@ -1017,6 +1030,23 @@ int main(int argc, char **argv)
                          (q % 3 == 2) ? -0.75f : 1.0f, q % 2 ? 0.f : 0.5f,
                          8 * (q % 3), named ? "ws-decode-3xtf32" : NULL,
                          named ? GEMM_PRECISION_FP32 : GEMM_PRECISION_DEFAULT});
+        /* tf32 tiles stored through TMA (fp32 D in 64 x 32 boxes, 16-bit D
+         * in 64 x 64), the 3-stage layout, a stream-K tail always, the
+         * register epilogue, and auto: unsplit 128 x 256 plans with tails in
+         * M and N; N % 4 != 0 (fp32) or % 8 != 0 (16-bit) and beta != 0
+         * store from registers inside the same kernel */
+        const char *tsn[] = {"ws-tf32", "ws-tf32e3", "ws-tf32sk", "ws-tf32r",
+                             NULL};
+        const long long ts[][3] = {{2048, 2048, 2048}, {4096, 1028, 96},
+                                   {1536, 3000, 777},  {3000, 5004, 700},
+                                   {2100, 2052, 1100}, {1200, 2050, 513}};
+        for (auto &s : ts)
+            for (int t = 0; t < 4; t++)
+                for (int r = 0; r < 5; r++, q++)
+                    cases.push_back({s[0], s[1], s[2], GEMM_FP32, cds[q % 3],
+                                     t >> 1, t & 1, (t == 3) ? -0.75f : 1.0f,
+                                     (q % 7 == 3) ? 0.5f : 0.f, 8 * (q % 3),
+                                     tsn[r], GEMM_PRECISION_TF32});
     }
     for (size_t i = 0; i < cases.size(); i++)
         if (!only || (cases[i].kernel && strstr(cases[i].kernel, only)))
