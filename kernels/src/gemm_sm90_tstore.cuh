@@ -221,6 +221,23 @@ ts_store(const KParams &p, const CUtensorMap *tmd, float (&d)[BN / 2],
     }
 }
 
+/* One consumer's k-blocks [kb0, kb1) of a unit: consume_tile, or for
+ * tf32 with A MN-major consume_tile_rs (A's fragments from registers;
+ * sa_c: this consumer's rows of stage 0). */
+template <int BN, int AB, int AMN, int BMN, int STAGES>
+__device__ __forceinline__ void
+ts_consume(float (&d)[BN / 2], const uint8_t *sa_c, uint64_t da0, uint64_t db0,
+           int kb0, int kb1, int tid, int lane, uint64_t *full, uint64_t *empty,
+           int &s, uint32_t &ph)
+{
+    if constexpr (AB == 2 && AMN)
+        consume_tile_rs<BN, STAGES>(d, sa_c, db0, a_frags_at(tid), kb0, kb1,
+                                    lane, full, empty, s, ph);
+    else
+        consume_tile<BN, AB, AMN, BMN, 1, STAGES>(d, da0, db0, kb0, kb1, lane,
+                                                  0, full, empty, s, ph);
+}
+
 template <int AB, int AMN, int BMN, int NB, int BN_ = 256>
 __global__ void __launch_bounds__(384, 1)
     gemm_ts_kernel(const __grid_constant__ CUtensorMap tma,
@@ -300,13 +317,9 @@ __global__ void __launch_bounds__(384, 1)
             unit_coords(p, u, mt, nt, split);
             int kb0 = split * p.kb_per_split;
             int kb1 = min(p.nkb, kb0 + p.kb_per_split);
-            if constexpr (AB == 2 && AMN) /* A's fragments from registers */
-                consume_tile_rs<BN, STAGES>(d, sa + c * 8192, db0,
-                                            a_frags_at(tid), kb0, kb1, lane,
-                                            full, empty, s, ph);
-            else
-                consume_tile<BN, AB, AMN, BMN, 1, STAGES>(
-                    d, da0, db0, kb0, kb1, lane, 0, full, empty, s, ph);
+            ts_consume<BN, AB, AMN, BMN, STAGES>(d, sa + c * 8192, da0, db0,
+                                                 kb0, kb1, tid, lane, full,
+                                                 empty, s, ph);
             ts_store<AB, NB, BN, AB == 2 && AMN == 1>(p, &tmd, d, cbuf, tstore,
                                                       ts32, mt, nt, split, c,
                                                       tid, warp, lane);
@@ -317,13 +330,9 @@ __global__ void __launch_bounds__(384, 1)
         while (sk_next(sk, p.nkb, it0, pos, u, kb0, kb1)) {
             int mt, nt, split;
             unit_coords(p, u, mt, nt, split);
-            if constexpr (AB == 2 && AMN) /* A's fragments from registers */
-                consume_tile_rs<BN, STAGES>(d, sa + c * 8192, db0,
-                                            a_frags_at(tid), kb0, kb1, lane,
-                                            full, empty, s, ph);
-            else
-                consume_tile<BN, AB, AMN, BMN, 1, STAGES>(
-                    d, da0, db0, kb0, kb1, lane, 0, full, empty, s, ph);
+            ts_consume<BN, AB, AMN, BMN, STAGES>(d, sa + c * 8192, da0, db0,
+                                                 kb0, kb1, tid, lane, full,
+                                                 empty, s, ph);
             if (kb1 < p.nkb) { /* a partial: the range's end */
                 sk_publish<BN>(sk, blockIdx.x, c, d, tid);
                 pending = true;

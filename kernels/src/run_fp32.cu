@@ -56,6 +56,24 @@ int x3_promo(const gemmk_ctx *ctx, int64_t k)
     return p < 4 ? 4 : p > 16 ? 16 : p;
 }
 
+/* What the pre-pass of an MN-major operand of `rows` rows would take of
+ * p's GEMM, at rough rates (the pre-pass moves 8 bytes a value at ~3
+ * TB/s; tf32 runs at ~330 TFLOP/s): 440 / M for NN's B, 440 / N for A. */
+static double prepass_share(const gemmk_problem *p, int64_t rows)
+{
+    const double t_pre = 8.0 * (double)rows * (double)p->k / 3.0e12;
+    const double t_mma = 2.0 * (double)p->m * p->n * p->k / 330e12;
+    return t_pre / t_mma;
+}
+
+/* The register path (A from registers, NN swapped) where the pre-pass it
+ * saves would take at least this share of the GEMM. Measured on the H200
+ * (kernel-notes v21, against the pre-pass path in alternating order):
+ * 4096^3 NN +6%, TT +7% (share 0.11), 5120^3 +17% (0.09), 6144^3 +2-3%
+ * (0.07), 4096x8192x8192 NN +5% (0.11); 8192^3 NN -7%, TT -4% (0.054),
+ * 8192x8192x4096 -2%, 8192x4096x8192 equal (0.054). */
+constexpr double kRsShare = 0.06;
+
 /* The plan of tiled tf32 problem p under row tr (ws-tf32's family): as a
  * 16-bit problem of 2K, since a tf32 k-block (32 values) moves the bytes
  * of a 16-bit one (64) in the same tensor time at half the rate; 128 x
@@ -114,11 +132,12 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
         res->kernel = row.d.name;
     /* tiled tf32 (auto: ws-tf32's row) with the TMA-store kernel (the
      * row's epi), where the plan takes 128 x 256 tiles (smaller problems
-     * keep their narrower or split tiles): an MN-major A goes to wgmma from
-     * registers, transposed as it is loaded (GEMMK_TF32_RS), instead of
-     * through the pre-pass; with both operands row-major (NN) and no
-     * split-K (whose partials would be D^T's) the kernel computes D^T =
-     * B^T A^T, B^T then the MN-major A, and stores it transposed: no
+     * keep their narrower or split tiles) and the pre-pass would take a
+     * share of the GEMM worth saving (kRsShare): an MN-major A goes to
+     * wgmma from registers, transposed as it is loaded (GEMMK_TF32_RS),
+     * instead of through the pre-pass; with both operands row-major (NN)
+     * and no split-K (whose partials would be D^T's) the kernel computes
+     * D^T = B^T A^T, B^T then the MN-major A, and stores it transposed: no
      * pre-pass at all */
     const Row &tr = autorow ? *row_find("ws-tf32") : row;
     const bool ts = !three && !rung6 && tr.tiling.epi;
@@ -131,7 +150,8 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
         wide = ts && ctx_knob(ctx, KNOB_TF32_RS) && pl.bn == 256 &&
                pl.cluster == 1;
     }
-    if (wide && !p->trans_a && !p->trans_b && pl.splits == 1) {
+    if (wide && !p->trans_a && !p->trans_b && pl.splits == 1 &&
+        prepass_share(p, p->n) >= kRsShare) {
         sw = *p;
         sw.m = p->n, sw.n = p->m;
         sw.a = p->b, sw.b = p->a;
@@ -147,7 +167,8 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
     const bool d_trans = p != orig;
     const int amn = p->trans_a ? 1 : 0;
     const int bmn = p->trans_b ? 0 : 1;
-    const bool rs = wide && amn;
+    const bool rs =
+        wide && amn && (d_trans || prepass_share(p, p->m) >= kRsShare);
     const int64_t kseg = cdiv(p->k, 32) * 32;
     const int nseg = three ? 3 : 1;
     const bool pack_a = three || (amn && !rs), pack_b = three || bmn;
