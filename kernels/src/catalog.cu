@@ -282,8 +282,9 @@ const Row kRows[] = {
     {{"ws-tf32", 0, 0,
       "fp32 as tf32 (rounded to nearest, as cuBLAS): warp-specialized "
       "TMA+WGMMA 128xBN, 128x256 tiles stored by TMA under the next tile "
-      "with a stream-K tail where it pays; MN-major operands transposed by "
-      "a pre-pass",
+      "with a stream-K tail where it pays; where a pre-pass would weigh, a "
+      "column-major A read into registers and NN run as D^T stored "
+      "transposed, else MN-major operands transposed by a pre-pass",
       kAB32, kCDAll, kPrecTF32, kT},
      0,
      run_fp32,

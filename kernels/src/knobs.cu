@@ -157,10 +157,12 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "gemm_decode_tf32.cuh, kernel-notes v20)",
      read_bool},
     {KNOB_TF32_RS, "GEMMK_TF32_RS", 1,
-     "ws-tf32 with A column-major (trans_a): each stage's A tile goes to "
-     "wgmma straight into registers, transposed as it is loaded (1) or A "
-     "is transposed and rounded by a pre-pass first (0; gemm_sm90.cuh "
-     "consume_tile_rs, kernel-notes v21)",
+     "ws-tf32 where the pre-pass would take 6% of the GEMM or more: a "
+     "column-major A (trans_a) goes to wgmma straight into registers, "
+     "transposed as it is loaded, and NN runs as D^T = B^T A^T stored "
+     "transposed (1), or every MN-major operand is transposed and rounded "
+     "by a pre-pass first (0; run_fp32.cu, gemm_sm90.cuh consume_tile_rs, "
+     "kernel-notes v21)",
      read_bool},
     {KNOB_BLAS3_WHOLE, "GEMMK_BLAS3_WHOLE", -1,
      "symm and hemm run as GEMMs on A made whole (the other triangle "

@@ -7,11 +7,13 @@
  * tf32: K-major operands are read in place, rounded to tf32 by the TMA
  * unit as it loads them (a TFLOAT32 tensor map: nearest, ties to even);
  * an MN-major one (trans_a, or B not trans_b) is first transposed and
- * rounded (ties away) into the context's pre-pass workspace, except an
- * MN-major A on ws-tf32's kernel, whose fragments go to wgmma from
- * registers (read in place, rounded by the TMA unit). ws-tf32's 128 x 256
- * plans store D through TMA under the next tile (ws-tf32r: from
- * registers, every MN-major operand through the pre-pass).
+ * rounded (ties away) into the context's pre-pass workspace, except on
+ * ws-tf32's 128 x 256 plans where that pre-pass would weigh (kRsShare):
+ * there an MN-major A's fragments go to wgmma from registers (read in
+ * place, rounded by the TMA unit) and NN runs as D^T = B^T A^T, stored
+ * transposed. ws-tf32's 128 x 256 plans store D through TMA under the
+ * next tile (ws-tf32r: from registers, every MN-major operand through the
+ * pre-pass).
  * 3xTF32: both operands always go through the pre-pass, which splits them
  * into big and small tf32 parts, K-concatenated (kern_tf32.cu); the GEMM
  * then runs over K' = 3 * kseg. Decode shapes (M <= 128) run

@@ -12,10 +12,10 @@
 namespace gemmk
 {
 
-/* Whether the fp32 TMA-store epilogue applies (the tf32 kernel's; rows end on
- * 16 bytes: N a multiple of 4). Its boxes are 64 rows x 32 fp32 columns: a
- * 128-byte swizzled row holds 32 of them, so a box is 8 KB like a 16-bit one.
- */
+/* Whether the fp32 TMA-store epilogue applies (the tf32 kernel's; D's rows
+ * end on 16 bytes: its column count a multiple of 4, n, or m of a D^T
+ * product). Its boxes are 64 rows x 32 fp32 columns: a 128-byte swizzled
+ * row holds 32 of them, so a box is 8 KB like a 16-bit one. */
 __host__ __device__ inline bool tstore32_ok(const KParams &p)
 {
     return p.splits == 1 && p.beta == 0.f && p.cd_type == 3 &&
