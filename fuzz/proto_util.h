@@ -8,87 +8,54 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-/* Unknown fields anywhere in the request (protobuf-c keeps them as read,
- * even an overlong tag 0, and packs them back in a form it may refuse). */
+/* Whether field f of m holds a value (a set oneof member, a non-NULL
+ * message); for repeated fields, how many. */
+static inline size_t pu_count(const ProtobufCMessage *m,
+                              const ProtobufCFieldDescriptor *f)
+{
+    const char *base = (const char *)m;
+    if (f->label == PROTOBUF_C_LABEL_REPEATED)
+        return *(const size_t *)(base + f->quantifier_offset);
+    if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0 &&
+        *(const uint32_t *)(base + f->quantifier_offset) != f->id)
+        return 0;
+    return *(void *const *)(base + f->offset) != NULL;
+}
+
+/* Unknown fields anywhere in a message, its sub-messages walked through
+ * the descriptors (protobuf-c keeps unknown fields as read, even an
+ * overlong tag 0, and packs them back in a form it may refuse). */
+static inline bool pu_has_unknown(const ProtobufCMessage *m)
+{
+    if (m->n_unknown_fields != 0)
+        return true;
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+            continue;
+        size_t n = pu_count(m, f);
+        if (n == 0)
+            continue;
+        const char *slot = (const char *)m + f->offset;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            ProtobufCMessage *const *v =
+                *(ProtobufCMessage *const *const *)slot;
+            for (size_t j = 0; j < n; j++)
+                if (pu_has_unknown(v[j]))
+                    return true;
+        } else if (pu_has_unknown(*(const ProtobufCMessage *const *)slot)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static inline bool has_unknown(const Gemm__Request *rq)
 {
-    const ProtobufCMessage *m[6] = {&rq->base};
-    size_t k = 1;
-    switch (rq->body_case) {
-    case GEMM__REQUEST__BODY_HELLO:
-        m[k++] = &rq->hello->base;
-        break;
-    case GEMM__REQUEST__BODY_STATUS:
-        m[k++] = &rq->status->base;
-        break;
-    case GEMM__REQUEST__BODY_REGISTER_BUFFER:
-        m[k++] = &rq->register_buffer->base;
-        break;
-    case GEMM__REQUEST__BODY_RELEASE_BUFFER:
-        m[k++] = &rq->release_buffer->base;
-        break;
-    case GEMM__REQUEST__BODY_GEMM:
-        m[k++] = &rq->gemm->base;
-        const Gemm__Operand *ops[] = {rq->gemm->a, rq->gemm->b, rq->gemm->c,
-                                      rq->gemm->d};
-        for (size_t i = 0; i < 4; i++)
-            if (ops[i] != NULL)
-                m[k++] = &ops[i]->base;
-        break;
-    case GEMM__REQUEST__BODY_TENSOR_UPLOAD:
-        m[k++] = &rq->tensor_upload->base;
-        if (rq->tensor_upload->src != NULL)
-            m[k++] = &rq->tensor_upload->src->base;
-        break;
-    case GEMM__REQUEST__BODY_TENSOR_FREE:
-        m[k++] = &rq->tensor_free->base;
-        break;
-    case GEMM__REQUEST__BODY_LIST_KERNELS:
-        m[k++] = &rq->list_kernels->base;
-        break;
-    case GEMM__REQUEST__BODY_CANCEL:
-        m[k++] = &rq->cancel->base;
-        break;
-    case GEMM__REQUEST__BODY_BLAS3: {
-        m[k++] = &rq->blas3->base;
-        const Gemm__Operand *b3[] = {rq->blas3->a, rq->blas3->b, rq->blas3->c};
-        for (size_t i = 0; i < 3; i++)
-            if (b3[i] != NULL)
-                m[k++] = &b3[i]->base;
-        break;
-    }
-    case GEMM__REQUEST__BODY_BATCH: {
-        const Gemm__BatchRequest *b = rq->batch;
-        if (b->base.n_unknown_fields != 0)
-            return true;
-        const Gemm__GemmRequest *op = b->op;
-        if (op != NULL) {
-            const Gemm__Operand *ops[] = {op->a, op->b, op->c, op->d};
-            if (op->base.n_unknown_fields != 0)
-                return true;
-            for (size_t i = 0; i < 4; i++)
-                if (ops[i] != NULL && ops[i]->base.n_unknown_fields != 0)
-                    return true;
-        }
-        for (size_t p = 0; p < b->n_problems; p++) {
-            const Gemm__BatchProblem *q = b->problems[p];
-            const Gemm__Operand *ops[] = {q->a, q->b, q->c, q->d};
-            if (q->base.n_unknown_fields != 0)
-                return true;
-            for (size_t i = 0; i < 4; i++)
-                if (ops[i] != NULL && ops[i]->base.n_unknown_fields != 0)
-                    return true;
-        }
-        break;
-    }
-    default:
-        break;
-    }
-    for (size_t i = 0; i < k; i++)
-        if (m[i]->n_unknown_fields != 0)
-            return true;
-    return false;
+    return pu_has_unknown(&rq->base);
 }
 
 #endif
