@@ -208,7 +208,8 @@ const Row kRows[] = {
     {{"ws-decode", 0, 0,
       "decode shapes (M <= 128, A untransposed): D^T = B^T A^T on 64-row "
       "tiles, M rounded up to 8 on wgmma's N (8 to 128), one read of B, "
-      "no K split",
+      "no K split; 128-row tiles, a consumer warpgroup on each 64, where "
+      "M <= 64 and the 64-row tiles would be more than two an SM",
       kAB16, kCDAll, 0, 0x5u},
      0,
      run_decode,
@@ -216,6 +217,26 @@ const Row kRows[] = {
      nullptr,
      nullptr,
      0},
+    {{"ws-decode-single", 0, 0,
+      "ws-decode on 64-row tiles with one consumer always (for "
+      "measurements)",
+      kAB16, kCDAll, 0, 0x5u},
+     0,
+     run_decode,
+     {0, 1, 1, 0, 0, 0},
+     nullptr,
+     nullptr,
+     1},
+    {{"ws-decode-pair", 0, 0,
+      "ws-decode on 128-row tiles, a consumer warpgroup on each 64, always "
+      "where M <= 64, else as ws-decode-single (for measurements)",
+      kAB16, kCDAll, 0, 0x5u},
+     0,
+     run_decode,
+     {0, 1, 1, 0, 0, 0},
+     nullptr,
+     nullptr,
+     2},
     {{"grouped128x128", 0, 0,
       "persistent grouped kernel: the 128x128 tiles of many problems in one "
       "launch (gemmk_gemm_grouped; here one problem)",

@@ -17,6 +17,10 @@
  * out whole), with alpha, beta and C. (More than 128 rows of A: a grid
  * row per 128, each reading B again; only for the catalog's sake.)
  *
+ * CW = 2 (the pair): 128-row tiles, a consumer warpgroup on each 64 rows
+ * of a stage that also carries A's tile once, so the CTAs read A from L2
+ * half as often and hand over a stage of 16 KB of B per handshake.
+ *
  * A' (B read as N x K) is MN-major in shared memory when B is K x N
  * (AMN = 1) and K-major when B is stored N x K; B' (A, M x K) is always
  * K-major: the caller takes this kernel only for an untransposed A.
@@ -29,11 +33,12 @@
 namespace gemmk
 {
 
-template <int BN> struct DecodeCfg {
-    static constexpr int A_BYTES = 64 * BK * 2;
+/* CW consumer warpgroups, each on its own 64 of a tile's 64 CW rows */
+template <int BN, int CW = 1> struct DecodeCfg {
+    static constexpr int A_BYTES = CW * 64 * BK * 2;
     static constexpr int B_BYTES = BN * BK * 2;
     static constexpr int OUT_BYTES = BN * 65 * 4; /* D^T block, padded */
-    static_assert(OUT_BYTES <= 2 * (A_BYTES + B_BYTES), "out in the ring");
+    static_assert(CW * OUT_BYTES <= 2 * (A_BYTES + B_BYTES), "out in the ring");
     /* dynamic shared memory for a ring of `stages` (the block of D^T
      * reuses the ring once the main loop is done) */
     static constexpr int smem(int stages)
@@ -121,13 +126,13 @@ decode_to_out(float *out, const float (&d)[BN / 2], int tid, bool add)
             }
 }
 
-template <int BN, int AB, int AMN>
-__global__ void __launch_bounds__(160, 1)
+template <int BN, int AB, int AMN, int CW>
+__global__ void __launch_bounds__(128 * CW + 32, CW)
     gemm_decode_kernel(const __grid_constant__ CUtensorMap ta,
                        const __grid_constant__ CUtensorMap tb,
                        const __grid_constant__ DecodeParams p)
 {
-    using C = DecodeCfg<BN>;
+    using C = DecodeCfg<BN, CW>;
     const int stages = p.stages;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *sa = reinterpret_cast<uint8_t *>(
@@ -136,11 +141,12 @@ __global__ void __launch_bounds__(160, 1)
     float *out = reinterpret_cast<float *>(sa); /* after the main loop */
     uint64_t *full = reinterpret_cast<uint64_t *>(sb + stages * C::B_BYTES);
     uint64_t *empty = full + stages;
-    const int n0 = blockIdx.x * 64, m0 = blockIdx.y * BN;
-    ring_init(full, empty, stages, 4); /* lane 0 of each consumer warp */
+    const int n0 = blockIdx.x * 64 * CW, m0 = blockIdx.y * BN;
+    /* lane 0 of each consumer warp */
+    ring_init(full, empty, stages, 4 * CW);
 
-    if (warpgroup_index() == 1) { /* the producer warp */
-        if (threadIdx.x != 128)
+    if (warpgroup_index() == CW) { /* the producer warp */
+        if (threadIdx.x != 128 * CW)
             return;
         int s = 0;
         uint32_t ph = 0;
@@ -151,8 +157,13 @@ __global__ void __launch_bounds__(160, 1)
             mbar_expect_tx(&full[s], C::A_BYTES + C::B_BYTES);
             const int k0 = kb * BK;
             uint8_t *a = sa + s * C::A_BYTES;
-            const int c0 = AMN ? n0 : k0, c1 = AMN ? k0 : n0;
-            decode_load(a, &ta, c0, c1, &full[s], p.hint, once);
+#pragma unroll
+            for (int c = 0; c < CW; c++) { /* 64 rows each */
+                const int c0 = AMN ? n0 + 64 * c : k0,
+                          c1 = AMN ? k0 : n0 + 64 * c;
+                decode_load(a + c * 64 * BK * 2, &ta, c0, c1, &full[s], p.hint,
+                            once);
+            }
             decode_load(sb + s * C::B_BYTES, &tb, k0, m0, &full[s], p.hint,
                         again);
             if (++s == stages) {
@@ -163,11 +174,13 @@ __global__ void __launch_bounds__(160, 1)
         return;
     }
 
-    /* the consumer warpgroup */
-    const int tid = threadIdx.x, lane = tid % 32;
+    /* a consumer warpgroup: rows 64 wg .. 64 wg + 63 of the tile */
+    const int wg = CW > 1 ? warpgroup_index() : 0;
+    const int tid = CW > 1 ? threadIdx.x % 128 : threadIdx.x, lane = tid % 32;
     constexpr uint32_t A_KSTEP = AMN ? 16 * 128 : 32;
-    const uint64_t da0 = gemmk_desc_encode(smem_u32(sa), AMN ? SLAB : 16, 1024,
-                                           GEMMK_SWIZZLE_128B);
+    const uint64_t da0 =
+        gemmk_desc_encode(smem_u32(sa + wg * 64 * BK * 2), AMN ? SLAB : 16,
+                          1024, GEMMK_SWIZZLE_128B);
     const uint64_t db0 =
         gemmk_desc_encode(smem_u32(sb), 16, 1024, GEMMK_SWIZZLE_128B);
     float d[BN / 2];
@@ -200,9 +213,17 @@ __global__ void __launch_bounds__(160, 1)
     wgmma_wait<0>();
     fence_regs(d);
 
-    decode_to_out<BN>(out, d, tid, false);
-    asm volatile("bar.sync 1, 128;" ::: "memory");
-    decode_store_cd<BN>(p, out, n0, m0, tid);
+    /* the blocks of D^T go into the ring once every consumer is done
+     * reading it */
+    if constexpr (CW > 1)
+        asm volatile("bar.sync 2, %0;" ::"n"(128 * CW) : "memory");
+    float *mine = out + wg * BN * 65;
+    decode_to_out<BN>(mine, d, tid, false);
+    if (wg == 0)
+        asm volatile("bar.sync 1, 128;" ::: "memory");
+    else /* the pair's second consumer */
+        asm volatile("bar.sync 3, 128;" ::: "memory");
+    decode_store_cd<BN>(p, mine, n0 + 64 * wg, m0, tid);
 }
 
 } // namespace gemmk

@@ -1,5 +1,6 @@
 /* kern_decode.cu: the decode kernels' instantiations: gemm_decode.cuh's
- * tile widths 8 to 128 in steps of 8 x bf16 and fp16 x B read either way,
+ * tile widths 8 to 128 in steps of 8 x bf16 and fp16 x B read either way
+ * (and the pair, two consumers on 128-row tiles, to width 64),
  * gemm_decode_tf32.cuh's widths 8, 16, 32, 64 and 128 x B read either
  * way x 64- or 128-row tiles. */
 #include "gemm_decode_tf32.cuh"
@@ -9,17 +10,31 @@ namespace gemmk
 namespace
 {
 
-template <int BN, int AB, int AMN>
-cudaError_t launch_decode_one(const DecodeLaunch &l)
+template <int BN, int AB, int AMN, int CW>
+cudaError_t launch_decode_cw(const DecodeLaunch &l)
 {
-    auto kern = gemm_decode_kernel<BN, AB, AMN>;
-    const int smem = DecodeCfg<BN>::smem(l.p.stages);
+    auto kern = gemm_decode_kernel<BN, AB, AMN, CW>;
+    const int smem = DecodeCfg<BN, CW>::smem(l.p.stages);
     cudaError_t e = cudaFuncSetAttribute(
         kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess)
         return e;
-    kern<<<dim3(l.grid, l.grid_y), 160, smem, l.stream>>>(l.ta, l.tb, l.p);
+    kern<<<dim3(l.grid, l.grid_y), 128 * CW + 32, smem, l.stream>>>(l.ta, l.tb,
+                                                                    l.p);
     return cudaGetLastError();
+}
+
+/* the pair (two consumers, 128-row tiles) for widths up to 64 */
+template <int BN, int AB, int AMN>
+cudaError_t launch_decode_one(const DecodeLaunch &l)
+{
+    if constexpr (BN <= 64) {
+        if (l.pair)
+            return launch_decode_cw<BN, AB, AMN, 2>(l);
+    }
+    if (l.pair)
+        return cudaErrorInvalidValue;
+    return launch_decode_cw<BN, AB, AMN, 1>(l);
 }
 
 template <int BN, int AMN, int RS, int X3 = 0>
@@ -80,18 +95,18 @@ template <int BN> cudaError_t launch_decode_bn(const DecodeLaunch &l)
 
 } // namespace
 
-int decode_stages(int bn, long long tiles, int sms)
+int decode_stages(int bn, long long tiles, int sms, int rows)
 {
     /* bytes of B in flight that keep HBM busy (about its bandwidth x
      * latency: more measured slower at N = 28672, kernel-notes v13) */
     constexpr long long kInFlight = 12ll << 20;
     constexpr int kSmemSm = 228 * 1024, kReserved = 1024;
-    const int stage = DecodeCfg<8>::A_BYTES + bn * BK * 2;
+    const int tile = rows / 64 * DecodeCfg<8>::A_BYTES; /* B's, a stage */
+    const int stage = tile + bn * BK * 2;
     long long per_sm = (tiles + sms - 1) / (sms > 0 ? sms : 1);
     per_sm = per_sm < 1 ? 1 : per_sm > 8 ? 8 : per_sm;
     int most = (kSmemSm / (int)per_sm - kReserved - 1024) / (stage + 16);
-    const int cap =
-        (int)(kInFlight / ((tiles > 0 ? tiles : 1) * DecodeCfg<8>::A_BYTES));
+    const int cap = (int)(kInFlight / ((tiles > 0 ? tiles : 1) * tile));
     most = most < cap ? most : cap;
     most = most < 16 ? most : 16;
     const int one_sm = (227 * 1024 - 1024) / (stage + 16);

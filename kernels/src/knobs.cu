@@ -156,6 +156,12 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "SM) or through a transposed copy in shared memory (0; "
      "gemm_decode_tf32.cuh, kernel-notes v20)",
      read_bool},
+    {KNOB_DECODE_PAIR, "GEMMK_DECODE_PAIR", 1,
+     "ws-decode: 128-row tiles with a consumer warpgroup on each 64 rows "
+     "where M <= 64 and 64-row tiles would be more than two an SM, e.g. "
+     "N = 28672 (1), or 64-row tiles with one consumer always (0; "
+     "swap.cu, kernel-notes v22)",
+     read_bool},
     {KNOB_TF32_RS, "GEMMK_TF32_RS", 1,
      "ws-tf32 where the pre-pass would take 6% of the GEMM or more: a "
      "column-major A (trans_a) goes to wgmma straight into registers, "

@@ -175,6 +175,18 @@ static DecodeParams decode_params(const gemmk_ctx *ctx, const gemmk_problem *p,
     return dp;
 }
 
+/* Whether ws-decode runs p as the pair (two consumers on 128-row tiles):
+ * variant 2 always (M <= 64), 1 never, 0 (auto's) where M <= 64 and the
+ * 64-row tiles would be more than two an SM (GEMMK_DECODE_PAIR). */
+static bool decode_pair(const gemmk_ctx *ctx, const gemmk_problem *p,
+                        int variant)
+{
+    if (p->m > 64 || variant == 1)
+        return false;
+    return variant == 2 || (ctx_knob(ctx, KNOB_DECODE_PAIR) &&
+                            cdiv(p->n, 64) > 2ll * ctx->num_sms);
+}
+
 gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
                       cudaStream_t stream, const Row &row, gemmk_result *res)
 {
@@ -203,13 +215,15 @@ gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
     if (e != GEMM_OK)
         return e;
     l.p = decode_params(ctx, p, BK);
-    l.grid = (int)cdiv(p->n, 64);
+    l.pair = decode_pair(ctx, p, row.variant);
+    const int rows = l.pair ? 128 : 64;
+    l.grid = (int)cdiv(p->n, rows);
     l.grid_y = (int)cdiv(p->m, l.bn);
     const int forced = ctx_knob(ctx, KNOB_DECODE_STAGES);
-    const int most = decode_stages(l.bn, 1, 1); /* one CTA an SM */
+    const int most = decode_stages(l.bn, 1, 1, rows); /* one CTA an SM */
     l.p.stages = forced >= 2 ? (forced < most ? forced : most)
                              : decode_stages(l.bn, (long long)l.grid * l.grid_y,
-                                             ctx->num_sms);
+                                             ctx->num_sms, rows);
     l.f16 = p->ab_type == GEMM_FP16;
     l.amn = p->trans_b ? 0 : 1;
     l.stream = stream;

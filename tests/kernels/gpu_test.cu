@@ -941,12 +941,27 @@ int main(int argc, char **argv)
             {64, 8192, 4096}, {1, 28672, 8192},   {5, 9000, 777},
             {20, 9000, 100},  {64, 9000, 4096},   {65, 8192, 1000},
             {100, 4095, 777}, {128, 28672, 1024}, {129, 1000, 200},
-            {50, 4096, 1000}, {90, 2048, 777}};
+            {50, 4096, 1000}, {90, 2048, 777},    {24, 1088, 640},
+            {40, 17088, 256}};
         for (auto &s : dec)
             for (int t = 0; t < 2; t++, q++)
                 cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3], 0,
                                  t, (q % 3 == 2) ? -0.75f : 1.0f,
                                  q % 2 ? 0.f : 0.5f, 8 * (q % 3), "ws-decode"});
+        /* the pair (128-row tiles, a consumer on each 64; ws-decode's at
+         * N = 28672) everywhere it serves, one consumer where ws-decode
+         * takes the pair */
+        for (auto &s : dec)
+            for (int t = 0; t < 2 && s[0] <= 64; t++, q++) {
+                const char *k =
+                    s[1] > 20000 ? "ws-decode-single" : "ws-decode-pair";
+                cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3], 0,
+                                 t, (q % 3 == 2) ? -0.75f : 1.0f,
+                                 q % 2 ? 0.f : 0.5f, 8 * (q % 3), k});
+                if (s[1] > 20000)
+                    cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
+                                     0, t, 1.0f, 0.f, 0, "ws-decode-pair"});
+            }
     }
     /* fp32 inputs: (kernel, precision) pairs */
     struct KP {
