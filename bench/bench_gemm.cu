@@ -22,7 +22,8 @@
  * --shapes replaces the set (tAB: trans_a, trans_b, e.g. 4096x4096x4096t01;
  * with --type fp64 --set z128 or c64 the complex shapes, tb conjugating B).
  * Several kernels (auto: the heuristic) are timed in the same blocks,
- * alternating with cuBLAS, so their ratios share the clock drift.
+ * alternating with cuBLAS, so their ratios share the clock drift; their
+ * order is reversed every other block.
  * Prints one line per shape and kernel and a table last.
  *
  * fp32 (issue 6): fp32 A/B and D. Our tf32 (auto at tf32 precision: "ws-tf32",
@@ -1437,13 +1438,17 @@ int main(int argc, char **argv)
                             kcfg[ki], kran[ki]);
             }
             CK(cudaDeviceSynchronize());
-            /* interleave the measurements in blocks to share drift */
+            /* interleave the measurements in blocks to share drift, the
+             * kernels' order reversed every other block (the first timed
+             * can run at a clock the GPU's power cap takes back later) */
             std::vector<std::vector<float>> to(nk);
             std::vector<float> tb;
             for (int blk = 0; blk < blocks; blk++) {
-                for (size_t ki = 0; ki < nk; ki++)
+                for (size_t w = 0; w < nk; w++) {
+                    const size_t ki = blk % 2 ? nk - 1 - w : w;
                     to[ki].push_back((float)time_fn(
                         [&](int i) { ours_k(ki, i); }, reps / 2));
+                }
                 tb.push_back((float)time_fn(
                     [&](int i) {
                         lt_run(lp, A[i % nsets], B[i % nsets], Dref,
