@@ -76,19 +76,26 @@ static double prepass_share(const gemmk_problem *p, int64_t rows)
  * 8192x8192x4096 -2%, 8192x4096x8192 equal (0.054). */
 constexpr double kRsShare = 0.06;
 
-/* The plan of tiled tf32 problem p under row tr (ws-tf32's family): as a
- * 16-bit problem of 2K, since a tf32 k-block (32 values) moves the bytes
- * of a 16-bit one (64) in the same tensor time at half the rate; 128 x
- * 256 tiles only where A goes from registers (rs). On 128 x 256 tiles the
- * row's TMA-store kernel (split plans store their partials from
- * registers), unsplit ones with its stream-K tail by the row or the
- * model. */
+/* p over k values as the problem its tiled plan is made for: a 16-bit one
+ * of 2k, since a tf32 k-block (32 values) moves the bytes of a 16-bit one
+ * (64) in the same tensor time at half the rate. */
+static gemmk_problem as_16bit(const gemmk_problem *p, int64_t k)
+{
+    gemmk_problem q = *p;
+    q.k = 2 * k;
+    q.ab_type = GEMM_BF16;
+    return q;
+}
+
+/* The plan of tiled tf32 problem p under row tr (ws-tf32's family), made
+ * for as_16bit(p); 128 x 256 tiles only where A goes from registers (rs).
+ * On 128 x 256 tiles the row's TMA-store kernel (split plans store their
+ * partials from registers), unsplit ones with its stream-K tail by the
+ * row or the model. */
 static void plan_tf32(const gemmk_ctx *ctx, const gemmk_problem *p,
                       const Row &tr, bool rs, Plan *pl)
 {
-    gemmk_problem q = *p;
-    q.k = 2 * p->k;
-    q.ab_type = GEMM_BF16;
+    const gemmk_problem q = as_16bit(p, p->k);
     plan(ctx, &q, rs ? kTilingTf32Rs : kTilingTf32, false, pl, 256);
     if (tr.tiling.epi && pl->bn == 256 && pl->cluster == 1) {
         pl->epi = tr.tiling.epi;
@@ -201,10 +208,7 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
         pl.bn = 128, pl.cluster = 1, pl.splits = 1, pl.pp = 0, pl.epi = 0;
         pl.kbps = (int)cdiv(keff, 32);
     } else if (three) {
-        /* plan as 16-bit with 2K (plan_tf32) */
-        gemmk_problem q = *p;
-        q.k = 2 * keff;
-        q.ab_type = GEMM_BF16;
+        const gemmk_problem q = as_16bit(p, keff);
         plan(ctx, &q, kTilingTf32, false, &pl, ctx_knob(ctx, KNOB_X3_BN));
     }
 

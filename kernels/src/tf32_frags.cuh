@@ -42,7 +42,7 @@ __device__ __forceinline__ AFrags a_frags_at(int tid)
     return f;
 }
 
-/* Fragments kk0 .. kk1 - 1 of the k-block (load_a_frags' loads). */
+/* The k-block's fragments KK0 .. KK1 - 1 into a[KK0 .. KK1 - 1]. */
 template <int KK0 = 0, int KK1 = 4>
 __device__ __forceinline__ void
 load_a_frags(const uint8_t *src, const AFrags &f, uint32_t (&a)[4][4])
