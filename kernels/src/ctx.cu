@@ -211,6 +211,7 @@ void gemmk_ctx_destroy(gemmk_ctx *ctx)
     cudaDeviceSynchronize();
     oz_free(ctx->oz);
     wide_free(ctx->wide);
+    plan_memo_free(ctx->plans);
     pthread_mutex_destroy(&ctx->f64_mu);
     free(ctx);
 }

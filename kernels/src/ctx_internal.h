@@ -29,6 +29,7 @@ namespace gemmk
 {
 
 struct OzState;   /* ozaki.cu */
+struct PlanMemo;  /* plan_memo.cu */
 struct WideState; /* wide.cu */
 namespace ladder
 {
@@ -74,6 +75,7 @@ struct gemmk_ctx {
     gemmk::WideState *wide;    /* cuBLAS for the wide types (wide.cu), made
                                   with the context */
     int sk_epoch;              /* the last stream-K launch's flag value */
+    gemmk::PlanMemo *plans;    /* auto's recent 16-bit choices, made lazily */
     pthread_mutex_t f64_mu;    /* guards the two below (set from any thread) */
     gemmk_f64_rates f64_rates; /* the fp64 cost model (ozaki.cu) */
     int f64_rates_set;         /* 0: "auto" runs DGEMM */
@@ -94,6 +96,8 @@ gemm_error ctx_map(gemmk_ctx *ctx, const gemmk_tmap_key *key, CUtensorMap *out);
  * allocation fails. */
 gemm_error ctx_workspace(gemmk_ctx *ctx, int slot, size_t bytes, void **out,
                          cudaStream_t stream);
+/* Frees the memo of auto's choices (plan_memo.cu; NULL: nothing). */
+void plan_memo_free(PlanMemo *m);
 /* A copy of ctx's fp64 cost model; false until one was set (ozaki.cu). */
 bool f64_rates(gemmk_ctx *ctx, gemmk_f64_rates *out);
 /* The fp64 path's state pointer (NULL until ozaki.cu makes it). */

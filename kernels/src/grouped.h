@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gemm_grouped.cuh"
+#include "smem_opt_in.h"
 
 namespace gemmk
 {
@@ -39,10 +40,10 @@ cudaError_t launch_grouped256w(const GroupLaunch &l);
 template <int BN, int AB, int AMN, int BMN, int CL, int NB>
 cudaError_t launch_grouped_one(const GroupLaunch &l)
 {
+    static SmemOptIn opt_in; /* this kernel's (smem_opt_in.h) */
     auto kern = gemm_grouped_kernel<BN, AB, AMN, BMN, CL, NB>;
     constexpr int smem = GroupCfg<BN, NB>::SMEM;
-    cudaError_t e = cudaFuncSetAttribute(
-        kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t e = opt_in.ensure(kern, smem);
     if (e != cudaSuccess)
         return e;
     return launch_clusters(kern, l.grid, smem, CL, l.stream, l.g, l.ta3, l.tb3,

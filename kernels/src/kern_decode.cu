@@ -4,6 +4,7 @@
  * gemm_decode_tf32.cuh's widths 8, 16, 32, 64 and 128 x B read either
  * way x 64- or 128-row tiles. */
 #include "gemm_decode_tf32.cuh"
+#include "smem_opt_in.h"
 
 namespace gemmk
 {
@@ -13,10 +14,10 @@ namespace
 template <int BN, int AB, int AMN, int CW>
 cudaError_t launch_decode_cw(const DecodeLaunch &l)
 {
+    static SmemOptIn opt_in; /* this kernel's (smem_opt_in.h) */
     auto kern = gemm_decode_kernel<BN, AB, AMN, CW>;
     const int smem = DecodeCfg<BN, CW>::smem(l.p.stages);
-    cudaError_t e = cudaFuncSetAttribute(
-        kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t e = opt_in.ensure(kern, smem);
     if (e != cudaSuccess)
         return e;
     kern<<<dim3(l.grid, l.grid_y), 128 * CW + 32, smem, l.stream>>>(l.ta, l.tb,
@@ -40,10 +41,10 @@ cudaError_t launch_decode_one(const DecodeLaunch &l)
 template <int BN, int AMN, int RS, int X3 = 0>
 cudaError_t launch_decode_tf32(const DecodeLaunch &l)
 {
+    static SmemOptIn opt_in; /* this kernel's (smem_opt_in.h) */
     auto kern = gemm_decode_tf32_kernel<BN, AMN, RS, X3>;
     const int smem = DecodeTf32Cfg<BN, RS, X3>::smem(l.p.stages);
-    cudaError_t e = cudaFuncSetAttribute(
-        kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t e = opt_in.ensure(kern, smem);
     if (e != cudaSuccess)
         return e;
     kern<<<dim3(l.grid, l.grid_y), 288, smem, l.stream>>>(l.ta, l.tb, l.p);

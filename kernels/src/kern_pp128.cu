@@ -7,9 +7,9 @@ namespace gemmk
 {
 template <int AB, int AMN, int BMN> cudaError_t launch_pp(const Launch &l)
 {
+    static SmemOptIn opt_in; /* this kernel's (smem_opt_in.h) */
     auto kern = gemm_pp_kernel<AB, AMN, BMN>;
-    cudaError_t e = cudaFuncSetAttribute(
-        kern, cudaFuncAttributeMaxDynamicSharedMemorySize, PP_SMEM);
+    cudaError_t e = opt_in.ensure(kern, PP_SMEM);
     if (e != cudaSuccess)
         return e;
     kern<<<l.grid, 384, PP_SMEM, l.stream>>>(l.ta, l.tb, l.p);

@@ -14,6 +14,7 @@
 #include "ctx_internal.h"
 #include "gemm_s8.cuh"
 #include "kern_s8.h"
+#include "smem_opt_in.h"
 
 namespace gemmk
 {
@@ -25,10 +26,10 @@ template <int BN, int OZ>
 cudaError_t launch_one_s8(const CUtensorMap &ta, const CUtensorMap &tb,
                           const S8Params &p, int grid, cudaStream_t st)
 {
+    static SmemOptIn opt_in; /* this kernel's (smem_opt_in.h) */
     auto kern = gemm_s8_kernel<BN, OZ>;
     constexpr int smem = S8Cfg<BN>::SMEM;
-    cudaError_t e = cudaFuncSetAttribute(
-        kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t e = opt_in.ensure(kern, smem);
     if (e != cudaSuccess)
         return e;
     kern<<<grid, 384, smem, st>>>(ta, tb, p);
@@ -64,10 +65,10 @@ template <int OZ>
 cudaError_t launch_pp_s8(const CUtensorMap &ta, const CUtensorMap &tb,
                          const S8Params &p, int grid, cudaStream_t st)
 {
+    static SmemOptIn opt_in; /* this kernel's (smem_opt_in.h) */
     auto kern = gemm_s8_pp_kernel<OZ>;
     constexpr int smem = S8Cfg<128>::SMEM;
-    cudaError_t e = cudaFuncSetAttribute(
-        kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t e = opt_in.ensure(kern, smem);
     if (e != cudaSuccess)
         return e;
     kern<<<grid, 384, smem, st>>>(ta, tb, p);

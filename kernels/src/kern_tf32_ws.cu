@@ -91,9 +91,8 @@ __global__ void __launch_bounds__(160, 1)
 
 cudaError_t launch_tf32_ws64(const Launch &l)
 {
-    cudaError_t e = cudaFuncSetAttribute(
-        gemm_tf32_ws64_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        W6_SMEM);
+    static SmemOptIn opt_in; /* this kernel's (smem_opt_in.h) */
+    cudaError_t e = opt_in.ensure(gemm_tf32_ws64_kernel, W6_SMEM);
     if (e != cudaSuccess)
         return e;
     gemm_tf32_ws64_kernel<<<l.grid, 160, W6_SMEM, l.stream>>>(l.ta, l.tb, l.p);

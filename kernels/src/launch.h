@@ -10,6 +10,7 @@
 
 #include "gemm_sm90.cuh"
 #include "gemm_streamk.cuh"
+#include "smem_opt_in.h"
 
 namespace gemmk
 {
@@ -71,10 +72,10 @@ int max_clusters2();
 template <int BN, int AB, int AMN, int BMN, int CL, int PR = 0>
 cudaError_t launch_one(const Launch &l)
 {
+    static SmemOptIn opt_in; /* this kernel's (smem_opt_in.h) */
     auto kern = gemm_ws_kernel<BN, AB, AMN, BMN, CL, PR>;
     constexpr int smem = PR == 2 ? CfgP2<BN>::SMEM : Cfg<BN>::SMEM;
-    cudaError_t e = cudaFuncSetAttribute(
-        kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t e = opt_in.ensure(kern, smem);
     if (e != cudaSuccess)
         return e;
     return launch_clusters(kern, l.grid, smem, CL, l.stream, l.ta, l.tb, l.p);
@@ -83,9 +84,9 @@ cudaError_t launch_one(const Launch &l)
 /* Co-resident clusters of size CL for this kernel (0 on error). */
 template <int BN, int CL> int occupancy_clusters()
 {
+    static SmemOptIn opt_in; /* this kernel's (smem_opt_in.h) */
     auto kern = gemm_ws_kernel<BN, 0, 0, 0, CL>;
-    if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             Cfg<BN>::SMEM) != cudaSuccess)
+    if (opt_in.ensure(kern, Cfg<BN>::SMEM) != cudaSuccess)
         return 0;
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg =

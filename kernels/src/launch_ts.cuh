@@ -16,10 +16,10 @@ namespace gemmk
 template <int AB, int AMN, int BMN, int NB, int BN>
 cudaError_t launch_ts(const Launch &l)
 {
+    static SmemOptIn opt_in; /* this kernel's (smem_opt_in.h) */
     auto kern = gemm_ts_kernel<AB, AMN, BMN, NB, BN>;
     constexpr int smem = TsCfg<NB, BN>::SMEM;
-    cudaError_t e = cudaFuncSetAttribute(
-        kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t e = opt_in.ensure(kern, smem);
     if (e != cudaSuccess)
         return e;
     kern<<<l.grid, 384, smem, l.stream>>>(l.ta, l.tb, l.td, l.p, l.sk);

@@ -74,5 +74,10 @@ bool swap_fits(const gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl);
  * tiled16.cu). */
 const Row *tiled16_choice(const gemmk_ctx *ctx, const gemmk_problem *p,
                           const Row &row, Plan *pl);
+/* tiled16_choice through the context's memo of recent choices
+ * (plan_memo.cu): the same row and plan, without the cost model for a
+ * shape seen lately. */
+const Row *tiled16_memo(gemmk_ctx *ctx, const gemmk_problem *p, const Row &row,
+                        Plan *pl);
 
 } // namespace gemmk

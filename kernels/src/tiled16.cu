@@ -200,7 +200,7 @@ gemm_error run_tiled16(gemmk_ctx *ctx, const gemmk_problem *p,
                        cudaStream_t stream, const Row &row, gemmk_result *res)
 {
     Plan pl;
-    const Row *run = tiled16_choice(ctx, p, row, &pl);
+    const Row *run = tiled16_memo(ctx, p, row, &pl);
     /* a row with a path of its own (ws-swap, ws-decode) runs it; the
      * path names itself in res */
     if (run && run->run != run_tiled16)
