@@ -65,6 +65,13 @@ double operand_bytes(const gemmk_problem *p)
     return 2.0 * (double)(p->m * p->k + p->k * p->n);
 }
 
+/* Whether reading p's operands once from DRAM takes longer than its
+ * tensor work (the rates of estimate()). */
+static bool dram_bound(const gemmk_problem *p)
+{
+    return operand_bytes(p) / 3.0e12 > 2.0 * p->m * p->n * p->k / 660e12;
+}
+
 /* Whether the TMA-store kernel's last partial wave runs stream-K, and
  * from which unit: always when the row says so (forced), else where
  * sk_split's model gains 5%. Measured on the H200 (v14, stream-K against
@@ -212,10 +219,14 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
      * tile pays once to weigh, over 8 waves or more: measured 0.4-3%
      * faster there (8192x6144x4096, 16384x8192x1024), 1-3% slower over
      * 1.5-4 waves (4096^3, 2560^3) and at K = 8192 (docs/kernel-notes.md
-     * v11). */
+     * v11). And where reading the operands takes longer than the tensor
+     * work (dram_bound): the shallower ring keeps fewer bytes in flight,
+     * which streams B faster (128 x 28672 x 8192: 3.79-3.84 -> 4.03 TB/s,
+     * 0.96 -> 1.015 of cuBLAS; 256 x 28672, not bound so, 2% slower: v23). */
     if (is_auto && out->epi == 2 && !out->sk &&
-        p->k <= ctx_knob(ctx, KNOB_WHOLE_K) &&
-        cdiv(p->m, BM) * cdiv(p->n, 256) >= 8LL * ctx->num_sms)
+        ((p->k <= ctx_knob(ctx, KNOB_WHOLE_K) &&
+          cdiv(p->m, BM) * cdiv(p->n, 256) >= 8LL * ctx->num_sms) ||
+         dram_bound(p)))
         out->epi = 4;
     if (best == 1e30) { /* K too small to split, or no cluster fits */
         out->bn = c.bn ? c.bn : (max_bn < 128 ? max_bn : 128);
