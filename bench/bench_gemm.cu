@@ -19,6 +19,8 @@
  *                   [--phi X] [--moduli N] [--reps N]
  *        --sustain S (int8 and fp64): each row also back to back, S seconds
  *        a side, with joules a call (bench_power.h)
+ *        --b2b N: each timed run N calls back to back, the calls' host
+ *        time hidden (default 1: a call alone, host time included)
  * --shapes replaces the set (tAB: trans_a, trans_b, e.g. 4096x4096x4096t01;
  * with --type fp64 --set z128 or c64 the complex shapes, tb conjugating B).
  * Several kernels (auto: the heuristic) are timed in the same blocks,
@@ -126,20 +128,27 @@ static double median(std::vector<float> v)
     return v[v.size() / 2];
 }
 
-/* Median ms of n runs of fn(i), each timed alone between events e0, e1 on
- * the default stream. */
+/* --b2b N: each timed run is N calls back to back between the events
+ * (their inputs rotating as before), its time over N: the kernels' time
+ * with the calls' host time hidden behind the GPU's work, where 1 (a
+ * call alone) counts the host time before a launch as well. */
+static int g_b2b = 1;
+
+/* Median ms of n runs of fn(i), each timed between events e0, e1 on the
+ * default stream: one call alone, or g_b2b calls back to back. */
 template <typename F>
 static double time_runs(cudaEvent_t e0, cudaEvent_t e1, F fn, int n)
 {
     std::vector<float> ts;
     for (int i = 0; i < n; i++) {
         CK(cudaEventRecord(e0));
-        fn(i);
+        for (int j = 0; j < g_b2b; j++)
+            fn(i * g_b2b + j);
         CK(cudaEventRecord(e1));
         CK(cudaEventSynchronize(e1));
         float ms;
         CK(cudaEventElapsedTime(&ms, e0, e1));
-        ts.push_back(ms);
+        ts.push_back(ms / g_b2b);
     }
     CK(cudaGetLastError());
     return median(ts);
@@ -1225,6 +1234,8 @@ int main(int argc, char **argv)
             moduli = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--sustain"))
             g_sustain = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--b2b"))
+            g_b2b = std::max(1, atoi(argv[i + 1]));
     }
     std::vector<std::string> kernels;
     for (const char *q = kernel_list; *q;) {
@@ -1304,6 +1315,12 @@ int main(int argc, char **argv)
     int sms = 0, mc2 = 0;
     gemmk_ctx_info(ctx, &sms, &mc2);
     printf("device: %d SMs, %d co-resident 2-CTA clusters\n", sms, mc2);
+    if (g_b2b > 1)
+        printf("timing: %d calls back to back a run (host time hidden)\n",
+               g_b2b);
+    else
+        printf("timing: one call alone a run (host time before the launch "
+               "included)\n");
     CB(cublasLtCreate(&lt));
     CK(cudaMalloc(&lt_ws, LT_WS));
     cudaEvent_t e0, e1;

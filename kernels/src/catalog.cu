@@ -209,7 +209,8 @@ const Row kRows[] = {
       "decode shapes (M <= 128, A untransposed): D^T = B^T A^T on 64-row "
       "tiles, M rounded up to 8 on wgmma's N (8 to 128), one read of B, "
       "no K split; 128-row tiles, a consumer warpgroup on each 64, where "
-      "M <= 64 and the 64-row tiles would be more than two an SM",
+      "M <= 64 and the 64-row tiles would be more than two an SM (256-row "
+      "tiles, a consumer on each 128, there when B is row-major)",
       kAB16, kCDAll, 0, 0x5u},
      0,
      run_decode,
@@ -237,6 +238,17 @@ const Row kRows[] = {
      nullptr,
      nullptr,
      2},
+    {{"ws-decode-quad", 0, 0,
+      "ws-decode on 256-row tiles, a consumer warpgroup on each 128 (two "
+      "wgmmas a k-step), always where M <= 64, else as ws-decode-single "
+      "(for measurements)",
+      kAB16, kCDAll, 0, 0x5u},
+     0,
+     run_decode,
+     {0, 1, 1, 0, 0, 0},
+     nullptr,
+     nullptr,
+     3},
     {{"grouped128x128", 0, 0,
       "persistent grouped kernel: the 128x128 tiles of many problems in one "
       "launch (gemmk_gemm_grouped; here one problem)",

@@ -28,14 +28,15 @@ struct DecodeParams {
 
 /* The decode kernel (kern_decode.cu, gemm_decode.cuh): ta the problem's B
  * read as N x K (amn: MN-major, box 64 x 64), tb its A (K-major, box 64
- * x bn); one CTA per 64 of N (128 for the pair; grid) and bn of M
- * (grid_y). */
+ * x bn); one CTA per 64 of N (128 for the pair, 256 for the quad; grid)
+ * and bn of M (grid_y). */
 struct DecodeLaunch {
     CUtensorMap ta, tb;
     DecodeParams p;
     int grid, grid_y, bn; /* bn: 8 to 128, a multiple of 8 */
     bool f16;
     bool pair; /* 16-bit: 128-row tiles, a consumer on each 64 (bn <= 64) */
+    bool quad; /* 16-bit: 256-row tiles, a consumer on each 128 (bn <= 64) */
     bool tf32; /* fp32 inputs as tf32 (gemm_decode_tf32.cuh): bn 8, 16, 32,
                  64 or 128 */
     bool rs;   /* tf32: 128-row tiles, a consumer on each 64 */
@@ -45,6 +46,8 @@ struct DecodeLaunch {
     cudaStream_t stream;
 };
 cudaError_t launch_decode(const DecodeLaunch &l);
+/* launch_decode's 16-bit quad (kern_decode_quad.cu) */
+cudaError_t launch_decode_quad(const DecodeLaunch &l);
 /* The tf32 kernel's ring depth for `tiles` CTAs of width bn and `rows`
  * rows (64 or 128) on `sms` SMs: decode_stages's rule with its transposed
  * tiles beside the ring, or `forced` (GEMMK_DECODE_STAGES, >= 2) where
@@ -53,9 +56,9 @@ cudaError_t launch_decode(const DecodeLaunch &l);
 int decode_tf32_stages(int bn, int rows, long long tiles, int sms, int forced,
                        bool x3);
 /* The ring's depth for `tiles` CTAs of tile width bn and `rows` rows of
- * B^T (64, or 128 for the pair) on `sms` SMs: as deep as lets all of them
- * be resident at once (up to 8 an SM) and keeps about 12 MiB of B in
- * flight, 2 to 16. */
+ * B^T (64, 128 for the pair, 256 for the quad) on `sms` SMs: as deep as
+ * lets all of them be resident at once (up to 8 an SM) and keeps about 12
+ * MiB of B in flight, 2 to 16. */
 int decode_stages(int bn, long long tiles, int sms, int rows = 64);
 
 } // namespace gemmk

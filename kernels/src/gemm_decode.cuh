@@ -20,6 +20,9 @@
  * CW = 2 (the pair): 128-row tiles, a consumer warpgroup on each 64 rows
  * of a stage that also carries A's tile once, so the CTAs read A from L2
  * half as often and hand over a stage of 16 KB of B per handshake.
+ * R = 2 with the pair (the quad): 256-row tiles, each consumer on 128
+ * rows as two blocks of 64 (two wgmmas a k-step against the same A),
+ * stages of 32 KB of B, one CTA an SM: cuBLAS's shape at 64 x 28672.
  *
  * A' (B read as N x K) is MN-major in shared memory when B is K x N
  * (AMN = 1) and K-major when B is stored N x K; B' (A, M x K) is always
@@ -29,16 +32,20 @@
 
 #include "decode.h"
 #include "gemm_sm90.cuh"
+#include "smem_opt_in.h"
 
 namespace gemmk
 {
 
-/* CW consumer warpgroups, each on its own 64 of a tile's 64 CW rows */
-template <int BN, int CW = 1> struct DecodeCfg {
-    static constexpr int A_BYTES = CW * 64 * BK * 2;
+/* CW consumer warpgroups, each on its own 64 R of a tile's 64 CW R rows
+ * (R blocks of 64, a wgmma each a k-step) */
+template <int BN, int CW = 1, int R = 1> struct DecodeCfg {
+    static constexpr int BLOCKS = CW * R; /* 64-row blocks of B^T a tile */
+    static constexpr int A_BYTES = BLOCKS * 64 * BK * 2;
     static constexpr int B_BYTES = BN * BK * 2;
     static constexpr int OUT_BYTES = BN * 65 * 4; /* D^T block, padded */
-    static_assert(CW * OUT_BYTES <= 2 * (A_BYTES + B_BYTES), "out in the ring");
+    static_assert(BLOCKS * OUT_BYTES <= 2 * (A_BYTES + B_BYTES),
+                  "out in the ring");
     /* dynamic shared memory for a ring of `stages` (the block of D^T
      * reuses the ring once the main loop is done) */
     static constexpr int smem(int stages)
@@ -126,13 +133,13 @@ decode_to_out(float *out, const float (&d)[BN / 2], int tid, bool add)
             }
 }
 
-template <int BN, int AB, int AMN, int CW>
-__global__ void __launch_bounds__(128 * CW + 32, CW)
+template <int BN, int AB, int AMN, int CW, int R = 1>
+__global__ void __launch_bounds__(128 * CW + 32, R > 1 ? 1 : CW)
     gemm_decode_kernel(const __grid_constant__ CUtensorMap ta,
                        const __grid_constant__ CUtensorMap tb,
                        const __grid_constant__ DecodeParams p)
 {
-    using C = DecodeCfg<BN, CW>;
+    using C = DecodeCfg<BN, CW, R>;
     const int stages = p.stages;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *sa = reinterpret_cast<uint8_t *>(
@@ -141,7 +148,7 @@ __global__ void __launch_bounds__(128 * CW + 32, CW)
     float *out = reinterpret_cast<float *>(sa); /* after the main loop */
     uint64_t *full = reinterpret_cast<uint64_t *>(sb + stages * C::B_BYTES);
     uint64_t *empty = full + stages;
-    const int n0 = blockIdx.x * 64 * CW, m0 = blockIdx.y * BN;
+    const int n0 = blockIdx.x * 64 * C::BLOCKS, m0 = blockIdx.y * BN;
     /* lane 0 of each consumer warp */
     ring_init(full, empty, stages, 4 * CW);
 
@@ -158,7 +165,7 @@ __global__ void __launch_bounds__(128 * CW + 32, CW)
             const int k0 = kb * BK;
             uint8_t *a = sa + s * C::A_BYTES;
 #pragma unroll
-            for (int c = 0; c < CW; c++) { /* 64 rows each */
+            for (int c = 0; c < C::BLOCKS; c++) { /* 64 rows each */
                 const int c0 = AMN ? n0 + 64 * c : k0,
                           c1 = AMN ? k0 : n0 + 64 * c;
                 decode_load(a + c * 64 * BK * 2, &ta, c0, c1, &full[s], p.hint,
@@ -174,34 +181,47 @@ __global__ void __launch_bounds__(128 * CW + 32, CW)
         return;
     }
 
-    /* a consumer warpgroup: rows 64 wg .. 64 wg + 63 of the tile */
+    /* a consumer warpgroup: rows 64 R wg .. 64 R (wg + 1) - 1 of the tile,
+     * block r of them 64 (R wg + r) on */
     const int wg = CW > 1 ? warpgroup_index() : 0;
     const int tid = CW > 1 ? threadIdx.x % 128 : threadIdx.x, lane = tid % 32;
     constexpr uint32_t A_KSTEP = AMN ? 16 * 128 : 32;
     const uint64_t da0 =
-        gemmk_desc_encode(smem_u32(sa + wg * 64 * BK * 2), AMN ? SLAB : 16,
+        gemmk_desc_encode(smem_u32(sa + wg * R * 64 * BK * 2), AMN ? SLAB : 16,
                           1024, GEMMK_SWIZZLE_128B);
     const uint64_t db0 =
         gemmk_desc_encode(smem_u32(sb), 16, 1024, GEMMK_SWIZZLE_128B);
-    float d[BN / 2];
+    float d[R][BN / 2];
 #pragma unroll
-    for (int i = 0; i < BN / 2; i++)
-        d[i] = 0.f;
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            d[r][i] = 0.f;
+    auto fence_d = [&] {
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            fence_regs(d[r]);
+    };
     int s = 0, prev = -1;
     uint32_t ph = 0;
     for (int kb = 0; kb < p.nkb; kb++) {
         mbar_wait(&full[s], ph);
-        fence_regs(d);
+        fence_d();
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++) {
-            const uint64_t da = da0 + ((s * C::A_BYTES + kk * A_KSTEP) >> 4);
             const uint64_t db = db0 + ((s * C::B_BYTES + kk * 32) >> 4);
-            decode_mma<BN, AB, AMN>(d, da, db, 1);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint64_t da =
+                    da0 +
+                    ((s * C::A_BYTES + r * 64 * BK * 2 + kk * A_KSTEP) >> 4);
+                decode_mma<BN, AB, AMN>(d[r], da, db, 1);
+            }
         }
         wgmma_commit();
         wgmma_wait<1>();
-        fence_regs(d);
+        fence_d();
         if (prev >= 0 && lane == 0)
             mbar_arrive(&empty[prev]);
         prev = s;
@@ -211,19 +231,38 @@ __global__ void __launch_bounds__(128 * CW + 32, CW)
         }
     }
     wgmma_wait<0>();
-    fence_regs(d);
+    fence_d();
 
     /* the blocks of D^T go into the ring once every consumer is done
      * reading it */
     if constexpr (CW > 1)
         asm volatile("bar.sync 2, %0;" ::"n"(128 * CW) : "memory");
-    float *mine = out + wg * BN * 65;
-    decode_to_out<BN>(mine, d, tid, false);
+    float *mine = out + wg * R * BN * 65;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        decode_to_out<BN>(mine + r * BN * 65, d[r], tid, false);
     if (wg == 0)
         asm volatile("bar.sync 1, 128;" ::: "memory");
-    else /* the pair's second consumer */
+    else /* the second consumer */
         asm volatile("bar.sync 3, 128;" ::: "memory");
-    decode_store_cd<BN>(p, mine, n0 + 64 * wg, m0, tid);
+    for (int r = 0; r < R; r++)
+        decode_store_cd<BN>(p, mine + r * BN * 65, n0 + 64 * (wg * R + r), m0,
+                            tid);
+}
+
+/* gemm_decode_kernel<BN, AB, AMN, CW, R> on l's grid and stream. */
+template <int BN, int AB, int AMN, int CW, int R = 1>
+cudaError_t launch_decode_cw(const DecodeLaunch &l)
+{
+    static SmemOptIn opt_in; /* this kernel's (smem_opt_in.h) */
+    auto kern = gemm_decode_kernel<BN, AB, AMN, CW, R>;
+    const int smem = DecodeCfg<BN, CW, R>::smem(l.p.stages);
+    cudaError_t e = opt_in.ensure(kern, smem);
+    if (e != cudaSuccess)
+        return e;
+    kern<<<dim3(l.grid, l.grid_y), 128 * CW + 32, smem, l.stream>>>(l.ta, l.tb,
+                                                                    l.p);
+    return cudaGetLastError();
 }
 
 } // namespace gemmk

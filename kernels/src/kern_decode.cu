@@ -4,36 +4,23 @@
  * gemm_decode_tf32.cuh's widths 8, 16, 32, 64 and 128 x B read either
  * way x 64- or 128-row tiles. */
 #include "gemm_decode_tf32.cuh"
-#include "smem_opt_in.h"
 
 namespace gemmk
 {
 namespace
 {
 
-template <int BN, int AB, int AMN, int CW>
-cudaError_t launch_decode_cw(const DecodeLaunch &l)
-{
-    static SmemOptIn opt_in; /* this kernel's (smem_opt_in.h) */
-    auto kern = gemm_decode_kernel<BN, AB, AMN, CW>;
-    const int smem = DecodeCfg<BN, CW>::smem(l.p.stages);
-    cudaError_t e = opt_in.ensure(kern, smem);
-    if (e != cudaSuccess)
-        return e;
-    kern<<<dim3(l.grid, l.grid_y), 128 * CW + 32, smem, l.stream>>>(l.ta, l.tb,
-                                                                    l.p);
-    return cudaGetLastError();
-}
-
 /* the pair (two consumers, 128-row tiles) for widths up to 64 */
 template <int BN, int AB, int AMN>
 cudaError_t launch_decode_one(const DecodeLaunch &l)
 {
     if constexpr (BN <= 64) {
+        if (l.quad)
+            return launch_decode_quad(l);
         if (l.pair)
             return launch_decode_cw<BN, AB, AMN, 2>(l);
     }
-    if (l.pair)
+    if (l.pair || l.quad)
         return cudaErrorInvalidValue;
     return launch_decode_cw<BN, AB, AMN, 1>(l);
 }

@@ -162,6 +162,11 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "N = 28672 (1), or 64-row tiles with one consumer always (0; "
      "swap.cu, kernel-notes v22)",
      read_bool},
+    {KNOB_DECODE_QUAD, "GEMMK_DECODE_QUAD", 1,
+     "ws-decode where it takes the pair and B is row-major: 256-row tiles, "
+     "each consumer warpgroup on 128 rows (1), or the pair's 128 (0; "
+     "swap.cu, kernel-notes v23)",
+     read_bool},
     {KNOB_TF32_RS, "GEMMK_TF32_RS", 1,
      "ws-tf32 where the pre-pass would take 6% of the GEMM or more: a "
      "column-major A (trans_a) goes to wgmma straight into registers, "

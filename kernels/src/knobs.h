@@ -41,6 +41,7 @@ enum Knob {
     KNOB_DECODE_HINT,     /* ws-decode(-tf32): L2 policies on loads */
     KNOB_DECODE_REGS,     /* ws-decode-tf32: MN-major B^T into registers */
     KNOB_DECODE_PAIR,     /* ws-decode: two consumers on 128-row tiles */
+    KNOB_DECODE_QUAD,     /* ws-decode: two consumers on 256-row tiles */
     KNOB_TF32_RS,         /* ws-tf32: MN-major A into registers */
     KNOB_BLAS3_WHOLE,     /* symm, hemm as one GEMM on A made whole
                              (-1: fp32 and complex64) */

@@ -175,16 +175,24 @@ static DecodeParams decode_params(const gemmk_ctx *ctx, const gemmk_problem *p,
     return dp;
 }
 
-/* Whether ws-decode runs p as the pair (two consumers on 128-row tiles):
- * variant 2 always (M <= 64), 1 never, 0 (auto's) where M <= 64 and the
- * 64-row tiles would be more than two an SM (GEMMK_DECODE_PAIR). */
-static bool decode_pair(const gemmk_ctx *ctx, const gemmk_problem *p,
-                        int variant)
+/* The rows of B^T a ws-decode tile takes: 128 (the pair, two consumers
+ * on 64 rows each) for variant 2, 256 (the quad, two consumers on 128
+ * each) for variant 3, 64 (one consumer) for variant 1 or M > 64; auto's
+ * (variant 0) the pair where the 64-row tiles would be more than two an
+ * SM (GEMMK_DECODE_PAIR), the quad there when B is row-major
+ * (GEMMK_DECODE_QUAD: 1-3% faster at N = 20480 and 28672, 2% slower with
+ * B transposed, kernel-notes v23). */
+static int decode_rows(const gemmk_ctx *ctx, const gemmk_problem *p,
+                       int variant)
 {
     if (p->m > 64 || variant == 1)
-        return false;
-    return variant == 2 || (ctx_knob(ctx, KNOB_DECODE_PAIR) &&
-                            cdiv(p->n, 64) > 2ll * ctx->num_sms);
+        return 64;
+    if (variant == 2 || variant == 3)
+        return variant == 2 ? 128 : 256;
+    if (!ctx_knob(ctx, KNOB_DECODE_PAIR) ||
+        cdiv(p->n, 64) <= 2ll * ctx->num_sms)
+        return 64;
+    return ctx_knob(ctx, KNOB_DECODE_QUAD) && !p->trans_b ? 256 : 128;
 }
 
 gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
@@ -215,8 +223,9 @@ gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
     if (e != GEMM_OK)
         return e;
     l.p = decode_params(ctx, p, BK);
-    l.pair = decode_pair(ctx, p, row.variant);
-    const int rows = l.pair ? 128 : 64;
+    const int rows = decode_rows(ctx, p, row.variant);
+    l.pair = rows == 128;
+    l.quad = rows == 256;
     l.grid = (int)cdiv(p->n, rows);
     l.grid_y = (int)cdiv(p->m, l.bn);
     const int forced = ctx_knob(ctx, KNOB_DECODE_STAGES);

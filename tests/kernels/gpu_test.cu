@@ -961,6 +961,11 @@ int main(int argc, char **argv)
                 if (s[1] > 20000)
                     cases.push_back({s[0], s[1], s[2], abs_[q % 2], cds[q % 3],
                                      0, t, 1.0f, 0.f, 0, "ws-decode-pair"});
+                /* the quad (256-row tiles, a consumer on each 128) */
+                cases.push_back(
+                    {s[0], s[1], s[2], abs_[(q + 1) % 2], cds[(q + 1) % 3], 0,
+                     t, (q % 3 == 1) ? -0.75f : 1.0f, q % 2 ? 0.5f : 0.f,
+                     8 * ((q + 1) % 3), "ws-decode-quad"});
             }
     }
     /* fp32 inputs: (kernel, precision) pairs */
