@@ -30,6 +30,8 @@
  */
 #pragma once
 
+#include <type_traits>
+
 #include "decode.h"
 #include "gemm_sm90.cuh"
 #include "smem_opt_in.h"
@@ -248,6 +250,18 @@ __global__ void __launch_bounds__(128 * CW + 32, R > 1 ? 1 : CW)
     for (int r = 0; r < R; r++)
         decode_store_cd<BN>(p, mine + r * BN * 65, n0 + 64 * (wg * R + r), m0,
                             tid);
+}
+
+/* f(std::integral_constant<int, bn>) for the 16-bit kernel's tile widths
+ * bn = W, W + 8, .. MAX; cudaErrorInvalidValue for any other. */
+template <int MAX, int W = 8, typename F>
+cudaError_t decode_widths(int bn, F &&f)
+{
+    if (bn == W)
+        return f(std::integral_constant<int, W>{});
+    if constexpr (W < MAX)
+        return decode_widths<MAX, W + 8>(bn, f);
+    return cudaErrorInvalidValue;
 }
 
 /* gemm_decode_kernel<BN, AB, AMN, CW, R> on l's grid and stream. */

@@ -143,41 +143,8 @@ cudaError_t launch_decode(const DecodeLaunch &l)
             return cudaErrorInvalidValue;
         }
     }
-    switch (l.bn) {
-    case 8:
-        return launch_decode_bn<8>(l);
-    case 16:
-        return launch_decode_bn<16>(l);
-    case 24:
-        return launch_decode_bn<24>(l);
-    case 32:
-        return launch_decode_bn<32>(l);
-    case 40:
-        return launch_decode_bn<40>(l);
-    case 48:
-        return launch_decode_bn<48>(l);
-    case 56:
-        return launch_decode_bn<56>(l);
-    case 64:
-        return launch_decode_bn<64>(l);
-    case 72:
-        return launch_decode_bn<72>(l);
-    case 80:
-        return launch_decode_bn<80>(l);
-    case 88:
-        return launch_decode_bn<88>(l);
-    case 96:
-        return launch_decode_bn<96>(l);
-    case 104:
-        return launch_decode_bn<104>(l);
-    case 112:
-        return launch_decode_bn<112>(l);
-    case 120:
-        return launch_decode_bn<120>(l);
-    case 128:
-        return launch_decode_bn<128>(l);
-    }
-    return cudaErrorInvalidValue;
+    return decode_widths<128>(
+        l.bn, [&](auto w) { return launch_decode_bn<decltype(w)::value>(l); });
 }
 
 } // namespace gemmk

@@ -27,25 +27,8 @@ template <int BN> cudaError_t launch_quad_bn(const DecodeLaunch &l)
 
 cudaError_t launch_decode_quad(const DecodeLaunch &l)
 {
-    switch (l.bn) {
-    case 8:
-        return launch_quad_bn<8>(l);
-    case 16:
-        return launch_quad_bn<16>(l);
-    case 24:
-        return launch_quad_bn<24>(l);
-    case 32:
-        return launch_quad_bn<32>(l);
-    case 40:
-        return launch_quad_bn<40>(l);
-    case 48:
-        return launch_quad_bn<48>(l);
-    case 56:
-        return launch_quad_bn<56>(l);
-    case 64:
-        return launch_quad_bn<64>(l);
-    }
-    return cudaErrorInvalidValue;
+    return decode_widths<64>(
+        l.bn, [&](auto w) { return launch_quad_bn<decltype(w)::value>(l); });
 }
 
 } // namespace gemmk
