@@ -35,8 +35,9 @@ struct DecodeLaunch {
     DecodeParams p;
     int grid, grid_y, bn; /* bn: 8 to 128, a multiple of 8 */
     bool f16;
-    bool pair; /* 16-bit: 128-row tiles, a consumer on each 64 (bn <= 64) */
-    bool quad; /* 16-bit: 256-row tiles, a consumer on each 128 (bn <= 64) */
+    int rows;  /* 16-bit: B^T rows a tile: 64 (one consumer), 128 (the pair,
+                  a consumer on each 64) or 256 (the quad, on each 128);
+                  past 64 for bn <= 64 */
     bool tf32; /* fp32 inputs as tf32 (gemm_decode_tf32.cuh): bn 8, 16, 32,
                  64 or 128 */
     bool rs;   /* tf32: 128-row tiles, a consumer on each 64 */

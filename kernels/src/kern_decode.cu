@@ -1,6 +1,7 @@
 /* kern_decode.cu: the decode kernels' instantiations: gemm_decode.cuh's
  * tile widths 8 to 128 in steps of 8 x bf16 and fp16 x B read either way
- * (and the pair, two consumers on 128-row tiles, to width 64),
+ * (and the pair, two consumers on 128-row tiles, to width 64; the quad
+ * is kern_decode_quad.cu's),
  * gemm_decode_tf32.cuh's widths 8, 16, 32, 64 and 128 x B read either
  * way x 64- or 128-row tiles. */
 #include "gemm_decode_tf32.cuh"
@@ -10,17 +11,16 @@ namespace gemmk
 namespace
 {
 
-/* the pair (two consumers, 128-row tiles) for widths up to 64 */
+/* one consumer on 64-row tiles, or the pair (two consumers, 128-row
+ * tiles) for widths up to 64 */
 template <int BN, int AB, int AMN>
 cudaError_t launch_decode_one(const DecodeLaunch &l)
 {
     if constexpr (BN <= 64) {
-        if (l.quad)
-            return launch_decode_quad(l);
-        if (l.pair)
+        if (l.rows == 128)
             return launch_decode_cw<BN, AB, AMN, 2>(l);
     }
-    if (l.pair || l.quad)
+    if (l.rows != 64)
         return cudaErrorInvalidValue;
     return launch_decode_cw<BN, AB, AMN, 1>(l);
 }
@@ -143,6 +143,8 @@ cudaError_t launch_decode(const DecodeLaunch &l)
             return cudaErrorInvalidValue;
         }
     }
+    if (l.rows == 256)
+        return launch_decode_quad(l);
     return decode_widths<128>(
         l.bn, [&](auto w) { return launch_decode_bn<decltype(w)::value>(l); });
 }

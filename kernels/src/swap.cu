@@ -223,9 +223,8 @@ gemm_error run_decode(gemmk_ctx *ctx, const gemmk_problem *p,
     if (e != GEMM_OK)
         return e;
     l.p = decode_params(ctx, p, BK);
-    const int rows = decode_rows(ctx, p, row.variant);
-    l.pair = rows == 128;
-    l.quad = rows == 256;
+    l.rows = decode_rows(ctx, p, row.variant);
+    const int rows = l.rows;
     l.grid = (int)cdiv(p->n, rows);
     l.grid_y = (int)cdiv(p->m, l.bn);
     const int forced = ctx_knob(ctx, KNOB_DECODE_STAGES);
