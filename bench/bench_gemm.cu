@@ -17,8 +17,11 @@
  *                                c64]
  *                   [--kernel auto,oz2,oz2-bytes,oz2-unfused,oz2-prep]
  *                   [--phi X] [--moduli N] [--reps N]
- *        --sustain S (int8 and fp64): each row also back to back, S seconds
- *        a side, with joules a call (bench_power.h)
+ *        --sustain S: each row also back to back, S seconds a side, with
+ *        joules a call (bench_power.h; 16-bit and tf32 rows: auto or the
+ *        named kernels against cuBLASLt's)
+ *        --clocks 1: 16-bit and tf32 rows also print the mean SM clock
+ *        while ours and cuBLAS's timed blocks ran
  *        --b2b N: each timed run N calls back to back, the calls' host
  *        time hidden (default 1: a call alone, host time included)
  * --shapes replaces the set (tAB: trans_a, trans_b, e.g. 4096x4096x4096t01;
@@ -136,9 +139,31 @@ static int g_b2b = 1;
 
 /* Median ms of n runs of fn(i), each timed between events e0, e1 on the
  * default stream: one call alone, or g_b2b calls back to back. */
+/* --clocks: each timed block's mean SM clock (bench_power.h), summed per
+ * side of a row by the callers that report it. */
+static bool g_clocks = false;
+static double g_last_mhz = 0;
+
+struct ClockMean {
+    double sum = 0;
+    int n = 0;
+    void add(void)
+    {
+        if (g_last_mhz > 0)
+            sum += g_last_mhz, n++;
+    }
+    double mean(void) const
+    {
+        return n ? sum / n : 0;
+    }
+};
+
 template <typename F>
 static double time_runs(cudaEvent_t e0, cudaEvent_t e1, F fn, int n)
 {
+    static ClockSampler cs;
+    if (g_clocks)
+        cs.start();
     std::vector<float> ts;
     for (int i = 0; i < n; i++) {
         CK(cudaEventRecord(e0));
@@ -151,11 +176,13 @@ static double time_runs(cudaEvent_t e0, cudaEvent_t e1, F fn, int n)
         ts.push_back(ms / g_b2b);
     }
     CK(cudaGetLastError());
+    g_last_mhz = g_clocks ? cs.stop() : 0;
     return median(ts);
 }
 
-/* --sustain S: int8 and fp64 rows also run back to back, S seconds a
- * side (bench_power.h); their rows are printed after the main table. */
+/* --sustain S: every row also runs back to back, S seconds a side, ours
+ * against its anchor (bench_power.h); their rows are printed after the
+ * main table. */
 static double g_sustain = 0;
 static std::vector<std::string> g_sustained;
 
@@ -294,6 +321,7 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                    "x3_tflops,sgemm_tflops,x3_ratio,err_tf32,err_cublas_tf32,"
                    "err_x3,err_sgemm,oz_tflops,oz_moduli,err_oz\n");
     for (const Shape &s : shapes) {
+        const std::string st = gpu_state(); /* as the row starts */
         size_t ea = (s.ta ? s.k : s.m) * s.lda();
         size_t eb = (s.tb ? s.n : s.k) * s.ldb();
         size_t ed = s.m * s.ldd();
@@ -404,6 +432,7 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         double t_tf = 1e30, t_x3 = 1e30, t_ltf = 1e30, t_lsg = 1e30,
                t_oz = 1e30;
         std::vector<double> t_var(var.size(), 1e30);
+        ClockMean clk_tf, clk_ltf; /* --clocks */
         for (int blk = 0; blk < 2; blk++) {
             /* the named kernels forward, then backward: a GPU that warms
              * (clocks fall at the power cap) favours no position */
@@ -419,12 +448,14 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                 t_tf,
                 time_fn([&](int i) { ours(nullptr, GEMM_PRECISION_TF32, i); },
                         reps / 2));
+            clk_tf.add();
             t_ltf = std::min(t_ltf, time_fn(
                                         [&](int i) {
                                             lt_run(lp_tf, A[i % nsets],
                                                    B[i % nsets], D, &al_tf);
                                         },
                                         reps / 2));
+            clk_ltf.add();
             t_x3 = std::min(
                 t_x3, time_fn([&](int i) { ours(x3k, GEMM_PRECISION_FP32, i); },
                               std::max(3, reps / 4)));
@@ -504,13 +535,26 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         r.sgemm_tf = flop / t_lsg / 1e9;
         r.oz_tf = flop / t_oz / 1e9;
         rows.push_back(r);
+        if (g_sustain > 0) {
+            std::string sn = std::string(nm) + " tf32";
+            g_sustained.push_back(sustain_pair(
+                sn.c_str(), tf32_kernel,
+                [&](int i) { ours(nullptr, GEMM_PRECISION_TF32, i); },
+                [&](int i) {
+                    lt_run(lp_tf, A[i % nsets], B[i % nsets], D, &al_tf);
+                },
+                flop, g_sustain));
+        }
         printf("%-22s tf32 %6.1f vs %6.1f (%.3f)  3xtf32 %6.1f vs sgemm %6.1f "
                "(%.2fx)  oz2-f32 %6.1f (%.2fx sgemm, %.2fx 3x, n=%d)  err "
-               "tf32 %.1e/%.1e 3x %.1e sgemm %.1e oz %.1e\n",
+               "tf32 %.1e/%.1e 3x %.1e sgemm %.1e oz %.1e  [%s]\n",
                nm, r.tf32_tf, r.lt_tf32_tf, r.tf32_tf / r.lt_tf32_tf, r.x3_tf,
                r.sgemm_tf, r.x3_tf / r.sgemm_tf, r.oz_tf, r.oz_tf / r.sgemm_tf,
                r.oz_tf / r.x3_tf, r.oz_moduli, r.e_tf32, r.e_lt_tf32, r.e_x3,
-               r.e_sgemm, r.e_oz);
+               r.e_sgemm, r.e_oz, st.c_str());
+        if (g_clocks)
+            printf("%-22s tf32 clock: ours %.0f MHz, cuBLAS TF32 %.0f MHz\n",
+                   nm, clk_tf.mean(), clk_ltf.mean());
         fflush(stdout);
         if (f)
             fprintf(f,
@@ -543,6 +587,7 @@ static int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
             r.tf32_tf / r.lt_tf32_tf, r.x3_tf, r.sgemm_tf, r.x3_tf / r.sgemm_tf,
             r.oz_tf, r.oz_moduli, r.oz_tf / r.sgemm_tf, r.oz_tf / r.x3_tf,
             r.e_tf32, r.e_lt_tf32, r.e_x3, r.e_sgemm, r.e_oz);
+    print_sustained();
     if (var.empty())
         return 0;
     printf("\n| shape | tf32 kernel | TF/s | cuBLAS TF32 TF/s | ratio | err "
@@ -716,7 +761,7 @@ static int bench_int8(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
             r.lt_tops = best >= 0 ? ops / t_l / 1e9 : 0;
             r.mismatches = mism;
             rows.push_back(r);
-            if (g_sustain > 0 && best >= 0 && ki == 0)
+            if (g_sustain > 0 && best >= 0)
                 g_sustained.push_back(sustain_pair(
                     nm, kernels[ki], ours, [&](int i) { lt_run8(best, i, Dr); },
                     ops, g_sustain));
@@ -1234,6 +1279,8 @@ int main(int argc, char **argv)
             moduli = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--sustain"))
             g_sustain = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--clocks"))
+            g_clocks = atoi(argv[i + 1]) != 0;
         else if (!strcmp(argv[i], "--b2b"))
             g_b2b = std::max(1, atoi(argv[i + 1]));
     }
@@ -1360,6 +1407,7 @@ int main(int argc, char **argv)
             continue;
         cudaDataType_t ct = bf16 ? CUDA_R_16BF : CUDA_R_16F;
         for (const Shape &s : shapes) {
+            const std::string st = gpu_state(); /* as the row starts */
             size_t ea = (s.ta ? s.k : s.m) * s.lda();
             size_t eb = (s.tb ? s.n : s.k) * s.ldb();
             size_t ed = s.m * s.ldd();
@@ -1460,11 +1508,14 @@ int main(int argc, char **argv)
              * can run at a clock the GPU's power cap takes back later) */
             std::vector<std::vector<float>> to(nk);
             std::vector<float> tb;
+            std::vector<ClockMean> clk_o(nk); /* --clocks */
+            ClockMean clk_b;
             for (int blk = 0; blk < blocks; blk++) {
                 for (size_t w = 0; w < nk; w++) {
                     const size_t ki = blk % 2 ? nk - 1 - w : w;
                     to[ki].push_back((float)time_fn(
                         [&](int i) { ours_k(ki, i); }, reps / 2));
+                    clk_o[ki].add();
                 }
                 tb.push_back((float)time_fn(
                     [&](int i) {
@@ -1472,6 +1523,7 @@ int main(int argc, char **argv)
                                &heur[best].algo);
                     },
                     reps / 2));
+                clk_b.add();
             }
             double ms_b = *std::min_element(tb.begin(), tb.end());
 
@@ -1524,10 +1576,26 @@ int main(int argc, char **argv)
                 r.blas_tbs = bytes / ms_b / 1e9;
                 r.skinny = s.m <= 128;
                 rows.push_back(r);
+                if (g_sustain > 0) {
+                    std::string sn = r.name + " " + r.type;
+                    g_sustained.push_back(sustain_pair(
+                        sn.c_str(), kcfg[ki], [&](int i) { ours_k(ki, i); },
+                        [&](int i) {
+                            lt_run(lp, A[i % nsets], B[i % nsets], Dref,
+                                   &heur[best].algo);
+                        },
+                        flop, g_sustain));
+                }
                 printf("%-22s %s %-17s ours %7.1f TF/s  cublas %7.1f TF/s  "
-                       "ratio %.3f  err %.1e  (%.2f / %.2f TB/s)\n",
+                       "ratio %.3f  err %.1e  (%.2f / %.2f TB/s)  [%s]\n",
                        r.name.c_str(), r.type.c_str(), kcfg[ki], r.ours_tf,
-                       r.blas_tf, r.ratio, r.err, r.ours_tbs, r.blas_tbs);
+                       r.blas_tf, r.ratio, r.err, r.ours_tbs, r.blas_tbs,
+                       st.c_str());
+                if (g_clocks)
+                    printf("%-22s %s %-17s clock: ours %.0f MHz, cuBLAS %.0f "
+                           "MHz\n",
+                           r.name.c_str(), r.type.c_str(), kcfg[ki],
+                           clk_o[ki].mean(), clk_b.mean());
                 fflush(stdout);
                 if (f)
                     fprintf(f,
@@ -1566,6 +1634,7 @@ int main(int argc, char **argv)
                "%.3f over %d; worst %.3f\n",
                exp(lg / rows.size()), rows.size(), ns ? exp(lgs / ns) : 0.0, ns,
                worst);
+    print_sustained();
     gemmk_ctx_destroy(ctx);
     return 0;
 }

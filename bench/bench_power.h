@@ -11,7 +11,10 @@
 #include <dlfcn.h>
 #include <stdio.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "bench_util.h"
 #include "cuda_check.h"
@@ -39,8 +42,10 @@ class PowerMeter
             h, "nvmlDeviceGetTotalEnergyConsumption");
         clock_ = (int (*)(void *, int, unsigned *))dlsym(
             h, "nvmlDeviceGetClockInfo");
+        temp_ = (int (*)(void *, int, unsigned *))dlsym(
+            h, "nvmlDeviceGetTemperature");
         char bus[32];
-        if (!init || !by_bus || !energy_ || !clock_ || init() != 0 ||
+        if (!init || !by_bus || !energy_ || !clock_ || !temp_ || init() != 0 ||
             cudaDeviceGetPCIBusId(bus, sizeof bus, 0) != cudaSuccess ||
             by_bus(bus, &dev_) != 0)
             dev_ = nullptr;
@@ -62,11 +67,33 @@ class PowerMeter
         return ok() && clock_(dev_, 1, &v) == 0 ? v : 0;
     }
 
+    /* the GPU's temperature now, degrees C, or 0 (NVML_TEMPERATURE_GPU
+     * is 0) */
+    unsigned temp_c() const
+    {
+        unsigned v = 0;
+        return ok() && temp_(dev_, 0, &v) == 0 ? v : 0;
+    }
+
   private:
     void *dev_ = nullptr;
     int (*energy_)(void *, unsigned long long *) = nullptr;
     int (*clock_)(void *, int, unsigned *) = nullptr;
+    int (*temp_)(void *, int, unsigned *) = nullptr;
 };
+
+/* The GPU's temperature and SM clock as a row's measurement starts
+ * (a warm GPU reaches its power cap sooner, which moves a ratio of two
+ * kernels by several percent): "GPU 41 C, 1980 MHz", or "" without NVML. */
+static inline std::string gpu_state(void)
+{
+    static PowerMeter pm;
+    if (!pm.ok())
+        return "";
+    char s[48];
+    snprintf(s, sizeof s, "GPU %u C, %u MHz", pm.temp_c(), pm.sm_mhz());
+    return s;
+}
 
 /* fn(i) back to back for about `seconds`, in batches of `batch` calls with
  * a synchronize between them (the clock is sampled there). */
@@ -138,3 +165,39 @@ static std::string sustain_pair(const char *shape, const char *kernel, F ours,
     fflush(stdout);
     return row;
 }
+
+/* The mean SM clock over a stretch of work: a thread reads NVML's clock
+ * every 100 us between start() and stop() (--clocks: whether a ratio of
+ * two kernels is one of their cycles or of the clocks they ran at). */
+class ClockSampler
+{
+  public:
+    void start()
+    {
+        stop_ = false;
+        sum_ = 0;
+        n_ = 0;
+        th_ = std::thread([this] {
+            static PowerMeter pm;
+            while (!stop_.load()) {
+                const unsigned c = pm.sm_mhz();
+                if (c)
+                    sum_ += c, n_++;
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
+            }
+        });
+    }
+    /* the mean clock since start(), MHz (0: no samples) */
+    double stop()
+    {
+        stop_ = true;
+        th_.join();
+        return n_ ? sum_ / n_ : 0;
+    }
+
+  private:
+    std::thread th_;
+    std::atomic<bool> stop_{false};
+    double sum_ = 0;
+    long n_ = 0;
+};

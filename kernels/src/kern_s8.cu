@@ -100,7 +100,7 @@ cudaError_t launch_s8(int bn, int oz, const CUtensorMap &ta,
     return cudaErrorInvalidValue;
 }
 
-void s8_tiles(S8Params &p, int m, int n, int bn)
+void s8_tiles(S8Params &p, int m, int n, int bn, int group_m)
 {
     p.kunit = 1;
     p.m = m;
@@ -108,7 +108,7 @@ void s8_tiles(S8Params &p, int m, int n, int bn)
     p.num_m = (m + BM - 1) / BM;
     p.num_n = (n + bn - 1) / bn;
     p.units = p.num_m * p.num_n;
-    p.group_m = 8;
+    p.group_m = group_m > 0 ? group_m : 8;
 }
 
 int s8_smem(int bn)
@@ -294,7 +294,7 @@ extern "C" gemm_error gemmk_gemm_s8(gemmk_ctx *ctx, const gemmk_problem_s8 *p,
         return e;
     S8Params sp;
     memset(&sp, 0, sizeof(sp));
-    s8_tiles(sp, (int)p->m, (int)p->n, bn);
+    s8_tiles(sp, (int)p->m, (int)p->n, bn, ctx_knob(ctx, KNOB_S8_RASTER));
     sp.nkb = (int)((p->k + S8_BK - 1) / S8_BK);
     sp.kunit = ku;
     sp.nmod = 1;

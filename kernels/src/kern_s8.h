@@ -22,8 +22,9 @@ cudaError_t launch_s8(int bn, int oz, const CUtensorMap &ta,
  * (tile, product)), oz 0 or 2. */
 cudaError_t launch_s8_pp(int oz, const CUtensorMap &ta, const CUtensorMap &tb,
                          const S8Params &p, int grid, cudaStream_t st);
-/* Fills p's tile counts for an m x n output in 128 x bn tiles. */
-void s8_tiles(S8Params &p, int m, int n, int bn);
+/* Fills p's tile counts for an m x n output in 128 x bn tiles, raster
+ * groups of group_m M-tiles (0: 8). */
+void s8_tiles(S8Params &p, int m, int n, int bn, int group_m);
 int s8_smem(int bn);
 /* out (cols x ldo bytes) = in^T (in: rows x cols, pitch ldi), columns of
  * out from rows to ldo zeroed. */

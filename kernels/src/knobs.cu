@@ -181,6 +181,16 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "beat cuBLAS's SIMT routines, 1 in every type, 0 never "
      "(blas3_whole.cu)",
      read_tristate},
+    {KNOB_S8_RASTER, "GEMMK_S8_RASTER", 8,
+     "int8 kernels (and the emulation's products): the M-tiles of a raster "
+     "group, whose tiles run in consecutive units (kern_s8.cu, ozaki.cu)",
+     read_positive},
+    {KNOB_RASTER, "GEMMK_RASTER", 0,
+     "tiled 16-bit and tf32 kernels: the M-tiles of a raster group, whose "
+     "tiles run in consecutive units so that a wave shares their A and B "
+     "panels in L2 (0: 16 for 128 x 256 tiles, 8 narrower, 4 pairs in "
+     "2-CTA clusters; tiled16.cu)",
+     read_positive},
 };
 
 } // namespace

@@ -45,6 +45,9 @@ enum Knob {
     KNOB_TF32_RS,         /* ws-tf32: MN-major A into registers */
     KNOB_BLAS3_WHOLE,     /* symm, hemm as one GEMM on A made whole
                              (-1: fp32 and complex64) */
+    KNOB_S8_RASTER,       /* int8 kernels: M-tiles a raster group */
+    KNOB_RASTER,          /* tiled: M-tiles a raster group (0: by the
+                             tile, tiled16.cu) */
     KNOB_COUNT
 };
 

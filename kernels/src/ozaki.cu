@@ -616,7 +616,7 @@ gemm_error emulate(gemmk_ctx *ctx, OzState *st, const OzProblem &q, Variant var,
     const int bn = pp ? 128 : 256;
     S8Params sp;
     memset(&sp, 0, sizeof(sp));
-    s8_tiles(sp, (int)q.m, (int)q.n, bn);
+    s8_tiles(sp, (int)q.m, (int)q.n, bn, ctx_knob(ctx, KNOB_S8_RASTER));
     /* residues of both operands, then the variant's planes */
     const size_t s_ra = al256((size_t)nmod * q.m * kp);
     const size_t s_rb = al256((size_t)nmod * q.n * kp);

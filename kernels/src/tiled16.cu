@@ -27,6 +27,20 @@ cudaError_t reduce(const gemmk_problem *p, const float *ws, long long ldw,
     return cudaGetLastError();
 }
 
+/* The M-tiles of a raster group. Consecutive units share them, so a wave
+ * of 132 CTAs covers group_m M-tiles by 132 / group_m N-tiles: with
+ * 128 x 256 tiles, 16 makes it square (2048 rows of A by 2112 columns of
+ * B), which reads the least from DRAM where the operands outgrow L2
+ * (8192^3 tf32 NT: 3.28 -> 3.03 GB, kernel-notes v24); narrower tiles 8;
+ * 2-CTA clusters 4 pairs. */
+int raster_m(const gemmk_ctx *ctx, const Plan &pl)
+{
+    const int knob = ctx_knob(ctx, KNOB_RASTER);
+    if (knob > 0)
+        return knob;
+    return pl.cluster == 2 ? 4 : pl.bn == 256 ? 16 : 8;
+}
+
 } // namespace
 
 gemm_error set_maps(gemmk_ctx *ctx, const gemmk_tmap_key *ka,
@@ -52,7 +66,7 @@ gemm_error fill_params(gemmk_ctx *ctx, const gemmk_problem *p, const Plan &pl,
     kp.splits = pl.splits;
     kp.kb_per_split = pl.kbps;
     kp.units = kp.num_mu * kp.num_n * kp.splits;
-    kp.group_m = pl.cluster == 2 ? 4 : 8;
+    kp.group_m = raster_m(ctx, pl);
     kp.cd_type = p->cd_type;
     kp.d = p->d;
     kp.c = p->beta != 0.f ? p->c : nullptr;
