@@ -1,0 +1,207 @@
+/*
+ * bench_gemm.h: what bench_gemm's benches share: the shape of a row, the
+ * timing of a run (one call alone or --b2b calls back to back, --clocks),
+ * the rows run back to back at the power cap (--sustain), and cuBLASLt
+ * plans for the anchors. One file a bench: bench_gemm.cu (16-bit, and
+ * main), bench_fp32.cu, bench_int8.cu, bench_fp64.cu.
+ */
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "bench_power.h"
+#include "cuda_check.h"
+#include "gemm_kernels.h"
+
+struct Shape {
+    long long m, n, k;
+    int ta, tb;
+    const char *group;
+    /* leading dims padded to 8 elements, as the daemon does */
+    long long r8(long long x) const
+    {
+        return (x + 7) / 8 * 8;
+    }
+    long long lda() const
+    {
+        return r8(ta ? m : k);
+    }
+    long long ldb() const
+    {
+        return r8(tb ? k : n);
+    }
+    long long ldd() const
+    {
+        return r8(n);
+    }
+};
+
+inline double median(std::vector<float> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+/* --b2b N: each timed run is N calls back to back between the events
+ * (their inputs rotating as before), its time over N: the kernels' time
+ * with the calls' host time hidden behind the GPU's work, where 1 (a
+ * call alone) counts the host time before a launch as well. */
+inline int g_b2b = 1;
+
+/* --clocks: each timed block's mean SM clock (bench_power.h), summed per
+ * side of a row by the callers that report it. */
+inline bool g_clocks = false;
+inline double g_last_mhz = 0;
+
+struct ClockMean {
+    double sum = 0;
+    int n = 0;
+    void add(void)
+    {
+        if (g_last_mhz > 0)
+            sum += g_last_mhz, n++;
+    }
+    double mean(void) const
+    {
+        return n ? sum / n : 0;
+    }
+};
+
+/* Median ms of n runs of fn(i), each timed between events e0, e1 on the
+ * default stream: one call alone, or g_b2b calls back to back. */
+template <typename F>
+double time_runs(cudaEvent_t e0, cudaEvent_t e1, F fn, int n)
+{
+    static ClockSampler cs;
+    if (g_clocks)
+        cs.start();
+    std::vector<float> ts;
+    for (int i = 0; i < n; i++) {
+        CK(cudaEventRecord(e0));
+        for (int j = 0; j < g_b2b; j++)
+            fn(i * g_b2b + j);
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        ts.push_back(ms / g_b2b);
+    }
+    CK(cudaGetLastError());
+    g_last_mhz = g_clocks ? cs.stop() : 0;
+    return median(ts);
+}
+
+/* --sustain S: every row also runs back to back, S seconds a side, ours
+ * against its anchor (bench_power.h); their rows are printed after the
+ * main table. */
+inline double g_sustain = 0;
+inline std::vector<std::string> g_sustained;
+
+inline void print_sustained(void)
+{
+    if (g_sustained.empty())
+        return;
+    printf("\nBack to back, %.0f s a side twice (bench_power.h):\n\n%s",
+           g_sustain, sustain_header());
+    for (auto &r : g_sustained)
+        printf("%s", r.c_str());
+}
+
+/* cuBLASLt: the handle and workspace main() makes for every bench */
+inline cublasLtHandle_t lt;
+inline void *lt_ws;
+constexpr size_t LT_WS = 64ull << 20;
+
+struct LtPlan {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulAlgo_t algo;
+};
+
+/* Row-major D(MxN) = op(A) op(B) is column-major D^T = op(B)^T op(A)^T:
+ * cuBLASLt's "A" is our B, its "B" is our A. A and B of type ab with
+ * leading dims lda, ldb, D of type d with ldd; ct and its scale type. */
+inline void lt_make_typed(LtPlan &p, const Shape &s, cudaDataType_t ab,
+                          cudaDataType_t d, cublasComputeType_t ct,
+                          cudaDataType_t scale, long long lda, long long ldb,
+                          long long ldd)
+{
+    CB(cublasLtMatmulDescCreate(&p.op, ct, scale));
+    cublasOperation_t opa = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t opb = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CB(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &opa,
+                                      sizeof(opa)));
+    CB(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &opb,
+                                      sizeof(opb)));
+    /* our B: stored KxN (ld N) or NxK (ld K) row-major */
+    if (s.tb)
+        CB(cublasLtMatrixLayoutCreate(&p.la, ab, s.k, s.n, ldb));
+    else
+        CB(cublasLtMatrixLayoutCreate(&p.la, ab, s.n, s.k, ldb));
+    if (s.ta)
+        CB(cublasLtMatrixLayoutCreate(&p.lb, ab, s.m, s.k, lda));
+    else
+        CB(cublasLtMatrixLayoutCreate(&p.lb, ab, s.k, s.m, lda));
+    CB(cublasLtMatrixLayoutCreate(&p.ld, d, s.n, s.m, ldd));
+}
+
+/* The same with every operand of type t, the shape's leading dims and
+ * fp32 scalars (16-bit and fp32 rows). */
+inline void lt_make(LtPlan &p, const Shape &s, cudaDataType_t t,
+                    cublasComputeType_t ct = CUBLAS_COMPUTE_32F)
+{
+    lt_make_typed(p, s, t, t, ct, CUDA_R_32F, s.lda(), s.ldb(), s.ldd());
+}
+
+/* cuBLASLt's heuristic's top 8 algorithms for p (workspace up to LT_WS):
+ * how many it gave; where the query fails, 0 if tolerate, else exit. */
+inline int lt_heuristics(const LtPlan &p,
+                         cublasLtMatmulHeuristicResult_t (&heur)[8],
+                         bool tolerate = false)
+{
+    cublasLtMatmulPreference_t pref;
+    CB(cublasLtMatmulPreferenceCreate(&pref));
+    CB(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &LT_WS, sizeof(LT_WS)));
+    int nres = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+        lt, p.op, p.la, p.lb, p.ld, p.ld, pref, 8, heur, &nres);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (!tolerate)
+        CB(st);
+    return st == CUBLAS_STATUS_SUCCESS ? nres : 0;
+}
+
+inline void lt_free(LtPlan &p)
+{
+    cublasLtMatrixLayoutDestroy(p.la);
+    cublasLtMatrixLayoutDestroy(p.lb);
+    cublasLtMatrixLayoutDestroy(p.ld);
+    cublasLtMatmulDescDestroy(p.op);
+}
+
+inline void lt_run(LtPlan &p, const void *a, const void *b, void *d,
+                   const cublasLtMatmulAlgo_t *algo)
+{
+    float one = 1, zero = 0;
+    CB(cublasLtMatmul(lt, p.op, &one, b, p.la, a, p.lb, &zero, d, p.ld, d, p.ld,
+                      algo, lt_ws, LT_WS, 0));
+}
+
+/* The benches of the other types (their files); each returns 0, or 1
+ * where a call failed. custom: --shapes (empty: the set's). */
+int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
+               cudaEvent_t e0, cudaEvent_t e1, const std::vector<Shape> &custom,
+               const std::vector<std::string> &kernels);
+int bench_int8(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
+               cudaEvent_t e0, cudaEvent_t e1);
+int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
+               cudaEvent_t e0, cudaEvent_t e1, double phi,
+               const std::vector<std::string> &kernels_in, int moduli,
+               const std::vector<Shape> &custom);
