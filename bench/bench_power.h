@@ -82,12 +82,19 @@ class PowerMeter
     int (*temp_)(void *, int, unsigned *) = nullptr;
 };
 
+/* The process's one meter (NVML loaded and initialised once). */
+inline const PowerMeter &power_meter(void)
+{
+    static const PowerMeter pm;
+    return pm;
+}
+
 /* The GPU's temperature and SM clock as a row's measurement starts
  * (a warm GPU reaches its power cap sooner, which moves a ratio of two
  * kernels by several percent): "GPU 41 C, 1980 MHz", or "" without NVML. */
 static inline std::string gpu_state(void)
 {
-    static PowerMeter pm;
+    const PowerMeter &pm = power_meter();
     if (!pm.ok())
         return "";
     char s[48];
@@ -142,7 +149,7 @@ template <typename F, typename G>
 static std::string sustain_pair(const char *shape, const char *kernel, F ours,
                                 G anchor, double ops, double seconds)
 {
-    static PowerMeter pm;
+    const PowerMeter &pm = power_meter();
     sustain(pm, anchor, seconds / 2);
     Sustained o[2], a[2];
     for (int r = 0; r < 2; r++) {
@@ -178,7 +185,7 @@ class ClockSampler
         sum_ = 0;
         n_ = 0;
         th_ = std::thread([this] {
-            static PowerMeter pm;
+            const PowerMeter &pm = power_meter();
             while (!stop_.load()) {
                 const unsigned c = pm.sm_mhz();
                 if (c)
