@@ -288,6 +288,20 @@ def rel_err(got: np.ndarray, ref: np.ndarray) -> float:
     return float(num / den) if den > 0 else float(num)
 
 
+def bound_err(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    """The largest |got - a @ b| of an element over its own rounding
+    scale (|a| @ |b|, stacks broadcast as np.matmul does): a relative
+    error that cancellation in a short dot product cannot inflate, where
+    rel_err's norm of a one-element result can be as small as one wants.
+    An element whose scale is 0 must be exact."""
+    ref = np.matmul(f64(a), f64(b))
+    scale = np.matmul(np.abs(f64(a)), np.abs(f64(b)))
+    err = np.abs(f64(got) - ref)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(scale > 0, err / scale, np.where(err > 0, np.inf, 0.0))
+    return float(r.max()) if r.size else 0.0
+
+
 def rand(rng: np.random.Generator, shape: Sequence[int],
          dtype: object = np.float32) -> np.ndarray:
     """Uniform in [-1, 1), of dtype (never zeros); complex: both parts."""
