@@ -134,7 +134,8 @@ int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                 !strcmp(sel, "ws-decode-3xtf32"))
                 x3k = sel;
         }
-        /* cuBLASLt: fastest of the heuristic's candidates, for ct */
+        /* cuBLASLt: fastest of the heuristic's candidates, for ct (its
+         * time for the choice only: time_pair) */
         auto lt_best = [&](cublasComputeType_t ct, LtPlan &lp,
                            cublasLtMatmulAlgo_t &algo) {
             lt_make(lp, s, CUDA_R_32F, ct);
@@ -158,8 +159,8 @@ int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
         };
         LtPlan lp_tf, lp_sg;
         cublasLtMatmulAlgo_t al_tf, al_sg;
-        double ms_lt_tf = lt_best(CUBLAS_COMPUTE_32F_FAST_TF32, lp_tf, al_tf);
-        double ms_lt_sg = lt_best(CUBLAS_COMPUTE_32F, lp_sg, al_sg);
+        lt_best(CUBLAS_COMPUTE_32F_FAST_TF32, lp_tf, al_tf);
+        lt_best(CUBLAS_COMPUTE_32F, lp_sg, al_sg);
         for (int i = 0; i < 3; i++) {
             ours(nullptr, GEMM_PRECISION_TF32, i);
             ours(x3k, GEMM_PRECISION_FP32, i);
@@ -186,34 +187,27 @@ int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                         [&](int i) { ours(var[v], GEMM_PRECISION_TF32, i); },
                         reps / 2));
             }
-            t_tf = std::min(
-                t_tf,
-                time_fn([&](int i) { ours(nullptr, GEMM_PRECISION_TF32, i); },
-                        reps / 2));
-            clk_tf.add();
-            t_ltf = std::min(t_ltf, time_fn(
-                                        [&](int i) {
-                                            lt_run(lp_tf, A[i % nsets],
-                                                   B[i % nsets], D, &al_tf);
-                                        },
-                                        reps / 2));
-            clk_ltf.add();
-            t_x3 = std::min(
-                t_x3, time_fn([&](int i) { ours(x3k, GEMM_PRECISION_FP32, i); },
-                              std::max(3, reps / 4)));
-            t_lsg = std::min(t_lsg, time_fn(
-                                        [&](int i) {
-                                            lt_run(lp_sg, A[i % nsets],
-                                                   B[i % nsets], D, &al_sg);
-                                        },
-                                        std::max(3, reps / 4)));
+            /* ours and its anchor, which goes first alternating by block */
+            double t, ta;
+            time_pair(
+                e0, e1, [&](int i) { ours(nullptr, GEMM_PRECISION_TF32, i); },
+                [&](int i) {
+                    lt_run(lp_tf, A[i % nsets], B[i % nsets], D, &al_tf);
+                },
+                reps / 2, 1, &t, &ta, &clk_tf, &clk_ltf, blk);
+            t_tf = std::min(t_tf, t), t_ltf = std::min(t_ltf, ta);
+            time_pair(
+                e0, e1, [&](int i) { ours(x3k, GEMM_PRECISION_FP32, i); },
+                [&](int i) {
+                    lt_run(lp_sg, A[i % nsets], B[i % nsets], D, &al_sg);
+                },
+                std::max(3, reps / 4), 1, &t, &ta, nullptr, nullptr, blk);
+            t_x3 = std::min(t_x3, t), t_lsg = std::min(t_lsg, ta);
             t_oz = std::min(
                 t_oz,
                 time_fn([&](int i) { ours("oz2-f32", GEMM_PRECISION_FP32, i); },
                         std::max(3, reps / 4)));
         }
-        t_ltf = std::min(t_ltf, ms_lt_tf);
-        t_lsg = std::min(t_lsg, ms_lt_sg);
         if (fail)
             return 1;
 
@@ -295,8 +289,10 @@ int bench_fp32(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                r.oz_tf / r.x3_tf, r.oz_moduli, r.e_tf32, r.e_lt_tf32, r.e_x3,
                r.e_sgemm, r.e_oz, st.c_str());
         if (g_clocks)
-            printf("%-22s tf32 clock: ours %.0f MHz, cuBLAS TF32 %.0f MHz\n",
-                   nm, clk_tf.mean(), clk_ltf.mean());
+            printf("%-22s tf32 clock: ours %.0f MHz, cuBLAS TF32 %.0f MHz; "
+                   "host: ours %.1f us a call, cuBLAS %.1f\n",
+                   nm, clk_tf.mean(), clk_ltf.mean(), clk_tf.host_us(),
+                   clk_ltf.host_us());
         fflush(stdout);
         if (f)
             fprintf(f,

@@ -365,11 +365,9 @@ int bench_fp64(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
             };
             ours(0);
             CK(cudaDeviceSynchronize());
-            double t_o = 1e30, tb2 = t_b;
-            for (int blk = 0; blk < 2; blk++) {
-                t_o = std::min(t_o, time_fn(ours, nrep));
-                tb2 = std::min(tb2, time_fn([&](int) { dg(best); }, nrep));
-            }
+            double t_o, tb2;
+            time_pair(
+                e0, e1, ours, [&](int) { dg(best); }, nrep, 2, &t_o, &tb2);
             double mx = 0, md = 0;
             if (kn != "oz2-prep") {
                 CK(cudaMemset(D, 0xff, ed * 8));

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -58,18 +59,25 @@ inline int g_b2b = 1;
  * side of a row by the callers that report it. */
 inline bool g_clocks = false;
 inline double g_last_mhz = 0;
+/* and the median host time a call took its caller (us), over the block */
+inline double g_last_host_us = 0;
 
 struct ClockMean {
-    double sum = 0;
-    int n = 0;
+    double sum = 0, host = 0;
+    int n = 0, nh = 0;
     void add(void)
     {
         if (g_last_mhz > 0)
             sum += g_last_mhz, n++;
+        host += g_last_host_us, nh++;
     }
     double mean(void) const
     {
         return n ? sum / n : 0;
+    }
+    double host_us(void) const
+    {
+        return nh ? host / nh : 0;
     }
 };
 
@@ -81,11 +89,16 @@ double time_runs(cudaEvent_t e0, cudaEvent_t e1, F fn, int n)
     static ClockSampler cs;
     if (g_clocks)
         cs.start();
-    std::vector<float> ts;
+    std::vector<float> ts, hs;
     for (int i = 0; i < n; i++) {
         CK(cudaEventRecord(e0));
+        const auto h0 = std::chrono::steady_clock::now();
         for (int j = 0; j < g_b2b; j++)
             fn(i * g_b2b + j);
+        const auto h1 = std::chrono::steady_clock::now();
+        hs.push_back(
+            (float)(std::chrono::duration<double, std::micro>(h1 - h0).count() /
+                    g_b2b));
         CK(cudaEventRecord(e1));
         CK(cudaEventSynchronize(e1));
         float ms;
@@ -94,7 +107,35 @@ double time_runs(cudaEvent_t e0, cudaEvent_t e1, F fn, int n)
     }
     CK(cudaGetLastError());
     g_last_mhz = g_clocks ? cs.stop() : 0;
+    g_last_host_us = median(hs);
     return median(ts);
+}
+
+/* Ours and its anchor in `blocks` interleaved blocks of n runs each, the
+ * side that goes first alternating by block, so that neither gains from
+ * a cooler GPU (the anchor's heuristic search, timed before, heats it:
+ * its times are for choosing only). The min of each side's block
+ * medians into *t_o and *t_a; clocks and host times into co, ca. Blocks
+ * are numbered from first (ours goes first in the even ones). */
+template <typename F, typename G>
+void time_pair(cudaEvent_t e0, cudaEvent_t e1, F ours, G anchor, int n,
+               int blocks, double *t_o, double *t_a, ClockMean *co = nullptr,
+               ClockMean *ca = nullptr, int first = 0)
+{
+    *t_o = *t_a = 1e30;
+    for (int blk = first; blk < first + blocks; blk++) {
+        for (int side = 0; side < 2; side++) {
+            if ((side ^ (blk & 1)) == 0) {
+                *t_o = std::min(*t_o, time_runs(e0, e1, ours, n));
+                if (co)
+                    co->add();
+            } else {
+                *t_a = std::min(*t_a, time_runs(e0, e1, anchor, n));
+                if (ca)
+                    ca->add();
+            }
+        }
+    }
 }
 
 /* --sustain S: every row also runs back to back, S seconds a side, ours

@@ -115,13 +115,12 @@ int bench_int8(gemmk_ctx *ctx, const char *set, int reps, FILE *f,
                 ours(i);
             CK(cudaDeviceSynchronize());
             double t_o = 1e30, t_l = lt_ms;
-            for (int blk = 0; blk < 2; blk++) {
-                t_o = std::min(t_o, time_fn(ours, reps / 2));
-                if (best >= 0)
-                    t_l = std::min(t_l,
-                                   time_fn([&](int i) { lt_run8(best, i, Dr); },
-                                           reps / 2));
-            }
+            if (best >= 0)
+                time_pair(
+                    e0, e1, ours, [&](int i) { lt_run8(best, i, Dr); },
+                    reps / 2, 2, &t_o, &t_l);
+            else
+                t_o = time_fn(ours, reps / 2);
             /* exactness: ours against cuBLASLt on set 0 */
             long long mism = -1;
             if (best >= 0) {
