@@ -175,6 +175,11 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "by a pre-pass first (0; run_fp32.cu, gemm_sm90.cuh consume_tile_rs, "
      "kernel-notes v21)",
      read_bool},
+    {KNOB_TF32_TAIL, "GEMMK_TF32_TAIL", 1,
+     "ws-tf32 on 128 x 256 tiles of at least 12 waves whose last wave is "
+     "at most 60% full: a stream-K tail (1), or the tail only where the "
+     "model asks for one (0; run_fp32.cu tf32_tail, kernel-notes v25)",
+     read_bool},
     {KNOB_BLAS3_WHOLE, "GEMMK_BLAS3_WHOLE", -1,
      "symm and hemm run as GEMMs on A made whole (the other triangle "
      "mirrored or conjugated): -1 in fp32 and complex64, where our GEMMs "

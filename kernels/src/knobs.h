@@ -43,6 +43,7 @@ enum Knob {
     KNOB_DECODE_PAIR,     /* ws-decode: two consumers on 128-row tiles */
     KNOB_DECODE_QUAD,     /* ws-decode: two consumers on 256-row tiles */
     KNOB_TF32_RS,         /* ws-tf32: MN-major A into registers */
+    KNOB_TF32_TAIL,       /* ws-tf32: stream-K tail over many waves */
     KNOB_BLAS3_WHOLE,     /* symm, hemm as one GEMM on A made whole
                              (-1: fp32 and complex64) */
     KNOB_S8_RASTER,       /* int8 kernels: M-tiles a raster group */

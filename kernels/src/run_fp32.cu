@@ -87,11 +87,29 @@ static gemmk_problem as_16bit(const gemmk_problem *p, int64_t k)
     return q;
 }
 
+/* A stream-K tail for q's 128 x 256 tiles (q as_16bit) beyond what the
+ * model asks for: where the tiles make at least 12 waves and the last is
+ * at most 60% full. Measured (kernel-notes v25; ws-tf32sk against
+ * ws-tf32 in the same blocks, both orders): 8192^3 (15.5 waves, the last
+ * 52% full) +1.6% to +11.6% in all four transposes over ten pairs,
+ * 16384^3 NT (62.1 waves, 6%) +1-2%; but 12288^3 NT (34.9 waves, 91%)
+ * -3% to -5% and 6144^3 (8.7 waves, 73%) -4% to -7%. The model's 5%
+ * rule (plan.cu sk_split) declines all four. */
+static bool tf32_tail(const gemmk_ctx *ctx, const gemmk_problem *q, int bn)
+{
+    if (!ctx_knob(ctx, KNOB_TF32_TAIL) || bn != 256)
+        return false;
+    const int64_t s = ctx->num_sms;
+    const int64_t t = cdiv(q->m, BM) * cdiv(q->n, bn);
+    const int64_t last = t % s;
+    return t >= 12 * s && last != 0 && 10 * last <= 6 * s;
+}
+
 /* The plan of tiled tf32 problem p under row tr (ws-tf32's family), made
  * for as_16bit(p); 128 x 256 tiles only where A goes from registers (rs).
  * On 128 x 256 tiles the row's TMA-store kernel (split plans store their
  * partials from registers), unsplit ones with its stream-K tail by the
- * row or the model. */
+ * row, the model or tf32_tail. */
 static void plan_tf32(const gemmk_ctx *ctx, const gemmk_problem *p,
                       const Row &tr, bool rs, Plan *pl)
 {
@@ -100,7 +118,8 @@ static void plan_tf32(const gemmk_ctx *ctx, const gemmk_problem *p,
     if (tr.tiling.epi && pl->bn == 256 && pl->cluster == 1) {
         pl->epi = tr.tiling.epi;
         if (pl->epi == 2 && pl->splits == 1)
-            plan_sk(ctx, &q, tr.tiling.sk != 0, pl);
+            plan_sk(ctx, &q, tr.tiling.sk != 0 || tf32_tail(ctx, &q, pl->bn),
+                    pl);
     }
 }
 

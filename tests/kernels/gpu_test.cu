@@ -533,6 +533,70 @@ static int x3_special_check(void)
     return bad;
 }
 
+/* ws-tf32's stream-K tail beyond the model (run_fp32.cu tf32_tail): at
+ * 4096 x 12800 (1600 tiles of 128 x 256: 12.1 waves, the last 12% full)
+ * auto must give ws-tf32sk's bits, NT and NN (D^T), the tail's partials
+ * being summed in a fixed order; at 4096 x 4096 (3.9 waves) it must not
+ * (no tail there), which shows the comparison tells the plans apart. */
+static int tf32_tail_check(void)
+{
+    const int64_t k = 160, mn[2][2] = {{4096, 12800}, {4096, 4096}};
+    int bad = 0;
+    for (int w = 0; w < 2; w++)
+        for (int tb = 0; tb < 2; tb++) {
+            const int64_t m = mn[w][0], n = mn[w][1];
+            std::vector<float> ha(m * k), hb(k * n), h1(m * n), h2(m * n);
+            uint32_t x = 0x9e3779b9u + 17u * (uint32_t)(2 * w + tb);
+            auto draw = [&]() {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                return gemmk_bits_f32(0x3f800000u | (x & 0x007fffffu)) - 1.5f;
+            };
+            for (float &v : ha)
+                v = draw();
+            for (float &v : hb)
+                v = draw();
+            float *A, *B, *D1, *D2;
+            CK(cudaMalloc(&A, ha.size() * 4));
+            CK(cudaMalloc(&B, hb.size() * 4));
+            CK(cudaMalloc(&D1, h1.size() * 4));
+            CK(cudaMalloc(&D2, h2.size() * 4));
+            CK(cudaMemcpy(A, ha.data(), ha.size() * 4, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(B, hb.data(), hb.size() * 4, cudaMemcpyHostToDevice));
+            gemmk_problem p;
+            memset(&p, 0, sizeof(p));
+            p.m = m, p.n = n, p.k = k;
+            p.ab_type = p.cd_type = GEMM_FP32;
+            p.trans_b = tb;
+            p.a = A, p.b = B, p.lda = k, p.ldb = tb ? k : n, p.ldd = n;
+            p.alpha = 1;
+            p.precision = GEMM_PRECISION_TF32;
+            p.d = D1;
+            bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_OK;
+            p.d = D2;
+            bad += gemmk_gemm(ctx, &p, 0, "ws-tf32sk", NULL) != GEMM_OK;
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemcpy(h1.data(), D1, h1.size() * 4,
+                          cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(h2.data(), D2, h2.size() * 4,
+                          cudaMemcpyDeviceToHost));
+            const bool same = memcmp(h1.data(), h2.data(), h1.size() * 4) == 0;
+            const bool want = w == 0;
+            bad += same != want;
+            printf("tf32 tail, %lldx%lldx%lld %s: auto %s ws-tf32sk's bits "
+                   "(want %s): %s\n",
+                   (long long)m, (long long)n, (long long)k, tb ? "NT" : "NN",
+                   same ? "gives" : "differs from", want ? "gives" : "differs",
+                   same == want ? "ok" : "FAIL");
+            cudaFree(A);
+            cudaFree(B);
+            cudaFree(D1);
+            cudaFree(D2);
+        }
+    return bad;
+}
+
 static int api_checks(void)
 {
     int bad = 0;
@@ -768,7 +832,7 @@ int main(int argc, char **argv)
                   tf32_k1_check("ws-tf32", 2053, 4099) +
                   tf32_k1_check("ws-tf32r", 133, 70) +
                   tf32_k1_check("ws-decode-tf32", 133, 70) +
-                  x3_special_check() + wide_checks();
+                  x3_special_check() + tf32_tail_check() + wide_checks();
     std::vector<Case> cases;
     const gemm_dtype abs_[2] = {GEMM_BF16, GEMM_FP16};
     const gemm_dtype cds[3] = {GEMM_FP32, GEMM_BF16, GEMM_FP16};
