@@ -213,17 +213,26 @@ static int bench_zc(gemmk_ctx *ctx, int reps, cudaEvent_t e0, cudaEvent_t e1,
             }
         };
         const double flop = 8.0 * m * n * k;
-        const double tz = time_runs(
-            e0, e1, [&](int) { run("cublas"); }, reps);
+        run("cublas");
         std::vector<R> hz(2 * e), hd(2 * e);
         CK(cudaMemcpy(hz.data(), Z, e * es, cudaMemcpyDeviceToHost));
         double zmax = 0;
         for (R v : hz)
             zmax = fabs((double)v) > zmax ? fabs((double)v) : zmax;
-        p.d = D;
         for (const char *kn : {"auto", "oz2-complex"}) {
-            const double tk = time_runs(
-                e0, e1, [&](int) { run(kn); }, reps);
+            /* ours into D and ZGEMM into Z, in interleaved blocks */
+            double tk, tz;
+            time_pair(
+                e0, e1,
+                [&](int) {
+                    p.d = D;
+                    run(kn);
+                },
+                [&](int) {
+                    p.d = Z;
+                    run("cublas");
+                },
+                std::max(2, reps / 2), 2, &tk, &tz);
             CK(cudaMemcpy(hd.data(), D, e * es, cudaMemcpyDeviceToHost));
             double dmax = 0;
             for (size_t i = 0; i < 2 * e; i++)
