@@ -463,6 +463,45 @@ static int tf32_k1_check(const char *kernel, int64_t m, int64_t n)
     return bad;
 }
 
+/* Two kernels (k1, k2; NULL: auto) on the same fp32 operands: row-major
+ * A (m x k) and B (k x n, or n x k with tb), their D (m x n) into h1 and
+ * h2. Returns how many of the two calls failed. */
+static int f32_two_runs(const std::vector<float> &ha,
+                        const std::vector<float> &hb, int64_t m, int64_t n,
+                        int64_t k, int tb, gemm_precision pr, const char *k1,
+                        const char *k2, std::vector<float> &h1,
+                        std::vector<float> &h2)
+{
+    float *A, *B, *D1, *D2;
+    CK(cudaMalloc(&A, ha.size() * 4));
+    CK(cudaMalloc(&B, hb.size() * 4));
+    CK(cudaMalloc(&D1, (size_t)(m * n) * 4));
+    CK(cudaMalloc(&D2, (size_t)(m * n) * 4));
+    CK(cudaMemcpy(A, ha.data(), ha.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(B, hb.data(), hb.size() * 4, cudaMemcpyHostToDevice));
+    gemmk_problem p;
+    memset(&p, 0, sizeof(p));
+    p.m = m, p.n = n, p.k = k;
+    p.ab_type = p.cd_type = GEMM_FP32;
+    p.trans_b = tb;
+    p.a = A, p.b = B, p.lda = k, p.ldb = tb ? k : n, p.ldd = n, p.alpha = 1;
+    p.precision = pr;
+    p.d = D1;
+    int bad = gemmk_gemm(ctx, &p, 0, k1, NULL) != GEMM_OK;
+    p.d = D2;
+    bad += gemmk_gemm(ctx, &p, 0, k2, NULL) != GEMM_OK;
+    CK(cudaDeviceSynchronize());
+    h1.resize((size_t)(m * n));
+    h2.resize((size_t)(m * n));
+    CK(cudaMemcpy(h1.data(), D1, h1.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h2.data(), D2, h2.size() * 4, cudaMemcpyDeviceToHost));
+    cudaFree(A);
+    cudaFree(B);
+    cudaFree(D1);
+    cudaFree(D2);
+    return bad;
+}
+
 /* Values the 3xTF32 split treats apart (inf, NaN, and a finite value
  * whose tf32 rounding would be infinite): "ws-decode-3xtf32" splits B in
  * registers and must give what "ws-3xtf32" (the pre-pass's split) gives
@@ -488,26 +527,8 @@ static int x3_special_check(void)
     hb[9 * n + 100] = NAN;
     hb[3 * n + 200] = gemmk_bits_f32(0x7f7ff800u); /* rounds to inf */
     hb[8 * n + 300] = -gemmk_bits_f32(0x7f7fffffu);
-    float *A, *B, *D1, *D2;
-    CK(cudaMalloc(&A, ha.size() * 4));
-    CK(cudaMalloc(&B, hb.size() * 4));
-    CK(cudaMalloc(&D1, h1.size() * 4));
-    CK(cudaMalloc(&D2, h2.size() * 4));
-    CK(cudaMemcpy(A, ha.data(), ha.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(B, hb.data(), hb.size() * 4, cudaMemcpyHostToDevice));
-    gemmk_problem p;
-    memset(&p, 0, sizeof(p));
-    p.m = m, p.n = n, p.k = k;
-    p.ab_type = p.cd_type = GEMM_FP32;
-    p.a = A, p.b = B, p.lda = k, p.ldb = n, p.ldd = n, p.alpha = 1;
-    p.precision = GEMM_PRECISION_FP32;
-    p.d = D1;
-    int bad = gemmk_gemm(ctx, &p, 0, "ws-decode-3xtf32", NULL) != GEMM_OK;
-    p.d = D2;
-    bad += gemmk_gemm(ctx, &p, 0, "ws-3xtf32", NULL) != GEMM_OK;
-    CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy(h1.data(), D1, h1.size() * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(h2.data(), D2, h2.size() * 4, cudaMemcpyDeviceToHost));
+    int bad = f32_two_runs(ha, hb, m, n, k, 0, GEMM_PRECISION_FP32,
+                           "ws-decode-3xtf32", "ws-3xtf32", h1, h2);
     long long wrong = 0, special = 0;
     auto cls = [](float v) {
         return isnan(v) ? 3 : isinf(v) ? (v > 0 ? 1 : 2) : 0;
@@ -523,10 +544,6 @@ static int x3_special_check(void)
     }
     /* every row meets the four special columns */
     bad += wrong != 0 || special < 4 * m;
-    cudaFree(A);
-    cudaFree(B);
-    cudaFree(D1);
-    cudaFree(D2);
     printf("3xtf32 specials, ws-decode-3xtf32 against ws-3xtf32: %s (%lld "
            "special, %lld differ)\n",
            bad ? "FAIL" : "ok", special, wrong);
@@ -557,30 +574,8 @@ static int tf32_tail_check(void)
                 v = draw();
             for (float &v : hb)
                 v = draw();
-            float *A, *B, *D1, *D2;
-            CK(cudaMalloc(&A, ha.size() * 4));
-            CK(cudaMalloc(&B, hb.size() * 4));
-            CK(cudaMalloc(&D1, h1.size() * 4));
-            CK(cudaMalloc(&D2, h2.size() * 4));
-            CK(cudaMemcpy(A, ha.data(), ha.size() * 4, cudaMemcpyHostToDevice));
-            CK(cudaMemcpy(B, hb.data(), hb.size() * 4, cudaMemcpyHostToDevice));
-            gemmk_problem p;
-            memset(&p, 0, sizeof(p));
-            p.m = m, p.n = n, p.k = k;
-            p.ab_type = p.cd_type = GEMM_FP32;
-            p.trans_b = tb;
-            p.a = A, p.b = B, p.lda = k, p.ldb = tb ? k : n, p.ldd = n;
-            p.alpha = 1;
-            p.precision = GEMM_PRECISION_TF32;
-            p.d = D1;
-            bad += gemmk_gemm(ctx, &p, 0, NULL, NULL) != GEMM_OK;
-            p.d = D2;
-            bad += gemmk_gemm(ctx, &p, 0, "ws-tf32sk", NULL) != GEMM_OK;
-            CK(cudaDeviceSynchronize());
-            CK(cudaMemcpy(h1.data(), D1, h1.size() * 4,
-                          cudaMemcpyDeviceToHost));
-            CK(cudaMemcpy(h2.data(), D2, h2.size() * 4,
-                          cudaMemcpyDeviceToHost));
+            bad += f32_two_runs(ha, hb, m, n, k, tb, GEMM_PRECISION_TF32, NULL,
+                                "ws-tf32sk", h1, h2);
             const bool same = memcmp(h1.data(), h2.data(), h1.size() * 4) == 0;
             const bool want = w == 0;
             bad += same != want;
@@ -589,10 +584,6 @@ static int tf32_tail_check(void)
                    (long long)m, (long long)n, (long long)k, tb ? "NT" : "NN",
                    same ? "gives" : "differs from", want ? "gives" : "differs",
                    same == want ? "ok" : "FAIL");
-            cudaFree(A);
-            cudaFree(B);
-            cudaFree(D1);
-            cudaFree(D2);
         }
     return bad;
 }
