@@ -89,12 +89,13 @@ static gemmk_problem as_16bit(const gemmk_problem *p, int64_t k)
 
 /* A stream-K tail for q's 128 x 256 tiles (q as_16bit) beyond what the
  * model asks for: where the tiles make at least 12 waves and the last is
- * at most 60% full. Measured (kernel-notes v25; ws-tf32sk against
- * ws-tf32 in the same blocks, both orders): 8192^3 (15.5 waves, the last
- * 52% full) +1.6% to +11.6% in all four transposes over ten pairs,
- * 16384^3 NT (62.1 waves, 6%) +1-2%; but 12288^3 NT (34.9 waves, 91%)
- * -3% to -5% and 6144^3 (8.7 waves, 73%) -4% to -7%. The model's 5%
- * rule (plan.cu sk_split) declines all four. */
+ * at most 60% full. Measured (kernel-notes v25): at 8192^3 (15.5 waves,
+ * the last 52% full) ws-tf32sk ahead of ws-tf32 in all ten same-block
+ * pairs over four transposes (+0.5% to +11.6%, part of it the blocks'
+ * order), this rule on against off in alternating processes +1.4% over
+ * eight pairs (-2.1% to +4.2%); 16384^3 NT (62.1 waves, 6%) +1-2%; but
+ * 12288^3 NT (34.9 waves, 91%) -3% to -5% and 6144^3 (8.7 waves, 73%)
+ * -4% to -7%. The model's 5% rule (plan.cu sk_split) declines all four. */
 static bool tf32_tail(const gemmk_ctx *ctx, const gemmk_problem *q, int bn)
 {
     if (!ctx_knob(ctx, KNOB_TF32_TAIL) || bn != 256)
