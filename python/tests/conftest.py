@@ -288,14 +288,20 @@ def rel_err(got: np.ndarray, ref: np.ndarray) -> float:
     return float(num / den) if den > 0 else float(num)
 
 
-def bound_err(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
-    """The largest |got - a @ b| of an element over its own rounding
-    scale (|a| @ |b|, stacks broadcast as np.matmul does): a relative
-    error that cancellation in a short dot product cannot inflate, where
-    rel_err's norm of a one-element result can be as small as one wants.
-    An element whose scale is 0 must be exact."""
-    ref = np.matmul(f64(a), f64(b))
-    scale = np.matmul(np.abs(f64(a)), np.abs(f64(b)))
+def bound_err(got: np.ndarray, a: np.ndarray, b: np.ndarray,
+              alpha: float = 1.0, beta: float = 0.0,
+              c: Optional[np.ndarray] = None) -> float:
+    """The largest |got - (alpha a @ b + beta c)| of an element over its
+    own rounding scale (|alpha| |a| @ |b| + |beta| |c|, stacks and c
+    broadcast as numpy does): a relative error that cancellation in a
+    short dot product cannot inflate, where rel_err's norm of a small
+    result can be as small as one wants. An element whose scale is 0
+    must be exact."""
+    ref = alpha * np.matmul(f64(a), f64(b))
+    scale = abs(alpha) * np.matmul(np.abs(f64(a)), np.abs(f64(b)))
+    if c is not None and beta != 0:
+        ref = ref + beta * f64(c)
+        scale = scale + abs(beta) * np.abs(f64(c))
     err = np.abs(f64(got) - ref)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.where(scale > 0, err / scale, np.where(err > 0, np.inf, 0.0))

@@ -10,7 +10,7 @@ rounding, and against an fp64 numpy reference.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import numpy as np
 import pytest
@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gemmd
-from conftest import (BACKEND, Hold, eventually, f64, operand, rand,
-                      rel_err, tolerance)
+from conftest import (BACKEND, Hold, bound_err, eventually, f64, operand,
+                      rand, rel_err, tolerance)
 from gemmd import _panels
 from test_matmul import npdt
 
@@ -73,9 +73,10 @@ def result_type(dt: str, out32: bool) -> str:
 
 
 def check(got: np.ndarray, whole: np.ndarray, pieces: np.ndarray,
-          ref: np.ndarray, cd: str) -> None:
+          ref: Callable[[np.ndarray], float], cd: str) -> None:
     """got (panelled) against the panels' unsplit calls (bit for bit on
-    the CPU backend), the unsplit whole and an fp64 reference."""
+    the CPU backend), and both it and the unsplit whole against an fp64
+    reference (ref(x): x's error, conftest.bound_err)."""
     if cd == "int32":  # exact, wrapping as int32 does
         assert np.array_equal(got, whole) and np.array_equal(got, pieces)
         return
@@ -83,8 +84,8 @@ def check(got: np.ndarray, whole: np.ndarray, pieces: np.ndarray,
         assert np.array_equal(got, pieces, equal_nan=True), \
             "a panel differs from the same GEMM sent unsplit"
     tol = tolerance(cd)
-    assert rel_err(got, whole) <= tol
-    assert rel_err(got, ref) <= tol
+    assert ref(whole) <= tol
+    assert ref(got) <= tol
 
 
 @SETTINGS
@@ -158,13 +159,9 @@ def test_panels_match_unsplit(client: gemmd.Client, unsplit: gemmd.Client,
                                **kw(lo, hi))
         pieces[lo:hi] = piece
     assert panels.rows == [], "an unsplit call went through the panels"
-    if integer:
-        ref = np.asarray(whole)
-    else:
-        ref = alpha * (f64(a) @ f64(b))
-        if ck != "none":
-            ref = ref + beta * f64(np.broadcast_to(c0, (m, n)))
-    check(np.asarray(got), np.asarray(whole), pieces, ref, cd)
+    cref = None if ck == "none" else np.broadcast_to(c0, (m, n))
+    check(np.asarray(got), np.asarray(whole), pieces,
+          lambda x: bound_err(x, a, b, alpha, beta, cref), cd)
 
 
 def test_panels_match_unsplit_n1_transposed_b_with_c(
