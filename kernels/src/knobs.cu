@@ -167,14 +167,14 @@ const KnobRow kKnobs[KNOB_COUNT] = {
      "each consumer warpgroup on 128 rows (1), or the pair's 128 (0; "
      "swap.cu, kernel-notes v23)",
      read_bool},
-    {KNOB_TF32_RS, "GEMMK_TF32_RS", 1,
-     "ws-tf32 where the pre-pass would take 6% of the GEMM or more: a "
-     "column-major A (trans_a) goes to wgmma straight into registers, "
-     "transposed as it is loaded, and NN runs as D^T = B^T A^T stored "
-     "transposed (1), or every MN-major operand is transposed and rounded "
-     "by a pre-pass first (0; run_fp32.cu, gemm_sm90.cuh consume_tile_rs, "
-     "kernel-notes v21)",
-     read_bool},
+    {KNOB_TF32_RS, "GEMMK_TF32_RS", 2,
+     "ws-tf32 where the pre-pass would take at least this percent of the "
+     "GEMM: a column-major A (trans_a) goes to wgmma straight into "
+     "registers, transposed as it is loaded, and NN runs as D^T = B^T A^T "
+     "stored transposed; 0: every MN-major operand is transposed and "
+     "rounded by a pre-pass first (run_fp32.cu, gemm_sm90.cuh "
+     "consume_tile_rs, kernel-notes v21, v26)",
+     read_positive},
     {KNOB_TF32_TAIL, "GEMMK_TF32_TAIL", 1,
      "ws-tf32 on 128 x 256 tiles of at least 12 waves whose last wave is "
      "at most 60% full: a stream-K tail (1), or the tail only where the "

@@ -8,7 +8,7 @@
  * unit as it loads them (a TFLOAT32 tensor map: nearest, ties to even);
  * an MN-major one (trans_a, or B not trans_b) is first transposed and
  * rounded (ties away) into the context's pre-pass workspace, except on
- * ws-tf32's 128 x 256 plans where that pre-pass would weigh (kRsShare):
+ * ws-tf32's 128 x 256 plans where that pre-pass would weigh (rs_pays):
  * there an MN-major A's fragments go to wgmma from registers (read in
  * place, rounded by the TMA unit) and NN runs as D^T = B^T A^T, stored
  * transposed. ws-tf32's 128 x 256 plans store D through TMA under the
@@ -68,13 +68,19 @@ static double prepass_share(const gemmk_problem *p, int64_t rows)
     return t_pre / t_mma;
 }
 
-/* The register path (A from registers, NN swapped) where the pre-pass it
- * saves would take at least this share of the GEMM. Measured on the H200
- * (kernel-notes v21, against the pre-pass path in alternating order):
- * 4096^3 NN +6%, TT +7% (share 0.11), 5120^3 +17% (0.09), 6144^3 +2-3%
- * (0.07), 4096x8192x8192 NN +5% (0.11); 8192^3 NN -7%, TT -4% (0.054),
- * 8192x8192x4096 -2%, 8192x4096x8192 equal (0.054). */
-constexpr double kRsShare = 0.06;
+/* Whether the register path (A from registers, NN swapped) pays: where
+ * the pre-pass it saves would take at least GEMMK_TF32_RS percent of the
+ * GEMM (0: never). At locked clocks (ncu, H200, kernel-notes v26) the
+ * register main loop takes what the descriptor one does at 8192^3
+ * (3.13-3.20 against 3.12-3.16 ms) and the pre-pass it saves 0.148 ms
+ * (4.7%); in alternating processes at boost the register path ran NN
+ * +1.7% and TT +4.0% there. Below ~2% the pre-pass costs less than the
+ * spread of the two main loops. */
+static bool rs_pays(const gemmk_ctx *ctx, const gemmk_problem *p, int64_t rows)
+{
+    const int pct = ctx_knob(ctx, KNOB_TF32_RS);
+    return pct > 0 && 100.0 * prepass_share(p, rows) >= pct;
+}
 
 /* p over k values as the problem its tiled plan is made for: a 16-bit one
  * of 2k, since a tf32 k-block (32 values) moves the bytes of a 16-bit one
@@ -162,7 +168,7 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
     /* tiled tf32 (auto: ws-tf32's row) with the TMA-store kernel (the
      * row's epi), where the plan takes 128 x 256 tiles (smaller problems
      * keep their narrower or split tiles) and the pre-pass would take a
-     * share of the GEMM worth saving (kRsShare): an MN-major A goes to
+     * share of the GEMM worth saving (rs_pays): an MN-major A goes to
      * wgmma from registers, transposed as it is loaded (GEMMK_TF32_RS),
      * instead of through the pre-pass; with both operands row-major (NN)
      * and no split-K (whose partials would be D^T's) the kernel computes
@@ -176,11 +182,11 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
     bool wide = false;
     if (!three && !rung6) {
         plan_tf32(ctx, p, tr, false, &pl);
-        wide = ts && ctx_knob(ctx, KNOB_TF32_RS) && pl.bn == 256 &&
+        wide = ts && ctx_knob(ctx, KNOB_TF32_RS) > 0 && pl.bn == 256 &&
                pl.cluster == 1;
     }
     if (wide && !p->trans_a && !p->trans_b && pl.splits == 1 &&
-        prepass_share(p, p->n) >= kRsShare) {
+        rs_pays(ctx, p, p->n)) {
         sw = *p;
         sw.m = p->n, sw.n = p->m;
         sw.a = p->b, sw.b = p->a;
@@ -196,8 +202,7 @@ gemm_error run_fp32(gemmk_ctx *ctx, const gemmk_problem *p, cudaStream_t stream,
     const bool d_trans = p != orig;
     const int amn = p->trans_a ? 1 : 0;
     const int bmn = p->trans_b ? 0 : 1;
-    const bool rs =
-        wide && amn && (d_trans || prepass_share(p, p->m) >= kRsShare);
+    const bool rs = wide && amn && (d_trans || rs_pays(ctx, p, p->m));
     const int64_t kseg = cdiv(p->k, 32) * 32;
     const int nseg = three ? 3 : 1;
     const bool pack_a = three || (amn && !rs), pack_b = three || bmn;
