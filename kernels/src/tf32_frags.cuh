@@ -18,23 +18,23 @@ namespace gemmk
 /* The k-block's four k8 fragments of tf32 m64k8 (warp w: rows 16 w ..
  * 16 w + 15; lane g t = lane / 4, lane % 4 holds row g + 8 h, k-value
  * t + 4 j as word h + 2 j) read straight from a 64-row MN-major tile (the
- * layout above): no second copy, no fence, no barrier. In the i-th load of a k8
- * step lane t takes word i ^ x, x = t ^ (t >> 1) ^ 2 (w % 2): the four lanes t
- * of a row group then read four different pairs of 16-byte chunks, so a warp's
- * 32 words lie in 32 banks; the words are put in place after. */
+ * layout above): no second copy, no fence, no barrier. Load i of a k8 step
+ * takes word i, so a warp's 32 words fall on 16 banks twice (a 2-way
+ * conflict). An order free of conflicts exists (lane t takes word i ^ x,
+ * x = t ^ (t >> 1) ^ 2 (w % 2)) but needs 8 selects a k8 step to put the
+ * words in place: 1.5x the kernel's instructions, and 2-4% slower on the
+ * H200 at 4096^3 and 8192^3 than the conflicts (kernel-notes v26). */
 struct AFrags {
-    uint32_t off[4]; /* byte offset of the i-th load in the tile */
-    int x;
+    uint32_t off[4]; /* byte offset of word i in the tile */
 };
 
 __device__ __forceinline__ AFrags a_frags_at(int tid)
 {
     const int w = tid / 32, g = (tid % 32) / 4, t = tid % 4;
     AFrags f;
-    f.x = t ^ (t >> 1) ^ (2 * (w % 2));
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        const int q = i ^ f.x, h = q & 1, j = q >> 1;
+        const int h = i & 1, j = i >> 1;
         const int n = 16 * w + g + 8 * h, k = t + 4 * j;
         f.off[i] = (uint32_t)((n / 32) * 4096 + k * 128 +
                               ((((n % 32) / 4) ^ k) * 16) + (n % 4) * 4);
@@ -48,21 +48,11 @@ __device__ __forceinline__ void
 load_a_frags(const uint8_t *src, const AFrags &f, uint32_t (&a)[4][4])
 {
 #pragma unroll
-    for (int kk = KK0; kk < KK1; kk++) { /* k + 8 kk: the same swizzle */
-        uint32_t v[4];
+    for (int kk = KK0; kk < KK1; kk++) /* k + 8 kk: the same swizzle */
 #pragma unroll
         for (int i = 0; i < 4; i++)
-            v[i] =
+            a[kk][i] =
                 *reinterpret_cast<const uint32_t *>(src + f.off[i] + kk * 1024);
-        /* word q came in load q ^ x */
-        const bool s1 = f.x & 1, s2 = f.x & 2;
-        const uint32_t u0 = s1 ? v[1] : v[0], u1 = s1 ? v[0] : v[1];
-        const uint32_t u2 = s1 ? v[3] : v[2], u3 = s1 ? v[2] : v[3];
-        a[kk][0] = s2 ? u2 : u0;
-        a[kk][1] = s2 ? u3 : u1;
-        a[kk][2] = s2 ? u0 : u2;
-        a[kk][3] = s2 ? u1 : u3;
-    }
 }
 
 } // namespace gemmk
