@@ -6,7 +6,7 @@
  * the median of many runs is reported. D is bf16/fp16 (same as the inputs),
  * fp32 accumulation, alpha = 1, beta = 0, row-major.
  *
- * Usage: bench_gemm [--set all|quick|squares|big|skinny|trans|misc]
+ * Usage: bench_gemm [--set all|quick|squares|big|skinny|trans|misc|decode]
  *                   [--shapes MxNxK[tAB],...] [--type bf16|fp16|both]
  *                   [--reps N] [--blocks N] [--csv FILE] [--kernel NAME,...]
  *        bench_gemm --type fp32 [--set fp32|fp32quick|fp32sq|tf32|
@@ -181,6 +181,12 @@ int main(int argc, char **argv)
         for (long long n : {8192ll, 28672ll})
             for (long long m : {1ll, 16ll, 64ll, 128ll, 256ll, 512ll})
                 shapes.push_back({m, n, 8192, 0, 0, "skinny"});
+    if (!strcmp(set, "decode")) /* issue 23: every M class up to 128 */
+        for (long long n : {8192ll, 28672ll})
+            for (long long m :
+                 {1ll, 2ll, 4ll, 8ll, 12ll, 16ll, 24ll, 32ll, 40ll, 48ll, 56ll,
+                  64ll, 80ll, 96ll, 112ll, 128ll})
+                shapes.push_back({m, n, 8192, 0, 0, "decode"});
     if (want("misc"))
         shapes.push_back({3000, 5000, 700, 0, 0, "misc"});
     if (want("trans"))
