@@ -128,6 +128,51 @@ int64_t sk_split(const gemmk_ctx *ctx, int64_t t, int64_t nkb, int bn,
     return whole * s;
 }
 
+/* Whether auto weighs 128 x 192 tiles (the TMA-store kernel only) for p:
+ * 16-bit problems whose epilogue is the TMA store's (16-bit D, beta 0, N
+ * a multiple of 8), of M >= 512 whose operands fit in L2 together, or of
+ * M >= 384 whose operands stream from DRAM; the wave model then takes
+ * them where fewer rounds of narrower tiles win. Measured on the H200:
+ * in L2 (v14) 1536^3, 1536x1536x4096, 3072^3 and 3072x2048x1024 +12-19%
+ * (2048^3, 2560^3 and 4096^3, which need more rounds of them, 10-22%
+ * slower: the model keeps 256 there); past L2 (v27) 24 shapes of M =
+ * 384..3072, N = 3072..16384, K = 2048..8192 where the model moves to
+ * them +2% to +35% (0.90 -> 1.01 of cuBLAS over the set), except where
+ * 256-wide tiles' stream-K tail is faster (sk256_beats). M = 256 stays on
+ * 256-wide tiles (256 x 16384 x 8192: 128 x 192 28% slower). */
+static bool auto_192(const gemmk_problem *p)
+{
+    const bool streams = operand_bytes(p) > kL2Bytes;
+    return p->ab_type != GEMM_FP32 && p->n % 8 == 0 && p->beta == 0.f &&
+           (p->cd_type == GEMM_BF16 || p->cd_type == GEMM_FP16) &&
+           (streams ? p->m >= 384 : p->m >= 512);
+}
+
+/* Past L2, the stream-K tail's split part costs kSkStreamed times what
+ * sk_split's model says (each split unit reads its operands from DRAM
+ * again): fitted to 640 x 8192 x 8192 (256-wide tiles with the tail 3-4.5%
+ * ahead of 128 x 192 ones) and 768 x 8192 x 8192 (13-16% behind), both
+ * 1.26 (v27). */
+constexpr double kSkStreamed = 1.25;
+
+/* Whether p's 128 x 256 tiles with the stream-K tail plan_sk would give
+ * them beat the 128 x 192 tiles that took t192 in the wave model. */
+static bool sk256_beats(const gemmk_ctx *ctx, const gemmk_problem *p,
+                        double t192)
+{
+    int kbps = 0, real = 1;
+    const double t256 = estimate(ctx, p, 256, 1, 1, &kbps, &real);
+    const int64_t s = ctx->num_sms, t = cdiv(p->m, BM) * cdiv(p->n, 256);
+    if (real != 1 || s < 1 ||
+        sk_split(ctx, t, cdiv(p->k, BK), 256, operand_bytes(p),
+                 2.0 * p->m * p->n * p->k, false) < 0)
+        return false;
+    const double wave = t256 / (double)cdiv(t, s);
+    const int64_t whole = t / s >= 2 ? t / s - 1 : 0;
+    const double tail = (double)(t - whole * s) / s * kSkStreamed;
+    return (whole + tail) * wave + kSkFixup < t192;
+}
+
 /* Why fewer CTAs: a strided batch of 16 x 2048^3 is 2048 tiles of 128 x
  * 256, 128 a matrix: on 132 CTAs (68 of them 16 tiles, 64 of them 15) the
  * rounds drift across the matrices and the L2 holds two matrices'
@@ -169,10 +214,7 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
          * of narrower tiles win (v14: 1536^3, 1536x1536x4096, 3072^3 and
          * 3072x2048x1024 +12-19%; 2048^3, 2560^3 and 4096^3, which need
          * more rounds of them, 10-22% slower) */
-        if (bn == 192 && c.bn != 192 &&
-            !(is_auto && p->ab_type != GEMM_FP32 && p->m >= 512 &&
-              operand_bytes(p) <= kL2Bytes && p->n % 8 == 0 && p->beta == 0.f &&
-              (p->cd_type == GEMM_BF16 || p->cd_type == GEMM_FP16)))
+        if (bn == 192 && c.bn != 192 && !(is_auto && auto_192(p)))
             continue;
         if (bn > max_bn)
             continue;
@@ -200,6 +242,13 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
             }
         }
     }
+    if (best < 1e30 && out->bn == 192 && c.bn != 192 &&
+        operand_bytes(p) > kL2Bytes && sk256_beats(ctx, p, best)) {
+        out->bn = 256;
+        out->cluster = 1;
+        out->splits = 1;
+        out->kbps = (int)nkb;
+    }
     if (best < 1e30 && out->bn == 192) /* one kernel: its row's */
         out->epi = 3;
     /* 128 x 256 tiles without split-K: the TMA-store epilogue, so the
@@ -210,9 +259,12 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
     if (is_auto && best < 1e30 && !out->pp && out->bn == 256 &&
         out->cluster == 1 && out->splits == 1)
         out->epi = 2;
+    /* (128 x 192 tiles past L2 keep no tail by `auto`: 512 x 11008 x 4096
+     * and 640 x 14336 x 8192 with one 18-20% slower than without, v27) */
     if ((is_auto || c.sk) && best < 1e30 && out->epi && !out->pp &&
-        (out->bn == 256 || out->bn == 192) && out->cluster == 1 &&
-        out->splits == 1)
+        (out->bn == 256 ||
+         (out->bn == 192 && (c.sk || operand_bytes(p) <= kL2Bytes))) &&
+        out->cluster == 1 && out->splits == 1)
         plan_sk(ctx, p, c.sk != 0, out);
     /* Whole-block stores (ws128x256e3: each consumer's 64 x 256 block in
      * one step, a ring of 3 stages) where K is short enough for what a
