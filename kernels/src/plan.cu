@@ -135,11 +135,12 @@ int64_t sk_split(const gemmk_ctx *ctx, int64_t t, int64_t nkb, int bn,
  * them where fewer rounds of narrower tiles win. Measured on the H200:
  * in L2 (v14) 1536^3, 1536x1536x4096, 3072^3 and 3072x2048x1024 +12-19%
  * (2048^3, 2560^3 and 4096^3, which need more rounds of them, 10-22%
- * slower: the model keeps 256 there); past L2 (v27) 24 shapes of M =
- * 384..3072, N = 3072..16384, K = 2048..8192 where the model moves to
- * them +2% to +35% (0.90 -> 1.01 of cuBLAS over the set), except where
- * 256-wide tiles' stream-K tail is faster (sk256_beats). M = 256 stays on
- * 256-wide tiles (256 x 16384 x 8192: 128 x 192 28% slower). */
+ * slower: the model keeps 256 there); past L2 (v27) the 28 shapes of M =
+ * 384..3072, N = 2048..16384, K = 2048..16384 where the model moved to
+ * them +1% to +34% (56 rows, bf16 and fp16: 0.89 -> 1.02 of cuBLAS),
+ * except where 256-wide tiles' stream-K tail is faster (sk256_beats).
+ * M = 256 stays on 256-wide tiles (256 x 16384 x 8192: 128 x 192 28%
+ * slower). */
 static bool auto_192(const gemmk_problem *p)
 {
     const bool streams = operand_bytes(p) > kL2Bytes;
@@ -155,17 +156,23 @@ static bool auto_192(const gemmk_problem *p)
  * 1.26 (v27). */
 constexpr double kSkStreamed = 1.25;
 
-/* Whether p's 128 x 256 tiles with the stream-K tail plan_sk would give
- * them beat the 128 x 192 tiles that took t192 in the wave model. */
+/* Whether p's 128 x 256 tiles with a stream-K tail beat the 128 x 192
+ * tiles that took t192 in the wave model. The tail is weighed past
+ * plan_sk's limit on streamed operands (kSkDram), which weighs it against
+ * no tail on the same tiles, not against narrower ones: 384 x 12288 x 8192
+ * and x 4096 with the tail 0.92-0.98 of cuBLAS, on 128 x 192 tiles
+ * 0.81-0.87 (v27). Not over one partial wave of 128 x 256 tiles (as
+ * sk_split): there the tail against 128 x 192 tiles measured -7% to +5%,
+ * +0.4% in the mean over 16 rows (v27). */
 static bool sk256_beats(const gemmk_ctx *ctx, const gemmk_problem *p,
                         double t192)
 {
     int kbps = 0, real = 1;
     const double t256 = estimate(ctx, p, 256, 1, 1, &kbps, &real);
     const int64_t s = ctx->num_sms, t = cdiv(p->m, BM) * cdiv(p->n, 256);
-    if (real != 1 || s < 1 ||
+    if (real != 1 || s < 1 || t <= s ||
         sk_split(ctx, t, cdiv(p->k, BK), 256, operand_bytes(p),
-                 2.0 * p->m * p->n * p->k, false) < 0)
+                 2.0 * p->m * p->n * p->k, true) < 0)
         return false;
     const double wave = t256 / (double)cdiv(t, s);
     const int64_t whole = t / s >= 2 ? t / s - 1 : 0;
@@ -242,8 +249,10 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
             }
         }
     }
+    bool sk_forced = c.sk != 0;
     if (best < 1e30 && out->bn == 192 && c.bn != 192 &&
         operand_bytes(p) > kL2Bytes && sk256_beats(ctx, p, best)) {
+        sk_forced = true;
         out->bn = 256;
         out->cluster = 1;
         out->splits = 1;
@@ -265,7 +274,7 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
         (out->bn == 256 ||
          (out->bn == 192 && (c.sk || operand_bytes(p) <= kL2Bytes))) &&
         out->cluster == 1 && out->splits == 1)
-        plan_sk(ctx, p, c.sk != 0, out);
+        plan_sk(ctx, p, sk_forced, out);
     /* Whole-block stores (ws128x256e3: each consumer's 64 x 256 block in
      * one step, a ring of 3 stages) where K is short enough for what a
      * tile pays once to weigh, over 8 waves or more: measured 0.4-3%
