@@ -588,6 +588,62 @@ static int tf32_tail_check(void)
     return bad;
 }
 
+/* auto's tile choice past L2 (plan.cu auto_192, sk256_beats): the kernel
+ * each shape resolved to on the H200 in kernel-notes v27's closing run,
+ * where it was the faster plan. The choice depends on the SM count, so
+ * other GPUs skip it (saying so). */
+static int plan_192_check(void)
+{
+    struct {
+        int64_t m, n, k;
+        const char *want;
+    } rows[] = {
+        {512, 12288, 2048, "ws128x192e"},  /* 192 past L2 */
+        {384, 16384, 8192, "ws128x192e"},  /* from M = 384 */
+        {384, 6144, 16384, "ws128x192e"},  /* one partial wave: no tail */
+        {384, 12288, 4096, "ws128x256sk"}, /* the tail beats 192 */
+        {640, 8192, 8192, "ws128x256sk"},  /* ditto, within kSkDram */
+        {256, 16384, 8192, "ws128x256e"},  /* M = 256 stays on 256 */
+        {512, 28672, 8192, "ws128x256sk"},
+    };
+    int sms = 0, bad = 0;
+    gemmk_ctx_info(ctx, &sms, NULL);
+    if (sms != 132) {
+        printf("plan 192: skipped, %d SMs (the rows were measured on 132)\n",
+               sms);
+        return 0;
+    }
+    void *a, *b, *d;
+    CK(cudaMalloc(&a, (size_t)640 * 16384 * 2));
+    CK(cudaMalloc(&b, (size_t)8192 * 28672 * 2));
+    CK(cudaMalloc(&d, (size_t)640 * 28672 * 2));
+    CK(cudaMemset(a, 0, (size_t)640 * 16384 * 2));
+    CK(cudaMemset(b, 0, (size_t)8192 * 28672 * 2));
+    for (const auto &r : rows) {
+        gemmk_problem p;
+        memset(&p, 0, sizeof(p));
+        p.m = r.m, p.n = r.n, p.k = r.k;
+        p.ab_type = p.cd_type = GEMM_BF16;
+        p.a = a, p.b = b, p.d = d;
+        p.lda = r.k, p.ldb = r.n, p.ldd = r.n;
+        p.alpha = 1.f;
+        gemmk_result res;
+        memset(&res, 0, sizeof(res));
+        const gemm_error rv = gemmk_gemm(ctx, &p, 0, NULL, &res);
+        CK(cudaDeviceSynchronize());
+        const bool ok =
+            rv == GEMM_OK && res.kernel && !strcmp(res.kernel, r.want);
+        bad += !ok;
+        printf("plan 192, %lldx%lldx%lld: auto ran %s (want %s): %s\n",
+               (long long)r.m, (long long)r.n, (long long)r.k,
+               res.kernel ? res.kernel : "-", r.want, ok ? "ok" : "FAIL");
+    }
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(d);
+    return bad;
+}
+
 static int api_checks(void)
 {
     int bad = 0;
@@ -823,7 +879,8 @@ int main(int argc, char **argv)
                   tf32_k1_check("ws-tf32", 2053, 4099) +
                   tf32_k1_check("ws-tf32r", 133, 70) +
                   tf32_k1_check("ws-decode-tf32", 133, 70) +
-                  x3_special_check() + tf32_tail_check() + wide_checks();
+                  x3_special_check() + tf32_tail_check() + plan_192_check() +
+                  wide_checks();
     std::vector<Case> cases;
     const gemm_dtype abs_[2] = {GEMM_BF16, GEMM_FP16};
     const gemm_dtype cds[3] = {GEMM_FP32, GEMM_BF16, GEMM_FP16};
