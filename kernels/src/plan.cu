@@ -250,7 +250,7 @@ void plan(const gemmk_ctx *ctx, const gemmk_problem *p, const Tiling &c,
         }
     }
     bool sk_forced = c.sk != 0;
-    if (best < 1e30 && out->bn == 192 && c.bn != 192 &&
+    if (best < 1e30 && out->bn == 192 && c.bn != 192 && max_bn >= 256 &&
         operand_bytes(p) > kL2Bytes && sk256_beats(ctx, p, best)) {
         sk_forced = true;
         out->bn = 256;
