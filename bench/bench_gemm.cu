@@ -6,7 +6,8 @@
  * the median of many runs is reported. D is bf16/fp16 (same as the inputs),
  * fp32 accumulation, alpha = 1, beta = 0, row-major.
  *
- * Usage: bench_gemm [--set all|quick|squares|big|skinny|trans|misc|decode]
+ * Usage: bench_gemm [--set all|quick|squares|big|skinny|trans|misc|decode|
+ *                          mid]
  *                   [--shapes MxNxK[tAB],...] [--type bf16|fp16|both]
  *                   [--reps N] [--blocks N] [--csv FILE] [--kernel NAME,...]
  *        bench_gemm --type fp32 [--set fp32|fp32quick|fp32sq|tf32|
@@ -187,6 +188,21 @@ int main(int argc, char **argv)
                  {1ll, 2ll, 4ll, 8ll, 12ll, 16ll, 24ll, 32ll, 40ll, 48ll, 56ll,
                   64ll, 80ll, 96ll, 112ll, 128ll})
                 shapes.push_back({m, n, 8192, 0, 0, "decode"});
+    if (!strcmp(set, "mid")) { /* issue 23 item 2, kernel-notes v27 */
+        static const long long mid[][3] = {
+            {1024, 1024, 1024}, {1536, 1536, 1536}, {2048, 2048, 2048},
+            {2560, 2560, 2560}, {3072, 3072, 3072}, {1536, 1536, 4096},
+            {1536, 3072, 2048}, {3072, 2048, 1024}, {384, 6144, 4096},
+            {384, 12288, 2048}, {384, 12288, 8192}, {384, 16384, 8192},
+            {512, 6144, 8192},  {512, 12288, 2048}, {512, 12288, 8192},
+            {640, 4096, 8192},  {640, 8192, 8192},  {768, 3072, 8192},
+            {768, 8192, 8192},  {1024, 5120, 8192}, {1024, 6144, 8192},
+            {1536, 4096, 8192}, {2048, 3072, 8192}, {3072, 3072, 8192},
+            {5120, 1024, 4096}, {384, 6144, 16384}, {512, 5120, 16384},
+            {256, 16384, 8192}};
+        for (const auto &r : mid)
+            shapes.push_back({r[0], r[1], r[2], 0, 0, "mid"});
+    }
     if (want("misc"))
         shapes.push_back({3000, 5000, 700, 0, 0, "misc"});
     if (want("trans"))
