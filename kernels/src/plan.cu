@@ -170,14 +170,16 @@ static bool sk256_beats(const gemmk_ctx *ctx, const gemmk_problem *p,
     int kbps = 0, real = 1;
     const double t256 = estimate(ctx, p, 256, 1, 1, &kbps, &real);
     const int64_t s = ctx->num_sms, t = cdiv(p->m, BM) * cdiv(p->n, 256);
-    if (real != 1 || s < 1 || t <= s ||
-        sk_split(ctx, t, cdiv(p->k, BK), 256, operand_bytes(p),
-                 2.0 * p->m * p->n * p->k, true) < 0)
+    if (s < 1 || t <= s)
+        return false;
+    /* the units sk_split runs whole; the rest are the split tail */
+    const int64_t dp = sk_split(ctx, t, cdiv(p->k, BK), 256, operand_bytes(p),
+                                2.0 * p->m * p->n * p->k, true);
+    if (dp < 0)
         return false;
     const double wave = t256 / (double)cdiv(t, s);
-    const int64_t whole = t / s >= 2 ? t / s - 1 : 0;
-    const double tail = (double)(t - whole * s) / s * kSkStreamed;
-    return (whole + tail) * wave + kSkFixup < t192;
+    const double tail = (double)(t - dp) / s * kSkStreamed;
+    return ((double)(dp / s) + tail) * wave + kSkFixup < t192;
 }
 
 /* Why fewer CTAs: a strided batch of 16 x 2048^3 is 2048 tiles of 128 x

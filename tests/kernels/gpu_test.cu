@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "cuda_check.h"
@@ -613,12 +614,18 @@ static int plan_192_check(void)
                sms);
         return 0;
     }
+    size_t na = 0, nb = 0, nd = 0; /* bf16 elements, the largest row's */
+    for (const auto &r : rows) {
+        na = std::max(na, (size_t)(r.m * r.k));
+        nb = std::max(nb, (size_t)(r.k * r.n));
+        nd = std::max(nd, (size_t)(r.m * r.n));
+    }
     void *a, *b, *d;
-    CK(cudaMalloc(&a, (size_t)640 * 16384 * 2));
-    CK(cudaMalloc(&b, (size_t)8192 * 28672 * 2));
-    CK(cudaMalloc(&d, (size_t)640 * 28672 * 2));
-    CK(cudaMemset(a, 0, (size_t)640 * 16384 * 2));
-    CK(cudaMemset(b, 0, (size_t)8192 * 28672 * 2));
+    CK(cudaMalloc(&a, na * 2));
+    CK(cudaMalloc(&b, nb * 2));
+    CK(cudaMalloc(&d, nd * 2));
+    CK(cudaMemset(a, 0, na * 2));
+    CK(cudaMemset(b, 0, nb * 2));
     for (const auto &r : rows) {
         gemmk_problem p;
         memset(&p, 0, sizeof(p));
