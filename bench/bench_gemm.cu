@@ -343,6 +343,9 @@ int main(int argc, char **argv)
                 if (ms < best_ms)
                     best_ms = ms, best = a;
             }
+            printf("%lldx%lldx%lld %s cuBLASLt's fastest: %s\n", s.m, s.n, s.k,
+                   bf16 ? "bf16" : "fp16",
+                   lt_describe(heur[best].algo).c_str());
             for (size_t ki = 0; ki < nk; ki++) {
                 for (int i = 0; i < 3; i++)
                     ours_k(ki, i); /* warm-up */

@@ -227,6 +227,41 @@ inline void lt_free(LtPlan &p)
     cublasLtMatmulDescDestroy(p.op);
 }
 
+/* What cuBLASLt's algorithm is, as its config ids (cublasLt.h's enums:
+ * tile is cublasLtMatmulTile_t in its column-major view, our N x M;
+ * cluster is cublasLtClusterShape_t; reduction cublasLtReductionScheme_t),
+ * for the rows where it is ahead. */
+inline std::string lt_describe(const cublasLtMatmulAlgo_t &a)
+{
+    static const struct {
+        cublasLtMatmulAlgoConfigAttributes_t at;
+        const char *name;
+    } attrs[] = {{CUBLASLT_ALGO_CONFIG_ID, "algo"},
+                 {CUBLASLT_ALGO_CONFIG_TILE_ID, "tile"},
+                 {CUBLASLT_ALGO_CONFIG_STAGES_ID, "stages"},
+                 {CUBLASLT_ALGO_CONFIG_SPLITK_NUM, "splitk"},
+                 {CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, "reduction"},
+                 {CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, "swizzle"},
+                 {CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, "custom"},
+                 {CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, "cluster"}};
+    std::string s;
+    for (const auto &t : attrs) {
+        uint64_t v = 0; /* read at the attribute's own size (<= 8) */
+        size_t size = 0;
+        if (cublasLtMatmulAlgoConfigGetAttribute(&a, t.at, NULL, 0, &size) !=
+                CUBLAS_STATUS_SUCCESS ||
+            size > sizeof v ||
+            cublasLtMatmulAlgoConfigGetAttribute(&a, t.at, &v, size, &size) !=
+                CUBLAS_STATUS_SUCCESS)
+            continue;
+        char b[48];
+        snprintf(b, sizeof b, "%s%s %llu", s.empty() ? "" : ", ", t.name,
+                 (unsigned long long)v);
+        s += b;
+    }
+    return s;
+}
+
 inline void lt_run(LtPlan &p, const void *a, const void *b, void *d,
                    const cublasLtMatmulAlgo_t *algo)
 {

@@ -2,8 +2,10 @@
 # kernels-run.sh: on the GPU host, from the pack scripts/gpu/kernels.sh
 # made (carry .gpu-kern-pack; run `bash .gpu-kern-pack/kernels-run.sh`
 # from the repository root): the kernel tests named in TESTS (default
-# "gpu ozaki"; also "catalog", several minutes), then bench_gemm for each
-# entry of SETS (default "all fp32"):
+# "gpu ozaki"; also "catalog", several minutes, and "memcheck" and
+# "racecheck": compute-sanitizer on kernels_gpu_test --quick, our kernels
+# only, run last, after the benchmarks, in the time left), then
+# bench_gemm for each entry of SETS (default "all fp32"):
 #   all, quick, squares, skinny, decode, mid  16-bit rows, bf16 and fp16
 #   fp32, tf32                                --type fp32 (tf32: the four
 #                                             transposes)
@@ -37,12 +39,13 @@ step() { # step NAME COMMAND...: run it in the time left, note the result
     fi
     timeout $l "$@" >$L/$name.log 2>&1
     local rc=$?
-    echo "$name: rc=$rc $(grep -aE 'geomean|passed|failed|skipped' \
+    echo "$name: rc=$rc $(grep -aE 'geomean|passed|failed|skipped|SUMMARY' \
         $L/$name.log | tail -1) ($(($(date +%s) - t0)) s)" >>"$sum"
 }
 for t in $TESTS; do
     case $t in
     gpu) step test-gpu $D/bin/kernels_gpu_test ;;
+    memcheck | racecheck) ;; # after the benchmarks: slow, and bounded
     *) step "test-$t" $D/bin/kernels_${t}_gpu_test ;;
     esac
 done
@@ -55,6 +58,15 @@ for s in $SETS; do
     int8) step bench-int8 $B --type int8 --set int8 ;;
     z128 | c64) step bench-$s $B --type fp64 --set $s ;;
     *) step bench-$s $B --set $s --type both ;;
+    esac
+done
+for t in $TESTS; do
+    case $t in
+    memcheck | racecheck) # our kernels (cuBLAS's, the reference, left out)
+        step "test-$t" /usr/local/cuda/bin/compute-sanitizer --tool $t \
+            --kernel-name kns=gemmk --error-exitcode 9 \
+            $D/bin/kernels_gpu_test --quick
+        ;;
     esac
 done
 tar czf "$OUT/kernels.tgz" -C /tmp gemm-kern-logs
