@@ -31,7 +31,8 @@
  * Several kernels (auto: the heuristic) are timed in the same blocks,
  * alternating with cuBLAS, so their ratios share the clock drift; their
  * order is reversed every other block.
- * Prints one line per shape and kernel and a table last.
+ * Prints cuBLASLt's fastest algorithm a shape (its tile, cluster, stages
+ * and split: lt_describe), one line per shape and kernel, and a table last.
  *
  * fp32 (issue 6): fp32 A/B and D. Our tf32 (auto at tf32 precision: "ws-tf32",
  * or "ws-decode-tf32" on decode shapes) against cuBLASLt's TF32 mode

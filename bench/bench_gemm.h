@@ -227,10 +227,50 @@ inline void lt_free(LtPlan &p)
     cublasLtMatmulDescDestroy(p.op);
 }
 
-/* What cuBLASLt's algorithm is, as its config ids (cublasLt.h's enums:
- * tile is cublasLtMatmulTile_t in its column-major view, our N x M;
- * cluster is cublasLtClusterShape_t; reduction cublasLtReductionScheme_t),
- * for the rows where it is ahead. */
+/* The names of the tiles and cluster shapes cuBLASLt's sm_90 kernels were
+ * seen to use (cublasLt.h has some 600 tiles); others print as numbers. */
+#define LT_TILES(X)                                                            \
+    X(64x8)                                                                    \
+    X(64x16)                                                                   \
+    X(64x32) X(64x64) X(64x128) X(64x256) X(128x16) X(128x32) X(128x64)        \
+        X(128x80) X(128x96) X(128x128) X(128x160) X(128x192) X(128x256)        \
+            X(192x96) X(192x128) X(192x192) X(256x64) X(256x96) X(256x128)     \
+                X(320x64) X(320x128)
+#define LT_CLUSTERS(X)                                                         \
+    X(1x1x1)                                                                   \
+    X(2x1x1)                                                                   \
+    X(1x2x1) X(2x2x1) X(4x1x1) X(1x4x1) X(4x2x1) X(2x4x1) X(4x4x1) X(8x1x1)    \
+        X(1x8x1)
+inline const char *lt_tile_name(uint64_t v)
+{
+#define LT_CASE(t)                                                             \
+    case CUBLASLT_MATMUL_TILE_##t:                                             \
+        return #t;
+    switch (v) {
+        LT_TILES(LT_CASE)
+    }
+#undef LT_CASE
+    return NULL;
+}
+inline const char *lt_cluster_name(uint64_t v)
+{
+#define LT_CASE(c)                                                             \
+    case CUBLASLT_CLUSTER_SHAPE_##c:                                           \
+        return #c;
+    switch (v) {
+        LT_CLUSTERS(LT_CASE)
+    case CUBLASLT_CLUSTER_SHAPE_AUTO:
+        return "auto";
+    }
+#undef LT_CASE
+    return NULL;
+}
+
+/* What cuBLASLt's algorithm is, as its config (cublasLt.h's enums: the
+ * tile is cublasLtMatmulTile_t in its column-major view, where its M is
+ * our N: "tile 128x160" is 160 of our rows by 128 of our columns; the
+ * cluster cublasLtClusterShape_t, the same way round; the reduction
+ * cublasLtReductionScheme_t), for the rows where it is ahead. */
 inline std::string lt_describe(const cublasLtMatmulAlgo_t &a)
 {
     static const struct {
@@ -254,9 +294,16 @@ inline std::string lt_describe(const cublasLtMatmulAlgo_t &a)
             cublasLtMatmulAlgoConfigGetAttribute(&a, t.at, &v, size, &size) !=
                 CUBLAS_STATUS_SUCCESS)
             continue;
-        char b[48];
-        snprintf(b, sizeof b, "%s%s %llu", s.empty() ? "" : ", ", t.name,
-                 (unsigned long long)v);
+        const char *nm = t.at == CUBLASLT_ALGO_CONFIG_TILE_ID ? lt_tile_name(v)
+                         : t.at == CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID
+                             ? lt_cluster_name(v)
+                             : NULL;
+        char b[64];
+        if (nm)
+            snprintf(b, sizeof b, "%s%s %s", s.empty() ? "" : ", ", t.name, nm);
+        else
+            snprintf(b, sizeof b, "%s%s %llu", s.empty() ? "" : ", ", t.name,
+                     (unsigned long long)v);
         s += b;
     }
     return s;
