@@ -229,40 +229,46 @@ inline void lt_free(LtPlan &p)
 
 /* The names of the tiles and cluster shapes cuBLASLt's sm_90 kernels were
  * seen to use (cublasLt.h has some 600 tiles); others print as numbers. */
-#define LT_TILES(X)                                                            \
-    X(64x8)                                                                    \
-    X(64x16)                                                                   \
-    X(64x32) X(64x64) X(64x128) X(64x256) X(128x16) X(128x32) X(128x64)        \
-        X(128x80) X(128x96) X(128x128) X(128x160) X(128x192) X(128x256)        \
-            X(192x96) X(192x128) X(192x192) X(256x64) X(256x96) X(256x128)     \
-                X(320x64) X(320x128)
-#define LT_CLUSTERS(X)                                                         \
-    X(1x1x1)                                                                   \
-    X(2x1x1)                                                                   \
-    X(1x2x1) X(2x2x1) X(4x1x1) X(1x4x1) X(4x2x1) X(2x4x1) X(4x4x1) X(8x1x1)    \
-        X(1x8x1)
-inline const char *lt_tile_name(uint64_t v)
-{
-#define LT_CASE(t)                                                             \
-    case CUBLASLT_MATMUL_TILE_##t:                                             \
-        return #t;
-    switch (v) {
-        LT_TILES(LT_CASE)
+struct LtName {
+    uint64_t v;
+    const char *name;
+};
+#define LT_TILE(t)                                                             \
+    {                                                                          \
+        CUBLASLT_MATMUL_TILE_##t, #t                                           \
     }
-#undef LT_CASE
-    return NULL;
-}
-inline const char *lt_cluster_name(uint64_t v)
-{
-#define LT_CASE(c)                                                             \
-    case CUBLASLT_CLUSTER_SHAPE_##c:                                           \
-        return #c;
-    switch (v) {
-        LT_CLUSTERS(LT_CASE)
-    case CUBLASLT_CLUSTER_SHAPE_AUTO:
-        return "auto";
+#define LT_CLUSTER(c)                                                          \
+    {                                                                          \
+        CUBLASLT_CLUSTER_SHAPE_##c, #c                                         \
     }
-#undef LT_CASE
+static const LtName kLtTiles[] = {
+    LT_TILE(64x8),    LT_TILE(64x16),   LT_TILE(64x32),   LT_TILE(64x64),
+    LT_TILE(64x128),  LT_TILE(64x256),  LT_TILE(128x16),  LT_TILE(128x32),
+    LT_TILE(128x64),  LT_TILE(128x80),  LT_TILE(128x96),  LT_TILE(128x128),
+    LT_TILE(128x160), LT_TILE(128x192), LT_TILE(128x256), LT_TILE(192x96),
+    LT_TILE(192x128), LT_TILE(192x192), LT_TILE(256x64),  LT_TILE(256x96),
+    LT_TILE(256x128), LT_TILE(320x64),  LT_TILE(320x128)};
+static const LtName kLtClusters[] = {{CUBLASLT_CLUSTER_SHAPE_AUTO, "auto"},
+                                     LT_CLUSTER(1x1x1),
+                                     LT_CLUSTER(2x1x1),
+                                     LT_CLUSTER(1x2x1),
+                                     LT_CLUSTER(2x2x1),
+                                     LT_CLUSTER(4x1x1),
+                                     LT_CLUSTER(1x4x1),
+                                     LT_CLUSTER(4x2x1),
+                                     LT_CLUSTER(2x4x1),
+                                     LT_CLUSTER(4x4x1),
+                                     LT_CLUSTER(8x1x1),
+                                     LT_CLUSTER(1x8x1)};
+#undef LT_TILE
+#undef LT_CLUSTER
+
+template <size_t N>
+inline const char *lt_name(const LtName (&names)[N], uint64_t v)
+{
+    for (const LtName &n : names)
+        if (n.v == v)
+            return n.name;
     return NULL;
 }
 
@@ -294,9 +300,10 @@ inline std::string lt_describe(const cublasLtMatmulAlgo_t &a)
             cublasLtMatmulAlgoConfigGetAttribute(&a, t.at, &v, size, &size) !=
                 CUBLAS_STATUS_SUCCESS)
             continue;
-        const char *nm = t.at == CUBLASLT_ALGO_CONFIG_TILE_ID ? lt_tile_name(v)
+        const char *nm = t.at == CUBLASLT_ALGO_CONFIG_TILE_ID
+                             ? lt_name(kLtTiles, v)
                          : t.at == CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID
-                             ? lt_cluster_name(v)
+                             ? lt_name(kLtClusters, v)
                              : NULL;
         char b[64];
         if (nm)
