@@ -33,6 +33,13 @@ if(GEMM_HAVE_CUDA)
     LIBS gemm_kernels
     LABELS unit kernels TIMEOUT 30)
   set_target_properties(kernels_catalog_test PROPERTIES LINKER_LANGUAGE CUDA)
+  # The 16-bit shape heuristic's choices at 132 SMs, on the host.
+  gemm_test(kernels_plan_test
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels/plan_test.cpp
+    LIBS gemm_kernels
+    LABELS unit kernels TIMEOUT 30)
+  target_include_directories(kernels_plan_test PRIVATE ${GEMMK_SRC})
+  set_target_properties(kernels_plan_test PROPERTIES LINKER_LANGUAGE CUDA)
 endif()
 
 # GPU: plain programs (no Criterion, so they run on the bare device host);
