@@ -55,37 +55,31 @@ static void expect(long long m, long long n, long long k, const char *want)
     }
 }
 
-/* Operands in L2: 128 x 256 tiles with the TMA-store epilogue where
- * they fill their waves, 128 x 192 where fewer rounds of them win (v14),
- * a stream-K tail where the last wave is mostly empty (v15), whole-block
- * stores over 8 waves at K <= 4096 (v11). */
-Test(plan, in_l2_squares_and_mid)
-{
-    expect(2048, 2048, 2048, "ws128x256e");
-    expect(4096, 4096, 4096, "ws128x256e");
-    expect(1536, 1536, 1536, "ws128x192e");
-    expect(3072, 3072, 3072, "ws128x192e");
-    expect(1536, 1536, 4096, "ws128x192e");
-    expect(3072, 2048, 1024, "ws128x192e");
-    expect(2560, 2560, 2560, "ws128x256sk");
-    expect(1536, 3072, 2048, "ws128x192sk");
-    expect(1024, 1024, 1024, "ws128x64");
-    expect(8192, 6144, 4096, "ws128x256e3");
-}
+/* {m, n, k, the row auto runs}. Operands in L2: 128 x 256 tiles with the
+ * TMA-store epilogue where they fill their waves, 128 x 192 where fewer
+ * rounds of them win (v14), a stream-K tail where the last wave is
+ * mostly empty (v15), whole-block stores over 8 waves at K <= 4096
+ * (v11). Past L2 (v27): 128 x 192 tiles from M = 384 unless the 128 x
+ * 256 tiles' stream-K tail, at its streamed cost, is faster; M = 256
+ * stays on 128 x 256 (kernels_gpu_test's plan check has these seven). */
+static const struct {
+    long long m, n, k;
+    const char *want;
+} kRows[] = {
+    {2048, 2048, 2048, "ws128x256e"},  {4096, 4096, 4096, "ws128x256e"},
+    {1536, 1536, 1536, "ws128x192e"},  {3072, 3072, 3072, "ws128x192e"},
+    {1536, 1536, 4096, "ws128x192e"},  {3072, 2048, 1024, "ws128x192e"},
+    {2560, 2560, 2560, "ws128x256sk"}, {1536, 3072, 2048, "ws128x192sk"},
+    {1024, 1024, 1024, "ws128x64"},    {8192, 6144, 4096, "ws128x256e3"},
+    {512, 12288, 2048, "ws128x192e"},  {384, 16384, 8192, "ws128x192e"},
+    {384, 6144, 16384, "ws128x192e"},  {384, 12288, 4096, "ws128x256sk"},
+    {640, 8192, 8192, "ws128x256sk"},  {256, 16384, 8192, "ws128x256e"},
+    {512, 28672, 8192, "ws128x256sk"}, {5120, 1024, 4096, "ws128x256sk"},
+    {1024, 5120, 8192, "ws128x256sk"}, {8192, 8192, 8192, "ws128x256e"},
+};
 
-/* Past L2 (v27): 128 x 192 tiles from M = 384, unless the 128 x 256
- * tiles' stream-K tail, at its streamed cost, is faster; M = 256 stays on
- * 128 x 256. The seven rows of kernels_gpu_test's plan check. */
-Test(plan, past_l2_mid)
+Test(plan, measured_choices)
 {
-    expect(512, 12288, 2048, "ws128x192e");
-    expect(384, 16384, 8192, "ws128x192e");
-    expect(384, 6144, 16384, "ws128x192e");
-    expect(384, 12288, 4096, "ws128x256sk");
-    expect(640, 8192, 8192, "ws128x256sk");
-    expect(256, 16384, 8192, "ws128x256e");
-    expect(512, 28672, 8192, "ws128x256sk");
-    expect(5120, 1024, 4096, "ws128x256sk");
-    expect(1024, 5120, 8192, "ws128x256sk");
-    expect(8192, 8192, 8192, "ws128x256e");
+    for (const auto &r : kRows)
+        expect(r.m, r.n, r.k, r.want);
 }
