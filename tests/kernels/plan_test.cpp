@@ -61,7 +61,8 @@ static void expect(long long m, long long n, long long k, const char *want)
  * mostly empty (v15), whole-block stores over 8 waves at K <= 4096
  * (v11). Past L2 (v27): 128 x 192 tiles from M = 384 unless the 128 x
  * 256 tiles' stream-K tail, at its streamed cost, is faster; M = 256
- * stays on 128 x 256 (kernels_gpu_test's plan check has these seven). */
+ * stays on 128 x 256 (the rows from 512 x 12288 x 2048 to 512 x 28672 x
+ * 8192 are kernels_gpu_test's plan check). */
 static const struct {
     long long m, n, k;
     const char *want;
