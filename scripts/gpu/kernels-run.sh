@@ -2,9 +2,11 @@
 # kernels-run.sh: on the GPU host, from the pack scripts/gpu/kernels.sh
 # made (carry .gpu-kern-pack; run `bash .gpu-kern-pack/kernels-run.sh`
 # from the repository root): the kernel tests named in TESTS (default
-# "gpu ozaki"; also "catalog", several minutes, and "memcheck" and
-# "racecheck": compute-sanitizer on kernels_gpu_test --quick, our kernels
-# only, run last, after the benchmarks, in the time left), then
+# "gpu ozaki"; also "catalog", several minutes, and "memcheck",
+# "racecheck" and "synccheck": compute-sanitizer on kernels_gpu_test
+# --quick, our kernels only, run last, after the benchmarks, in the time
+# left; racecheck stops on the TMA-store kernels' tail tiles with an
+# internal error of its own, kernel-notes v28), then
 # bench_gemm for each entry of SETS (default "all fp32"):
 #   all, quick, squares, skinny, decode, mid  16-bit rows, bf16 and fp16
 #   fp32, tf32                                --type fp32 (tf32: the four
@@ -45,7 +47,7 @@ step() { # step NAME COMMAND...: run it in the time left, note the result
 for t in $TESTS; do
     case $t in
     gpu) step test-gpu $D/bin/kernels_gpu_test ;;
-    memcheck | racecheck) ;; # after the benchmarks: slow, and bounded
+    memcheck | racecheck | synccheck) ;; # after the benchmarks: slow, bounded
     *) step "test-$t" $D/bin/kernels_${t}_gpu_test ;;
     esac
 done
@@ -62,7 +64,7 @@ for s in $SETS; do
 done
 for t in $TESTS; do
     case $t in
-    memcheck | racecheck) # our kernels (cuBLAS's, the reference, left out)
+    memcheck | racecheck | synccheck) # ours (not cuBLAS, the reference)
         step "test-$t" /usr/local/cuda/bin/compute-sanitizer --tool $t \
             --kernel-name kns=gemmk --error-exitcode 9 \
             $D/bin/kernels_gpu_test --quick
