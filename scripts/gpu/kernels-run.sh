@@ -5,8 +5,8 @@
 # "gpu ozaki"; also "catalog", several minutes, and "memcheck",
 # "racecheck" and "synccheck": compute-sanitizer on kernels_gpu_test
 # --quick, our kernels only, run last, after the benchmarks, in the time
-# left; racecheck stops on the TMA-store kernels' tail tiles with an
-# internal error of its own, kernel-notes v28), then
+# left; racecheck stops with an internal error of its own on some cases,
+# listed in kernel-notes v28), then
 # bench_gemm for each entry of SETS (default "all fp32"):
 #   all, quick, squares, skinny, decode, mid  16-bit rows, bf16 and fp16
 #   fp32, tf32                                --type fp32 (tf32: the four
